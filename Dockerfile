@@ -1,0 +1,27 @@
+# syntax=docker/dockerfile:1
+# Multi-stage: build with dev dependencies, run with production ones only, as a non-root user.
+FROM node:24-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev
+
+FROM node:24-slim
+ENV NODE_ENV=production
+WORKDIR /app
+# redis-server only for `redis.url: embedded` (demos, single-replica setups).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends redis-server \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+COPY config ./config
+USER node
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.OUTRIGGER_PORT||8080)+'/_health/live').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+ENTRYPOINT ["node", "dist/src/cli/index.js"]
+CMD ["start", "-c", "/etc/outrigger/outrigger.yaml"]
