@@ -1,0 +1,45 @@
+import type { PredicateDefinition } from '../compile/parameters.js';
+import { compileUserRegex, type CompiledRegex } from '../regex/linear-regex.js';
+import { RegexSyntaxError } from '../regex/java-regex-syntax.js';
+import type { EvaluationScope } from '../runtime/evaluation-scope.js';
+
+/**
+ * `regex`: Java-syntax pattern against `%R` (or `value=`); `find()` unless `full-match=true`;
+ * on a match the groups are bound as `${0}`, `${1}`... (a group that did not take part reads
+ * null). Compiled once, for V8's linear-time engine (see regex/linear-regex.ts).
+ */
+export const regexPredicate: PredicateDefinition = {
+  name: 'regex',
+  parameters: { pattern: 'string', value: 'attribute', 'full-match': 'boolean', 'case-sensitive': 'boolean' },
+  defaultParameter: 'pattern',
+  required: ['pattern'],
+  build: (args, context) => {
+    let compiled: CompiledRegex;
+    try {
+      compiled = compileUserRegex(args.string('pattern'), {
+        caseSensitive: args.boolean('case-sensitive', true),
+        fullMatch: args.boolean('full-match', false),
+      });
+    } catch (error) {
+      if (error instanceof RegexSyntaxError) throw context.error(`invalid pattern: ${error.message}`, 'pattern', error.offset);
+      throw error;
+    }
+    const { regex, captureCount } = compiled;
+    const value = args.optionalAttribute('value');
+    const read = value === undefined ? (scope: EvaluationScope) => scope.view.relativePath : value.read;
+    if (!context.bindingsRead) {
+      return (scope) => {
+        const input = read(scope);
+        return input !== null && regex.test(input);
+      };
+    }
+    return (scope) => {
+      const input = read(scope);
+      if (input === null) return false;
+      const match = regex.exec(input);
+      if (match === null) return false;
+      for (let group = 0; group <= captureCount; group++) scope.bind(String(group), match[group] ?? null);
+      return true;
+    };
+  },
+};

@@ -1,0 +1,118 @@
+import type { PredicateDefinition, StringList } from '../compile/parameters.js';
+import type { EvaluationScope } from '../runtime/evaluation-scope.js';
+import { containsKeys, isAbsent, isDocument, jsonEquals, leafKeys, parseExpectedJson, valueAtPath, type JsonDocument } from './json-document.js';
+
+/**
+ * The body as RESTHeart's predicates see it. `noBody` when the exchange cannot provide bodies
+ * at all (RESTHeart: "not a BsonRequest", every bson-request-* predicate is false); otherwise
+ * the parsed JSON, undefined when the request carries none.
+ */
+const NO_BODY = Symbol('no body');
+
+function requestBody(scope: EvaluationScope): unknown {
+  const read = scope.exchange.requestBody;
+  if (read === undefined) return NO_BODY;
+  try {
+    return read.call(scope.exchange);
+  } catch {
+    // A body that cannot be read is no body; a condition must never fail the request.
+    return undefined;
+  }
+}
+
+function requiredNonEmpty(list: StringList, error: () => Error): StringList {
+  if (list.fixed !== undefined && list.fixed.length === 0) throw error();
+  return list;
+}
+
+/** `bson-request-contains`: the body (each document of an array body) has every key. */
+export const bodyContainsPredicate: PredicateDefinition = {
+  name: 'bson-request-contains',
+  parameters: { keys: 'string[]' },
+  defaultParameter: 'keys',
+  required: ['keys'],
+  readsRequestBody: true,
+  build: (args, context) => {
+    const keys = requiredNonEmpty(args.list('keys'), () => context.error('needs at least one property name', 'keys'));
+    return (scope) => {
+      const body = requestBody(scope);
+      return body !== NO_BODY && containsKeys(body, keys.resolve(scope), true);
+    };
+  },
+};
+
+/** `bson-request-blacklist`: the body has none of the keys (a request without a body passes). */
+export const bodyBlacklistPredicate: PredicateDefinition = {
+  name: 'bson-request-blacklist',
+  parameters: { blacklist: 'string[]' },
+  defaultParameter: 'blacklist',
+  required: ['blacklist'],
+  readsRequestBody: true,
+  build: (args, context) => {
+    const blacklist = requiredNonEmpty(args.list('blacklist'), () => context.error('needs at least one property name', 'blacklist'));
+    return (scope) => {
+      const body = requestBody(scope);
+      return body !== NO_BODY && !containsKeys(body, blacklist.resolve(scope), false);
+    };
+  },
+};
+
+/**
+ * `bson-request-whitelist`: every leaf key of the body is listed (or under a listed key). An
+ * empty body, or none, passes; a non-empty document against an empty list does not.
+ */
+export const bodyWhitelistPredicate: PredicateDefinition = {
+  name: 'bson-request-whitelist',
+  parameters: { whitelist: 'string[]' },
+  defaultParameter: 'whitelist',
+  required: [],
+  readsRequestBody: true,
+  build: (args) => {
+    const list = args.optionalList('whitelist');
+    return (scope) => {
+      const body = requestBody(scope);
+      if (body === NO_BODY) return false;
+      if (body === undefined || body === null) return true;
+      const whitelist = list?.resolve(scope) ?? [];
+      if (isDocument(body)) return documentWhitelisted(body, whitelist);
+      // RESTHeart rejects a scalar body with an error; a refusal is the same outcome for an ACL.
+      if (!Array.isArray(body)) return false;
+      return body.filter(isDocument).every((document) => documentWhitelisted(document, whitelist));
+    };
+  },
+};
+
+function documentWhitelisted(document: JsonDocument, whitelist: readonly string[]): boolean {
+  if (Object.keys(document).length === 0) return true;
+  if (whitelist.length === 0) return false;
+  for (const leaf of leafKeys(document)) {
+    if (!whitelist.some((allowed) => leaf === allowed || leaf.startsWith(`${allowed}.`))) return false;
+  }
+  return true;
+}
+
+/**
+ * `bson-request-prop-equals`: the body document's property (dot notation) equals the JSON
+ * value of `value`, e.g. `bson-request-prop-equals(key=status, value='"draft"')`. Numbers
+ * compare by value (JSON.parse does not keep RESTHeart's int/double distinction).
+ */
+export const bodyPropertyEqualsPredicate: PredicateDefinition = {
+  name: 'bson-request-prop-equals',
+  parameters: { key: 'string', value: 'attribute' },
+  defaultParameter: 'key',
+  required: ['key', 'value'],
+  readsRequestBody: true,
+  build: (args) => {
+    const key = args.string('key');
+    const value = args.attribute('value');
+    const fixedExpected = value.constant !== undefined ? parseExpectedJson(value.constant) : undefined;
+    return (scope) => {
+      const body = requestBody(scope);
+      if (!isDocument(body)) return false;
+      const actual = valueAtPath(body, key);
+      if (isAbsent(actual)) return false;
+      const expected = value.constant !== undefined ? fixedExpected : parseExpectedJson(value.read(scope));
+      return expected !== undefined && jsonEquals(actual, expected.value);
+    };
+  },
+};
