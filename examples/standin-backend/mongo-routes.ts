@@ -1,0 +1,119 @@
+/**
+ * The MongoDB REST namespace, mounted like RESTHeart with `mongo-mounts: {what: "*", where: /}`:
+ * `/` lists dbs, `/{db}` lists collections, `/{db}/{coll}` reads or posts documents,
+ * `/{db}/{coll}/_size` counts, `/{db}/{coll}/{id}` is a document.
+ *
+ * A collection exists when it was seeded or created with `PUT /{db}/{coll}`; like RESTHeart,
+ * reads and writes on a missing db or collection are 404 (a POST does not create a collection).
+ */
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { deleteDocument, getDocument, patchDocument, postDocument, putDocument, type DocumentRequest } from './documents.js';
+import { HttpProblem, sendEmpty, sendJson, type Headers } from './http.js';
+import { matchDocuments, parseFilters, parseReadQuery, runRead } from './read-query.js';
+import type { Doc, Store } from './store.js';
+
+export interface MongoRequest {
+  method: string;
+  segments: string[];
+  query: URLSearchParams;
+  headers: IncomingHttpHeaders;
+  body: string | undefined;
+  baseUrl: string;
+}
+
+const ILLEGAL_DB_NAME = /[/\\. "$*<>:|?\0]/;
+
+function methodNotAllowed(method: string, allowed: string[]): HttpProblem {
+  return new HttpProblem(405, `method ${method} is not allowed here; use ${allowed.join(', ')}`, { allow: allowed.join(', ') });
+}
+
+function isRead(method: string): boolean {
+  return method === 'GET' || method === 'HEAD';
+}
+
+export function handleMongo(res: ServerResponse, req: MongoRequest, store: Store): void {
+  const [db, coll, id, ...rest] = req.segments;
+  if (rest.length > 0) throw new HttpProblem(404, `no resource at ${req.segments.join('/')}: paths are /{db}/{collection}/{id}`);
+  if (db === undefined) {
+    if (!isRead(req.method)) throw methodNotAllowed(req.method, ['GET']);
+    return sendJson(res, 200, store.dbNames());
+  }
+  if (ILLEGAL_DB_NAME.test(db)) throw new HttpProblem(400, `illegal database name '${db}'`);
+  if (coll === undefined) return handleDb(res, req, store, db);
+  if (coll.includes('$') || coll.startsWith('system.')) throw new HttpProblem(400, `illegal collection name '${coll}'`);
+  if (id === undefined) return handleCollection(res, req, store, db, coll);
+
+  const docs = existingCollection(store, db, coll);
+  const docReq: DocumentRequest = { ...req, db, coll, docs };
+  if (id === '_size') {
+    if (!isRead(req.method)) throw methodNotAllowed(req.method, ['GET']);
+    const size = matchDocuments(docs, parseFilters(req.query)).length;
+    return sendJson(res, 200, { _size: size }, { 'x-count-strategy': 'exact' });
+  }
+  switch (req.method) {
+    case 'GET':
+    case 'HEAD': return getDocument(res, docReq, store, id);
+    case 'PUT': return putDocument(res, docReq, store, id);
+    case 'PATCH': return patchDocument(res, docReq, store, id);
+    case 'DELETE': return deleteDocument(res, docReq, store, id);
+    default: throw methodNotAllowed(req.method, ['GET', 'PUT', 'PATCH', 'DELETE']);
+  }
+}
+
+function existingCollection(store: Store, db: string, coll: string): Doc[] {
+  if (!store.hasDb(db)) throw new HttpProblem(404, `Db '${db}' does not exist`);
+  const docs = store.documents(db, coll);
+  if (!docs) throw new HttpProblem(404, `Collection '${db}.${coll}' does not exist; create it with PUT /${db}/${coll}`);
+  return docs;
+}
+
+function handleDb(res: ServerResponse, req: MongoRequest, store: Store, db: string): void {
+  switch (req.method) {
+    case 'GET':
+    case 'HEAD':
+      if (!store.hasDb(db)) throw new HttpProblem(404, `Db '${db}' does not exist`);
+      return sendJson(res, 200, store.collectionNames(db));
+    case 'PUT':
+      return sendEmpty(res, store.createDb(db) ? 201 : 200);
+    case 'DELETE':
+      if (!store.dropDb(db)) throw new HttpProblem(404, `Db '${db}' does not exist`);
+      return sendEmpty(res, 204);
+    default:
+      throw methodNotAllowed(req.method, ['GET', 'PUT', 'DELETE']);
+  }
+}
+
+function handleCollection(res: ServerResponse, req: MongoRequest, store: Store, db: string, coll: string): void {
+  switch (req.method) {
+    case 'GET':
+    case 'HEAD':
+      return readCollection(res, req, existingCollection(store, db, coll));
+    case 'POST':
+      return postDocument(res, { ...req, db, coll, docs: existingCollection(store, db, coll) }, store);
+    case 'PUT':
+      return sendEmpty(res, store.createCollection(db, coll) ? 201 : 200);
+    case 'DELETE':
+      existingCollection(store, db, coll);
+      store.dropCollection(db, coll);
+      return sendEmpty(res, 204);
+    default:
+      throw methodNotAllowed(req.method, ['GET', 'POST', 'PUT', 'DELETE']);
+  }
+}
+
+/**
+ * STANDARD representation: the page as a plain JSON array. `count` adds `X-Count-Strategy` (the
+ * total itself only appears in the body with `rep=hal`, as `_size` and `_total_pages`).
+ */
+function readCollection(res: ServerResponse, req: MongoRequest, docs: Doc[]): void {
+  const query = parseReadQuery(req.query);
+  const { documents, total } = runRead(docs, query);
+  const headers: Headers = query.count ? { 'x-count-strategy': query.count } : {};
+  if (!query.hal) return sendJson(res, 200, documents, headers);
+  const body: Record<string, unknown> = { _embedded: { 'rh:doc': documents }, _returned: documents.length };
+  if (query.count) {
+    body._size = total;
+    body._total_pages = query.pagesize === 0 ? 0 : Math.ceil(total / query.pagesize);
+  }
+  sendJson(res, 200, body, headers);
+}
