@@ -1,0 +1,90 @@
+/**
+ * The captured request/response pair a webhook fires on (what the proxy observer puts on the
+ * stream and the worker delivers). Captured headers and bodies are already redacted
+ * (`redaction.ts`) and capped (`captureBody`).
+ */
+
+/** Header values by lower-case name; repeated headers (Set-Cookie) keep every value. */
+export type CapturedHeaders = Record<string, string | string[]>;
+
+/**
+ * A captured body: the parsed JSON value when the body was complete JSON, otherwise the text
+ * (possibly cut at the cap), a placeholder for binary or compressed data, or null when there
+ * was no body.
+ */
+export type CapturedBody = unknown;
+
+export interface CapturedRequest {
+  method: string;
+  /** The path without the query string. */
+  path: string;
+  /** Query parameters by name (a repeated parameter keeps every value, in order). */
+  query: Record<string, string | string[]>;
+  headers: CapturedHeaders;
+  body: CapturedBody;
+  bodyTruncated: boolean;
+}
+
+export interface CapturedResponse {
+  statusCode: number;
+  headers: CapturedHeaders;
+  body: CapturedBody;
+  bodyTruncated: boolean;
+}
+
+export interface CapturedEvent {
+  id: string;
+  /** Epoch milliseconds when the response completed. */
+  timestamp: number;
+  serviceId: string;
+  request: CapturedRequest;
+  response: CapturedResponse;
+}
+
+/** The default cap on each captured body (SPEC §7.2.6). */
+export const DEFAULT_BODY_CAPTURE_BYTES = 64 * 1024;
+
+function isJsonContentType(contentType: string | undefined): boolean {
+  if (!contentType) return false;
+  const type = contentType.split(';', 1)[0]!.trim().toLowerCase();
+  return type === 'application/json' || type.endsWith('+json');
+}
+
+/**
+ * Turns the first bytes of a body into a CapturedBody. `totalBytes` is the full body length
+ * when known (the observer may stop buffering at the cap); `bytes` beyond `limit` are cut.
+ * - no bytes → null;
+ * - compressed (a Content-Encoding other than identity) → a placeholder string;
+ * - complete JSON (by Content-Type) → the parsed value (a JSON body that does not parse stays text);
+ * - valid UTF-8 → the text (cut at the cap, never mid-character);
+ * - anything else → a placeholder string naming the size and content type.
+ */
+export function captureBody(
+  bytes: Uint8Array,
+  options: { contentType?: string; contentEncoding?: string; limit?: number; totalBytes?: number } = {},
+): { body: CapturedBody; truncated: boolean } {
+  const limit = options.limit ?? DEFAULT_BODY_CAPTURE_BYTES;
+  const total = Math.max(options.totalBytes ?? bytes.length, bytes.length);
+  if (total === 0) return { body: null, truncated: false };
+  const truncated = total > limit;
+  const encoding = options.contentEncoding?.trim().toLowerCase();
+  if (encoding && encoding !== 'identity') {
+    return { body: `[${total} bytes, content-encoding ${encoding}]`, truncated: false };
+  }
+  const kept = truncated ? bytes.subarray(0, Math.min(limit, bytes.length)) : bytes;
+  let text: string;
+  try {
+    // `stream: true` leaves out a character cut in half by the cap instead of failing on it.
+    text = new TextDecoder('utf-8', { fatal: true }).decode(kept, { stream: truncated });
+  } catch {
+    return { body: `[${total} bytes of binary data${options.contentType ? `, ${options.contentType}` : ''}]`, truncated: false };
+  }
+  if (!truncated && isJsonContentType(options.contentType)) {
+    try {
+      return { body: JSON.parse(text) as unknown, truncated: false };
+    } catch {
+      return { body: text, truncated: false };
+    }
+  }
+  return { body: text, truncated };
+}

@@ -1,0 +1,74 @@
+/**
+ * Secrets never leave through webhooks, recordings or logs (SPEC §0): when a request or response
+ * is captured, the values of `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie` and
+ * every configured secret header become `[redacted]`, and the `key` field of a `POST /keys`
+ * answer is removed.
+ */
+import type { CapturedHeaders } from './event.js';
+
+export const REDACTED = '[redacted]';
+
+/** Headers redacted whatever the configuration says (lower case). */
+export const ALWAYS_REDACTED_HEADERS: readonly string[] = Object.freeze(['authorization', 'proxy-authorization', 'cookie', 'set-cookie']);
+
+type HeaderInput = Record<string, string | string[] | number | undefined | null>;
+
+/**
+ * Builds a redactor once (from the config) for use on every capture. The result has lower-case
+ * names, drops undefined values, keeps arrays for repeated headers and replaces each secret
+ * header's value by `[redacted]` (a repeated secret header becomes one `[redacted]`).
+ */
+export function createHeaderRedactor(extraSecretHeaders: readonly string[] = []): (headers: HeaderInput) => CapturedHeaders {
+  const secret = new Set([...ALWAYS_REDACTED_HEADERS, ...extraSecretHeaders.map((h) => h.trim().toLowerCase())]);
+  return (headers) => {
+    const out: CapturedHeaders = {};
+    for (const [rawName, value] of Object.entries(headers)) {
+      if (value === undefined || value === null) continue;
+      const name = rawName.toLowerCase();
+      if (name === '__proto__') continue;
+      if (secret.has(name)) {
+        out[name] = REDACTED;
+        continue;
+      }
+      const text = Array.isArray(value) ? value.map(String) : String(value);
+      const prev = out[name];
+      // Two spellings of one name (possible in a plain object) are merged, not overwritten.
+      out[name] = prev === undefined ? text : [...(Array.isArray(prev) ? prev : [prev]), ...(Array.isArray(text) ? text : [text])];
+    }
+    return out;
+  };
+}
+
+/** One-off form of `createHeaderRedactor(extra)(headers)`. */
+export function redactHeaders(headers: HeaderInput, extraSecretHeaders: readonly string[] = []): CapturedHeaders {
+  return createHeaderRedactor(extraSecretHeaders)(headers);
+}
+
+const KEY_FIELD_IN_TEXT = /("key"\s*:\s*)"(?:[^"\\]|\\.)*"/g;
+
+/**
+ * Removes the issued key from a captured `POST /keys` answer. A parsed object loses its `key`
+ * field (a copy is returned; the input is not changed). Text (a body that was not parsed, e.g.
+ * truncated) is parsed when possible, otherwise every `"key": "..."` value is replaced by
+ * `"[redacted]"`. Anything else is returned as is.
+ */
+export function removeIssuedKey(body: unknown): unknown {
+  if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
+    if (!Object.prototype.hasOwnProperty.call(body, 'key')) return body;
+    const copy: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(body as Record<string, unknown>)) {
+      if (k !== 'key') Object.defineProperty(copy, k, { value: v, enumerable: true, writable: true, configurable: true });
+    }
+    return copy;
+  }
+  if (typeof body === 'string') {
+    try {
+      const parsed = JSON.parse(body) as unknown;
+      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) return removeIssuedKey(parsed);
+    } catch {
+      // fall through to the textual scrub
+    }
+    return body.replace(KEY_FIELD_IN_TEXT, `$1"${REDACTED}"`).replace(/("key"\s*:\s*")[^"]*$/, `$1${REDACTED}`);
+  }
+  return body;
+}
