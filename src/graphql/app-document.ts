@@ -1,0 +1,113 @@
+/**
+ * The GraphQL app document (SPEC §6.1): `{_id, descriptor, schema, mappings}` and the small
+ * syntax helpers (`$arg`, `$fk`, uri segments) that validation, compilation and translation share.
+ */
+
+export interface GraphqlAppDescriptor {
+  /** Free text; RESTHeart v9 ignores it too. */
+  name?: string;
+  description?: string;
+  /** Disabled apps answer 404. Default true. */
+  enabled: boolean;
+  /** Normalised: no leading or trailing `/`, segments of `[A-Za-z0-9._~-]`. */
+  uri: string;
+  /** Turns introspection off for this app when false; absent = the service setting. */
+  introspection?: boolean;
+}
+
+/** `{"$arg": "name"}` or `{"$arg": ["name", default]}`. */
+export interface ArgRef {
+  $arg: string | [string, unknown];
+}
+
+/** `{"$fk": "path.in.parent"}`. */
+export interface FkRef {
+  $fk: string;
+}
+
+export interface QueryMapping {
+  /** Default: `graphql.defaultDb` at compile time. */
+  db?: string;
+  collection: string;
+  find?: Record<string, unknown>;
+  sort?: Record<string, unknown>;
+  skip?: number | ArgRef;
+  limit?: number | ArgRef;
+  /** Accepted for RESTHeart compatibility and ignored: joins are always batched per request. */
+  dataLoader?: Record<string, unknown>;
+}
+
+/** A dot path into the source document (rename, nested, array index) or a collection query. */
+export type FieldMapping = string | QueryMapping;
+
+/** Field mappings of an object type, or value mappings of an enum type. */
+export type TypeMappings = Record<string, FieldMapping | unknown>;
+
+export interface GraphqlApp {
+  _id?: string;
+  descriptor: GraphqlAppDescriptor;
+  schema: string;
+  mappings: Record<string, TypeMappings>;
+}
+
+const URI_SEGMENT = /^[A-Za-z0-9._~-]+$/;
+
+/**
+ * Normalises an app uri: one leading and one trailing `/` are dropped; what is left must be one or
+ * more `/`-separated segments of `[A-Za-z0-9._~-]` (and no `.` or `..` segment, which URL parsers
+ * would fold away). Returns the normalised uri or a sentence saying what is wrong.
+ */
+export function normalizeUri(raw: string): { ok: true; uri: string } | { ok: false; problem: string } {
+  let uri = raw;
+  if (uri.startsWith('/')) uri = uri.slice(1);
+  if (uri.endsWith('/')) uri = uri.slice(0, -1);
+  if (uri === '') return { ok: false, problem: 'must name at least one path segment, e.g. "shop" or "shop/v2"' };
+  for (const segment of uri.split('/')) {
+    if (segment === '') return { ok: false, problem: `must not contain empty segments ("${raw}")` };
+    if (segment === '.' || segment === '..') return { ok: false, problem: `must not contain "." or ".." segments ("${raw}")` };
+    if (!URI_SEGMENT.test(segment)) {
+      return { ok: false, problem: `segment "${segment}" may only contain letters, digits and . _ ~ -` };
+    }
+  }
+  return { ok: true, uri };
+}
+
+/**
+ * Picks the app serving `path` (the part of the request path after the GraphQL route, with or
+ * without a leading `/`): the longest uri that matches whole segments. Returns the uri and the rest.
+ */
+export function matchAppUri(uris: Iterable<string>, path: string): { uri: string; rest: string } | undefined {
+  const p = path.startsWith('/') ? path.slice(1) : path;
+  let best: string | undefined;
+  for (const uri of uris) {
+    if ((p === uri || p.startsWith(`${uri}/`)) && (best === undefined || uri.length > best.length)) best = uri;
+  }
+  if (best === undefined) return undefined;
+  return { uri: best, rest: p.slice(best.length) };
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/** True for `{"$arg": ...}` (exactly that one key). */
+export function isArgRef(value: unknown): value is ArgRef {
+  return isPlainObject(value) && '$arg' in value && Object.keys(value).length === 1;
+}
+
+/** True for `{"$fk": ...}` (exactly that one key). */
+export function isFkRef(value: unknown): value is FkRef {
+  return isPlainObject(value) && '$fk' in value && Object.keys(value).length === 1;
+}
+
+/** The argument path and default of an `$arg` reference (the caller has validated its shape). */
+export function argRefParts(ref: ArgRef): { path: string; hasDefault: boolean; defaultValue: unknown } {
+  const spec = ref.$arg;
+  if (Array.isArray(spec)) return { path: spec[0], hasDefault: true, defaultValue: spec[1] };
+  return { path: spec, hasDefault: false, defaultValue: undefined };
+}
+
+/** Root operation type names never hold `$fk` (they have no parent document). */
+export const ROOT_DOC_ARG = 'rootDoc';

@@ -1,0 +1,297 @@
+/**
+ * App document → executable app: the schema is built once per app version, resolvers are derived
+ * from the mappings (query mappings read the backend, string mappings read a dot path, enum
+ * mappings translate stored values), and parsed + validated query documents are cached (LRU).
+ */
+import { createHash } from 'node:crypto';
+import {
+  getNamedType,
+  getNullableType,
+  GraphQLError,
+  isEnumType,
+  isInputObjectType,
+  isListType,
+  isObjectType,
+  NoSchemaIntrospectionCustomRule,
+  parse,
+  specifiedRules,
+  validate,
+  type DocumentNode,
+  type GraphQLArgument,
+  type GraphQLField,
+  type GraphQLFieldResolver,
+  type GraphQLInputType,
+  type GraphQLOutputType,
+  type GraphQLSchema,
+  type ValidationRule,
+} from 'graphql';
+import { ValidationError } from '../errors.js';
+import { isPlainObject, ROOT_DOC_ARG, type GraphqlApp, type QueryMapping } from './app-document.js';
+import { depthLimitRule } from './depth-limit.js';
+import { canonicalKey } from './ejson.js';
+import type { ArgScope } from './interpolate.js';
+import { LruCache } from './lru.js';
+import { readPath } from './paths.js';
+import type { EngineSettings, RequestState } from './request-state.js';
+import { compileQueryMapping, readWindow, resolveQuery } from './translate.js';
+import { DEFAULT_LIMITS, type BackendReader, type GraphqlLimits, type ReadPolicy, type RequestContext } from './types.js';
+import { validateAppWithSchema } from './validate-app.js';
+
+export interface CompileOptions extends Partial<GraphqlLimits> {
+  /** Where query mappings read from (usually `createHttpBackendReader(...)`). */
+  readonly reader: BackendReader;
+  /** Largest URL-encoded filter of one batched join read before it is split (default 6144). */
+  readonly maxFilterBytes?: number;
+  /** Parsed/validated query documents kept per app (default 500 entries, 4 MiB of query text). */
+  readonly documentCacheEntries?: number;
+  readonly documentCacheBytes?: number;
+  /**
+   * The caller's readFilter/projectResponse per collection (SPEC §3.6, `graphql.backend.auth:
+   * caller`); leave it out for `auth: service`, which applies no per-caller filter.
+   */
+  readonly readPolicy?: ReadPolicy;
+  /** Called with errors that are masked from the client (bugs, unexpected exceptions), for logging. */
+  readonly onError?: (error: unknown, ctx: RequestContext) => void;
+}
+
+/** A parsed query and what validation said about it; cached per app by query text. */
+export interface PreparedDocument {
+  readonly document?: DocumentNode;
+  readonly syntaxErrors?: readonly GraphQLError[];
+  readonly validationErrors?: readonly GraphQLError[];
+}
+
+export interface CompiledApp {
+  readonly id: string | undefined;
+  readonly uri: string;
+  readonly enabled: boolean;
+  readonly introspection: boolean;
+  readonly schema: GraphQLSchema;
+  /** Content hash of the app document this was compiled from. */
+  readonly version: string;
+  readonly settings: EngineSettings;
+  readonly onError: ((error: unknown, ctx: RequestContext) => void) | undefined;
+  /** Parses and validates a query, from the cache when seen before. */
+  prepare(query: string): PreparedDocument;
+}
+
+/** What resolvers receive as GraphQL context. */
+export interface ExecutionContextValue {
+  readonly state: RequestState;
+}
+
+/** Largest number of tokens a query may have (protects the parser; 100 KiB of text is far below). */
+const MAX_TOKENS = 50_000;
+
+export function appVersion(app: GraphqlApp): string {
+  return createHash('sha256').update(JSON.stringify(app)).digest('base64url').slice(0, 22);
+}
+
+/**
+ * Compiles a (validated) app document. Throws `ValidationError` when the document is not valid,
+ * e.g. a stored app from before a validation rule existed.
+ */
+export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
+  const limits: GraphqlLimits = {
+    defaultDb: opts.defaultDb ?? DEFAULT_LIMITS.defaultDb,
+    defaultLimit: opts.defaultLimit ?? DEFAULT_LIMITS.defaultLimit,
+    maxLimit: opts.maxLimit ?? DEFAULT_LIMITS.maxLimit,
+    maxDepth: opts.maxDepth ?? DEFAULT_LIMITS.maxDepth,
+    maxBackendReads: opts.maxBackendReads ?? DEFAULT_LIMITS.maxBackendReads,
+    timeoutMs: opts.timeoutMs ?? DEFAULT_LIMITS.timeoutMs,
+    introspection: opts.introspection ?? DEFAULT_LIMITS.introspection,
+  };
+  const checked = validateAppWithSchema(app, { defaultDb: limits.defaultDb, maxLimit: limits.maxLimit });
+  if (!checked.ok) throw new ValidationError(checked.problems);
+  const { schema } = checked;
+  const normalized = checked.app;
+
+  installResolvers(schema, normalized, limits);
+
+  const introspection = limits.introspection && normalized.descriptor.introspection !== false;
+  const rules: ValidationRule[] = [...specifiedRules, depthLimitRule(limits.maxDepth)];
+  if (!introspection) rules.push(NoSchemaIntrospectionCustomRule);
+  const cache = new LruCache<string, PreparedDocument>(opts.documentCacheEntries ?? 500, opts.documentCacheBytes ?? 4 * 1024 * 1024);
+
+  return {
+    id: normalized._id,
+    uri: normalized.descriptor.uri,
+    enabled: normalized.descriptor.enabled,
+    introspection,
+    schema,
+    version: appVersion(app),
+    settings: { limits, reader: opts.reader, maxFilterBytes: opts.maxFilterBytes ?? 6144, readPolicy: opts.readPolicy },
+    onError: opts.onError,
+    prepare(query: string): PreparedDocument {
+      const hit = cache.get(query);
+      if (hit) return hit;
+      let prepared: PreparedDocument;
+      try {
+        const document = parse(query, { maxTokens: MAX_TOKENS });
+        const errors = validate(schema, document, rules);
+        prepared = errors.length > 0 ? { document, validationErrors: errors } : { document };
+      } catch (error) {
+        if (!(error instanceof GraphQLError)) throw error;
+        prepared = { syntaxErrors: [error] };
+      }
+      cache.set(query, prepared, query.length);
+      return prepared;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resolvers
+
+interface EnumMapping {
+  readonly toStored: Map<string, unknown>;
+  readonly toName: Map<string, string>;
+}
+
+function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: GraphqlLimits): void {
+  const queryType = schema.getQueryType();
+  const enumMaps = new Map<string, EnumMapping>();
+  for (const [typeName, mappings] of Object.entries(app.mappings)) {
+    const type = schema.getType(typeName);
+    if (!type || !isEnumType(type)) continue;
+    const toStored = new Map<string, unknown>();
+    const toName = new Map<string, string>();
+    for (const [name, value] of Object.entries(mappings)) {
+      toStored.set(name, value);
+      toName.set(canonicalKey(value), name);
+    }
+    enumMaps.set(typeName, { toStored, toName });
+  }
+  const usesRootDoc = JSON.stringify(app.mappings).includes(`"${ROOT_DOC_ARG}.`);
+
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (!isObjectType(type) || type.name.startsWith('__')) continue;
+    const isRoot = type === queryType;
+    const mappings = app.mappings[type.name] ?? {};
+    for (const field of Object.values(type.getFields())) {
+      const mapping = mappings[field.name];
+      let resolve: GraphQLFieldResolver<unknown, ExecutionContextValue> | undefined;
+      if (isPlainObject(mapping)) {
+        const compiled = compileQueryMapping(`${type.name}.${field.name}`, mapping as unknown as QueryMapping, limits.defaultDb);
+        const single = !isListType(getNullableType(field.type));
+        const internalize = argsInternalizer(field, enumMaps);
+        resolve = (source, args, context) => {
+          const state = context.state;
+          const scope: ArgScope = {
+            args: internalize(args),
+            parent: source,
+            rootDoc: !isRoot && usesRootDoc && source !== null && typeof source === 'object' ? state.rootOf.get(source) : undefined,
+          };
+          const r = resolveQuery(compiled, scope, state.limits, single);
+          if (r.empty) return single ? null : [];
+          const pending = isRoot ? readWindow(state, r.query) : state.joins.load(r.query);
+          return pending.then((shared) => {
+            let docs = shared;
+            if (usesRootDoc) {
+              // Batched joins share document objects between parents; each parent needs its own
+              // copies so that every object knows its one root document.
+              if (!isRoot) docs = structuredClone(shared);
+              const root = isRoot ? undefined : state.rootOf.get(source as object);
+              for (const doc of docs) {
+                if (doc !== null && typeof doc === 'object') state.rootOf.set(doc, isRoot ? doc : root);
+              }
+            }
+            return single ? (docs[0] ?? null) : docs;
+          });
+        };
+      } else if (typeof mapping === 'string') {
+        const path = mapping.split('.');
+        resolve = (source, _args, context) => propagate(context, usesRootDoc, source, readPath(source, path));
+      } else if (usesRootDoc && isObjectType(getNamedType(field.type))) {
+        const name = field.name;
+        resolve = (source, _args, context) =>
+          propagate(context, usesRootDoc, source, source !== null && typeof source === 'object' ? (source as Record<string, unknown>)[name] : undefined);
+      }
+      const enumOut = outputEnumMapper(field.type, enumMaps);
+      if (enumOut) {
+        const inner = resolve;
+        const name = field.name;
+        resolve = (source, args, context, info) => {
+          const value = inner
+            ? inner(source, args, context, info)
+            : source !== null && typeof source === 'object'
+              ? (source as Record<string, unknown>)[name]
+              : undefined;
+          return value instanceof Promise ? value.then(enumOut) : enumOut(value);
+        };
+      }
+      if (resolve) field.resolve = resolve as GraphQLFieldResolver<unknown, unknown>;
+    }
+  }
+}
+
+/** Marks objects reached below a root document as belonging to it (for `rootDoc`). */
+function propagate(context: ExecutionContextValue, usesRootDoc: boolean, source: unknown, value: unknown): unknown {
+  if (!usesRootDoc || source === null || typeof source !== 'object') return value;
+  const root = context.state.rootOf.get(source);
+  if (root === undefined) return value;
+  const mark = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(mark);
+    else if (v !== null && typeof v === 'object' && !context.state.rootOf.has(v)) context.state.rootOf.set(v, root);
+  };
+  mark(value);
+  return value;
+}
+
+/** Enum arguments arrive as value names; mappings want the stored values. */
+function argsInternalizer(
+  field: GraphQLField<unknown, unknown>,
+  enumMaps: Map<string, EnumMapping>,
+): (args: Record<string, unknown>) => Record<string, unknown> {
+  if (enumMaps.size === 0 || !field.args.some((a) => involvesMappedEnum(a.type, enumMaps, new Set()))) return (args) => args;
+  const convert = (type: GraphQLInputType, value: unknown): unknown => {
+    if (value === null || value === undefined) return value;
+    const t = getNullableType(type);
+    if (isListType(t)) return Array.isArray(value) ? value.map((v) => convert(t.ofType, v)) : convert(t.ofType, value);
+    if (isEnumType(t)) {
+      const m = enumMaps.get(t.name);
+      return m && typeof value === 'string' && m.toStored.has(value) ? m.toStored.get(value) : value;
+    }
+    if (isInputObjectType(t) && isPlainObject(value)) {
+      const out: Record<string, unknown> = {};
+      const fields = t.getFields();
+      for (const [k, v] of Object.entries(value)) out[k] = fields[k] ? convert(fields[k].type, v) : v;
+      return out;
+    }
+    return value;
+  };
+  const defs = new Map<string, GraphQLArgument>(field.args.map((a) => [a.name, a]));
+  return (args) => {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(args)) {
+      const def = defs.get(k);
+      out[k] = def ? convert(def.type, v) : v;
+    }
+    return out;
+  };
+}
+
+function involvesMappedEnum(type: GraphQLInputType, enumMaps: Map<string, EnumMapping>, seen: Set<string>): boolean {
+  const named = getNamedType(type);
+  if (isEnumType(named)) return enumMaps.has(named.name);
+  if (isInputObjectType(named)) {
+    if (seen.has(named.name)) return false;
+    seen.add(named.name);
+    return Object.values(named.getFields()).some((f) => involvesMappedEnum(f.type, enumMaps, seen));
+  }
+  return false;
+}
+
+/** Stored enum values → value names, for fields whose type is a mapped enum (or a list of one). */
+function outputEnumMapper(type: GraphQLOutputType, enumMaps: Map<string, EnumMapping>): ((value: unknown) => unknown) | undefined {
+  const named = getNamedType(type);
+  if (!isEnumType(named)) return undefined;
+  const m = enumMaps.get(named.name);
+  if (!m) return undefined;
+  const map = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(map);
+    if (value === null || value === undefined) return value;
+    return m.toName.get(canonicalKey(value)) ?? value;
+  };
+  return map;
+}

@@ -1,0 +1,165 @@
+/**
+ * Executes one GraphQL request against a compiled app and decides its HTTP status (SPEC §6.3):
+ * 200 with data (partial data with errors included); 400 for syntax, validation, variable and
+ * operation-selection errors and for a request needing more than `maxBackendReads`; 405 for a
+ * mutation where only queries are allowed (GET); 413 for a query over 100 KiB; 502 when backend
+ * failures leave no data; 504 when the time limit passes. Errors are masked: only messages written
+ * for clients (GraphQL's own, ours, backend summaries) are shown; anything else becomes a generic
+ * message and goes to `onError`.
+ */
+import {
+  execute,
+  getOperationAST,
+  GraphQLError,
+  type ExecutionResult,
+  type GraphQLFormattedError,
+  type OperationDefinitionNode,
+} from 'graphql';
+import { OutriggerError } from '../errors.js';
+import type { CompiledApp, ExecutionContextValue } from './compile-app.js';
+import { BACKEND_ERROR_CODES, RequestState, budgetError, timeoutError } from './request-state.js';
+import { MAX_QUERY_BYTES, type RequestContext } from './types.js';
+
+export interface GraphqlParams {
+  readonly query: string;
+  readonly variables?: Readonly<Record<string, unknown>> | null;
+  readonly operationName?: string | null;
+}
+
+export interface GraphqlResponseBody {
+  data?: Record<string, unknown> | null;
+  errors?: GraphQLFormattedError[];
+  extensions?: Record<string, unknown>;
+}
+
+export interface GraphqlOutcome {
+  readonly status: number;
+  readonly body: GraphqlResponseBody;
+  /** Extra response headers (`allow` on 405). */
+  readonly headers?: Record<string, string>;
+  /** Backend reads this request made (for metrics and logs); absent when it did not execute. */
+  readonly backendReads?: number;
+}
+
+export interface ExecuteOptions {
+  /** GET: only queries may run; a mutation answers 405 (GraphQL-over-HTTP). */
+  readonly queriesOnly?: boolean;
+}
+
+export function errorBody(message: string, code: string): GraphqlResponseBody {
+  return { errors: [{ message, extensions: { code } }] };
+}
+
+export async function executeGraphql(
+  app: CompiledApp,
+  params: GraphqlParams,
+  ctx: RequestContext,
+  opts: ExecuteOptions = {},
+): Promise<GraphqlOutcome> {
+  if (Buffer.byteLength(params.query, 'utf8') > MAX_QUERY_BYTES) {
+    return {
+      status: 413,
+      body: errorBody(`the query is larger than ${MAX_QUERY_BYTES / 1024} KiB; send a smaller query`, 'QUERY_TOO_LARGE'),
+    };
+  }
+  const prepared = app.prepare(params.query);
+  if (prepared.syntaxErrors) return { status: 400, body: { errors: prepared.syntaxErrors.map((e) => e.toJSON()) } };
+  const document = prepared.document;
+  if (!document) return { status: 400, body: errorBody('the query could not be parsed', 'GRAPHQL_PARSE_FAILED') };
+
+  const operation: OperationDefinitionNode | null | undefined = getOperationAST(document, params.operationName ?? undefined);
+  if (operation?.operation === 'mutation' && opts.queriesOnly) {
+    return {
+      status: 405,
+      headers: { allow: 'POST' },
+      body: errorBody('mutations cannot be sent with GET; use POST', 'METHOD_NOT_ALLOWED'),
+    };
+  }
+  if (prepared.validationErrors) return { status: 400, body: { errors: prepared.validationErrors.map((e) => e.toJSON()) } };
+  if (!operation) {
+    const message = params.operationName
+      ? `operationName "${params.operationName}" does not name an operation of the query`
+      : 'the query holds several operations; pass operationName to pick one';
+    return { status: 400, body: errorBody(message, 'OPERATION_NOT_FOUND') };
+  }
+  if (operation.operation === 'subscription') {
+    return { status: 400, body: errorBody('subscriptions are not supported; GraphQL apps are read-only queries', 'SUBSCRIPTIONS_NOT_SUPPORTED') };
+  }
+
+  const limits = app.settings.limits;
+  const controller = new AbortController();
+  const state = new RequestState(app.settings, ctx, controller.signal);
+  let timer: NodeJS.Timeout | undefined;
+  const aborted = new Promise<'aborted'>((resolve) => {
+    controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+    timer = setTimeout(() => {
+      state.timedOut = true;
+      controller.abort();
+    }, limits.timeoutMs);
+  });
+  // The client went away (the server aborts ctx.signal): stop reading for it.
+  const onClientAbort = () => controller.abort();
+  if (ctx.signal?.aborted) controller.abort();
+  else ctx.signal?.addEventListener('abort', onClientAbort, { once: true });
+
+  let result: ExecutionResult | 'aborted';
+  try {
+    const contextValue: ExecutionContextValue = { state };
+    result = await Promise.race([
+      Promise.resolve(
+        execute({
+          schema: app.schema,
+          document,
+          variableValues: params.variables ?? undefined,
+          operationName: params.operationName ?? undefined,
+          contextValue,
+        }),
+      ),
+      aborted,
+    ]);
+  } catch (error) {
+    app.onError?.(error, ctx);
+    return { status: 500, body: errorBody('internal error while executing the query', 'INTERNAL_SERVER_ERROR') };
+  } finally {
+    clearTimeout(timer);
+    ctx.signal?.removeEventListener('abort', onClientAbort);
+  }
+
+  const backendReads = state.reads;
+  if (result === 'aborted' || state.timedOut) {
+    if (state.timedOut) return { status: 504, body: { errors: [timeoutError(limits.timeoutMs).toJSON()] }, backendReads };
+    return { status: 499, body: errorBody('the client closed the request', 'REQUEST_ABORTED'), backendReads };
+  }
+  if (state.budgetExceeded) return { status: 400, body: { errors: [budgetError(limits.maxBackendReads).toJSON()] }, backendReads };
+
+  const errors = result.errors?.map((e) => maskError(e, app, ctx));
+  // No data entry: the request failed before execution (variables could not be coerced).
+  if (!('data' in result)) return { status: 400, body: { errors: errors ?? [] }, backendReads };
+
+  const data = result.data ?? null;
+  const body: GraphqlResponseBody = { data };
+  if (errors && errors.length > 0) body.errors = errors;
+  const backendFailed = errors?.some((e) => BACKEND_ERROR_CODES.has(String(e.extensions?.code))) ?? false;
+  const noData = data === null || Object.values(data).every((v) => v === null);
+  return { status: backendFailed && noData ? 502 : 200, body, backendReads };
+}
+
+/** Keeps messages written for clients; replaces anything else with a generic message. */
+function maskError(error: GraphQLError, app: CompiledApp, ctx: RequestContext): GraphQLFormattedError {
+  const original = error.originalError;
+  if (original === undefined || original instanceof GraphQLError || original instanceof OutriggerError) {
+    const formatted = error.toJSON();
+    if (original instanceof OutriggerError && !formatted.extensions?.code) {
+      return { ...formatted, extensions: { ...(formatted.extensions ?? {}), code: original.code } };
+    }
+    return formatted;
+  }
+  app.onError?.(original, ctx);
+  const masked: GraphQLFormattedError = {
+    message: 'internal error while resolving this field',
+    ...(error.locations ? { locations: error.locations } : {}),
+    ...(error.path ? { path: error.path } : {}),
+    extensions: { code: 'INTERNAL_SERVER_ERROR' },
+  };
+  return masked;
+}

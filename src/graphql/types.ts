@@ -1,0 +1,90 @@
+/**
+ * Types shared by the GraphQL engine: the per-request context the server hands in, the shape of
+ * one backend read, and the reader contract the engine reads collections through.
+ */
+
+/**
+ * What the server knows about the request being served. The engine never looks inside except for
+ * `signal`; it passes the context on to `BackendReader.find`, so the reader (through its
+ * `headersFor`) can send the caller's identity to the backend (SPEC §3.4, `graphql.backend.auth`).
+ */
+export interface RequestContext {
+  /** The authenticated principal, if the server wants `headersFor` to mint identity from it. */
+  readonly principal?: { readonly id: string; readonly roles: readonly string[]; readonly via?: string; readonly keyId?: string };
+  /** Headers to send with every backend read of this request (e.g. `Authorization: Bearer <jwt>`). */
+  readonly backendHeaders?: Readonly<Record<string, string>>;
+  /** Aborted when the request times out or the client goes away; readers must honour it. */
+  readonly signal?: AbortSignal;
+  /** Correlation id for logs. */
+  readonly requestId?: string;
+  /** Anything else the server wants `headersFor` to see. */
+  readonly [key: string]: unknown;
+}
+
+/** One `GET {backend}{collectionPath}?filter=&sort=&page=&pagesize=` read. */
+export interface BackendRead {
+  readonly db: string;
+  readonly collection: string;
+  /** Mongo query document; absent when there is nothing to filter on (never `{}`). */
+  readonly filter?: Record<string, unknown>;
+  /** Mongo sort document. */
+  readonly sort?: Record<string, unknown>;
+  /** 1-based page. */
+  readonly page: number;
+  /** Documents per page, 1..1000. */
+  readonly pagesize: number;
+}
+
+export interface BackendReader {
+  /** Reads one page. Rejects with an `OutriggerError` coded `BACKEND_UNAVAILABLE` or `BACKEND_ERROR`. */
+  find(read: BackendRead, ctx: RequestContext): Promise<unknown[]>;
+}
+
+/** Engine limits (SPEC §1 `graphql.*`). */
+export interface GraphqlLimits {
+  /** Used when a query mapping omits `db`. */
+  readonly defaultDb: string;
+  /** Limit used when a query mapping has none (100). */
+  readonly defaultLimit: number;
+  /** Largest limit a mapping or argument may ask for (1000). */
+  readonly maxLimit: number;
+  /** Deepest selection nesting a query may have (12); introspection fields are not counted. */
+  readonly maxDepth: number;
+  /** Backend reads one request may make (50); the request fails with 400 before the 51st. */
+  readonly maxBackendReads: number;
+  /** Time limit for executing one request (10000 ms). */
+  readonly timeoutMs: number;
+  /** Service-wide switch for introspection (true); an app may turn it off for itself. */
+  readonly introspection: boolean;
+}
+
+export const DEFAULT_LIMITS: GraphqlLimits = {
+  defaultDb: 'restheart',
+  defaultLimit: 100,
+  maxLimit: 1000,
+  maxDepth: 12,
+  maxBackendReads: 50,
+  timeoutMs: 10_000,
+  introspection: true,
+};
+
+/** Largest `pagesize` a RESTHeart backend accepts. */
+export const BACKEND_MAX_PAGESIZE = 1000;
+/** Largest GraphQL query text (SPEC §6.3): 100 KiB. */
+export const MAX_QUERY_BYTES = 100 * 1024;
+/** Largest request body the handler accepts (query + variables + extensions). The server may stop reading beyond it. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * What the caller may read from one collection, decided by the server's ACL (SPEC §3.6): the
+ * permission that applies to the equivalent `GET {collectionPath}` for the caller. `filter` is the
+ * interpolated `readFilter` (ANDed with every read of that collection); `project` applies
+ * `projectResponse` to each document before the client sees it (after joins are split, so joins
+ * still match on fields the projection hides).
+ */
+export type ReadDecision =
+  | { readonly allow: true; readonly filter?: Record<string, unknown>; readonly project?: (doc: unknown) => unknown }
+  | { readonly allow: false; readonly message?: string };
+
+/** Asked once per (request, db, collection), before the first read of that collection. */
+export type ReadPolicy = (target: { readonly db: string; readonly collection: string }, ctx: RequestContext) => ReadDecision | Promise<ReadDecision>;
