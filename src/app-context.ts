@@ -1,0 +1,33 @@
+import type { Redis } from 'ioredis';
+import type { AccessControl } from './access/permissions/access-control.js';
+import type { PermissionDocument } from './access/permissions/permission-document.js';
+import type { Principal } from './access/principal.js';
+import type { IdentityPlan } from './access/identity/identity-propagation.js';
+import type { OutriggerConfig } from './config/types.js';
+import type { Exchange } from './condition/index.js';
+import type { FeatureStates } from './features/feature-states.js';
+import type { RequestScope } from './http/scope.js';
+import type { Logger } from './observability/logger.js';
+import type { Metrics } from './observability/metrics.js';
+import type { ChangeBus } from './store/change-bus.js';
+import type { RedisConnections } from './store/connections.js';
+import type { DocumentStore } from './store/document-store.js';
+import type { RedisKeys } from './store/keys.js';
+
+/** What every feature module is built from: the shared parts, created once in app.ts. */
+export interface AppContext {
+  config: OutriggerConfig;
+  logger: Logger;
+  metrics: Metrics;
+  redis: Redis;
+  connections: RedisConnections;
+  keys: RedisKeys;
+  bus: ChangeBus;
+  features: FeatureStates;
+  permissions: DocumentStore<PermissionDocument>;
+  acl: AccessControl<Exchange>;
+  exchangeFor(scope: RequestScope): Exchange;
+  /** Admin roles or an allowing permission; throws 401/403. */
+  authorizeOwnRoute(scope: RequestScope): void;
+  planIdentity(principal: Principal): IdentityPlan;
+}

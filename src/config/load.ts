@@ -1,0 +1,78 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parseDocument } from 'yaml';
+import { interpolateEnv } from './interpolate.js';
+import { validateConfig } from './validate.js';
+import type { OutriggerConfig } from './types.js';
+
+export class ConfigError extends Error {
+  constructor(
+    readonly file: string,
+    readonly problems: string[],
+  ) {
+    super(`${file}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${problems.join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses YAML text, reporting syntax errors with their line as `path: problem` entries. */
+export function parseYaml(text: string, label: string, problems: string[]): unknown {
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  for (const error of doc.errors) {
+    const line = error.linePos?.[0];
+    problems.push(`${label}${line ? `:${line.line}:${line.col}` : ''}: ${error.message.split('\n')[0]}`);
+  }
+  return doc.errors.length ? undefined : doc.toJS();
+}
+
+export interface LoadedConfig {
+  config: OutriggerConfig;
+  /** Absolute path of the config file, for resolving relative paths (bootstrap, users file). */
+  file: string;
+}
+
+/** Loads, interpolates and validates a config file; throws ConfigError listing every problem. */
+export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const absolute = resolve(file);
+  let text: string;
+  try {
+    text = readFileSync(absolute, 'utf8');
+  } catch (error) {
+    throw new ConfigError(file, [`cannot read the config file: ${(error as NodeJS.ErrnoException).code ?? String(error)}`]);
+  }
+  return loadConfigText(text, absolute, env);
+}
+
+export function loadConfigText(text: string, absolute: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const problems: string[] = [];
+  const parsed = parseYaml(text, absolute, problems);
+  if (problems.length) throw new ConfigError(absolute, problems);
+  const interpolated = interpolateEnv(parsed, env, problems);
+  const withUsersFile = inlineUsersFile(interpolated, dirname(absolute), env, problems);
+  const { config, problems: invalid } = validateConfig(withUsersFile);
+  problems.push(...invalid);
+  if (config.acl.bootstrap) config.acl.bootstrap = resolve(dirname(absolute), config.acl.bootstrap);
+  if (problems.length) throw new ConfigError(absolute, problems);
+  return { config, file: absolute };
+}
+
+/** `users.file: users.yaml` keeps password hashes out of the main file (a separate Secret). */
+function inlineUsersFile(raw: unknown, baseDir: string, env: NodeJS.ProcessEnv, problems: string[]): unknown {
+  const users = (raw as { users?: Record<string, unknown> } | undefined)?.users;
+  if (!users || typeof users !== 'object' || users.file === undefined) return raw;
+  const { file, ...rest } = users;
+  if (typeof file !== 'string') {
+    problems.push('users.file: must be a path to a YAML list of {id, password, roles}');
+    return raw;
+  }
+  if (rest.static !== undefined) problems.push('users.file: give users either inline in users.static or in users.file, not both');
+  let text = '';
+  try {
+    text = readFileSync(resolve(baseDir, file), 'utf8');
+  } catch (error) {
+    problems.push(`users.file: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    return { ...(raw as object), users: rest };
+  }
+  const list = interpolateEnv(parseYaml(text, file, problems), env, problems, 'users.file');
+  return { ...(raw as object), users: { ...rest, static: list } };
+}

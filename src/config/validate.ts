@@ -1,0 +1,315 @@
+import type { OutriggerConfig, StaticUser } from './types.js';
+import { SectionReader } from './reader.js';
+
+const httpUrl = (v: string): string | null => {
+  try {
+    const u = new URL(v);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? null : 'must be an http:// or https:// URL';
+  } catch {
+    return `must be an absolute URL like http://127.0.0.1:8081 (got ${JSON.stringify(v)})`;
+  }
+};
+const routePath = (v: string): string | null =>
+  /^\/[A-Za-z0-9._~\-/]*$/.test(v) && !v.endsWith('/') ? null : 'must be a path starting with / and not ending with / (e.g. /keys)';
+const cidr = (v: string): string | null =>
+  /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(v) ? null : `must be a CIDR like 10.0.0.0/8 or ::1/128 (got ${JSON.stringify(v)})`;
+const serviceId = (v: string): string | null =>
+  /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(v) ? null : 'must be 1-64 letters, digits, dot, dash or underscore, starting with a letter or digit';
+const headerName = (v: string): string | null => (/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(v) ? null : 'must be an HTTP header name');
+const redisUrl = (v: string): string | null =>
+  v === 'embedded' || /^rediss?:\/\//.test(v) ? null : 'must be redis://host:port, rediss://... or "embedded"';
+
+const FEATURE_STATES = ['not-installed', 'enabled', 'disabled'] as const;
+
+/** Validates and defaults a parsed (and env-interpolated) YAML document. Never throws. */
+export function validateConfig(raw: unknown): { config: OutriggerConfig; problems: string[] } {
+  const problems: string[] = [];
+  const root = new SectionReader(raw, '', problems);
+
+  const service = root.section('service');
+  const listen = root.section('listen');
+  const port = listen.integer('port', 8080, 0, 65535);
+  const config: OutriggerConfig = {
+    service: {
+      id: service.required('id', serviceId),
+      publicUrl: service.string('publicUrl', `http://localhost:${port}`, httpUrl).replace(/\/$/, ''),
+    },
+    listen: {
+      host: listen.string('host', '0.0.0.0'),
+      port,
+      trustedProxies: listen.strings('trustedProxies', [], cidr),
+      shutdownGraceMs: listen.integer('shutdownGraceMs', 10_000, 0, 600_000),
+    },
+    upstream: readUpstream(root.section('upstream')),
+    redis: (() => {
+      const r = root.section('redis');
+      const out = { url: r.string('url', 'redis://127.0.0.1:6379', redisUrl), keyPrefix: r.string('keyPrefix', 'outrigger') };
+      r.finish();
+      return out;
+    })(),
+    users: readUsers(root.section('users')),
+    acl: (() => {
+      const a = root.section('acl');
+      const out = {
+        mode: a.oneOf('mode', 'enforce', ['enforce', 'own-routes'] as const),
+        adminRoles: a.strings('adminRoles', ['root', 'srv-admin']),
+        bootstrap: a.string('bootstrap', null),
+      };
+      a.finish();
+      return out;
+    })(),
+    apiKeys: (() => {
+      const k = root.section('apiKeys');
+      const out = {
+        prefix: k.string('prefix', 'rig', (v) => (/^[a-z][a-z0-9]{1,15}$/.test(v) ? null : 'must be 2-16 lowercase letters or digits, starting with a letter')),
+        maxExpiresInDays: k.integer('maxExpiresInDays', 3650, 1, 3650),
+        maxKeysPerUser: k.integer('maxKeysPerUser', 10, 1, 1000),
+      };
+      k.finish();
+      return out;
+    })(),
+    graphql: readGraphql(root.section('graphql')),
+    routes: readRoutes(root.section('routes')),
+    features: (() => {
+      const f = root.section('features');
+      const out = { apiKeys: f.oneOf('apiKeys', 'enabled', FEATURE_STATES), webhooks: f.oneOf('webhooks', 'enabled', FEATURE_STATES) };
+      f.finish();
+      return out;
+    })(),
+    webhooks: readWebhooks(root.section('webhooks')),
+    log: (() => {
+      const l = root.section('log');
+      const out = {
+        level: l.oneOf('level', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
+        secretHeaders: l.strings('secretHeaders', [], headerName).map((h) => h.toLowerCase()),
+      };
+      l.finish();
+      return out;
+    })(),
+    mcp: (() => {
+      const m = root.section('mcp');
+      const out = { signIn: m.oneOf('signIn', 'key-or-token', ['key-or-token', 'key-only', 'token-only'] as const) };
+      m.finish();
+      return out;
+    })(),
+  };
+  config.graphql.backend.url ||= config.upstream.url;
+  service.finish();
+  listen.finish();
+  root.finish();
+
+  crossCheck(config, problems);
+  return { config, problems };
+}
+
+function readUpstream(u: SectionReader): OutriggerConfig['upstream'] {
+  const identity = u.section('identity');
+  const jwt = identity.section('jwt');
+  const headers = identity.section('headers');
+  const out: OutriggerConfig['upstream'] = {
+    url: u.required('url', httpUrl).replace(/\/$/, ''),
+    timeoutMs: u.integer('timeoutMs', 30_000, 100, 3_600_000),
+    connections: u.integer('connections', 128, 1, 4096),
+    identity: {
+      mode: identity.oneOf('mode', 'none', ['jwt', 'headers', 'none'] as const),
+      jwt: {
+        secret: jwt.string('secret', null),
+        algorithm: jwt.oneOf('algorithm', 'HS256', ['HS256', 'HS384', 'HS512'] as const),
+        issuer: jwt.string('issuer', 'restheart.org'),
+        audience: jwt.string('audience', null),
+        ttlSeconds: jwt.integer('ttlSeconds', 60, 10, 86_400),
+      },
+      headers: {
+        user: headers.string('user', 'X-Forwarded-User', headerName),
+        roles: headers.string('roles', 'X-Forwarded-Roles', headerName),
+      },
+    },
+  };
+  jwt.finish();
+  headers.finish();
+  identity.finish();
+  u.finish();
+  return out;
+}
+
+function readUsers(u: SectionReader): OutriggerConfig['users'] {
+  const up = u.section('upstream');
+  const out: OutriggerConfig['users'] = {
+    source: u.oneOf('source', 'static', ['static', 'upstream'] as const),
+    static: readStaticUsers(u.raw('static'), `${u.path}.static`, u.problems),
+    upstream: {
+      path: up.string('path', '/roles/{id}', (v) => (v.startsWith('/') && v.includes('{id}') ? null : 'must be a path containing {id}, e.g. /roles/{id}')),
+      rolesField: up.string('rolesField', 'roles'),
+      cacheSeconds: up.integer('cacheSeconds', 10, 0, 3600),
+    },
+  };
+  up.finish();
+  u.finish();
+  return out;
+}
+
+export function readStaticUsers(raw: unknown, path: string, problems: string[]): StaticUser[] {
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw)) {
+    problems.push(`${path}: must be a list of {id, password, roles}`);
+    return [];
+  }
+  const users: StaticUser[] = [];
+  const seen = new Set<string>();
+  raw.forEach((entry, i) => {
+    const r = new SectionReader(entry, `${path}[${i}]`, problems);
+    const id = r.required('id');
+    const password = r.required('password', (v) =>
+      v.startsWith('scrypt$') ? null : 'must be an scrypt hash from `outrigger hash-password` (plain passwords are refused)',
+    );
+    const roles = r.strings('roles', []);
+    r.finish();
+    if (seen.has(id)) problems.push(`${path}[${i}].id: duplicate user ${JSON.stringify(id)}`);
+    seen.add(id);
+    users.push({ id, password, roles });
+  });
+  return users;
+}
+
+function readGraphql(g: SectionReader): OutriggerConfig['graphql'] {
+  const b = g.section('backend');
+  const out: OutriggerConfig['graphql'] = {
+    defaultDb: g.string('defaultDb', 'restheart'),
+    appsPath: g.string('appsPath', '/gql-apps', routePath),
+    backend: {
+      url: b.string('url', '', (v) => (v === '' ? null : httpUrl(v))).replace(/\/$/, ''),
+      collectionPath: b.string('collectionPath', '/{db}/{collection}', (v) =>
+        v.includes('{collection}') ? null : 'must contain {collection} (and usually {db})',
+      ),
+      auth: b.oneOf('auth', 'caller', ['caller', 'service'] as const),
+      serviceAuthorization: b.string('serviceAuthorization', null),
+    },
+    defaultLimit: g.integer('defaultLimit', 100, 1, 1000),
+    maxLimit: g.integer('maxLimit', 1000, 1, 1000),
+    maxDepth: g.integer('maxDepth', 12, 1, 100),
+    maxBackendReads: g.integer('maxBackendReads', 50, 1, 10_000),
+    timeoutMs: g.integer('timeoutMs', 10_000, 100, 600_000),
+    introspection: g.boolean('introspection', true),
+  };
+  b.finish();
+  g.finish();
+  return out;
+}
+
+function readRoutes(r: SectionReader): OutriggerConfig['routes'] {
+  const o = r.section('oauth');
+  const out: OutriggerConfig['routes'] = {
+    keys: r.string('keys', '/keys', routePath),
+    graphql: r.string('graphql', '/graphql', routePath),
+    admin: r.string('admin', '/_admin', routePath),
+    health: r.string('health', '/_health', routePath),
+    metrics: r.string('metrics', '/_metrics', routePath),
+    oauth: {
+      token: o.string('token', '/token', routePath),
+      authorize: o.string('authorize', '/authorize', routePath),
+      register: o.string('register', '/register', routePath),
+    },
+  };
+  o.finish();
+  r.finish();
+  return out;
+}
+
+function readWebhooks(w: SectionReader): OutriggerConfig['webhooks'] {
+  const email = w.section('email');
+  const smtp = email.section('smtp');
+  const authRaw = smtp.raw('auth');
+  let auth: { user: string; pass: string } | null = null;
+  if (authRaw !== undefined && authRaw !== null) {
+    const a = new SectionReader(authRaw, `${smtp.path}.auth`, w.problems);
+    auth = { user: a.required('user'), pass: a.required('pass') };
+    a.finish();
+  }
+  const out: OutriggerConfig['webhooks'] = {
+    allowPrivateTargets: w.strings('allowPrivateTargets', [], cidr),
+    logRetentionDays: w.integer('logRetentionDays', 30, 1, 3650),
+    queueCapacity: w.integer('queueCapacity', 10_000, 10, 1_000_000),
+    captureBodyBytes: w.integer('captureBodyBytes', 65_536, 0, 10 * 1024 * 1024),
+    retrySchedule: readRetrySchedule(w),
+    recordingSeconds: w.integer('recordingSeconds', 60, 1, 3600),
+    reclaimIdleMs: w.integer('reclaimIdleMs', 120_000, 100, 3_600_000),
+    logRetentionSeconds: w.integer('logRetentionSeconds', 0, 1, 3650 * 86_400) || null,
+    streamMaxLength: w.integer('streamMaxLength', 1_000_000, 1000, 100_000_000),
+    email: {
+      smtp: {
+        host: smtp.string('host', null),
+        port: smtp.integer('port', 587, 1, 65535),
+        secure: smtp.boolean('secure', false),
+        auth,
+      },
+      from: email.string('from', null),
+      dailyAllowance: email.integer('dailyAllowance', 100, 0, 1_000_000),
+      ownServer: email.boolean('ownServer', false),
+    },
+  };
+  smtp.finish();
+  email.finish();
+  w.finish();
+  return out;
+}
+
+const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `webhooks.retrySchedule`: a list of delays, each a number of seconds or a string like 200ms, 5s, 1m, 10m, 1h, 6h. */
+function readRetrySchedule(w: SectionReader): number[] {
+  const fallback = [5_000, 60_000, 600_000, 3_600_000, 21_600_000];
+  const raw = w.raw('retrySchedule');
+  const path = w.path ? `${w.path}.retrySchedule` : 'retrySchedule';
+  if (raw === undefined || raw === null) return fallback;
+  if (!Array.isArray(raw) || raw.length > 50) {
+    w.problems.push(`${path}: must be a list of at most 50 delays, e.g. [5s, 1m, 10m, 1h, 6h] ([] disables retries)`);
+    return fallback;
+  }
+  const out: number[] = [];
+  raw.forEach((item: unknown, i) => {
+    let ms = NaN;
+    if (typeof item === 'number') ms = item * 1000;
+    else if (typeof item === 'string') {
+      const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(item);
+      if (m) ms = Number(m[1]) * DURATION_UNITS_MS[m[2]!]!;
+    }
+    if (!Number.isFinite(ms) || ms < 10 || ms > 7 * 86_400_000) {
+      w.problems.push(`${path}[${i}]: must be a delay from 10ms to 7d, as seconds or a string like 200ms, 5s, 1m, 1h (got ${JSON.stringify(item)})`);
+    } else out.push(Math.round(ms));
+  });
+  return out;
+}
+
+function crossCheck(config: OutriggerConfig, problems: string[]): void {
+  const { identity } = config.upstream;
+  if (identity.mode === 'jwt') {
+    if (!identity.jwt.secret) problems.push('upstream.identity.jwt.secret: is required when upstream.identity.mode is jwt');
+    else if (identity.jwt.secret.length < 32)
+      problems.push('upstream.identity.jwt.secret: must be at least 32 characters (an HS256 key shorter than the hash is weak)');
+  }
+  if (config.users.source === 'static' && config.users.static.length === 0 && config.acl.mode === 'enforce') {
+    // Allowed (keys from another replica, anonymous access), but worth a startup warning; see main.ts.
+  }
+  if (config.graphql.defaultLimit > config.graphql.maxLimit)
+    problems.push(`graphql.defaultLimit: must not exceed graphql.maxLimit (${config.graphql.maxLimit})`);
+  if (config.webhooks.email.smtp.host && !config.webhooks.email.from)
+    problems.push('webhooks.email.from: is required when webhooks.email.smtp.host is set');
+
+  const own = new Map<string, string>();
+  const routes: Array<[string, string]> = [
+    ['routes.keys', config.routes.keys],
+    ['routes.graphql', config.routes.graphql],
+    ['routes.admin', config.routes.admin],
+    ['routes.health', config.routes.health],
+    ['routes.metrics', config.routes.metrics],
+    ['routes.oauth.token', config.routes.oauth.token],
+    ['routes.oauth.authorize', config.routes.oauth.authorize],
+    ['routes.oauth.register', config.routes.oauth.register],
+    ['graphql.appsPath', config.graphql.appsPath],
+  ];
+  for (const [name, path] of routes) {
+    const other = own.get(path);
+    if (other) problems.push(`${name}: ${path} is already used by ${other}; give each route its own path`);
+    own.set(path, name);
+  }
+}

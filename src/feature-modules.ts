@@ -1,0 +1,39 @@
+import type { ApiKeyAuthenticator } from './access/authenticate.js';
+import type { SubRouteHandler } from './admin/admin-route.js';
+import type { AppContext } from './app-context.js';
+import type { RequestObserver } from './http/observe.js';
+import type { OwnRoute } from './http/route-table.js';
+import type { SetupKind } from './setup/setup-kind.js';
+
+/**
+ * What a feature (API keys, GraphQL apps, webhooks, agent sign-in) adds to the house: its own
+ * routes, admin areas, request observer, setup-file sections, and its lifecycle.
+ */
+export interface FeatureModule {
+  name: string;
+  routes?: OwnRoute[];
+  adminAreas?: Record<string, SubRouteHandler>;
+  observer?: RequestObserver;
+  apiKeyAuthenticator?: () => ApiKeyAuthenticator | null;
+  setupKinds?: SetupKind[];
+  start?(): Promise<void>;
+  stop?(): Promise<void>;
+}
+
+export interface FeatureModuleOptions {
+  /** Deliver webhooks in this process. */
+  worker: boolean;
+  /** Serve HTTP in this process (false for `outrigger worker` and `apply`). */
+  serve: boolean;
+}
+
+/** Every feature, in the order their routes and observers are consulted. */
+export async function createFeatureModules(context: AppContext, options: FeatureModuleOptions): Promise<FeatureModule[]> {
+  const modules: FeatureModule[] = [];
+  // feature: api-keys
+  // feature: graphql
+  // feature: webhooks
+  void context;
+  void options;
+  return modules;
+}

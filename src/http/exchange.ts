@@ -1,0 +1,84 @@
+import type { Exchange, ExchangeUser } from '../condition/index.js';
+import type { RequestScope } from './scope.js';
+
+const AUTH_TYPES = { basic: 'BASIC', apikey: 'API_KEY', anonymous: undefined } as const;
+
+/**
+ * The condition language's view of a request, read straight from the scope: nothing is copied
+ * or parsed until a predicate asks for it, and one object serves every permission evaluated
+ * for the request (the condition module caches decoded values per object).
+ */
+class ScopeExchange implements Exchange {
+  private parsedBody: unknown = undefined;
+  private bodyParsed = false;
+
+  constructor(private readonly scope: RequestScope) {}
+
+  get method() {
+    return this.scope.method;
+  }
+  get path() {
+    return this.scope.path;
+  }
+  get rawQuery() {
+    return this.scope.rawQuery;
+  }
+  requestHeader(name: string): string | undefined {
+    return this.scope.header(name);
+  }
+  requestHeaderValues(name: string): readonly string[] | undefined {
+    const value = this.scope.req.headers[name];
+    return value === undefined ? undefined : Array.isArray(value) ? value : [value];
+  }
+  get secure() {
+    return this.scope.secure;
+  }
+  get remoteIp() {
+    return this.scope.clientIp;
+  }
+  get localIp() {
+    return this.scope.req.socket.localAddress;
+  }
+  get localPort() {
+    return this.scope.req.socket.localPort ?? 0;
+  }
+  get host() {
+    return this.scope.req.headers.host;
+  }
+  get protocol() {
+    return `HTTP/${this.scope.req.httpVersion}`;
+  }
+  get startTime() {
+    return performance.timeOrigin + this.scope.startedAt;
+  }
+  get authenticationType() {
+    return AUTH_TYPES[this.scope.principal.via];
+  }
+  /** Read per access: the principal is set after authentication, possibly after this object was made. */
+  get user(): ExchangeUser | undefined {
+    const { principal } = this.scope;
+    return principal.id === null ? undefined : { id: principal.id, _id: principal.id, roles: principal.roles };
+  }
+  requestBody(): unknown {
+    if (!this.bodyParsed) {
+      this.bodyParsed = true;
+      const body = this.scope.bufferedBody;
+      if (body && body.length) {
+        try {
+          this.parsedBody = JSON.parse(body.toString('utf8'));
+        } catch {
+          this.parsedBody = undefined;
+        }
+      }
+    }
+    return this.parsedBody;
+  }
+}
+
+const exchanges = new WeakMap<RequestScope, ScopeExchange>();
+
+export function exchangeForScope(scope: RequestScope): Exchange {
+  let exchange = exchanges.get(scope);
+  if (!exchange) exchanges.set(scope, (exchange = new ScopeExchange(scope)));
+  return exchange;
+}

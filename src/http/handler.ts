@@ -1,0 +1,90 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import { badRequest } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Principal } from '../access/principal.js';
+import type { ForwardRequest, Forwarder } from '../proxy/forwarder.js';
+import type { ClientIpResolver } from './client-ip.js';
+import { sendError } from './respond.js';
+import { RequestScope } from './scope.js';
+import { hasDotSegments, type RouteTable } from './route-table.js';
+import { attachObserver, requestBodyTap, tappedBody, type RequestObserver } from './observe.js';
+
+/** Who the caller is; throws an OutriggerError for 401/429/503. */
+export type Authenticate = (scope: RequestScope) => Promise<Principal> | Principal;
+/** May the principal make this proxied request? Throws 401/403; sets scope.permission. */
+export type AuthorizeProxy = (scope: RequestScope) => Promise<void> | void;
+/** What the features change about a proxied request (identity headers, readFilter, projection). */
+export type PlanProxy = (scope: RequestScope) => Promise<Partial<ForwardRequest>> | Partial<ForwardRequest>;
+
+export interface HandlerParts {
+  routes: RouteTable;
+  forwarder: Forwarder;
+  clientIp: ClientIpResolver;
+  authenticate: Authenticate;
+  authorizeProxy: AuthorizeProxy;
+  planProxy: PlanProxy;
+  observer: RequestObserver | null;
+  metrics: Metrics;
+  logger: Logger;
+}
+
+/**
+ * The request chain, in the order a reader should see it (oauth2-proxy's habit):
+ * scope → public routes → authentication → own route | (authorization → proxy) → observers.
+ */
+export function createRequestHandler(parts: HandlerParts) {
+  const { routes, forwarder, metrics, logger } = parts;
+
+  return function handleRequest(req: IncomingMessage, res: ServerResponse): void {
+    const peer = req.socket.remoteAddress ?? '';
+    const { ip, peerTrusted } = parts.clientIp(peer, req.headers['x-forwarded-for']);
+    const scope = new RequestScope(req, res, ip, (req.socket as TLSSocket).encrypted === true);
+    res.setHeader('x-request-id', scope.id);
+
+    const route = routes.match(scope.path);
+    if (route) scope.routeKind = route.kind;
+    const observed = route?.unobserved || !parts.observer ? null : parts.observer.begin(scope);
+    if (observed) attachObserver(scope, observed);
+
+    res.once('finish', () => {
+      const labels = { route: scope.routeKind, status: `${Math.floor(res.statusCode / 100)}xx` };
+      metrics.requests.inc(labels);
+      metrics.requestSeconds.observe(scope.elapsedSeconds(), { route: scope.routeKind });
+    });
+
+    run().catch((error) => {
+      if ((error as { status?: number }).status === 499) return; // the client left; nobody to answer
+      if ((error as { status?: number }).status === 502 || (error as { status?: number }).status === 504)
+        metrics.upstreamErrors.inc({ kind: (error as { status: number }).status === 504 ? 'timeout' : 'unreachable' });
+      sendError(res, error, logger, scope.id);
+    });
+
+    async function run(): Promise<void> {
+      if (hasDotSegments(scope.path)) throw badRequest('the path contains "." or ".." segments; send the normalised path');
+      if (route?.public) return route.handle(scope);
+      scope.principal = await parts.authenticate(scope);
+      if (route) return route.handle(scope);
+      await parts.authorizeProxy(scope);
+      const plan = await parts.planProxy(scope);
+      const tap = plan.body ? undefined : requestBodyTap(req);
+      await forwarder.forward({
+        req,
+        res,
+        method: scope.method,
+        target: scope.rawUrl,
+        clientIp: scope.clientIp,
+        peerTrusted,
+        secure: scope.secure,
+        body: tap && hasBody(req) ? tappedBody(req, tap) : undefined,
+        ...plan,
+      });
+    }
+  };
+}
+
+
+function hasBody(req: IncomingMessage): boolean {
+  return req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+}

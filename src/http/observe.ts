@@ -1,0 +1,82 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { RequestScope } from './scope.js';
+
+/**
+ * Watches requests end to end (webhooks, recordings). `begin` runs on the hot path: return null
+ * when nothing wants this request, and keep every callback non-blocking.
+ */
+export interface RequestObserver {
+  begin(scope: RequestScope): ObservedRequest | null;
+}
+
+/** Per-request capture: sees body chunks as they pass (by reference, never delaying them). */
+export interface ObservedRequest {
+  onRequestData(chunk: Buffer): void;
+  onResponseHead(statusCode: number, headers: OutgoingHttpHeaders): void;
+  onResponseData(chunk: Buffer): void;
+  /** Once, when the response finished or the connection closed. */
+  finish(scope: RequestScope, completed: boolean): void;
+}
+
+const taps = new WeakMap<IncomingMessage, (chunk: Buffer) => void>();
+
+/** Whoever reads a request body (own routes via readBody, the proxy's stream) reports chunks here. */
+export function requestBodyTap(req: IncomingMessage): ((chunk: Buffer) => void) | undefined {
+  return taps.get(req);
+}
+
+/** The request body as an async iterable that reports each chunk to the observer on its way upstream. */
+export async function* tappedBody(req: IncomingMessage, tap: (chunk: Buffer) => void): AsyncIterable<Buffer> {
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    tap(chunk);
+    yield chunk;
+  }
+}
+
+/**
+ * Hooks an observer into one request: a tap for the request body, and wrappers on the response's
+ * writeHead/write/end so own routes and proxied answers are captured the same way, as the
+ * client receives them (after header filtering).
+ */
+export function attachObserver(scope: RequestScope, observed: ObservedRequest): void {
+  const { req, res } = scope;
+  taps.set(req, (chunk) => observed.onRequestData(chunk));
+
+  const writeHead = res.writeHead;
+  const write = res.write;
+  const end = res.end;
+  let headSeen = false;
+  const seeHead = () => {
+    if (headSeen) return;
+    headSeen = true;
+    observed.onResponseHead(res.statusCode, res.getHeaders());
+  };
+  res.writeHead = function (this: ServerResponse, statusCode: number, ...rest: unknown[]) {
+    headSeen = true;
+    const headers = rest.find((r) => r && typeof r === 'object') as OutgoingHttpHeaders | string[] | undefined;
+    const merged: OutgoingHttpHeaders = { ...res.getHeaders() };
+    if (Array.isArray(headers)) for (let i = 0; i < headers.length; i += 2) merged[String(headers[i]).toLowerCase()] = headers[i + 1];
+    else if (headers) for (const [k, v] of Object.entries(headers)) merged[k.toLowerCase()] = v;
+    observed.onResponseHead(statusCode, merged);
+    return (writeHead as (...a: unknown[]) => ServerResponse).call(this, statusCode, ...rest);
+  } as ServerResponse['writeHead'];
+  res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
+    seeHead();
+    if (chunk) observed.onResponseData(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+    return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
+  } as ServerResponse['write'];
+  res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
+    seeHead();
+    if (chunk && typeof chunk !== 'function') observed.onResponseData(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+    return (end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
+  } as ServerResponse['end'];
+
+  let finished = false;
+  const done = (completed: boolean) => {
+    if (finished) return;
+    finished = true;
+    observed.finish(scope, completed);
+  };
+  res.once('finish', () => done(true));
+  res.once('close', () => done(res.writableFinished));
+}

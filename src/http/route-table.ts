@@ -1,0 +1,44 @@
+import type { RequestScope, RouteKind } from './scope.js';
+
+export interface OwnRoute {
+  kind: RouteKind;
+  /** Path prefix, matched on whole segments (`/keys` matches `/keys` and `/keys/x`, not `/keysx`). */
+  prefix: string;
+  /** Answered before authentication (health, metrics, OAuth metadata): never behind the ACL. */
+  public?: boolean;
+  /** Not seen by webhooks or recordings (SPEC §7.1: /_admin, /_health, /_metrics). */
+  unobserved?: boolean;
+  handle(scope: RequestScope): Promise<void> | void;
+}
+
+/**
+ * The one table of what Outrigger answers itself; everything else is proxied. Prefixes come
+ * from `routes.*` in the config so a deployment can move any of them off a backend path.
+ */
+export class RouteTable {
+  private readonly routes: OwnRoute[];
+
+  constructor(routes: OwnRoute[]) {
+    // Longest prefix first, so /_admin/webhooks can be its own route beside /_admin.
+    this.routes = [...routes].sort((a, b) => b.prefix.length - a.prefix.length);
+  }
+
+  match(path: string): OwnRoute | undefined {
+    for (const route of this.routes) {
+      if (path === route.prefix) return route;
+      if (path.startsWith(route.prefix) && (path.charCodeAt(route.prefix.length) === 47 /* / */ || route.prefix === '/'))
+        return route;
+    }
+    return undefined;
+  }
+
+  list(): readonly OwnRoute[] {
+    return this.routes;
+  }
+}
+
+/** `/a/./b`, `/a/../b` and their percent-encoded forms: an ACL on `/public` must not let `/public/../private` through. */
+export function hasDotSegments(path: string): boolean {
+  const decoded = path.includes('%') ? path.replace(/%2e/gi, '.').replace(/%2f/gi, '/').replace(/%5c/gi, '\\') : path;
+  return /(^|[/\\])\.\.?([/\\]|$)/.test(decoded);
+}

@@ -1,0 +1,57 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { ANONYMOUS, type Principal } from '../access/principal.js';
+
+export type RouteKind = 'proxy' | 'keys' | 'graphql' | 'graphql-apps' | 'admin' | 'oauth' | 'health' | 'metrics';
+
+/**
+ * Everything known about one request while it is handled. Built once per request with plain
+ * string slicing (no URL parsing on the pass-through path); features add what they decide
+ * (principal, the permission that applied) so later stages and the webhook observer can read it.
+ */
+export class RequestScope {
+  readonly id: string;
+  readonly startedAt = performance.now();
+  readonly method: string;
+  /** The request target exactly as received: path plus raw query. */
+  readonly rawUrl: string;
+  /** Path part of the target, still percent-encoded as received. */
+  readonly path: string;
+  /** Query string without '?', '' when absent, untouched. */
+  readonly rawQuery: string;
+  principal: Principal = ANONYMOUS;
+  routeKind: RouteKind = 'proxy';
+  /** Set when the ACL allowed the request: the permission that applied (readFilter, projectResponse). */
+  permission: unknown = undefined;
+  /** The request body, when a feature had to read it whole (bson-request-* predicates); forwarded as is. */
+  bufferedBody: Buffer | undefined = undefined;
+  private parsedQuery: URLSearchParams | undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly clientIp: string,
+    readonly secure: boolean,
+  ) {
+    const incomingId = req.headers['x-request-id'];
+    this.id = typeof incomingId === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(incomingId) ? incomingId : randomUUID();
+    this.method = req.method ?? 'GET';
+    this.rawUrl = req.url ?? '/';
+    const q = this.rawUrl.indexOf('?');
+    this.path = q === -1 ? this.rawUrl : this.rawUrl.slice(0, q);
+    this.rawQuery = q === -1 ? '' : this.rawUrl.slice(q + 1);
+  }
+
+  get query(): URLSearchParams {
+    return (this.parsedQuery ??= new URLSearchParams(this.rawQuery));
+  }
+
+  header(name: string): string | undefined {
+    const value = this.req.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  }
+
+  elapsedSeconds(): number {
+    return (performance.now() - this.startedAt) / 1000;
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * A small Prometheus text-format registry. Label sets are fixed at the call site (route kind,
+ * status class): never user input, never secrets, so cardinality stays bounded.
+ */
+type Labels = Record<string, string>;
+
+const key = (labels: Labels) =>
+  Object.keys(labels)
+    .sort()
+    .map((k) => `${k}="${labels[k]!.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`)
+    .join(',');
+
+abstract class Metric {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly type: 'counter' | 'gauge' | 'histogram',
+  ) {}
+  abstract lines(): string[];
+  render(): string {
+    return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`, ...this.lines()].join('\n');
+  }
+}
+
+export class Counter extends Metric {
+  private readonly values = new Map<string, number>();
+  constructor(name: string, help: string) {
+    super(name, help, 'counter');
+  }
+  inc(labels: Labels = {}, by = 1): void {
+    const k = key(labels);
+    this.values.set(k, (this.values.get(k) ?? 0) + by);
+  }
+  get(labels: Labels = {}): number {
+    return this.values.get(key(labels)) ?? 0;
+  }
+  lines(): string[] {
+    return [...this.values].map(([k, v]) => `${this.name}${k ? `{${k}}` : ''} ${v}`);
+  }
+}
+
+export class Gauge extends Metric {
+  private readonly values = new Map<string, () => number>();
+  constructor(name: string, help: string) {
+    super(name, help, 'gauge');
+  }
+  /** Gauges are read when scraped, from the thing they describe. */
+  track(read: () => number, labels: Labels = {}): void {
+    this.values.set(key(labels), read);
+  }
+  lines(): string[] {
+    return [...this.values].map(([k, read]) => `${this.name}${k ? `{${k}}` : ''} ${read()}`);
+  }
+}
+
+export class Histogram extends Metric {
+  private readonly series = new Map<string, { counts: number[]; sum: number; count: number }>();
+  constructor(
+    name: string,
+    help: string,
+    private readonly buckets: number[],
+  ) {
+    super(name, help, 'histogram');
+  }
+  observe(value: number, labels: Labels = {}): void {
+    const k = key(labels);
+    let s = this.series.get(k);
+    if (!s) this.series.set(k, (s = { counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
+    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]!) s.counts[i]!++;
+    s.sum += value;
+    s.count++;
+  }
+  lines(): string[] {
+    const out: string[] = [];
+    for (const [k, s] of this.series) {
+      const sep = k ? `${k},` : '';
+      this.buckets.forEach((b, i) => out.push(`${this.name}_bucket{${sep}le="${b}"} ${s.counts[i]}`));
+      out.push(`${this.name}_bucket{${sep}le="+Inf"} ${s.count}`);
+      out.push(`${this.name}_sum${k ? `{${k}}` : ''} ${s.sum}`);
+      out.push(`${this.name}_count${k ? `{${k}}` : ''} ${s.count}`);
+    }
+    return out;
+  }
+}
+
+export class MetricsRegistry {
+  private readonly metrics: Metric[] = [];
+  counter(name: string, help: string): Counter {
+    return this.add(new Counter(name, help));
+  }
+  gauge(name: string, help: string): Gauge {
+    return this.add(new Gauge(name, help));
+  }
+  histogram(name: string, help: string, buckets: number[]): Histogram {
+    return this.add(new Histogram(name, help, buckets));
+  }
+  private add<T extends Metric>(metric: T): T {
+    this.metrics.push(metric);
+    return metric;
+  }
+  render(): string {
+    return this.metrics.map((m) => m.render()).join('\n') + '\n';
+  }
+}
+
+/** The metrics every part of Outrigger reports; one object so names are defined in one place. */
+export function createMetrics() {
+  const registry = new MetricsRegistry();
+  return {
+    registry,
+    requests: registry.counter('outrigger_requests_total', 'Requests answered, by route kind and status class.'),
+    requestSeconds: registry.histogram('outrigger_request_duration_seconds', 'Time from request start to response end, by route kind.', [
+      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+    ]),
+    upstreamErrors: registry.counter('outrigger_upstream_errors_total', 'Upstream failures, by kind (unreachable, timeout, aborted).'),
+    authFailures: registry.counter('outrigger_auth_failures_total', 'Rejected credentials, by scheme (basic, apikey) and reason.'),
+    keyCache: registry.counter('outrigger_apikey_cache_total', 'API key verifications, by result (hit, miss, negative-hit).'),
+    webhookEventsQueued: registry.counter('outrigger_webhook_events_queued_total', 'Events accepted into the in-process webhook queue.'),
+    webhookEventsDropped: registry.counter('outrigger_webhook_events_dropped_total', 'Events dropped because the in-process queue was full.'),
+    webhookQueueDepth: registry.gauge('outrigger_webhook_queue_depth', 'Events waiting in the in-process queue for Redis.'),
+    webhookDeliveries: registry.counter('outrigger_webhook_deliveries_total', 'Webhook delivery attempts, by type and outcome.'),
+    graphqlBackendReads: registry.counter('outrigger_graphql_backend_reads_total', 'Backend collection reads made by GraphQL apps.'),
+    redisUp: registry.gauge('outrigger_redis_up', '1 when the Redis command connection is ready.'),
+  };
+}
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,40 @@
+import { sendJson } from '../http/respond.js';
+import type { OwnRoute } from '../http/route-table.js';
+import type { RequestScope } from '../http/scope.js';
+import { methodNotAllowed, notFound } from '../errors.js';
+import type { Metrics } from './metrics.js';
+
+/** `/_health/live`, `/_health/ready` (Redis reachable, config loaded): public, never proxied. */
+export function healthRoute(prefix: string, isReady: () => { ready: boolean; checks: Record<string, string> }): OwnRoute {
+  return {
+    kind: 'health',
+    prefix,
+    public: true,
+    unobserved: true,
+    handle(scope: RequestScope) {
+      if (scope.method !== 'GET' && scope.method !== 'HEAD') throw methodNotAllowed(['GET', 'HEAD']);
+      const sub = scope.path.slice(prefix.length);
+      if (sub === '/live') return sendJson(scope.res, 200, { status: 'live' });
+      if (sub === '/ready') {
+        const { ready, checks } = isReady();
+        return sendJson(scope.res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks });
+      }
+      throw notFound(`no such health check; use ${prefix}/live or ${prefix}/ready`);
+    },
+  };
+}
+
+export function metricsRoute(prefix: string, metrics: Metrics): OwnRoute {
+  return {
+    kind: 'metrics',
+    prefix,
+    public: true,
+    unobserved: true,
+    handle(scope: RequestScope) {
+      if (scope.method !== 'GET') throw methodNotAllowed(['GET']);
+      const body = metrics.registry.render();
+      scope.res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+      scope.res.end(body);
+    },
+  };
+}

@@ -1,0 +1,96 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+/** RFC 9110 §7.6.1 hop-by-hop headers plus the proxy-only ones the spec names (SPEC §2). */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-authenticate',
+]);
+
+/** Node and undici handle these themselves; forwarding them would confuse the next hop. */
+const REQUEST_ONLY_DROP = new Set(['expect', 'http2-settings']);
+
+/** Header names listed in `Connection` are hop-by-hop too. */
+function connectionTokens(value: string | string[] | undefined): Set<string> | null {
+  if (!value) return null;
+  const text = Array.isArray(value) ? value.join(',') : value;
+  const tokens = new Set<string>();
+  for (const token of text.split(',')) {
+    const t = token.trim().toLowerCase();
+    if (t) tokens.add(t);
+  }
+  return tokens;
+}
+
+export interface UpstreamRequestHeaderOptions {
+  clientIp: string;
+  /** Whether the socket peer is a trusted proxy: then its X-Forwarded-* are kept and extended. */
+  peerTrusted: boolean;
+  proto: 'http' | 'https';
+  /** Lowercase names to drop (identity headers, the client's Authorization when Outrigger speaks for it). */
+  remove?: ReadonlySet<string>;
+  /** Headers to set (identity propagation), lowercase names. */
+  set?: Record<string, string>;
+}
+
+/**
+ * Builds the headers sent upstream from Node's parsed request headers, as a flat
+ * [name, value, name, value...] array so repeated headers keep their order and count.
+ */
+export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, rawHeaders: string[], o: UpstreamRequestHeaderOptions): string[] {
+  const named = connectionTokens(incoming.connection);
+  const out: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || REQUEST_ONLY_DROP.has(lower) || named?.has(lower) || o.remove?.has(lower)) continue;
+    if (lower === 'x-forwarded-for' || lower === 'x-forwarded-proto' || lower === 'x-forwarded-host') continue;
+    if (o.set && lower in o.set) continue;
+    out.push(name, rawHeaders[i + 1]!);
+  }
+  // From an untrusted peer, client-supplied X-Forwarded-* are spoofable: replace them with what
+  // this proxy saw. Behind a trusted proxy, extend the chain as that proxy reported it.
+  const priorFor = o.peerTrusted ? joined(incoming['x-forwarded-for']) : undefined;
+  out.push('x-forwarded-for', priorFor ? `${priorFor}, ${o.clientIp}` : o.clientIp);
+  const proto = o.peerTrusted ? first(incoming['x-forwarded-proto']) : undefined;
+  out.push('x-forwarded-proto', proto ?? o.proto);
+  const host = (o.peerTrusted ? first(incoming['x-forwarded-host']) : undefined) ?? incoming.host;
+  if (host) out.push('x-forwarded-host', host);
+  if (o.set) for (const [name, value] of Object.entries(o.set)) out.push(name, value);
+  return out;
+}
+
+function joined(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+function first(value: string | string[] | undefined): string | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  return v?.split(',')[0]?.trim() || undefined;
+}
+
+/** Rewrites or (by returning undefined) removes one response header. */
+export type ResponseHeaderFilter = (lowerName: string, value: string | string[]) => string | string[] | undefined;
+
+/** Response headers from undici to Node's writeHead, minus hop-by-hop ones, through an optional filter. */
+export function clientResponseHeaders(
+  upstream: Record<string, string | string[] | undefined>,
+  filter?: ResponseHeaderFilter,
+): OutgoingHttpHeaders {
+  const named = connectionTokens(upstream.connection);
+  const out: OutgoingHttpHeaders = {};
+  for (const name in upstream) {
+    const value = upstream[name];
+    if (value === undefined) continue;
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || named?.has(lower)) continue;
+    const kept = filter ? filter(lower, value) : value;
+    if (kept !== undefined) out[lower] = kept;
+  }
+  return out;
+}

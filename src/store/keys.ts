@@ -1,0 +1,76 @@
+/**
+ * Every Redis key Outrigger uses, built in this one file (BullMQ's queue-keys pattern) so a
+ * reader can see the whole data model and no two features collide.
+ *
+ * All keys of one service share the hash tag `{<serviceId>}`: on Redis Cluster they land in one
+ * slot, which lets the Lua scripts touch several of them atomically. Two services with different
+ * ids never share a key, so they can share one Redis.
+ */
+export function redisKeys(prefix: string, serviceId: string) {
+  const ns = `${prefix}:{${serviceId}}`;
+  return {
+    namespace: ns,
+    /** pub/sub channel announcing changes (`{kind, id}` JSON) so replicas drop cached copies. */
+    changes: `${ns}:changes`,
+
+    /** hash: feature name -> state. */
+    features: `${ns}:features`,
+    /** hash: permission _id -> JSON document. */
+    permissions: `${ns}:acl`,
+    /** string: a number bumped on every permission write, polled as the 20 s staleness bound. */
+    permissionsVersion: `${ns}:acl:version`,
+
+    /** hash: key record id -> JSON record (with keyHash). */
+    apiKeyRecords: `${ns}:apikeys`,
+    /** string: SHA-256 hex of a key -> key record id. */
+    apiKeyByHash: (hash: string) => `${ns}:apikey-hash:${hash}`,
+    /** set: the key record ids an owner holds. */
+    apiKeysOfOwner: (owner: string) => `${ns}:apikeys-of:${owner}`,
+    /** hash: key record id -> last use (epoch ms), written at most once a minute per key per replica. */
+    apiKeyLastUsed: `${ns}:apikeys-last-used`,
+
+    /** counter with TTL: consecutive Basic failures of one user from one client IP. */
+    basicFailuresUserIp: (user: string, ip: string) => `${ns}:bf:u:${user}:${ip}`,
+    /** counter with TTL: Basic failures from one client IP within a UTC day. */
+    basicFailuresIp: (ip: string, day: string) => `${ns}:bf:ip:${ip}:${day}`,
+
+    /** hash: app _id -> JSON document; plus a version counter for change detection. */
+    graphqlApps: `${ns}:gql-apps`,
+    graphqlAppsVersion: `${ns}:gql-apps:version`,
+
+    /** hash: webhook _id -> JSON document. */
+    webhooks: `${ns}:webhooks`,
+    webhooksVersion: `${ns}:webhooks:version`,
+    /** stream of captured request/response events. */
+    events: `${ns}:events`,
+    /** consumer group name on `events`. */
+    eventsGroup: 'webhook-workers',
+    /** sorted set: retry job JSON scored by due time (ms). */
+    retrySchedule: `${ns}:webhook-retries`,
+    /** string: a delivery already final, so a reclaimed entry is not delivered twice. */
+    deliveryDone: (eventId: string, webhookId: string) => `${ns}:delivered:${eventId}:${webhookId}`,
+    /** sorted set of log ids by timestamp, per webhook; entries as hashes with TTL. */
+    webhookLogIndex: (webhookId: string) => `${ns}:wh-logs:${webhookId}`,
+    webhookLogEntry: (logId: string) => `${ns}:wh-log:${logId}`,
+    /** sorted set of log ids by timestamp, per webhook and status (the logs' `?status=` filter). */
+    webhookLogStatusIndex: (webhookId: string, status: string) => `${ns}:wh-logs-by-status:${status}:${webhookId}`,
+    /** string with TTL: rate limit for `skipped` log entries. */
+    skippedLogGate: (webhookId: string) => `${ns}:wh-skip-gate:${webhookId}`,
+    /** counter per UTC day: email recipients reserved. */
+    emailAllowance: (day: string) => `${ns}:email-allowance:${day}`,
+    /** string with TTL: an active recording; list of captured requests. */
+    recordingState: `${ns}:recording`,
+    recordingEntries: `${ns}:recording:entries`,
+
+    /** OAuth (agent sign-in): registered clients, authorization codes. */
+    oauthClient: (clientId: string) => `${ns}:oauth-client:${clientId}`,
+    oauthCode: (code: string) => `${ns}:oauth-code:${code}`,
+  };
+}
+
+export type RedisKeys = ReturnType<typeof redisKeys>;
+
+/** UTC day stamp used in daily counters, e.g. 2026-11-21. */
+export function utcDay(now = Date.now()): string {
+  return new Date(now).toISOString().slice(0, 10);
+}

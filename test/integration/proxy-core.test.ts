@@ -1,0 +1,210 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { rawRequest, startHttpServer, type TestServer } from '../support/http-servers.js';
+import { startTestOutrigger } from '../support/outrigger.js';
+
+/** The pass-through path against a real upstream: bodies, headers, status codes, failures. */
+describe('proxy core', () => {
+  let redis: TestRedis;
+  let upstream: TestServer;
+  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
+  let seen: { url: string; headers: Record<string, string | string[] | undefined>; rawHeaders: string[] }[] = [];
+  let releaseChunked: (() => void) | null = null;
+
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    upstream = await startHttpServer((req, res) => {
+      seen.push({ url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders });
+      const path = req.url!.split('?')[0];
+      if (path === '/echo') {
+        res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/octet-stream' });
+        req.pipe(res);
+        return;
+      }
+      if (path === '/digest') {
+        const hash = createHash('sha256');
+        let bytes = 0;
+        req.on('data', (c: Buffer) => {
+          bytes += c.length;
+          hash.update(c);
+        });
+        req.on('end', () => res.end(JSON.stringify({ bytes, sha256: hash.digest('hex') })));
+        return;
+      }
+      if (path === '/chunked') {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write('first chunk\n');
+        releaseChunked = () => res.end('last chunk\n');
+        return;
+      }
+      if (path === '/no-content') return void res.writeHead(204).end();
+      if (path === '/not-modified') return void res.writeHead(304, { etag: '"v1"' }).end();
+      if (path === '/head') {
+        res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '11', 'x-head': 'yes' });
+        return void res.end(req.method === 'HEAD' ? undefined : 'hello world');
+      }
+      if (path === '/cookies') {
+        res.setHeader('set-cookie', ['a=1; Path=/', 'b=2; HttpOnly', 'c=3; Secure']);
+        return void res.end('ok');
+      }
+      if (path === '/slow') {
+        const timer = setTimeout(() => res.end('late'), 3000);
+        res.on('close', () => clearTimeout(timer));
+        return;
+      }
+      if (path === '/hop') {
+        res.writeHead(200, { connection: 'x-private', 'x-private': 'secret-hop', 'keep-alive': 'timeout=5', 'x-end': 'kept' });
+        return void res.end('ok');
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ url: req.url }));
+    });
+    proxy = await startTestOutrigger({
+      service: { id: 'proxy-core' },
+      upstream: { url: upstream.url, timeoutMs: 1000 },
+      redis: { url: redis.url },
+      acl: { mode: 'own-routes' },
+    });
+  });
+
+  afterAll(async () => {
+    await proxy?.stop();
+    await upstream?.close();
+    await redis?.close();
+  });
+
+  it('passes binary bodies byte-exact both ways', async () => {
+    const body = randomBytes(1024 * 1024 + 7);
+    const res = await request(`${proxy.url}/echo`, { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
+    expect(res.statusCode).toBe(200);
+    const back = Buffer.from(await res.body.arrayBuffer());
+    expect(back.equals(body)).toBe(true);
+  });
+
+  it('delivers the first chunk of a streaming response before the upstream finishes', async () => {
+    const res = await request(`${proxy.url}/chunked`);
+    expect(res.statusCode).toBe(200);
+    const iterator = res.body[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    // The upstream has not ended the response yet: it waits for releaseChunked.
+    expect(String(first.value)).toContain('first chunk');
+    expect(releaseChunked).not.toBeNull();
+    releaseChunked!();
+    let rest = '';
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) rest += String(next.value);
+    expect(rest).toContain('last chunk');
+  });
+
+  it('answers HEAD, 204 and 304 without bodies', async () => {
+    const head = await request(`${proxy.url}/head`, { method: 'HEAD' });
+    expect(head.statusCode).toBe(200);
+    expect(head.headers['content-length']).toBe('11');
+    expect(head.headers['x-head']).toBe('yes');
+    expect(await head.body.text()).toBe('');
+    const noContent = await request(`${proxy.url}/no-content`, { method: 'DELETE' });
+    expect(noContent.statusCode).toBe(204);
+    expect(await noContent.body.text()).toBe('');
+    const notModified = await request(`${proxy.url}/not-modified`, { headers: { 'if-none-match': '"v1"' } });
+    expect(notModified.statusCode).toBe(304);
+    expect(notModified.headers.etag).toBe('"v1"');
+    expect(await notModified.body.text()).toBe('');
+  });
+
+  it('keeps several Set-Cookie headers apart', async () => {
+    const res = await request(`${proxy.url}/cookies`);
+    await res.body.text();
+    expect(res.headers['set-cookie']).toEqual(['a=1; Path=/', 'b=2; HttpOnly', 'c=3; Secure']);
+  });
+
+  it('forwards encoded query strings untouched', async () => {
+    const target = '/q?a=%2F%20+b&c=%E2%9C%93&empty=&flag&x=1%26y%3D2&filter={"a":%20{"$gt":1}}';
+    // node:http sends the target byte for byte (undici/fetch would normalise it).
+    const url = await new Promise<string>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port: Number(new URL(proxy.url).port), path: target }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve((JSON.parse(text) as { url: string }).url));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(url).toBe(target);
+  });
+
+  it('strips hop-by-hop headers both ways and adds X-Forwarded-*', async () => {
+    seen = [];
+    const res = await rawRequest(proxy.url, '/hop', {
+      headers: {
+        connection: 'keep-alive, x-drop-me',
+        'x-drop-me': '1',
+        'proxy-authorization': 'Basic c2VjcmV0',
+        te: 'trailers',
+        'x-forwarded-for': '6.6.6.6',
+        'x-keep': 'yes',
+        host: 'client.example:8443',
+      },
+    });
+    const got = seen[0]!.headers;
+    expect(got['x-drop-me']).toBeUndefined();
+    expect(got['proxy-authorization']).toBeUndefined();
+    expect(got.te).toBeUndefined();
+    expect(got['x-keep']).toBe('yes');
+    // No trusted proxies configured: a client's X-Forwarded-For is not believed.
+    expect(got['x-forwarded-for']).toBe('127.0.0.1');
+    expect(got['x-forwarded-proto']).toBe('http');
+    expect(got['x-forwarded-host']).toBe('client.example:8443');
+    expect(res.headers['x-private']).toBeUndefined();
+    // Node answers the client hop with its own Keep-Alive; the upstream's must not leak through.
+    expect(res.headers['keep-alive']).not.toBe('timeout=5');
+    expect(res.headers['x-end']).toBe('kept');
+    expect(res.status).toBe(200);
+  });
+
+  it('answers 504 past upstream.timeoutMs in the error body format and keeps serving', async () => {
+    const started = Date.now();
+    const res = await request(`${proxy.url}/slow`);
+    const body = (await res.body.json()) as Record<string, unknown>;
+    expect(res.statusCode).toBe(504);
+    expect(body['http status code']).toBe(504);
+    expect(body['http status description']).toBe('Gateway Timeout');
+    expect(String(body.message)).toMatch(/did not answer within 1000 ms/);
+    expect(Date.now() - started).toBeLessThan(2900);
+    const after = await request(`${proxy.url}/still-alive`);
+    expect(after.statusCode).toBe(200);
+    await after.body.text();
+  });
+
+  it('refuses paths with dot segments instead of letting them past the ACL', async () => {
+    for (const path of ['/public/../private', '/a/%2e%2e/b', '/a/./b', '/a/%2E/b', '/a/..']) {
+      const res = await rawRequest(proxy.url, path);
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.body).message).toMatch(/dot segments|"\."/);
+    }
+    expect((await rawRequest(proxy.url, '/a/..b/c.d')).status).toBe(200);
+  });
+});
+
+describe('proxy core: unreachable upstream', () => {
+  it('answers 502 in the error body format', async () => {
+    const redis = await startTestRedis();
+    const gone = await startHttpServer(() => {});
+    const url = gone.url;
+    await gone.close();
+    const proxy = await startTestOutrigger({ service: { id: 'p502' }, upstream: { url }, redis: { url: redis.url }, acl: { mode: 'own-routes' } });
+    try {
+      const res = await request(`${proxy.url}/anything`);
+      const body = (await res.body.json()) as Record<string, unknown>;
+      expect(res.statusCode).toBe(502);
+      expect(body['http status description']).toBe('Bad Gateway');
+      expect(String(body.message)).toMatch(/could not be reached/);
+      expect(JSON.stringify(body)).not.toMatch(/at .*\.js/);
+    } finally {
+      await proxy.stop();
+      await redis.close();
+    }
+  });
+});
+

@@ -1,0 +1,32 @@
+import { startOutrigger, type RunningOutrigger } from '../../src/app.js';
+import { validateConfig } from '../../src/config/validate.js';
+import type { OutriggerConfig } from '../../src/config/types.js';
+import { createLogger } from '../../src/observability/logger.js';
+
+export type RawConfig = Record<string, any>;
+
+/** Deep-merges plain objects (arrays and scalars replace), for test configs built from a base. */
+export function merge(base: RawConfig, over: RawConfig): RawConfig {
+  const out: RawConfig = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && base[k] && typeof base[k] === 'object' ? merge(base[k], v) : v;
+  }
+  return out;
+}
+
+export function testConfig(raw: RawConfig): OutriggerConfig {
+  const { config, problems } = validateConfig(merge({ listen: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000 }, log: { level: 'silent' } }, raw));
+  if (problems.length) throw new Error(`test config invalid:\n${problems.join('\n')}`);
+  return config;
+}
+
+/** Outrigger in this process (fast to start; the CLI e2e tests cover the built binary). */
+export async function startTestOutrigger(raw: RawConfig, options: { worker?: boolean } = {}): Promise<RunningOutrigger & { url: string }> {
+  const config = testConfig(raw);
+  const running = await startOutrigger(config, { worker: options.worker ?? false, logger: createLogger({ level: process.env.OUTRIGGER_TEST_LOG ?? 'silent' }) });
+  return running as RunningOutrigger & { url: string };
+}
+
+export function basic(id: string, password: string): string {
+  return `Basic ${Buffer.from(`${id}:${password}`).toString('base64')}`;
+}
