@@ -1,0 +1,59 @@
+import { createHash } from 'node:crypto';
+import { unauthorized } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { parseBasicAuthorization } from './basic-credentials.js';
+import type { BruteForceGuard } from './brute-force-guard.js';
+import type { Principal } from './principal.js';
+import type { UserVerifier } from './users/user-verifier.js';
+
+/**
+ * Basic sign-in with a cache of successful verifications keyed by a hash of the whole header
+ * (never the raw password): a known caller costs one Map lookup, no scrypt and no Redis.
+ */
+export class BasicAuthenticator {
+  private readonly cache = new Map<string, { principal: Principal; expiresAt: number }>();
+
+  constructor(
+    private readonly verifier: UserVerifier,
+    private readonly guard: BruteForceGuard,
+    private readonly cacheMs: number,
+    private readonly realm: string,
+    private readonly metrics: Metrics,
+    private readonly log: Logger,
+  ) {}
+
+  async authenticate(header: string, clientIp: string): Promise<Principal> {
+    const cacheKey = createHash('sha256').update(header).digest('base64');
+    const cached = this.cache.get(cacheKey);
+    const now = Date.now();
+    if (cached && cached.expiresAt > now) return cached.principal;
+
+    const credentials = parseBasicAuthorization(header);
+    if (!credentials) throw this.refusal('the Authorization header is not valid Basic credentials (base64 of id:password)');
+    try {
+      await this.guard.check(credentials.id, clientIp);
+    } catch (error) {
+      if ((error as { status?: number }).status === 429) throw error;
+      // Redis unreachable: the guard cannot count, but the password is still checked; say so once per failure.
+      this.log.warn({ err: (error as Error).message }, 'brute-force guard unavailable (Redis); verifying without it');
+    }
+    const result = await this.verifier.verify(credentials.id, credentials.password, header);
+    if (!result) {
+      this.metrics.authFailures.inc({ scheme: 'basic', reason: 'wrong-credentials' });
+      await this.guard.recordFailure(credentials.id, clientIp).catch(() => {});
+      throw this.refusal('wrong user id or password');
+    }
+    await this.guard.recordSuccess(credentials.id, clientIp).catch(() => {});
+    const principal: Principal = Object.freeze({ id: credentials.id, roles: Object.freeze(result.roles), via: 'basic', verifiedLocally: this.verifier.verifiedLocally });
+    if (this.cacheMs > 0) {
+      if (this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(cacheKey, { principal, expiresAt: now + this.cacheMs });
+    }
+    return principal;
+  }
+
+  private refusal(message: string) {
+    return unauthorized(message, { 'www-authenticate': `Basic realm="${this.realm}"` });
+  }
+}

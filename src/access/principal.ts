@@ -1,0 +1,19 @@
+/** Who a request runs as (SPEC §3.1). */
+export interface Principal {
+  id: string | null;
+  roles: readonly string[];
+  via: 'basic' | 'apikey' | 'anonymous';
+  /** The API key record id, for key-authenticated requests. */
+  keyId?: string;
+  /** True when Outrigger itself verified the credentials (static users, keys): it may then speak for the caller upstream. */
+  verifiedLocally: boolean;
+}
+
+export const UNAUTHENTICATED_ROLE = '$unauthenticated';
+
+export const ANONYMOUS: Principal = Object.freeze({
+  id: null,
+  roles: Object.freeze([UNAUTHENTICATED_ROLE]),
+  via: 'anonymous',
+  verifiedLocally: false,
+}) as Principal;
