@@ -15,6 +15,7 @@ import {
   type GraphQLFormattedError,
   type OperationDefinitionNode,
 } from 'graphql';
+import { setMaxListeners } from 'node:events';
 import { OutriggerError } from '../errors.js';
 import type { CompiledApp, ExecutionContextValue } from './compile-app.js';
 import { BACKEND_ERROR_CODES, RequestState, budgetError, timeoutError } from './request-state.js';
@@ -88,6 +89,8 @@ export async function executeGraphql(
 
   const limits = app.settings.limits;
   const controller = new AbortController();
+  // Every concurrent backend read listens on this signal; up to maxBackendReads of them is expected.
+  setMaxListeners(limits.maxBackendReads + 10, controller.signal);
   const state = new RequestState(app.settings, ctx, controller.signal);
   let timer: NodeJS.Timeout | undefined;
   const aborted = new Promise<'aborted'>((resolve) => {

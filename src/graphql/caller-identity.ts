@@ -1,0 +1,90 @@
+/**
+ * `graphql.backend.auth: caller` (SPEC §6.3): backend reads carry the caller's identity exactly as
+ * a proxied request would (SPEC §3.4), and each collection is read under what the caller's
+ * applying permission says for the equivalent `GET {collectionPath}` (SPEC §3.6: readFilter with
+ * `@user.*` interpolated, projectResponse) — so GraphQL is no side door around the ACL.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { IdentityPlan } from '../access/identity/identity-propagation.js';
+import { interpolateUserVariables, projectResponse } from '../access/mongo-rules.js';
+import type { AccessControl } from '../access/permissions/access-control.js';
+import type { PermissionDocument } from '../access/permissions/permission-document.js';
+import type { Principal } from '../access/principal.js';
+import { exchangeFromParts, type Exchange } from '../condition/index.js';
+import type { ReadDecision, ReadPolicy, RequestContext } from './types.js';
+
+/** What the read policy needs to know about the live request (carried in `RequestContext.caller`). */
+export interface CallerFacts {
+  readonly principal: Principal;
+  readonly headers: IncomingHttpHeaders;
+  readonly clientIp: string;
+  readonly secure: boolean;
+}
+
+/**
+ * The headers every backend read of one request carries: the identity plan's headers (a minted
+ * JWT, or X-Forwarded-User/-Roles) for callers Outrigger verified itself; for callers it did not
+ * (anonymous, a foreign Bearer token, Basic users verified by the backend) their own
+ * `Authorization` and `Cookie` headers pass through, as they would on a proxied request.
+ */
+export function backendHeadersFor(plan: IdentityPlan, principal: Principal, headers: IncomingHttpHeaders): Record<string, string> {
+  if (plan.setRequestHeaders) return { ...plan.setRequestHeaders };
+  if (principal.verifiedLocally) return {};
+  const out: Record<string, string> = {};
+  if (typeof headers.authorization === 'string') out.authorization = headers.authorization;
+  if (typeof headers.cookie === 'string') out.cookie = headers.cookie;
+  return out;
+}
+
+export interface CallerReadPolicyOptions {
+  acl: AccessControl<Exchange>;
+  /** `graphql.backend.collectionPath`, e.g. `/{db}/{collection}`. */
+  collectionPath: string;
+  /** `enforce`: a collection no permission lets the caller GET is refused, as the proxy would. */
+  mode: 'enforce' | 'own-routes';
+}
+
+const DENIED = 'no permission lets your roles read';
+
+/**
+ * The read policy of `auth: caller`. In `own-routes` mode the proxy applies no permission to
+ * backend requests (no filter, no projection, no refusal), so GraphQL reads get none either; the
+ * backend's own ACL still sees the caller's identity.
+ */
+export function createCallerReadPolicy(o: CallerReadPolicyOptions): ReadPolicy | undefined {
+  if (o.mode === 'own-routes') return undefined;
+  return ({ db, collection }, ctx: RequestContext): ReadDecision => {
+    const caller = ctx.caller as CallerFacts | undefined;
+    if (!caller) return { allow: false, message: `${DENIED} ${db}/${collection}` };
+    const { principal } = caller;
+    const path = o.collectionPath.replaceAll('{db}', encodeURIComponent(db)).replaceAll('{collection}', encodeURIComponent(collection));
+    const exchange = exchangeFromParts({
+      method: 'GET',
+      path,
+      headers: plainHeaders(caller.headers),
+      remoteIp: caller.clientIp,
+      secure: caller.secure,
+      ...(principal.id !== null ? { user: { id: principal.id, _id: principal.id, roles: principal.roles } } : {}),
+      ...(principal.via === 'basic' ? { authenticationType: 'BASIC' } : principal.via === 'apikey' ? { authenticationType: 'API_KEY' } : {}),
+    });
+    const decision = o.acl.decide(principal, exchange);
+    if (!decision.allowed) return { allow: false, message: `${DENIED} ${path} (GET ${path} would be refused too)` };
+    if (decision.admin) return { allow: true };
+    const mongo = (decision.permission.doc as PermissionDocument).mongo;
+    if (!mongo) return { allow: true };
+    const filter = mongo.readFilter ? (interpolateUserVariables(mongo.readFilter, principal) as Record<string, unknown>) : undefined;
+    const projection = mongo.projectResponse;
+    return {
+      allow: true,
+      ...(filter && Object.keys(filter).length > 0 ? { filter } : {}),
+      ...(projection ? { project: (doc: unknown) => projectResponse(doc, projection) } : {}),
+    };
+  };
+}
+
+/** The request's headers without the entries node leaves undefined, for the condition language. */
+function plainHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined) out[name] = value;
+  return out;
+}

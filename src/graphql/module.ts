@@ -1,0 +1,68 @@
+/**
+ * The GraphQL apps feature, wired (SPEC §6): app documents in a DocumentStore (Redis hash plus an
+ * in-process copy refreshed by the change bus), compiled into a registry once per app version, the
+ * `<appsPath>` and `<routes.graphql>/<uri>` routes, and the `apps` section of setup files.
+ */
+import type { AppContext } from '../app-context.js';
+import type { FeatureModule, FeatureModuleOptions } from '../feature-modules.js';
+import { DocumentStore } from '../store/document-store.js';
+import { graphqlAppSetupKind, type StoredApp } from './app-setup.js';
+import { createHttpBackendReader, type HttpBackendReader } from './backend-reader.js';
+import { createCallerReadPolicy } from './caller-identity.js';
+import { GraphqlAppRegistry } from './registry.js';
+import { createAppsRoute, createGraphqlRoute } from './server-routes.js';
+
+export interface GraphqlModule extends FeatureModule {
+  store: DocumentStore<StoredApp>;
+  /** Null when this process does not serve HTTP (`apply`, `worker`). */
+  registry: GraphqlAppRegistry | null;
+}
+
+export async function createGraphqlModule(context: AppContext, options: FeatureModuleOptions): Promise<GraphqlModule> {
+  const { config, redis, bus, keys, logger } = context;
+  const settings = config.graphql;
+  const store = new DocumentStore<StoredApp>(redis, bus, 'graphql-apps', keys.graphqlApps, keys.graphqlAppsVersion);
+  const setupKinds = [graphqlAppSetupKind(config, store)];
+  if (!options.serve) return { name: 'graphql', store, registry: null, setupKinds };
+
+  const serviceAuth = settings.backend.auth === 'service';
+  if (serviceAuth && !settings.backend.serviceAuthorization)
+    logger.warn('graphql.backend.auth is service but graphql.backend.serviceAuthorization is not set: GraphQL reads reach the backend without credentials');
+  const serviceHeaders: Record<string, string> = settings.backend.serviceAuthorization ? { authorization: settings.backend.serviceAuthorization } : {};
+  const reader: HttpBackendReader = createHttpBackendReader({
+    baseUrl: settings.backend.url,
+    collectionPath: settings.backend.collectionPath,
+    ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),
+  });
+  const readPolicy = serviceAuth ? undefined : createCallerReadPolicy({ acl: context.acl, collectionPath: settings.backend.collectionPath, mode: config.acl.mode });
+  const registry = new GraphqlAppRegistry({
+    reader,
+    defaultDb: settings.defaultDb,
+    defaultLimit: settings.defaultLimit,
+    maxLimit: settings.maxLimit,
+    maxDepth: settings.maxDepth,
+    maxBackendReads: settings.maxBackendReads,
+    timeoutMs: settings.timeoutMs,
+    introspection: settings.introspection,
+    ...(readPolicy ? { readPolicy } : {}),
+    onError: (error, ctx) => logger.error({ err: error, requestId: ctx.requestId }, 'unexpected error while resolving a GraphQL query'),
+    onInvalidApp: (app, problems) => logger.error({ app: app._id, problems }, 'a stored GraphQL app is not valid and is not served; fix it with PUT or PATCH'),
+  });
+  // Compiled once per app version: a reload recompiles only the apps whose document changed.
+  store.onLoaded((docs) => registry.replaceAll(docs.values()));
+
+  return {
+    name: 'graphql',
+    store,
+    registry,
+    setupKinds,
+    routes: [createAppsRoute(context, store), createGraphqlRoute(context, registry)],
+    async start() {
+      await store.start();
+    },
+    async stop() {
+      store.stop();
+      await reader.close();
+    },
+  };
+}
