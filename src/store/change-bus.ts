@@ -33,11 +33,17 @@ export class ChangeBus {
       }
       for (const listener of this.listeners) listener(message);
     });
-    // ioredis re-subscribes on reconnect; 'ready' fires after each reconnect.
+    // SUBSCRIBE must wait for ioredis's ready check: sent earlier, it makes Redis refuse the
+    // check's INFO ("only subscriber commands"), the connection drops and comes back ready but
+    // unsubscribed (seen in ~10% of starts). So subscribe on every 'ready' (a repeat is
+    // harmless) and tell listeners to resync, since messages may have been missed meanwhile.
+    const subscribe = () => this.subscriber.subscribe(this.channel);
     this.subscriber.on('ready', () => {
+      void subscribe().catch(() => {});
       for (const listener of this.listeners) listener('resync');
     });
-    await this.subscriber.subscribe(this.channel);
+    // Not ready yet (Redis still connecting, or down at start): the 'ready' handler subscribes later.
+    if (this.subscriber.status === 'ready') await subscribe();
   }
 
   on(listener: Listener): () => void {
