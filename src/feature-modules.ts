@@ -5,6 +5,7 @@ import type { RequestObserver } from './http/observe.js';
 import type { OwnRoute } from './http/route-table.js';
 import type { SetupKind } from './setup/setup-kind.js';
 import { createGraphqlModule } from './graphql/module.js';
+import { createApiKeysModule } from './keys/api-keys-module.js';
 
 /**
  * What a feature (API keys, GraphQL apps, webhooks, agent sign-in) adds to the house: its own
@@ -31,7 +32,7 @@ export interface FeatureModuleOptions {
 /** Every feature, in the order their routes and observers are consulted. */
 export async function createFeatureModules(context: AppContext, options: FeatureModuleOptions): Promise<FeatureModule[]> {
   const modules: FeatureModule[] = [];
-  // feature: api-keys
+  modules.push(await createApiKeysModule(context, options));
   modules.push(await createGraphqlModule(context, options));
   // feature: webhooks
   void context;

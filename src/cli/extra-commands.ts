@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
+import { registerKeysCommand } from '../keys/cli.js';
 
 /** Commands contributed by features (e.g. `keys list|revoke`); registered here so index.ts stays a list. */
 export function registerExtraCommands(program: Command): void {
-  // command: keys
+  registerKeysCommand(program);
   void program;
 }

@@ -1,0 +1,69 @@
+import type { ApiKeyAuthenticator } from '../access/authenticate.js';
+import type { Principal } from '../access/principal.js';
+import { OutriggerError, unauthorized } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { hashApiKey, keyFormatProblem } from './key-format.js';
+import type { LastUsedThrottle } from './last-used.js';
+import type { KeyVerificationCache, Verification } from './verification-cache.js';
+
+const INVALID_TOKEN = { 'www-authenticate': 'Bearer error="invalid_token"' };
+
+export interface KeyAuthenticatorParts {
+  prefix: string;
+  cache: KeyVerificationCache;
+  lastUsed: LastUsedThrottle;
+  /** Fire-and-forget write of a key's last use; its promise is never awaited by a request. */
+  recordUse(keyId: string, at: number): Promise<void>;
+  metrics: Metrics;
+  logger: Logger;
+  now?: () => number;
+}
+
+/**
+ * `Authorization: Bearer <prefix>_...` (SPEC §5.4): shape and checksum first (no I/O), then the
+ * verification cache (no Redis for a known key), then the key's expiry. Answers a principal
+ * running as the key's owner with the key's roles only, or throws 401 / 503.
+ */
+export function createKeyAuthenticator(parts: KeyAuthenticatorParts): ApiKeyAuthenticator {
+  const { prefix, cache, lastUsed, metrics } = parts;
+  const now = parts.now ?? Date.now;
+
+  function refuse(reason: 'malformed' | 'unknown' | 'expired', message: string): never {
+    metrics.authFailures.inc({ scheme: 'apikey', reason });
+    throw unauthorized(message, INVALID_TOKEN, 'INVALID_API_KEY');
+  }
+
+  function settle(result: Verification): Principal {
+    if (result.ok) {
+      const at = now();
+      if (lastUsed.shouldRecord(result.record._id, at))
+        parts.recordUse(result.record._id, at).catch((error: unknown) => parts.logger.debug({ keyId: result.record._id, err: String(error) }, 'could not record the last use of an API key'));
+      return result.principal;
+    }
+    switch (result.reason) {
+      case 'unknown':
+        return refuse('unknown', 'the API key is not valid on this service: it was revoked, or never issued here; issue a new one with POST /keys');
+      case 'expired':
+        return refuse('expired', `the API key expired at ${new Date(result.expiredAt).toISOString()}; issue a new one with POST /keys`);
+      case 'unavailable':
+        metrics.authFailures.inc({ scheme: 'apikey', reason: 'unavailable' });
+        throw new OutriggerError(503, 'KEY_STORE_UNAVAILABLE', 'the API key cannot be verified right now because Redis is unreachable; retry shortly', { 'retry-after': '5' });
+    }
+  }
+
+  return {
+    authenticate(token: string): Promise<Principal> | Principal {
+      const problem = keyFormatProblem(token, prefix);
+      if (problem)
+        refuse(
+          'malformed',
+          problem === 'checksum'
+            ? 'the API key is mistyped or truncated: its checksum does not match; copy the whole key'
+            : `the bearer token is not a well-formed API key of this service (expected ${prefix}_ followed by at least 49 letters and digits)`,
+        );
+      const result = cache.verify(hashApiKey(token));
+      return result instanceof Promise ? result.then(settle) : settle(result);
+    },
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * One API key as stored (SPEC §5.1): everything but the key itself, whose SHA-256 is `keyHash`.
+ * Dates are epoch milliseconds in Redis and `{"$date": ms}` in answers (SPEC §0).
+ * `lastUsedAt` lives in its own hash (written by the verification path, never read by it).
+ */
+export interface KeyRecord {
+  _id: string;
+  owner: string;
+  name: string;
+  roles: string[];
+  createdAt: number;
+  expiresAt: number;
+  via: 'api' | 'oauth';
+  /** The name of the client that asked, for keys issued through agent sign-in. */
+  client?: string;
+  serviceId: string;
+  keyHash: string;
+}
+
+export interface ExtendedDate {
+  $date: number;
+}
+
+const date = (ms: number): ExtendedDate => ({ $date: ms });
+
+/** `GET /keys`: the caller's own view; never the key or its hash. */
+export function ownerView(record: KeyRecord, lastUsedAt: number | undefined) {
+  const view: Record<string, unknown> = {
+    _id: record._id,
+    name: record.name,
+    roles: record.roles,
+    createdAt: date(record.createdAt),
+    expiresAt: date(record.expiresAt),
+  };
+  if (lastUsedAt !== undefined) view.lastUsedAt = date(lastUsedAt);
+  view.via = record.via;
+  if (record.client !== undefined) view.client = record.client;
+  return view;
+}
+
+/** `GET /_admin/keys`: as the owner's view, plus the owner. */
+export function adminView(record: KeyRecord, lastUsedAt: number | undefined) {
+  return { _id: record._id, owner: record.owner, ...ownerView(record, lastUsedAt) };
+}
+
+/** Newest first, then by id, so pages are stable. */
+export function newestFirst(a: KeyRecord, b: KeyRecord): number {
+  return b.createdAt - a.createdAt || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
+}
+
+export function parseKeyRecord(text: string | null | undefined): KeyRecord | null {
+  if (!text) return null;
+  try {
+    const value = JSON.parse(text) as KeyRecord;
+    return typeof value === 'object' && value !== null && typeof value._id === 'string' && typeof value.expiresAt === 'number' ? value : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,156 @@
+import type { SubRouteHandler } from '../admin/admin-route.js';
+import type { AppContext } from '../app-context.js';
+import { badRequest, forbidden, methodNotAllowed, notFound, OutriggerError, serviceUnavailable, unauthorized, unsupportedMediaType } from '../errors.js';
+import { readBody } from '../http/body.js';
+import { pageOf, readPaging } from '../http/paging.js';
+import { sendJson, sendNoContent } from '../http/respond.js';
+import type { OwnRoute } from '../http/route-table.js';
+import type { RequestScope } from '../http/scope.js';
+import { adminView, newestFirst, ownerView } from './key-record.js';
+import type { ApiKeyStore, StoredKey } from './key-store.js';
+import type { ApiKeyIssuer } from './issuer.js';
+import { checkRequestedRoles, keyLifetimeDays, keyPolicyFor, readIssueRequest } from './issuing-rules.js';
+
+const BODY_LIMIT = 64 * 1024;
+const JSON_TYPE = /^application\/(json|merge-patch\+json)\s*(;|$)/i;
+
+export interface KeyRouteParts {
+  context: AppContext;
+  store: ApiKeyStore;
+  issuer: ApiKeyIssuer;
+}
+
+/**
+ * `POST /keys`, `GET /keys`, `GET|DELETE /keys/<id>` (SPEC §5.2, Basic callers only) and the
+ * `/_admin/keys` area. Issuing runs the checks of SPEC §5.3 in exactly their order.
+ */
+export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { route: OwnRoute; adminArea: SubRouteHandler } {
+  const { config, features, acl } = context;
+  const prefix = config.routes.keys;
+  const defaults = { maxExpiresInDays: config.apiKeys.maxExpiresInDays, maxKeysPerUser: config.apiKeys.maxKeysPerUser, adminRoles: config.acl.adminRoles };
+
+  /** Keys are issued and managed with a password sign-in: never anonymously, never with a key. */
+  function basicCaller(scope: RequestScope, action: string): string {
+    const { principal } = scope;
+    if (principal.via === 'anonymous' || principal.id === null)
+      throw unauthorized(`sign in with your Basic credentials (user id and password) to ${action}`, { 'www-authenticate': `Basic realm="${config.service.id}"` });
+    if (principal.via === 'apikey')
+      throw forbidden(`an API key cannot ${action}; sign in with your Basic credentials (user id and password) instead`, 'KEY_CANNOT_MANAGE_KEYS');
+    return principal.id;
+  }
+
+  async function issue(scope: RequestScope): Promise<void> {
+    const owner = basicCaller(scope, 'issue API keys');
+    // 1. The feature.
+    if (!features.enabled('api-keys')) throw forbidden('API keys are disabled on this service', 'API_KEYS_DISABLED');
+    // Permissions that look at the request body need it read before they are evaluated.
+    if (acl.needsRequestBody(scope.principal)) scope.bufferedBody = await readBody(scope.req, BODY_LIMIT);
+    // 2. Admin roles; 3. the apiKeys block of the permission that applies.
+    const policy = keyPolicyFor(acl, scope.principal, context.exchangeFor(scope), defaults, `${scope.method} ${prefix}`);
+    // 4. The body.
+    const request = readIssueRequest(await jsonBody(scope));
+    // 5. Roles; 6. lifetime.
+    checkRequestedRoles(policy, request.roles);
+    const lifetimeDays = keyLifetimeDays(policy, request.expiresIn);
+    // 7. The limit, counted and enforced atomically in Redis.
+    const { record, key } = await issuer.issue({ owner, name: request.name, roles: request.roles, lifetimeDays, maxKeys: policy.maxKeysPerUser, via: 'api' });
+    sendJson(scope.res, 201, { _id: record._id, name: record.name, roles: record.roles, expiresAt: { $date: record.expiresAt }, key }, { location: `${prefix}/${encodeURIComponent(record._id)}` });
+  }
+
+  async function listOwn(scope: RequestScope): Promise<void> {
+    const owner = basicCaller(scope, 'list your API keys');
+    const paging = readPaging(scope.query);
+    const keys = (await store.listOfOwner(owner)).sort(byNewest);
+    sendJson(scope.res, 200, pageOf(keys, paging).map((k) => ownerView(k.record, k.lastUsedAt)), { 'x-total-count': keys.length });
+  }
+
+  async function one(scope: RequestScope, id: string): Promise<void> {
+    const owner = basicCaller(scope, scope.method === 'DELETE' ? 'revoke API keys' : 'read your API keys');
+    if (scope.method === 'DELETE') {
+      if (!(await issuer.revoke(id, { owner, actor: owner }))) throw notFound(`you have no key ${JSON.stringify(id)}; list yours with GET ${prefix}`);
+      return sendNoContent(scope.res);
+    }
+    const found = await store.get(id);
+    if (!found || found.record.owner !== owner) throw notFound(`you have no key ${JSON.stringify(id)}; list yours with GET ${prefix}`);
+    sendJson(scope.res, 200, ownerView(found.record, found.lastUsedAt));
+  }
+
+  const route: OwnRoute = {
+    kind: 'keys',
+    prefix,
+    handle: (scope) => answerWithoutRedisErrors(handleKeys(scope)),
+  };
+
+  async function handleKeys(scope: RequestScope): Promise<void> {
+    const id = idFrom(scope.path.slice(prefix.length));
+    if (id === null) {
+      if (scope.method === 'POST') return issue(scope);
+      if (scope.method === 'GET') return listOwn(scope);
+      throw methodNotAllowed(['GET', 'POST']);
+    }
+    if (scope.method !== 'GET' && scope.method !== 'DELETE') throw methodNotAllowed(['GET', 'DELETE']);
+    return one(scope, id);
+  }
+
+  /** A failure while Redis is not connected is Redis's: 503, retry later (anything else stays a 500, logged). */
+  async function answerWithoutRedisErrors(work: Promise<void>): Promise<void> {
+    try {
+      await work;
+    } catch (error) {
+      if (error instanceof OutriggerError || context.redis.status === 'ready') throw error;
+      throw serviceUnavailable('the key store (Redis) is unreachable right now; retry shortly', 'KEY_STORE_UNAVAILABLE');
+    }
+  }
+
+  /** `/_admin/keys[?owner=&client=]`, `/_admin/keys/<id>`; the caller is already authorized. */
+  const adminArea: SubRouteHandler = (scope, subPath) => answerWithoutRedisErrors(handleAdmin(scope, subPath));
+
+  async function handleAdmin(scope: RequestScope, subPath: string): Promise<void> {
+    const id = idFrom(subPath);
+    if (id === null) {
+      if (scope.method !== 'GET') throw methodNotAllowed(['GET']);
+      const paging = readPaging(scope.query);
+      const owner = scope.query.get('owner') || null;
+      const client = scope.query.get('client') || null;
+      const keys = (await store.listAll()).filter((k) => (owner === null || k.record.owner === owner) && (client === null || k.record.client === client)).sort(byNewest);
+      return sendJson(scope.res, 200, pageOf(keys, paging).map((k) => adminView(k.record, k.lastUsedAt)), { 'x-total-count': keys.length });
+    }
+    if (scope.method === 'DELETE') {
+      if (!(await issuer.revoke(id, { actor: scope.principal.id ?? 'admin' }))) throw notFound(`no key ${JSON.stringify(id)} on this service`);
+      return sendNoContent(scope.res);
+    }
+    if (scope.method !== 'GET') throw methodNotAllowed(['GET', 'DELETE']);
+    const found = await store.get(id);
+    if (!found) throw notFound(`no key ${JSON.stringify(id)} on this service`);
+    sendJson(scope.res, 200, adminView(found.record, found.lastUsedAt));
+  }
+
+  return { route, adminArea };
+}
+
+const byNewest = (a: StoredKey, b: StoredKey) => newestFirst(a.record, b.record);
+
+/** `''` or `'/'` → null (the collection); `'/<id>'` → the decoded id; deeper paths → 404. */
+function idFrom(rest: string): string | null {
+  if (rest === '' || rest === '/') return null;
+  const raw = rest.slice(1);
+  if (raw.includes('/')) throw notFound(`nothing at this path; keys are addressed as <keys route>/<id>`);
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw badRequest('the key id in the path is not valid percent-encoding');
+  }
+}
+
+/** The JSON body of POST /keys (already read when a permission needed it). */
+async function jsonBody(scope: RequestScope): Promise<unknown> {
+  const type = scope.req.headers['content-type'];
+  if (type && !JSON_TYPE.test(type)) throw unsupportedMediaType(`send the body as application/json (got ${type})`);
+  const body = scope.bufferedBody ?? (await readBody(scope.req, BODY_LIMIT));
+  if (body.length === 0) throw badRequest('the request body is empty; send {"name": "...", "roles"?: [...], "expiresIn"?: days}');
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch (error) {
+    throw badRequest(`the request body is not valid JSON: ${(error as Error).message}`);
+  }
+}
