@@ -5,6 +5,7 @@ import type { RequestObserver } from './http/observe.js';
 import type { OwnRoute } from './http/route-table.js';
 import type { SetupKind } from './setup/setup-kind.js';
 import { createGraphqlModule } from './graphql/module.js';
+import { createWebhooksModule } from './webhooks/module.js';
 import { createApiKeysModule } from './keys/api-keys-module.js';
 
 /**
@@ -34,7 +35,7 @@ export async function createFeatureModules(context: AppContext, options: Feature
   const modules: FeatureModule[] = [];
   modules.push(await createApiKeysModule(context, options));
   modules.push(await createGraphqlModule(context, options));
-  // feature: webhooks
+  modules.push(await createWebhooksModule(context, options));
   void context;
   void options;
   return modules;

@@ -2,11 +2,12 @@ import { permissionSetupKind } from '../access/permissions/setup.js';
 import type { OutriggerConfig } from '../config/types.js';
 import type { SetupKind } from './setup-kind.js';
 import { graphqlAppSetupKind } from '../graphql/app-setup.js';
+import { webhookSetupKind } from '../webhooks/module.js';
 
 /** Every setup section's validation without Redis, for `outrigger check`. */
 export function offlineSetupKinds(config: OutriggerConfig): SetupKind[] {
   const kinds: SetupKind[] = [permissionSetupKind(config)];
   kinds.push(graphqlAppSetupKind(config));
-  // setup: webhooks
+  kinds.push(webhookSetupKind(config));
   return kinds;
 }

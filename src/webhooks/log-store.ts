@@ -1,0 +1,93 @@
+/**
+ * Webhook logs in Redis (SPEC §7.3). Each entry is a JSON string with a TTL of the retention
+ * (`webhooks.logRetentionDays`, or `logRetentionSeconds`), so it expires by itself. Per webhook,
+ * a sorted set of entry ids scored by time serves "newest first" paging, and one more per
+ * status serves `?status=`; both are trimmed of ids older than the retention on every write and
+ * expire with the last entry. Clear Logs deletes entries (all, or older than a date).
+ */
+import type { ChainableCommander, Redis } from 'ioredis';
+import type { RedisKeys } from '../store/keys.js';
+import { LOG_STATUSES, type LogStatus, type WebhookLogEntry } from './log-entry.js';
+
+const CLEAR_CHUNK = 500;
+
+export class WebhookLogStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    readonly retentionMs: number,
+  ) {}
+
+  /** Adds the commands that store `entry` to a MULTI (so it commits with the delivery's other writes). */
+  add(multi: ChainableCommander, entry: WebhookLogEntry, now = Date.now()): void {
+    const { keys, retentionMs } = this;
+    const ts = entry.timestamp.$date;
+    const cutoff = `(${now - retentionMs}`;
+    const index = keys.webhookLogIndex(entry.webhookId);
+    const statusIndex = keys.webhookLogStatusIndex(entry.webhookId, entry.status);
+    multi.set(keys.webhookLogEntry(entry._id), JSON.stringify(entry), 'PX', retentionMs);
+    for (const key of [index, statusIndex]) {
+      multi.zadd(key, ts, entry._id);
+      multi.zremrangebyscore(key, '-inf', cutoff);
+      multi.pexpire(key, retentionMs);
+    }
+  }
+
+  async write(entries: WebhookLogEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const multi = this.redis.multi();
+    for (const entry of entries) this.add(multi, entry);
+    await multi.exec();
+  }
+
+  /** A page of entries, newest first, and the total count (for X-Total-Count). */
+  async list(webhookId: string, options: { status?: LogStatus; page: number; pagesize: number }): Promise<{ total: number; entries: WebhookLogEntry[] }> {
+    const index = options.status ? this.keys.webhookLogStatusIndex(webhookId, options.status) : this.keys.webhookLogIndex(webhookId);
+    const cutoff = String(Date.now() - this.retentionMs);
+    const offset = (options.page - 1) * options.pagesize;
+    const [[, total], [, ids]] = (await this.redis
+      .multi()
+      .zcount(index, cutoff, '+inf')
+      .zrevrangebyscore(index, '+inf', cutoff, 'LIMIT', offset, options.pagesize)
+      .exec()) as [[unknown, number], [unknown, string[]]];
+    if (ids.length === 0) return { total, entries: [] };
+    const texts = await this.redis.mget(ids.map((id) => this.keys.webhookLogEntry(id)));
+    const entries: WebhookLogEntry[] = [];
+    for (const text of texts) {
+      if (!text) continue; // expired between the two reads
+      try {
+        entries.push(JSON.parse(text) as WebhookLogEntry);
+      } catch {
+        // a damaged entry is left out
+      }
+    }
+    return { total, entries };
+  }
+
+  /** True when the webhook has at least one entry within the retention. */
+  async any(webhookId: string): Promise<boolean> {
+    return (await this.redis.zcount(this.keys.webhookLogIndex(webhookId), String(Date.now() - this.retentionMs), '+inf')) > 0;
+  }
+
+  /** Deletes the webhook's entries, all of them or those older than `before` (epoch ms). Returns how many. */
+  async clear(webhookId: string, before?: number): Promise<number> {
+    const index = this.keys.webhookLogIndex(webhookId);
+    const statusIndexes = LOG_STATUSES.map((s) => this.keys.webhookLogStatusIndex(webhookId, s));
+    const max = before === undefined ? '+inf' : `(${before}`;
+    let deleted = 0;
+    for (;;) {
+      const ids = await this.redis.zrangebyscore(index, '-inf', max, 'LIMIT', 0, CLEAR_CHUNK);
+      if (ids.length === 0) break;
+      const multi = this.redis.multi();
+      multi.del(...ids.map((id) => this.keys.webhookLogEntry(id)));
+      for (const key of [index, ...statusIndexes]) multi.zrem(key, ...ids);
+      await multi.exec();
+      deleted += ids.length;
+    }
+    // Status indexes may hold ids whose main-index member was trimmed already.
+    const multi = this.redis.multi();
+    for (const key of statusIndexes) multi.zremrangebyscore(key, '-inf', max);
+    await multi.exec();
+    return deleted;
+  }
+}

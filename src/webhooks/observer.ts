@@ -1,0 +1,360 @@
+/**
+ * The webhook observer on the request path (SPEC §7.2.1; DESIGN "response done → webhook
+ * observer → bounded queue"). `begin` costs nothing when the feature is off or nothing wants
+ * the request (no enabled webhook, no recording). Otherwise the request and response body
+ * chunks are kept by reference up to the capture cap as they pass, and when the response is
+ * complete every enabled webhook's condition (parsed once per definition change) is evaluated
+ * on the request and response. Matches, due `skipped` entries and recordings become one queued
+ * item; nothing here awaits, and nothing touches Redis.
+ */
+import type { OutgoingHttpHeaders } from 'node:http';
+import type { Condition, Exchange, ExchangeTls, ExchangeUser } from '../condition/index.js';
+import type { ObservedRequest, RequestObserver } from '../http/observe.js';
+import type { RequestScope } from '../http/scope.js';
+import { captureBody, type CapturedEvent } from './event.js';
+import type { EventProducer } from './event-producer.js';
+import { REDACTED, createHeaderRedactor, removeIssuedKey } from './redaction.js';
+import { encodeStreamRecord, type MatchedWebhook, type RecordedRequest, type SkippedWebhook } from './stream-record.js';
+import { newEventId } from './event-id.js';
+
+/** One webhook as the observer needs it: parsed condition or the reason it has none. */
+export interface CompiledWebhook {
+  id: string;
+  name: string;
+  enabled: boolean;
+  condition: Condition | null;
+  /** Why the stored condition cannot be evaluated (hand-edited, or a newer syntax). */
+  conditionError?: string;
+}
+
+export interface CompiledWebhooks {
+  all: CompiledWebhook[];
+  enabled: CompiledWebhook[];
+}
+
+export const SKIPPED_LOG_INTERVAL_MS = 10_000;
+
+/** Redacted in captures besides SPEC §0's four and `log.secretHeaders`: a RESTHeart backend's token answers. */
+export const CAPTURE_SECRET_HEADERS: readonly string[] = ['auth-token'];
+
+export interface WebhookObserverOptions {
+  serviceId: string;
+  captureBytes: number;
+  secretHeaders: readonly string[];
+  /** `routes.keys`: the `key` of a `POST` answer there is removed from captures. */
+  keysPath: string;
+  webhooksEnabled(): boolean;
+  webhooks(): CompiledWebhooks;
+  recordingActive(now: number): boolean;
+  exchangeFor(scope: RequestScope): Exchange;
+  producer: EventProducer;
+}
+
+export class WebhookObserver implements RequestObserver {
+  readonly redact: ReturnType<typeof createHeaderRedactor>;
+  private readonly lastSkipped = new Map<string, number>();
+
+  constructor(readonly o: WebhookObserverOptions) {
+    // RESTHeart's Auth-Token answers are credentials too (decision: redacted like Set-Cookie).
+    this.redact = createHeaderRedactor([...CAPTURE_SECRET_HEADERS, ...o.secretHeaders]);
+  }
+
+  begin(): ObservedRequest | null {
+    if (!this.o.webhooksEnabled()) return null;
+    if (this.o.webhooks().enabled.length === 0 && !this.o.recordingActive(Date.now())) return null;
+    return new ObservedWebhookRequest(this, this.o.captureBytes);
+  }
+
+  /** The skipped-entry gate: at most one per webhook per 10 s from this replica (workers add the cross-replica gate). */
+  skippedDue(webhookId: string, now: number): boolean {
+    const last = this.lastSkipped.get(webhookId);
+    if (last !== undefined && now - last < SKIPPED_LOG_INTERVAL_MS) return false;
+    this.lastSkipped.set(webhookId, now);
+    return true;
+  }
+
+  complete(observed: ObservedWebhookRequest, scope: RequestScope, completed: boolean): void {
+    const now = Date.now();
+    const recording = this.o.recordingActive(now);
+    if (!completed && !recording) return;
+    if (!this.o.webhooksEnabled()) return;
+    const set = this.o.webhooks();
+    const exchange = new ObservedExchange(this.o.exchangeFor(scope), observed);
+
+    // Runs for every observed request: allocate only what a match, a due skip or a recording needs.
+    let matched: MatchedWebhook[] | undefined;
+    let skipped: SkippedWebhook[] | undefined;
+    const results = recording ? new Map<string, boolean>() : undefined;
+    const evaluated = recording ? set.all : set.enabled;
+    const what = () => `${scope.method} ${scope.path} (response ${observed.statusCode})`;
+    for (const webhook of evaluated) {
+      const ok = evaluate(webhook, exchange);
+      results?.set(webhook.id, ok);
+      if (!completed || !webhook.enabled) continue;
+      if (ok) (matched ??= []).push({ id: webhook.id, reason: `the condition matched ${what()}` });
+      else if (recording || this.skippedDue(webhook.id, now)) {
+        const reason = webhook.condition ? `the condition did not match ${what()}` : `the stored condition cannot be evaluated: ${webhook.conditionError}`;
+        (skipped ??= []).push({ id: webhook.id, reason, always: recording });
+      }
+    }
+    if (!matched && !skipped && !recording) return;
+
+    const event = this.capture(observed, scope, now);
+    this.o.producer.offer({
+      ...(matched || skipped ? { stream: encodeStreamRecord({ v: 1, event, matched: matched ?? [], skipped: skipped ?? [] }) } : {}),
+      ...(recording ? { recorded: JSON.stringify(recordedRequest(event, completed, set.all, results!)) } : {}),
+    });
+  }
+
+  private capture(observed: ObservedWebhookRequest, scope: RequestScope, now: number): CapturedEvent {
+    const limit = this.o.captureBytes;
+    const reqHeaders = scope.req.headers;
+    const request = captureBody(observed.request.bytes(), {
+      contentType: firstValue(reqHeaders['content-type']),
+      contentEncoding: firstValue(reqHeaders['content-encoding']),
+      limit,
+      totalBytes: observed.request.total,
+    });
+    const responseHeaders = observed.responseHeaders ?? {};
+    const response = captureBody(observed.response.bytes(), {
+      contentType: firstValue(responseHeaders['content-type']),
+      contentEncoding: firstValue(responseHeaders['content-encoding']),
+      limit,
+      totalBytes: observed.response.total,
+    });
+    let requestBody = request.body;
+    let responseBody = response.body;
+    if (scope.routeKind === 'oauth') {
+      // Sign-in forms carry passwords and authorization codes, token answers carry API keys.
+      if (requestBody !== null) requestBody = REDACTED;
+      if (responseBody !== null) responseBody = REDACTED;
+    } else if (scope.method === 'POST' && (scope.path === this.o.keysPath || scope.path === `${this.o.keysPath}/`)) {
+      responseBody = removeIssuedKey(responseBody);
+    }
+    return {
+      id: newEventId(now),
+      timestamp: now,
+      serviceId: this.o.serviceId,
+      request: {
+        method: scope.method,
+        path: scope.path,
+        query: queryObject(scope.rawQuery),
+        headers: this.redact(reqHeaders),
+        body: requestBody,
+        bodyTruncated: request.truncated,
+      },
+      response: {
+        statusCode: observed.statusCode,
+        headers: this.redact(responseHeaders as Record<string, string | string[] | number | undefined>),
+        body: responseBody,
+        bodyTruncated: response.truncated,
+      },
+    };
+  }
+}
+
+function evaluate(webhook: CompiledWebhook, exchange: Exchange): boolean {
+  if (!webhook.condition) return false;
+  try {
+    return webhook.condition.evaluate(exchange);
+  } catch {
+    return false;
+  }
+}
+
+function recordedRequest(event: CapturedEvent, completed: boolean, all: CompiledWebhook[], results: Map<string, boolean>): RecordedRequest {
+  return {
+    eventId: event.id,
+    timestamp: { $date: event.timestamp },
+    method: event.request.method,
+    path: event.request.path,
+    query: event.request.query,
+    headers: event.request.headers,
+    body: event.request.body,
+    ...(event.request.bodyTruncated ? { bodyTruncated: true as const } : {}),
+    response: { statusCode: event.response.statusCode },
+    completed,
+    webhooks: all.map((w) => ({ id: w.id, name: w.name, enabled: w.enabled, matched: results.get(w.id) ?? false })),
+  };
+}
+
+function firstValue(value: string | string[] | number | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  return Array.isArray(value) ? value[0] : String(value);
+}
+
+export function queryObject(rawQuery: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  if (rawQuery === '') return out;
+  for (const [name, value] of new URLSearchParams(rawQuery)) {
+    if (name === '__proto__') continue;
+    const prev = out[name];
+    out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+  }
+  return out;
+}
+
+/** Body chunks kept by reference up to the cap; past it only counted. */
+export class BodyTap {
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+  total = 0;
+
+  constructor(private readonly cap: number) {}
+
+  add(chunk: Buffer): void {
+    this.total += chunk.length;
+    if (this.kept >= this.cap) return;
+    const room = this.cap - this.kept;
+    const piece = chunk.length <= room ? chunk : chunk.subarray(0, room);
+    this.chunks.push(piece);
+    this.kept += piece.length;
+  }
+
+  bytes(): Buffer {
+    if (this.chunks.length === 1) return this.chunks[0]!;
+    return Buffer.concat(this.chunks, this.kept);
+  }
+}
+
+class ObservedWebhookRequest implements ObservedRequest {
+  readonly request: BodyTap;
+  readonly response: BodyTap;
+  statusCode = 0;
+  responseHeaders: OutgoingHttpHeaders | null = null;
+
+  constructor(
+    private readonly observer: WebhookObserver,
+    cap: number,
+  ) {
+    this.request = new BodyTap(cap);
+    this.response = new BodyTap(cap);
+  }
+
+  onRequestData(chunk: Buffer): void {
+    this.request.add(chunk);
+  }
+
+  onResponseHead(statusCode: number, headers: OutgoingHttpHeaders): void {
+    this.statusCode = statusCode;
+    this.responseHeaders = headers;
+  }
+
+  onResponseData(chunk: Buffer): void {
+    this.response.add(chunk);
+  }
+
+  finish(scope: RequestScope, completed: boolean): void {
+    if (this.statusCode === 0) this.statusCode = scope.res.statusCode;
+    if (!this.responseHeaders) this.responseHeaders = scope.res.getHeaders();
+    try {
+      this.observer.complete(this, scope, completed);
+    } catch (error) {
+      // Observing must never break serving; a bug here loses one event, not the process.
+      void error;
+    }
+  }
+}
+
+/** The request's exchange plus what is known once the response is complete. */
+class ObservedExchange implements Exchange {
+  conditionView: unknown = undefined;
+  private parsedBody: unknown;
+  private bodyRead = false;
+
+  constructor(
+    private readonly base: Exchange,
+    private readonly observed: ObservedWebhookRequest,
+  ) {}
+
+  get method(): string {
+    return this.base.method;
+  }
+  get path(): string {
+    return this.base.path;
+  }
+  get rawQuery(): string {
+    return this.base.rawQuery;
+  }
+  requestHeader(name: string): string | undefined {
+    return this.base.requestHeader(name);
+  }
+  requestHeaderValues(name: string): readonly string[] | undefined {
+    return this.base.requestHeaderValues?.(name);
+  }
+  get secure(): boolean {
+    return this.base.secure;
+  }
+  get remoteIp(): string {
+    return this.base.remoteIp;
+  }
+  get localIp(): string | undefined {
+    return this.base.localIp;
+  }
+  get localPort(): number {
+    return this.base.localPort;
+  }
+  get host(): string | undefined {
+    return this.base.host;
+  }
+  get protocol(): string {
+    return this.base.protocol;
+  }
+  get user(): ExchangeUser | undefined {
+    return this.base.user;
+  }
+  get authenticationType(): string | undefined {
+    return this.base.authenticationType;
+  }
+  get startTime(): number | undefined {
+    return this.base.startTime;
+  }
+  get tls(): ExchangeTls | undefined {
+    return this.base.tls;
+  }
+  get statusCode(): number {
+    return this.observed.statusCode;
+  }
+  responseHeader(name: string): string | undefined {
+    return this.responseHeaderValues(name)?.[0];
+  }
+  responseHeaderValues(name: string): readonly string[] | undefined {
+    const value = this.observed.responseHeaders?.[name];
+    if (value === undefined) return undefined;
+    return Array.isArray(value) ? value.map(String) : [String(value)];
+  }
+  get bytesRead(): number {
+    return this.observed.request.total;
+  }
+  get bytesSent(): number {
+    return this.observed.response.total;
+  }
+  get responseTimeMs(): number | undefined {
+    const start = this.base.startTime;
+    return start === undefined ? undefined : Math.max(0, Date.now() - start);
+  }
+  requestBody(): unknown {
+    if (!this.bodyRead) {
+      this.bodyRead = true;
+      const fromBase = this.base.requestBody?.();
+      if (fromBase !== undefined) this.parsedBody = fromBase;
+      else if (this.observed.request.total > 0) {
+        const bytes = this.observed.request.bytes();
+        // A body cut at the capture cap is not JSON: bson-request-* predicates see no body then.
+        if (bytes.length === this.observed.request.total) {
+          try {
+            this.parsedBody = JSON.parse(bytes.toString('utf8'));
+          } catch {
+            this.parsedBody = undefined;
+          }
+        }
+      }
+    }
+    return this.parsedBody;
+  }
+  storedResponse(): string | undefined {
+    if (this.observed.response.total === 0) return undefined;
+    return this.observed.response.bytes().toString('utf8');
+  }
+}
+

@@ -1,0 +1,93 @@
+/**
+ * `/_admin/webhooks/...` (SPEC §7.1): the document CRUD of `http/document-routes.ts`, with the
+ * webhook-specific sub-routes in front of it: `test`, `recording` and `<id>/logs`. The admin
+ * route has already authorized the caller (admin roles or an allowing permission); test sends
+ * additionally require admin roles, and the signing secret is shown to admins only.
+ */
+import type { Principal } from '../access/principal.js';
+import type { SubRouteHandler } from '../admin/admin-route.js';
+import { badRequest, methodNotAllowed, notFound } from '../errors.js';
+import { createDocumentRoutes } from '../http/document-routes.js';
+import { readPaging } from '../http/paging.js';
+import { sendJson, sendNoContent } from '../http/respond.js';
+import type { DocumentStore } from '../store/document-store.js';
+import { LOG_STATUSES, type LogStatus } from './log-entry.js';
+import type { WebhookLogStore } from './log-store.js';
+import type { Recording } from './recording.js';
+import { handleTestSend, type TestSendDeps } from './test-send.js';
+import { matchesWebhookSearch, withoutSecret, type WebhookDocument, type WebhookValidation } from './webhook-document.js';
+
+export interface WebhookRoutesDeps extends Omit<TestSendDeps, 'fetch'> {
+  store: DocumentStore<WebhookDocument>;
+  logs: WebhookLogStore;
+  recording: Recording;
+  isAdmin(principal: Principal): boolean;
+  validate(candidate: Record<string, unknown>, existing: WebhookDocument | undefined): Promise<WebhookValidation>;
+}
+
+const ID_PATTERN = /^[A-Za-z0-9._~:@-]{1,128}$/;
+
+export function createWebhookRoutes(deps: WebhookRoutesDeps): SubRouteHandler {
+  const documents = createDocumentRoutes<WebhookDocument>({
+    store: deps.store,
+    noun: 'webhook',
+    validate: (candidate, existing) => deps.validate(candidate, existing),
+    present: (doc, scope) => (deps.isAdmin(scope.principal) || doc.type !== 'http' ? doc : withoutSecret(doc)),
+    matchesSearch: matchesWebhookSearch,
+  });
+  const testDeps: TestSendDeps = { ...deps, fetch: (id) => deps.store.fetch(id) };
+
+  return async function handleWebhooks(scope, subPath) {
+    const path = subPath.length > 1 && subPath.endsWith('/') ? subPath.slice(0, -1) : subPath;
+    const { method, res } = scope;
+
+    if (path === '/test') {
+      if (method !== 'POST') throw methodNotAllowed(['POST']);
+      return handleTestSend(testDeps, scope);
+    }
+
+    if (path === '/recording') {
+      if (method === 'POST') return sendJson(res, 201, await deps.recording.begin());
+      if (method === 'GET') {
+        const view = await deps.recording.read(readPaging(scope.query));
+        return sendJson(res, 200, view, { 'x-total-count': view.total });
+      }
+      if (method === 'DELETE') {
+        await deps.recording.end();
+        return sendNoContent(res);
+      }
+      throw methodNotAllowed(['GET', 'POST', 'DELETE']);
+    }
+
+    const logs = /^\/([^/]+)\/logs$/.exec(path);
+    if (logs) {
+      const id = decodeURIComponent(logs[1]!);
+      if (!ID_PATTERN.test(id)) throw notFound(`no webhook with _id ${JSON.stringify(id)}`);
+      if (method === 'GET') {
+        const statusText = scope.query.get('status');
+        let status: LogStatus | undefined;
+        if (statusText !== null && statusText !== '') {
+          if (!LOG_STATUSES.includes(statusText as LogStatus)) throw badRequest(`status must be one of ${LOG_STATUSES.join(', ')} (got ${JSON.stringify(statusText)})`);
+          status = statusText as LogStatus;
+        }
+        const paging = readPaging(scope.query);
+        if (!(await deps.store.fetch(id)) && !(await deps.logs.any(id))) throw notFound(`no webhook with _id ${JSON.stringify(id)}`);
+        const { total, entries } = await deps.logs.list(id, { status, ...paging });
+        return sendJson(res, 200, entries, { 'x-total-count': total });
+      }
+      if (method === 'DELETE') {
+        const beforeText = scope.query.get('before');
+        let before: number | undefined;
+        if (beforeText !== null && beforeText !== '') {
+          before = Date.parse(beforeText);
+          if (Number.isNaN(before)) throw badRequest(`before must be an ISO 8601 date such as 2026-01-31T00:00:00Z (got ${JSON.stringify(beforeText)})`);
+        }
+        await deps.logs.clear(id, before);
+        return sendNoContent(res);
+      }
+      throw methodNotAllowed(['GET', 'DELETE']);
+    }
+
+    return documents(scope, subPath);
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * Shared pieces of the webhook integration tests: an HTTP client, a webhook target that records
+ * what it receives and answers as each test scripts it, and polling helpers.
+ */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { request } from 'undici';
+import type { RunningOutrigger } from '../../src/app.js';
+import type { WebhooksModule } from '../../src/webhooks/module.js';
+import { startHttpServer, type TestServer } from '../support/http-servers.js';
+
+export interface CallResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  json: any;
+  text: string;
+}
+
+export async function call(
+  base: string,
+  path: string,
+  init: { method?: string; auth?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<CallResult> {
+  const res = await request(`${base}${path}`, {
+    method: (init.method ?? 'GET') as 'GET',
+    headers: {
+      ...(init.auth ? { authorization: init.auth } : {}),
+      ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...init.headers,
+    },
+    body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
+  });
+  const text = await res.body.text();
+  let json: any;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = text;
+  }
+  return { status: res.statusCode, headers: res.headers, json, text };
+}
+
+export interface Received {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** performance.now() when the request's body had arrived. */
+  at: number;
+}
+
+export type Answer = { status?: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang';
+
+/** A webhook target on a loopback port: records every request, answers with `answer(request, index)`. */
+export interface Target extends TestServer {
+  received: Received[];
+  /** Requests to one path. */
+  on(path: string): Received[];
+  answer: (req: Received, index: number) => Answer;
+  /** Releases hanging requests (answers 200) and forgets them. */
+  release(): void;
+}
+
+export async function startTarget(answer: Target['answer'] = () => ({ status: 200, body: 'ok' })): Promise<Target> {
+  const hanging: ServerResponse[] = [];
+  const target = {} as Target;
+  target.received = [];
+  target.answer = answer;
+  const server = await startHttpServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const received: Received = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: performance.now() };
+      const index = target.received.push(received) - 1;
+      const a = target.answer(received, index);
+      if (a === 'hang') {
+        hanging.push(res);
+        return;
+      }
+      const send = () => {
+        if (res.destroyed) return;
+        res.writeHead(a.status ?? 200, { 'content-type': 'text/plain', ...a.headers });
+        res.end(a.body ?? '');
+      };
+      if (a.delayMs) setTimeout(send, a.delayMs);
+      else send();
+    });
+  });
+  return Object.assign(target, server, {
+    on: (path: string) => target.received.filter((r) => r.url === path),
+    release() {
+      for (const res of hanging.splice(0)) if (!res.destroyed) res.writeHead(200).end('released');
+    },
+  });
+}
+
+export async function waitFor<T>(read: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!done(value)) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(value)?.slice(0, 2000)}`);
+    await sleep(25);
+    value = await read();
+  }
+  return value;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export function webhooksOf(running: RunningOutrigger): WebhooksModule {
+  const module = running.modules.find((m) => m.name === 'webhooks') as WebhooksModule | undefined;
+  if (!module) throw new Error('the webhooks module is not registered');
+  return module;
+}
+
+/** Waits until every replica's in-process copy holds the webhook (the observer reads that copy). */
+export async function untilKnown(replicas: RunningOutrigger[], id: string): Promise<void> {
+  for (const r of replicas) await waitFor(() => webhooksOf(r).internals.store.get(id), (d) => d !== undefined, 5000, `webhook ${id} on a replica`);
+}

@@ -1,0 +1,202 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOutrigger } from '../../src/app.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
+import type { WebhookWorker } from '../../src/webhooks/worker.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { startTestOutrigger, testConfig, type RawConfig } from '../support/outrigger.js';
+import { call, sleep, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
+
+type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
+
+/** Deliveries, in-flight work and crashes across workers, and a Redis outage under traffic. */
+describe('webhooks: reliability', () => {
+  let redis: TestRedis;
+  let backend: StandinBackend;
+  let target: Target;
+  let base: RawConfig;
+  const running: Running[] = [];
+  const workers: WebhookWorker[] = [];
+
+  async function start(serviceId: string, webhooks: RawConfig, worker: boolean): Promise<Running> {
+    const r = await startTestOutrigger({ ...base, service: { id: serviceId }, webhooks: { ...base.webhooks, ...webhooks } }, { worker });
+    running.push(r);
+    return r;
+  }
+  async function hook(r: Running, doc: Record<string, unknown>) {
+    const res = await call(r.url, '/_admin/webhooks', { method: 'POST', body: doc });
+    expect(res.status, JSON.stringify(res.json)).toBe(201);
+    await untilKnown([r], res.json._id);
+    return res.json;
+  }
+  const logsOf = async (r: Running, id: string) => (await call(r.url, `/_admin/webhooks/${id}/logs?pagesize=1000`)).json;
+  const pending = async (r: Running) => ((await redis.client.xpending(r.context.keys.events, r.context.keys.eventsGroup)) as [number])[0];
+
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    backend = await startStandinBackend({ data: { shop: { orders: [] } } });
+    target = await startTarget();
+    // own-routes with no users: anonymous callers may use the admin API (tests only).
+    base = {
+      upstream: { url: backend.url },
+      redis: { url: redis.url },
+      acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] },
+      webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
+    };
+  });
+
+  afterAll(async () => {
+    for (const w of workers) w.kill();
+    target?.release();
+    for (const r of running) await r.stop().catch(() => {});
+    await target?.close();
+    await backend?.close();
+    await redis?.close();
+  });
+
+  it('a worker killed mid-delivery: another worker reclaims its event and delivers it', async () => {
+    const proxy = await start('wh-kill', { reclaimIdleMs: 600 }, false);
+    const module = webhooksOf(proxy);
+    const h = await hook(proxy, { name: 'kill', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/kill`, timeout_ms: 30_000 });
+    target.answer = (req, i) => (req.url === '/kill' && target.on('/kill').length === 1 && i >= 0 ? 'hang' : { status: 200, body: 'ok' });
+    const a = module.internals.createWorker({ consumerName: 'worker-a' });
+    workers.push(a);
+    a.start();
+    await call(proxy.url, '/shop/orders', { method: 'POST', body: { order: 1 } });
+    await waitFor(() => target.on('/kill'), (l) => l.length === 1, 5000, 'worker A to start delivering');
+    expect(a.inFlight).toBe(1);
+    a.kill(); // dies while the target still holds its request
+
+    const b = module.internals.createWorker({ consumerName: 'worker-b' });
+    workers.push(b);
+    b.start();
+    const logs = await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 1, 10_000, 'worker B to deliver');
+    expect(logs[0]).toMatchObject({ status: 'success', attempt: 1 });
+    const got = target.on('/kill');
+    expect(got).toHaveLength(2);
+    expect(got[1]!.headers['webhook-id']).toBe(got[0]!.headers['webhook-id']);
+    expect(JSON.parse(got[1]!.body).request.body).toEqual({ order: 1 });
+    await waitFor(() => pending(proxy), (n) => n === 0, 5000, 'the entry to be acknowledged');
+    // The dead worker's late answer changes nothing.
+    target.release();
+    await sleep(300);
+    expect(await logsOf(proxy, h._id)).toHaveLength(1);
+    await b.stop();
+  });
+
+  it('a retry scheduled for later survives a worker restart and is not sent twice by a reclaim', async () => {
+    const proxy = await start('wh-retry-restart', { reclaimIdleMs: 500, retrySchedule: ['3s'] }, false);
+    const module = webhooksOf(proxy);
+    const h = await hook(proxy, { name: 'later', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/later` });
+    target.answer = (req) => (req.url === '/later' && target.on('/later').length === 1 ? { status: 503, body: 'try later' } : { status: 200, body: 'ok' });
+    const keys = proxy.context.keys;
+
+    // Worker A fails attempt 1, durably schedules the retry, then dies before acknowledging the entry.
+    const a: WebhookWorker = module.internals.createWorker({ consumerName: 'retry-a', beforeAck: () => a.kill() });
+    workers.push(a);
+    a.start();
+    await call(proxy.url, '/shop/orders', { method: 'POST', body: { order: 2 } });
+    const first = await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 1, 5000, 'attempt 1');
+    expect(first[0]).toMatchObject({ status: 'failed', attempt: 1, summary: { statusCode: 503 } });
+    expect(first[0].nextAttemptAt.$date).toBeGreaterThanOrEqual(first[0].timestamp.$date + 3000);
+    expect(await redis.client.zcard(keys.retrySchedule)).toBe(1);
+    expect(await pending(proxy)).toBe(1);
+
+    // Worker B reclaims the unacknowledged entry: the delivery is already in the retry schedule, so it sends nothing.
+    const b = module.internals.createWorker({ consumerName: 'retry-b' });
+    workers.push(b);
+    b.start();
+    await waitFor(() => pending(proxy), (n) => n === 0, 5000, 'B to reclaim and acknowledge');
+    expect(target.on('/later')).toHaveLength(1);
+    // B is restarted (a deploy) before the retry is due; the retry is in Redis, not in B.
+    await b.stop();
+    expect(Date.now()).toBeLessThan(first[0].nextAttemptAt.$date);
+    const c = module.internals.createWorker({ consumerName: 'retry-c' });
+    workers.push(c);
+    c.start();
+    const logs = await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 2, 10_000, 'the retry');
+    expect(logs[0]).toMatchObject({ status: 'success', attempt: 2 });
+    expect(logs[0].timestamp.$date).toBeGreaterThanOrEqual(first[0].nextAttemptAt.$date);
+    await sleep(1200); // further reclaim and retry rounds
+    expect(target.on('/later')).toHaveLength(2);
+    expect(new Set(target.on('/later').map((r) => r.headers['webhook-id'])).size).toBe(1);
+    expect(await redis.client.zcard(keys.retrySchedule)).toBe(0);
+    expect(await logsOf(proxy, h._id)).toHaveLength(2);
+    await c.stop();
+  });
+
+  it('Redis stopped for 5 s under traffic: every event is delivered once it is back', async () => {
+    const proxy = await start('wh-outage', {}, true);
+    const h = await hook(proxy, { name: 'outage', type: 'http', condition: "method(POST) and path('/shop/orders')", url: `${target.url}/outage` });
+    target.answer = () => ({ status: 200, body: 'ok' });
+    const sent: number[] = [];
+    let n = 0;
+    let stopTraffic = false;
+    const traffic = (async () => {
+      while (!stopTraffic) {
+        const i = ++n;
+        const res = await call(proxy.url, '/shop/orders', { method: 'POST', body: { i } });
+        expect(res.status).toBe(201); // the proxy keeps serving without Redis
+        sent.push(i);
+        await sleep(40);
+      }
+    })();
+    await sleep(800);
+    await redis.stop();
+    const stoppedAt = Date.now();
+    await sleep(5000);
+    const sentDuringOutage = sent.length;
+    await redis.restart();
+    await sleep(800);
+    stopTraffic = true;
+    await traffic;
+    expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(5000);
+    expect(sentDuringOutage).toBeGreaterThan(50);
+
+    const delivered = await waitFor(
+      () => new Set(target.on('/outage').map((r) => JSON.parse(r.body).request.body.i as number)),
+      (s) => s.size >= sent.length,
+      30_000,
+      'every event to be delivered',
+    );
+    expect([...delivered].sort((x, y) => x - y)).toEqual([...sent].sort((x, y) => x - y));
+    expect(proxy.context.metrics.webhookEventsDropped.get()).toBe(0);
+    await waitFor(() => logsOf(proxy, h._id), (l) => l.filter((e: any) => e.status === 'success').length >= sent.length, 10_000, 'the logs');
+    const duplicates = target.on('/outage').length - delivered.size;
+    expect(duplicates).toBeLessThanOrEqual(2); // at-least-once: a lost EXEC reply may repeat a batch
+  }, 60_000);
+
+  it('holds events while Redis is down, drops only past the queue capacity (counted and logged), and flushes on shutdown', async () => {
+    let logText = '';
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        logText += chunk.toString();
+        done();
+      },
+    });
+    const config = testConfig({ ...base, service: { id: 'wh-queue' }, webhooks: { ...base.webhooks, queueCapacity: 10 } });
+    const proxy = (await startOutrigger(config, { worker: false, logger: createLogger({ level: 'warn', destination: sink }) })) as Running;
+    const h = await hook(proxy, { name: 'queue', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/queue` });
+    void h;
+    await redis.stop();
+    try {
+      for (let i = 0; i < 14; i++) expect((await call(proxy.url, '/shop/orders', { method: 'POST', body: { i } })).status).toBe(201);
+      const module = webhooksOf(proxy);
+      expect(module.internals.producer.depth).toBe(10);
+      expect(proxy.context.metrics.webhookEventsQueued.get()).toBe(10);
+      expect(proxy.context.metrics.webhookEventsDropped.get()).toBe(4);
+      expect(proxy.context.metrics.registry.render()).toMatch(/outrigger_webhook_events_dropped_total 4/);
+      expect(logText).toContain('webhook event queue is full');
+      // SIGTERM while Redis is still down: stop() keeps flushing, and Redis comes back meanwhile.
+      const stopping = proxy.stop();
+      await sleep(700);
+      await redis.restart();
+      await stopping;
+    } finally {
+      if ((await redis.client.ping().catch(() => null)) !== 'PONG') await redis.restart();
+    }
+    const entries = await waitFor(() => redis.client.xrange(proxy.context.keys.events, '-', '+'), (e) => e.length === 10, 5000, 'the flushed events');
+    expect(entries.map(([, f]) => JSON.parse(f[1]!).event.request.body.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  }, 30_000);
+});

@@ -1,0 +1,81 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
+import { CLI, writeTempFile } from '../support/cli.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { startTestOutrigger, type RawConfig } from '../support/outrigger.js';
+import { call, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
+
+type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
+
+/**
+ * `outrigger worker` as its own process (the built CLI: `npm test` builds first), SIGKILLed while
+ * a target holds its delivery; a worker elsewhere reclaims the event and delivers it.
+ */
+describe.skipIf(!existsSync(CLI))('webhooks: a standalone worker process killed mid-delivery', () => {
+  let redis: TestRedis;
+  let backend: StandinBackend;
+  let target: Target;
+  let proxy: Running;
+  let child: ChildProcess | null = null;
+  let raw: RawConfig;
+
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    backend = await startStandinBackend({ data: { shop: { orders: [] } } });
+    target = await startTarget();
+    raw = {
+      service: { id: 'wh-process' },
+      upstream: { url: backend.url },
+      redis: { url: redis.url },
+      acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] },
+      webhooks: { allowPrivateTargets: ['127.0.0.0/8'], reclaimIdleMs: 1000 },
+      log: { level: 'info' },
+    };
+    proxy = await startTestOutrigger(raw, { worker: false });
+  });
+
+  afterAll(async () => {
+    child?.kill('SIGKILL');
+    target?.release();
+    await proxy?.stop();
+    await target?.close();
+    await backend?.close();
+    await redis?.close();
+  });
+
+  it('delivers the events of a SIGKILLed worker process from another worker', async () => {
+    const hook = await call(proxy.url, '/_admin/webhooks', { method: 'POST', body: { _id: 'proc', name: 'proc', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/proc` } });
+    expect(hook.status).toBe(201);
+    await untilKnown([proxy], 'proc');
+    target.answer = () => (target.on('/proc').length === 1 ? 'hang' : { status: 200, body: 'ok' });
+
+    const file = writeTempFile('worker.yaml', raw);
+    let output = '';
+    child = spawn(process.execPath, [CLI, 'worker', '-c', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child!.on('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
+
+    await call(proxy.url, '/shop/orders', { method: 'POST', body: { order: 'p1' } });
+    await waitFor(() => target.on('/proc'), (l) => l.length === 1, 15_000, `the worker process to deliver (its output: ${output})`);
+    child.kill('SIGKILL');
+    expect(await exited).toBe(-1);
+    child = null;
+
+    const worker = webhooksOf(proxy).internals.createWorker({ consumerName: 'survivor' });
+    worker.start();
+    try {
+      const logs = await waitFor(async () => (await call(proxy.url, '/_admin/webhooks/proc/logs')).json, (l) => l.length === 1, 10_000, 'the survivor to deliver');
+      expect(logs[0]).toMatchObject({ status: 'success', attempt: 1 });
+      const got = target.on('/proc');
+      expect(got).toHaveLength(2);
+      expect(got[1]!.headers['webhook-id']).toBe(got[0]!.headers['webhook-id']);
+      expect(JSON.parse(got[1]!.body).request.body).toEqual({ order: 'p1' });
+      await waitFor(async () => ((await redis.client.xpending(proxy.context.keys.events, proxy.context.keys.eventsGroup)) as [number])[0], (n) => n === 0, 5000, 'the ack');
+    } finally {
+      await worker.stop();
+    }
+  }, 40_000);
+});
