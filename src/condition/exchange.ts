@@ -72,4 +72,9 @@ export interface Exchange {
   readonly tls?: ExchangeTls;
   /** The response body as text, when it was captured (`%{STORED_RESPONSE}`). */
   storedResponse?(): string | undefined;
+  /**
+   * Where the condition module caches what it derived from this exchange (decoded path, query).
+   * Implementers declare it (`conditionView: unknown = undefined`) so the object keeps its shape.
+   */
+  conditionView?: unknown;
 }

@@ -9,6 +9,7 @@ const AUTH_TYPES = { basic: 'BASIC', apikey: 'API_KEY', anonymous: undefined } a
  * for the request (the condition module caches decoded values per object).
  */
 class ScopeExchange implements Exchange {
+  conditionView: unknown = undefined;
   private parsedBody: unknown = undefined;
   private bodyParsed = false;
 
@@ -75,10 +76,6 @@ class ScopeExchange implements Exchange {
   }
 }
 
-const exchanges = new WeakMap<RequestScope, ScopeExchange>();
-
 export function exchangeForScope(scope: RequestScope): Exchange {
-  let exchange = exchanges.get(scope);
-  if (!exchange) exchanges.set(scope, (exchange = new ScopeExchange(scope)));
-  return exchange;
+  return (scope.exchange ??= new ScopeExchange(scope)) as Exchange;
 }

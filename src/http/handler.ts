@@ -9,7 +9,7 @@ import type { ClientIpResolver } from './client-ip.js';
 import { sendError } from './respond.js';
 import { RequestScope } from './scope.js';
 import { hasDotSegments, type RouteTable } from './route-table.js';
-import { attachObserver, requestBodyTap, tappedBody, type RequestObserver } from './observe.js';
+import { observeOwnRoute, tappedBody, type RequestObserver } from './observe.js';
 
 /** Who the caller is; throws an OutriggerError for 401/429/503. */
 export type Authenticate = (scope: RequestScope) => Promise<Principal> | Principal;
@@ -46,12 +46,16 @@ export function createRequestHandler(parts: HandlerParts) {
     const route = routes.match(scope.path);
     if (route) scope.routeKind = route.kind;
     const observed = route?.unobserved || !parts.observer ? null : parts.observer.begin(scope);
-    if (observed) attachObserver(scope, observed);
+    if (observed && route) observeOwnRoute(scope, observed);
 
-    res.once('finish', () => {
-      const labels = { route: scope.routeKind, status: `${Math.floor(res.statusCode / 100)}xx` };
-      metrics.requests.inc(labels);
-      metrics.requestSeconds.observe(scope.elapsedSeconds(), { route: scope.routeKind });
+    // One listener per request for everything that happens at the end ('close' follows 'finish').
+    res.once('close', () => {
+      const completed = res.writableFinished;
+      if (completed) {
+        metrics.requests.inc({ route: scope.routeKind, status: statusClass(res.statusCode) });
+        metrics.requestSeconds.observe(scope.elapsedSeconds(), { route: scope.routeKind });
+      }
+      observed?.finish(scope, completed);
     });
 
     run().catch((error) => {
@@ -68,7 +72,7 @@ export function createRequestHandler(parts: HandlerParts) {
       if (route) return route.handle(scope);
       await parts.authorizeProxy(scope);
       const plan = await parts.planProxy(scope);
-      const tap = plan.body ? undefined : requestBodyTap(req);
+      if (observed && Buffer.isBuffer(plan.body)) observed.onRequestData(plan.body);
       await forwarder.forward({
         req,
         res,
@@ -77,8 +81,10 @@ export function createRequestHandler(parts: HandlerParts) {
         clientIp: scope.clientIp,
         peerTrusted,
         secure: scope.secure,
-        body: tap && hasBody(req) ? tappedBody(req, tap) : undefined,
         ...plan,
+        // After the plan: its `body` key is present (undefined) when no feature read the body.
+        body: plan.body ?? (observed && hasBody(req) ? tappedBody(req, observed) : undefined),
+        observer: observed ?? undefined,
       });
     }
   };
@@ -87,4 +93,9 @@ export function createRequestHandler(parts: HandlerParts) {
 
 function hasBody(req: IncomingMessage): boolean {
   return req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+}
+
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'];
+function statusClass(status: number): string {
+  return STATUS_CLASSES[Math.floor(status / 100) - 1] ?? 'other';
 }

@@ -18,27 +18,30 @@ export interface ObservedRequest {
   finish(scope: RequestScope, completed: boolean): void;
 }
 
+/*
+ * Proxied requests are observed by the proxy itself (the handler passes the observer to the
+ * forwarder and wraps the request body), which costs nothing beyond the callbacks. Own routes
+ * (keys, GraphQL) write their answers through `res` and read bodies through `readBody`, so for
+ * them the response methods are wrapped and a body tap is registered here. Wrapping is kept off
+ * the pass-through path: replacing methods on every proxied response measurably slowed it.
+ */
 const taps = new WeakMap<IncomingMessage, (chunk: Buffer) => void>();
 
-/** Whoever reads a request body (own routes via readBody, the proxy's stream) reports chunks here. */
+/** `readBody` reports the chunks it reads here, for own routes being observed. */
 export function requestBodyTap(req: IncomingMessage): ((chunk: Buffer) => void) | undefined {
   return taps.get(req);
 }
 
 /** The request body as an async iterable that reports each chunk to the observer on its way upstream. */
-export async function* tappedBody(req: IncomingMessage, tap: (chunk: Buffer) => void): AsyncIterable<Buffer> {
+export async function* tappedBody(req: IncomingMessage, observed: ObservedRequest): AsyncIterable<Buffer> {
   for await (const chunk of req as AsyncIterable<Buffer>) {
-    tap(chunk);
+    observed.onRequestData(chunk);
     yield chunk;
   }
 }
 
-/**
- * Hooks an observer into one request: a tap for the request body, and wrappers on the response's
- * writeHead/write/end so own routes and proxied answers are captured the same way, as the
- * client receives them (after header filtering).
- */
-export function attachObserver(scope: RequestScope, observed: ObservedRequest): void {
+/** Hooks an observer into an own route's request: a body tap, and wrappers on writeHead/write/end. */
+export function observeOwnRoute(scope: RequestScope, observed: ObservedRequest): void {
   const { req, res } = scope;
   taps.set(req, (chunk) => observed.onRequestData(chunk));
 
@@ -70,13 +73,4 @@ export function attachObserver(scope: RequestScope, observed: ObservedRequest): 
     if (chunk && typeof chunk !== 'function') observed.onResponseData(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
     return (end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
   } as ServerResponse['end'];
-
-  let finished = false;
-  const done = (completed: boolean) => {
-    if (finished) return;
-    finished = true;
-    observed.finish(scope, completed);
-  };
-  res.once('finish', () => done(true));
-  res.once('close', () => done(res.writableFinished));
 }

@@ -25,6 +25,11 @@ export class RequestScope {
   permission: unknown = undefined;
   /** The request body, when a feature had to read it whole (bson-request-* predicates); forwarded as is. */
   bufferedBody: Buffer | undefined = undefined;
+  /**
+   * The condition language's view of this request (http/exchange.ts), built on first use. A field
+   * rather than a WeakMap: per-request weak entries cost the garbage collector on every request.
+   */
+  exchange: object | undefined = undefined;
   private parsedQuery: URLSearchParams | undefined;
 
   constructor(

@@ -1,7 +1,13 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../errors.js';
 import { clientResponseHeaders, upstreamRequestHeaders, type ResponseHeaderFilter } from './headers.js';
+
+/** Sees a proxied response as it streams to the client (webhook capture); must never block or throw. */
+export interface ResponseObserver {
+  onResponseHead(statusCode: number, headers: OutgoingHttpHeaders): void;
+  onResponseData(chunk: Buffer): void;
+}
 
 export interface ForwardRequest {
   req: IncomingMessage;
@@ -22,6 +28,7 @@ export interface ForwardRequest {
    * is sent; every other response streams as usual.
    */
   rewrite?: { accepts(statusCode: number, headers: Record<string, string | string[] | undefined>): boolean; apply(body: Buffer): Buffer };
+  observer?: ResponseObserver;
 }
 
 export interface ForwarderOptions {
@@ -129,7 +136,9 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       return;
     }
     const res = this.f.res;
-    res.writeHead(statusCode, statusMessage, clientResponseHeaders(headers, this.f.filterResponseHeader));
+    const clientHeaders = clientResponseHeaders(headers, this.f.filterResponseHeader);
+    this.f.observer?.onResponseHead(statusCode, clientHeaders);
+    res.writeHead(statusCode, statusMessage, clientHeaders);
     // Send the head now, so a client sees status and headers of a slow or streaming response at once.
     res.flushHeaders();
     res.on('drain', () => controller.resume());
@@ -140,6 +149,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       this.buffered.push(chunk);
       return;
     }
+    this.f.observer?.onResponseData(chunk);
     if (!this.f.res.write(chunk)) controller.pause();
   }
 
@@ -157,6 +167,8 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       const headers = clientResponseHeaders(this.bufferedHeaders, this.f.filterResponseHeader);
       delete headers['content-encoding'];
       headers['content-length'] = body.length;
+      this.f.observer?.onResponseHead(this.bufferedStatus, headers);
+      this.f.observer?.onResponseData(body);
       res.writeHead(this.bufferedStatus, headers);
       res.end(body);
     } else {

@@ -64,15 +64,12 @@ export class RequestView {
   }
 }
 
-const views = new WeakMap<Exchange, RequestView>();
-
+/**
+ * The view lives on the exchange itself (`conditionView`), not in a WeakMap: an exchange is
+ * made per request, and per-request weak entries cost the garbage collector on every request.
+ */
 export function requestViewOf(exchange: Exchange): RequestView {
-  let view = views.get(exchange);
-  if (view === undefined) {
-    view = new RequestView(exchange);
-    views.set(exchange, view);
-  }
-  return view;
+  return ((exchange as { conditionView?: RequestView }).conditionView ??= new RequestView(exchange));
 }
 
 /**
