@@ -45,6 +45,14 @@ describe('outrigger check', () => {
     expect(stdout).toMatch(/OK/);
   });
 
+  it('accepts the shipped example config and its setup file, so the docs stay true', async () => {
+    const example = new URL('../../config/outrigger.example.yaml', import.meta.url).pathname;
+    const { code, stdout, stderr } = await runCli(['check', '-c', example], { env: { UPSTREAM_JWT_SECRET: 'x'.repeat(40) } });
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/OK \(bootstrap .*setup\.yaml: OK\)/);
+  });
+
   it('reports YAML syntax errors with their line', async () => {
     const file = writeTempFile('syntax.yaml', 'service:\n  id: demo\n  bad: [unclosed\n');
     const { code, stderr } = await runCli(['check', '-c', file]);
