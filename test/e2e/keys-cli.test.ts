@@ -1,19 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request } from 'undici';
 import { hashPassword } from '../../src/access/password-hash.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { runCli, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
+import { call } from '../support/http-client.js';
 
-async function call(base: string, path: string, init: { method?: string; auth?: string; body?: unknown } = {}) {
-  const res = await request(`${base}${path}`, {
-    method: (init.method ?? 'GET') as 'GET',
-    headers: { ...(init.auth ? { authorization: init.auth } : {}), ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, json: text ? JSON.parse(text) : undefined };
-}
 const basic = (id: string, pw: string) => `Basic ${Buffer.from(`${id}:${pw}`).toString('base64')}`;
 
 /** `outrigger keys list|revoke` from the built CLI, against the Redis a separately running `outrigger start` uses. */

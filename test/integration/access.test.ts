@@ -1,33 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request } from 'undici';
 import { jwtVerify } from 'jose';
 import { hashPassword } from '../../src/access/password-hash.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger, type RawConfig } from '../support/outrigger.js';
+import { call } from '../support/http-client.js';
 
 const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
 
-async function call(base: string, path: string, init: { method?: string; auth?: string; body?: unknown; headers?: Record<string, string> } = {}) {
-  const res = await request(`${base}${path}`, {
-    method: (init.method ?? 'GET') as 'GET',
-    headers: {
-      ...(init.auth ? { authorization: init.auth } : {}),
-      ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
-      ...init.headers,
-    },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  const text = await res.body.text();
-  let json: any;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = text;
-  }
-  return { status: res.statusCode, headers: res.headers, json };
-}
 
 describe('access: permissions, Basic sign-in, identity propagation', () => {
   let redis: TestRedis;

@@ -1,20 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request } from 'undici';
 import { hashPassword } from '../../src/access/password-hash.js';
 import { checksumOf } from '../../src/keys/key-format.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger } from '../support/outrigger.js';
+import { call } from '../support/http-client.js';
 
-async function call(base: string, path: string, init: { method?: string; auth?: string; body?: unknown } = {}) {
-  const res = await request(`${base}${path}`, {
-    method: (init.method ?? 'GET') as 'GET',
-    headers: { ...(init.auth ? { authorization: init.auth } : {}), ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, headers: res.headers, json: text ? JSON.parse(text) : undefined };
-}
 
 /** SPEC §5.4 with Redis gone: what was verified keeps working (within the staleness bound), the rest is 503, and Redis coming back heals it. */
 describe('API keys while Redis is unreachable', () => {

@@ -1,6 +1,5 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request } from 'undici';
 import { connect } from 'node:net';
 import { hashPassword } from '../../src/access/password-hash.js';
 import { startOutrigger } from '../../src/app.js';
@@ -13,30 +12,12 @@ import { checksumOf } from '../../src/keys/key-format.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger, testConfig, type RawConfig } from '../support/outrigger.js';
+import { call } from '../support/http-client.js';
 
 const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
 const DAY = 86_400_000;
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
 
-async function call(base: string, path: string, init: { method?: string; auth?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}) {
-  const res = await request(`${base}${path}`, {
-    method: (init.method ?? 'GET') as 'GET',
-    headers: {
-      ...(init.auth ? { authorization: init.auth } : {}),
-      ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
-      ...init.headers,
-    },
-    body: init.rawBody ?? (init.body === undefined ? undefined : JSON.stringify(init.body)),
-  });
-  const text = await res.body.text();
-  let json: any;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = text;
-  }
-  return { status: res.statusCode, headers: res.headers, json, text };
-}
 
 const bearer = (key: string) => `Bearer ${key}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -2,39 +2,11 @@
  * Shared by the GraphQL integration tests: HTTP calls through a running Outrigger, the shop data
  * the RESTHeart stand-in serves, and an app document using every mapping form.
  */
-import { request } from 'undici';
 import type { ReceivedRequest, StandinBackend } from '../../examples/standin-backend/index.js';
+import { call, type CallResult } from '../support/http-client.js';
+export { call, type CallResult };
 
-export interface CallResult {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-  json: any;
-}
 
-export async function call(
-  base: string,
-  path: string,
-  init: { method?: string; auth?: string; body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string> } = {},
-): Promise<CallResult> {
-  const res = await request(`${base}${path}`, {
-    method: (init.method ?? 'GET') as 'GET',
-    headers: {
-      ...(init.auth ? { authorization: init.auth } : {}),
-      ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
-      ...init.headers,
-    },
-    body: init.rawBody ?? (init.body === undefined ? undefined : JSON.stringify(init.body)),
-  });
-  const text = await res.body.text();
-  let json: any;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { status: res.statusCode, headers: res.headers as CallResult['headers'], text, json };
-}
 
 /** `POST /graphql/<uri>` with a JSON body. */
 export function gql(base: string, uri: string, query: string, opts: { variables?: Record<string, unknown>; auth?: string; operationName?: string } = {}) {

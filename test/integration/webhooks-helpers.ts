@@ -3,41 +3,13 @@
  * what it receives and answers as each test scripts it, and polling helpers.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { request } from 'undici';
 import type { RunningOutrigger } from '../../src/app.js';
 import type { WebhooksModule } from '../../src/webhooks/module.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
+import { call, type CallResult } from '../support/http-client.js';
+export { call, type CallResult };
 
-export interface CallResult {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  json: any;
-  text: string;
-}
 
-export async function call(
-  base: string,
-  path: string,
-  init: { method?: string; auth?: string; body?: unknown; headers?: Record<string, string> } = {},
-): Promise<CallResult> {
-  const res = await request(`${base}${path}`, {
-    method: (init.method ?? 'GET') as 'GET',
-    headers: {
-      ...(init.auth ? { authorization: init.auth } : {}),
-      ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
-      ...init.headers,
-    },
-    body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
-  });
-  const text = await res.body.text();
-  let json: any;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = text;
-  }
-  return { status: res.statusCode, headers: res.headers, json, text };
-}
 
 export interface Received {
   method: string;
