@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jwtVerify } from 'jose';
-import { hashPassword } from '../../src/access/password-hash.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, type RawConfig } from '../support/outrigger.js';
+import { basic, startTestOutrigger, type RawConfig, staticUsers } from '../support/outrigger.js';
 import { call } from '../support/http-client.js';
 
 const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
@@ -39,14 +38,7 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
       service: { id: 'access' },
       upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } },
       redis: { url: redis.url },
-      users: {
-        source: 'static',
-        static: [
-          { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
-          { id: 'alice', password: await hashPassword('alice-password'), roles: ['user'] },
-          { id: 'bob', password: await hashPassword('bob-password'), roles: ['user', 'auditor'] },
-        ],
-      },
+      users: await staticUsers({ root: ['root'], alice: ['user'], bob: ['user', 'auditor'] }),
       acl: { mode: 'enforce' },
     };
     proxy = await startTestOutrigger(base);

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashPassword } from '../../src/access/password-hash.js';
 import { checksumOf } from '../../src/keys/key-format.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger } from '../support/outrigger.js';
+import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
 import { call } from '../support/http-client.js';
 
 
@@ -21,13 +20,7 @@ describe('API keys while Redis is unreachable', () => {
       service: { id: 'keys-outage' },
       upstream: { url: backend.url, identity: { mode: 'headers' } },
       redis: { url: redis.url },
-      users: {
-        source: 'static',
-        static: [
-          { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
-          { id: 'alice', password: await hashPassword('alice-password'), roles: ['user'] },
-        ],
-      },
+      users: await staticUsers({ root: ['root'], alice: ['user'] }),
       acl: { mode: 'enforce' },
       features: { webhooks: 'disabled' },
     });

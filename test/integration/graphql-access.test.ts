@@ -8,10 +8,9 @@
 import { auditServer } from 'graphql-http';
 import { jwtVerify } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { hashPassword } from '../../src/access/password-hash.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, type RawConfig } from '../support/outrigger.js';
+import { basic, startTestOutrigger, type RawConfig, staticUsers } from '../support/outrigger.js';
 import { call, collectionReads, filterOf, gql, shopApp, shopData } from './graphql-helpers.js';
 
 const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
@@ -43,14 +42,7 @@ describe('GraphQL reads as the caller, or as the service', () => {
       service: { id: 'gql-access' },
       upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } },
       redis: { url: redis.url },
-      users: {
-        source: 'static',
-        static: [
-          { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
-          { id: 'alice', password: await hashPassword('alice-password'), roles: ['user'] },
-          { id: 'carol', password: await hashPassword('carol-password'), roles: ['auditor'] },
-        ],
-      },
+      users: await staticUsers({ root: ['root'], alice: ['user'], carol: ['auditor'] }),
       acl: { mode: 'enforce' },
     };
     proxy = await startTestOutrigger(base);

@@ -5,11 +5,10 @@
  * a change within 1 s, and `outrigger apply` / `check` / `acl.bootstrap` accepting apps.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashPassword } from '../../src/access/password-hash.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { runCli, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, type RawConfig } from '../support/outrigger.js';
+import { basic, startTestOutrigger, type RawConfig, staticUsers } from '../support/outrigger.js';
 import { call, gql, pollUntil, shopData } from './graphql-helpers.js';
 
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
@@ -88,14 +87,7 @@ describe('GraphQL app documents', () => {
       service: { id: 'gql-apps' },
       upstream: { url: backend.url },
       redis: { url: redis.url },
-      users: {
-        source: 'static',
-        static: [
-          { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
-          { id: 'alice', password: await hashPassword('alice-password'), roles: ['user'] },
-          { id: 'writer', password: await hashPassword('writer-password'), roles: ['app-writer'] },
-        ],
-      },
+      users: await staticUsers({ root: ['root'], alice: ['user'], writer: ['app-writer'] }),
       acl: { mode: 'own-routes' },
     };
     proxy = await startTestOutrigger(base);

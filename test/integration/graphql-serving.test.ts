@@ -5,10 +5,9 @@
  */
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { hashPassword } from '../../src/access/password-hash.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, type RawConfig } from '../support/outrigger.js';
+import { basic, startTestOutrigger, type RawConfig, staticUsers } from '../support/outrigger.js';
 import { call, collectionReads, filterOf, gql, oid, pollUntil, shopApp, shopData } from './graphql-helpers.js';
 
 const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
@@ -43,14 +42,7 @@ describe('GraphQL apps served through Outrigger', () => {
       service: { id: 'gql-serving' },
       upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } },
       redis: { url: redis.url },
-      users: {
-        source: 'static',
-        static: [
-          { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
-          { id: 'alice', password: await hashPassword('alice-password'), roles: ['user'] },
-          { id: 'eve', password: await hashPassword('eve-password'), roles: ['guest'] },
-        ],
-      },
+      users: await staticUsers({ root: ['root'], alice: ['user'], eve: ['guest'] }),
       acl: { mode: 'enforce' },
       graphql: { maxDepth: 6, maxBackendReads: 20 },
     };

@@ -2,13 +2,12 @@ import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { Webhook } from 'standardwebhooks';
-import { hashPassword } from '../../src/access/password-hash.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { ValidationError } from '../../src/errors.js';
 import { applySetup, applySetupFile, readSetupFile } from '../../src/setup/apply-setup.js';
 import { offlineSetupKinds } from '../../src/setup/offline-kinds.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, testConfig, type RawConfig } from '../support/outrigger.js';
+import { basic, startTestOutrigger, testConfig, type RawConfig, staticUsers } from '../support/outrigger.js';
 import { writeTempFile } from '../support/cli.js';
 import { call, sleep, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
 
@@ -33,14 +32,7 @@ describe('webhooks: documents, test sends, the feature lifecycle, setup files, l
       service: { id: 'wh-admin' },
       upstream: { url: backend.url },
       redis: { url: redis.url },
-      users: {
-        source: 'static',
-        static: [
-          { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
-          { id: 'alice', password: await hashPassword('alice-password'), roles: ['hook-editor'] },
-          { id: 'bob', password: await hashPassword('bob-password'), roles: ['nobody'] },
-        ],
-      },
+      users: await staticUsers({ root: ['root'], alice: ['hook-editor'], bob: ['nobody'] }),
       acl: { mode: 'own-routes' },
       webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['200ms'] },
     };

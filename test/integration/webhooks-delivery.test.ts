@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { hashPassword } from '../../src/access/password-hash.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { deliveryMessageId } from '../../src/webhooks/signature.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, type RawConfig } from '../support/outrigger.js';
+import { basic, startTestOutrigger, type RawConfig, staticUsers } from '../support/outrigger.js';
 import { call, sleep, startTarget, untilKnown, waitFor, type Answer, type Target } from './webhooks-helpers.js';
 
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
@@ -35,13 +34,7 @@ describe('webhooks: from a proxied request to a delivery', () => {
       service: { id: 'wh-delivery' },
       upstream: { url: backend.url },
       redis: { url: redis.url },
-      users: {
-        source: 'static',
-        static: [
-          { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
-          { id: 'alice', password: await hashPassword('alice-password'), roles: ['hook-editor'] },
-        ],
-      },
+      users: await staticUsers({ root: ['root'], alice: ['hook-editor'] }),
       acl: { mode: 'own-routes' },
       webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['300ms', '300ms', '300ms'] },
     };

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConnector } from 'undici';
-import { hashPassword } from '../../src/access/password-hash.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { Deliverer } from '../../src/webhooks/delivery.js';
 import { EmailAllowance } from '../../src/webhooks/email-allowance.js';
@@ -9,7 +8,7 @@ import type { HostLookup } from '../../src/webhooks/ssrf-guard.js';
 import type { WebhookDocument } from '../../src/webhooks/webhook-document.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, testConfig, type RawConfig } from '../support/outrigger.js';
+import { basic, startTestOutrigger, testConfig, type RawConfig, staticUsers } from '../support/outrigger.js';
 import { call, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
 
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
@@ -56,13 +55,7 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
     raw = {
       upstream: { url: upstream.url },
       redis: { url: redis.url },
-      users: {
-        source: 'static',
-        static: [
-          { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
-          { id: 'alice', password: await hashPassword('alice-password'), roles: ['user'] },
-        ],
-      },
+      users: await staticUsers({ root: ['root'], alice: ['user'] }),
       acl: { mode: 'own-routes' },
       log: { secretHeaders: ['X-Api-Secret'] },
     };

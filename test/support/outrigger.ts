@@ -30,3 +30,20 @@ export async function startTestOutrigger(raw: RawConfig, options: { worker?: boo
 export function basic(id: string, password: string): string {
   return `Basic ${Buffer.from(`${id}:${password}`).toString('base64')}`;
 }
+
+const hashes = new Map<string, Promise<string>>();
+
+/**
+ * A `users` config section of static users, each with the password `<id>-password`. Hashes are
+ * made once per test process (scrypt is deliberately slow).
+ */
+export async function staticUsers(users: Record<string, string[]>): Promise<RawConfig> {
+  const { hashPassword } = await import('../../src/access/password-hash.js');
+  const entries = await Promise.all(
+    Object.entries(users).map(async ([id, roles]) => {
+      if (!hashes.has(id)) hashes.set(id, hashPassword(`${id}-password`));
+      return { id, password: await hashes.get(id)!, roles };
+    }),
+  );
+  return { source: 'static', static: entries };
+}
