@@ -19,6 +19,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY config ./config
+# `redis.url: embedded` keeps its data under ./.outrigger, which the non-root user must own.
+RUN mkdir -p /app/.outrigger && chown node:node /app/.outrigger
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \

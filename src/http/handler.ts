@@ -36,6 +36,8 @@ export interface HandlerParts {
  */
 export function createRequestHandler(parts: HandlerParts) {
   const { routes, forwarder, metrics, logger } = parts;
+  // Decided once: at info level (the default) the request path builds no log objects at all.
+  const logRequests = logger.isLevelEnabled('debug');
 
   return function handleRequest(req: IncomingMessage, res: ServerResponse): void {
     const peer = req.socket.remoteAddress ?? '';
@@ -56,6 +58,20 @@ export function createRequestHandler(parts: HandlerParts) {
         metrics.requestSeconds.observe(scope.elapsedSeconds(), { route: scope.routeKind });
       }
       observed?.finish(scope, completed);
+      if (logRequests) {
+        logger.debug(
+          {
+            requestId: scope.id,
+            req: { method: scope.method, path: scope.path, headers: req.headers, clientIp: scope.clientIp },
+            res: { statusCode: res.statusCode },
+            user: scope.principal.id,
+            via: scope.principal.via,
+            ms: Math.round(scope.elapsedSeconds() * 1000),
+            completed,
+          },
+          'request',
+        );
+      }
     });
 
     run().catch((error) => {
