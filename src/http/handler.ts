@@ -50,9 +50,11 @@ export function createRequestHandler(parts: HandlerParts) {
     const observed = route?.unobserved || !parts.observer ? null : parts.observer.begin(scope);
     if (observed && route) observeOwnRoute(scope, observed);
 
+    let abortUpstream: (() => void) | undefined;
     // One listener per request for everything that happens at the end ('close' follows 'finish').
     res.once('close', () => {
       const completed = res.writableFinished;
+      if (!completed) abortUpstream?.();
       if (completed) {
         metrics.requests.inc({ route: scope.routeKind, status: statusClass(res.statusCode) });
         metrics.requestSeconds.observe(scope.elapsedSeconds(), { route: scope.routeKind });
@@ -88,6 +90,7 @@ export function createRequestHandler(parts: HandlerParts) {
       if (route) return route.handle(scope);
       await parts.authorizeProxy(scope);
       const plan = await parts.planProxy(scope);
+      if (res.destroyed) return; // the client left while we were deciding
       if (observed && Buffer.isBuffer(plan.body)) observed.onRequestData(plan.body);
       await forwarder.forward({
         req,
@@ -101,7 +104,7 @@ export function createRequestHandler(parts: HandlerParts) {
         // After the plan: its `body` key is present (undefined) when no feature read the body.
         body: plan.body ?? (observed && hasBody(req) ? tappedBody(req, observed) : undefined),
         observer: observed ?? undefined,
-      });
+      }, (abort) => (abortUpstream = abort));
     }
   };
 }

@@ -4,11 +4,28 @@
  */
 type Labels = Record<string, string>;
 
-const key = (labels: Labels) =>
+const escape = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+const renderKey = (labels: Labels) =>
   Object.keys(labels)
     .sort()
-    .map((k) => `${k}="${labels[k]!.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`)
+    .map((k) => `${k}="${escape(labels[k]!)}"`)
     .join(',');
+
+/**
+ * Label sets repeat (route kind × status class), so the rendered key of each is computed once:
+ * the hot path then pays one small string concatenation and a Map lookup per metric update.
+ */
+const renderedKeys = new Map<string, string>();
+const key = (labels: Labels): string => {
+  let lookup = '';
+  for (const k in labels) lookup += `${k}\u0000${labels[k]}\u0001`;
+  let rendered = renderedKeys.get(lookup);
+  if (rendered === undefined) {
+    rendered = renderKey(labels);
+    if (renderedKeys.size < 10_000) renderedKeys.set(lookup, rendered);
+  }
+  return rendered;
+};
 
 abstract class Metric {
   constructor(

@@ -61,8 +61,13 @@ export class Forwarder {
 
   private readonly basePath: string;
 
-  /** Resolves when the response has been fully handed to the client; rejects with an OutriggerError before any byte was sent. */
-  forward(f: ForwardRequest): Promise<void> {
+  /**
+   * Resolves when the response has been fully handed to the client; rejects with an
+   * OutriggerError before any byte was sent. `exposeAbort` receives a function that cancels the
+   * upstream exchange: the caller invokes it when the client goes away (it already listens for
+   * that, and one listener per request is cheaper than two).
+   */
+  forward(f: ForwardRequest, exposeAbort?: (abort: () => void) => void): Promise<void> {
     const hasBody = f.body !== undefined || hasRequestBody(f.req);
     const headers = upstreamRequestHeaders(f.req.headers, f.req.rawHeaders, {
       clientIp: f.clientIp,
@@ -86,7 +91,8 @@ export class Forwarder {
         },
         handler,
       );
-      f.res.once('close', () => handler.clientClosed());
+      if (exposeAbort) exposeAbort(() => handler.clientClosed());
+      else f.res.once('close', () => handler.clientClosed());
     });
   }
 
@@ -139,10 +145,18 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
     const clientHeaders = clientResponseHeaders(headers, this.f.filterResponseHeader);
     this.f.observer?.onResponseHead(statusCode, clientHeaders);
     res.writeHead(statusCode, statusMessage, clientHeaders);
-    // Send the head now, so a client sees status and headers of a slow or streaming response at once.
-    res.flushHeaders();
-    res.on('drain', () => controller.resume());
+    this.headPending = true;
+    // A response whose body is already in the parser's buffer goes out in one write with its
+    // head (Node sends the head with the first chunk). Only a head whose body is not there by
+    // the end of this parsing pass is flushed alone, so a slow or streaming response still
+    // shows its status and headers at once.
+    queueMicrotask(() => {
+      if (this.headPending && !res.destroyed) res.flushHeaders();
+    });
   }
+
+  private headPending = false;
+  private waitingForDrain = false;
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.buffered) {
@@ -150,7 +164,15 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       return;
     }
     this.f.observer?.onResponseData(chunk);
-    if (!this.f.res.write(chunk)) controller.pause();
+    this.headPending = false;
+    if (!this.f.res.write(chunk) && !this.waitingForDrain) {
+      controller.pause();
+      this.waitingForDrain = true;
+      this.f.res.once('drain', () => {
+        this.waitingForDrain = false;
+        controller.resume();
+      });
+    }
   }
 
   onResponseEnd(): void {
@@ -172,6 +194,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       res.writeHead(this.bufferedStatus, headers);
       res.end(body);
     } else {
+      this.headPending = false;
       res.end();
     }
     this.settle();

@@ -13,6 +13,7 @@ describe('proxy core', () => {
   let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
   let seen: { url: string; headers: Record<string, string | string[] | undefined>; rawHeaders: string[] }[] = [];
   let releaseChunked: (() => void) | null = null;
+  let releaseLateBody: (() => void) | null = null;
 
   beforeAll(async () => {
     redis = await startTestRedis();
@@ -38,6 +39,12 @@ describe('proxy core', () => {
         res.writeHead(200, { 'content-type': 'text/plain' });
         res.write('first chunk\n');
         releaseChunked = () => res.end('last chunk\n');
+        return;
+      }
+      if (path === '/late-body') {
+        res.writeHead(200, { 'content-type': 'text/plain', 'x-early': 'yes' });
+        res.flushHeaders();
+        releaseLateBody = () => res.end('late body');
         return;
       }
       if (path === '/no-content') return void res.writeHead(204).end();
@@ -96,6 +103,19 @@ describe('proxy core', () => {
     let rest = '';
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) rest += String(next.value);
     expect(rest).toContain('last chunk');
+  });
+
+  it('shows the status and headers of a response whose body has not started yet', async () => {
+    // The upstream sent only its head and waits: the client must get the head now, not with the body.
+    const head = await Promise.race([
+      request(`${proxy.url}/late-body`),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no response head within 2 s')), 2000)),
+    ]);
+    expect(head.statusCode).toBe(200);
+    expect(head.headers['x-early']).toBe('yes');
+    expect(releaseLateBody).not.toBeNull();
+    releaseLateBody!();
+    expect(await head.body.text()).toBe('late body');
   });
 
   it('answers HEAD, 204 and 304 without bodies', async () => {
