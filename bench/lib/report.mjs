@@ -1,0 +1,189 @@
+/**
+ * Turns a run's raw results into the console table and bench/RESULTS.md. Every throughput figure
+ * is also given as a ratio to a baseline of the same run: the ratio is computed per round (the
+ * rounds interleave the configurations in shuffled order) and reported as the median with the
+ * min–max over rounds.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { median, spread } from './load.mjs';
+
+export const ANALYSIS_MARKER = '<!-- hand-written analysis below: kept when the bench rewrites this file -->';
+
+const f = (v, d = 0) => (v === null || v === undefined || Number.isNaN(v) ? '–' : Number(v).toFixed(d));
+const sp = (s, d = 0) => (s.median === null ? '–' : s.n > 1 ? `${f(s.median, d)} (${f(s.min, d)}–${f(s.max, d)})` : f(s.median, d));
+const table = (head, rows) => [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+
+/** Per-round ratios a[i]/b[i] of a metric. */
+function ratios(a, b, metric = (r) => r.reqPerSec) {
+  const out = [];
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    const x = metric(a[i]);
+    const y = metric(b[i]);
+    if (x && y) out.push(x / y);
+  }
+  return spread(out);
+}
+/**
+ * Baseline CPU per request over this config's: the throughput ratio a CPU-bound proxy would
+ * reach; from the saturating runs, or (`fixed`) from the fixed-rate runs.
+ */
+function cpuRatio(rows, id, baseId, fixed = false) {
+  const runs = (rid) => (fixed ? rows[rid]?.fixedRate : rows[rid]?.rounds) ?? [];
+  const m = (rid) => median(runs(rid).map((r) => r.cpuMicrosPerRequest?.proxy));
+  const x = m(id);
+  const y = m(baseId);
+  return x && y ? y / x : null;
+}
+
+export function renderResults(results) {
+  const sections = [];
+  const consoleParts = [];
+  const targets = [];
+  const pt = results.passThrough;
+
+  if (pt) {
+    const rows = Object.fromEntries(pt.rows.map((r) => [r.id, r]));
+    const body = pt.rows.map((row) => {
+      const rps = spread(row.rounds.map((r) => r.reqPerSec));
+      const vsUndici = rows.undici ? ratios(row.rounds, rows.undici.rounds) : null;
+      const vsNginx = rows.nginx ? ratios(row.rounds, rows.nginx.rounds) : null;
+      const proxyCpu = row.id === 'direct' ? null : median(row.rounds.map((r) => r.cpuMicrosPerRequest.proxy));
+      const fixedCpu = row.id === 'direct' || !row.fixedRate?.length ? null : spread(row.fixedRate.map((r) => r.cpuMicrosPerRequest.proxy));
+      const fixedP50 = row.fixedRate?.length ? median(row.fixedRate.map((r) => r.p50)) : null;
+      const bad = row.rounds.reduce((s, r) => s + r.non2xx + r.errors + r.timeouts, 0);
+      return [
+        row.label,
+        sp(rps),
+        vsUndici ? sp(vsUndici, 2) : 'n/a',
+        vsNginx ? sp(vsNginx, 2) : 'n/a',
+        f(median(row.rounds.map((r) => r.p50)), 2),
+        f(median(row.rounds.map((r) => r.p99)), 2),
+        f(proxyCpu, 1),
+        ...(pt.fixedRate ? [fixedCpu ? sp(fixedCpu, 1) : '–', f(fixedP50, 2)] : []),
+        f(median(row.rounds.map((r) => r.cpuMicrosPerRequest.upstream)), 1),
+        f(median(row.rounds.map((r) => r.cpuMicrosPerRequest.redis)), 1),
+        `${f(median(row.rounds.map((r) => r.redisCommandsPerRequest)), 2)}${row.fixedRate?.length ? ` / ${f(median(row.fixedRate.map((r) => r.redisCommandsPerRequest)), 2)}` : ''}`,
+        String(bad),
+      ];
+    });
+    const t = table(
+      ['configuration', 'req/s median (min–max)', '× undici forwarder', '× nginx', 'p50 ms', 'p99 ms', 'proxy CPU µs/req',
+        ...(pt.fixedRate ? [`proxy CPU µs/req at ${pt.fixedRate} req/s (min–max)`, `p50 ms at ${pt.fixedRate} req/s`] : []),
+        'upstream CPU µs/req', 'Redis CPU µs/req', `Redis commands/req${pt.fixedRate ? ` (saturated / at ${pt.fixedRate} req/s)` : ''}`, 'non-2xx + errors'],
+      body,
+    );
+    const rounds = pt.rows[0]?.rounds.length ?? 0;
+    sections.push(`## 1. Pass-through\n\n\`GET ${pt.path}\` answered by the upstream with 1 KiB of JSON; ${results.meta.settings.connections} connections; ${rounds} rounds × ${results.meta.settings.seconds} s per configuration, configurations in shuffled order each round. Ratios are per round, then median (min–max). CPU columns: utime+stime of that process during the run ÷ 2xx responses (median over rounds).${pt.fixedRate ? ` Each round also runs every configuration at a fixed ${pt.fixedRate} req/s, evenly paced (${results.meta.settings.fixedSeconds} s, below every configuration's capacity): CPU per request at equal, unsaturated load, where nothing is amortised over a batch of requests read in one event-loop turn (every request pays its own wake-ups, and (e) one Redis transaction per event).` : ''}${pt.streamLengthAfterE !== null ? ` The (e) stream held ${pt.streamLengthAfterE} entries after its runs (trimmed by \`MAXLEN ~ 1000\`; worker off).` : ''}\n\n${t}`);
+    consoleParts.push(`1. Pass-through (GET ${pt.path}, 1 KiB)\n${t}`);
+
+    const add = (name, id, baseId, required) => {
+      if (!rows[id] || !rows[baseId]) return;
+      const r = ratios(rows[id].rounds, rows[baseId].rounds);
+      targets.push({ name, measured: r, cpu: cpuRatio(rows, id, baseId), cpuFixed: pt.fixedRate ? cpuRatio(rows, id, baseId, true) : null, required, met: r.median !== null && r.median >= required });
+    };
+    add('(c) API key ÷ minimal undici forwarder', 'c', 'undici', 0.85);
+    add('(c) API key ÷ nginx', 'c', 'nginx', 0.5);
+    add('(d) 20 quiet webhooks ÷ (c)', 'd', 'c', 0.95);
+    add('(e) teeing to Redis ÷ (c)', 'e', 'c', 0.8);
+  }
+
+  const keys = results.keys;
+  if (keys) {
+    const row = (kind, label) => {
+      const runs = keys.runs[kind];
+      const per = {};
+      for (const run of runs) for (const [cmd, n] of Object.entries(run.redisCommands.perCommand)) per[cmd] = (per[cmd] ?? 0) + n / Math.max(1, run.ok);
+      const mix = Object.entries(per).filter(([, v]) => v >= 0.01 * runs.length).sort((a, b) => b[1] - a[1]).map(([c, v]) => `${c} ${f(v / runs.length, 2)}`).join(', ');
+      return [
+        label,
+        sp(spread(runs.map((r) => r.reqPerSec))),
+        f(median(runs.map((r) => r.p50)), 2),
+        f(median(runs.map((r) => r.p99)), 2),
+        f(median(runs.map((r) => r.cpuMicrosPerRequest.proxy)), 1),
+        f(median(runs.map((r) => r.cpuMicrosPerRequest.redis)), 1),
+        f(median(runs.map((r) => r.redisCommands.perRequest)), 2),
+        mix || '—',
+      ];
+    };
+    const cold = keys.runs.cold;
+    const cached = keys.runs.cached;
+    const t = table(
+      ['API key', 'req/s median (min–max)', 'p50 ms', 'p99 ms', 'proxy CPU µs/req', 'Redis CPU µs/req', 'Redis commands/req', 'commands per request (all, incl. background)'],
+      [row('cached', 'cached (one key, in the in-process cache)'), row('cold', 'cold (a new key every request)')],
+    );
+    const r = ratios(cold, cached);
+    sections.push(`## 2. Key verification\n\nThe (c) proxy alone (everything else stopped), ${keys.requestsPerRun} requests per run, ${cached.length} runs of each, alternating. Cold: every request carries a key the process has never seen (${keys.keysIssued} keys written to Redis beforehand with Outrigger's own key store). Redis commands are \`total_commands_processed\` deltas (which count the commands run inside Lua scripts too: each EVALSHA is one round trip, and the GET/HGET/HEXISTS/HSET beside it run inside the key scripts) minus the background rate measured while idle (${f(keys.idleCommandsPerSec, 1)}/s: the feature and permission pollers). Cold ÷ cached throughput: ${sp(r, 2)}.\n\n${t}`);
+    consoleParts.push(`2. Key verification\n${t}`);
+  }
+
+  const wh = results.webhooks;
+  if (wh) {
+    const d = wh.drains;
+    const t1 = table(
+      ['events per round', 'events/s median (min–max)', 'worker CPU µs/event', 'Redis CPU µs/event', 'Redis commands/event'],
+      [[String(wh.eventsPerRound), sp(spread(d.map((x) => x.eventsPerSec))), f(median(d.map((x) => x.workerCpuMicrosPerEvent)), 0), f(median(d.map((x) => x.redisCpuMicrosPerEvent)), 0), f(median(d.map((x) => x.redisCommandsPerEvent)), 1)]],
+    );
+    const mix = Object.entries(d[d.length - 1]?.redisCommands ?? {}).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([c, n]) => `${c} ${f(n / wh.eventsPerRound, 2)}`).join(', ');
+    const ms = (v) => (v === 0 ? '<1' : f(v));
+    const t2 = table(['offered req/s, evenly paced (all matching)', 'deliveries', 'latency p50 ms', 'p99 ms', 'max ms'], wh.latency.map((l) => [String(l.offeredRate), String(l.delivered), ms(l.p50), ms(l.p99), ms(l.max)]));
+    sections.push(`## 3. Webhook pipeline\n\nWorker: ${wh.workerMode}. Throughput: the proxy fills the stream with ${wh.eventsPerRound} matching events while no worker runs; then one worker starts and drains it into a local receiver that answers 200 at once. Events/s is measured from the first to the last delivery (start-up excluded). Redis commands per event during the drain: ${mix}.\n\n${t1}\n\nDelivery latency, worker running, requests at a fixed offered rate: from the event's \`timestamp\` (set when the response finished) to the moment the receiver has the whole delivery (1 ms clock resolution).\n\n${t2}`);
+    consoleParts.push(`3. Webhook pipeline\n${t1}\n${t2}`);
+  }
+
+  const gql = results.graphql;
+  if (gql) {
+    const rows = Object.fromEntries(gql.rows.map((r) => [r.id, r]));
+    const body = gql.rows.map((row) => [
+      row.label,
+      sp(spread(row.rounds.map((r) => r.reqPerSec))),
+      row.id === 'baseline' ? '1' : sp(ratios(row.rounds, rows.baseline.rounds), 2),
+      f(median(row.rounds.map((r) => r.p50)), 2),
+      f(median(row.rounds.map((r) => r.p99)), 2),
+      f(median(row.rounds.map((r) => r.cpuMicrosPerRequest.server)), 0),
+      f(median(row.rounds.map((r) => r.cpuMicrosPerRequest.backend)), 0),
+      `${row.readsPerQueryProbe} / ${f(median(row.rounds.map((r) => r.backendReadsPerQuery)), 2)}`,
+    ]);
+    const t = table(['server', 'queries/s median (min–max)', '× hand-written', 'p50 ms', 'p99 ms', 'server CPU µs/query', 'backend CPU µs/query', 'backend reads/query (one query / under load)'], body);
+    sections.push(`## 4. GraphQL\n\n\`${gql.query}\` (100 orders, each with its user) over the same stand-in backend; ${results.meta.settings.graphqlConnections} connections. Both servers were checked to return identical \`data\` before the runs. The hand-written server is graphql-js with a per-request batching loader (DataLoader-equivalent, in bench/servers/graphql-baseline.mjs) and a parse+validate cache, sending the backend the same reads as Outrigger.\n\n${t}`);
+    consoleParts.push(`4. GraphQL\n${t}`);
+    const r = ratios(rows.outrigger.rounds, rows.baseline.rounds);
+    // Reads per query are compared on the single query each server answered before the runs:
+    // under load, the queries cut off when a run stops have made reads but count no answer.
+    const readsO = rows.outrigger.readsPerQueryProbe;
+    const readsB = rows.baseline.readsPerQueryProbe;
+    const cpuO = median(rows.outrigger.rounds.map((x) => x.cpuMicrosPerRequest.server));
+    const cpuB = median(rows.baseline.rounds.map((x) => x.cpuMicrosPerRequest.server));
+    const equalReads = readsO === readsB;
+    targets.push({ name: `GraphQL Outrigger ÷ hand-written (backend reads per query ${readsO} vs ${readsB})`, measured: r, cpu: cpuO && cpuB ? cpuB / cpuO : null, required: 0.8, met: r.median !== null && r.median >= 0.8 && equalReads });
+  }
+
+  if (targets.length) {
+    const fixedRate = pt?.fixedRate;
+    const t = table(
+      ['target', 'measured: req/s ratio, median of rounds (min–max)', 'CPU ratio, saturated', ...(fixedRate ? [`CPU ratio at ${fixedRate} req/s`] : []), 'required', 'met'],
+      targets.map((x) => [x.name, sp(x.measured, 3), f(x.cpu, 2), ...(fixedRate ? [f(x.cpuFixed, 2)] : []), `≥ ${x.required}`, x.met ? 'yes' : '**no**']),
+    );
+    sections.unshift(`## Targets\n\nMet or not is judged on the median of the per-round throughput ratios. The CPU ratios (baseline CPU µs/request ÷ this configuration's, medians) are the same comparison on steadier figures: at saturation, what the throughput ratio would be if both were CPU-bound on one core${fixedRate ? `; at a fixed ${fixedRate} req/s (evenly paced, unsaturated), what each costs per request when requests do not arrive in batches` : ''}.\n\n${t}`);
+    consoleParts.unshift(`Targets\n${t}`);
+  }
+
+  const m = results.meta;
+  const busy = m.busy?.length
+    ? `**Measured under load:** other heavy processes (vitest test suites) were running at ${m.busy.length} of the checkpoints (${m.busy.map((b) => `${b.where}: ${b.processes} processes, load ${b.loadavg1.toFixed(1)}`).join('; ')}). Ratios are still from the same rounds, but absolute figures are depressed and the spread is wider.`
+    : 'No other test suite (vitest) was running at any checkpoint of this run.';
+  const shares = (m.foreignCpu ?? []).filter((x) => x.seconds >= 2);
+  const totalSec = shares.reduce((a, x) => a + x.seconds, 0);
+  const mean = totalSec ? shares.reduce((a, x) => a + x.share * x.seconds, 0) / totalSec : null;
+  const worst = shares.length ? shares.reduce((a, x) => (x.share > a.share ? x : a)) : null;
+  const noise = mean === null ? '' : `\n- Other processes on the machine (not started by the bench: machine CPU from /proc/stat minus the bench's process tree) used ${(100 * mean).toFixed(1)}% of its cores on average over the run, at most ${(100 * worst.share).toFixed(1)}% (in the interval ending at "${worst.until}").`;
+  const conditions = `## Conditions\n\n- Started ${m.startedAt}, took ${m.durationSec} s; git ${m.git ?? 'unknown'}.\n- ${m.cpu}; Node ${m.node}; load average at start ${m.loadavgAtStart.join(' / ')}.\n- autocannon ${m.versions.autocannon} (in the bench process), undici ${m.versions.undici}, graphql ${m.versions.graphql}, ioredis ${m.versions.ioredis}, redis-server ${m.versions.redis} (no persistence), nginx ${m.versions.nginx ?? `skipped: ${m.nginxSkipped}`}.\n- Settings: ${JSON.stringify(m.settings)}.\n- Every process (load generator, proxy, upstream, Redis) shares the same 2 cores: read ratios and CPU per request, not absolute req/s.\n- ${busy}${noise}${m.idleWait?.waitedSec ? `\n- Waited ${m.idleWait.waitedSec} s for other test suites to finish before starting.` : ''}\n- Raw JSON: \`${m.work}/results.json\` (gitignored).`;
+
+  const generated = `# Benchmark results\n\nGenerated by \`npm run bench\` (bench/run.mjs); how to run and read it: [README.md](README.md).\n\n${sections.join('\n\n')}\n\n${conditions}\n`;
+  let analysis = `\n${ANALYSIS_MARKER}\n`;
+  if (existsSync('bench/RESULTS.md')) {
+    const old = readFileSync('bench/RESULTS.md', 'utf8');
+    const at = old.indexOf(ANALYSIS_MARKER);
+    if (at >= 0) analysis = `\n${old.slice(at)}`;
+  }
+  return { table: consoleParts.join('\n\n'), markdown: generated + analysis };
+}

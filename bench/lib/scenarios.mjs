@@ -1,0 +1,67 @@
+/**
+ * What the Outrigger scenarios are made of: setup files (permissions, webhooks, the GraphQL app)
+ * and the GraphQL query. Kept apart from run.mjs so README.md can point at one place.
+ */
+
+/** Path of every pass-through request; the upstream answers 1 KiB of JSON on any path. */
+export const PASS_PATH = '/data/item';
+
+/** Lets users (role `user`, from the upstream's /roles) issue keys with role `reader`. */
+export const KEYS_PERMISSION = {
+  _id: 'bench-issue-keys',
+  roles: ['user'],
+  predicate: 'path-prefix(/keys)',
+  priority: 10,
+  apiKeys: { roles: ['reader'], 'max-keys-per-user': 10 },
+};
+
+/** Used by `acl.mode: enforce` scenarios: GET on /data for readers and users. */
+export const READ_PERMISSION = {
+  _id: 'bench-read-data',
+  roles: ['reader', 'user'],
+  predicate: 'method(GET) and path-prefix(/data)',
+  priority: 10,
+};
+
+/** 20 webhooks of realistic shapes, none of which matches `GET /data/item` → 200. */
+export function quietWebhooks(receiverUrl) {
+  const shapes = [
+    (i) => `method(POST) and path-prefix(/orders/${i})`,
+    (i) => `path-template('/shop/{id}/items/${i}')`,
+    (i) => `regex(pattern='^/reports/${i}/[0-9]+', value=%U)`,
+    (i) => `equals(%s, 5${String(i).padStart(2, '0')}) and path-prefix(/data)`,
+    (i) => `method(DELETE) and path-prefix(/data/${i})`,
+  ];
+  return Array.from({ length: 20 }, (_, i) => ({
+    _id: `quiet-${String(i).padStart(2, '0')}`,
+    name: `never fires ${i}`,
+    type: 'http',
+    url: `${receiverUrl}/quiet/${i}`,
+    condition: shapes[i % shapes.length](i),
+  }));
+}
+
+/** One webhook that matches every pass-through request. */
+export function matchingWebhook(receiverUrl) {
+  return { _id: 'tee', name: 'every GET of /data', type: 'http', url: `${receiverUrl}/hook`, condition: `method(GET) and path-prefix(/data)` };
+}
+
+export const GRAPHQL_QUERY = '{ orders(limit: 100) { number total status user { id name city } } }';
+
+/** The Outrigger app serving GRAPHQL_QUERY over the stand-in's `restheart.orders` / `restheart.users`. */
+export const GRAPHQL_APP = {
+  _id: 'bench',
+  descriptor: { uri: 'bench' },
+  schema:
+    'type User { id: String, name: String, city: String } ' +
+    'type Order { number: Int, total: Int, status: String, user: User } ' +
+    'type Query { orders(limit: Int = 100): [Order] }',
+  mappings: {
+    User: { id: '_id' },
+    Order: { user: { collection: 'users', find: { _id: { $fk: 'userId' } } } },
+    Query: { orders: { collection: 'orders', sort: { number: 1 }, limit: { $arg: 'limit' } } },
+  },
+};
+
+/** Anyone may query the app (so neither server authenticates; the reads use no credentials). */
+export const GRAPHQL_PERMISSION = { _id: 'bench-graphql', roles: ['$unauthenticated'], predicate: 'path-prefix(/graphql/bench)', priority: 10 };

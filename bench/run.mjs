@@ -1,0 +1,541 @@
+#!/usr/bin/env node
+/* global fetch */
+/**
+ * Outrigger's benchmark suite: `npm run bench` (build, then this). Everything runs on loopback,
+ * every process it starts is stopped by PID, every load run is bounded in time or count.
+ * Prints a table and writes bench/RESULTS.md; raw JSON per run under bench/.work/.
+ * Scenarios, settings and how to read the table: bench/README.md.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { median, runLoad, shuffle } from './lib/load.mjs';
+import { ensureNginx, startNginx } from './lib/nginx.mjs';
+import { runPaced } from './lib/paced.mjs';
+import { basic, issueKey, startOutrigger } from './lib/outrigger.mjs';
+import { cpuMicros, forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { commandCounters, commandDelta, startRedis } from './lib/redis.mjs';
+import { renderResults } from './lib/report.mjs';
+import {
+  GRAPHQL_APP, GRAPHQL_PERMISSION, GRAPHQL_QUERY, KEYS_PERMISSION, PASS_PATH, READ_PERMISSION, matchingWebhook, quietWebhooks,
+} from './lib/scenarios.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+process.chdir(ROOT);
+
+const env = process.env;
+const quick = env.BENCH_QUICK === '1';
+const settings = {
+  rounds: int(env.BENCH_ROUNDS, quick ? 1 : 4),
+  seconds: num(env.BENCH_SECONDS, quick ? 2 : 5),
+  warmupSeconds: num(env.BENCH_WARMUP_SECONDS, quick ? 1 : 2),
+  connections: int(env.BENCH_CONNECTIONS, 50),
+  /** Also per round: a run at this fixed offered rate (unsaturated), for CPU per request at equal load; 0 turns it off. */
+  fixedRate: env.BENCH_FIXED_RATE === '0' ? 0 : int(env.BENCH_FIXED_RATE, 4000),
+  fixedSeconds: num(env.BENCH_FIXED_SECONDS, quick ? 2 : 3),
+  coldKeys: int(env.BENCH_COLD_KEYS, quick ? 3000 : 10000),
+  pipelineEvents: int(env.BENCH_PIPELINE_EVENTS, quick ? 2000 : 8000),
+  pipelineRounds: int(env.BENCH_PIPELINE_ROUNDS, quick ? 1 : 3),
+  graphqlConnections: int(env.BENCH_GRAPHQL_CONNECTIONS, 20),
+  waitIdleMinutes: num(env.BENCH_WAIT_IDLE_MIN, 0),
+  only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : null,
+  cpuProf: env.BENCH_CPU_PROF ?? '',
+};
+/** BENCH_CPU_PROF=a,c,e,graphql,pipeline,pipeline-worker: those Outrigger processes run with --cpu-prof. */
+let profileDir = null;
+const prof = (id) => (profileDir && settings.cpuProf.split(',').includes(id) ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, id)}`] } : {});
+const wanted = (phase) => !settings.only || settings.only.has(phase);
+
+function int(value, fallback) {
+  const n = value === undefined || value === '' ? fallback : Number.parseInt(value, 10);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`bench: expected a positive integer, got ${value}`);
+  return n;
+}
+function num(value, fallback) {
+  const n = value === undefined || value === '' ? fallback : Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`bench: expected a non-negative number, got ${value}`);
+  return n;
+}
+const say = (text) => process.stdout.write(`${text}\n`);
+
+/** Other heavy work on the box (test suites of other engineers): recorded, and optionally waited out. */
+function heavyProcesses() {
+  const out = spawnSync('pgrep', ['-fa', 'vitest'], { encoding: 'utf8' }).stdout ?? '';
+  return out.split('\n').filter((line) => line && !line.includes('pgrep'));
+}
+const busySeen = [];
+/** Per interval between checkpoints: the share of the machine's cores used by processes that are not the bench's. */
+const foreign = [];
+let lastCheckpoint = null;
+function noteLoad(where) {
+  const heavy = heavyProcesses();
+  const [one] = loadavg();
+  if (heavy.length > 0) busySeen.push({ where, at: new Date().toISOString(), processes: heavy.length, loadavg1: one });
+  const now = { at: performance.now(), machine: machineBusyMicros(), own: ownTreeCpuMicros() };
+  if (lastCheckpoint && now.at - lastCheckpoint.at > 1000) {
+    const capacity = (now.at - lastCheckpoint.at) * 1000 * cpus().length;
+    const others = Math.max(0, now.machine - lastCheckpoint.machine - (now.own - lastCheckpoint.own));
+    foreign.push({ until: where, seconds: Math.round((now.at - lastCheckpoint.at) / 1000), share: others / capacity });
+  }
+  lastCheckpoint = now;
+}
+async function waitForIdle() {
+  if (settings.waitIdleMinutes <= 0) return { waitedSec: 0, idle: heavyProcesses().length === 0 };
+  const started = Date.now();
+  const deadline = started + settings.waitIdleMinutes * 60_000;
+  while (heavyProcesses().length > 0 && Date.now() < deadline) {
+    say(`bench: ${heavyProcesses().length} vitest processes are running; waiting for the machine to be idle (up to ${settings.waitIdleMinutes} min)…`);
+    await sleep(30_000);
+  }
+  return { waitedSec: Math.round((Date.now() - started) / 1000), idle: heavyProcesses().length === 0 };
+}
+
+async function main() {
+  stopAllOnExit();
+  if (!existsSync('dist/src/cli/index.js') || !existsSync('dist/examples/standin-backend/index.js')) {
+    throw new Error('dist/ is missing: run `npm run bench` (it builds first) or `npm run build`');
+  }
+  const startedAt = new Date();
+  const runId = startedAt.toISOString().replace(/[:.]/g, '-');
+  const work = resolve('bench/.work', `run-${runId}`);
+  mkdirSync(work, { recursive: true });
+  profileDir = join(work, 'profiles');
+  const idleWait = await waitForIdle();
+  noteLoad('start');
+
+  const meta = {
+    startedAt: startedAt.toISOString(),
+    node: process.version,
+    cpu: `${cpus()[0]?.model ?? 'unknown'} × ${cpus().length}`,
+    loadavgAtStart: loadavg().map((x) => x.toFixed(2)),
+    versions: {
+      autocannon: pkgVersion('autocannon'),
+      undici: pkgVersion('undici'),
+      graphql: pkgVersion('graphql'),
+      ioredis: pkgVersion('ioredis'),
+    },
+    git: gitDescribe(),
+    settings: { ...settings, only: settings.only ? [...settings.only] : null },
+    idleWait,
+    work: relative(ROOT, work),
+  };
+  say(`bench: run ${runId}; raw results and logs in ${meta.work}`);
+  say(`bench: ${settings.rounds} rounds × ${settings.seconds} s per configuration, ${settings.connections} connections${quick ? ' (BENCH_QUICK)' : ''}`);
+
+  const redis = await startRedis(work);
+  meta.versions.redis = redis.version;
+  const receiver = await forkServer('receiver', 'bench/servers/receiver.mjs', { log: join(work, 'receiver.log') });
+  const ctx = { work, redis, receiver, receiverUrl: `http://127.0.0.1:${receiver.port}`, meta };
+  const results = { meta };
+  const t0 = performance.now();
+  try {
+    if (wanted('passthrough') || wanted('keys')) Object.assign(results, await passThroughAndKeys(ctx));
+    noteLoad('pass-through and keys done');
+    if (wanted('webhooks')) results.webhooks = await webhookPipeline(ctx);
+    noteLoad('webhooks done');
+    if (wanted('graphql')) results.graphql = await graphqlComparison(ctx);
+    noteLoad('graphql done');
+  } finally {
+    await stopAll();
+    await redis.stop().catch(() => {});
+  }
+  noteLoad('end');
+  meta.durationSec = Math.round((performance.now() - t0) / 1000);
+  meta.busy = busySeen;
+  meta.foreignCpu = foreign;
+
+  const rawFile = join(work, 'results.json');
+  writeFileSync(rawFile, JSON.stringify(results, null, 2));
+  copyFileSync(rawFile, resolve('bench/.work/latest.json'));
+  const { table, markdown } = renderResults(results);
+  say(`\n${table}`);
+  if (settings.only || quick) {
+    const partial = join(work, 'RESULTS.md');
+    writeFileSync(partial, markdown);
+    say(`\nbench: a partial or quick run; RESULTS.md written to ${relative(ROOT, partial)} (bench/RESULTS.md untouched)`);
+  } else {
+    writeFileSync('bench/RESULTS.md', markdown);
+    say('\nbench: wrote bench/RESULTS.md');
+  }
+  say(`bench: finished in ${meta.durationSec} s`);
+  process.exit(0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1 + 2. Pass-through, then key verification on the API-key proxy
+// ---------------------------------------------------------------------------------------------
+
+async function passThroughAndKeys(ctx) {
+  const { work, redis, receiverUrl } = ctx;
+  const upstream = await forkServer('upstream', 'bench/servers/upstream.mjs', { log: join(work, 'upstream.log') });
+  const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+  const targets = [];
+  const outriggers = {};
+
+  targets.push({ id: 'direct', label: 'direct to the upstream (no proxy)', url: upstreamUrl, proxyPids: [] });
+
+  const nginx = ensureNginx(say);
+  ctx.meta.versions.nginx = nginx.version ?? null;
+  let nginxProc = null;
+  if (nginx.skipped) {
+    say(`bench: SKIPPING the nginx baseline: ${nginx.skipped}`);
+    ctx.meta.nginxSkipped = nginx.skipped;
+  } else {
+    nginxProc = await startNginx({ binary: nginx.binary, workDir: work, upstreamPort: upstream.port });
+    targets.push({ id: 'nginx', label: 'nginx 1 worker, upstream keep-alive', url: nginxProc.url, proxyPids: nginxProc.pids });
+  }
+
+  const forwarder = await forkServer('undici-forwarder', 'bench/servers/undici-forwarder.mjs', {
+    env: { UPSTREAM: upstreamUrl },
+    log: join(work, 'undici-forwarder.log'),
+  });
+  targets.push({ id: 'undici', label: 'minimal undici forwarder (Pool.stream)', url: `http://127.0.0.1:${forwarder.port}`, proxyPids: [forwarder.pid] });
+
+  const start = (name, options) => startOutrigger({ name, workDir: work, redisUrl: redis.url, upstreamUrl, ...prof(name), ...options });
+  const keySetup = { permissions: [KEYS_PERMISSION] };
+
+  outriggers.a = await start('a', {});
+  outriggers.b = await start('b', {});
+  outriggers.c = await start('c', { setup: keySetup });
+  outriggers.cacl = await start('cacl', {
+    setup: { permissions: [KEYS_PERMISSION, READ_PERMISSION] },
+    config: { acl: { mode: 'enforce' }, upstream: { url: upstreamUrl, identity: { mode: 'jwt', jwt: { secret: 'bench-secret-bench-secret-bench-secret-0123' } } } },
+  });
+  outriggers.d = await start('d', { setup: { ...keySetup, webhooks: quietWebhooks(receiverUrl) } });
+  outriggers.e = await start('e', { setup: { ...keySetup, webhooks: [matchingWebhook(receiverUrl)] }, config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], streamMaxLength: 1000 } } });
+
+  const keyOf = {};
+  for (const id of ['c', 'cacl', 'd', 'e']) keyOf[id] = await issueKey(outriggers[id].url);
+  const bearer = (id) => ({ authorization: `Bearer ${keyOf[id]}` });
+  const o = (id, label, headers = {}) => ({ id, label, url: outriggers[id].url, headers, proxyPids: [outriggers[id].pid], outrigger: true });
+  targets.push(
+    o('a', 'Outrigger (a) no auth (acl own-routes)'),
+    o('b', 'Outrigger (b) Basic, verified by the upstream, cached', { authorization: basic('alice') }),
+    o('c', 'Outrigger (c) API key (Bearer)', bearer('c')),
+    o('cacl', 'Outrigger (c+) API key + acl enforce + JWT identity', bearer('cacl')),
+    o('d', 'Outrigger (d) API key + 20 webhooks, none match', bearer('d')),
+    o('e', 'Outrigger (e) API key + 1 matching webhook → Redis stream', bearer('e')),
+  );
+
+  // Every configuration must answer the upstream's 1 KiB body before it is measured.
+  for (const t of targets) {
+    const res = await fetch(`${t.url}${PASS_PATH}`, { headers: t.headers ?? {} });
+    const body = await res.arrayBuffer();
+    if (res.status !== 200 || body.byteLength !== 1024) throw new Error(`${t.label} answered ${res.status} with ${body.byteLength} bytes; expected 200 with the 1 KiB body`);
+  }
+  const cpuGroups = (t) => ({ proxy: t.proxyPids, upstream: [upstream.pid], redis: [redis.pid] });
+  const out = { redisPid: redis.pid };
+
+  if (wanted('passthrough')) {
+    say(`\n== 1. pass-through: GET ${PASS_PATH} (1 KiB JSON), ${settings.connections} connections`);
+    for (const t of targets) {
+      await runLoad({ url: `${t.url}${PASS_PATH}`, headers: t.headers, connections: settings.connections, duration: settings.warmupSeconds });
+    }
+    const rounds = Object.fromEntries(targets.map((t) => [t.id, []]));
+    const fixed = Object.fromEntries(targets.map((t) => [t.id, []]));
+    for (let r = 0; r < settings.rounds; r++) {
+      noteLoad(`pass-through round ${r + 1}`);
+      for (const t of shuffle(targets)) {
+        const result = await withRedisCommands(redis, () => runLoad({ url: `${t.url}${PASS_PATH}`, headers: t.headers, connections: settings.connections, duration: settings.seconds, cpu: cpuGroups(t) }));
+        rounds[t.id].push(result);
+        let atRate = null;
+        if (settings.fixedRate) {
+          atRate = await withRedisCommands(redis, () => runPaced({ url: `${t.url}${PASS_PATH}`, headers: t.headers, connections: settings.connections, seconds: settings.fixedSeconds, rate: settings.fixedRate, cpu: cpuGroups(t) }));
+          fixed[t.id].push(atRate);
+        }
+        say(`  round ${r + 1} ${t.id.padEnd(7)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  proxy ${t.proxyPids.length ? `${fmt(result.cpuMicrosPerRequest.proxy, 1)} µs/req${atRate ? ` (${fmt(atRate.cpuMicrosPerRequest.proxy, 1)} at ${settings.fixedRate}/s)` : ''}` : '–'}${result.non2xx || result.errors ? `  non-2xx ${result.non2xx} errors ${result.errors}` : ''}`);
+      }
+    }
+    const xlen = await redis.client.xlen(`outrigger:{${outriggers.e.serviceId}}:events`).catch(() => null);
+    out.passThrough = { path: PASS_PATH, fixedRate: settings.fixedRate, rows: targets.map((t) => ({ id: t.id, label: t.label, rounds: rounds[t.id], fixedRate: fixed[t.id] })), streamLengthAfterE: xlen };
+  }
+
+  if (wanted('keys')) {
+    // Only the API-key proxy stays up: nothing else talks to Redis while commands are counted.
+    for (const id of ['a', 'b', 'cacl', 'd', 'e']) await outriggers[id].stop();
+    await nginxProc?.stop();
+    await forwarder.stop();
+    out.keys = await keyVerification(ctx, outriggers.c, keyOf.c, upstream);
+  }
+  await outriggers.c.stop();
+  await upstream.stop();
+  return out;
+}
+
+/** Runs a load and adds the Redis commands it caused per 2xx response (every Outrigger's pollers included: a few per second). */
+async function withRedisCommands(redis, run) {
+  const before = await commandCounters(redis.client);
+  const result = await run();
+  const delta = commandDelta(before, await commandCounters(redis.client));
+  result.redisCommandsPerRequest = delta.total / Math.max(1, result.ok);
+  return result;
+}
+
+async function keyVerification(ctx, proxy, cachedKey, upstream) {
+  const { redis } = ctx;
+  const perRound = settings.coldKeys;
+  const warmupKeys = Math.ceil(perRound / 5);
+  const needed = settings.rounds * (perRound + 2 * settings.connections + 50) + warmupKeys + 2 * settings.connections;
+  say(`\n== 2. key verification: cached vs cold (${perRound} requests per run; issuing ${needed} keys for the cold runs)`);
+  const keys = await issueColdKeys(redis.url, proxy.serviceId, needed);
+  // A sample cold key must authenticate, or the cold runs would measure 401s.
+  const probe = await fetch(`${proxy.url}${PASS_PATH}`, { headers: { authorization: `Bearer ${keys.pop()}` } });
+  await probe.arrayBuffer();
+  if (probe.status !== 200) throw new Error(`a key written for the cold runs was refused (${probe.status}); the key record format may have changed`);
+
+  // The background rate (feature/permission pollers) is subtracted from the counts.
+  const idleBefore = await commandCounters(redis.client);
+  await sleep(3000);
+  const idle = commandDelta(idleBefore, await commandCounters(redis.client));
+  const idlePerSec = idle.total / 3;
+
+  let next = 0;
+  const coldRequests = [{ method: 'GET', path: PASS_PATH, setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${keys[next++ % keys.length]}` } }) }];
+  const runs = { cached: [], cold: [] };
+  await runLoad({ url: `${proxy.url}${PASS_PATH}`, headers: { authorization: `Bearer ${cachedKey}` }, connections: settings.connections, duration: settings.warmupSeconds });
+  await runLoad({ url: `${proxy.url}${PASS_PATH}`, connections: settings.connections, amount: warmupKeys, requests: coldRequests });
+  for (let r = 0; r < settings.rounds; r++) {
+    noteLoad(`keys round ${r + 1}`);
+    for (const kind of r % 2 ? ['cold', 'cached'] : ['cached', 'cold']) {
+      const before = await commandCounters(redis.client);
+      const result = await runLoad({
+        url: `${proxy.url}${PASS_PATH}`,
+        connections: settings.connections,
+        amount: perRound,
+        ...(kind === 'cached' ? { headers: { authorization: `Bearer ${cachedKey}` } } : { requests: coldRequests }),
+        cpu: { proxy: [proxy.pid], redis: [redis.pid], upstream: [upstream.pid] },
+      });
+      const delta = commandDelta(before, await commandCounters(redis.client));
+      const background = idlePerSec * result.elapsedSec;
+      result.redisCommands = { total: delta.total, perCommand: delta.perCommand, background, perRequest: Math.max(0, delta.total - background) / Math.max(1, result.ok) };
+      runs[kind].push(result);
+      say(`  round ${r + 1} ${kind.padEnd(6)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  proxy ${fmt(result.cpuMicrosPerRequest.proxy, 1)} µs/req  Redis ${fmt(result.redisCommands.perRequest, 2)} commands/req${result.non2xx ? `  non-2xx ${result.non2xx}` : ''}`);
+    }
+  }
+  if (next > keys.length) say(`  note: the cold runs used ${next} requests for ${keys.length} keys; some keys were reused`);
+  return { requestsPerRun: perRound, keysIssued: keys.length, coldRequestsSent: next, idleCommandsPerSec: idlePerSec, runs };
+}
+
+/**
+ * Keys for the cold runs, written straight to Redis through Outrigger's own store (dist), as
+ * POST /keys would write them but without 10,000 HTTP round trips: spread over 1,000 owners so
+ * the issuing script's per-owner scan stays short.
+ */
+async function issueColdKeys(redisUrl, serviceId, count) {
+  const { Redis } = await import('ioredis');
+  const { ApiKeyStore } = await import('../dist/src/keys/key-store.js');
+  const { generateApiKey, hashApiKey } = await import('../dist/src/keys/key-format.js');
+  const { redisKeys } = await import('../dist/src/store/keys.js');
+  const { randomBytes } = await import('node:crypto');
+  const client = new Redis(redisUrl);
+  try {
+    const store = new ApiKeyStore(client, redisKeys('outrigger', serviceId));
+    const keys = [];
+    const now = Date.now();
+    const batch = 500;
+    for (let i = 0; i < count; i += batch) {
+      const jobs = [];
+      for (let j = i; j < Math.min(count, i + batch); j++) {
+        const key = generateApiKey('rig');
+        keys.push(key);
+        const record = {
+          _id: randomBytes(12).toString('hex'), owner: `cold-${j % 1000}`, name: `cold ${j}`, roles: ['reader'],
+          createdAt: now, expiresAt: now + 86_400_000, via: 'api', serviceId, keyHash: hashApiKey(key),
+        };
+        jobs.push(store.issueWithinLimit(record, 1_000_000, now));
+      }
+      const outcomes = await Promise.all(jobs);
+      if (outcomes.some((x) => !x.issued)) throw new Error('could not write the keys for the cold runs');
+    }
+    return keys;
+  } finally {
+    client.disconnect();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Webhook pipeline: one worker process draining the stream into a local receiver
+// ---------------------------------------------------------------------------------------------
+
+async function webhookPipeline(ctx) {
+  const { work, redis, receiver, receiverUrl } = ctx;
+  const n = settings.pipelineEvents;
+  say(`\n== 3. webhook pipeline: ${n} events per round through one worker process to a local receiver`);
+  const upstream = await forkServer('upstream-pipeline', 'bench/servers/upstream.mjs', { log: join(work, 'upstream-pipeline.log') });
+  const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+  const common = {
+    workDir: work, redisUrl: redis.url, upstreamUrl, serviceId: 'bench-pipeline',
+    setup: { permissions: [KEYS_PERMISSION], webhooks: [matchingWebhook(receiverUrl)] },
+    config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], streamMaxLength: Math.max(100_000, 4 * n) } },
+  };
+  const proxy = await startOutrigger({ name: 'pipeline', ...common, ...prof('pipeline') });
+  const key = await issueKey(proxy.url);
+  const headers = { authorization: `Bearer ${key}` };
+  const streamKey = `outrigger:{bench-pipeline}:events`;
+  const startWorker = () => startOutrigger({ name: 'pipeline-worker', mode: 'worker', ...common, setup: undefined, ...prof('pipeline-worker') });
+
+  const drains = [];
+  for (let r = 0; r < settings.pipelineRounds; r++) {
+    noteLoad(`pipeline round ${r + 1}`);
+    await receiver.ask('reset');
+    // Fill the stream with the worker off, then let one worker drain it.
+    const fill = await runLoad({ url: `${proxy.url}${PASS_PATH}`, headers, connections: settings.connections, amount: n });
+    await until(async () => (await redis.client.xlen(streamKey)) >= n, 20_000, 'the proxy to write every event to the stream');
+    const before = await commandCounters(redis.client);
+    const redisCpu0 = cpuMicros(redis.pid);
+    const worker = await startWorker();
+    // Measure from the first delivery, so the worker's start-up is not counted.
+    let first = null;
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const s = await receiver.ask('stats');
+      if (!first && s.count > 0) first = { count: s.count, cpu: cpuMicros(worker.pid), at: s.now };
+      if (s.count >= n) break;
+      if (Date.now() > deadline) throw new Error(`the worker delivered ${s.count} of ${n} events within 120 s; see ${worker.log}`);
+      await sleep(50);
+    }
+    const s = await receiver.ask('stats');
+    const workerCpu = cpuMicros(worker.pid) - first.cpu;
+    const delta = commandDelta(before, await commandCounters(redis.client));
+    const redisCpu = cpuMicros(redis.pid) - redisCpu0;
+    await worker.stop();
+    const drainSec = (s.lastAt - s.firstAt) / 1000;
+    const result = {
+      events: n,
+      fillReqPerSec: fill.reqPerSec,
+      eventsPerSec: (s.count - 1) / drainSec,
+      workerCpuMicrosPerEvent: workerCpu / (s.count - first.count),
+      redisCpuMicrosPerEvent: redisCpu / s.count,
+      redisCommandsPerEvent: delta.total / s.count,
+      redisCommands: delta.perCommand,
+      unparsable: s.unparsable,
+    };
+    drains.push(result);
+    say(`  round ${r + 1} drain: ${fmt(result.eventsPerSec, 0)} events/s, worker ${fmt(result.workerCpuMicrosPerEvent, 0)} µs/event, Redis ${fmt(result.redisCommandsPerEvent, 1)} commands/event`);
+    await redis.client.xtrim(streamKey, 'MAXLEN', 0);
+  }
+
+  // Delivery latency at fixed offered rates, below the drain capacity, worker running.
+  const capacity = median(drains.map((d) => d.eventsPerSec));
+  const rates = [...new Set([100, Math.max(100, Math.min(2000, Math.round((capacity * 0.5) / 50) * 50))])];
+  const worker = await startWorker();
+  // The worker is ready once a probe event has gone through.
+  await receiver.ask('reset');
+  const probe = await fetch(`${proxy.url}${PASS_PATH}`, { headers });
+  await probe.arrayBuffer();
+  await until(async () => (await receiver.ask('stats')).count >= 1, 30_000, 'the worker to deliver a first event');
+  const latency = [];
+  for (const rate of rates) {
+    await receiver.ask('reset');
+    const duration = quick ? 2 : 5;
+    const load = await runPaced({ url: `${proxy.url}${PASS_PATH}`, headers, connections: 20, rate, seconds: duration });
+    await until(async () => (await receiver.ask('stats')).count >= load.ok, 60_000, 'every event to be delivered');
+    const { latencies } = await receiver.ask('latencies');
+    latencies.sort((a, b) => a - b);
+    const pick = (p) => latencies[Math.min(latencies.length - 1, Math.max(0, Math.ceil((p / 100) * latencies.length) - 1))];
+    const result = { offeredRate: rate, requests: load.ok, delivered: latencies.length, p50: pick(50), p99: pick(99), max: latencies[latencies.length - 1] };
+    latency.push(result);
+    say(`  ${rate} req/s offered: delivery latency p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms (${result.delivered} deliveries)`);
+  }
+  await worker.stop();
+  await proxy.stop();
+  await upstream.stop();
+  return { eventsPerRound: n, drains, latency, workerMode: 'separate process: outrigger worker -c (proxy started with --no-worker)' };
+}
+
+async function until(check, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. GraphQL: Outrigger vs a hand-written graphql-js server over the same stand-in backend
+// ---------------------------------------------------------------------------------------------
+
+async function graphqlComparison(ctx) {
+  const { work, redis } = ctx;
+  say(`\n== 4. GraphQL: 100 orders with their users, ${settings.graphqlConnections} connections`);
+  const standin = await forkServer('standin', 'bench/servers/standin.mjs', { log: join(work, 'standin.log') });
+  const outrigger = await startOutrigger({
+    name: 'graphql',
+    workDir: work,
+    redisUrl: redis.url,
+    upstreamUrl: standin.url,
+    config: { graphql: { backend: { auth: 'service' } } },
+    setup: { permissions: [GRAPHQL_PERMISSION], apps: [GRAPHQL_APP] },
+    ...prof('graphql'),
+  });
+  const baseline = await forkServer('graphql-baseline', 'bench/servers/graphql-baseline.mjs', { env: { BACKEND: standin.url }, log: join(work, 'graphql-baseline.log') });
+  const servers = [
+    { id: 'outrigger', label: 'Outrigger /graphql/bench', url: `${outrigger.url}/graphql/bench`, pid: outrigger.pid },
+    { id: 'baseline', label: 'hand-written graphql-js + batching loader', url: `http://127.0.0.1:${baseline.port}/graphql`, pid: baseline.pid },
+  ];
+  const body = JSON.stringify({ query: GRAPHQL_QUERY });
+  const headers = { 'content-type': 'application/json', accept: 'application/json' };
+
+  // Both must give the same data, with the same number of backend reads.
+  const answers = {};
+  for (const s of servers) {
+    const before = (await standin.ask('stats')).count;
+    const res = await fetch(s.url, { method: 'POST', headers, body });
+    const json = await res.json();
+    if (res.status !== 200 || json.errors) throw new Error(`${s.label} answered ${res.status}: ${JSON.stringify(json).slice(0, 500)}`);
+    if (json.data.orders.length !== 100) throw new Error(`${s.label} returned ${json.data.orders.length} orders, not 100`);
+    answers[s.id] = JSON.stringify(json.data);
+    s.readsPerQueryProbe = (await standin.ask('stats')).count - before;
+  }
+  if (answers.outrigger !== answers.baseline) throw new Error('the two GraphQL servers returned different data for the same query');
+
+  for (const s of servers) await runLoad({ url: s.url, method: 'POST', headers, body, connections: settings.graphqlConnections, duration: settings.warmupSeconds });
+  const rounds = { outrigger: [], baseline: [] };
+  for (let r = 0; r < settings.rounds; r++) {
+    noteLoad(`graphql round ${r + 1}`);
+    for (const s of shuffle(servers)) {
+      const before = (await standin.ask('stats')).count;
+      const result = await runLoad({ url: s.url, method: 'POST', headers, body, connections: settings.graphqlConnections, duration: settings.seconds, cpu: { server: [s.pid], backend: [standin.pid] } });
+      result.backendReadsPerQuery = ((await standin.ask('stats')).count - before) / Math.max(1, result.ok + result.non2xx);
+      rounds[s.id].push(result);
+      say(`  round ${r + 1} ${s.id.padEnd(9)} ${fmt(result.reqPerSec, 0).padStart(6)} queries/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  server ${fmt(result.cpuMicrosPerRequest.server, 0)} µs/query  backend reads/query ${fmt(result.backendReadsPerQuery, 2)}`);
+    }
+  }
+  await outrigger.stop();
+  await baseline.stop();
+  await standin.stop();
+  return { query: GRAPHQL_QUERY, rows: servers.map((s) => ({ id: s.id, label: s.label, readsPerQueryProbe: s.readsPerQueryProbe, rounds: rounds[s.id] })) };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function fmt(value, digits) {
+  return value === null || value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits);
+}
+
+function pkgVersion(name) {
+  try {
+    return JSON.parse(readFileSync(`node_modules/${name}/package.json`, 'utf8')).version;
+  } catch {
+    return null;
+  }
+}
+
+function gitDescribe() {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
+    return `${head}${dirty ? ' (with uncommitted changes)' : ''}`;
+  } catch {
+    return null;
+  }
+}
+
+main().catch(async (error) => {
+  process.stderr.write(`bench: ${error?.stack ?? error}\n`);
+  await stopAll();
+  process.exit(1);
+});

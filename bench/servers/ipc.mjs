@@ -1,0 +1,26 @@
+/**
+ * The IPC side of a helper server: listen on a free loopback port, report `{ready, port}` to the
+ * bench, answer its commands, and exit when the bench goes away (so nothing outlives it).
+ */
+export function countingServer(server, commands = {}) {
+  server.listen(0, '127.0.0.1', () => {
+    process.send?.({ ready: true, port: server.address().port });
+  });
+  serveCommands(commands);
+}
+
+export function serveCommands(commands) {
+  process.on('message', async (message) => {
+    const handler = commands[message?.cmd];
+    if (!handler) {
+      process.send?.({ id: message?.id, error: `unknown command ${message?.cmd}` });
+      return;
+    }
+    try {
+      process.send?.({ id: message.id, ...(await handler(message)) });
+    } catch (error) {
+      process.send?.({ id: message.id, error: String(error) });
+    }
+  });
+  process.on('disconnect', () => process.exit(0));
+}
