@@ -35,13 +35,17 @@ export function createProxyPolicy<X>(o: ProxyPolicyOptions<X>): { authorizeProxy
     scope.permission = decision.permission?.doc;
   }
 
-  async function authorizeProxy(scope: RequestScope): Promise<void> {
+  /** Synchronous unless a permission's predicate needs the request body read first. */
+  function authorizeProxy(scope: RequestScope): Promise<void> | void {
     const { principal } = scope;
     if (principal.via === 'apikey' && o.backendTokenPath && scope.path === o.backendTokenPath)
       throw forbidden('an API key cannot be exchanged for a backend token; use the key itself');
     if (o.mode === 'own-routes') return;
     if (o.acl.needsRequestBody(principal) && scope.method !== 'GET' && scope.method !== 'HEAD')
-      scope.bufferedBody = await readBody(scope.req, BODY_LIMIT_FOR_PREDICATES);
+      return readBody(scope.req, BODY_LIMIT_FOR_PREDICATES).then((body) => {
+        scope.bufferedBody = body;
+        authorizeOwnRoute(scope);
+      });
     authorizeOwnRoute(scope);
   }
 

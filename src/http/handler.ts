@@ -15,8 +15,8 @@ import { observeOwnRoute, tappedBody, type RequestObserver } from './observe.js'
 export type Authenticate = (scope: RequestScope) => Promise<Principal> | Principal;
 /** May the principal make this proxied request? Throws 401/403; sets scope.permission. */
 export type AuthorizeProxy = (scope: RequestScope) => Promise<void> | void;
-/** What the features change about a proxied request (identity headers, readFilter, projection). */
-export type PlanProxy = (scope: RequestScope) => Promise<Partial<ForwardRequest>> | Partial<ForwardRequest>;
+/** What the features change about a proxied request (identity headers, readFilter, projection). Synchronous. */
+export type PlanProxy = (scope: RequestScope) => Partial<ForwardRequest>;
 
 export interface HandlerParts {
   routes: RouteTable;
@@ -76,35 +76,60 @@ export function createRequestHandler(parts: HandlerParts) {
       }
     });
 
-    run().catch((error) => {
+    const fail = (error: unknown) => {
       if ((error as { status?: number }).status === 499) return; // the client left; nobody to answer
       if ((error as { status?: number }).status === 502 || (error as { status?: number }).status === 504)
         metrics.upstreamErrors.inc({ kind: (error as { status: number }).status === 504 ? 'timeout' : 'unreachable' });
       sendError(res, error, logger, scope.id);
-    });
+    };
+    // The stages return a promise only when they have something to wait for (a cold key, a body
+    // to read, the upstream); a known caller goes from request to dispatch without a microtask.
+    try {
+      const pending = run();
+      if (pending) pending.catch(fail);
+    } catch (error) {
+      fail(error);
+    }
 
-    async function run(): Promise<void> {
+    function run(): Promise<void> | void {
       if (hasDotSegments(scope.path)) throw badRequest('the path contains "." or ".." segments; send the normalised path');
       if (route?.public) return route.handle(scope);
-      scope.principal = await parts.authenticate(scope);
+      const principal = parts.authenticate(scope);
+      if (principal instanceof Promise)
+        return principal.then((p) => {
+          scope.principal = p;
+          return afterAuthentication();
+        });
+      scope.principal = principal;
+      return afterAuthentication();
+    }
+
+    function afterAuthentication(): Promise<void> | void {
       if (route) return route.handle(scope);
-      await parts.authorizeProxy(scope);
-      const plan = await parts.planProxy(scope);
+      const authorized = parts.authorizeProxy(scope);
+      return authorized instanceof Promise ? authorized.then(proxy) : proxy();
+    }
+
+    function proxy(): Promise<void> | void {
+      const plan = parts.planProxy(scope);
       if (res.destroyed) return; // the client left while we were deciding
       if (observed && Buffer.isBuffer(plan.body)) observed.onRequestData(plan.body);
-      await forwarder.forward({
-        req,
-        res,
-        method: scope.method,
-        target: scope.rawUrl,
-        clientIp: scope.clientIp,
-        peerTrusted,
-        secure: scope.secure,
-        ...plan,
-        // After the plan: its `body` key is present (undefined) when no feature read the body.
-        body: plan.body ?? (observed && hasBody(req) ? tappedBody(req, observed) : undefined),
-        observer: observed ?? undefined,
-      }, (abort) => (abortUpstream = abort));
+      return forwarder.forward(
+        {
+          req,
+          res,
+          method: scope.method,
+          target: scope.rawUrl,
+          clientIp: scope.clientIp,
+          peerTrusted,
+          secure: scope.secure,
+          ...plan,
+          // After the plan: its `body` key is present (undefined) when no feature read the body.
+          body: plan.body ?? (observed && hasBody(req) ? tappedBody(req, observed) : undefined),
+          observer: observed ?? undefined,
+        },
+        (abort) => (abortUpstream = abort),
+      );
     }
   };
 }

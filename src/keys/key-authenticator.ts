@@ -54,7 +54,9 @@ export function createKeyAuthenticator(parts: KeyAuthenticatorParts): ApiKeyAuth
 
   return {
     authenticate(token: string): Promise<Principal> | Principal {
-      const problem = keyFormatProblem(token, prefix);
+      const keyHash = hashApiKey(token);
+      // A key held in the cache was well-formed when stored: only unknown keys need the shape check.
+      const problem = cache.has(keyHash) ? null : keyFormatProblem(token, prefix);
       if (problem)
         refuse(
           'malformed',
@@ -62,7 +64,7 @@ export function createKeyAuthenticator(parts: KeyAuthenticatorParts): ApiKeyAuth
             ? 'the API key is mistyped or truncated: its checksum does not match; copy the whole key'
             : `the bearer token is not a well-formed API key of this service (expected ${prefix}_ followed by at least 49 letters and digits)`,
         );
-      const result = cache.verify(hashApiKey(token));
+      const result = cache.verify(keyHash);
       return result instanceof Promise ? result.then(settle) : settle(result);
     },
   };

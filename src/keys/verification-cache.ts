@@ -99,6 +99,11 @@ export class KeyVerificationCache {
     return this.load(keyHash);
   }
 
+  /** Whether a key that verified is held (however fresh): it was well-formed when it was stored. */
+  has(keyHash: string): boolean {
+    return this.entries.has(keyHash);
+  }
+
   /** A key changed or was revoked (change-bus message): forget it now. */
   evictId(id: string): void {
     this.generation++;
