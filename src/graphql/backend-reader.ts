@@ -42,8 +42,10 @@ export interface HttpBackendReader extends BackendReader {
  * (`: , $ @ /`) readable and short: batched filters stay well under URL length limits.
  */
 export function encodeQueryComponent(value: string): string {
-  return encodeURIComponent(value).replace(/%(3A|2C|24|40|2F)/g, (m) => decodeURIComponent(m));
+  return encodeURIComponent(value).replace(/%(3A|2C|24|40|2F)/g, (m) => KEPT_ESCAPES[m] as string);
 }
+
+const KEPT_ESCAPES: Readonly<Record<string, string>> = { '%3A': ':', '%2C': ',', '%24': '$', '%40': '@', '%2F': '/' };
 
 /** Length of `encodeQueryComponent(value)` without building it (batches size their filters with it). */
 export function encodedQueryLength(value: string): number {
@@ -150,7 +152,7 @@ async function readCapped(body: Dispatcher.ResponseData['body'], maxBytes: numbe
     }
     chunks.push(buf);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8');
 }
 
 function withCause(error: OutriggerError, cause: unknown): OutriggerError {

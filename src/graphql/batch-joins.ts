@@ -11,6 +11,9 @@
  *   implement are read one by one instead.
  *
  * Each parent then gets its own skip/limit window of its documents, in the group's sort order.
+ * Parents that ask for the same documents in the same window while one batch is queued (20 users
+ * of 100 orders) share one entry and one promise, as DataLoader's per-request cache does; the
+ * batch, its reads and what each parent receives are the same as if each had queued its own.
  * A batch takes further pages of 1000 while a page comes back full and some parent still lacks
  * documents; a batch whose filter would make the URL too long is split into several reads whose
  * results are merged and sorted locally.
@@ -20,13 +23,17 @@ import { canonicalKey, compareForSort } from './ejson.js';
 import { compileMatcher, type Matcher } from './local-match.js';
 import { candidateValues, readPath } from './paths.js';
 import type { RequestState } from './request-state.js';
-import { readWindow, type ResolvedQuery } from './translate.js';
+import { readWindow, windowKeyOf, type ResolvedQuery } from './translate.js';
 import { BACKEND_MAX_PAGESIZE } from './types.js';
 import { encodedQueryLength } from './backend-reader.js';
 
 interface Pending {
   readonly query: ResolvedQuery;
-  readonly resolve: (docs: unknown[]) => void;
+  /** A non-list field: resolves to the first document of the window, or null. */
+  readonly single: boolean;
+  /** `distinctKeyOf(query)`. */
+  readonly distinctKey: string;
+  readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -37,6 +44,8 @@ interface Group {
   readonly inPath: string | undefined;
   readonly rest: Record<string, unknown> | undefined;
   readonly entries: Pending[];
+  /** windowKey → distinctKey → the promise of the entry queued for it. */
+  readonly shared: Map<string, Map<string, Promise<unknown>>>;
 }
 
 /** Requests of one group that ask for the same documents (same filter) share one split. */
@@ -56,11 +65,28 @@ export class JoinBatcher {
 
   constructor(private readonly state: RequestState) {}
 
-  /** The documents of one parent's join, its skip/limit window applied. */
-  load(query: ResolvedQuery): Promise<unknown[]> {
-    const inJoin = query.inJoin;
+  /**
+   * The load of a join queued in the current batch for the same group, window and documents, if
+   * any (its promise is what `load` would give for an equal query).
+   */
+  shared(groupKey: string, windowKey: string, distinctKey: string): Promise<unknown> | undefined {
+    return this.groups.get(groupKey)?.shared.get(windowKey)?.get(distinctKey);
+  }
+
+  /**
+   * The documents of one parent's join, its skip/limit window applied: the list, or for a `single`
+   * (non-list) field the first document or null. An equal join already queued in this batch is
+   * shared; `windowKey` and `distinctKey` may be passed when the caller computed them.
+   */
+  load(
+    query: ResolvedQuery,
+    single: boolean,
+    windowKey = windowKeyOf(query.skip, query.limit, single),
+    distinctKey = distinctKeyOf(query),
+  ): Promise<unknown> {
     let group = this.groups.get(query.groupKey);
     if (!group) {
+      const inJoin = query.inJoin;
       group = {
         db: query.db,
         collection: query.collection,
@@ -68,10 +94,21 @@ export class JoinBatcher {
         inPath: inJoin?.path,
         rest: inJoin?.rest,
         entries: [],
+        shared: new Map(),
       };
       this.groups.set(query.groupKey, group);
     }
-    const promise = new Promise<unknown[]>((resolve, reject) => group.entries.push({ query, resolve, reject }));
+    let byDistinct = group.shared.get(windowKey);
+    if (byDistinct === undefined) {
+      byDistinct = new Map();
+      group.shared.set(windowKey, byDistinct);
+    } else {
+      const queued = byDistinct.get(distinctKey);
+      if (queued !== undefined) return queued;
+    }
+    const entries = group.entries;
+    const promise = new Promise<unknown>((resolve, reject) => entries.push({ query, single, distinctKey, resolve, reject }));
+    byDistinct.set(distinctKey, promise);
     this.schedule();
     return promise;
   }
@@ -103,7 +140,7 @@ export class JoinBatcher {
         // One find, one window: read exactly that window, as a root field would.
         const first = only.entries[0] as Pending;
         const docs = await readWindow(this.state, first.query);
-        for (const entry of only.entries) entry.resolve(docs);
+        for (const entry of only.entries) entry.resolve(entry.single ? (docs[0] ?? null) : docs);
         return;
       }
     }
@@ -215,31 +252,57 @@ export class JoinBatcher {
   }
 }
 
+/** Marks a key of several foreign values (a single value's key is its canonicalKey, which never starts so). */
+const SEVERAL = '\u0002';
+
+/**
+ * Which documents a join asks for within its group: its foreign values (`$in` groups; one value's
+ * canonicalKey, or the JSON of several values' keys), or its find (`$or` groups). Equal keys
+ * mean equal documents.
+ */
+export function distinctKeyOf(q: ResolvedQuery): string {
+  return q.inJoin ? valuesKey(q.inJoin.valueKeys) : canonicalKey(q.filter);
+}
+
+/** The distinct key of a `$in` join on values of these canonical keys. */
+export function valuesKey(valueKeys: readonly string[]): string {
+  return valueKeys.length === 1 ? (valueKeys[0] as string) : SEVERAL + JSON.stringify(valueKeys);
+}
+
 function distinctRequests(group: Group): Distinct[] {
-  const byKey = new Map<string, { filter: Record<string, unknown>; values: readonly unknown[]; valueKeys: readonly string[]; entries: Pending[] }>();
+  const byKey = new Map<string, { filter: Record<string, unknown>; values: readonly unknown[]; valueKeys: readonly string[]; entries: Pending[]; needed: number }>();
   for (const entry of group.entries) {
     const q = entry.query;
-    const key = q.inJoin ? q.inJoin.valueKeys.join('\u0001') : canonicalKey(q.filter);
-    const d = byKey.get(key);
-    if (d) d.entries.push(entry);
-    else byKey.set(key, { filter: q.filter, values: q.inJoin?.values ?? [], valueKeys: q.inJoin?.valueKeys ?? [], entries: [entry] });
+    const end = q.skip + q.limit;
+    const d = byKey.get(entry.distinctKey);
+    if (d) {
+      d.entries.push(entry);
+      if (end > d.needed) d.needed = end;
+    } else {
+      byKey.set(entry.distinctKey, { filter: q.filter, values: q.inJoin?.values ?? [], valueKeys: q.inJoin?.valueKeys ?? [], entries: [entry], needed: end });
+    }
   }
-  const out: Distinct[] = [];
-  for (const d of byKey.values()) {
-    let needed = 0;
-    for (const e of d.entries) needed = Math.max(needed, e.query.skip + e.query.limit);
-    out.push({ ...d, needed });
-  }
-  return out;
+  return [...byKey.values()];
 }
 
 function satisfied(parts: unknown[][], distinct: Distinct[]): boolean {
   return distinct.every((d, i) => (parts[i] as unknown[]).length >= d.needed);
 }
 
+/** Resolves each entry of `d` with its window of `docs` (the documents of `d`, in the group's sort order), as the client sees them. */
 function serve(state: RequestState, group: Group, d: Distinct, docs: unknown[]): void {
+  const project = state.projection(group.db, group.collection);
   for (const entry of d.entries) {
-    entry.resolve(state.present(group.db, group.collection, docs.slice(entry.query.skip, entry.query.skip + entry.query.limit)));
+    const { skip, limit } = entry.query;
+    if (entry.single) {
+      // The window of one document (limit is 1 for a non-list field).
+      const doc = skip < docs.length && limit > 0 ? docs[skip] : undefined;
+      entry.resolve(doc === undefined ? null : ((project ? project(doc) : doc) ?? null));
+      continue;
+    }
+    // Nobody changes a resolved list, so entries whose window is all of `docs` may share it.
+    const window = skip === 0 && docs.length <= limit ? docs : docs.slice(skip, skip + limit);
+    entry.resolve(project ? window.map((doc) => project(doc)) : window);
   }
 }
 

@@ -22,6 +22,7 @@ import {
   type GraphQLFieldResolver,
   type GraphQLInputType,
   type GraphQLOutputType,
+  type GraphQLResolveInfo,
   type GraphQLSchema,
   type ValidationRule,
 } from 'graphql';
@@ -32,8 +33,18 @@ import { canonicalKey } from './ejson.js';
 import type { ArgScope } from './interpolate.js';
 import { LruCache } from './lru.js';
 import { readPath } from './paths.js';
+import { NOT_PREFETCHED, Prefetcher, type JoinStart } from './prefetch.js';
 import type { EngineSettings, RequestState } from './request-state.js';
-import { compileQueryMapping, readWindow, resolveQuery } from './translate.js';
+import { valuesKey } from './batch-joins.js';
+import {
+  checkForeignValue,
+  compileQueryMapping,
+  compileStaticInJoin,
+  foreignValues,
+  readWindow,
+  resolveQuery,
+  staticInJoinQuery,
+} from './translate.js';
 import { DEFAULT_LIMITS, type BackendReader, type GraphqlLimits, type ReadPolicy, type RequestContext } from './types.js';
 import { validateAppWithSchema } from './validate-app.js';
 
@@ -52,6 +63,11 @@ export interface CompileOptions extends Partial<GraphqlLimits> {
   readonly readPolicy?: ReadPolicy;
   /** Called with errors that are masked from the client (bugs, unexpected exceptions), for logging. */
   readonly onError?: (error: unknown, ctx: RequestContext) => void;
+  /**
+   * Answer joins synchronously where that changes nothing but the cost (default true; see
+   * prefetch.ts). False completes every join lazily, for tests and diagnosis.
+   */
+  readonly prefetchJoins?: boolean;
 }
 
 /** A parsed query and what validation said about it; cached per app by query text. */
@@ -106,7 +122,7 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
   const { schema } = checked;
   const normalized = checked.app;
 
-  installResolvers(schema, normalized, limits);
+  installResolvers(schema, normalized, limits, opts.prefetchJoins !== false);
 
   const introspection = limits.introspection && normalized.descriptor.introspection !== false;
   const rules: ValidationRule[] = [...specifiedRules, depthLimitRule(limits.maxDepth)];
@@ -148,7 +164,7 @@ interface EnumMapping {
   readonly toName: Map<string, string>;
 }
 
-function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: GraphqlLimits): void {
+function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: GraphqlLimits, prefetchJoins: boolean): void {
   const queryType = schema.getQueryType();
   const enumMaps = new Map<string, EnumMapping>();
   for (const [typeName, mappings] of Object.entries(app.mappings)) {
@@ -163,6 +179,11 @@ function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: Graphq
     enumMaps.set(typeName, { toStored, toName });
   }
   const usesRootDoc = JSON.stringify(app.mappings).includes(`"${ROOT_DOC_ARG}.`);
+  // Joins are answered synchronously where that changes nothing but the cost (prefetch.ts). Not
+  // with rootDoc: each parent then needs its own copies of the joined documents.
+  const prefetch = prefetchJoins && !usesRootDoc;
+  const loading = { joins: new Map<GraphQLField<unknown, unknown>, JoinStart>(), all: new Set<GraphQLField<unknown, unknown>>() };
+  const prefetcherOf = (state: RequestState, info: GraphQLResolveInfo): Prefetcher => (state.prefetcher ??= new Prefetcher(state, loading, info));
 
   for (const type of Object.values(schema.getTypeMap())) {
     if (!isObjectType(type) || type.name.startsWith('__')) continue;
@@ -175,8 +196,47 @@ function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: Graphq
         const compiled = compileQueryMapping(`${type.name}.${field.name}`, mapping as unknown as QueryMapping, limits.defaultDb);
         const single = !isListType(getNullableType(field.type));
         const internalize = argsInternalizer(field, enumMaps);
-        resolve = (source, args, context) => {
-          const state = context.state;
+        const fixed = isRoot ? undefined : compileStaticInJoin(compiled, limits, single);
+        /** A parent's join, with its own copies of the documents when the app uses rootDoc. */
+        const ownJoin = (state: RequestState, source: unknown, pending: Promise<unknown>): Promise<unknown> =>
+          !usesRootDoc
+            ? pending
+            : pending.then((shared) => {
+                // Batched joins share document objects between parents; each parent needs its own
+                // copies so that every object knows its one root document.
+                const own = structuredClone(shared);
+                const root = state.rootOf.get(source as object);
+                for (const doc of single ? [own] : (own as unknown[])) {
+                  if (doc !== null && typeof doc === 'object') state.rootOf.set(doc, root);
+                }
+                return own;
+              });
+        /** What the field resolves to: its value, a promise of it, or a thrown field error. */
+        const start: JoinStart = (source, args, state) => {
+          if (fixed !== undefined) {
+            // Everything but the foreign value was resolved at compile time (as resolveQuery would).
+            const fk = readPath(source, fixed.fkPath);
+            if (fk === undefined || fk === null) return single ? null : [];
+            let distinctKey: string;
+            let found: { values: unknown[]; valueKeys: string[] } | undefined;
+            if (fixed.shape.list && Array.isArray(fk)) {
+              found = foreignValues(fixed.shape, fk);
+              if (found === undefined) return single ? null : [];
+              distinctKey = valuesKey(found.valueKeys);
+            } else {
+              checkForeignValue(fixed.shape, fk);
+              distinctKey = canonicalKey(fk);
+            }
+            const pending =
+              state.joins.shared(fixed.groupKey, fixed.windowKey, distinctKey) ??
+              state.joins.load(
+                staticInJoinQuery(fixed, found?.values ?? [fk], found?.valueKeys ?? [distinctKey]),
+                single,
+                fixed.windowKey,
+                distinctKey,
+              );
+            return ownJoin(state, source, pending);
+          }
           const scope: ArgScope = {
             args: internalize(args),
             parent: source,
@@ -184,24 +244,35 @@ function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: Graphq
           };
           const r = resolveQuery(compiled, scope, state.limits, single);
           if (r.empty) return single ? null : [];
-          const pending = isRoot ? readWindow(state, r.query) : state.joins.load(r.query);
-          return pending.then((shared) => {
-            let docs = shared;
+          if (!isRoot) return ownJoin(state, source, state.joins.load(r.query, single));
+          const read = readWindow(state, r.query);
+          if (!usesRootDoc && !single) return read;
+          return read.then((docs) => {
             if (usesRootDoc) {
-              // Batched joins share document objects between parents; each parent needs its own
-              // copies so that every object knows its one root document.
-              if (!isRoot) docs = structuredClone(shared);
-              const root = isRoot ? undefined : state.rootOf.get(source as object);
               for (const doc of docs) {
-                if (doc !== null && typeof doc === 'object') state.rootOf.set(doc, isRoot ? doc : root);
+                if (doc !== null && typeof doc === 'object') state.rootOf.set(doc, doc);
               }
             }
             return single ? (docs[0] ?? null) : docs;
           });
         };
+        loading.all.add(field);
+        if (!isRoot) loading.joins.set(field, start);
+        if (!prefetch) resolve = (source, args, context) => start(source, args, context.state);
+        else if (isRoot) resolve = (source, args, context, info) => prefetcherOf(context.state, info).afterLoad(start(source, args, context.state), info);
+        else {
+          resolve = (source, args, context, info) => {
+            const state = context.state;
+            const prefetcher = prefetcherOf(state, info);
+            const known = prefetcher.answer(info, source);
+            return known !== NOT_PREFETCHED ? known : prefetcher.afterLoad(start(source, args, state), info);
+          };
+        }
       } else if (typeof mapping === 'string') {
         const path = mapping.split('.');
-        resolve = (source, _args, context) => propagate(context, usesRootDoc, source, readPath(source, path));
+        resolve = usesRootDoc
+          ? (source, _args, context) => propagate(context, usesRootDoc, source, readPath(source, path))
+          : (source) => readPath(source, path);
       } else if (usesRootDoc && isObjectType(getNamedType(field.type))) {
         const name = field.name;
         resolve = (source, _args, context) =>

@@ -109,6 +109,9 @@ function bracketOf(value: unknown): Bracket {
  * order, as BSON compares them).
  */
 export function canonicalKey(value: unknown): string {
+  // The common foreign values first (what the switch below returns for them).
+  if (typeof value === 'string') return `s${value}`;
+  if (typeof value === 'number') return `n${String(value)}`;
   const b = bracketOf(value);
   switch (b) {
     case 'null':

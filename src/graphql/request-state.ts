@@ -5,6 +5,7 @@
 import { GraphQLError } from 'graphql';
 import { OutriggerError } from '../errors.js';
 import { JoinBatcher } from './batch-joins.js';
+import type { Prefetcher } from './prefetch.js';
 import type { BackendRead, BackendReader, GraphqlLimits, ReadDecision, ReadPolicy, RequestContext } from './types.js';
 
 export const BACKEND_ERROR_CODES = new Set(['BACKEND_UNAVAILABLE', 'BACKEND_ERROR']);
@@ -26,8 +27,9 @@ export class RequestState {
   /** Set when the time limit passed. */
   timedOut = false;
   readonly joins: JoinBatcher;
-  /** object → the document a root field returned above it (only filled when the app uses rootDoc). */
-  readonly rootOf = new WeakMap<object, unknown>();
+  /** Joins started ahead of graphql-js (prefetch.ts); made on first use. */
+  prefetcher: Prefetcher | undefined;
+  private roots: WeakMap<object, unknown> | undefined;
   readonly ctx: RequestContext;
   private readonly decisions = new Map<string, Promise<ReadDecision>>();
   private readonly settled = new Map<string, ReadDecision>();
@@ -43,6 +45,11 @@ export class RequestState {
 
   get limits(): GraphqlLimits {
     return this.settings.limits;
+  }
+
+  /** object → the document a root field returned above it (only used when the app uses rootDoc). */
+  get rootOf(): WeakMap<object, unknown> {
+    return (this.roots ??= new WeakMap());
   }
 
   /** One backend read, counted against the budget; failures become GraphQL field errors with a code. */
@@ -75,9 +82,15 @@ export class RequestState {
    * after joins were split. Only called with documents `read` returned, so the decision is known.
    */
   present(db: string, collection: string, docs: unknown[]): unknown[] {
-    const decision = this.settled.get(`${db}\u0000${collection}`);
-    const project = decision?.allow ? decision.project : undefined;
+    const project = this.projection(db, collection);
     return project ? docs.map((d) => project(d)) : docs;
+  }
+
+  /** The policy's projection of documents read from a collection (see `present`); undefined when none applies. */
+  projection(db: string, collection: string): ((doc: unknown) => unknown) | undefined {
+    if (!this.settings.readPolicy) return undefined;
+    const decision = this.settled.get(`${db}\u0000${collection}`);
+    return decision?.allow ? decision.project : undefined;
   }
 
   private decide(db: string, collection: string): Promise<ReadDecision> {

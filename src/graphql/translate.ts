@@ -135,34 +135,16 @@ export type Resolution = { empty: true } | { empty: false; query: ResolvedQuery 
  */
 export function resolveQuery(m: CompiledQueryMapping, scope: ArgScope, limits: GraphqlLimits, single: boolean): Resolution {
   const notes: InterpolationNotes = { nullForeignKey: false };
-  const skip = resolveCount(m.skip, 'skip', scope, notes, 0);
-  let limit = resolveCount(m.limit, 'limit', scope, notes, limits.defaultLimit);
-  // RESTHeart passes limit 0 to MongoDB, where it means "no limit"; we give the most allowed.
-  if (limit === 0) limit = limits.maxLimit;
-  if (limit > limits.maxLimit) {
-    throw fieldError(`limit must be at most ${limits.maxLimit} (graphql.maxLimit); got ${limit}`, 'LIMIT_TOO_LARGE');
-  }
-  if (single) limit = 1;
+  const { skip, limit } = resolveWindow(m, scope, notes, limits, single);
   const sort = resolveSort(m, scope, notes);
 
   let inJoin: ResolvedQuery['inJoin'];
   let filter: Record<string, unknown>;
   if (m.inShape) {
     const shape = m.inShape;
-    const fk = readPath(scope.parent, shape.fkPath);
-    if (fk === undefined || fk === null) return { empty: true };
-    const values: unknown[] = [];
-    const valueKeys: string[] = [];
-    for (const v of shape.list && Array.isArray(fk) ? fk : [fk]) {
-      if (v === null || v === undefined) continue;
-      if (typeof v === 'object') {
-        const op = findOperatorKey(v);
-        if (op !== undefined) throw foreignValueError(shape.fkPath, op);
-      }
-      values.push(v);
-      valueKeys.push(canonicalKey(v));
-    }
-    if (values.length === 0) return { empty: true };
+    const found = foreignValues(shape, readPath(scope.parent, shape.fkPath));
+    if (found === undefined) return { empty: true };
+    const { values, valueKeys } = found;
     const rest = Object.keys(shape.rest).length === 0 ? shape.rest : interpolateQuery(shape.rest, scope, notes);
     inJoin = { path: shape.path, values, valueKeys, rest };
     filter = { ...rest, [shape.path]: shape.list ? { $in: values } : values[0] };
@@ -173,6 +155,121 @@ export function resolveQuery(m: CompiledQueryMapping, scope: ArgScope, limits: G
   const groupKey = m.staticGroupKey ?? groupKeyOf(m.db, m.collection, sort, inJoin && { path: inJoin.path, rest: inJoin.rest });
   const query: ResolvedQuery = { db: m.db, collection: m.collection, filter, sort, skip, limit, groupKey };
   return { empty: false, query: inJoin ? { ...query, inJoin } : query };
+}
+
+/**
+ * The values a parent's foreign value `fk` joins on (each checked: an operator object is a field
+ * error), with their canonical keys; undefined when it joins nothing (missing, null, no values).
+ */
+export function foreignValues(shape: InJoinShape, fk: unknown): { values: unknown[]; valueKeys: string[] } | undefined {
+  if (fk === undefined || fk === null) return undefined;
+  const values: unknown[] = [];
+  const valueKeys: string[] = [];
+  for (const v of shape.list && Array.isArray(fk) ? fk : [fk]) {
+    if (v === null || v === undefined) continue;
+    checkForeignValue(shape, v);
+    values.push(v);
+    valueKeys.push(canonicalKey(v));
+  }
+  return values.length === 0 ? undefined : { values, valueKeys };
+}
+
+/** A foreign value that is an operator object would act as query syntax: a field error. */
+export function checkForeignValue(shape: InJoinShape, v: unknown): void {
+  if (typeof v === 'object' && v !== null) {
+    const op = findOperatorKey(v);
+    if (op !== undefined) throw foreignValueError(shape.fkPath, op);
+  }
+}
+
+/**
+ * A `$in` join of a non-root field whose mapping holds no `$arg` (find apart from the foreign
+ * value, sort, skip, limit): everything but the parent's foreign value is computed once, when the
+ * app is compiled, so each parent only reads its foreign value. `windowKey` says which window
+ * (skip, limit, single) parents ask for: parents with equal foreign values share one load.
+ */
+export interface StaticInJoin {
+  readonly db: string;
+  readonly collection: string;
+  readonly shape: InJoinShape;
+  /** `shape.fkPath`, split. */
+  readonly fkPath: readonly string[];
+  /** `shape.rest`, interpolated (it holds neither `$arg` nor `$fk`, so it is the same for every parent). */
+  readonly rest: Record<string, unknown>;
+  readonly sort: Record<string, unknown>;
+  readonly skip: number;
+  readonly limit: number;
+  readonly groupKey: string;
+  readonly windowKey: string;
+}
+
+/** Which parents can share one load of a join: same skip, limit, and list or first document. */
+export function windowKeyOf(skip: number, limit: number, single: boolean): string {
+  return single ? `${skip}:${limit}:1` : `${skip}:${limit}`;
+}
+
+/**
+ * Precomputes a static `$in` join (see `StaticInJoin`); undefined when the mapping is not one, or
+ * when resolving it would fail (those errors are then raised per call by `resolveQuery`, as always).
+ */
+export function compileStaticInJoin(m: CompiledQueryMapping, limits: GraphqlLimits, single: boolean): StaticInJoin | undefined {
+  const shape = m.inShape;
+  if (!shape || m.staticGroupKey === undefined || typeof m.skip === 'object' || typeof m.limit === 'object') return undefined;
+  const scope: ArgScope = { args: {} };
+  const notes: InterpolationNotes = { nullForeignKey: false };
+  try {
+    const { skip, limit } = resolveWindow(m, scope, notes, limits, single);
+    const sort = resolveSort(m, scope, notes);
+    const rest = Object.keys(shape.rest).length === 0 ? shape.rest : interpolateQuery(shape.rest, scope, notes);
+    if (notes.nullForeignKey) return undefined;
+    return {
+      db: m.db,
+      collection: m.collection,
+      shape,
+      fkPath: shape.fkPath.split('.'),
+      rest,
+      sort,
+      skip,
+      limit,
+      groupKey: m.staticGroupKey,
+      windowKey: windowKeyOf(skip, limit, single),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The query of one parent of a static `$in` join, as `resolveQuery` would resolve it. */
+export function staticInJoinQuery(j: StaticInJoin, values: unknown[], valueKeys: string[]): ResolvedQuery {
+  const { path, list } = j.shape;
+  return {
+    db: j.db,
+    collection: j.collection,
+    filter: { ...j.rest, [path]: list ? { $in: values } : values[0] },
+    sort: j.sort,
+    skip: j.skip,
+    limit: j.limit,
+    groupKey: j.groupKey,
+    inJoin: { path, values, valueKeys, rest: j.rest },
+  };
+}
+
+function resolveWindow(
+  m: CompiledQueryMapping,
+  scope: ArgScope,
+  notes: InterpolationNotes,
+  limits: GraphqlLimits,
+  single: boolean,
+): { skip: number; limit: number } {
+  const skip = resolveCount(m.skip, 'skip', scope, notes, 0);
+  let limit = resolveCount(m.limit, 'limit', scope, notes, limits.defaultLimit);
+  // RESTHeart passes limit 0 to MongoDB, where it means "no limit"; we give the most allowed.
+  if (limit === 0) limit = limits.maxLimit;
+  if (limit > limits.maxLimit) {
+    throw fieldError(`limit must be at most ${limits.maxLimit} (graphql.maxLimit); got ${limit}`, 'LIMIT_TOO_LARGE');
+  }
+  if (single) limit = 1;
+  return { skip, limit };
 }
 
 function resolveCount(
