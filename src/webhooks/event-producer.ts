@@ -2,20 +2,29 @@
  * The bounded in-process queue between the observer and Redis (SPEC §7.2.1; notes/perf-and-style
  * §A5). `offer` never waits and never touches Redis: it appends to an array or, when the array
  * is full, drops the event (counted in a metric, logged at most every 10 s). A background
- * flusher writes batches with one MULTI of `XADD <events> MAXLEN ~ N * d <record>` (and the
- * recording's RPUSH), so several hundred events cost one round trip. While Redis is unreachable
- * the events stay queued, in order, and are written once it is back; `drain()` flushes on
- * shutdown.
+ * flusher writes batches, so several hundred events cost one round trip:
+ * - a batch of events is one EVALSHA of `XADD_EACH`, a script that runs `XADD <events> MAXLEN ~ N
+ *   * <fields>` for each event (one stream entry per event, as before): one command and one reply
+ *   per batch instead of a MULTI with an XADD per event, which cost the proxy several µs per
+ *   event in ioredis and Redis as much again;
+ * - a batch that also carries recorded requests is one MULTI of XADDs and the recording's RPUSH.
+ * When events arrive densely (the previous one less than `lingerMs` ago), the flusher waits
+ * `lingerMs` (4 ms) after the first queued event, or until `lingerEvents` (64) are queued, so that
+ * moderate rates batch too instead of paying a round trip (and its wake-ups) per event; a lone
+ * event is written on the next turn of the event loop. While Redis is unreachable the events stay
+ * queued, in order, and are written once it is back; `drain()` flushes on shutdown.
  */
+import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RedisKeys } from '../store/keys.js';
-import { STREAM_FIELD } from './stream-record.js';
+import type { StreamFields } from './stream-record.js';
 
 export interface QueuedEvent {
-  /** Encoded StreamRecord for the workers, when a webhook matched or a skipped entry is due. */
-  stream?: string;
+  /** The stream entry's fields for the workers (stream-record.ts), when a webhook matched or a skipped entry is due. */
+  stream?: StreamFields;
   /** Encoded RecordedRequest, when a recording is active. */
   recorded?: string;
 }
@@ -32,7 +41,34 @@ export interface EventProducerOptions {
   metrics: Metrics;
   logger: Logger;
   batchSize?: number;
+  /** How long the first queued event waits for company when events arrive densely (default 4 ms; 0: never). */
+  lingerMs?: number;
+  /** Queued events that start a flush at once, whatever the linger (default 64). */
+  lingerEvents?: number;
 }
+
+/**
+ * KEYS[1] the event stream; ARGV[1] its MAXLEN; then for each event the number of its field and
+ * value arguments followed by them. Each event becomes its own entry, as with one XADD each.
+ * `pcall`, like a MULTI: an XADD that Redis refuses does not stop the others. Answers
+ * `{refused, first error}`.
+ */
+export const XADD_EACH = `
+local refused, first = 0, nil
+local i = 2
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  local reply = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(ARGV, i + 1, i + n))
+  if type(reply) == 'table' and reply.err then
+    refused = refused + 1
+    first = first or reply.err
+  end
+  i = i + 1 + n
+end
+if first then return {refused, first} end
+return {0}
+`;
+const XADD_EACH_SHA = createHash('sha1').update(XADD_EACH).digest('hex');
 
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 2000;
@@ -42,15 +78,31 @@ export class EventProducer {
   private readonly queue: QueuedEvent[] = [];
   private flushing = false;
   private scheduled = false;
+  private lingerTimer: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private failures = 0;
   private droppedSinceLog = 0;
   private lastDropLog = 0;
+  private lastOffer = -Infinity;
   private readonly batchSize: number;
-  private readonly onReady = () => this.kick();
+  private readonly lingerMs: number;
+  private readonly lingerEvents: number;
+  private readonly maxLength: string;
+  private readonly onReady = () => this.kick(false);
+  private readonly flushNow = () => {
+    this.scheduled = false;
+    void this.flush();
+  };
+  private readonly lingered = () => {
+    this.lingerTimer = null;
+    this.kick(false);
+  };
 
   constructor(private readonly o: EventProducerOptions) {
     this.batchSize = o.batchSize ?? 256;
+    this.lingerMs = o.lingerMs ?? 4;
+    this.lingerEvents = Math.max(1, o.lingerEvents ?? 64);
+    this.maxLength = String(o.streamMaxLength);
     o.metrics.webhookQueueDepth.track(() => this.queue.length);
     o.redis.on('ready', this.onReady);
   }
@@ -77,18 +129,32 @@ export class EventProducer {
     }
     this.queue.push(item);
     this.o.metrics.webhookEventsQueued.inc();
-    this.kick();
+    const now = performance.now();
+    const dense = now - this.lastOffer < this.lingerMs;
+    this.lastOffer = now;
+    this.kick(dense);
     return true;
   }
 
-  private kick(): void {
+  /**
+   * Starts a flush soon. While a flush runs, what is offered meanwhile goes in its next batch.
+   * Otherwise, when events arrive densely, the first one waits `lingerMs` for others (so that
+   * 4,000 events/s make a few round trips per 10 ms, not one per event), unless `lingerEvents`
+   * are queued already; a lone event goes on the next turn of the event loop.
+   */
+  private kick(linger: boolean): void {
     if (this.scheduled || this.flushing || this.retryTimer || this.queue.length === 0) return;
+    if (linger && this.queue.length < this.lingerEvents) {
+      this.lingerTimer ??= setTimeout(this.lingered, this.lingerMs);
+      return;
+    }
+    if (this.lingerTimer) {
+      clearTimeout(this.lingerTimer);
+      this.lingerTimer = null;
+    }
     this.scheduled = true;
-    // One flush per event-loop turn: everything offered in this turn goes in one batch.
-    setImmediate(() => {
-      this.scheduled = false;
-      void this.flush();
-    });
+    // Everything offered in this turn of the event loop goes in one batch.
+    setImmediate(this.flushNow);
   }
 
   private async flush(): Promise<void> {
@@ -123,22 +189,26 @@ export class EventProducer {
     const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(this.failures, 5));
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
-      this.kick();
+      this.kick(false);
     }, delay);
     this.retryTimer.unref();
   }
 
   /**
-   * One MULTI: all of the batch or none of it. A connection lost before EXEC leaves nothing
-   * written and the batch is retried; a reply lost after EXEC may write a batch twice
-   * (at-least-once, like every other step of the pipeline).
+   * One round trip: the XADD_EACH script (atomic, like a MULTI), or a MULTI when the batch also
+   * carries recorded requests. A connection lost before the command ran leaves nothing written
+   * and the batch is retried; a reply lost after it ran may write a batch twice (at-least-once,
+   * like every other step of the pipeline).
    */
   private async write(batch: QueuedEvent[]): Promise<void> {
+    let streamOnly = true;
+    for (const item of batch) if (item.recorded !== undefined || item.stream === undefined) streamOnly = false;
+    if (streamOnly) return this.writeEvents(batch);
     const { redis, keys } = this.o;
     const multi = redis.multi();
     let recorded = 0;
     for (const item of batch) {
-      if (item.stream !== undefined) multi.xadd(keys.events, 'MAXLEN', '~', this.o.streamMaxLength, '*', STREAM_FIELD, item.stream);
+      if (item.stream !== undefined) multi.xadd(keys.events, 'MAXLEN', '~', this.maxLength, '*', ...item.stream);
       if (item.recorded !== undefined) {
         multi.rpush(keys.recordingEntries, item.recorded);
         recorded++;
@@ -151,16 +221,49 @@ export class EventProducer {
     const results = await multi.exec();
     if (!results) throw new Error('the transaction was discarded');
     const failed = results.find(([error]) => error);
-    if (failed) {
-      // Not a connection problem (those throw above): a command Redis refused. Retrying would
-      // write the rest of the batch twice, so the batch is reported and let go.
-      this.o.logger.error({ err: String(failed[0]), events: batch.length }, 'Redis refused part of a webhook event batch');
+    if (failed) this.refused(String(failed[0]), batch.length);
+  }
+
+  private async writeEvents(batch: QueuedEvent[]): Promise<void> {
+    const { redis, keys } = this.o;
+    const args: Array<string | Buffer | number> = [XADD_EACH_SHA, 1, keys.events, this.maxLength];
+    for (const item of batch) {
+      const fields = item.stream!;
+      args.push(fields.length);
+      for (const field of fields) args.push(field);
     }
+    let reply: unknown;
+    try {
+      reply = await redis.evalsha(...(args as [string, number, ...Array<string | Buffer | number>]));
+    } catch (error) {
+      // Not loaded yet on this server (a first write, or Redis restarted): EVAL loads it.
+      if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
+      args[0] = XADD_EACH;
+      reply = await redis.eval(...(args as [string, number, ...Array<string | Buffer | number>]));
+    }
+    const [refusedCount, firstError] = Array.isArray(reply) ? (reply as [number, string?]) : [0];
+    if (refusedCount > 0) {
+      // Out of memory: nothing (or hardly anything) was written; keep the batch, as a MULTI refused with EXECABORT would.
+      if (String(firstError).startsWith('OOM')) throw new Error(String(firstError));
+      this.refused(String(firstError), batch.length);
+    }
+  }
+
+  /**
+   * Not a connection problem (those throw): a command Redis refused. Retrying would write the
+   * rest of the batch twice, so the batch is reported and let go.
+   */
+  private refused(error: string, events: number): void {
+    this.o.logger.error({ err: error, events }, 'Redis refused part of a webhook event batch');
   }
 
   /** Graceful shutdown: keep flushing until the queue is empty or `timeoutMs` passed. */
   async drain(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
+    if (this.lingerTimer) {
+      clearTimeout(this.lingerTimer);
+      this.lingerTimer = null;
+    }
     while (this.queue.length > 0 && Date.now() < deadline) {
       if (this.retryTimer) {
         clearTimeout(this.retryTimer);
@@ -175,7 +278,8 @@ export class EventProducer {
 
   close(): void {
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = null;
+    if (this.lingerTimer) clearTimeout(this.lingerTimer);
+    this.retryTimer = this.lingerTimer = null;
     this.o.redis.off('ready', this.onReady);
   }
 }

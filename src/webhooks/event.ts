@@ -1,7 +1,7 @@
 /**
- * The captured request/response pair a webhook fires on (what the proxy observer puts on the
- * stream and the worker delivers). Captured headers and bodies are already redacted
- * (`redaction.ts`) and capped (`captureBody`).
+ * The captured request/response pair a webhook fires on (what the worker delivers, rebuilt from
+ * the stream entry the proxy observer wrote: see stream-record.ts). Captured headers and bodies
+ * are already redacted (`redaction.ts`) and capped (`captureBody`).
  */
 
 /** Header values by lower-case name; repeated headers (Set-Cookie) keep every value. */
@@ -87,4 +87,16 @@ export function captureBody(
     }
   }
   return { body: text, truncated };
+}
+
+/** A raw query string as names with one value or a list (a repeated parameter keeps every value, in order). */
+export function queryObject(rawQuery: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  if (rawQuery === '') return out;
+  for (const [name, value] of new URLSearchParams(rawQuery)) {
+    if (name === '__proto__') continue;
+    const prev = out[name];
+    out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+  }
+  return out;
 }

@@ -5,17 +5,34 @@
  * chunks are kept by reference up to the capture cap as they pass, and when the response is
  * complete every enabled webhook's condition (parsed once per definition change) is evaluated
  * on the request and response. Matches, due `skipped` entries and recordings become one queued
- * item; nothing here awaits, and nothing touches Redis.
+ * item; nothing here awaits, and nothing touches Redis. For the stream, headers are redacted
+ * here, but bodies are neither decoded nor parsed: their captured bytes (copied) go to Redis and
+ * the worker turns them into values (stream-record.ts), except the few bodies a secret must be
+ * taken out of first (OAuth routes, `POST /keys`) and compressed ones. A recording still needs
+ * the whole event here.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Condition, Exchange, ExchangeTls, ExchangeUser } from '../condition/index.js';
 import type { ObservedRequest, RequestObserver } from '../http/observe.js';
 import type { RequestScope } from '../http/scope.js';
-import { captureBody, type CapturedEvent } from './event.js';
+import { captureBody, queryObject, type CapturedBody, type CapturedEvent } from './event.js';
 import type { EventProducer } from './event-producer.js';
 import { REDACTED, createHeaderRedactor, removeIssuedKey } from './redaction.js';
-import { encodeStreamRecord, type MatchedWebhook, type RecordedRequest, type SkippedWebhook } from './stream-record.js';
+import {
+  META_FIELD,
+  REQUEST_BODY_FIELD,
+  RESPONSE_BODY_FIELD,
+  capturedBodyRef,
+  encodeCapturedEvent,
+  type RecordedRequest,
+  type SkippedWebhook,
+  type StreamBody,
+  type StreamFields,
+  type StreamMeta,
+} from './stream-record.js';
 import { newEventId } from './event-id.js';
+
+export { queryObject };
 
 /** One webhook as the observer needs it: parsed condition or the reason it has none. */
 export interface CompiledWebhook {
@@ -53,10 +70,13 @@ export interface WebhookObserverOptions {
 export class WebhookObserver implements RequestObserver {
   readonly redact: ReturnType<typeof createHeaderRedactor>;
   private readonly lastSkipped = new Map<string, number>();
+  /** `log.secretHeaders` names Content-Type or Content-Encoding: their values must not reach Redis beside a body. */
+  private readonly contentHeadersSecret: boolean;
 
   constructor(readonly o: WebhookObserverOptions) {
     // RESTHeart's Auth-Token answers are credentials too (decision: redacted like Set-Cookie).
     this.redact = createHeaderRedactor([...CAPTURE_SECRET_HEADERS, ...o.secretHeaders]);
+    this.contentHeadersSecret = o.secretHeaders.some((h) => ['content-type', 'content-encoding'].includes(h.trim().toLowerCase()));
   }
 
   begin(): ObservedRequest | null {
@@ -82,31 +102,100 @@ export class WebhookObserver implements RequestObserver {
     const exchange = new ObservedExchange(this.o.exchangeFor(scope), observed);
 
     // Runs for every observed request: allocate only what a match, a due skip or a recording needs.
-    let matched: MatchedWebhook[] | undefined;
+    // A match's reason is built by the worker from the event (stream-record.ts `matchedReason`).
+    let matched: string[] | undefined;
     let skipped: SkippedWebhook[] | undefined;
     const results = recording ? new Map<string, boolean>() : undefined;
     const evaluated = recording ? set.all : set.enabled;
-    const what = () => `${scope.method} ${scope.path} (response ${observed.statusCode})`;
     for (const webhook of evaluated) {
       const ok = evaluate(webhook, exchange);
       results?.set(webhook.id, ok);
       if (!completed || !webhook.enabled) continue;
-      if (ok) (matched ??= []).push({ id: webhook.id, reason: `the condition matched ${what()}` });
+      if (ok) (matched ??= []).push(webhook.id);
       else if (recording || this.skippedDue(webhook.id, now)) {
-        const reason = webhook.condition ? `the condition did not match ${what()}` : `the stored condition cannot be evaluated: ${webhook.conditionError}`;
+        const reason = webhook.condition
+          ? `the condition did not match ${scope.method} ${scope.path} (response ${observed.statusCode})`
+          : `the stored condition cannot be evaluated: ${webhook.conditionError}`;
         (skipped ??= []).push({ id: webhook.id, reason, always: recording });
       }
     }
     if (!matched && !skipped && !recording) return;
 
+    if (!recording) {
+      // The common case, on the request path: bodies go to Redis as captured bytes, parsed by the worker.
+      this.o.producer.offer({ stream: this.streamFields(observed, scope, now, matched ?? [], skipped ?? []) });
+      return;
+    }
     const event = this.capture(observed, scope, now);
     this.o.producer.offer({
-      ...(matched || skipped ? { stream: encodeStreamRecord({ v: 1, event, matched: matched ?? [], skipped: skipped ?? [] }) } : {}),
-      ...(recording ? { recorded: JSON.stringify(recordedRequest(event, completed, set.all, results!)) } : {}),
+      ...(matched || skipped ? { stream: encodeCapturedEvent(event, matched ?? [], skipped ?? [], scope.rawQuery) } : {}),
+      recorded: JSON.stringify(recordedRequest(event, completed, set.all, results!)),
     });
   }
 
-  private capture(observed: ObservedWebhookRequest, scope: RequestScope, now: number): CapturedEvent {
+  /**
+   * A version 2 stream entry (stream-record.ts) without decoding or parsing a body: headers are
+   * redacted here (secrets never reach Redis), bodies travel as their captured bytes unless a
+   * secret must be taken out of them first, which only a few routes need.
+   */
+  private streamFields(observed: ObservedWebhookRequest, scope: RequestScope, now: number, matched: string[], skipped: SkippedWebhook[]): StreamFields {
+    const reqHeaders = scope.req.headers;
+    const responseHeaders = (observed.responseHeaders ?? {}) as Record<string, string | string[] | number | undefined>;
+    const fields: StreamFields = [META_FIELD, ''];
+    let qb: StreamBody | undefined;
+    let rb: StreamBody | undefined;
+    const special = scope.routeKind === 'oauth' || (scope.method === 'POST' && (scope.path === this.o.keysPath || scope.path === `${this.o.keysPath}/`));
+    if (special) {
+      const bodies = this.capturedBodies(observed, scope);
+      if (bodies.request.body !== null || bodies.request.truncated) qb = capturedBodyRef(bodies.request.body, bodies.request.truncated);
+      if (bodies.response.body !== null || bodies.response.truncated) rb = capturedBodyRef(bodies.response.body, bodies.response.truncated);
+    } else {
+      qb = this.rawBody(observed.request, reqHeaders['content-type'], reqHeaders['content-encoding'], REQUEST_BODY_FIELD, fields);
+      rb = this.rawBody(observed.response, responseHeaders['content-type'], responseHeaders['content-encoding'], RESPONSE_BODY_FIELD, fields);
+    }
+    const meta: StreamMeta = {
+      v: 2,
+      id: newEventId(now),
+      t: now,
+      s: this.o.serviceId,
+      m: scope.method,
+      p: scope.path,
+      q: scope.rawQuery,
+      qh: this.redact(reqHeaders),
+      qb,
+      sc: observed.statusCode,
+      rh: this.redact(responseHeaders),
+      rb,
+      ma: matched,
+      sk: skipped.length > 0 ? skipped : undefined,
+    };
+    fields[1] = JSON.stringify(meta);
+    return fields;
+  }
+
+  /** A body for the stream: its bytes as an extra field, or (compressed, or a redacted content header) captured here. */
+  private rawBody(
+    tap: BodyTap,
+    contentTypeHeader: string | string[] | number | undefined,
+    contentEncodingHeader: string | string[] | number | undefined,
+    field: string,
+    fields: StreamFields,
+  ): StreamBody | undefined {
+    if (tap.total === 0) return undefined;
+    const contentType = firstValue(contentTypeHeader);
+    const contentEncoding = firstValue(contentEncodingHeader);
+    if (contentEncoding !== undefined || this.contentHeadersSecret) {
+      // A placeholder, no parsing; or the Content-Type is a configured secret and must not travel in clear.
+      const captured = captureBody(tap.bytes(), { contentType, contentEncoding, limit: this.o.captureBytes, totalBytes: tap.total });
+      return captured.body === null && !captured.truncated ? undefined : capturedBodyRef(captured.body, captured.truncated);
+    }
+    const bytes = tap.bytes();
+    // A copy: a chunk may be a view into a larger socket buffer, which a queued event must not pin.
+    if (bytes.length > 0) fields.push(field, tap.chunkCount === 1 ? Buffer.from(bytes) : bytes);
+    return contentType === undefined ? { n: tap.total } : { n: tap.total, ct: contentType };
+  }
+
+  private capturedBodies(observed: ObservedWebhookRequest, scope: RequestScope): { request: CapturedBodyResult; response: CapturedBodyResult } {
     const limit = this.o.captureBytes;
     const reqHeaders = scope.req.headers;
     const request = captureBody(observed.request.bytes(), {
@@ -122,15 +211,19 @@ export class WebhookObserver implements RequestObserver {
       limit,
       totalBytes: observed.response.total,
     });
-    let requestBody = request.body;
-    let responseBody = response.body;
     if (scope.routeKind === 'oauth') {
       // Sign-in forms carry passwords and authorization codes, token answers carry API keys.
-      if (requestBody !== null) requestBody = REDACTED;
-      if (responseBody !== null) responseBody = REDACTED;
+      if (request.body !== null) request.body = REDACTED;
+      if (response.body !== null) response.body = REDACTED;
     } else if (scope.method === 'POST' && (scope.path === this.o.keysPath || scope.path === `${this.o.keysPath}/`)) {
-      responseBody = removeIssuedKey(responseBody);
+      response.body = removeIssuedKey(response.body);
     }
+    return { request, response };
+  }
+
+  /** The whole event, bodies decoded and parsed (recordings need it in the proxy). */
+  private capture(observed: ObservedWebhookRequest, scope: RequestScope, now: number): CapturedEvent {
+    const { request, response } = this.capturedBodies(observed, scope);
     return {
       id: newEventId(now),
       timestamp: now,
@@ -139,18 +232,23 @@ export class WebhookObserver implements RequestObserver {
         method: scope.method,
         path: scope.path,
         query: queryObject(scope.rawQuery),
-        headers: this.redact(reqHeaders),
-        body: requestBody,
+        headers: this.redact(scope.req.headers),
+        body: request.body,
         bodyTruncated: request.truncated,
       },
       response: {
         statusCode: observed.statusCode,
-        headers: this.redact(responseHeaders as Record<string, string | string[] | number | undefined>),
-        body: responseBody,
+        headers: this.redact((observed.responseHeaders ?? {}) as Record<string, string | string[] | number | undefined>),
+        body: response.body,
         bodyTruncated: response.truncated,
       },
     };
   }
+}
+
+interface CapturedBodyResult {
+  body: CapturedBody;
+  truncated: boolean;
 }
 
 function evaluate(webhook: CompiledWebhook, exchange: Exchange): boolean {
@@ -183,22 +281,15 @@ function firstValue(value: string | string[] | number | undefined): string | und
   return Array.isArray(value) ? value[0] : String(value);
 }
 
-export function queryObject(rawQuery: string): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  if (rawQuery === '') return out;
-  for (const [name, value] of new URLSearchParams(rawQuery)) {
-    if (name === '__proto__') continue;
-    const prev = out[name];
-    out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
-  }
-  return out;
-}
-
 /** Body chunks kept by reference up to the cap; past it only counted. */
 export class BodyTap {
   private readonly chunks: Buffer[] = [];
   private kept = 0;
   total = 0;
+
+  get chunkCount(): number {
+    return this.chunks.length;
+  }
 
   constructor(private readonly cap: number) {}
 

@@ -1,8 +1,25 @@
 /**
  * What travels from the observer (proxy) to the workers through the Redis stream, and what a
- * recording keeps. One stream entry has one field, `d`, holding a StreamRecord as JSON.
+ * recording keeps.
+ *
+ * Version 2 (written since the tee was made cheaper on the request path) is built for the proxy
+ * to write cheaply and for the worker to finish the job:
+ * - field `m`: a small JSON (`StreamMeta`) with the event id and time, method, path, the raw
+ *   query string, the already redacted header sets, the status, the ids of the matching
+ *   webhooks and the due skipped entries;
+ * - fields `q` and `r`: the request and response body bytes exactly as captured (cut at the
+ *   capture cap), when there was a body. The worker turns them into CapturedBody values with
+ *   `captureBody` (JSON parsing, UTF-8 checks, placeholders), the work the proxy used to do.
+ *   Bodies whose capture needs a decision on the request path (redacted OAuth bodies, the
+ *   issued key removed from a `POST /keys` answer, compressed bodies) travel already captured,
+ *   inside `m`.
+ * Nothing secret reaches Redis: headers are redacted and secret bodies handled before `m` is
+ * built.
+ *
+ * Version 1 (one field, `d`, holding a StreamRecord as JSON) is still read, so entries written
+ * by an older proxy are delivered by a newer worker.
  */
-import type { CapturedEvent } from './event.js';
+import { captureBody, queryObject, type CapturedBody, type CapturedEvent, type CapturedHeaders } from './event.js';
 
 export interface MatchedWebhook {
   id: string;
@@ -42,23 +59,140 @@ export interface RecordedRequest {
   webhooks: Array<{ id: string; name: string; enabled: boolean; matched: boolean }>;
 }
 
+/** The field of a version 1 entry. */
 export const STREAM_FIELD = 'd';
+/** The fields of a version 2 entry. */
+export const META_FIELD = 'm';
+export const REQUEST_BODY_FIELD = 'q';
+export const RESPONSE_BODY_FIELD = 'r';
 
+/**
+ * A body in a version 2 entry: absent when there was none; `{n, ct}` when its bytes are in the
+ * entry's body field (`n`: the body's full length, `ct`: its Content-Type); `{b, tr}` when it
+ * was captured by the proxy.
+ */
+export type StreamBody = { n: number; ct?: string } | { b: CapturedBody; tr?: 1 };
+
+/** The `m` field of a version 2 entry. */
+export interface StreamMeta {
+  v: 2;
+  id: string;
+  /** Epoch ms when the response completed. */
+  t: number;
+  s: string;
+  m: string;
+  p: string;
+  /** The raw query string (parsed by the worker), or the parsed query. */
+  q: string | Record<string, string | string[]>;
+  /** Redacted request headers. */
+  qh: CapturedHeaders;
+  qb?: StreamBody;
+  sc: number;
+  /** Redacted response headers. */
+  rh: CapturedHeaders;
+  rb?: StreamBody;
+  /** Ids of the webhooks whose condition matched. */
+  ma: string[];
+  sk?: SkippedWebhook[];
+}
+
+/** The field/value pairs of one stream entry, in XADD order. */
+export type StreamFields = Array<string | Buffer>;
+
+/** The reason logged for a matching webhook (built by the worker from the event). */
+export function matchedReason(method: string, path: string, statusCode: number): string {
+  return `the condition matched ${method} ${path} (response ${statusCode})`;
+}
+
+/** Version 1: one JSON field. No longer written by the proxy; kept so that tests and tools can write old entries. */
 export function encodeStreamRecord(record: StreamRecord): string {
   return JSON.stringify(record);
 }
 
-/** Null for anything that is not a record of ours (a hand-written entry, a trimmed one). */
-export function decodeStreamRecord(fields: readonly string[] | null | undefined): StreamRecord | null {
+/** A version 2 entry from a fully captured event (bodies travel captured, inside `m`). */
+export function encodeCapturedEvent(event: CapturedEvent, matched: readonly string[], skipped: readonly SkippedWebhook[], rawQuery?: string): StreamFields {
+  const { request, response } = event;
+  const meta: StreamMeta = {
+    v: 2,
+    id: event.id,
+    t: event.timestamp,
+    s: event.serviceId,
+    m: request.method,
+    p: request.path,
+    q: rawQuery ?? request.query,
+    qh: request.headers,
+    ...(request.body === null && !request.bodyTruncated ? {} : { qb: capturedBodyRef(request.body, request.bodyTruncated) }),
+    sc: response.statusCode,
+    rh: response.headers,
+    ...(response.body === null && !response.bodyTruncated ? {} : { rb: capturedBodyRef(response.body, response.bodyTruncated) }),
+    ma: [...matched],
+    ...(skipped.length > 0 ? { sk: [...skipped] } : {}),
+  };
+  return [META_FIELD, JSON.stringify(meta)];
+}
+
+export function capturedBodyRef(body: CapturedBody, truncated: boolean): StreamBody {
+  return truncated ? { b: body, tr: 1 } : { b: body };
+}
+
+/**
+ * Null for anything that is not a record of ours (a hand-written entry, a trimmed one). Values
+ * may be Buffers (the worker reads entries as bytes, so a binary body reaches `captureBody`
+ * unchanged) or strings.
+ */
+export function decodeStreamRecord(fields: ReadonlyArray<string | Buffer> | null | undefined): StreamRecord | null {
   if (!fields) return null;
+  let meta: string | Buffer | undefined;
+  let requestBody: string | Buffer | undefined;
+  let responseBody: string | Buffer | undefined;
   for (let i = 0; i + 1 < fields.length; i += 2) {
-    if (fields[i] !== STREAM_FIELD) continue;
-    try {
-      const parsed = JSON.parse(fields[i + 1]!) as StreamRecord;
-      if (parsed && parsed.v === 1 && parsed.event && Array.isArray(parsed.matched) && Array.isArray(parsed.skipped)) return parsed;
-    } catch {
-      return null;
-    }
+    const name = String(fields[i]);
+    const value = fields[i + 1]!;
+    if (name === STREAM_FIELD) return decodeVersion1(value);
+    if (name === META_FIELD) meta = value;
+    else if (name === REQUEST_BODY_FIELD) requestBody = value;
+    else if (name === RESPONSE_BODY_FIELD) responseBody = value;
+  }
+  if (meta === undefined) return null;
+  let parsed: StreamMeta;
+  try {
+    parsed = JSON.parse(String(meta)) as StreamMeta;
+  } catch {
+    return null;
+  }
+  if (!parsed || parsed.v !== 2 || typeof parsed.id !== 'string' || !Array.isArray(parsed.ma)) return null;
+  const request = streamBody(parsed.qb, requestBody);
+  const response = streamBody(parsed.rb, responseBody);
+  const query = typeof parsed.q === 'string' ? queryObject(parsed.q) : (parsed.q ?? {});
+  return {
+    v: 1,
+    event: {
+      id: parsed.id,
+      timestamp: parsed.t,
+      serviceId: parsed.s,
+      request: { method: parsed.m, path: parsed.p, query, headers: parsed.qh ?? {}, body: request.body, bodyTruncated: request.truncated },
+      response: { statusCode: parsed.sc, headers: parsed.rh ?? {}, body: response.body, bodyTruncated: response.truncated },
+    },
+    matched: parsed.ma.map((id) => ({ id, reason: matchedReason(parsed.m, parsed.p, parsed.sc) })),
+    skipped: Array.isArray(parsed.sk) ? parsed.sk : [],
+  };
+}
+
+function decodeVersion1(value: string | Buffer): StreamRecord | null {
+  try {
+    const parsed = JSON.parse(String(value)) as StreamRecord;
+    if (parsed && parsed.v === 1 && parsed.event && Array.isArray(parsed.matched) && Array.isArray(parsed.skipped)) return parsed;
+  } catch {
+    // not ours
   }
   return null;
 }
+
+function streamBody(ref: StreamBody | undefined, bytes: string | Buffer | undefined): { body: CapturedBody; truncated: boolean } {
+  if (ref === undefined || ref === null) return { body: null, truncated: false };
+  if (!('n' in ref) || typeof ref.n !== 'number') return { body: 'b' in ref && ref.b !== undefined ? ref.b : null, truncated: 'tr' in ref && ref.tr === 1 };
+  const kept = bytes === undefined ? Buffer.alloc(0) : typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
+  // The proxy kept at most the capture cap: the body was cut when it was longer than what was kept.
+  return captureBody(kept, { contentType: ref.ct, limit: kept.length, totalBytes: ref.n });
+}
+

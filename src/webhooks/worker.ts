@@ -90,7 +90,9 @@ class WorkerKilled extends Error {
   }
 }
 
-type StreamEntry = [id: string, fields: string[] | null];
+/** Entries are read as bytes: a body field reaches `captureBody` exactly as the proxy captured it. */
+type StreamEntry = [id: string, fields: Buffer[] | null];
+type RawStreamEntry = [id: Buffer | string, fields: Buffer[] | null];
 
 export class WebhookWorker {
   readonly consumer: string;
@@ -187,7 +189,7 @@ export class WebhookWorker {
       let reply: unknown;
       try {
         if (!this.groupReady) await this.ensureGroup();
-        reply = await this.blocking!.call(
+        reply = await this.blocking!.callBuffer(
           'XREADGROUP', 'GROUP', this.o.keys.eventsGroup, this.consumer, 'COUNT', free, 'BLOCK', BLOCK_MS, 'STREAMS', this.o.keys.events, '>',
         );
         failures = 0;
@@ -204,7 +206,7 @@ export class WebhookWorker {
     }
   }
 
-  private handleEntry(id: string, fields: string[] | null): void {
+  private handleEntry(id: string, fields: Buffer[] | null): void {
     if (this.inflight.has(id)) return;
     const work = this.processEntry(id, fields)
       .catch((error: unknown) => {
@@ -215,7 +217,7 @@ export class WebhookWorker {
     this.inflight.set(id, work);
   }
 
-  private async processEntry(id: string, fields: string[] | null): Promise<void> {
+  private async processEntry(id: string, fields: Buffer[] | null): Promise<void> {
     const record = decodeStreamRecord(fields);
     if (record) {
       const tasks: Array<Promise<void>> = record.skipped.map((s) => this.logSkipped(record.event, s));
@@ -369,12 +371,13 @@ export class WebhookWorker {
       if (!this.o.enabled() || !this.groupReady) return;
       let cursor = '0-0';
       for (let round = 0; round < 10 && this.running; round++) {
-        const reply = (await redis.call('XAUTOCLAIM', keys.events, keys.eventsGroup, this.consumer, this.o.reclaimIdleMs, cursor, 'COUNT', 50)) as [
-          string,
-          StreamEntry[],
-          string[]?,
+        const reply = (await redis.callBuffer('XAUTOCLAIM', keys.events, keys.eventsGroup, this.consumer, this.o.reclaimIdleMs, cursor, 'COUNT', 50)) as [
+          Buffer,
+          RawStreamEntry[],
+          Buffer[]?,
         ];
-        for (const [id, fields] of reply[1] ?? []) {
+        for (const [rawId, fields] of reply[1] ?? []) {
+          const id = String(rawId);
           if (this.inflight.has(id)) continue;
           if (!fields) {
             await redis.xack(keys.events, keys.eventsGroup, id);
@@ -383,7 +386,7 @@ export class WebhookWorker {
           this.o.logger.info({ entry: id }, 'reclaimed a webhook event from a worker that stopped answering');
           this.handleEntry(id, fields);
         }
-        cursor = reply[0];
+        cursor = String(reply[0]);
         if (cursor === '0-0') break;
       }
     } catch {
@@ -403,7 +406,7 @@ export class WebhookWorker {
 function streamEntries(reply: unknown): StreamEntry[] {
   if (!Array.isArray(reply)) return [];
   const out: StreamEntry[] = [];
-  for (const stream of reply as Array<[string, StreamEntry[]]>) for (const entry of stream[1] ?? []) out.push(entry);
+  for (const stream of reply as Array<[Buffer, RawStreamEntry[]]>) for (const [id, fields] of stream[1] ?? []) out.push([String(id), fields]);
   return out;
 }
 

@@ -4,6 +4,7 @@ import { startOutrigger } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import type { WebhookWorker } from '../../src/webhooks/worker.js';
+import { decodeStreamRecord } from '../../src/webhooks/stream-record.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { startTestOutrigger, testConfig, type RawConfig } from '../support/outrigger.js';
 import { call, sleep, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
@@ -197,6 +198,6 @@ describe('webhooks: reliability', () => {
       if ((await redis.client.ping().catch(() => null)) !== 'PONG') await redis.restart();
     }
     const entries = await waitFor(() => redis.client.xrange(proxy.context.keys.events, '-', '+'), (e) => e.length === 10, 5000, 'the flushed events');
-    expect(entries.map(([, f]) => JSON.parse(f[1]!).event.request.body.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(entries.map(([, f]) => (decodeStreamRecord(f)!.event.request.body as { i: number }).i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   }, 30_000);
 });

@@ -6,6 +6,7 @@ import { EmailAllowance } from '../../src/webhooks/email-allowance.js';
 import { webhookValidator } from '../../src/webhooks/module.js';
 import type { HostLookup } from '../../src/webhooks/ssrf-guard.js';
 import type { WebhookDocument } from '../../src/webhooks/webhook-document.js';
+import { decodeStreamRecord } from '../../src/webhooks/stream-record.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger, testConfig, type RawConfig, staticUsers } from '../support/outrigger.js';
@@ -217,7 +218,7 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
     const streamText = JSON.stringify(await redis.client.xrange(events, '-', '+'));
     expectNoSecret(streamText, 'the event stream');
     expect(streamText).toContain('[redacted]');
-    const keysEvent = (await redis.client.xrange(events, '-', '+')).map(([, f]) => JSON.parse(f[1]!)).find((r) => r.event.request.path === '/keys');
+    const keysEvent = (await redis.client.xrange(events, '-', '+')).map(([, f]) => decodeStreamRecord(f)!).find((r) => r.event.request.path === '/keys')!;
     expect(keysEvent.event.response.body).toEqual({ _id: issued.json._id, name: 'my key', roles: ['reader'], expiresAt: issued.json.expiresAt });
     expect(keysEvent.event.request.headers).toMatchObject({ authorization: '[redacted]', cookie: '[redacted]', 'x-api-secret': '[redacted]', 'proxy-authorization': '[redacted]' });
 

@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { EventProducer, type EventProducerOptions } from '../../../src/webhooks/event-producer.js';
+import { decodeStreamRecord } from '../../../src/webhooks/stream-record.js';
+import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import type { Metrics } from '../../../src/observability/metrics.js';
+import type { Logger } from '../../../src/observability/logger.js';
+import type { RedisKeys } from '../../../src/store/keys.js';
+
+const KEYS = { events: 'test:{p}:events', recordingEntries: 'test:{p}:recording' } as RedisKeys;
+
+describe('EventProducer: batches of events in one round trip, one stream entry per event', () => {
+  let redis: TestRedis;
+  let client: Redis;
+  const errors: string[] = [];
+  const producers: EventProducer[] = [];
+
+  const counter = () => ({ n: 0, inc() { this.n++; }, get() { return this.n; } });
+  function producer(options: Partial<EventProducerOptions> = {}) {
+    const metrics = { webhookQueueDepth: { track() {} }, webhookEventsQueued: counter(), webhookEventsDropped: counter() } as unknown as Metrics;
+    const logger = { warn() {}, info() {}, error: (o: { err: string }, message: string) => errors.push(`${message}: ${o.err}`) } as unknown as Logger;
+    const p = new EventProducer({ redis: client, keys: KEYS, capacity: 1000, streamMaxLength: 1000, recordingMaxEntries: 10, recordingTtlMs: 60_000, metrics, logger, ...options });
+    producers.push(p);
+    return p;
+  }
+  async function calls(command: string): Promise<number> {
+    const info = await redis.client.info('commandstats');
+    return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+  }
+  async function drained(p: EventProducer): Promise<void> {
+    for (let i = 0; i < 600 && p.depth > 0; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(p.depth).toBe(0);
+  }
+
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    client = new Redis(redis.url);
+    await client.ping();
+  });
+  beforeEach(async () => {
+    await redis.client.del(KEYS.events, KEYS.recordingEntries);
+    await redis.client.config('RESETSTAT');
+    errors.length = 0;
+  });
+  afterAll(async () => {
+    for (const p of producers) p.close();
+    client.disconnect();
+    await redis.close();
+  });
+
+  it('writes a burst as one EVALSHA (one entry per event, in order, bytes intact), also after SCRIPT FLUSH', async () => {
+    const p = producer();
+    p.offer({ stream: ['m', '{"i":-1}'] }); // loads the script (NOSCRIPT, then EVAL)
+    await drained(p);
+    await redis.client.del(KEYS.events);
+    await redis.client.config('RESETSTAT');
+    const binary = Buffer.from([0xff, 0x00, 0xfe, 0x0a]);
+    for (let i = 0; i < 20; i++) p.offer({ stream: ['m', JSON.stringify({ i }), 'r', binary] });
+    await drained(p);
+    const entries = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
+    expect(entries.map(([, f]) => JSON.parse(String(f[1])).i)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    for (const [, f] of entries) expect(f[3]).toEqual(binary);
+    expect(await calls('xadd')).toBe(20);
+    expect(await calls('evalsha')).toBe(1);
+    expect(await calls('multi')).toBe(0);
+
+    await redis.client.script('FLUSH');
+    p.offer({ stream: ['m', '{"i":20}'] });
+    await drained(p);
+    expect(await redis.client.xlen(KEYS.events)).toBe(21);
+    expect(errors).toEqual([]);
+  });
+
+  it('lingers while events arrive densely, and writes a lone event at once', async () => {
+    const p = producer({ lingerMs: 1000 });
+    const started = Date.now();
+    p.offer({ stream: ['m', '{"i":0}'] });
+    await drained(p);
+    expect(Date.now() - started).toBeLessThan(500);
+    // Dense: each event follows the previous one closely, so they wait for each other.
+    for (let i = 1; i <= 5; i++) {
+      p.offer({ stream: ['m', `{"i":${i}}`] });
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    expect(p.depth).toBe(5);
+    await drained(p);
+    expect(await redis.client.xlen(KEYS.events)).toBe(6);
+    expect((await calls('evalsha')) + (await calls('eval'))).toBeLessThanOrEqual(3); // 2, plus EVAL when the script was not loaded yet
+  });
+
+  it('writes as soon as lingerEvents are queued', async () => {
+    const p = producer({ lingerMs: 10_000, lingerEvents: 4 });
+    p.offer({ stream: ['m', '{}'] }); // a lone event: at once
+    await drained(p);
+    for (let i = 0; i < 4; i++) p.offer({ stream: ['m', '{}'] });
+    await drained(p);
+    expect(await redis.client.xlen(KEYS.events)).toBe(5);
+  });
+
+  it('writes recordings and events in one MULTI', async () => {
+    const p = producer();
+    p.offer({ stream: ['m', '{"i":1}'], recorded: '{"r":1}' });
+    p.offer({ recorded: '{"r":2}' });
+    await drained(p);
+    expect(await redis.client.xlen(KEYS.events)).toBe(1);
+    expect(await redis.client.lrange(KEYS.recordingEntries, 0, -1)).toEqual(['{"r":1}', '{"r":2}']);
+    expect(await redis.client.pttl(KEYS.recordingEntries)).toBeGreaterThan(0);
+    expect(await calls('multi')).toBe(1);
+  });
+
+  it('reports a batch Redis refuses and lets it go (no endless retry)', async () => {
+    await redis.client.set(KEYS.events, 'not a stream');
+    const p = producer();
+    p.offer({ stream: ['m', '{}'] });
+    p.offer({ stream: ['m', '{}'] });
+    await drained(p);
+    expect(errors).toEqual([expect.stringMatching(/^Redis refused part of a webhook event batch: WRONGTYPE/)]);
+  });
+
+  it('decodes what it wrote', async () => {
+    const p = producer();
+    const meta = { v: 2, id: 'evt_1', t: 5, s: 'svc', m: 'GET', p: '/x', q: 'a=1', qh: {}, sc: 200, rh: {}, rb: { n: 2, ct: 'application/json' }, ma: ['w'] };
+    p.offer({ stream: ['m', JSON.stringify(meta), 'r', Buffer.from('{}')] });
+    await drained(p);
+    const [entry] = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
+    expect(decodeStreamRecord(entry![1])).toMatchObject({ event: { id: 'evt_1', request: { query: { a: '1' } }, response: { body: {} } }, matched: [{ id: 'w' }] });
+  });
+});
