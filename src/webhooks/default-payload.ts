@@ -8,6 +8,7 @@
  * (absent otherwise), so a receiver never mistakes a partial body for the whole one.
  */
 import type { CapturedEvent, CapturedHeaders, CapturedBody } from './event.js';
+import type { IncomingRequestSection } from './log-entry.js';
 
 export interface WebhookRef {
   readonly id: string;
@@ -19,14 +20,8 @@ export interface DefaultPayload {
   timestamp: string;
   service: { id: string };
   webhook: { id: string; name: string };
-  request: {
-    method: string;
-    path: string;
-    query: Record<string, string | string[]>;
-    headers: CapturedHeaders;
-    body: CapturedBody;
-    bodyTruncated?: true;
-  };
+  /** The same shape as a log entry's incomingRequest section. */
+  request: IncomingRequestSection;
   response: { statusCode: number; headers: CapturedHeaders; body: CapturedBody; bodyTruncated?: true };
 }
 
