@@ -259,7 +259,10 @@ function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: Graphq
         loading.all.add(field);
         if (!isRoot) loading.joins.set(field, start);
         if (!prefetch) resolve = (source, args, context) => start(source, args, context.state);
-        else if (isRoot) resolve = (source, args, context, info) => prefetcherOf(context.state, info).afterLoad(start(source, args, context.state), info);
+        else if (isRoot) {
+          resolve = (source, args, context, info) =>
+            loading.joins.size === 0 ? start(source, args, context.state) : prefetcherOf(context.state, info).afterLoad(start(source, args, context.state), info);
+        }
         else {
           resolve = (source, args, context, info) => {
             const state = context.state;

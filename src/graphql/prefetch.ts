@@ -242,7 +242,12 @@ export class Prefetcher {
   /** The plan for the documents of a field of type `type` selected by `nodes`; undefined: lazy completion. */
   private planFor(type: GraphQLOutputType, nodes: readonly FieldNode[]): Plan | undefined {
     if (this.plans.has(nodes)) return this.plans.get(nodes);
-    const plan = this.plan(type, nodes);
+    let plan: Plan | typeof UNSAFE | typeof NOTHING;
+    try {
+      plan = this.plan(type, nodes);
+    } catch {
+      plan = UNSAFE; // e.g. a directive argument graphql-js would refuse: leave it all to graphql-js
+    }
     const usable = typeof plan === 'object' ? plan : undefined;
     this.plans.set(nodes, usable);
     return usable;
