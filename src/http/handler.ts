@@ -10,6 +10,7 @@ import { sendError } from './respond.js';
 import { RequestScope } from './scope.js';
 import { hasDotSegments, type RouteTable } from './route-table.js';
 import { observeOwnRoute, tappedBody, type RequestObserver } from './observe.js';
+import { RequestMetrics } from '../observability/request-metrics.js';
 
 /** Who the caller is; throws an OutriggerError for 401/429/503. */
 export type Authenticate = (scope: RequestScope) => Promise<Principal> | Principal;
@@ -36,6 +37,7 @@ export interface HandlerParts {
  */
 export function createRequestHandler(parts: HandlerParts) {
   const { routes, forwarder, metrics, logger } = parts;
+  const requestMetrics = new RequestMetrics(metrics);
   // Decided once: at info level (the default) the request path builds no log objects at all.
   const logRequests = logger.isLevelEnabled('debug');
 
@@ -43,10 +45,12 @@ export function createRequestHandler(parts: HandlerParts) {
     const peer = req.socket.remoteAddress ?? '';
     const { ip, peerTrusted } = parts.clientIp(peer, req.headers['x-forwarded-for']);
     const scope = new RequestScope(req, res, ip, (req.socket as TLSSocket).encrypted === true);
-    res.setHeader('x-request-id', scope.id);
 
     const route = routes.match(scope.path);
-    if (route) scope.routeKind = route.kind;
+    if (route) {
+      scope.routeKind = route.kind;
+      res.setHeader('x-request-id', scope.id);
+    }
     const observed = route?.unobserved || !parts.observer ? null : parts.observer.begin(scope);
     if (observed && route) observeOwnRoute(scope, observed);
 
@@ -55,10 +59,7 @@ export function createRequestHandler(parts: HandlerParts) {
     res.once('close', () => {
       const completed = res.writableFinished;
       if (!completed) abortUpstream?.();
-      if (completed) {
-        metrics.requests.inc({ route: scope.routeKind, status: statusClass(res.statusCode) });
-        metrics.requestSeconds.observe(scope.elapsedSeconds(), { route: scope.routeKind });
-      }
+      if (completed) requestMetrics.record(scope.routeKind, res.statusCode, scope.elapsedSeconds());
       observed?.finish(scope, completed);
       if (logRequests) {
         logger.debug(
@@ -80,6 +81,7 @@ export function createRequestHandler(parts: HandlerParts) {
       if ((error as { status?: number }).status === 499) return; // the client left; nobody to answer
       if ((error as { status?: number }).status === 502 || (error as { status?: number }).status === 504)
         metrics.upstreamErrors.inc({ kind: (error as { status: number }).status === 504 ? 'timeout' : 'unreachable' });
+      if (!res.headersSent) res.setHeader('x-request-id', scope.id);
       sendError(res, error, logger, scope.id);
     };
     // The stages return a promise only when they have something to wait for (a cold key, a body
@@ -110,16 +112,17 @@ export function createRequestHandler(parts: HandlerParts) {
       return authorized instanceof Promise ? authorized.then(proxy) : proxy();
     }
 
-    function proxy(): Promise<void> | void {
+    function proxy(): void {
       const plan = parts.planProxy(scope);
       if (res.destroyed) return; // the client left while we were deciding
       if (observed && Buffer.isBuffer(plan.body)) observed.onRequestData(plan.body);
-      return forwarder.forward(
+      abortUpstream = forwarder.forward(
         {
           req,
           res,
           method: scope.method,
           target: scope.rawUrl,
+          requestId: scope.id,
           clientIp: scope.clientIp,
           peerTrusted,
           secure: scope.secure,
@@ -128,7 +131,7 @@ export function createRequestHandler(parts: HandlerParts) {
           body: plan.body ?? (observed && hasBody(req) ? tappedBody(req, observed) : undefined),
           observer: observed ?? undefined,
         },
-        (abort) => (abortUpstream = abort),
+        fail,
       );
     }
   };
@@ -139,7 +142,3 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
 }
 
-const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'];
-function statusClass(status: number): string {
-  return STATUS_CLASSES[Math.floor(status / 100) - 1] ?? 'other';
-}

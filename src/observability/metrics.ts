@@ -39,20 +39,37 @@ abstract class Metric {
   }
 }
 
+/** One label set of a counter, bound once: what a hot path holds instead of passing labels each time. */
+export interface CounterSeries {
+  inc(by?: number): void;
+}
+
 export class Counter extends Metric {
-  private readonly values = new Map<string, number>();
+  private readonly values = new Map<string, { value: number }>();
   constructor(name: string, help: string) {
     super(name, help, 'counter');
   }
   inc(labels: Labels = {}, by = 1): void {
-    const k = key(labels);
-    this.values.set(k, (this.values.get(k) ?? 0) + by);
+    this.cell(key(labels)).value += by;
+  }
+  series(labels: Labels = {}): CounterSeries {
+    const cell = this.cell(key(labels));
+    return {
+      inc: (by = 1) => {
+        cell.value += by;
+      },
+    };
   }
   get(labels: Labels = {}): number {
-    return this.values.get(key(labels)) ?? 0;
+    return this.values.get(key(labels))?.value ?? 0;
   }
   lines(): string[] {
-    return [...this.values].map(([k, v]) => `${this.name}${k ? `{${k}}` : ''} ${v}`);
+    return [...this.values].map(([k, cell]) => `${this.name}${k ? `{${k}}` : ''} ${cell.value}`);
+  }
+  private cell(k: string): { value: number } {
+    let cell = this.values.get(k);
+    if (!cell) this.values.set(k, (cell = { value: 0 }));
+    return cell;
   }
 }
 
@@ -70,8 +87,20 @@ export class Gauge extends Metric {
   }
 }
 
+/** One label set of a histogram, bound once. */
+export interface HistogramSeries {
+  observe(value: number): void;
+}
+
+interface HistogramCell {
+  /** Per bucket, the observations that fell in it and in no smaller one (summed when rendered). */
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
 export class Histogram extends Metric {
-  private readonly series = new Map<string, { counts: number[]; sum: number; count: number }>();
+  private readonly series_ = new Map<string, HistogramCell>();
   constructor(
     name: string,
     help: string,
@@ -80,23 +109,39 @@ export class Histogram extends Metric {
     super(name, help, 'histogram');
   }
   observe(value: number, labels: Labels = {}): void {
-    const k = key(labels);
-    let s = this.series.get(k);
-    if (!s) this.series.set(k, (s = { counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
-    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]!) s.counts[i]!++;
-    s.sum += value;
-    s.count++;
+    this.record(this.cell(key(labels)), value);
+  }
+  series(labels: Labels = {}): HistogramSeries {
+    const cell = this.cell(key(labels));
+    return { observe: (value) => this.record(cell, value) };
   }
   lines(): string[] {
     const out: string[] = [];
-    for (const [k, s] of this.series) {
+    for (const [k, s] of this.series_) {
       const sep = k ? `${k},` : '';
-      this.buckets.forEach((b, i) => out.push(`${this.name}_bucket{${sep}le="${b}"} ${s.counts[i]}`));
+      let cumulative = 0;
+      this.buckets.forEach((b, i) => {
+        cumulative += s.counts[i]!;
+        out.push(`${this.name}_bucket{${sep}le="${b}"} ${cumulative}`);
+      });
       out.push(`${this.name}_bucket{${sep}le="+Inf"} ${s.count}`);
       out.push(`${this.name}_sum${k ? `{${k}}` : ''} ${s.sum}`);
       out.push(`${this.name}_count${k ? `{${k}}` : ''} ${s.count}`);
     }
     return out;
+  }
+  private record(cell: HistogramCell, value: number): void {
+    const buckets = this.buckets;
+    let i = 0;
+    while (i < buckets.length && value > buckets[i]!) i++;
+    if (i < buckets.length) cell.counts[i]!++;
+    cell.sum += value;
+    cell.count++;
+  }
+  private cell(k: string): HistogramCell {
+    let cell = this.series_.get(k);
+    if (!cell) this.series_.set(k, (cell = { counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
+    return cell;
   }
 }
 

@@ -19,6 +19,8 @@ const REQUEST_ONLY_DROP = new Set(['expect', 'http2-settings']);
 /** Header names listed in `Connection` are hop-by-hop too. */
 function connectionTokens(value: string | string[] | undefined): Set<string> | null {
   if (!value) return null;
+  // Nearly every message says just one of these, and both name no other header.
+  if (value === 'keep-alive' || value === 'close' || value === 'Keep-Alive') return null;
   const text = Array.isArray(value) ? value.join(',') : value;
   const tokens = new Set<string>();
   for (const token of text.split(',')) {

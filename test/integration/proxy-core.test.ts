@@ -197,6 +197,37 @@ describe('proxy core', () => {
     await after.body.text();
   });
 
+  it('counts answered requests by route kind and status class in /_metrics, with a duration histogram', async () => {
+    const before = await (await request(`${proxy.url}/_metrics`)).body.text();
+    const count = (text: string, pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? 0);
+    const ok = /^outrigger_requests_total\{route="proxy",status="2xx"\} (\d+)$/m;
+    const notFound = /^outrigger_requests_total\{route="proxy",status="4xx"\} (\d+)$/m;
+    for (let i = 0; i < 3; i++) await (await request(`${proxy.url}/head`)).body.text();
+    expect((await rawRequest(proxy.url, '/public/../x')).status).toBe(400);
+    const after = await (await request(`${proxy.url}/_metrics`)).body.text();
+    expect(count(after, ok) - count(before, ok)).toBe(3);
+    expect(count(after, notFound) - count(before, notFound)).toBe(1);
+    // Cumulative buckets: each is at least the one before, and +Inf equals the count.
+    const buckets = [...after.matchAll(/^outrigger_request_duration_seconds_bucket\{route="proxy",le="([^"]+)"\} (\d+)$/gm)].map((m) => Number(m[2]));
+    expect(buckets.length).toBe(15);
+    for (let i = 1; i < buckets.length; i++) expect(buckets[i]).toBeGreaterThanOrEqual(buckets[i - 1]!);
+    expect(buckets.at(-1)).toBe(Number(/^outrigger_request_duration_seconds_count\{route="proxy"\} (\d+)$/m.exec(after)?.[1]));
+  });
+
+  it('sends X-Request-Id on proxied answers, on errors and on its own routes, keeping a well-formed id from the client', async () => {
+    const proxied = await request(`${proxy.url}/head`, { headers: { 'x-request-id': 'client-id.1' } });
+    await proxied.body.text();
+    expect(proxied.headers['x-request-id']).toBe('client-id.1');
+    expect(proxied.headers['x-head']).toBe('yes');
+    const refused = await rawRequest(proxy.url, '/a/../b', { headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(refused.status).toBe(400);
+    expect(refused.headers['x-request-id']).toMatch(/^[0-9a-f]{12}-[0-9a-z]+$/);
+    const own = await request(`${proxy.url}/_health/live`);
+    await own.body.text();
+    expect(own.headers['x-request-id']).toMatch(/^[0-9a-f]{12}-[0-9a-z]+$/);
+    expect(new Set([refused.headers['x-request-id'], own.headers['x-request-id']]).size).toBe(2);
+  });
+
   it('refuses paths with dot segments instead of letting them past the ACL', async () => {
     for (const path of ['/public/../private', '/a/%2e%2e/b', '/a/./b', '/a/%2E/b', '/a/..']) {
       const res = await rawRequest(proxy.url, path);
@@ -218,9 +249,13 @@ describe('proxy core: unreachable upstream', () => {
       const res = await request(`${proxy.url}/anything`);
       const body = (await res.body.json()) as Record<string, unknown>;
       expect(res.statusCode).toBe(502);
+      expect(res.headers['x-request-id']).toMatch(/^[0-9a-f]{12}-[0-9a-z]+$/);
       expect(body['http status description']).toBe('Bad Gateway');
       expect(String(body.message)).toMatch(/could not be reached/);
       expect(JSON.stringify(body)).not.toMatch(/at .*\.js/);
+      const metrics = await (await request(`${proxy.url}/_metrics`)).body.text();
+      expect(metrics).toMatch(/^outrigger_upstream_errors_total\{kind="unreachable"\} 1$/m);
+      expect(metrics).toMatch(/^outrigger_requests_total\{route="proxy",status="5xx"\} 1$/m);
     } finally {
       await proxy.stop();
       await redis.close();
