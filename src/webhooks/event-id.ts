@@ -10,5 +10,12 @@ let counter = 0;
  */
 export function newEventId(now = Date.now()): string {
   counter = (counter + 1) % 0x7fffffff;
-  return `evt_${now.toString(36)}-${PROCESS_TAG}-${counter.toString(36)}`;
+  // Thousands of events share a millisecond's prefix: built once per millisecond.
+  if (now !== prefixTime) {
+    prefixTime = now;
+    prefix = `evt_${now.toString(36)}-${PROCESS_TAG}-`;
+  }
+  return prefix + counter.toString(36);
 }
+let prefixTime = -1;
+let prefix = '';

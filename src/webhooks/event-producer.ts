@@ -157,9 +157,11 @@ export class EventProducer {
     setImmediate(this.flushNow);
   }
 
-  private async flush(): Promise<void> {
+  /** Writes what is queued, batch after batch; `all`: without lingering between batches (shutdown). */
+  private async flush(all = false): Promise<void> {
     if (this.flushing) return;
     this.flushing = true;
+    let linger = false;
     try {
       while (this.queue.length > 0) {
         if (this.o.redis.status !== 'ready') {
@@ -178,10 +180,17 @@ export class EventProducer {
         }
         this.failures = 0;
         this.queue.splice(0, batch.length);
+        // What arrived during the round trip waits for company too while events keep coming,
+        // or a dense stream would alternate full batches with batches of one or two.
+        if (!all && this.queue.length > 0 && this.queue.length < this.lingerEvents && performance.now() - this.lastOffer < this.lingerMs) {
+          linger = true;
+          break;
+        }
       }
     } finally {
       this.flushing = false;
     }
+    if (linger) this.kick(true);
   }
 
   private retryLater(): void {
@@ -269,7 +278,7 @@ export class EventProducer {
         clearTimeout(this.retryTimer);
         this.retryTimer = null;
       }
-      await this.flush();
+      await this.flush(true);
       if (this.queue.length > 0) await new Promise((r) => setTimeout(r, 100));
     }
     if (this.queue.length > 0)

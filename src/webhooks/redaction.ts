@@ -20,20 +20,20 @@ type HeaderInput = Record<string, string | string[] | number | undefined | null>
  */
 export function createHeaderRedactor(extraSecretHeaders: readonly string[] = []): (headers: HeaderInput) => CapturedHeaders {
   const secret = new Set([...ALWAYS_REDACTED_HEADERS, ...extraSecretHeaders.map((h) => h.trim().toLowerCase())]);
+  // On every teed request: a for-in over the object, no entry arrays, no copies of plain values.
   return (headers) => {
     const out: CapturedHeaders = {};
-    for (const [rawName, value] of Object.entries(headers)) {
+    for (const rawName in headers) {
+      if (!Object.prototype.hasOwnProperty.call(headers, rawName)) continue;
+      const value = headers[rawName];
       if (value === undefined || value === null) continue;
       const name = rawName.toLowerCase();
       if (name === '__proto__') continue;
-      if (secret.has(name)) {
-        out[name] = REDACTED;
-        continue;
-      }
-      const text = Array.isArray(value) ? value.map(String) : String(value);
+      const text = secret.has(name) ? REDACTED : typeof value === 'string' ? value : Array.isArray(value) ? value.map(String) : String(value);
       const prev = out[name];
+      if (prev === undefined) out[name] = text;
       // Two spellings of one name (possible in a plain object) are merged, not overwritten.
-      out[name] = prev === undefined ? text : [...(Array.isArray(prev) ? prev : [prev]), ...(Array.isArray(text) ? text : [text])];
+      else if (text !== REDACTED) out[name] = [...(Array.isArray(prev) ? prev : [prev]), ...(Array.isArray(text) ? text : [text])];
     }
     return out;
   };

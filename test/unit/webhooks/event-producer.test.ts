@@ -88,6 +88,29 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     expect((await calls('evalsha')) + (await calls('eval'))).toBeLessThanOrEqual(3); // 2, plus EVAL when the script was not loaded yet
   });
 
+  it('keeps lingering after a round trip while events keep coming, instead of writing what arrived meanwhile at once', async () => {
+    const warm = producer();
+    warm.offer({ stream: ['m', '{}'] }); // loads the script on the server
+    await drained(warm);
+    await redis.client.del(KEYS.events);
+    await redis.client.config('RESETSTAT');
+    const p = producer({ lingerMs: 400, lingerEvents: 1000 });
+    await redis.client.call('CLIENT', 'PAUSE', '300', 'WRITE'); // holds the first round trip for 300 ms
+    const started = performance.now();
+    p.offer({ stream: ['m', '{"i":1}'] }); // a lone event: sent at once, then held by the pause
+    for (let i = 2; i <= 6; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      p.offer({ stream: ['m', `{"i":${i}}`] }); // dense, arriving during that round trip
+    }
+    await new Promise((r) => setTimeout(r, Math.max(0, started + 400 - performance.now())));
+    // 100 ms after the pause ended: the first event is written, the five others still wait for company.
+    expect(await redis.client.xlen(KEYS.events)).toBe(1);
+    expect(p.depth).toBe(5);
+    await drained(p);
+    expect(await redis.client.xlen(KEYS.events)).toBe(6);
+    expect(await calls('evalsha')).toBe(2);
+  });
+
   it('writes as soon as lingerEvents are queued', async () => {
     const p = producer({ lingerMs: 10_000, lingerEvents: 4 });
     p.offer({ stream: ['m', '{}'] }); // a lone event: at once
