@@ -25,17 +25,20 @@ export const regexPredicate: PredicateDefinition = {
       throw error;
     }
     const { regex, captureCount } = compiled;
+    const { prefix, contains } = compiled.required;
+    // The linear-time engine is slow next to a string search: inputs that lack what every match contains stop here.
+    const mayMatch = (input: string) => (prefix === undefined || input.startsWith(prefix)) && (contains === undefined || input.includes(contains));
     const value = args.optionalAttribute('value');
     const read = value === undefined ? (scope: EvaluationScope) => scope.view.relativePath : value.read;
     if (!context.bindingsRead) {
       return (scope) => {
         const input = read(scope);
-        return input !== null && regex.test(input);
+        return input !== null && mayMatch(input) && regex.test(input);
       };
     }
     return (scope) => {
       const input = read(scope);
-      if (input === null) return false;
+      if (input === null || !mayMatch(input)) return false;
       const match = regex.exec(input);
       if (match === null) return false;
       for (let group = 0; group <= captureCount; group++) scope.bind(String(group), match[group] ?? null);

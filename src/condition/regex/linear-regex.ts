@@ -2,6 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { emitJavaScript } from './javascript-emitter.js';
 import { parseJavaRegex } from './java-regex-parser.js';
 import { RegexSyntaxError } from './java-regex-syntax.js';
+import { requiredLiteral, type RequiredLiteral } from './required-literal.js';
 
 /**
  * Why V8's linear-time engine: a regex written into a permission or a webhook runs on every
@@ -48,6 +49,8 @@ export interface CompiledRegex {
   readonly regex: RegExp;
   /** Number of capturing groups, bound as `${1}`... after a match (`${0}` is the whole match). */
   readonly captureCount: number;
+  /** What every match contains: an input without it cannot match, and the engine need not run. */
+  readonly required: RequiredLiteral;
 }
 
 export interface RegexOptions {
@@ -72,5 +75,5 @@ export function compileUserRegex(pattern: string, options: RegexOptions): Compil
   } catch (error) {
     throw new RegexSyntaxError(0, `the pattern cannot run in linear time (${(error as Error).message}); simplify it`);
   }
-  return { regex, captureCount: parsed.captureCount };
+  return { regex, captureCount: parsed.captureCount, required: requiredLiteral(parsed, options.fullMatch) };
 }

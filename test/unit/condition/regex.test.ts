@@ -119,3 +119,34 @@ describe('regex safety (linear-time engine)', () => {
     expect(refusal('(?:abcdefgh){2000}')).toMatch(/too large/);
   });
 });
+
+describe('regex prefilter (what every match must contain)', () => {
+  const required = (pattern: string, options = { caseSensitive: true, fullMatch: false }) => compileUserRegex(pattern, options).required;
+
+  it('reads an anchored prefix and the longest required literal off the pattern', () => {
+    expect(required('^/reports/7/[0-9]+')).toEqual({ prefix: '/reports/7/' });
+    expect(required('\\A/api')).toEqual({ prefix: '/api' });
+    expect(required('/orders/[0-9]+/items')).toEqual({ contains: '/orders/' });
+    expect(required('^/a/[0-9]+/items/(x|y)')).toEqual({ prefix: '/a/', contains: '/items/' });
+    expect(required('(?:ab)+c')).toEqual({ contains: 'ab' });
+    expect(required('/api', { caseSensitive: true, fullMatch: true })).toEqual({ prefix: '/api' });
+  });
+
+  it('requires nothing where a literal is optional, alternative, case-folded or only anchored per line', () => {
+    expect(required('(abc)?d')).toEqual({ contains: 'd' });
+    expect(required('abc|abd')).toEqual({});
+    expect(required('x*y?')).toEqual({});
+    expect(required('^/api', { caseSensitive: false, fullMatch: false })).toEqual({});
+    expect(required('(?i)^/api')).toEqual({});
+    expect(required('(?m)^/api')).toEqual({ contains: '/api' });
+  });
+
+  it('never changes an answer: the prefiltered predicate agrees with the bare regex on every input', () => {
+    const patterns = ['^/reports/7/[0-9]+', '/orders/[0-9]+/items', '^/a/[0-9]+/items/(x|y)', '(abc)?d', 'abc|abd', '(?m)^/api', 'a\\bb', '^(ab)c', '\\Qa.b\\E', 'é+x'];
+    const inputs = ['/reports/7/12', '/reports/8/1', 'x/reports/7/1', '/orders/1/items', '/orders/x/items', '/a/1/items/x', '/a/1/items/z', 'abcd', 'd', 'abd', 'xabc', 'q\n/api', '/ap', 'a b', 'ab', 'abc', 'a.b', 'axb', 'ééx', 'éx', ''];
+    for (const pattern of patterns) {
+      const { regex } = compileUserRegex(pattern, { caseSensitive: true, fullMatch: false });
+      for (const input of inputs) expect(matches(`regex(pattern='${pattern}', value=%{i,X-In})`, { headers: { 'X-In': input } }), `${pattern} on ${JSON.stringify(input)}`).toBe(regex.test(input));
+    }
+  });
+});
