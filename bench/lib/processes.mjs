@@ -20,9 +20,10 @@ export function track(child, name) {
 }
 
 /** A helper server of bench/servers (node + IPC): resolves with its `ready` message ({port, ...}). */
-export async function forkServer(name, script, { args = [], env = {}, log, timeoutMs = 20_000 } = {}) {
+export async function forkServer(name, script, { args = [], env = {}, log, timeoutMs = 20_000, execArgv = [] } = {}) {
   const out = log ? openSync(log, 'a') : 'ignore';
   const child = fork(script, args, {
+    execArgv,
     env: { ...process.env, NODE_ENV: 'production', ...env },
     stdio: ['ignore', out, out, 'ipc'],
   });
