@@ -85,13 +85,28 @@ export class WebhookObserver implements RequestObserver {
     return new ObservedWebhookRequest(this, this.o.captureBytes);
   }
 
-  /** The skipped-entry gate: at most one per webhook per 10 s from this replica (workers add the cross-replica gate). */
-  skippedDue(webhookId: string, now: number): boolean {
-    const last = this.lastSkipped.get(webhookId);
-    if (last !== undefined && now - last < SKIPPED_LOG_INTERVAL_MS) return false;
+  /**
+   * The skipped-entry gate: at most one per webhook per 10 s from this replica (workers add the
+   * cross-replica gate). Checked for every quiet webhook on every request, so the times live in
+   * an array beside the current webhook list; the map keeps them across list changes.
+   */
+  private skippedDue(gate: Float64Array, index: number, webhookId: string, now: number): boolean {
+    if (now - gate[index]! < SKIPPED_LOG_INTERVAL_MS) return false;
+    gate[index] = now;
     this.lastSkipped.set(webhookId, now);
     return true;
   }
+
+  private skipGateFor(set: CompiledWebhooks): Float64Array {
+    if (this.gateSet !== set) {
+      this.gateSet = set;
+      this.gate = Float64Array.from(set.enabled, (w) => this.lastSkipped.get(w.id) ?? -Infinity);
+    }
+    return this.gate;
+  }
+
+  private gateSet: CompiledWebhooks | null = null;
+  private gate = new Float64Array(0);
 
   complete(observed: ObservedWebhookRequest, scope: RequestScope, completed: boolean): void {
     const now = Date.now();
@@ -106,13 +121,16 @@ export class WebhookObserver implements RequestObserver {
     let matched: string[] | undefined;
     let skipped: SkippedWebhook[] | undefined;
     const results = recording ? new Map<string, boolean>() : undefined;
+    // Not recording: the enabled list, in the order of the gate's times.
     const evaluated = recording ? set.all : set.enabled;
-    for (const webhook of evaluated) {
+    const gate = recording ? null : this.skipGateFor(set);
+    for (let i = 0; i < evaluated.length; i++) {
+      const webhook = evaluated[i]!;
       const ok = evaluate(webhook, exchange);
       results?.set(webhook.id, ok);
       if (!completed || !webhook.enabled) continue;
       if (ok) (matched ??= []).push(webhook.id);
-      else if (recording || this.skippedDue(webhook.id, now)) {
+      else if (recording || this.skippedDue(gate!, i, webhook.id, now)) {
         const reason = webhook.condition
           ? `the condition did not match ${scope.method} ${scope.path} (response ${observed.statusCode})`
           : `the stored condition cannot be evaluated: ${webhook.conditionError}`;

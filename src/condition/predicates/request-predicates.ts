@@ -4,7 +4,13 @@ import type { EvaluationScope } from '../runtime/evaluation-scope.js';
 
 /** Undertow compares methods as `HttpString`s: ASCII case-insensitive. */
 function methodMatches(methods: ReadonlySet<string>, method: string): boolean {
-  return methods.has(method) || methods.has(method.toUpperCase());
+  if (methods.has(method)) return true;
+  // Node's parser hands over upper-case methods, so the copy toUpperCase makes is rarely needed.
+  for (let i = 0; i < method.length; i++) {
+    const c = method.charCodeAt(i);
+    if (c >= 97 && c <= 122) return methods.has(method.toUpperCase());
+  }
+  return false;
 }
 
 const toUpperSet = (values: readonly string[]): ReadonlySet<string> => new Set(values.map((v) => v.toUpperCase()));

@@ -175,6 +175,10 @@ describe('stream entries (version 2): the proxy writes bytes, the worker capture
       { id: 'broken', reason: 'the stored condition cannot be evaluated: bad syntax', always: false },
     ]);
     expect(run({ method: 'GET' })).toBeUndefined(); // within 10 s: not due again
+    // A changed list keeps what was logged when; a webhook new to it is due at once.
+    webhooks.unshift({ id: 'new', name: 'New', enabled: true, condition: parseCondition('false') });
+    expect(decodeStreamRecord(run({ method: 'GET', status: 404 })!.stream!)!.skipped.map((s) => s.id)).toEqual(['new']);
+    expect(run({ method: 'GET' })).toBeUndefined();
   });
 
   it('while recording, queues the recorded request and the same event', () => {
