@@ -20,7 +20,7 @@ import { cpuMicros, forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, stop
 import { commandCounters, commandDelta, startRedis } from './lib/redis.mjs';
 import { renderResults } from './lib/report.mjs';
 import {
-  GRAPHQL_APP, GRAPHQL_PERMISSION, GRAPHQL_QUERY, KEYS_PERMISSION, PASS_PATH, READ_PERMISSION, matchingWebhook, quietWebhooks,
+  GRAPHQL_APP, GRAPHQL_PERMISSION, GRAPHQL_QUERY, KEYS_PERMISSION, PASS_PATH, matchingWebhook, passThroughScenarios,
 } from './lib/scenarios.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -194,31 +194,18 @@ async function passThroughAndKeys(ctx) {
   });
   targets.push({ id: 'undici', label: 'minimal undici forwarder (Pool.stream)', url: `http://127.0.0.1:${forwarder.port}`, proxyPids: [forwarder.pid] });
 
-  const start = (name, options) => startOutrigger({ name, workDir: work, redisUrl: redis.url, upstreamUrl, ...prof(name), ...options });
-  const keySetup = { permissions: [KEYS_PERMISSION] };
-
-  outriggers.a = await start('a', {});
-  outriggers.b = await start('b', {});
-  outriggers.c = await start('c', { setup: keySetup });
-  outriggers.cacl = await start('cacl', {
-    setup: { permissions: [KEYS_PERMISSION, READ_PERMISSION] },
-    config: { acl: { mode: 'enforce' }, upstream: { url: upstreamUrl, identity: { mode: 'jwt', jwt: { secret: 'bench-secret-bench-secret-bench-secret-0123' } } } },
-  });
-  outriggers.d = await start('d', { setup: { ...keySetup, webhooks: quietWebhooks(receiverUrl) } });
-  outriggers.e = await start('e', { setup: { ...keySetup, webhooks: [matchingWebhook(receiverUrl)] }, config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], streamMaxLength: 1000 } } });
-
+  const scenarios = passThroughScenarios({ receiverUrl, upstreamUrl });
+  for (const [id, scenario] of Object.entries(scenarios)) {
+    outriggers[id] = await startOutrigger({ name: id, workDir: work, redisUrl: redis.url, upstreamUrl, ...prof(id), setup: scenario.setup, config: scenario.config });
+  }
+  const credentials = {};
   const keyOf = {};
-  for (const id of ['c', 'cacl', 'd', 'e']) keyOf[id] = await issueKey(outriggers[id].url);
-  const bearer = (id) => ({ authorization: `Bearer ${keyOf[id]}` });
-  const o = (id, label, headers = {}) => ({ id, label, url: outriggers[id].url, headers, proxyPids: [outriggers[id].pid], outrigger: true });
-  targets.push(
-    o('a', 'Outrigger (a) no auth (acl own-routes)'),
-    o('b', 'Outrigger (b) Basic, verified by the upstream, cached', { authorization: basic('alice') }),
-    o('c', 'Outrigger (c) API key (Bearer)', bearer('c')),
-    o('cacl', 'Outrigger (c+) API key + acl enforce + JWT identity', bearer('cacl')),
-    o('d', 'Outrigger (d) API key + 20 webhooks, none match', bearer('d')),
-    o('e', 'Outrigger (e) API key + 1 matching webhook → Redis stream', bearer('e')),
-  );
+  for (const [id, scenario] of Object.entries(scenarios)) {
+    if (scenario.auth === 'key') credentials[id] = { authorization: `Bearer ${(keyOf[id] = await issueKey(outriggers[id].url))}` };
+    else if (scenario.auth === 'basic') credentials[id] = { authorization: basic('alice') };
+    else credentials[id] = {};
+    targets.push({ id, label: scenario.label, url: outriggers[id].url, headers: credentials[id], proxyPids: [outriggers[id].pid], outrigger: true });
+  }
 
   // Every configuration must answer the upstream's 1 KiB body before it is measured.
   for (const t of targets) {

@@ -10,10 +10,10 @@ import { join, resolve } from 'node:path';
 import { freePort, sleep, spawnProcess } from './processes.mjs';
 
 /**
- * BENCH_OUTRIGGER_ROOT runs another build (a directory holding package.json, dist/ and
- * node_modules/), e.g. a scratch copy with a change to compare against this one.
+ * BENCH_OUTRIGGER_ROOT (or `root`) runs another build (a directory holding package.json, dist/
+ * and node_modules/), e.g. a scratch copy with a change to compare against this one.
  */
-const CLI = resolve(process.env.BENCH_OUTRIGGER_ROOT ?? '.', 'dist/src/cli/index.js');
+const cliOf = (root) => resolve(root ?? process.env.BENCH_OUTRIGGER_ROOT ?? '.', 'dist/src/cli/index.js');
 
 /**
  * @param {object} o
@@ -26,8 +26,9 @@ const CLI = resolve(process.env.BENCH_OUTRIGGER_ROOT ?? '.', 'dist/src/cli/index
  * @param {'start'|'worker'} [o.mode]
  * @param {string} [o.serviceId]  default `bench-<name>`
  * @param {string[]} [o.nodeArgs]  e.g. --cpu-prof
+ * @param {string} [o.root]  the build to run (default: BENCH_OUTRIGGER_ROOT, else this checkout)
  */
-export async function startOutrigger({ name, workDir: dir, redisUrl, upstreamUrl, config = {}, setup, mode = 'start', serviceId, nodeArgs = [] }) {
+export async function startOutrigger({ name, workDir: dir, redisUrl, upstreamUrl, config = {}, setup, mode = 'start', serviceId, nodeArgs = [], root }) {
   const workDir = resolve(dir);
   const port = mode === 'start' ? await freePort() : 0;
   const setupFile = join(workDir, `${name}.setup.json`);
@@ -48,7 +49,8 @@ export async function startOutrigger({ name, workDir: dir, redisUrl, upstreamUrl
   writeFileSync(configFile, JSON.stringify(merged, null, 2));
 
   const log = join(workDir, `${name}.${mode}.log`);
-  const args = [...nodeArgs, ...(mode === 'start' ? [CLI, 'start', '-c', configFile, '--no-worker'] : [CLI, 'worker', '-c', configFile])];
+  const cli = cliOf(root);
+  const args = [...nodeArgs, ...(mode === 'start' ? [cli, 'start', '-c', configFile, '--no-worker'] : [cli, 'worker', '-c', configFile])];
   const proc = spawnProcess(`outrigger ${name} (${mode})`, process.execPath, args, { env: { NODE_ENV: 'production' }, log });
   const url = mode === 'start' ? `http://127.0.0.1:${port}` : null;
   // A worker has no port: callers watch its deliveries instead.

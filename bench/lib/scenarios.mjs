@@ -46,6 +46,32 @@ export function matchingWebhook(receiverUrl) {
   return { _id: 'tee', name: 'every GET of /data', type: 'http', url: `${receiverUrl}/hook`, condition: `method(GET) and path-prefix(/data)` };
 }
 
+/**
+ * The Outrigger pass-through configurations (README: a, b, c, c+, d, e): what each is started
+ * with and the credentials its requests carry (`key`: an API key issued at start).
+ */
+export function passThroughScenarios({ receiverUrl, upstreamUrl }) {
+  const keySetup = { permissions: [KEYS_PERMISSION] };
+  return {
+    a: { label: 'Outrigger (a) no auth (acl own-routes)', auth: 'none' },
+    b: { label: 'Outrigger (b) Basic, verified by the upstream, cached', auth: 'basic' },
+    c: { label: 'Outrigger (c) API key (Bearer)', auth: 'key', setup: keySetup },
+    cacl: {
+      label: 'Outrigger (c+) API key + acl enforce + JWT identity',
+      auth: 'key',
+      setup: { permissions: [KEYS_PERMISSION, READ_PERMISSION] },
+      config: { acl: { mode: 'enforce' }, upstream: { url: upstreamUrl, identity: { mode: 'jwt', jwt: { secret: 'bench-secret-bench-secret-bench-secret-0123' } } } },
+    },
+    d: { label: 'Outrigger (d) API key + 20 webhooks, none match', auth: 'key', setup: { ...keySetup, webhooks: quietWebhooks(receiverUrl) } },
+    e: {
+      label: 'Outrigger (e) API key + 1 matching webhook → Redis stream',
+      auth: 'key',
+      setup: { ...keySetup, webhooks: [matchingWebhook(receiverUrl)] },
+      config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], streamMaxLength: 1000 } },
+    },
+  };
+}
+
 export const GRAPHQL_QUERY = '{ orders(limit: 100) { number total status user { id name city } } }';
 
 /** The Outrigger app serving GRAPHQL_QUERY over the stand-in's `restheart.orders` / `restheart.users`. */

@@ -1,0 +1,138 @@
+#!/usr/bin/env node
+/**
+ * A/B of two builds of Outrigger on the pass-through scenarios: CPU time per request of each
+ * build's proxy process over an exact number of requests, user and system time apart, several
+ * rounds in a new shuffled order each. For checking one change (README "Comparing two builds").
+ *
+ *   node bench/ab.mjs --base /tmp/before [--with .] [--scenarios c,e] [--requests 40000]
+ *                     [--rounds 5] [--processes 2] [--cpu-prof]
+ *
+ * A build is a directory holding package.json, dist/ and node_modules/ (e.g. a `git worktree`
+ * with `npm ci && npm run build`, or a copy of dist/ beside a symlinked node_modules/).
+ * `--processes N` starts N processes of each build and scenario: on this kind of machine one
+ * process may run 10-20% slower than another of the same build for its whole life, so a
+ * difference smaller than that needs several processes and runs to be believed; an A/A run
+ * (`--base . --with .`) shows how large that noise is today.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { median, shuffle } from './lib/load.mjs';
+import { issueKey, basic, startOutrigger } from './lib/outrigger.mjs';
+import { forkServer, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { startRedis } from './lib/redis.mjs';
+import { PASS_PATH, passThroughScenarios } from './lib/scenarios.mjs';
+
+const { values: opts } = parseArgs({
+  options: {
+    base: { type: 'string' },
+    with: { type: 'string', default: '.' },
+    scenarios: { type: 'string', default: 'c' },
+    requests: { type: 'string', default: '40000' },
+    rounds: { type: 'string', default: '5' },
+    processes: { type: 'string', default: '1' },
+    connections: { type: 'string', default: '50' },
+    'cpu-prof': { type: 'boolean', default: false },
+    'no-pin': { type: 'boolean', default: false },
+  },
+});
+if (!opts.base) {
+  process.stderr.write('usage: node bench/ab.mjs --base DIR [--with DIR] [--scenarios c,e] [--requests N] [--rounds N] [--processes N] [--cpu-prof]\n');
+  process.exit(2);
+}
+const requests = Number(opts.requests);
+const rounds = Number(opts.rounds);
+const processes = Number(opts.processes);
+const builds = { base: resolve(opts.base), with: resolve(opts.with) };
+const work = resolve('bench/.work', `ab-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+
+/** utime and stime of a process, in µs (clock ticks are 10 ms on Linux). */
+function cpuTimes(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return { user: Number(fields[11]) * 10_000, sys: Number(fields[12]) * 10_000 };
+}
+
+function load(target, amount) {
+  return new Promise((resolvePromise, reject) =>
+    autocannon({ url: `${target.url}${PASS_PATH}`, connections: Number(opts.connections), amount, headers: target.headers }, (error, result) =>
+      error ? reject(error) : resolvePromise(result),
+    ),
+  );
+}
+
+async function main() {
+  stopAllOnExit();
+  mkdirSync(work, { recursive: true });
+  const redis = await startRedis(work);
+  process.stdout.write(`ab: logs in ${work}\n`);
+  const upstream = await forkServer('upstream', 'bench/servers/upstream.mjs', { log: join(work, 'upstream.log') });
+  const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+  const scenarios = passThroughScenarios({ receiverUrl: 'http://127.0.0.1:9', upstreamUrl });
+  const targets = [];
+  for (const id of opts.scenarios.split(',')) {
+    const scenario = scenarios[id];
+    if (!scenario) throw new Error(`unknown scenario ${id}; one of ${Object.keys(scenarios).join(', ')}`);
+    // Interleaved (base-1, with-1, base-2, ...): in an A/A run, processes started later measured up to 20% dearer.
+    for (let p = 1; p <= processes; p++) {
+      for (const [build, root] of Object.entries(builds)) {
+        const name = `${id}-${build}-${p}`;
+        const nodeArgs = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : [];
+        // Each process its own service id: no shared keys, webhooks or stream between them.
+        const o = await startOutrigger({ name, workDir: work, redisUrl: redis.url, upstreamUrl, setup: scenario.setup, config: scenario.config, root, nodeArgs });
+        const headers = scenario.auth === 'key' ? { authorization: `Bearer ${await issueKey(o.url)}` } : scenario.auth === 'basic' ? { authorization: basic('alice') } : {};
+        targets.push({ id, build, name, url: o.url, pid: o.pid, headers });
+      }
+    }
+  }
+  if (!opts['no-pin']) {
+    // Where the scheduler puts a process (beside the load generator or not) changes its cost per
+    // request more than most changes do: the proxies get the last core, everything else the others.
+    const last = availableParallelism() - 1;
+    const others = last > 1 ? `0-${last - 1}` : '0';
+    for (const pid of [process.pid, upstream.pid, redis.pid]) execFileSync('taskset', ['-apc', others, String(pid)], { stdio: 'ignore' });
+    for (const t of targets) execFileSync('taskset', ['-apc', String(last), String(t.pid)], { stdio: 'ignore' });
+    process.stdout.write(`ab: proxies pinned to CPU ${last}, load generator, upstream and Redis to CPU ${others}\n`);
+  }
+  process.stdout.write(`ab: ${targets.length} processes; warming up (20,000 requests each)\n`);
+  for (const t of targets) await load(t, 20_000);
+
+  const samples = new Map();
+  for (let round = 1; round <= rounds; round++) {
+    for (const t of shuffle(targets)) {
+      const before = cpuTimes(t.pid);
+      const result = await load(t, requests);
+      const after = cpuTimes(t.pid);
+      const ok = result['2xx'];
+      if (ok !== requests) throw new Error(`${t.name}: ${ok} of ${requests} answers were 2xx`);
+      const sample = { user: (after.user - before.user) / ok, sys: (after.sys - before.sys) / ok };
+      const key = `${t.id} ${t.build}`;
+      if (!samples.has(key)) samples.set(key, []);
+      samples.get(key).push(sample);
+      process.stdout.write(`  round ${round} ${t.name.padEnd(12)} ${(sample.user + sample.sys).toFixed(1)} µs/request (user ${sample.user.toFixed(1)}, sys ${sample.sys.toFixed(1)})\n`);
+    }
+  }
+
+  process.stdout.write('\n| scenario | build | CPU µs/request, median (min–max) | user | sys | ÷ base |\n|---|---|---|---|---|---|\n');
+  for (const id of opts.scenarios.split(',')) {
+    const baseTotal = median(samples.get(`${id} base`).map((s) => s.user + s.sys));
+    for (const build of Object.keys(builds)) {
+      const list = samples.get(`${id} ${build}`);
+      const totals = list.map((s) => s.user + s.sys);
+      const total = median(totals);
+      process.stdout.write(
+        `| ${id} | ${build} (${builds[build]}) | ${total.toFixed(1)} (${Math.min(...totals).toFixed(1)}–${Math.max(...totals).toFixed(1)}) | ${median(list.map((s) => s.user)).toFixed(1)} | ${median(list.map((s) => s.sys)).toFixed(1)} | ${(total / baseTotal).toFixed(3)} |\n`,
+      );
+    }
+  }
+  if (opts['cpu-prof']) process.stdout.write(`\nprofiles: ${join(work, 'profiles')}/<scenario>-<build>-<n>/ (node bench/profile-top.mjs FILE --requests ${20_000 + rounds * requests})\n`);
+}
+
+try {
+  await main();
+} finally {
+  await stopAll();
+}
+process.exit(0);
