@@ -173,7 +173,6 @@ async function passThroughAndKeys(ctx) {
   const upstream = await forkServer('upstream', 'bench/servers/upstream.mjs', { log: join(work, 'upstream.log') });
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
   const targets = [];
-  const outriggers = {};
 
   targets.push({ id: 'direct', label: 'direct to the upstream (no proxy)', url: upstreamUrl, proxyPids: [] });
 
@@ -188,66 +187,88 @@ async function passThroughAndKeys(ctx) {
     targets.push({ id: 'nginx', label: 'nginx 1 worker, upstream keep-alive', url: nginxProc.url, proxyPids: nginxProc.pids });
   }
 
-  const forwarder = await forkServer('undici-forwarder', 'bench/servers/undici-forwarder.mjs', {
-    env: { UPSTREAM: upstreamUrl },
-    log: join(work, 'undici-forwarder.log'),
+  // The Node proxies run in a new process every round: on these machines one process of a build
+  // can cost 10-20% more per request than another for its whole life (bench/README.md), and a
+  // median over rounds only averages that out when the rounds do not share a process.
+  targets.push({
+    id: 'undici',
+    label: 'minimal undici forwarder (Pool.stream)',
+    launch: async () => {
+      const forwarder = await forkServer('undici-forwarder', 'bench/servers/undici-forwarder.mjs', { env: { UPSTREAM: upstreamUrl }, log: join(work, 'undici-forwarder.log') });
+      return { url: `http://127.0.0.1:${forwarder.port}`, proxyPids: [forwarder.pid], stop: forwarder.stop };
+    },
   });
-  targets.push({ id: 'undici', label: 'minimal undici forwarder (Pool.stream)', url: `http://127.0.0.1:${forwarder.port}`, proxyPids: [forwarder.pid] });
-
   const scenarios = passThroughScenarios({ receiverUrl, upstreamUrl });
-  for (const [id, scenario] of Object.entries(scenarios)) {
-    outriggers[id] = await startOutrigger({ name: id, workDir: work, redisUrl: redis.url, upstreamUrl, ...prof(id), setup: scenario.setup, config: scenario.config });
-  }
-  const credentials = {};
+  /** API keys issued on first start, reused by the processes of later rounds (same service id, same Redis). */
   const keyOf = {};
-  for (const [id, scenario] of Object.entries(scenarios)) {
-    if (scenario.auth === 'key') credentials[id] = { authorization: `Bearer ${(keyOf[id] = await issueKey(outriggers[id].url))}` };
-    else if (scenario.auth === 'basic') credentials[id] = { authorization: basic('alice') };
-    else credentials[id] = {};
-    targets.push({ id, label: scenario.label, url: outriggers[id].url, headers: credentials[id], proxyPids: [outriggers[id].pid], outrigger: true });
-  }
+  const serviceIdOf = {};
+  const launchOutrigger = async (id) => {
+    const scenario = scenarios[id];
+    const o = await startOutrigger({ name: id, workDir: work, redisUrl: redis.url, upstreamUrl, ...prof(id), setup: scenario.setup, config: scenario.config });
+    serviceIdOf[id] = o.serviceId;
+    if (scenario.auth === 'key') keyOf[id] ??= await issueKey(o.url);
+    const headers = scenario.auth === 'key' ? { authorization: `Bearer ${keyOf[id]}` } : scenario.auth === 'basic' ? { authorization: basic('alice') } : {};
+    return { url: o.url, headers, proxyPids: [o.pid], serviceId: o.serviceId, stop: o.stop, process: o };
+  };
+  for (const [id, scenario] of Object.entries(scenarios)) targets.push({ id, label: scenario.label, launch: () => launchOutrigger(id), outrigger: true });
 
-  // Every configuration must answer the upstream's 1 KiB body before it is measured.
-  for (const t of targets) {
-    const res = await fetch(`${t.url}${PASS_PATH}`, { headers: t.headers ?? {} });
+  const cpuGroups = (live) => ({ proxy: live.proxyPids, upstream: [upstream.pid], redis: [redis.pid] });
+  const out = { redisPid: redis.pid };
+  /** Every configuration must answer the upstream's 1 KiB body before it is measured. */
+  const checkAnswers = async (t, live) => {
+    const res = await fetch(`${live.url}${PASS_PATH}`, { headers: live.headers ?? {} });
     const body = await res.arrayBuffer();
     if (res.status !== 200 || body.byteLength !== 1024) throw new Error(`${t.label} answered ${res.status} with ${body.byteLength} bytes; expected 200 with the 1 KiB body`);
-  }
-  const cpuGroups = (t) => ({ proxy: t.proxyPids, upstream: [upstream.pid], redis: [redis.pid] });
-  const out = { redisPid: redis.pid };
+  };
+  const warmUp = (live) => runLoad({ url: `${live.url}${PASS_PATH}`, headers: live.headers, connections: settings.connections, duration: settings.warmupSeconds });
 
   if (wanted('passthrough')) {
     say(`\n== 1. pass-through: GET ${PASS_PATH} (1 KiB JSON), ${settings.connections} connections`);
     for (const t of targets) {
-      await runLoad({ url: `${t.url}${PASS_PATH}`, headers: t.headers, connections: settings.connections, duration: settings.warmupSeconds });
+      if (t.launch) continue; // warmed up in each round's new process
+      await checkAnswers(t, t);
+      await warmUp(t);
     }
     const rounds = Object.fromEntries(targets.map((t) => [t.id, []]));
     const fixed = Object.fromEntries(targets.map((t) => [t.id, []]));
     for (let r = 0; r < settings.rounds; r++) {
       noteLoad(`pass-through round ${r + 1}`);
       for (const t of shuffle(targets)) {
-        const result = await withRedisCommands(redis, () => runLoad({ url: `${t.url}${PASS_PATH}`, headers: t.headers, connections: settings.connections, duration: settings.seconds, cpu: cpuGroups(t) }));
-        rounds[t.id].push(result);
-        let atRate = null;
-        if (settings.fixedRate) {
-          atRate = await withRedisCommands(redis, () => runPaced({ url: `${t.url}${PASS_PATH}`, headers: t.headers, connections: settings.connections, seconds: settings.fixedSeconds, rate: settings.fixedRate, cpu: cpuGroups(t) }));
-          fixed[t.id].push(atRate);
+        const live = t.launch ? await t.launch() : t;
+        try {
+          if (t.launch) {
+            await checkAnswers(t, live);
+            await warmUp(live);
+          }
+          const result = await withRedisCommands(redis, () => runLoad({ url: `${live.url}${PASS_PATH}`, headers: live.headers, connections: settings.connections, duration: settings.seconds, cpu: cpuGroups(live) }));
+          rounds[t.id].push(result);
+          let atRate = null;
+          if (settings.fixedRate) {
+            atRate = await withRedisCommands(redis, () => runPaced({ url: `${live.url}${PASS_PATH}`, headers: live.headers, connections: settings.connections, seconds: settings.fixedSeconds, rate: settings.fixedRate, cpu: cpuGroups(live) }));
+            fixed[t.id].push(atRate);
+          }
+          say(`  round ${r + 1} ${t.id.padEnd(7)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  proxy ${live.proxyPids.length ? `${fmt(result.cpuMicrosPerRequest.proxy, 1)} µs/req${atRate ? ` (${fmt(atRate.cpuMicrosPerRequest.proxy, 1)} at ${settings.fixedRate}/s)` : ''}` : '–'}${result.non2xx || result.errors ? `  non-2xx ${result.non2xx} errors ${result.errors}` : ''}`);
+        } finally {
+          if (t.launch) await live.stop();
         }
-        say(`  round ${r + 1} ${t.id.padEnd(7)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  proxy ${t.proxyPids.length ? `${fmt(result.cpuMicrosPerRequest.proxy, 1)} µs/req${atRate ? ` (${fmt(atRate.cpuMicrosPerRequest.proxy, 1)} at ${settings.fixedRate}/s)` : ''}` : '–'}${result.non2xx || result.errors ? `  non-2xx ${result.non2xx} errors ${result.errors}` : ''}`);
       }
     }
-    const xlen = await redis.client.xlen(`outrigger:{${outriggers.e.serviceId}}:events`).catch(() => null);
-    out.passThrough = { path: PASS_PATH, fixedRate: settings.fixedRate, rows: targets.map((t) => ({ id: t.id, label: t.label, rounds: rounds[t.id], fixedRate: fixed[t.id] })), streamLengthAfterE: xlen };
+    const { redisKeys } = await import('../dist/src/store/keys.js');
+    const xlen = serviceIdOf.e ? await redis.client.xlen(redisKeys('outrigger', serviceIdOf.e).events).catch(() => null) : null;
+    out.passThrough = { path: PASS_PATH, fixedRate: settings.fixedRate, rows: targets.map((t) => ({ id: t.id, label: t.label, rounds: rounds[t.id], fixedRate: fixed[t.id] })), streamLengthAfterE: xlen, processPerRound: true };
   }
 
   if (wanted('keys')) {
-    // Only the API-key proxy stays up: nothing else talks to Redis while commands are counted.
-    for (const id of ['a', 'b', 'cacl', 'd', 'e']) await outriggers[id].stop();
+    // Only the API-key proxy runs: nothing else talks to Redis while commands are counted.
     await nginxProc?.stop();
-    await forwarder.stop();
-    out.keys = await keyVerification(ctx, outriggers.c, keyOf.c, upstream);
+    const c = await launchOutrigger('c');
+    try {
+      await checkAnswers({ label: scenarios.c.label }, c);
+      out.keys = await keyVerification(ctx, c.process, keyOf.c, upstream);
+    } finally {
+      await c.stop();
+    }
   }
-  await outriggers.c.stop();
   await upstream.stop();
   return out;
 }
