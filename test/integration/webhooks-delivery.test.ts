@@ -102,7 +102,7 @@ describe('webhooks: from a proxied request to a delivery', () => {
   it('sends the default payload when no transform is enabled', async () => {
     const p = path();
     const hook = await createWebhook({ name: 'default payload', type: 'http', condition: `path('${p}')`, url: `${target.url}/default` });
-    await call(proxy.url, `${p}?a=1&a=2&b=x`, { method: 'POST', body: { item: 'boat' }, headers: { 'x-trace': 't1' } });
+    const answer = await call(proxy.url, `${p}?a=1&a=2&b=x`, { method: 'POST', body: { item: 'boat' }, headers: { 'x-trace': 't1' } });
     const [got] = await waitFor(() => target.on('/default'), (r) => r.length === 1, 10_000, 'the delivery');
     const payload = JSON.parse(got!.body);
     expect(payload).toMatchObject({
@@ -112,6 +112,8 @@ describe('webhooks: from a proxied request to a delivery', () => {
       response: { statusCode: 201 },
     });
     expect(payload.request.headers['x-trace']).toBe('t1');
+    // The response as the client got it, X-Request-Id included: the event can be found in the logs.
+    expect(payload.response.headers['x-request-id']).toBe(answer.headers['x-request-id']);
     expect(payload.id).toMatch(/^evt_/);
     expect(new Date(payload.timestamp).getTime()).toBeGreaterThan(Date.now() - 60_000);
     expect(() => new Webhook(hook.secret).verify(got!.body, got!.headers as Record<string, string>)).not.toThrow();
