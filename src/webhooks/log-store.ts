@@ -2,8 +2,12 @@
  * Webhook logs in Redis (SPEC §7.3). Each entry is a JSON string with a TTL of the retention
  * (`webhooks.logRetentionDays`, or `logRetentionSeconds`), so it expires by itself. Per webhook,
  * a sorted set of entry ids scored by time serves "newest first" paging, and one more per
- * status serves `?status=`; both are trimmed of ids older than the retention on every write and
- * expire with the last entry. Clear Logs deletes entries (all, or older than a date).
+ * status serves `?status=`. Reads only look at ids within the retention, so trimming older ids
+ * is housekeeping: each process does it, and renews the index's TTL, at most once per
+ * `maintenanceIntervalMs` per index (a hundredth of the retention, at most a minute),
+ * not on each of the thousands of writes a busy webhook makes in that time. The index's TTL is
+ * the retention plus that interval, so it always outlives its newest entry. Clear Logs deletes
+ * entries (all, or older than a date).
  */
 import type { ChainableCommander, Redis } from 'ioredis';
 import type { RedisKeys } from '../store/keys.js';
@@ -12,25 +16,39 @@ import { LOG_STATUSES, type LogStatus, type WebhookLogEntry } from './log-entry.
 const CLEAR_CHUNK = 500;
 
 export class WebhookLogStore {
+  readonly maintenanceIntervalMs: number;
+  /** When this process last trimmed each index and renewed its TTL. */
+  private readonly maintainedAt = new Map<string, number>();
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
     readonly retentionMs: number,
-  ) {}
+  ) {
+    this.maintenanceIntervalMs = Math.max(1, Math.min(60_000, Math.floor(retentionMs / 100)));
+  }
 
   /** Adds the commands that store `entry` to a MULTI (so it commits with the delivery's other writes). */
   add(multi: ChainableCommander, entry: WebhookLogEntry, now = Date.now()): void {
     const { keys, retentionMs } = this;
     const ts = entry.timestamp.$date;
-    const cutoff = `(${now - retentionMs}`;
-    const index = keys.webhookLogIndex(entry.webhookId);
-    const statusIndex = keys.webhookLogStatusIndex(entry.webhookId, entry.status);
     multi.set(keys.webhookLogEntry(entry._id), JSON.stringify(entry), 'PX', retentionMs);
-    for (const key of [index, statusIndex]) {
+    for (const key of [keys.webhookLogIndex(entry.webhookId), keys.webhookLogStatusIndex(entry.webhookId, entry.status)]) {
       multi.zadd(key, ts, entry._id);
-      multi.zremrangebyscore(key, '-inf', cutoff);
-      multi.pexpire(key, retentionMs);
+      if (this.maintenanceDue(key, now)) {
+        multi.zremrangebyscore(key, '-inf', `(${now - retentionMs}`);
+        multi.pexpire(key, retentionMs + this.maintenanceIntervalMs);
+      }
     }
+  }
+
+  private maintenanceDue(key: string, now: number): boolean {
+    const last = this.maintainedAt.get(key);
+    if (last !== undefined && now - last < this.maintenanceIntervalMs) return false;
+    // Bounded: forgetting an index only means maintaining it once more.
+    if (this.maintainedAt.size >= 10_000) this.maintainedAt.clear();
+    this.maintainedAt.set(key, now);
+    return true;
   }
 
   async write(entries: WebhookLogEntry[]): Promise<void> {
