@@ -29,7 +29,7 @@ process.chdir(ROOT);
 const env = process.env;
 const quick = env.BENCH_QUICK === '1';
 const settings = {
-  rounds: int(env.BENCH_ROUNDS, quick ? 1 : 4),
+  rounds: int(env.BENCH_ROUNDS, quick ? 1 : 5),
   seconds: num(env.BENCH_SECONDS, quick ? 2 : 5),
   warmupSeconds: num(env.BENCH_WARMUP_SECONDS, quick ? 1 : 2),
   connections: int(env.BENCH_CONNECTIONS, 50),
