@@ -137,8 +137,6 @@ export function createRequestHandler(parts: HandlerParts) {
   };
 }
 
-
 function hasBody(req: IncomingMessage): boolean {
   return req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
 }
-
