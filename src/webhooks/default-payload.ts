@@ -8,7 +8,7 @@
  * (absent otherwise), so a receiver never mistakes a partial body for the whole one.
  */
 import type { CapturedEvent, CapturedHeaders, CapturedBody } from './event.js';
-import type { IncomingRequestSection } from './log-entry.js';
+import { incomingRequestSection, type IncomingRequestSection } from './log-entry.js';
 
 export interface WebhookRef {
   readonly id: string;
@@ -26,20 +26,13 @@ export interface DefaultPayload {
 }
 
 export function buildDefaultPayload(event: CapturedEvent, webhook: WebhookRef): DefaultPayload {
-  const { request, response } = event;
+  const { response } = event;
   return {
     id: event.id,
     timestamp: new Date(event.timestamp).toISOString(),
     service: { id: event.serviceId },
     webhook: { id: webhook.id, name: webhook.name },
-    request: {
-      method: request.method,
-      path: request.path,
-      query: request.query,
-      headers: request.headers,
-      body: request.body === undefined ? null : request.body,
-      ...(request.bodyTruncated ? { bodyTruncated: true as const } : {}),
-    },
+    request: incomingRequestSection(event),
     response: {
       statusCode: response.statusCode,
       headers: response.headers,
