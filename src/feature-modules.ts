@@ -36,7 +36,5 @@ export async function createFeatureModules(context: AppContext, options: Feature
   modules.push(await createApiKeysModule(context, options));
   modules.push(await createGraphqlModule(context, options));
   modules.push(await createWebhooksModule(context, options));
-  void context;
-  void options;
   return modules;
 }

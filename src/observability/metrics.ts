@@ -100,7 +100,7 @@ interface HistogramCell {
 }
 
 export class Histogram extends Metric {
-  private readonly series_ = new Map<string, HistogramCell>();
+  private readonly cells = new Map<string, HistogramCell>();
   constructor(
     name: string,
     help: string,
@@ -117,7 +117,7 @@ export class Histogram extends Metric {
   }
   lines(): string[] {
     const out: string[] = [];
-    for (const [k, s] of this.series_) {
+    for (const [k, s] of this.cells) {
       const sep = k ? `${k},` : '';
       let cumulative = 0;
       this.buckets.forEach((b, i) => {
@@ -139,8 +139,8 @@ export class Histogram extends Metric {
     cell.count++;
   }
   private cell(k: string): HistogramCell {
-    let cell = this.series_.get(k);
-    if (!cell) this.series_.set(k, (cell = { counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
+    let cell = this.cells.get(k);
+    if (!cell) this.cells.set(k, (cell = { counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
     return cell;
   }
 }

@@ -32,8 +32,6 @@ import {
 } from './stream-record.js';
 import { newEventId } from './event-id.js';
 
-export { queryObject };
-
 /** One webhook as the observer needs it: parsed condition or the reason it has none. */
 export interface CompiledWebhook {
   id: string;

@@ -11,9 +11,8 @@ import { isPlainObject, readJsonBody } from '../http/body.js';
 import { sendJson } from '../http/respond.js';
 import type { RequestScope } from '../http/scope.js';
 import type { Deliverer } from './delivery.js';
-import type { CapturedEvent, CapturedHeaders } from './event.js';
+import { queryObject, type CapturedEvent, type CapturedHeaders } from './event.js';
 import { newEventId } from './event-id.js';
-import { queryObject } from './observer.js';
 import type { createHeaderRedactor } from './redaction.js';
 import type { WebhookDocument, WebhookValidation } from './webhook-document.js';
 

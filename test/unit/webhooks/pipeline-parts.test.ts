@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { validateConfig } from '../../../src/config/validate.js';
-import { BodyTap, queryObject } from '../../../src/webhooks/observer.js';
+import { BodyTap } from '../../../src/webhooks/observer.js';
+import { queryObject } from '../../../src/webhooks/event.js';
 import { newEventId } from '../../../src/webhooks/event-id.js';
 import { newLogId, skippedLogEntry } from '../../../src/webhooks/log-entry.js';
 import { nextRetryDelayMs, parseRetryAfter } from '../../../src/webhooks/retry-policy.js';
