@@ -9,7 +9,7 @@ import { offlineSetupKinds } from '../../src/setup/offline-kinds.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger, testConfig, type RawConfig, staticUsers } from '../support/outrigger.js';
 import { writeTempFile } from '../support/cli.js';
-import { call, sleep, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
+import { call, permitHookEditors, sleep, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
 
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
 
@@ -37,11 +37,7 @@ describe('webhooks: documents, test sends, the feature lifecycle, setup files, l
       webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['200ms'] },
     };
     proxy = await startTestOutrigger(raw, { worker: true });
-    const perm = await call(proxy.url, '/_admin/acl/hook-editors', {
-      method: 'PUT',
-      auth: ROOT,
-      body: { predicate: 'path-prefix(/_admin/webhooks)', roles: ['hook-editor'], priority: 1 },
-    });
+    const perm = await permitHookEditors(proxy.url, ROOT);
     expect(perm.status).toBe(201);
   });
 

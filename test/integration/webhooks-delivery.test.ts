@@ -4,7 +4,7 @@ import { startStandinBackend, type StandinBackend } from '../../examples/standin
 import { deliveryMessageId } from '../../src/webhooks/signature.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger, type RawConfig, staticUsers } from '../support/outrigger.js';
-import { call, sleep, startTarget, untilKnown, waitFor, type Answer, type Target } from './webhooks-helpers.js';
+import { call, permitHookEditors, sleep, startTarget, untilKnown, waitFor, type Answer, type Target } from './webhooks-helpers.js';
 
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
 
@@ -40,11 +40,7 @@ describe('webhooks: from a proxied request to a delivery', () => {
     };
     proxy = await startTestOutrigger(raw, { worker: true });
     // alice may manage webhooks (but is no admin: no secrets, no test sends).
-    const perm = await call(proxy.url, '/_admin/acl/hook-editors', {
-      method: 'PUT',
-      auth: ROOT,
-      body: { predicate: 'path-prefix(/_admin/webhooks)', roles: ['hook-editor'], priority: 1 },
-    });
+    const perm = await permitHookEditors(proxy.url, ROOT);
     expect(perm.status).toBe(201);
   });
 

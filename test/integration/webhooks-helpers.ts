@@ -9,8 +9,6 @@ import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { call, type CallResult } from '../support/http-client.js';
 export { call, type CallResult };
 
-
-
 export interface Received {
   method: string;
   url: string;
@@ -89,4 +87,13 @@ export function webhooksOf(running: RunningOutrigger): WebhooksModule {
 /** Waits until every replica's in-process copy holds the webhook (the observer reads that copy). */
 export async function untilKnown(replicas: RunningOutrigger[], id: string): Promise<void> {
   for (const r of replicas) await waitFor(() => webhooksOf(r).internals.store.get(id), (d) => d !== undefined, 5000, `webhook ${id} on a replica`);
+}
+
+/** Lets role `hook-editor` manage webhooks (a permission on /_admin/webhooks); the answer, for the caller to check. */
+export function permitHookEditors(base: string, rootAuth: string): Promise<CallResult> {
+  return call(base, '/_admin/acl/hook-editors', {
+    method: 'PUT',
+    auth: rootAuth,
+    body: { predicate: 'path-prefix(/_admin/webhooks)', roles: ['hook-editor'], priority: 1 },
+  });
 }
