@@ -21,6 +21,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RedisKeys } from '../store/keys.js';
 import type { StreamFields } from './stream-record.js';
+import { backoffMs } from '../util/backoff.js';
 
 export interface QueuedEvent {
   /** The stream entry's fields for the workers (stream-record.ts), when a webhook matched or a skipped entry is due. */
@@ -195,7 +196,7 @@ export class EventProducer {
 
   private retryLater(): void {
     if (this.retryTimer) return;
-    const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(this.failures, 5));
+    const delay = backoffMs(this.failures, RETRY_MIN_MS, RETRY_MAX_MS);
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       this.kick(false);

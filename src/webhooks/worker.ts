@@ -33,6 +33,7 @@ import { nextRetryDelayMs } from './retry-policy.js';
 import { decodeStreamRecord, type SkippedWebhook } from './stream-record.js';
 import type { WebhookDocument } from './webhook-document.js';
 import { SKIPPED_LOG_INTERVAL_MS } from './observer.js';
+import { backoffMs } from '../util/backoff.js';
 
 /** KEYS[1] the retry set; ARGV: now, lease-until, max jobs. Due jobs are re-scored to lease-until and returned. */
 const LEASE_DUE_RETRIES = `
@@ -199,7 +200,7 @@ export class WebhookWorker {
         if (/NOGROUP/.test(message)) this.groupReady = false; // Redis lost its data: create the group again
         failures++;
         if (failures === 1 || failures % 30 === 0) this.o.logger.warn({ err: message }, 'webhook worker cannot read the event stream; retrying');
-        await sleep(Math.min(2000, 100 * 2 ** Math.min(failures, 5)));
+        await sleep(backoffMs(failures, 100, 2000));
         continue;
       }
       for (const [id, fields] of streamEntries(reply)) this.handleEntry(id, fields);
@@ -300,7 +301,7 @@ export class WebhookWorker {
         return;
       } catch (error) {
         if (Date.now() - started > PERSIST_GIVE_UP_MS || (!this.running && i >= 20)) throw error;
-        await sleep(Math.min(2000, 50 * 2 ** Math.min(i, 6)));
+        await sleep(backoffMs(i, 50, 2000));
       }
     }
   }
