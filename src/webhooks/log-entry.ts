@@ -5,20 +5,14 @@
  * redacted when the entry is built).
  */
 import { randomBytes } from 'node:crypto';
-import type { CapturedBody, CapturedEvent, CapturedHeaders } from './event.js';
+import type { CapturedBody, CapturedEvent, CapturedHeaders, CapturedRequest } from './event.js';
 import type { EpochDate } from './webhook-document.js';
 
 export type LogStatus = 'success' | 'failed' | 'skipped';
 export const LOG_STATUSES: readonly LogStatus[] = ['success', 'failed', 'skipped'];
 
-export interface IncomingRequestSection {
-  method: string;
-  path: string;
-  query: Record<string, string | string[]>;
-  headers: CapturedHeaders;
-  body: CapturedBody;
-  bodyTruncated?: true;
-}
+/** The captured request as logs and default payloads show it: `bodyTruncated` only when true. */
+export type IncomingRequestSection = Omit<CapturedRequest, 'bodyTruncated'> & { bodyTruncated?: true };
 
 export interface TransformationSection {
   /** The variables the template was rendered with. */
