@@ -6,6 +6,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY scripts/build-assets.mjs scripts/extract-data-fonts.mjs ./scripts/
 RUN npm run build && npm prune --omit=dev
 
 FROM node:24-slim
@@ -23,7 +24,9 @@ COPY config ./config
 RUN mkdir -p /app/.outrigger && chown node:node /app/.outrigger
 USER node
 EXPOSE 8080
-HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:'+(process.env.OUTRIGGER_PORT||8080)+'/_health/live').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+# The health check reads listen.port and routes.health from the same config `start` uses. If you
+# mount the config elsewhere, change both the CMD and this path.
+HEALTHCHECK --interval=10s --timeout=4s --start-period=10s --retries=3 \
+  CMD ["node", "dist/src/cli/index.js", "health", "-c", "/etc/outrigger/outrigger.yaml"]
 ENTRYPOINT ["node", "dist/src/cli/index.js"]
 CMD ["start", "-c", "/etc/outrigger/outrigger.yaml"]

@@ -30,4 +30,6 @@ export interface AppContext {
   /** Admin roles or an allowing permission; throws 401/403. */
   authorizeOwnRoute(scope: RequestScope): void;
   planIdentity(principal: Principal): IdentityPlan;
+  /** Checks a user id and password like a Basic sign-in (brute-force guard included); throws 401/429. Only in a serving process. */
+  signIn?(id: string, password: string, clientIp: string): Promise<Principal>;
 }

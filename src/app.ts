@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
 import { BasicAuthenticator } from './access/basic-authenticator.js';
 import { BruteForceGuard } from './access/brute-force-guard.js';
@@ -11,6 +12,8 @@ import { createStaticUserVerifier } from './access/users/static-users.js';
 import { createUpstreamUserVerifier } from './access/users/upstream-users.js';
 import type { UserVerifier } from './access/users/user-verifier.js';
 import { createAdminRoute, type SubRouteHandler } from './admin/admin-route.js';
+import { createConditionCheckRoute } from './admin/condition-check.js';
+import { createConsoleAreas } from './admin/console-route.js';
 import type { AppContext } from './app-context.js';
 import { parseCondition, type Exchange } from './condition/index.js';
 import type { OutriggerConfig } from './config/types.js';
@@ -21,17 +24,24 @@ import { exchangeForScope } from './http/exchange.js';
 import { createRequestHandler } from './http/handler.js';
 import type { RequestObserver } from './http/observe.js';
 import { RouteTable, type OwnRoute } from './http/route-table.js';
+import { sendError } from './http/respond.js';
 import { listen, type ListeningServer } from './http/server.js';
+import { serviceUnavailable } from './errors.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
+import { logRedisTransitions } from './observability/redis-events.js';
 import { healthRoute, metricsRoute } from './observability/routes.js';
+import { startSummary } from './observability/start-summary.js';
 import { Forwarder } from './proxy/forwarder.js';
 import { ChangeBus } from './store/change-bus.js';
-import { createRedisConnections, waitForRedis } from './store/connections.js';
+import { createRedisConnections, describeTarget, waitForRedis, type RedisTarget } from './store/connections.js';
+import { RedisReadiness } from './store/redis-readiness.js';
 import { DocumentStore } from './store/document-store.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from './store/embedded-redis.js';
 import { redisKeys } from './store/keys.js';
-import { applySetupFile } from './setup/apply-setup.js';
+import { startBootstrap } from './setup/bootstrap.js';
+import { withMcpChallenge } from './oauth/challenge.js';
+import { oauthEndpoints } from './oauth/endpoints.js';
 import { createFeatureModules, type FeatureModule } from './feature-modules.js';
 
 export interface StartOptions {
@@ -42,6 +52,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Where `redis.url: embedded` keeps its data; default ./.outrigger/redis-<service id>. */
   embeddedRedisDir?: string;
+  /** Apply `acl.bootstrap` (default true; `outrigger apply` applies only its own file). */
+  bootstrap?: boolean;
 }
 
 export interface RunningOutrigger {
@@ -56,24 +68,37 @@ export interface RunningOutrigger {
 export async function startOutrigger(config: OutriggerConfig, options: StartOptions = {}): Promise<RunningOutrigger> {
   const logger = options.logger ?? createLogger({ level: config.log.level, secretHeaders: config.log.secretHeaders });
   const metrics = createMetrics();
+  const serve = options.serve ?? true;
+
+  // Bind first: a taken port must fail before anything (embedded Redis, the bootstrap) is
+  // started or written. Until the parts below exist, requests get a 503.
+  let handle: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) =>
+    sendError(res, serviceUnavailable('Outrigger is starting; try again in a moment', 'STARTING'));
+  const server: ListeningServer | null = serve ? await listen((req, res) => handle(req, res), config.listen.host, config.listen.port, config.listen) : null;
 
   let embedded: EmbeddedRedis | null = null;
-  let redisUrl = config.redis.url;
-  if (redisUrl === 'embedded') {
-    embedded = await startEmbeddedRedis({ dir: options.embeddedRedisDir ?? resolve('.outrigger', `redis-${config.service.id}`) });
-    redisUrl = embedded.url;
-    logger.info({ redis: redisUrl, dir: embedded.dir }, 'started embedded redis-server');
+  let target: RedisTarget = config.redis;
+  if (config.redis.url === 'embedded') {
+    embedded = await startEmbeddedRedis({ dir: options.embeddedRedisDir ?? resolve('.outrigger', `redis-${config.service.id}`) }).catch(async (error: unknown) => {
+      await server?.drain(0);
+      throw error;
+    });
+    target = { ...config.redis, url: embedded.url };
+    logger.info({ redis: embedded.url, dir: embedded.dir }, 'started embedded redis-server');
   }
-  const connections = createRedisConnections(redisUrl, `outrigger:${config.service.id}`);
+  const connections = createRedisConnections(target, `outrigger:${config.service.id}`);
   const redis = connections.commands;
-  metrics.redisUp.track(() => (redis.status === 'ready' ? 1 : 0));
+  const keys = redisKeys(config.redis.keyPrefix, config.service.id);
+  const readiness = new RedisReadiness(redis, connections.topology, keys.features);
+  metrics.redisUp.track(() => (readiness.report().ready ? 1 : 0));
   try {
     await waitForRedis(redis, 5000);
   } catch (error) {
-    logger.warn({ redis: redactUrl(redisUrl), err: (error as Error).message }, 'Redis is not reachable yet; serving what needs no Redis and retrying in the background');
+    logger.warn({ redis: describeTarget(target), err: (error as Error).message }, 'Redis is not reachable yet; serving what needs no Redis and retrying in the background');
   }
+  readiness.start();
+  const unwatchRedis = logRedisTransitions(redis, logger, describeTarget(target));
 
-  const keys = redisKeys(config.redis.keyPrefix, config.service.id);
   const bus = new ChangeBus(redis, connections.subscriber, keys.changes);
   await bus.start().catch(() => {});
   const features = new FeatureStates(redis, keys, bus, { 'api-keys': config.features.apiKeys, webhooks: config.features.webhooks });
@@ -100,29 +125,14 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     backendTokenPath: ownTokenPath === '/token' ? null : '/token',
   });
 
-  const context: AppContext = {
-    config, logger, metrics, redis, connections, keys, bus, features, permissions, acl,
-    exchangeFor: exchangeForScope,
-    authorizeOwnRoute: policy.authorizeOwnRoute,
-    planIdentity,
-  };
-
-  const modules = await createFeatureModules(context, { worker: options.worker ?? true, serve: options.serve ?? true });
-  if (config.acl.bootstrap) {
-    const summary = await applySetupFile(context, config.acl.bootstrap, modules.flatMap((m) => m.setupKinds ?? []));
-    logger.info({ file: config.acl.bootstrap, ...summary.counts }, 'applied the bootstrap setup file');
-  }
-  for (const module of modules) await module.start?.();
-
-  let server: ListeningServer | null = null;
-  let forwarder: Forwarder | null = null;
   let userVerifier: (UserVerifier & { close?(): Promise<void> }) | null = null;
-  if (options.serve ?? true) {
+  let basic: BasicAuthenticator | null = null;
+  if (server) {
     userVerifier =
       config.users.source === 'static'
         ? await createStaticUserVerifier(config.users.static)
         : createUpstreamUserVerifier({ upstreamUrl: config.upstream.url, ...config.users.upstream, timeoutMs: config.upstream.timeoutMs });
-    const basic = new BasicAuthenticator(
+    basic = new BasicAuthenticator(
       userVerifier,
       new BruteForceGuard(redis, keys),
       config.users.source === 'static' ? 60_000 : config.users.upstream.cacheSeconds * 1000,
@@ -130,50 +140,77 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       metrics,
       logger,
     );
+  }
+  const signInBasic = basic;
+
+  const context: AppContext = {
+    config, logger, metrics, redis, connections, keys, bus, features, permissions, acl,
+    exchangeFor: exchangeForScope,
+    authorizeOwnRoute: policy.authorizeOwnRoute,
+    planIdentity,
+    ...(signInBasic ? { signIn: (id: string, password: string, ip: string) => signInBasic.authenticate(basicHeader(id, password), ip) } : {}),
+  };
+
+  const modules = await createFeatureModules(context, { worker: options.worker ?? true, serve: options.serve ?? true });
+  const bootstrap =
+    config.acl.bootstrap && (options.bootstrap ?? true) ? await startBootstrap(context, config.acl.bootstrap, modules.flatMap((m) => m.setupKinds ?? [])) : null;
+  for (const module of modules) await module.start?.();
+
+  let forwarder: Forwarder | null = null;
+  let ownRoutePrefixes: string[] = [];
+  if (basic) {
     const keyAuthenticators = modules.map((m) => m.apiKeyAuthenticator).filter(Boolean) as Array<() => ApiKeyAuthenticator | null>;
-    const authenticate = createAuthenticator({ basic, apiKeys: () => keyAuthenticators[0]?.() ?? null, keyPrefix: config.apiKeys.prefix });
+    const chain = {
+      authenticate: createAuthenticator({ basic, apiKeys: () => keyAuthenticators[0]?.() ?? null, keyPrefix: config.apiKeys.prefix }),
+      authorizeProxy: policy.authorizeProxy,
+    };
+    const { authenticate, authorizeProxy } = config.mcp.signIn === 'off' ? chain : withMcpChallenge(chain, config.mcp.path, oauthEndpoints(config).resourceMetadata);
 
     const adminAreas: Record<string, SubRouteHandler> = {
       acl: createPermissionRoutes(context),
       features: createFeatureRoutes(features),
+      conditions: createConditionCheckRoute(),
     };
     for (const module of modules) Object.assign(adminAreas, module.adminAreas);
     const routes: OwnRoute[] = [
       healthRoute(config.routes.health, () => {
-        const redisReady = redis.status === 'ready';
-        return { ready: redisReady, checks: { redis: redisReady ? 'ok' : `not ready (${redis.status})`, config: 'loaded' } };
+        const { ready, detail } = readiness.report();
+        return { ready, checks: { redis: detail, config: 'loaded' } };
       }),
       metricsRoute(config.routes.metrics, metrics),
-      createAdminRoute(config.routes.admin, policy.authorizeOwnRoute, adminAreas),
+      createAdminRoute(config.routes.admin, policy.authorizeOwnRoute, adminAreas, logger, createConsoleAreas(config.routes.admin)),
       ...modules.flatMap((m) => m.routes ?? []),
     ];
     const observers = modules.map((m) => m.observer).filter(Boolean) as RequestObserver[];
-    forwarder = new Forwarder({ url: config.upstream.url, timeoutMs: config.upstream.timeoutMs, connections: config.upstream.connections });
-    const handler = createRequestHandler({
+    const slots = (forwarder = new Forwarder({ ...config.upstream, bodyIdleTimeoutMs: config.listen.bodyIdleTimeoutMs })).slots;
+    metrics.upstreamSlots.track(() => slots.activeCount, { state: 'in-use' });
+    metrics.upstreamSlots.track(() => slots.waitingCount, { state: 'waiting' });
+    ownRoutePrefixes = routes.map((r) => r.prefix);
+    handle = createRequestHandler({
       routes: new RouteTable(routes),
       forwarder,
       clientIp: createClientIpResolver(config.listen.trustedProxies),
       authenticate,
-      authorizeProxy: policy.authorizeProxy,
+      authorizeProxy,
       planProxy: policy.planProxy,
       observer: observers[0] ?? null,
       metrics,
       logger,
     });
-    server = await listen(handler, config.listen.host, config.listen.port);
-    logger.info(
-      {
-        url: server.url,
-        upstream: config.upstream.url,
-        service: config.service.id,
-        aclMode: config.acl.mode,
-        identity: config.upstream.identity.mode,
-        features: Object.fromEntries(features.list().map((f) => [f.name, f.state])),
-        routes: routes.map((r) => r.prefix),
-      },
-      `Outrigger listening on ${server.url}, proxying to ${config.upstream.url}`,
-    );
   }
+  const loaded: Record<string, number> = { permissions: permissions.all().size };
+  for (const kind of modules.flatMap((m) => m.setupKinds ?? [])) if (kind.store) loaded[kind.section] = kind.store.all().size;
+  const summary = startSummary({
+    config,
+    url: server?.url ?? null,
+    redis: describeTarget(target),
+    redisReady: redis.status === 'ready',
+    features: Object.fromEntries(features.list().map((f) => [f.name, f.state])),
+    loaded,
+    worker: options.worker ?? true,
+    routes: ownRoutePrefixes,
+  });
+  logger.info(summary.fields, summary.message);
 
   let stopping: Promise<void> | null = null;
   return {
@@ -186,9 +223,12 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
           const { forced } = await server.drain(config.listen.shutdownGraceMs);
           if (forced) logger.warn({ forced }, 'shutdown grace period ended; cut the requests still in flight');
         }
+        bootstrap?.stop();
         for (const module of [...modules].reverse()) await module.stop?.().catch((error: unknown) => logger.error({ err: String(error) }, 'error while stopping'));
         permissions.stop();
         features.stop();
+        readiness.stop();
+        unwatchRedis();
         await forwarder?.close().catch(() => {});
         await userVerifier?.close?.().catch(() => {});
         await connections.close();
@@ -200,6 +240,6 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   };
 }
 
-function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//[redacted]@');
+function basicHeader(id: string, password: string): string {
+  return `Basic ${Buffer.from(`${id}:${password}`).toString('base64')}`;
 }

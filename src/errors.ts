@@ -41,3 +41,18 @@ export class ValidationError extends OutriggerError {
     this.problems = problems;
   }
 }
+
+/**
+ * An error of the OAuth endpoints (`/token`, `/register`): answered with RFC 6749 §5.2's body
+ * `{error, error_description}` (what OAuth clients parse) instead of RESTHeart's.
+ */
+export class OAuthProtocolError extends OutriggerError {
+  constructor(
+    status: number,
+    readonly oauthError: string,
+    message: string,
+    headers?: Record<string, string>,
+  ) {
+    super(status, `OAUTH_${oauthError.toUpperCase()}`, message, headers);
+  }
+}

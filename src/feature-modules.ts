@@ -7,6 +7,7 @@ import type { SetupKind } from './setup/setup-kind.js';
 import { createGraphqlModule } from './graphql/module.js';
 import { createWebhooksModule } from './webhooks/module.js';
 import { createApiKeysModule } from './keys/api-keys-module.js';
+import { createOAuthModule } from './oauth/module.js';
 
 /**
  * What a feature (API keys, GraphQL apps, webhooks, agent sign-in) adds to the house: its own
@@ -36,5 +37,6 @@ export async function createFeatureModules(context: AppContext, options: Feature
   modules.push(await createApiKeysModule(context, options));
   modules.push(await createGraphqlModule(context, options));
   modules.push(await createWebhooksModule(context, options));
+  modules.push(await createOAuthModule(context, options));
   return modules;
 }

@@ -1,13 +1,17 @@
 /**
  * `npm run demo`: the stand-in RESTHeart backend, Outrigger in front of it with an embedded
  * redis-server, and a few curl commands to try. Ctrl-C stops everything.
+ * `npm run demo -- --reset` first deletes what the demo stored (keys, webhooks, changes).
  */
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOutrigger } from '../../src/app.js';
 import { validateConfig } from '../../src/config/validate.js';
 import { stopOnSignals } from '../../src/cli/commands/start.js';
+import { ListenError } from '../../src/http/server.js';
+import { createLogger } from '../../src/observability/logger.js';
 import { demoData, demoUsers } from '../standin-backend/demo-data.js';
 import { startStandinBackend } from '../standin-backend/index.js';
 
@@ -15,9 +19,31 @@ const port = Number(process.env.OUTRIGGER_DEMO_PORT ?? 8080);
 const backendPort = Number(process.env.OUTRIGGER_DEMO_BACKEND_PORT ?? 8081);
 // Resolved from the source tree, so it is found whether this runs from dist/ or not.
 const setupFile = resolve(dirname(fileURLToPath(import.meta.url)), '../../../examples/demo/setup.yaml');
+const redisDir = join(process.cwd(), '.outrigger', 'demo-redis');
 const jwtSecret = randomBytes(32).toString('base64url');
 
-const backend = await startStandinBackend({ port: backendPort, data: demoData, users: demoUsers, jwt: { secret: jwtSecret, issuer: 'restheart.org' } });
+/** The CLI's own messages, plus the demo's variable to change; never a stack trace. */
+function exitWith(error: unknown, variable: string, suggestion: number): never {
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`outrigger demo: ${message}\n`);
+  if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' || (error instanceof ListenError && error.code === 'EADDRINUSE')) {
+    process.stderr.write(`  the demo takes this port from ${variable}; try: ${variable}=${suggestion} npm run demo\n`);
+  }
+  process.exit(1);
+}
+
+if (process.argv.includes('--reset')) {
+  rmSync(redisDir, { recursive: true, force: true });
+  process.stdout.write(`reset: deleted ${redisDir} (API keys, webhooks, logs and admin changes); the backend's data is rebuilt at every start\n`);
+}
+
+const backend = await startStandinBackend({ port: backendPort, data: demoData, users: demoUsers, jwt: { secret: jwtSecret, issuer: 'restheart.org' } }).catch(
+  (error: unknown) => {
+    const code = (error as NodeJS.ErrnoException).code;
+    const taken = Object.assign(new Error(`the stand-in backend's port 127.0.0.1:${backendPort} is already in use`), { code });
+    exitWith(code === 'EADDRINUSE' ? taken : error, 'OUTRIGGER_DEMO_BACKEND_PORT', backendPort + 10);
+  },
+);
 const { config, problems } = validateConfig({
   service: { id: 'demo', publicUrl: `http://localhost:${port}` },
   listen: { host: '127.0.0.1', port },
@@ -28,10 +54,15 @@ const { config, problems } = validateConfig({
   webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
   log: { level: process.env.OUTRIGGER_LOG_LEVEL ?? 'info' },
 });
-if (problems.length) throw new Error(problems.join('\n'));
-const outrigger = await startOutrigger(config, { embeddedRedisDir: join(process.cwd(), '.outrigger', 'demo-redis') });
+if (problems.length) exitWith(new Error(problems.join('\n')), 'OUTRIGGER_DEMO_PORT', port + 10);
+const logger = createLogger({ level: config.log.level });
+const outrigger = await startOutrigger(config, { embeddedRedisDir: redisDir, logger }).catch(async (error: unknown) => {
+  await backend.close();
+  exitWith(error, 'OUTRIGGER_DEMO_PORT', port + 10);
+});
 
 const u = outrigger.url;
+const query = `'{"query":"{ orders(limit: 3) { status total user { name city } } }"}'`;
 process.stdout.write(`
 Outrigger demo is running.
   Outrigger (call this):      ${u}
@@ -41,15 +72,17 @@ Try:
   curl -s -u alice:alice-password ${u}/restheart/orders              # only alice's orders (readFilter)
   curl -s -u carol:carol-password ${u}/restheart/orders              # an auditor: every order, without items
   curl -s ${u}/restheart/orders                                      # 401: sign in first
+  curl -s -u alice:alice-password ${u}/graphql/shop -H 'content-type: application/json' -d ${query}
+                                                                     # GraphQL: alice's orders with their user joined
   curl -s -u alice:alice-password -X POST ${u}/keys -H 'content-type: application/json' -d '{"name":"laptop","roles":["reader"]}'
   curl -s -H "Authorization: Bearer <the key printed above>" ${u}/restheart/orders
   curl -s -u admin:admin-password ${u}/_admin/acl                    # the permissions applied from examples/demo/setup.yaml
   curl -s ${u}/_health/ready ; curl -s ${u}/_metrics | head
 
-Ctrl-C stops the demo.
+Ctrl-C stops the demo. \`npm run demo -- --reset\` starts again from empty storage (keys, webhooks, changes).
 `);
 
 stopOnSignals(async () => {
   await outrigger.stop();
   await backend.close();
-});
+}, logger);

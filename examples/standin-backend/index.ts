@@ -156,6 +156,7 @@ function route(
     headers: req.headers,
     body,
     baseUrl: `http://${req.headers.host ?? 'localhost'}`,
+    identity,
   }, store);
 }
 

@@ -11,6 +11,24 @@ import { deleteDocument, getDocument, patchDocument, postDocument, putDocument, 
 import { HttpProblem, sendEmpty, sendJson, type Headers } from './http.js';
 import { matchDocuments, parseFilters, parseReadQuery, runRead } from './read-query.js';
 import type { Doc, Store } from './store.js';
+import { checkAggrs, runDeclaredAggregation } from './aggregations.js';
+import type { Identity } from './auth.js';
+import { isPlainObject } from './extended-json.js';
+import { parseRelaxedJson } from './relaxed-json.js';
+
+function metadataBody(body: string | undefined): Doc {
+  if (body === undefined || body.trim() === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = parseRelaxedJson(body);
+  } catch (err) {
+    throw new HttpProblem(400, `invalid JSON: ${(err as Error).message}`);
+  }
+  if (!isPlainObject(parsed)) throw new HttpProblem(400, 'the collection metadata must be a JSON object');
+  const { _id: _ignored, _etag: _etag, ...meta } = parsed;
+  checkAggrs(meta.aggrs);
+  return meta;
+}
 
 export interface MongoRequest {
   method: string;
@@ -19,6 +37,8 @@ export interface MongoRequest {
   headers: IncomingHttpHeaders;
   body: string | undefined;
   baseUrl: string;
+  /** Who the backend authenticated (`@user` in declared aggregations). */
+  identity?: Identity;
 }
 
 const ILLEGAL_DB_NAME = /[/\\. "$*<>:|?\0]/;
@@ -33,6 +53,10 @@ function isRead(method: string): boolean {
 
 export function handleMongo(res: ServerResponse, req: MongoRequest, store: Store): void {
   const [db, coll, id, ...rest] = req.segments;
+  if (db !== undefined && coll !== undefined && id === '_aggrs' && rest.length === 1) {
+    if (!isRead(req.method)) throw methodNotAllowed(req.method, ['GET']);
+    return runDeclaredAggregation(res, store.metadata(db, coll), existingCollection(store, db, coll), rest[0] as string, req.query, req.identity);
+  }
   if (rest.length > 0) throw new HttpProblem(404, `no resource at ${req.segments.join('/')}: paths are /{db}/{collection}/{id}`);
   if (db === undefined) {
     if (!isRead(req.method)) throw methodNotAllowed(req.method, ['GET']);
@@ -45,6 +69,10 @@ export function handleMongo(res: ServerResponse, req: MongoRequest, store: Store
 
   const docs = existingCollection(store, db, coll);
   const docReq: DocumentRequest = { ...req, db, coll, docs };
+  if (id === '_meta') {
+    if (!isRead(req.method)) throw methodNotAllowed(req.method, ['GET']);
+    return sendJson(res, 200, { _id: '_meta', ...(store.metadata(db, coll) ?? {}) });
+  }
   if (id === '_size') {
     if (!isRead(req.method)) throw methodNotAllowed(req.method, ['GET']);
     const size = matchDocuments(docs, parseFilters(req.query)).length;
@@ -90,14 +118,24 @@ function handleCollection(res: ServerResponse, req: MongoRequest, store: Store, 
       return readCollection(res, req, existingCollection(store, db, coll));
     case 'POST':
       return postDocument(res, { ...req, db, coll, docs: existingCollection(store, db, coll) }, store);
-    case 'PUT':
-      return sendEmpty(res, store.createCollection(db, coll) ? 201 : 200);
+    case 'PUT': {
+      // The body is the collection's metadata (RESTHeart: PUT replaces it, PATCH merges into it).
+      const meta = metadataBody(req.body);
+      const created = store.createCollection(db, coll);
+      store.setMetadata(db, coll, meta);
+      return sendEmpty(res, created ? 201 : 200);
+    }
+    case 'PATCH': {
+      existingCollection(store, db, coll);
+      store.setMetadata(db, coll, { ...(store.metadata(db, coll) ?? {}), ...metadataBody(req.body) });
+      return sendEmpty(res, 200);
+    }
     case 'DELETE':
       existingCollection(store, db, coll);
       store.dropCollection(db, coll);
       return sendEmpty(res, 204);
     default:
-      throw methodNotAllowed(req.method, ['GET', 'POST', 'PUT', 'DELETE']);
+      throw methodNotAllowed(req.method, ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
   }
 }
 

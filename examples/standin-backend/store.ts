@@ -10,6 +10,7 @@ export type Doc = Record<string, unknown>;
 
 export class Store {
   private readonly dbs = new Map<string, Map<string, Doc[]>>();
+  private readonly meta = new Map<string, Doc>();
 
   constructor(seed: Record<string, Record<string, Doc[]>> = {}) {
     for (const [db, collections] of Object.entries(seed)) {
@@ -59,7 +60,17 @@ export class Store {
   }
 
   dropCollection(db: string, coll: string): boolean {
+    this.meta.delete(`${db}\u0000${coll}`);
     return this.dbs.get(db)?.delete(coll) ?? false;
+  }
+
+  /** A collection's metadata (RESTHeart's collection properties, e.g. `aggrs`). */
+  metadata(db: string, coll: string): Doc | undefined {
+    return this.meta.get(`${db}\u0000${coll}`);
+  }
+
+  setMetadata(db: string, coll: string, meta: Doc): void {
+    this.meta.set(`${db}\u0000${coll}`, meta);
   }
 
   findById(docs: Doc[], id: unknown): { doc: Doc; index: number } | undefined {

@@ -12,7 +12,7 @@ import type { UserVerifier } from './users/user-verifier.js';
  * (never the raw password): a known caller costs one Map lookup, no scrypt and no Redis.
  */
 export class BasicAuthenticator {
-  private readonly cache = new Map<string, { principal: Principal; expiresAt: number }>();
+  private readonly cache = new Map<string, { user: string; principal: Principal; expiresAt: number }>();
 
   constructor(
     private readonly verifier: UserVerifier,
@@ -27,7 +27,10 @@ export class BasicAuthenticator {
     const cacheKey = createHash('sha256').update(header).digest('base64');
     const cached = this.cache.get(cacheKey);
     const now = Date.now();
-    if (cached && cached.expiresAt > now) return cached.principal;
+    if (cached && cached.expiresAt > now) {
+      this.guard.recordCachedSuccess(cached.user, clientIp);
+      return cached.principal;
+    }
 
     const credentials = parseBasicAuthorization(header);
     if (!credentials) throw this.refusal('the Authorization header is not valid Basic credentials (base64 of id:password)');
@@ -48,7 +51,7 @@ export class BasicAuthenticator {
     const principal: Principal = Object.freeze({ id: credentials.id, roles: Object.freeze(result.roles), via: 'basic', verifiedLocally: this.verifier.verifiedLocally });
     if (this.cacheMs > 0) {
       if (this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(cacheKey, { principal, expiresAt: now + this.cacheMs });
+      this.cache.set(cacheKey, { user: credentials.id, principal, expiresAt: now + this.cacheMs });
     }
     return principal;
   }

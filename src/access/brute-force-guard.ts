@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { tooManyRequests } from '../errors.js';
 import { utcDay, type RedisKeys } from '../store/keys.js';
+import { FailureCounters } from './failure-counters.js';
 
 export const MAX_CONSECUTIVE_FAILURES = 10;
 export const MAX_DAILY_FAILURES_PER_IP = 100;
@@ -10,47 +11,50 @@ const USER_IP_WINDOW_SECONDS = 15 * 60;
 /**
  * SPEC §3.2: 10 consecutive failures for a (user, client IP), or 100 failures from one IP in a
  * UTC day, answer 429. The counters live in Redis so every replica sees the same numbers; a
- * success clears the (user, IP) counter ("consecutive").
+ * success clears the (user, IP) counter ("consecutive"). While Redis is away each process keeps
+ * counting and keeps the locks it knows of (FailureCounters), and Redis learns the counts back.
  */
 export class BruteForceGuard {
-  constructor(
-    private readonly redis: Redis,
-    private readonly keys: RedisKeys,
-  ) {}
+  private readonly counters: FailureCounters;
 
-  /** Throws 429 with Retry-After when the caller is locked out. One round trip (MGET + TTLs in a pipeline). */
+  constructor(
+    redis: Redis,
+    private readonly keys: RedisKeys,
+  ) {
+    this.counters = new FailureCounters(redis);
+  }
+
+  /** Throws 429 with Retry-After when the caller is locked out. One round trip (GETs and a TTL in a pipeline). */
   async check(user: string, ip: string): Promise<void> {
-    const userKey = this.keys.basicFailuresUserIp(user, ip);
-    const ipKey = this.keys.basicFailuresIp(ip, utcDay());
-    const results = await this.redis.pipeline().get(userKey).get(ipKey).ttl(userKey).exec();
-    const userFailures = Number(results?.[0]?.[1] ?? 0);
-    const ipFailures = Number(results?.[1]?.[1] ?? 0);
-    if (userFailures >= MAX_CONSECUTIVE_FAILURES) {
-      const ttl = Number(results?.[2]?.[1] ?? USER_IP_WINDOW_SECONDS);
-      throw tooManyRequests(
-        `too many failed sign-ins for this user from your address; try again in ${Math.max(ttl, 1)} s`,
-        ttl > 0 ? ttl : USER_IP_WINDOW_SECONDS,
-      );
+    const [userIp, perIp] = await this.counters.read([this.keys.basicFailuresUserIp(user, ip), this.keys.basicFailuresIp(ip, utcDay())]);
+    if (userIp!.count >= MAX_CONSECUTIVE_FAILURES) {
+      const seconds = userIp!.remainingMs > 0 ? Math.ceil(userIp!.remainingMs / 1000) : USER_IP_WINDOW_SECONDS;
+      throw tooManyRequests(`too many failed sign-ins for this user from your address; try again in ${seconds} s`, seconds);
     }
-    if (ipFailures >= MAX_DAILY_FAILURES_PER_IP) {
+    if (perIp!.count >= MAX_DAILY_FAILURES_PER_IP) {
       const secondsToMidnight = Math.ceil((Date.parse(`${utcDay()}T00:00:00Z`) + 86_400_000 - Date.now()) / 1000);
       throw tooManyRequests('too many failed sign-ins from your address today; try again tomorrow (UTC)', secondsToMidnight);
     }
   }
 
   async recordFailure(user: string, ip: string): Promise<void> {
-    const userKey = this.keys.basicFailuresUserIp(user, ip);
-    const ipKey = this.keys.basicFailuresIp(ip, utcDay());
-    await this.redis
-      .multi()
-      .incr(userKey)
-      .expire(userKey, USER_IP_WINDOW_SECONDS)
-      .incr(ipKey)
-      .expire(ipKey, 86_400 + 3600)
-      .exec();
+    await Promise.all([
+      this.counters.add(this.keys.basicFailuresUserIp(user, ip), USER_IP_WINDOW_SECONDS * 1000),
+      this.counters.add(this.keys.basicFailuresIp(ip, utcDay()), (86_400 + 3600) * 1000),
+    ]);
   }
 
   async recordSuccess(user: string, ip: string): Promise<void> {
-    await this.redis.del(this.keys.basicFailuresUserIp(user, ip));
+    await this.counters.clear(this.keys.basicFailuresUserIp(user, ip));
+  }
+
+  /**
+   * A success answered from the sign-in cache (no check, no I/O): it still ends a run of
+   * failures this process counted, so that "consecutive" means consecutive for cached callers
+   * too. Failures only another replica counted are not seen here; they expire with their window.
+   */
+  recordCachedSuccess(user: string, ip: string): void {
+    const key = this.keys.basicFailuresUserIp(user, ip);
+    if (this.counters.knows(key)) void this.counters.clear(key);
   }
 }

@@ -25,6 +25,16 @@ export function parseYaml(text: string, label: string, problems: string[]): unkn
   return doc.errors.length ? undefined : doc.toJS();
 }
 
+/** Why a file could not be read, naming its absolute path (never a bare ENOENT). */
+export function readProblem(error: unknown, file: string): string {
+  const absolute = resolve(file);
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return `file not found: ${absolute}`;
+  if (code === 'EACCES' || code === 'EPERM') return `permission denied reading ${absolute}`;
+  if (code === 'EISDIR') return `${absolute} is a directory, not a file`;
+  return `cannot read ${absolute}: ${code ?? String(error)}`;
+}
+
 export interface LoadedConfig {
   config: OutriggerConfig;
   /** Absolute path of the config file, for resolving relative paths (bootstrap, users file). */
@@ -38,7 +48,7 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
   try {
     text = readFileSync(absolute, 'utf8');
   } catch (error) {
-    throw new ConfigError(file, [`cannot read the config file: ${(error as NodeJS.ErrnoException).code ?? String(error)}`]);
+    throw new ConfigError(file, [readProblem(error, absolute)]);
   }
   return loadConfigText(text, absolute, env);
 }
@@ -70,7 +80,7 @@ function inlineUsersFile(raw: unknown, baseDir: string, env: NodeJS.ProcessEnv, 
   try {
     text = readFileSync(resolve(baseDir, file), 'utf8');
   } catch (error) {
-    problems.push(`users.file: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    problems.push(`users.file: ${readProblem(error, resolve(baseDir, file))}`);
     return { ...(raw as object), users: rest };
   }
   const list = interpolateEnv(parseYaml(text, file, problems), env, problems, 'users.file');

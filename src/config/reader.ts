@@ -1,3 +1,5 @@
+import { didYouMean } from '../util/did-you-mean.js';
+
 /**
  * Reads one YAML mapping with defaults while collecting every problem as `path: problem`, so a
  * config with five mistakes is reported in one run instead of five. Each accessor records the
@@ -114,7 +116,7 @@ export class SectionReader {
 
   finish(): void {
     for (const key of Object.keys(this.data)) {
-      if (!this.known.has(key)) this.problems.push(`${this.at(key)}: unknown option (check the spelling; see the configuration reference in README.md)`);
+      if (!this.known.has(key)) this.problems.push(`${this.at(key)}: unknown option${didYouMean(key, this.known) || ' (check the spelling; see the configuration reference in README.md)'}`);
     }
   }
 }

@@ -9,27 +9,75 @@ export interface StaticUser {
   roles: string[];
 }
 
+export interface RedisNode {
+  host: string;
+  port: number;
+}
+
+/** Exactly one of `url`, `cluster`, `sentinel` is set (the other two are null). */
+export interface RedisConfig {
+  /** A single node (redis://, rediss://) or "embedded". */
+  url: string | null;
+  cluster: { nodes: RedisNode[] } | null;
+  sentinel: { masterName: string; nodes: RedisNode[]; password: string | null } | null;
+  /** Password (AUTH) for every data node; a password inside `url` counts as this. */
+  password: string | null;
+  /** TLS to every data node (and to the sentinels); `rediss://` implies it. */
+  tls: boolean;
+  keyPrefix: string;
+  /**
+   * Replicas that must acknowledge a batch of webhook events before the producer lets it go
+   * (WAIT); 1 by default on cluster and sentinel, so a master killed right after a write loses
+   * nothing; 0 skips the wait.
+   */
+  waitForReplicas: number;
+}
+
 export interface OutriggerConfig {
   service: { id: string; publicUrl: string };
-  listen: { host: string; port: number; trustedProxies: string[]; shutdownGraceMs: number };
+  listen: {
+    host: string;
+    port: number;
+    trustedProxies: string[];
+    shutdownGraceMs: number;
+    /** A request's headers must arrive within this long of its first byte. */
+    headersTimeoutMs: number;
+    /** The whole request (headers and body) must arrive within this long of its first byte. */
+    requestTimeoutMs: number;
+    /** A streamed request body that sends nothing for this long is cut (408). */
+    bodyIdleTimeoutMs: number;
+  };
   upstream: {
     url: string;
     timeoutMs: number;
     connections: number;
+    /** Upstream connections one client IP may hold at once; its other requests wait. */
+    maxConnectionsPerClient: number;
+    /** How long a request may wait for a free upstream connection before it is answered 503. */
+    queueTimeoutMs: number;
+    /** Requests one client IP may have waiting for an upstream connection; more are answered 429. */
+    maxQueuedPerClient: number;
     identity: {
       mode: IdentityMode;
       jwt: { secret: string | null; algorithm: 'HS256' | 'HS384' | 'HS512'; issuer: string; audience: string | null; ttlSeconds: number };
       headers: { user: string; roles: string };
     };
   };
-  redis: { url: string; keyPrefix: string };
+  redis: RedisConfig;
   users: {
     source: 'static' | 'upstream';
     static: StaticUser[];
     upstream: { path: string; rolesField: string; cacheSeconds: number };
   };
   acl: { mode: 'enforce' | 'own-routes'; adminRoles: string[]; bootstrap: string | null };
-  apiKeys: { prefix: string; maxExpiresInDays: number; maxKeysPerUser: number };
+  apiKeys: {
+    prefix: string;
+    maxExpiresInDays: number;
+    maxKeysPerUser: number;
+    /** Failed key verifications one client IP may make per failureWindowSeconds before 429 (shared by replicas). */
+    maxFailuresPerClient: number;
+    failureWindowSeconds: number;
+  };
   graphql: {
     defaultDb: string;
     appsPath: string;
@@ -40,6 +88,12 @@ export interface OutriggerConfig {
     maxBackendReads: number;
     timeoutMs: number;
     introspection: boolean;
+    /** Largest estimated cost of one operation; an app's `descriptor.maxCost` replaces it. */
+    maxCost: { reads: number; documents: number };
+    verbose: boolean;
+    /** Aggregation mappings through the backend's declared aggregations (`_aggrs`); opt-in. */
+    aggregations: boolean;
+    httpProfile: 'graphql-over-http' | 'restheart';
   };
   routes: {
     keys: string;
@@ -65,6 +119,10 @@ export interface OutriggerConfig {
     logRetentionSeconds: number | null;
     /** Approximate cap on the event stream (XADD MAXLEN ~). */
     streamMaxLength: number;
+    /** A webhook is disabled after this many consecutive events ended `failed` (0: never). */
+    disableAfterFailures: number;
+    /** Where the notice of an automatically disabled webhook is e-mailed (null: nobody). */
+    alertEmail: string | null;
     email: {
       smtp: { host: string | null; port: number; secure: boolean; auth: { user: string; pass: string } | null };
       from: string | null;
@@ -73,5 +131,21 @@ export interface OutriggerConfig {
     };
   };
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'; secretHeaders: string[] };
-  mcp: { signIn: 'key-or-token' | 'key-only' | 'token-only' };
+  mcp: {
+    /** What agent sign-in hands out (SPEC §5.6); `off` answers 404 on every OAuth route. */
+    signIn: 'key-or-token' | 'key-only' | 'token-only' | 'off';
+    /** The protected resource: its 401 carries the resource_metadata challenge. */
+    path: string;
+    /** Lifetime of a user's own sign-in token. */
+    tokenTtlMinutes: number;
+    /** Dynamic registrations accepted per client IP per hour. */
+    registrationsPerHour: number;
+    clientMetadata: {
+      /** CIDRs the SSRF guard lets metadata-document fetches reach; an http:// client_id is accepted only when its host is an IP inside them. */
+      allowPrivateTargets: string[];
+      timeoutMs: number;
+      maxBytes: number;
+      cacheSeconds: number;
+    };
+  };
 }

@@ -1,5 +1,9 @@
 import type { OutriggerConfig, StaticUser } from './types.js';
+import { parseCidr } from '../net/cidr.js';
 import { SectionReader } from './reader.js';
+import { readRedis } from './redis-config.js';
+
+import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from '../webhooks/retry-policy.js';
 
 const httpUrl = (v: string): string | null => {
   try {
@@ -11,13 +15,13 @@ const httpUrl = (v: string): string | null => {
 };
 const routePath = (v: string): string | null =>
   /^\/[A-Za-z0-9._~\-/]*$/.test(v) && !v.endsWith('/') ? null : 'must be a path starting with / and not ending with / (e.g. /keys)';
-const cidr = (v: string): string | null =>
-  /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(v) ? null : `must be a CIDR like 10.0.0.0/8 or ::1/128 (got ${JSON.stringify(v)})`;
+const cidr = (v: string): string | null => {
+  const parsed = parseCidr(v);
+  return typeof parsed === 'string' ? `${JSON.stringify(v)} is not a CIDR: ${parsed} (write it like 10.0.0.0/8, 192.168.1.7/32 or fd00::/8)` : null;
+};
 const serviceId = (v: string): string | null =>
   /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(v) ? null : 'must be 1-64 letters, digits, dot, dash or underscore, starting with a letter or digit';
 const headerName = (v: string): string | null => (/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(v) ? null : 'must be an HTTP header name');
-const redisUrl = (v: string): string | null =>
-  v === 'embedded' || /^rediss?:\/\//.test(v) ? null : 'must be redis://host:port, rediss://... or "embedded"';
 
 const FEATURE_STATES = ['not-installed', 'enabled', 'disabled'] as const;
 
@@ -39,14 +43,12 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
       port,
       trustedProxies: listen.strings('trustedProxies', [], cidr),
       shutdownGraceMs: listen.integer('shutdownGraceMs', 10_000, 0, 600_000),
+      headersTimeoutMs: listen.integer('headersTimeoutMs', 30_000, 100, 600_000),
+      requestTimeoutMs: listen.integer('requestTimeoutMs', 300_000, 100, 86_400_000),
+      bodyIdleTimeoutMs: listen.integer('bodyIdleTimeoutMs', 30_000, 100, 3_600_000),
     },
     upstream: readUpstream(root.section('upstream')),
-    redis: (() => {
-      const r = root.section('redis');
-      const out = { url: r.string('url', 'redis://127.0.0.1:6379', redisUrl), keyPrefix: r.string('keyPrefix', 'outrigger') };
-      r.finish();
-      return out;
-    })(),
+    redis: readRedis(root.section('redis')),
     users: readUsers(root.section('users')),
     acl: (() => {
       const a = root.section('acl');
@@ -64,6 +66,8 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
         prefix: k.string('prefix', 'rig', (v) => (/^[a-z][a-z0-9]{1,15}$/.test(v) ? null : 'must be 2-16 lowercase letters or digits, starting with a letter')),
         maxExpiresInDays: k.integer('maxExpiresInDays', 3650, 1, 3650),
         maxKeysPerUser: k.integer('maxKeysPerUser', 10, 1, 1000),
+        maxFailuresPerClient: k.integer('maxFailuresPerClient', 100, 1, 1_000_000),
+        failureWindowSeconds: k.integer('failureWindowSeconds', 60, 1, 86_400),
       };
       k.finish();
       return out;
@@ -88,7 +92,20 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
     })(),
     mcp: (() => {
       const m = root.section('mcp');
-      const out = { signIn: m.oneOf('signIn', 'key-or-token', ['key-or-token', 'key-only', 'token-only'] as const) };
+      const c = m.section('clientMetadata');
+      const out = {
+        signIn: m.oneOf('signIn', 'key-or-token', ['key-or-token', 'key-only', 'token-only', 'off'] as const),
+        path: m.string('path', '/mcp', routePath),
+        tokenTtlMinutes: m.integer('tokenTtlMinutes', 60, 1, 24 * 60),
+        registrationsPerHour: m.integer('registrationsPerHour', 30, 1, 100_000),
+        clientMetadata: {
+          allowPrivateTargets: c.strings('allowPrivateTargets', [], cidr),
+          timeoutMs: c.integer('timeoutMs', 5000, 100, 60_000),
+          maxBytes: c.integer('maxBytes', 16 * 1024, 512, 1024 * 1024),
+          cacheSeconds: c.integer('cacheSeconds', 300, 0, 86_400),
+        },
+      };
+      c.finish();
       m.finish();
       return out;
     })(),
@@ -110,6 +127,9 @@ function readUpstream(u: SectionReader): OutriggerConfig['upstream'] {
     url: u.required('url', httpUrl).replace(/\/$/, ''),
     timeoutMs: u.integer('timeoutMs', 30_000, 100, 3_600_000),
     connections: u.integer('connections', 128, 1, 4096),
+    maxConnectionsPerClient: u.integer('maxConnectionsPerClient', 64, 1, 4096),
+    queueTimeoutMs: u.integer('queueTimeoutMs', 10_000, 10, 600_000),
+    maxQueuedPerClient: u.integer('maxQueuedPerClient', 256, 0, 100_000),
     identity: {
       mode: identity.oneOf('mode', 'none', ['jwt', 'headers', 'none'] as const),
       jwt: {
@@ -173,6 +193,7 @@ export function readStaticUsers(raw: unknown, path: string, problems: string[]):
 
 function readGraphql(g: SectionReader): OutriggerConfig['graphql'] {
   const b = g.section('backend');
+  const c = g.section('maxCost');
   const out: OutriggerConfig['graphql'] = {
     defaultDb: g.string('defaultDb', 'restheart'),
     appsPath: g.string('appsPath', '/gql-apps', routePath),
@@ -190,7 +211,12 @@ function readGraphql(g: SectionReader): OutriggerConfig['graphql'] {
     maxBackendReads: g.integer('maxBackendReads', 50, 1, 10_000),
     timeoutMs: g.integer('timeoutMs', 10_000, 100, 600_000),
     introspection: g.boolean('introspection', true),
+    maxCost: { reads: c.integer('reads', 50, 1, 100_000), documents: c.integer('documents', 100_000, 1, 100_000_000) },
+    verbose: g.boolean('verbose', false),
+    aggregations: g.boolean('aggregations', false),
+    httpProfile: g.oneOf('httpProfile', 'graphql-over-http', ['graphql-over-http', 'restheart'] as const),
   };
+  c.finish();
   b.finish();
   g.finish();
   return out;
@@ -235,6 +261,8 @@ function readWebhooks(w: SectionReader): OutriggerConfig['webhooks'] {
     reclaimIdleMs: w.integer('reclaimIdleMs', 120_000, 100, 3_600_000),
     logRetentionSeconds: w.integer('logRetentionSeconds', 0, 1, 3650 * 86_400) || null,
     streamMaxLength: w.integer('streamMaxLength', 1_000_000, 1000, 100_000_000),
+    disableAfterFailures: w.integer('disableAfterFailures', 100, 0, 1_000_000),
+    alertEmail: w.string('alertEmail', null, (v) => (/^[^\s@<>,]+@[^\s@<>,]+$/.test(v) ? null : `must be one e-mail address like ops@example.com (got ${JSON.stringify(v)})`)),
     email: {
       smtp: {
         host: smtp.string('host', null),
@@ -253,29 +281,22 @@ function readWebhooks(w: SectionReader): OutriggerConfig['webhooks'] {
   return out;
 }
 
-const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
 /** `webhooks.retrySchedule`: a list of delays, each a number of seconds or a string like 200ms, 5s, 1m, 10m, 1h, 6h. */
 function readRetrySchedule(w: SectionReader): number[] {
   const fallback = [5_000, 60_000, 600_000, 3_600_000, 21_600_000];
   const raw = w.raw('retrySchedule');
   const path = w.path ? `${w.path}.retrySchedule` : 'retrySchedule';
   if (raw === undefined || raw === null) return fallback;
-  if (!Array.isArray(raw) || raw.length > 50) {
-    w.problems.push(`${path}: must be a list of at most 50 delays, e.g. [5s, 1m, 10m, 1h, 6h] ([] disables retries)`);
+  if (!Array.isArray(raw) || raw.length > RETRY_SCHEDULE_MAX_LENGTH) {
+    w.problems.push(`${path}: must be a list of at most ${RETRY_SCHEDULE_MAX_LENGTH} delays, e.g. [5s, 1m, 10m, 1h, 6h] ([] disables retries)`);
     return fallback;
   }
   const out: number[] = [];
   raw.forEach((item: unknown, i) => {
-    let ms = NaN;
-    if (typeof item === 'number') ms = item * 1000;
-    else if (typeof item === 'string') {
-      const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(item);
-      if (m) ms = Number(m[1]) * DURATION_UNITS_MS[m[2]!]!;
-    }
-    if (!Number.isFinite(ms) || ms < 10 || ms > 7 * 86_400_000) {
+    const ms = parseRetryDelay(item);
+    if (ms === null) {
       w.problems.push(`${path}[${i}]: must be a delay from 10ms to 7d, as seconds or a string like 200ms, 5s, 1m, 1h (got ${JSON.stringify(item)})`);
-    } else out.push(Math.round(ms));
+    } else out.push(ms);
   });
   return out;
 }
@@ -290,6 +311,8 @@ function crossCheck(config: OutriggerConfig, problems: string[]): void {
   if (config.users.source === 'static' && config.users.static.length === 0 && config.acl.mode === 'enforce') {
     // Allowed (keys from another replica, anonymous access), but worth a startup warning; see main.ts.
   }
+  if (config.listen.headersTimeoutMs > config.listen.requestTimeoutMs)
+    problems.push(`listen.headersTimeoutMs: must not exceed listen.requestTimeoutMs (${config.listen.requestTimeoutMs})`);
   if (config.graphql.defaultLimit > config.graphql.maxLimit)
     problems.push(`graphql.defaultLimit: must not exceed graphql.maxLimit (${config.graphql.maxLimit})`);
   if (config.webhooks.email.smtp.host && !config.webhooks.email.from)
@@ -306,6 +329,7 @@ function crossCheck(config: OutriggerConfig, problems: string[]): void {
     ['routes.oauth.authorize', config.routes.oauth.authorize],
     ['routes.oauth.register', config.routes.oauth.register],
     ['graphql.appsPath', config.graphql.appsPath],
+    ['mcp.path', config.mcp.path],
   ];
   for (const [name, path] of routes) {
     const other = own.get(path);

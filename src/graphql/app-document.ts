@@ -13,6 +13,12 @@ export interface GraphqlAppDescriptor {
   uri: string;
   /** Turns introspection off for this app when false; absent = the service setting. */
   introspection?: boolean;
+  /** Reports backend reads and batching in `extensions` (absent = `graphql.verbose`). */
+  verbose?: boolean;
+  /** The only operations the app runs: query texts and/or `sha256:<hex>` hashes (absent = any). */
+  trustedDocuments?: string[];
+  /** Largest estimated cost of one operation (absent entries = `graphql.maxCost`). */
+  maxCost?: { reads?: number; documents?: number };
 }
 
 /** `{"$arg": "name"}` or `{"$arg": ["name", default]}`. */

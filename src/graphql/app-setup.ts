@@ -16,7 +16,7 @@ export type StoredApp = GraphqlApp & StoredDocument;
 
 /** Full validation of a candidate; answers the normalised document with `_id` first. */
 export function appValidator(config: OutriggerConfig) {
-  const opts = { defaultDb: config.graphql.defaultDb, maxLimit: config.graphql.maxLimit };
+  const opts = { defaultDb: config.graphql.defaultDb, maxLimit: config.graphql.maxLimit, aggregations: config.graphql.aggregations };
   return (candidate: Record<string, unknown>): Validation<StoredApp> => {
     const result = validateAppDocument(candidate, opts);
     if (!result.ok) return result;

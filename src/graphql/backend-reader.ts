@@ -85,17 +85,20 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
         prefix +
         template.replaceAll('{db}', encodeURIComponent(read.db)).replaceAll('{collection}', encodeURIComponent(read.collection));
       const params: string[] = [];
-      if (read.filter && Object.keys(read.filter).length > 0) params.push(`filter=${encodeQueryComponent(JSON.stringify(read.filter))}`);
-      if (read.sort && Object.keys(read.sort).length > 0) params.push(`sort=${encodeQueryComponent(JSON.stringify(read.sort))}`);
+      const aggregation = read.aggregation;
+      if (aggregation) params.push(`avars=${encodeQueryComponent(JSON.stringify(aggregation.avars))}`);
+      else if (read.filter && Object.keys(read.filter).length > 0) params.push(`filter=${encodeQueryComponent(JSON.stringify(read.filter))}`);
+      if (!aggregation && read.sort && Object.keys(read.sort).length > 0) params.push(`sort=${encodeQueryComponent(JSON.stringify(read.sort))}`);
       params.push(`page=${read.page}`, `pagesize=${read.pagesize}`);
       const headers: Record<string, string> = { accept: 'application/json', ...headersFor(ctx) };
-      const what = `${read.db}/${read.collection}`;
+      const what = aggregation ? `the aggregation ${aggregation.name} of ${read.db}/${read.collection}` : `${read.db}/${read.collection}`;
+      const target = aggregation ? `${path}/_aggrs/${encodeURIComponent(aggregation.name)}` : path;
 
       let response: Dispatcher.ResponseData;
       try {
         response = await dispatcher.request({
           origin,
-          path: `${path}?${params.join('&')}`,
+          path: `${target}?${params.join('&')}`,
           method: 'GET',
           headers,
           signal: ctx.signal,
@@ -107,7 +110,8 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
       const status = response.statusCode;
       if (status < 200 || status > 299) {
         await response.body.dump().catch(() => undefined);
-        if (status === 404 && notFoundAsEmpty) return [];
+        // A missing declared aggregation is not an empty result: the app's save did not reach the backend.
+        if (status === 404 && notFoundAsEmpty && !aggregation) return [];
         throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered ${status} ${STATUS_CODES[status] ?? ''} to a read of ${what}`.trimEnd());
       }
       let text: string;

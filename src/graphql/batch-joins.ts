@@ -70,7 +70,12 @@ export class JoinBatcher {
    * any (its promise is what `load` would give for an equal query).
    */
   shared(groupKey: string, windowKey: string, distinctKey: string): Promise<unknown> | undefined {
-    return this.groups.get(groupKey)?.shared.get(windowKey)?.get(distinctKey);
+    const found = this.groups.get(groupKey)?.shared.get(windowKey)?.get(distinctKey);
+    if (found !== undefined) {
+      this.state.joinStats.loads++;
+      this.state.joinStats.shared++;
+    }
+    return found;
   }
 
   /**
@@ -84,6 +89,7 @@ export class JoinBatcher {
     windowKey = windowKeyOf(query.skip, query.limit, single),
     distinctKey = distinctKeyOf(query),
   ): Promise<unknown> {
+    this.state.joinStats.loads++;
     let group = this.groups.get(query.groupKey);
     if (!group) {
       const inJoin = query.inJoin;
@@ -104,7 +110,10 @@ export class JoinBatcher {
       group.shared.set(windowKey, byDistinct);
     } else {
       const queued = byDistinct.get(distinctKey);
-      if (queued !== undefined) return queued;
+      if (queued !== undefined) {
+        this.state.joinStats.shared++;
+        return queued;
+      }
     }
     const entries = group.entries;
     const promise = new Promise<unknown>((resolve, reject) => entries.push({ query, single, distinctKey, resolve, reject }));
@@ -132,6 +141,7 @@ export class JoinBatcher {
   }
 
   private async dispatch(group: Group): Promise<void> {
+    this.state.joinStats.batches++;
     const distinct = distinctRequests(group);
     if (distinct.length === 1) {
       const only = distinct[0] as Distinct;

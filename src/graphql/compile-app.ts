@@ -12,11 +12,13 @@ import {
   isInputObjectType,
   isListType,
   isObjectType,
+  Kind,
   NoSchemaIntrospectionCustomRule,
   parse,
   specifiedRules,
   validate,
   type DocumentNode,
+  type FragmentDefinitionNode,
   type GraphQLArgument,
   type GraphQLField,
   type GraphQLFieldResolver,
@@ -24,6 +26,7 @@ import {
   type GraphQLOutputType,
   type GraphQLResolveInfo,
   type GraphQLSchema,
+  type OperationDefinitionNode,
   type ValidationRule,
 } from 'graphql';
 import { ValidationError } from '../errors.js';
@@ -47,6 +50,11 @@ import {
 } from './translate.js';
 import { DEFAULT_LIMITS, type BackendReader, type GraphqlLimits, type ReadPolicy, type RequestContext } from './types.js';
 import { validateAppWithSchema } from './validate-app.js';
+import { installTypeResolvers } from './type-resolver/index.js';
+import { aggregationCall } from './aggregations/call.js';
+import type { AggregationMapping } from './aggregations/declared.js';
+import { estimateCost, type CostEstimate, type CostLimits } from './cost/estimate.js';
+import { compileTrustedDocuments, type TrustedDocuments } from './trusted/documents.js';
 
 export interface CompileOptions extends Partial<GraphqlLimits> {
   /** Where query mappings read from (usually `createHttpBackendReader(...)`). */
@@ -86,6 +94,14 @@ export interface CompiledApp {
   /** Content hash of the app document this was compiled from. */
   readonly version: string;
   readonly settings: EngineSettings;
+  /** Report reads and batching in `extensions` (the descriptor's `verbose`, else `graphql.verbose`). */
+  readonly verbose: boolean;
+  /** The app's allow-list of operations; undefined = any operation. */
+  readonly trusted: TrustedDocuments | undefined;
+  /** Largest estimated cost of one operation (the descriptor's `maxCost`, else `graphql.maxCost`). */
+  readonly maxCost: CostLimits;
+  /** Estimated reads and documents of an operation (before anything is read). */
+  estimate(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown>): CostEstimate;
   readonly onError: ((error: unknown, ctx: RequestContext) => void) | undefined;
   /** Parses and validates a query, from the cache when seen before. */
   prepare(query: string): PreparedDocument;
@@ -116,13 +132,18 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
     maxBackendReads: opts.maxBackendReads ?? DEFAULT_LIMITS.maxBackendReads,
     timeoutMs: opts.timeoutMs ?? DEFAULT_LIMITS.timeoutMs,
     introspection: opts.introspection ?? DEFAULT_LIMITS.introspection,
+    maxCost: opts.maxCost ?? DEFAULT_LIMITS.maxCost,
+    verbose: opts.verbose ?? DEFAULT_LIMITS.verbose,
+    aggregations: opts.aggregations ?? DEFAULT_LIMITS.aggregations,
+    httpProfile: opts.httpProfile ?? DEFAULT_LIMITS.httpProfile,
   };
-  const checked = validateAppWithSchema(app, { defaultDb: limits.defaultDb, maxLimit: limits.maxLimit });
+  const checked = validateAppWithSchema(app, { defaultDb: limits.defaultDb, maxLimit: limits.maxLimit, aggregations: limits.aggregations });
   if (!checked.ok) throw new ValidationError(checked.problems);
   const { schema } = checked;
   const normalized = checked.app;
 
   installResolvers(schema, normalized, limits, opts.prefetchJoins !== false);
+  installTypeResolvers(schema, normalized.mappings);
 
   const introspection = limits.introspection && normalized.descriptor.introspection !== false;
   const rules: ValidationRule[] = [...specifiedRules, depthLimitRule(limits.maxDepth)];
@@ -138,6 +159,14 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
     version: appVersion(app),
     settings: { limits, reader: opts.reader, maxFilterBytes: opts.maxFilterBytes ?? 6144, readPolicy: opts.readPolicy },
     onError: opts.onError,
+    verbose: normalized.descriptor.verbose ?? limits.verbose,
+    trusted: compileTrustedDocuments(normalized.descriptor.trustedDocuments),
+    maxCost: { ...limits.maxCost, ...(normalized.descriptor.maxCost ?? {}) },
+    estimate(document, operation, variables) {
+      const fragments = new Map<string, FragmentDefinitionNode>();
+      for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+      return estimateCost(schema, normalized, limits, operation, fragments, variables);
+    },
     prepare(query: string): PreparedDocument {
       const hit = cache.get(query);
       if (hit) return hit;
@@ -192,7 +221,12 @@ function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: Graphq
     for (const field of Object.values(type.getFields())) {
       const mapping = mappings[field.name];
       let resolve: GraphQLFieldResolver<unknown, ExecutionContextValue> | undefined;
-      if (isPlainObject(mapping)) {
+      if (isPlainObject(mapping) && 'stages' in mapping) {
+        const call = aggregationCall(app._id ?? app.descriptor.uri, type.name, field.name, mapping as unknown as AggregationMapping, limits.defaultDb);
+        const single = !isListType(getNullableType(field.type));
+        const internalize = argsInternalizer(field, enumMaps);
+        resolve = (source, args, context) => call(source, internalize(args), context.state).then((docs) => (single ? (docs[0] ?? null) : docs));
+      } else if (isPlainObject(mapping)) {
         const compiled = compileQueryMapping(`${type.name}.${field.name}`, mapping as unknown as QueryMapping, limits.defaultDb);
         const single = !isListType(getNullableType(field.type));
         const internalize = argsInternalizer(field, enumMaps);

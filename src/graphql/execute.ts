@@ -19,12 +19,18 @@ import { setMaxListeners } from 'node:events';
 import { OutriggerError } from '../errors.js';
 import type { CompiledApp, ExecutionContextValue } from './compile-app.js';
 import { BACKEND_ERROR_CODES, RequestState, budgetError, timeoutError } from './request-state.js';
+import { resolveTrusted } from './trusted/documents.js';
 import { MAX_QUERY_BYTES, type RequestContext } from './types.js';
 
 export interface GraphqlParams {
-  readonly query: string;
+  /** Absent when the client names a trusted document by its hash only. */
+  readonly query?: string;
   readonly variables?: Readonly<Record<string, unknown>> | null;
   readonly operationName?: string | null;
+  /** `sha256:<hex>` of a trusted document (GraphQL-over-HTTP persisted documents). */
+  readonly documentId?: string | null;
+  /** The request's extensions (Apollo's `persistedQuery.sha256Hash` is read from it). */
+  readonly extensions?: Readonly<Record<string, unknown>> | null;
 }
 
 export interface GraphqlResponseBody {
@@ -40,6 +46,11 @@ export interface GraphqlOutcome {
   readonly headers?: Record<string, string>;
   /** Backend reads this request made (for metrics and logs); absent when it did not execute. */
   readonly backendReads?: number;
+  /**
+   * A syntax, validation or variable error: a GraphQL request error, which GraphQL-over-HTTP
+   * answers with 200 when the response is application/json (see http-handler.ts).
+   */
+  readonly documentError?: true;
 }
 
 export interface ExecuteOptions {
@@ -57,14 +68,17 @@ export async function executeGraphql(
   ctx: RequestContext,
   opts: ExecuteOptions = {},
 ): Promise<GraphqlOutcome> {
-  if (Buffer.byteLength(params.query, 'utf8') > MAX_QUERY_BYTES) {
+  const trusted = resolveTrusted(app.trusted, params.query, documentIdOf(params));
+  if (!trusted.ok) return { status: 400, body: errorBody(trusted.message, trusted.code) };
+  const query = trusted.query;
+  if (Buffer.byteLength(query, 'utf8') > MAX_QUERY_BYTES) {
     return {
       status: 413,
       body: errorBody(`the query is larger than ${MAX_QUERY_BYTES / 1024} KiB; send a smaller query`, 'QUERY_TOO_LARGE'),
     };
   }
-  const prepared = app.prepare(params.query);
-  if (prepared.syntaxErrors) return { status: 400, body: { errors: prepared.syntaxErrors.map((e) => e.toJSON()) } };
+  const prepared = app.prepare(query);
+  if (prepared.syntaxErrors) return { status: 400, documentError: true, body: { errors: prepared.syntaxErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_PARSE_FAILED')) } };
   const document = prepared.document;
   if (!document) return { status: 400, body: errorBody('the query could not be parsed', 'GRAPHQL_PARSE_FAILED') };
 
@@ -76,15 +90,32 @@ export async function executeGraphql(
       body: errorBody('mutations cannot be sent with GET; use POST', 'METHOD_NOT_ALLOWED'),
     };
   }
-  if (prepared.validationErrors) return { status: 400, body: { errors: prepared.validationErrors.map((e) => e.toJSON()) } };
+  if (prepared.validationErrors) {
+    return { status: 400, documentError: true, body: { errors: prepared.validationErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_VALIDATION_FAILED')) } };
+  }
   if (!operation) {
     const message = params.operationName
       ? `operationName "${params.operationName}" does not name an operation of the query`
       : 'the query holds several operations; pass operationName to pick one';
     return { status: 400, body: errorBody(message, 'OPERATION_NOT_FOUND') };
   }
+  // GraphQL over HTTP: an operation type the schema lacks is a request error (400), not a 200 with errors.
+  if (operation.operation !== 'query' && !app.schema.getRootType(operation.operation)) {
+    return { status: 400, body: errorBody(`this app has no ${operation.operation} type; it answers queries only`, 'OPERATION_NOT_SUPPORTED') };
+  }
   if (operation.operation === 'subscription') {
     return { status: 400, body: errorBody('subscriptions are not supported; GraphQL apps are read-only queries', 'SUBSCRIPTIONS_NOT_SUPPORTED') };
+  }
+
+  if (operation.operation === 'query') {
+    // Refused before any read: the estimate needs only the document and the mappings.
+    const cost = app.estimate(document, operation, (params.variables ?? {}) as Record<string, unknown>);
+    if (cost.reads > app.maxCost.reads || cost.documents > app.maxCost.documents) {
+      const message =
+        `this query may need ${cost.reads} backend reads and ${cost.documents} documents; ` +
+        `this app allows at most ${app.maxCost.reads} reads and ${app.maxCost.documents} documents per operation (maxCost); ask for smaller limits or fewer nested lists`;
+      return { status: 400, body: { errors: [{ message, extensions: { code: 'QUERY_TOO_COSTLY', cost, maxCost: app.maxCost } }] } };
+    }
   }
 
   const limits = app.settings.limits;
@@ -92,6 +123,7 @@ export async function executeGraphql(
   // Every concurrent backend read listens on this signal; up to maxBackendReads of them is expected.
   setMaxListeners(limits.maxBackendReads + 10, controller.signal);
   const state = new RequestState(app.settings, ctx, controller.signal);
+  if (app.verbose) state.readLog = [];
   let timer: NodeJS.Timeout | undefined;
   const aborted = new Promise<'aborted'>((resolve) => {
     controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
@@ -137,11 +169,14 @@ export async function executeGraphql(
 
   const errors = result.errors?.map((e) => maskError(e, app, ctx));
   // No data entry: the request failed before execution (variables could not be coerced).
-  if (!('data' in result)) return { status: 400, body: { errors: errors ?? [] }, backendReads };
+  if (!('data' in result)) {
+    return { status: 400, documentError: true, body: { errors: (errors ?? []).map((e) => withCode(e, 'BAD_USER_INPUT')) }, backendReads };
+  }
 
   const data = result.data ?? null;
   const body: GraphqlResponseBody = { data };
   if (errors && errors.length > 0) body.errors = errors;
+  if (app.verbose) body.extensions = verboseExtensions(state);
   const backendFailed = errors?.some((e) => BACKEND_ERROR_CODES.has(String(e.extensions?.code))) ?? false;
   const noData = data === null || Object.values(data).every((v) => v === null);
   return { status: backendFailed && noData ? 502 : 200, body, backendReads };
@@ -155,7 +190,7 @@ function maskError(error: GraphQLError, app: CompiledApp, ctx: RequestContext): 
     if (original instanceof OutriggerError && !formatted.extensions?.code) {
       return { ...formatted, extensions: { ...(formatted.extensions ?? {}), code: original.code } };
     }
-    return formatted;
+    return withCode(formatted, 'GRAPHQL_EXECUTION_FAILED');
   }
   app.onError?.(original, ctx);
   const masked: GraphQLFormattedError = {
@@ -165,4 +200,31 @@ function maskError(error: GraphQLError, app: CompiledApp, ctx: RequestContext): 
     extensions: { code: 'INTERNAL_SERVER_ERROR' },
   };
   return masked;
+}
+
+/** The error with `extensions.code`, keeping a code it already has. */
+function withCode(error: GraphQLFormattedError, code: string): GraphQLFormattedError {
+  return error.extensions?.code ? error : { ...error, extensions: { ...(error.extensions ?? {}), code } };
+}
+
+/** `documentId`, or Apollo's `extensions.persistedQuery.sha256Hash` as one. */
+function documentIdOf(params: GraphqlParams): string | undefined {
+  if (typeof params.documentId === 'string') return params.documentId;
+  const pq = params.extensions?.persistedQuery;
+  if (pq !== null && typeof pq === 'object' && typeof (pq as Record<string, unknown>).sha256Hash === 'string') {
+    return `sha256:${String((pq as Record<string, unknown>).sha256Hash).toLowerCase()}`;
+  }
+  return undefined;
+}
+
+/**
+ * What `verbose` adds: the backend reads (collection, page, documents) and the join batching,
+ * with the counters under RESTHeart's names (its `dataloader.overall-statistics`).
+ */
+function verboseExtensions(state: RequestState): Record<string, unknown> {
+  const { loads, shared, batches } = state.joinStats;
+  return {
+    backendReads: { count: state.reads, reads: state.readLog ?? [] },
+    dataloader: { 'overall-statistics': { batchLoadCount: loads, batchInvokeCount: batches, cacheHitCount: shared, cacheMissCount: loads - shared } },
+  };
 }

@@ -15,6 +15,9 @@ import { executeGraphql, errorBody, type GraphqlOutcome, type GraphqlParams, typ
 import type { CompiledApp } from './compile-app.js';
 import { isPlainObject } from './app-document.js';
 import { MAX_BODY_BYTES, type RequestContext } from './types.js';
+import { graphqlNestingDepth } from '../input-limits/graphql-nesting.js';
+import { parseBoundedJson } from '../input-limits/json-depth.js';
+import { MAX_GRAPHQL_NESTING } from '../input-limits/limits.js';
 
 export interface GraphqlHttpInput {
   readonly method: string;
@@ -37,7 +40,8 @@ const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json';
 const JSON_TYPE = 'application/json';
 
 export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledApp, ctx: RequestContext): Promise<GraphqlHttpResponse> {
-  const mediaType = negotiate(header(input.headers, 'accept'));
+  const profile = app.settings.limits.httpProfile;
+  const mediaType = negotiate(header(input.headers, 'accept'), profile);
   if (mediaType === undefined) {
     return respond(JSON_TYPE, {
       status: 406,
@@ -55,6 +59,9 @@ export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledAp
   const params = method === 'GET' ? paramsFromUrl(input.query) : paramsFromBody(input);
   if ('status' in params) return respond(mediaType, params);
   const outcome = await executeGraphql(app, params, ctx, { queriesOnly: method === 'GET' });
+  // GraphQL-over-HTTP: with application/json, a well-formed GraphQL response is 200 even when the
+  // document failed to parse or validate (legacy clients read `errors`, not the status).
+  if (outcome.documentError && mediaType === JSON_TYPE && profile === 'graphql-over-http') return respond(mediaType, { ...outcome, status: 200 });
   return respond(mediaType, outcome);
 }
 
@@ -80,19 +87,27 @@ function header(headers: GraphqlHttpInput['headers'], name: string): string | un
   return Array.isArray(v) ? v.join(', ') : v;
 }
 
-/** Picks the response media type; undefined when Accept admits neither. */
-export function negotiate(accept: string | undefined): string | undefined {
-  if (accept === undefined || accept.trim() === '') return GRAPHQL_RESPONSE_JSON;
-  let best: { type: string; q: number } | undefined;
-  for (const candidate of [GRAPHQL_RESPONSE_JSON, JSON_TYPE]) {
-    const q = qualityOf(accept, candidate);
-    if (q > 0 && (best === undefined || q > best.q)) best = { type: candidate, q };
+/**
+ * Picks the response media type; undefined when Accept admits neither. On a tie the type the
+ * client named wins; when only wildcards (or nothing) match, the profile's default: application/json
+ * for `graphql-over-http` (as the spec asks of servers that serve legacy clients too),
+ * application/graphql-response+json for `restheart`.
+ */
+export function negotiate(accept: string | undefined, profile: 'graphql-over-http' | 'restheart' = 'graphql-over-http'): string | undefined {
+  const fallback = profile === 'restheart' ? GRAPHQL_RESPONSE_JSON : JSON_TYPE;
+  if (accept === undefined || accept.trim() === '') return fallback;
+  let best: { type: string; q: number; specificity: number } | undefined;
+  for (const candidate of fallback === JSON_TYPE ? [JSON_TYPE, GRAPHQL_RESPONSE_JSON] : [GRAPHQL_RESPONSE_JSON, JSON_TYPE]) {
+    const { q, specificity } = qualityOf(accept, candidate);
+    if (q <= 0) continue;
+    if (best === undefined || q > best.q || (q === best.q && specificity === 2 && best.specificity < 2)) best = { type: candidate, q, specificity };
+    else if (q === best.q && specificity === 2 && best.specificity === 2 && candidate === GRAPHQL_RESPONSE_JSON) best = { type: candidate, q, specificity };
   }
   return best?.type;
 }
 
 /** The q-value Accept gives a media type, by its most specific matching range (RFC 9110 §12.5.1). */
-function qualityOf(accept: string, type: string): number {
+function qualityOf(accept: string, type: string): { q: number; specificity: number } {
   const [major] = type.split('/');
   let specificity = -1;
   let q = 0;
@@ -116,26 +131,33 @@ function qualityOf(accept: string, type: string): number {
       q = value;
     }
   }
-  return q;
+  return { q, specificity };
 }
 
 function parseJsonParam(name: string, raw: string | null): { ok: true; value: unknown } | { ok: false; outcome: GraphqlOutcome } {
   if (raw === null || raw === '') return { ok: true, value: undefined };
-  try {
-    return { ok: true, value: JSON.parse(raw) as unknown };
-  } catch {
-    return { ok: false, outcome: bad(`the ${name} parameter must be a JSON object`) };
-  }
+  const parsed = parseBoundedJson(raw);
+  if (parsed.ok) return { ok: true, value: parsed.value };
+  return { ok: false, outcome: bad(parsed.tooDeep ? `the ${name} parameter ${parsed.message}` : `the ${name} parameter must be a JSON object`) };
 }
 
 function paramsFromUrl(query: URLSearchParams): GraphqlParams | GraphqlOutcome {
   const text = query.get('query');
-  if (text === null || text === '') return bad('a GET request needs the GraphQL query in the "query" URL parameter');
+  const documentId = query.get('documentId');
+  if ((text === null || text === '') && documentId === null && query.get('extensions') === null) {
+    return bad('a GET request needs the GraphQL query in the "query" URL parameter');
+  }
   const variables = parseJsonParam('variables', query.get('variables'));
   if (!variables.ok) return variables.outcome;
   const extensions = parseJsonParam('extensions', query.get('extensions'));
   if (!extensions.ok) return extensions.outcome;
-  return checkParams({ query: text, variables: variables.value, operationName: query.get('operationName'), extensions: extensions.value });
+  return checkParams({
+    query: text === null || text === '' ? undefined : text,
+    variables: variables.value,
+    operationName: query.get('operationName'),
+    extensions: extensions.value,
+    documentId: documentId ?? undefined,
+  });
 }
 
 function paramsFromBody(input: GraphqlHttpInput): GraphqlParams | GraphqlOutcome {
@@ -162,21 +184,24 @@ function paramsFromBody(input: GraphqlHttpInput): GraphqlParams | GraphqlOutcome
     if (!variables.ok) return variables.outcome;
     return checkParams({ query: text, variables: variables.value, operationName: input.query.get('operationName') });
   }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return bad('the request body is not valid JSON');
-  }
+  const bounded = parseBoundedJson(text);
+  if (!bounded.ok) return bad(bounded.tooDeep ? `the request body ${bounded.message}` : 'the request body is not valid JSON');
+  const parsed = bounded.value;
   if (Array.isArray(parsed)) return bad('batched requests (a JSON array) are not supported; send one {"query": ...} object');
   if (!isPlainObject(parsed)) return bad('the request body must be a JSON object {"query": "...", "variables"?: {...}, "operationName"?: "..."}');
   return checkParams(parsed);
 }
 
 function checkParams(raw: Record<string, unknown>): GraphqlParams | GraphqlOutcome {
-  const { query, variables, operationName, extensions } = raw;
-  if (typeof query !== 'string') {
+  const { query, variables, operationName, extensions, documentId } = raw;
+  const byHash = documentId !== undefined || (isPlainObject(extensions) && extensions.persistedQuery !== undefined);
+  if (typeof query !== 'string' && !(query === undefined && byHash)) {
     return bad(query === undefined ? 'the "query" parameter is missing' : 'the "query" parameter must be a string');
+  }
+  if (documentId !== undefined && typeof documentId !== 'string') return bad('the "documentId" parameter must be a string "sha256:<hex>"');
+  // graphql-js parses recursively: refuse deep nesting before it sees the document.
+  if (typeof query === 'string' && graphqlNestingDepth(query, MAX_GRAPHQL_NESTING) > MAX_GRAPHQL_NESTING) {
+    return bad(`the query nests {, ( or [ more than ${MAX_GRAPHQL_NESTING} levels deep (the limit for GraphQL documents)`, 'GRAPHQL_PARSE_FAILED');
   }
   if (variables !== undefined && variables !== null && !isPlainObject(variables)) return bad('the "variables" parameter must be a JSON object');
   if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') {
@@ -184,9 +209,11 @@ function checkParams(raw: Record<string, unknown>): GraphqlParams | GraphqlOutco
   }
   if (extensions !== undefined && extensions !== null && !isPlainObject(extensions)) return bad('the "extensions" parameter must be a JSON object');
   return {
-    query,
+    ...(typeof query === 'string' ? { query } : {}),
     variables: (variables as Record<string, unknown> | null | undefined) ?? null,
     operationName: (operationName as string | null | undefined) ?? null,
+    ...(typeof documentId === 'string' ? { documentId } : {}),
+    ...(isPlainObject(extensions) ? { extensions } : {}),
   };
 }
 

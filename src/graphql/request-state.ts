@@ -26,6 +26,12 @@ export class RequestState {
   budgetExceeded = false;
   /** Set when the time limit passed. */
   timedOut = false;
+  /** Aggregation calls of this request by (name, avars): equal calls share one read. */
+  readonly aggregationCalls = new Map<string, Promise<unknown[]>>();
+  /** Join loads asked for, loads answered by an equal queued load, batches dispatched (for `verbose`). */
+  readonly joinStats = { loads: 0, shared: 0, batches: 0 };
+  /** Each backend read with the documents it returned; kept only when the app is verbose. */
+  readLog: Array<{ db: string; collection: string; page: number; pagesize: number; filter: boolean; documents: number }> | undefined;
   readonly joins: JoinBatcher;
   /** Joins started ahead of graphql-js (prefetch.ts); made on first use. */
   prefetcher: Prefetcher | undefined;
@@ -59,6 +65,13 @@ export class RequestState {
     if (decision && !decision.allow) {
       throw new GraphQLError(decision.message ?? `you may not read ${read.db}/${read.collection}`, { extensions: { code: 'FORBIDDEN' } });
     }
+    if (read.aggregation && decision?.allow && (decision.filter || decision.project)) {
+      // A declared aggregation's result is not documents of the collection: neither the caller's
+      // readFilter nor projectResponse can be applied to it, so it is not run for them.
+      throw new GraphQLError(`your permission filters or projects reads of ${read.db}/${read.collection}, which an aggregation would bypass`, {
+        extensions: { code: 'FORBIDDEN' },
+      });
+    }
     if (this.reads >= this.settings.limits.maxBackendReads) {
       this.budgetExceeded = true;
       throw budgetError(this.settings.limits.maxBackendReads);
@@ -67,7 +80,9 @@ export class RequestState {
     const extra = decision?.allow ? decision.filter : undefined;
     const effective = extra && Object.keys(extra).length > 0 ? { ...read, filter: read.filter ? { $and: [read.filter, extra] } : extra } : read;
     try {
-      return await this.settings.reader.find(effective, this.ctx);
+      const docs = await this.settings.reader.find(effective, this.ctx);
+      this.readLog?.push({ db: read.db, collection: read.collection, page: read.page, pagesize: read.pagesize, filter: effective.filter !== undefined, documents: docs.length });
+      return docs;
     } catch (error) {
       if (this.signal.aborted) throw timeoutError(this.settings.limits.timeoutMs);
       if (error instanceof OutriggerError) {

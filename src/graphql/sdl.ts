@@ -15,6 +15,8 @@ import {
   type DocumentNode,
   type GraphQLSchema,
 } from 'graphql';
+import { graphqlNestingDepth } from '../input-limits/graphql-nesting.js';
+import { MAX_GRAPHQL_NESTING } from '../input-limits/limits.js';
 import { BSON_SCALAR_NAMES, installScalarCoercion } from './bson-scalars.js';
 
 const BSON_SCALAR_DEFINITIONS = new Map<string, DefinitionNode>(
@@ -33,6 +35,9 @@ export type SchemaBuild = { ok: true; schema: GraphQLSchema } | { ok: false; pro
 
 /** Builds the app schema; every problem is a sentence prefixed with `schema`. */
 export function buildAppSchema(sdl: string): SchemaBuild {
+  // graphql-js parses and builds recursively: refuse deep nesting (e.g. [[[[String]]]]) first.
+  if (graphqlNestingDepth(sdl, MAX_GRAPHQL_NESTING) > MAX_GRAPHQL_NESTING)
+    return { ok: false, problems: [`schema nests {, ( or [ more than ${MAX_GRAPHQL_NESTING} levels deep (the limit for GraphQL documents)`] };
   let document: DocumentNode;
   try {
     document = parse(sdl);

@@ -7,6 +7,7 @@
  * - `<graphql.appsPath>` stores the app documents (SPEC §6.1): the shared document CRUD, behind
  *   the same "admin roles or an allowing permission" rule, with the 409 on a uri another app serves.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AppContext } from '../app-context.js';
 import { notFound } from '../errors.js';
 import { readBody } from '../http/body.js';
@@ -14,11 +15,14 @@ import { createDocumentRoutes } from '../http/document-routes.js';
 import type { OwnRoute } from '../http/route-table.js';
 import type { RequestScope } from '../http/scope.js';
 import type { DocumentStore } from '../store/document-store.js';
+import { syncDeclaredAggregations } from './aggregations/sync.js';
 import { appValidator, uriCollision, type StoredApp } from './app-setup.js';
 import { backendHeadersFor, type CallerFacts } from './caller-identity.js';
 import { handleGraphqlHttp } from './http-handler.js';
 import type { GraphqlAppRegistry } from './registry.js';
+import { serveGraphiql, wantsGraphiql } from './ui/graphiql-route.js';
 import { MAX_BODY_BYTES, type RequestContext } from './types.js';
+import { logAdminChange } from '../observability/admin-audit.js';
 
 export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegistry): OwnRoute {
   const { config, acl, metrics } = context;
@@ -38,6 +42,13 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       const readsBody = scope.method === 'POST';
       if (readsBody && acl.needsRequestBody(scope.principal)) scope.bufferedBody = await readBody(scope.req, MAX_BODY_BYTES);
       context.authorizeOwnRoute(scope);
+
+      // GraphiQL for a browser (page and bundled assets), behind the same lookup and ACL.
+      if (wantsGraphiql(scope.method, typeof scope.req.headers.accept === 'string' ? scope.req.headers.accept : undefined, scope.query)) {
+        const ifNoneMatch = scope.req.headers['if-none-match'];
+        if (serveGraphiql(scope.res, `${prefix}/${found.app.uri}`, scope.query, typeof ifNoneMatch === 'string' ? ifNoneMatch : undefined)) return;
+        throw notFound(`GraphiQL is not available here (its assets were not built, or no such asset); run npm run build`, 'GRAPHIQL_NOT_BUILT');
+      }
 
       // 3. The body, capped: past 1 MiB the request is refused without buffering the rest.
       const body = readsBody ? (scope.bufferedBody ?? (await readBody(scope.req, MAX_BODY_BYTES))) : undefined;
@@ -74,6 +85,10 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
 export function createAppsRoute(context: AppContext, store: DocumentStore<StoredApp>): OwnRoute {
   const { config } = context;
   const validate = appValidator(config);
+  // The request being served, for the identity the aggregation metadata write runs as.
+  const writer = new AsyncLocalStorage<RequestScope>();
+  const backend = config.graphql.backend;
+  const serviceHeaders: Record<string, string> = backend.serviceAuthorization ? { authorization: backend.serviceAuthorization } : {};
   const documents = createDocumentRoutes<StoredApp>({
     store,
     noun: 'GraphQL app',
@@ -81,6 +96,11 @@ export function createAppsRoute(context: AppContext, store: DocumentStore<Stored
     async checkAgainstOthers(doc) {
       const collision = uriCollision(await store.fetchAll(), doc, config.routes.graphql);
       if (collision) throw collision;
+      const scope = writer.getStore();
+      if (config.graphql.aggregations && scope) {
+        const headers = backend.auth === 'service' ? serviceHeaders : backendHeadersFor(context.planIdentity(scope.principal), scope.principal, scope.req.headers);
+        await syncDeclaredAggregations(doc, { baseUrl: backend.url, collectionPath: backend.collectionPath, defaultDb: config.graphql.defaultDb, headers });
+      }
     },
     matchesSearch: (doc, term) =>
       doc._id.toLowerCase().includes(term) ||
@@ -93,7 +113,8 @@ export function createAppsRoute(context: AppContext, store: DocumentStore<Stored
     prefix,
     async handle(scope) {
       context.authorizeOwnRoute(scope);
-      await documents(scope, scope.path.slice(prefix.length));
+      await writer.run(scope, () => documents(scope, scope.path.slice(prefix.length)));
+      logAdminChange(context.logger, scope);
     },
   };
 }

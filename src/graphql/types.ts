@@ -33,6 +33,11 @@ export interface BackendRead {
   readonly page: number;
   /** Documents per page, 1..1000. */
   readonly pagesize: number;
+  /**
+   * Run the collection's declared aggregation of this name instead of a find
+   * (`GET {collectionPath}/_aggrs/{name}?avars=`); filter and sort are then not sent.
+   */
+  readonly aggregation?: { readonly name: string; readonly avars: Record<string, unknown> };
 }
 
 export interface BackendReader {
@@ -56,6 +61,19 @@ export interface GraphqlLimits {
   readonly timeoutMs: number;
   /** Service-wide switch for introspection (true); an app may turn it off for itself. */
   readonly introspection: boolean;
+  /** Largest estimated cost of one operation (reads 50, documents 100000); an app may set its own. */
+  readonly maxCost: { readonly reads: number; readonly documents: number };
+  /** Report backend reads and batching in `extensions` (false); an app may set its own. */
+  readonly verbose: boolean;
+  /** Aggregation mappings through the backend's declared aggregations (`_aggrs`); opt-in (false). */
+  readonly aggregations: boolean;
+  /**
+   * `graphql-over-http` (default): no Accept or `*\/*` answers application/json, and with
+   * application/json, GraphQL request errors (syntax, validation, variables) are 200, as the
+   * GraphQL-over-HTTP spec asks. `restheart`: application/graphql-response+json by default and
+   * 400 for those errors whatever the media type, as RESTHeart answers.
+   */
+  readonly httpProfile: 'graphql-over-http' | 'restheart';
 }
 
 export const DEFAULT_LIMITS: GraphqlLimits = {
@@ -66,6 +84,10 @@ export const DEFAULT_LIMITS: GraphqlLimits = {
   maxBackendReads: 50,
   timeoutMs: 10_000,
   introspection: true,
+  maxCost: { reads: 50, documents: 100_000 },
+  verbose: false,
+  aggregations: false,
+  httpProfile: 'graphql-over-http',
 };
 
 /** Largest `pagesize` a RESTHeart backend accepts. */

@@ -28,12 +28,18 @@ import {
 } from './app-document.js';
 import { canonicalKey, findOperatorKey } from './ejson.js';
 import { buildAppSchema } from './sdl.js';
+import { didYouMean as suggest } from '../util/did-you-mean.js';
+
+import { checkTrustedDocuments } from './trusted/documents.js';
+import { abstractTypes, checkTypeResolver } from './type-resolver/index.js';
 
 export interface ValidateAppOptions {
   /** `graphql.defaultDb`: used when a mapping omits `db` (recorded for messages only). */
   readonly defaultDb: string;
   /** `graphql.maxLimit`: a literal `limit` may not exceed it. */
   readonly maxLimit: number;
+  /** `graphql.aggregations`: aggregation mappings are accepted (run as declared aggregations). */
+  readonly aggregations?: boolean;
 }
 
 export type AppValidation = { ok: true; app: GraphqlApp } | { ok: false; problems: string[] };
@@ -41,7 +47,7 @@ export type AppValidation = { ok: true; app: GraphqlApp } | { ok: false; problem
 const TOP_LEVEL = ['_id', 'descriptor', 'schema', 'mappings'];
 /** RESTHeart stores `_etag`; documents copied from it are accepted and the field dropped. */
 const TOP_LEVEL_IGNORED = ['_etag'];
-const DESCRIPTOR_FIELDS = ['name', 'description', 'enabled', 'uri', 'introspection'];
+const DESCRIPTOR_FIELDS = ['name', 'description', 'enabled', 'uri', 'introspection', 'verbose', 'trustedDocuments', 'maxCost'];
 const QUERY_MAPPING_FIELDS = ['db', 'collection', 'find', 'sort', 'skip', 'limit', 'dataLoader'];
 const BLOCKED_OPERATORS = new Set(['$where', '$function', '$accumulator']);
 const DOT_PATH = /^[^.]+(\.[^.]+)*$/;
@@ -101,7 +107,7 @@ export function validateAppWithSchema(
 
 function checkDescriptor(raw: unknown, id: string | undefined, problems: string[]): GraphqlAppDescriptor | undefined {
   if (raw !== undefined && !isPlainObject(raw)) {
-    problems.push('descriptor must be an object {name?, description?, enabled?, uri?, introspection?}');
+    problems.push(`descriptor must be an object {${DESCRIPTOR_FIELDS.map((f) => `${f}?`).join(', ')}}`);
     return undefined;
   }
   const d = raw ?? {};
@@ -118,7 +124,20 @@ function checkDescriptor(raw: unknown, id: string | undefined, problems: string[
       ok = false;
     }
   }
-  for (const key of ['enabled', 'introspection'] as const) {
+  if (d.trustedDocuments !== undefined) {
+    const before = problems.length;
+    checkTrustedDocuments('descriptor.trustedDocuments', d.trustedDocuments, problems);
+    if (problems.length > before) ok = false;
+  }
+  if (d.maxCost !== undefined) {
+    const cost = d.maxCost;
+    const bad = !isPlainObject(cost) || Object.entries(cost).some(([k, v]) => !['reads', 'documents'].includes(k) || !Number.isSafeInteger(v) || (v as number) < 1);
+    if (bad) {
+      problems.push('descriptor.maxCost must be an object {reads?, documents?} of positive integers (the largest estimated backend reads and documents of one operation)');
+      ok = false;
+    }
+  }
+  for (const key of ['enabled', 'introspection', 'verbose'] as const) {
     if (d[key] !== undefined && typeof d[key] !== 'boolean') {
       problems.push(`descriptor.${key} must be true or false`);
       ok = false;
@@ -154,6 +173,9 @@ function checkDescriptor(raw: unknown, id: string | undefined, problems: string[
   if (typeof d.name === 'string') out.name = d.name;
   if (typeof d.description === 'string') out.description = d.description;
   if (typeof d.introspection === 'boolean') out.introspection = d.introspection;
+  if (typeof d.verbose === 'boolean') out.verbose = d.verbose;
+  if (Array.isArray(d.trustedDocuments)) out.trustedDocuments = d.trustedDocuments as string[];
+  if (isPlainObject(d.maxCost)) out.maxCost = d.maxCost as { reads?: number; documents?: number };
   return out;
 }
 
@@ -171,6 +193,15 @@ function checkMappings(
   const queryMappings = mappings[queryName];
   if (!isPlainObject(queryMappings) || Object.keys(queryMappings).length === 0) {
     problems.push(`mappings.${queryName} must map at least one field of the ${queryName} type to a collection query`);
+  }
+
+  if (schema) {
+    for (const type of abstractTypes(schema)) {
+      if (mappings[type.name] === undefined) {
+        const kind = isUnionType(type) ? 'union' : 'interface';
+        problems.push(`mappings.${type.name}: missing $typeResolver for ${kind} ${type.name}: without it no ${type.name} value can be resolved to one of its types`);
+      }
+    }
   }
 
   for (const [typeName, typeMappings] of Object.entries(mappings)) {
@@ -192,8 +223,8 @@ function checkMappings(
       checkEnumMappings(path, type.getValues().map((v) => v.name), typeMappings, problems);
       continue;
     }
-    if (type && (isUnionType(type) || isInterfaceType(type))) {
-      problems.push(`${path}: union and interface types cannot be mapped (no $typeResolver support); use object types`);
+    if (type && schema && (isUnionType(type) || isInterfaceType(type))) {
+      checkTypeResolver(path, schema, type, typeMappings, problems);
       continue;
     }
     if (type && !isObjectType(type)) {
@@ -258,10 +289,15 @@ function checkFieldMapping(
     return;
   }
   if ('stages' in mapping) {
-    problems.push(
-      `${path}.stages: aggregation mappings are not supported: the HTTP backend cannot run ad-hoc aggregation pipelines; ` +
-        'map the field to a collection query (collection, find, sort, skip, limit) instead',
-    );
+    if (!opts.aggregations) {
+      problems.push(
+        `${path}.stages: aggregation mappings are turned off: the HTTP backend cannot run ad-hoc pipelines, and Outrigger runs them only ` +
+          'as aggregations declared in the collection\'s metadata (RESTHeart\'s /{db}/{coll}/_aggrs/{name}), which needs graphql.aggregations: true; ' +
+          'or map the field to a collection query (collection, find, sort, skip, limit)',
+      );
+      return;
+    }
+    checkAggregationMapping(path, mapping, field, isRoot, problems);
     return;
   }
   for (const key of Object.keys(mapping)) {
@@ -278,9 +314,7 @@ function checkFieldMapping(
 
   if (field) {
     const named = getNamedType(field.type);
-    if (isUnionType(named) || isInterfaceType(named)) {
-      problems.push(`${path}: the field returns ${named.name}, a union or interface; a query mapping must return an object type`);
-    } else if (isEnumType(named) || (isScalarType(named) && isSpecifiedScalarType(named))) {
+    if (isEnumType(named) || (isScalarType(named) && isSpecifiedScalarType(named))) {
       problems.push(`${path}: the field returns ${named.name}, but a query mapping returns documents; give the field an object type (or a list of one)`);
     }
   }
@@ -315,6 +349,63 @@ function checkFieldMapping(
   }
 }
 
+const AGGREGATION_MAPPING_FIELDS = ['db', 'collection', 'stages', 'allowDiskUse', 'dataLoader'];
+/** Stage operators a declared aggregation may not hold: server-side JavaScript, and writes. */
+const BLOCKED_STAGE_OPERATORS = new Set([...BLOCKED_OPERATORS, '$out', '$merge']);
+
+function checkAggregationMapping(
+  path: string,
+  mapping: Record<string, unknown>,
+  field: GraphQLField<unknown, unknown> | undefined,
+  isRoot: boolean,
+  problems: string[],
+): void {
+  for (const key of Object.keys(mapping)) {
+    if (!AGGREGATION_MAPPING_FIELDS.includes(key)) {
+      problems.push(`${path}.${key} is not an aggregation mapping field (allowed: ${AGGREGATION_MAPPING_FIELDS.join(', ')})${suggest(key, AGGREGATION_MAPPING_FIELDS)}`);
+    }
+  }
+  if (mapping.collection === undefined) problems.push(`${path}.collection is required: the collection the aggregation runs on`);
+  else checkName(`${path}.collection`, mapping.collection, problems);
+  if (mapping.db !== undefined) checkName(`${path}.db`, mapping.db, problems);
+  if (mapping.allowDiskUse !== undefined && typeof mapping.allowDiskUse !== 'boolean') problems.push(`${path}.allowDiskUse must be true or false`);
+  if (mapping.dataLoader !== undefined && !isPlainObject(mapping.dataLoader)) problems.push(`${path}.dataLoader must be an object`);
+  if (!Array.isArray(mapping.stages) || mapping.stages.some((st) => !isPlainObject(st))) {
+    problems.push(`${path}.stages must be an array of aggregation stages (objects such as {"$match": {...}})`);
+    return;
+  }
+  if (field) {
+    const named = getNamedType(field.type);
+    if (isEnumType(named) || (isScalarType(named) && isSpecifiedScalarType(named))) {
+      problems.push(`${path}: the field returns ${named.name}, but an aggregation returns documents; give the field an object type (or a list of one)`);
+    }
+  }
+  const scope: RefScope = { path, field, isRoot, problems };
+  const walk = (p: string, value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach((v, i) => walk(`${p}.${i}`, v));
+    if (!isPlainObject(value)) return;
+    if ('$ifarg' in value) {
+      const spec = value.$ifarg;
+      if (Object.keys(value).length !== 1 || !Array.isArray(spec) || spec.length < 2 || spec.length > 3) {
+        problems.push(`${p}.$ifarg must be [args, stage if all given, stage otherwise?]`);
+        return;
+      }
+      for (const name of Array.isArray(spec[0]) ? spec[0] : [spec[0]]) checkArgRef(`${p}.$ifarg`, name, scope, 'stages');
+      spec.slice(1).forEach((v, i) => walk(`${p}.$ifarg.${i + 1}`, v));
+      return;
+    }
+    for (const [k, v] of Object.entries(value)) {
+      if (BLOCKED_STAGE_OPERATORS.has(k)) {
+        problems.push(`${p}.${k}: the operator ${k} is not allowed in a declared aggregation (server-side JavaScript or a write)`);
+        continue;
+      }
+      if (k === '$arg' || k === '$fk') checkRefs(p, value, scope, 'stages');
+      else walk(`${p}.${k}`, v);
+    }
+  };
+  walk(`${path}.stages`, mapping.stages);
+}
+
 function checkName(path: string, value: unknown, problems: string[]): void {
   if (typeof value !== 'string' || value === '' || value.length > NAME_MAX || /[/$\0\\?#]/.test(value)) {
     problems.push(`${path} must be a non-empty name without "/", "\\", "$", "?" or "#"`);
@@ -332,7 +423,7 @@ interface RefScope {
   problems: string[];
 }
 
-type RefPlace = 'find' | 'sort' | 'skip' | 'limit';
+type RefPlace = 'find' | 'sort' | 'skip' | 'limit' | 'stages';
 
 /** Walks a find/sort/skip/limit value and checks every `$arg`, `$fk` and operator in it. */
 function checkRefs(path: string, value: unknown, scope: RefScope, place: RefPlace): void {
@@ -395,6 +486,8 @@ function checkArgRef(path: string, spec: unknown, scope: RefScope, place: RefPla
   }
   const segments = name.split('.');
   const first = segments[0] as string;
+  // RESTHeart's @user in aggregation stages: the backend fills it from the identity it authenticated.
+  if (place === 'stages' && first === '@user') return;
   if (first === ROOT_DOC_ARG) {
     if (scope.isRoot) scope.problems.push(`${path}.$arg: "${ROOT_DOC_ARG}" is only available below the root fields (it is the document a root field returned)`);
     else if (segments.length < 2) scope.problems.push(`${path}.$arg: "${ROOT_DOC_ARG}" needs a field path, e.g. "${ROOT_DOC_ARG}._id"`);
@@ -439,34 +532,4 @@ function checkArgRef(path: string, spec: unknown, scope: RefScope, place: RefPla
       scope.problems.push(`${path}.$arg: argument "${name}" is a ${String(type)}; ${place} needs an Int`);
     }
   }
-}
-
-/** ` (did you mean "x"?)` when a candidate is close enough to be a typo. */
-function suggest(input: string, candidates: readonly string[]): string {
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const c of candidates) {
-    const d = editDistance(input.toLowerCase(), c.toLowerCase());
-    if (d < bestDistance) {
-      bestDistance = d;
-      best = c;
-    }
-  }
-  const threshold = input.length <= 3 ? 1 : Math.max(2, Math.floor(input.length / 3));
-  return best !== undefined && bestDistance <= threshold ? ` (did you mean "${best}"?)` : '';
-}
-
-function editDistance(a: string, b: string): number {
-  // Optimal string alignment: insertions, deletions, substitutions and adjacent transpositions.
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
-  const at = (i: number, j: number) => (d[i] as number[])[j] as number;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let v = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, at(i - 2, j - 2) + 1);
-      (d[i] as number[])[j] = v;
-    }
-  }
-  return at(a.length, b.length);
 }

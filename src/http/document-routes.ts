@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { badRequest, methodNotAllowed, notFound, ValidationError } from '../errors.js';
 import type { DocumentStore, StoredDocument } from '../store/document-store.js';
 import { applyMergePatch } from '../util/merge-patch.js';
+import { decodePathSegment } from '../input-limits/path-id.js';
 import { isPlainObject, readJsonBody } from './body.js';
 import { pageOf, readPaging } from './paging.js';
 import { sendJson, sendNoContent } from './respond.js';
@@ -70,7 +71,7 @@ export function createDocumentRoutes<T extends StoredDocument>(o: DocumentRoutes
       throw methodNotAllowed(['GET', 'POST']);
     }
 
-    const id = decodeURIComponent(subPath.slice(1));
+    const id = decodePathSegment(subPath.slice(1), `${o.noun} _id`);
     if (!ID_PATTERN.test(id)) throw notFound(`no ${o.noun} with _id ${JSON.stringify(id)}`);
     const existing = await o.store.fetch(id);
     switch (method) {

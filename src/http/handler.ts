@@ -79,8 +79,12 @@ export function createRequestHandler(parts: HandlerParts) {
 
     const fail = (error: unknown) => {
       if ((error as { status?: number }).status === 499) return; // the client left; nobody to answer
-      if ((error as { status?: number }).status === 502 || (error as { status?: number }).status === 504)
-        metrics.upstreamErrors.inc({ kind: (error as { status: number }).status === 504 ? 'timeout' : 'unreachable' });
+      const status = (error as { status?: number }).status;
+      if (status === 502 || status === 504) {
+        metrics.upstreamErrors.inc({ kind: status === 504 ? 'timeout' : 'unreachable' });
+        // Operators must see each upstream failure at the default level, not only as a counter.
+        logger.info({ requestId: scope.id, method: scope.method, path: scope.path, status, code: (error as { code?: string }).code, err: (error as Error).message }, 'upstream failure');
+      }
       if (!res.headersSent) res.setHeader('x-request-id', scope.id);
       sendError(res, error, logger, scope.id);
     };

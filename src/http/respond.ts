@@ -1,12 +1,14 @@
 import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
-import { OutriggerError } from '../errors.js';
+import { OAuthProtocolError, OutriggerError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
+import { isRedisUnavailable } from '../store/redis-errors.js';
 
 /**
  * The single place where errors become HTTP answers: RESTHeart's error body shape
- * (`http status code`, `http status description`, `message`), never a stack trace. Unknown
- * errors are logged with the request id and answered 500 with nothing internal in the body.
+ * (`http status code`, `http status description`, `message`), never a stack trace. Redis being
+ * unreachable is 503 from any route; other unknown errors are logged with the request id and
+ * answered 500 with nothing internal in the body.
  */
 export function errorBody(status: number, message: string): string {
   return JSON.stringify({
@@ -24,6 +26,11 @@ export function sendError(res: ServerResponse, error: unknown, log?: Logger, req
     status = error.status;
     message = error.message;
     headers = error.headers;
+  } else if (isRedisUnavailable(error)) {
+    // Whatever route needed Redis: the client can retry; nothing is wrong with its request.
+    status = 503;
+    message = "Outrigger's store (Redis) is unreachable right now; retry shortly";
+    headers = { 'retry-after': '5' };
   } else {
     log?.error({ err: error, requestId }, 'unexpected error while handling a request');
   }
@@ -32,8 +39,11 @@ export function sendError(res: ServerResponse, error: unknown, log?: Logger, req
     res.destroy();
     return;
   }
-  const body = errorBody(status, message);
+  const body = error instanceof OAuthProtocolError ? JSON.stringify({ error: error.oauthError, error_description: message }) : errorBody(status, message);
   res.writeHead(status, {
+    // Refused before its body arrived: Node would keep the connection to read the rest, which a
+    // slow or hostile client could trickle forever.
+    ...(res.req && !res.req.complete ? { connection: 'close' } : undefined),
     ...headers,
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),

@@ -37,8 +37,28 @@ export class RouteTable {
   }
 }
 
-/** `/a/./b`, `/a/../b` and their percent-encoded forms: an ACL on `/public` must not let `/public/../private` through. */
+/**
+ * Percent-encodings that can hide a dot segment: `%2e` (.), `%2f` (/), `%5c` (\\), `%3b` (;), and
+ * `%25` so that a backend which decodes once more still sees no dot segment.
+ */
+const HIDING_ENCODINGS = /%(?:2e|2f|5c|3b|25)/gi;
+const DECODED: Record<string, string> = { '2e': '.', '2f': '/', '5c': '\\', '3b': ';', '25': '%' };
+/**
+ * A segment that is `.` or `..`, alone or with path parameters after `;` (`..;`, `.;x`): servlet
+ * containers (RESTHeart's Undertow, Tomcat) drop the parameters and then normalise the dots.
+ */
+const DOT_SEGMENT = /(?:^|[/\\])\.\.?(?:;[^/\\]*)?(?:[/\\]|$)/;
+
+/**
+ * `/a/./b`, `/a/../b`, `/a/..;/b`, `/a/.;x/b` and their percent-encoded forms (decoded up to
+ * three times): an ACL on `/public` must not let `/public/../private` through.
+ */
 export function hasDotSegments(path: string): boolean {
-  const decoded = path.includes('%') ? path.replace(/%2e/gi, '.').replace(/%2f/gi, '/').replace(/%5c/gi, '\\') : path;
-  return /(^|[/\\])\.\.?([/\\]|$)/.test(decoded);
+  let decoded = path;
+  for (let round = 0; round < 3 && decoded.includes('%'); round++) {
+    const next = decoded.replace(HIDING_ENCODINGS, (m) => DECODED[m.slice(1).toLowerCase()]!);
+    if (next === decoded) break;
+    decoded = next;
+  }
+  return DOT_SEGMENT.test(decoded);
 }

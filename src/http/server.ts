@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { answerClientError, type ServerTimeouts } from './client-error.js';
 
 export interface ListeningServer {
   server: Server;
@@ -8,21 +9,53 @@ export interface ListeningServer {
   drain(graceMs: number): Promise<{ forced: number }>;
 }
 
+/** The port is taken (or not ours to take): says which setting to change instead of a bare EADDRINUSE. */
+export class ListenError extends Error {
+  constructor(
+    readonly host: string,
+    readonly port: number,
+    readonly code: string,
+  ) {
+    super(
+      code === 'EADDRINUSE'
+        ? `listen.port: ${host}:${port} is already in use; stop what listens there or choose another listen.port`
+        : code === 'EACCES'
+          ? `listen.port: not allowed to listen on ${host}:${port} (ports below 1024 need privileges); choose another listen.port`
+          : code === 'EADDRNOTAVAIL'
+            ? `listen.host: ${host} is not an address of this machine; use 0.0.0.0, 127.0.0.1 or one of its addresses`
+            : `listen: cannot listen on ${host}:${port} (${code})`,
+    );
+    this.name = 'ListenError';
+  }
+}
+
 export async function listen(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   host: string,
   port: number,
+  timeouts: ServerTimeouts,
 ): Promise<ListeningServer> {
-  const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 66_000, requestTimeout: 0 }, handler);
+  // Both timers run from a request's first byte, so a slow client cannot stretch them by trickling.
+  const server = createServer(
+    {
+      keepAliveTimeout: 65_000,
+      headersTimeout: timeouts.headersTimeoutMs,
+      requestTimeout: timeouts.requestTimeoutMs,
+      // How often Node checks those two timers (its default, 30 s, would let a short timeout run long).
+      connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(Math.min(timeouts.headersTimeoutMs, timeouts.requestTimeoutMs) / 4))),
+    },
+    handler,
+  );
+  server.on('clientError', answerClientError(timeouts));
   const inFlight = new Set<ServerResponse>();
   server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
     inFlight.add(res);
     res.once('close', () => inFlight.delete(res));
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (error: NodeJS.ErrnoException) => reject(new ListenError(host, port, error.code ?? error.message)));
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.removeAllListeners('error');
       resolve();
     });
   });

@@ -1,5 +1,6 @@
 import type { AppContext } from '../app-context.js';
 import type { FeatureModule, FeatureModuleOptions } from '../feature-modules.js';
+import { KeyFailureGuard } from '../access/key-failure-guard.js';
 import { ApiKeyIssuer } from './issuer.js';
 import { createKeyAuthenticator } from './key-authenticator.js';
 import { ApiKeyStore } from './key-store.js';
@@ -21,6 +22,7 @@ export async function createApiKeysModule(context: AppContext, options: FeatureM
   const lastUsed = new LastUsedThrottle();
   const authenticator = createKeyAuthenticator({
     prefix: config.apiKeys.prefix,
+    failures: new KeyFailureGuard(context.redis, context.keys, { maxFailures: config.apiKeys.maxFailuresPerClient, windowSeconds: config.apiKeys.failureWindowSeconds }),
     cache,
     lastUsed,
     recordUse: (id, at) => store.touchLastUsed(id, at),

@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
-import { Redis } from 'ioredis';
 import { loadConfigOrExit } from '../cli/load-config-or-exit.js';
 import type { OutriggerConfig } from '../config/types.js';
 import { createLogger } from '../observability/logger.js';
 import { ChangeBus } from '../store/change-bus.js';
-import { waitForRedis } from '../store/connections.js';
+import { describeTarget, openRedis, waitForRedis } from '../store/connections.js';
 import { redisKeys } from '../store/keys.js';
 import { newestFirst } from './key-record.js';
 import { ApiKeyIssuer } from './issuer.js';
@@ -73,7 +72,7 @@ async function withStore(file: string, work: (parts: { store: ApiKeyStore; issue
     return;
   }
   // A few quick retries, then give up: a command-line tool should say so rather than hang.
-  const redis = new Redis(cfg.redis.url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true, retryStrategy: (times) => (times > 3 ? null : 200) });
+  const redis = openRedis(cfg.redis, 'outrigger:keys-cli', { offlineQueue: true, maxRetriesPerRequest: 1, attempts: 3 });
   let lastError = '';
   redis.on('error', (error: Error) => (lastError = error.message));
   try {
@@ -83,7 +82,7 @@ async function withStore(file: string, work: (parts: { store: ApiKeyStore; issue
         new Promise<never>((_, reject) => redis.once('end', () => reject(new Error(`gave up after 4 attempts${lastError ? ` (${lastError})` : ''}`)))),
       ]);
     } catch (error) {
-      process.stderr.write(`cannot reach Redis at ${cfg.redis.url.replace(/\/\/[^@/]*@/, '//[redacted]@')}: ${(error as Error).message}\n`);
+      process.stderr.write(`cannot reach Redis at ${describeTarget(cfg.redis)}: ${(error as Error).message}\n`);
       process.exitCode = 1;
       return;
     }
@@ -103,6 +102,7 @@ const iso = (ms: number | undefined) => (ms === undefined ? '-' : new Date(ms).t
 function jsonRow({ record, lastUsedAt }: StoredKey): Record<string, unknown> {
   const row: Record<string, unknown> = { _id: record._id, owner: record.owner, name: record.name, roles: record.roles, via: record.via };
   if (record.client !== undefined) row.client = record.client;
+  if (record.kind !== undefined) row.kind = record.kind;
   row.createdAt = iso(record.createdAt);
   row.expiresAt = iso(record.expiresAt);
   if (lastUsedAt !== undefined) row.lastUsedAt = iso(lastUsedAt);
@@ -116,7 +116,7 @@ function table(rows: StoredKey[], now: number): string {
     record.owner,
     record.name.replace(/\s+/g, ' '),
     record.roles.join(',') || '-',
-    record.via,
+    record.kind === 'token' ? `${record.via} (token)` : record.via,
     record.client ?? '-',
     iso(record.createdAt),
     iso(record.expiresAt),

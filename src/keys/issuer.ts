@@ -36,29 +36,57 @@ export class ApiKeyIssuer {
   /** Throws 409 when the owner already holds `maxKeys` unexpired keys. */
   async issue(input: IssueKeyInput): Promise<{ record: KeyRecord; key: string }> {
     for (;;) {
-      const key = generateApiKey(this.settings.prefix);
-      const createdAt = this.now();
-      const record: KeyRecord = {
-        _id: randomBytes(12).toString('hex'),
+      const drawn = this.draw({
         owner: input.owner,
         name: input.name,
-        roles: [...input.roles],
-        createdAt,
-        expiresAt: createdAt + input.lifetimeDays * DAY_MS,
+        roles: input.roles,
+        lifetimeMs: input.lifetimeDays * DAY_MS,
         via: input.via,
         ...(input.client !== undefined ? { client: input.client } : {}),
-        serviceId: this.settings.serviceId,
-        keyHash: hashApiKey(key),
-      };
-      const outcome = await this.store.issueWithinLimit(record, input.maxKeys, createdAt);
-      if (outcome.issued) {
-        this.logger.info({ keyId: record._id, owner: record.owner, roles: record.roles, via: record.via, expiresAt: new Date(record.expiresAt).toISOString() }, 'issued an API key');
-        return { record, key };
-      }
+      });
+      const outcome = await this.store.issueWithinLimit(drawn.record, input.maxKeys, drawn.record.createdAt);
+      if (outcome.issued) return this.issued(drawn, 'issued an API key');
       if (outcome.reason === 'limit')
         throw conflict(`key limit reached: revoke a key first (you hold ${outcome.activeKeys} unexpired keys; the limit is ${input.maxKeys})`, 'KEY_LIMIT_REACHED');
       // 96 random bits collided with an existing id: draw again.
     }
+  }
+
+  /**
+   * A user's own sign-in token (SPEC §5.6): the same format and verification as a key, all the
+   * user's roles, a lifetime in minutes, and no limit (it is not counted against the keys).
+   */
+  async issueToken(input: { owner: string; roles: readonly string[]; lifetimeMs: number; client: string }): Promise<{ record: KeyRecord; key: string }> {
+    for (;;) {
+      const drawn = this.draw({ ...input, name: `sign-in token for ${input.client}`.slice(0, 100), via: 'oauth', kind: 'token' });
+      if (await this.store.issueToken(drawn.record, drawn.record.createdAt)) return this.issued(drawn, 'issued a sign-in token');
+    }
+  }
+
+  /** A new key and its record (not yet stored). */
+  private draw(d: Pick<KeyRecord, 'owner' | 'name' | 'via' | 'client' | 'kind'> & { roles: readonly string[]; lifetimeMs: number }): { record: KeyRecord; key: string } {
+    const key = generateApiKey(this.settings.prefix);
+    const createdAt = this.now();
+    const record: KeyRecord = {
+      _id: randomBytes(12).toString('hex'),
+      owner: d.owner,
+      name: d.name,
+      roles: [...d.roles],
+      createdAt,
+      expiresAt: createdAt + d.lifetimeMs,
+      via: d.via,
+      ...(d.client !== undefined ? { client: d.client } : {}),
+      ...(d.kind !== undefined ? { kind: d.kind } : {}),
+      serviceId: this.settings.serviceId,
+      keyHash: hashApiKey(key),
+    };
+    return { record, key };
+  }
+
+  private issued(drawn: { record: KeyRecord; key: string }, message: string): { record: KeyRecord; key: string } {
+    const { record } = drawn;
+    this.logger.info({ keyId: record._id, owner: record.owner, roles: record.roles, via: record.via, ...(record.kind ? { kind: record.kind } : {}), expiresAt: new Date(record.expiresAt).toISOString() }, message);
+    return drawn;
   }
 
   /** Deletes a key (only the owner's when `owner` is given); null when there is no such key. */

@@ -11,6 +11,8 @@ const INVALID_TOKEN = { 'www-authenticate': 'Bearer error="invalid_token"' };
 
 export interface KeyAuthenticatorParts {
   prefix: string;
+  /** Limits failed verifications per client IP; a key already verified is never held up by it. */
+  failures?: { check(ip: string): void; recordFailure(ip: string): void };
   cache: KeyVerificationCache;
   lastUsed: LastUsedThrottle;
   /** Fire-and-forget write of a key's last use; its promise is never awaited by a request. */
@@ -29,12 +31,13 @@ export function createKeyAuthenticator(parts: KeyAuthenticatorParts): ApiKeyAuth
   const { prefix, cache, lastUsed, metrics } = parts;
   const now = parts.now ?? Date.now;
 
-  function refuse(reason: 'malformed' | 'unknown' | 'expired', message: string): never {
+  function refuse(reason: 'malformed' | 'unknown' | 'expired', message: string, ip: string): never {
     metrics.authFailures.inc({ scheme: 'apikey', reason });
+    parts.failures?.recordFailure(ip);
     throw unauthorized(message, INVALID_TOKEN, 'INVALID_API_KEY');
   }
 
-  function settle(result: Verification): Principal {
+  function settle(result: Verification, ip: string): Principal {
     if (result.ok) {
       const at = now();
       if (lastUsed.shouldRecord(result.record._id, at))
@@ -43,9 +46,9 @@ export function createKeyAuthenticator(parts: KeyAuthenticatorParts): ApiKeyAuth
     }
     switch (result.reason) {
       case 'unknown':
-        return refuse('unknown', 'the API key is not valid on this service: it was revoked, or never issued here; issue a new one with POST /keys');
+        return refuse('unknown', 'the API key is not valid on this service: it was revoked, or never issued here; issue a new one with POST /keys', ip);
       case 'expired':
-        return refuse('expired', `the API key expired at ${new Date(result.expiredAt).toISOString()}; issue a new one with POST /keys`);
+        return refuse('expired', `the API key expired at ${new Date(result.expiredAt).toISOString()}; issue a new one with POST /keys`, ip);
       case 'unavailable':
         metrics.authFailures.inc({ scheme: 'apikey', reason: 'unavailable' });
         throw new OutriggerError(503, 'KEY_STORE_UNAVAILABLE', 'the API key cannot be verified right now because Redis is unreachable; retry shortly', { 'retry-after': '5' });
@@ -53,19 +56,24 @@ export function createKeyAuthenticator(parts: KeyAuthenticatorParts): ApiKeyAuth
   }
 
   return {
-    authenticate(token: string): Promise<Principal> | Principal {
+    authenticate(token: string, scope: { clientIp: string }): Promise<Principal> | Principal {
+      const ip = scope.clientIp;
       const keyHash = hashApiKey(token);
+      const known = cache.has(keyHash);
+      // A client that has failed too often is refused before any shape check or Redis read.
+      if (!known) parts.failures?.check(ip);
       // A key held in the cache was well-formed when stored: only unknown keys need the shape check.
-      const problem = cache.has(keyHash) ? null : keyFormatProblem(token, prefix);
+      const problem = known ? null : keyFormatProblem(token, prefix);
       if (problem)
         refuse(
           'malformed',
           problem === 'checksum'
             ? 'the API key is mistyped or truncated: its checksum does not match; copy the whole key'
             : `the bearer token is not a well-formed API key of this service (expected ${prefix}_ followed by at least 49 letters and digits)`,
+          ip,
         );
       const result = cache.verify(keyHash);
-      return result instanceof Promise ? result.then(settle) : settle(result);
+      return result instanceof Promise ? result.then((r) => settle(r, ip)) : settle(result, ip);
     },
   };
 }

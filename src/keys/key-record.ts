@@ -13,6 +13,11 @@ export interface KeyRecord {
   via: 'api' | 'oauth';
   /** The name of the client that asked, for keys issued through agent sign-in. */
   client?: string;
+  /**
+   * `token`: a user's own short-lived sign-in token (SPEC §5.6), carrying all the user's roles;
+   * verified like a key, never counted against the key limit, listed only on the admin list.
+   */
+  kind?: 'token';
   serviceId: string;
   keyHash: string;
 }
@@ -35,6 +40,7 @@ export function ownerView(record: KeyRecord, lastUsedAt: number | undefined) {
   if (lastUsedAt !== undefined) view.lastUsedAt = date(lastUsedAt);
   view.via = record.via;
   if (record.client !== undefined) view.client = record.client;
+  if (record.kind !== undefined) view.kind = record.kind;
   return view;
 }
 

@@ -42,6 +42,29 @@ return {1, active + 1}
 `,
 );
 
+/**
+ * Stores a user's own sign-in token: like a key (record + hash index, so the same verifier
+ * accepts it) but outside the owner's set, so it never counts against the key limit. Tokens
+ * that expired over a day ago are swept on the way.
+ */
+const issueSignInToken = new LuaScript(
+  'issueSignInToken',
+  `
+local records, byHash, byExpiry, lastUsed = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local id, record, expiresAt, sweepBefore = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+if redis.call('HEXISTS', records, id) == 1 then return 0 end
+for _, member in ipairs(redis.call('ZRANGEBYSCORE', byExpiry, '-inf', sweepBefore)) do
+  redis.call('HDEL', records, member)
+  redis.call('HDEL', lastUsed, member)
+end
+redis.call('ZREMRANGEBYSCORE', byExpiry, '-inf', sweepBefore)
+redis.call('HSET', records, id, record)
+redis.call('SET', byHash, id, 'PXAT', expiresAt)
+redis.call('ZADD', byExpiry, expiresAt, id)
+return 1
+`,
+);
+
 /** The record of a key hash, in one round trip (the hash index holds the record id). */
 const findKeyByHash = new LuaScript(
   'findKeyByHash',
@@ -108,6 +131,17 @@ export class ApiKeyStore {
     if (result[0] === 1) return { issued: true, activeKeys: result[1] };
     if (result[0] === 0) return { issued: false, reason: 'limit', activeKeys: result[1] };
     return { issued: false, reason: 'id-taken' };
+  }
+
+  /** False when the id is taken (draw another). */
+  async issueToken(record: KeyRecord, now: number): Promise<boolean> {
+    const k = this.keys;
+    const result = await issueSignInToken.run(
+      this.redis,
+      [k.apiKeyRecords, k.apiKeyByHash(record.keyHash), k.signInTokensByExpiry, k.apiKeyLastUsed],
+      [record._id, JSON.stringify(record), record.expiresAt, now - 86_400_000],
+    );
+    return Number(result) === 1;
   }
 
   /** The record a key hash names, or null. One round trip; throws when Redis is unreachable. */

@@ -1,7 +1,8 @@
 import type { SubRouteHandler } from '../admin/admin-route.js';
 import type { AppContext } from '../app-context.js';
-import { badRequest, forbidden, methodNotAllowed, notFound, OutriggerError, serviceUnavailable, unauthorized, unsupportedMediaType } from '../errors.js';
-import { readBody } from '../http/body.js';
+import { forbidden, methodNotAllowed, notFound, unauthorized } from '../errors.js';
+import { checkJsonContentType, parseJsonBody, readBody } from '../http/body.js';
+import { decodePathSegment } from '../input-limits/path-id.js';
 import { pageOf, readPaging } from '../http/paging.js';
 import { sendJson, sendNoContent } from '../http/respond.js';
 import type { OwnRoute } from '../http/route-table.js';
@@ -12,7 +13,6 @@ import type { ApiKeyIssuer } from './issuer.js';
 import { checkRequestedRoles, keyLifetimeDays, keyPolicyFor, readIssueRequest } from './issuing-rules.js';
 
 const BODY_LIMIT = 64 * 1024;
-const JSON_TYPE = /^application\/(json|merge-patch\+json)\s*(;|$)/i;
 
 export interface KeyRouteParts {
   context: AppContext;
@@ -78,7 +78,7 @@ export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { ro
   const route: OwnRoute = {
     kind: 'keys',
     prefix,
-    handle: (scope) => answerWithoutRedisErrors(handleKeys(scope)),
+    handle: (scope) => handleKeys(scope),
   };
 
   async function handleKeys(scope: RequestScope): Promise<void> {
@@ -92,18 +92,8 @@ export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { ro
     return one(scope, id);
   }
 
-  /** A failure while Redis is not connected is Redis's: 503, retry later (anything else stays a 500, logged). */
-  async function answerWithoutRedisErrors(work: Promise<void>): Promise<void> {
-    try {
-      await work;
-    } catch (error) {
-      if (error instanceof OutriggerError || context.redis.status === 'ready') throw error;
-      throw serviceUnavailable('the key store (Redis) is unreachable right now; retry shortly', 'KEY_STORE_UNAVAILABLE');
-    }
-  }
-
   /** `/_admin/keys[?owner=&client=]`, `/_admin/keys/<id>`; the caller is already authorized. */
-  const adminArea: SubRouteHandler = (scope, subPath) => answerWithoutRedisErrors(handleAdmin(scope, subPath));
+  const adminArea: SubRouteHandler = (scope, subPath) => handleAdmin(scope, subPath);
 
   async function handleAdmin(scope: RequestScope, subPath: string): Promise<void> {
     const id = idFrom(subPath);
@@ -135,22 +125,12 @@ function idFrom(rest: string): string | null {
   if (rest === '' || rest === '/') return null;
   const raw = rest.slice(1);
   if (raw.includes('/')) throw notFound(`nothing at this path; keys are addressed as <keys route>/<id>`);
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    throw badRequest('the key id in the path is not valid percent-encoding');
-  }
+  return decodePathSegment(raw, 'key id');
 }
 
 /** The JSON body of POST /keys (already read when a permission needed it). */
 async function jsonBody(scope: RequestScope): Promise<unknown> {
-  const type = scope.req.headers['content-type'];
-  if (type && !JSON_TYPE.test(type)) throw unsupportedMediaType(`send the body as application/json (got ${type})`);
+  checkJsonContentType(scope.req);
   const body = scope.bufferedBody ?? (await readBody(scope.req, BODY_LIMIT));
-  if (body.length === 0) throw badRequest('the request body is empty; send {"name": "...", "roles"?: [...], "expiresIn"?: days}');
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch (error) {
-    throw badRequest(`the request body is not valid JSON: ${(error as Error).message}`);
-  }
+  return parseJsonBody(body, 'send {"name": "...", "roles"?: [...], "expiresIn"?: days}');
 }

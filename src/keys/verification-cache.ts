@@ -32,8 +32,11 @@ export type Verification =
   | { ok: false; reason: 'expired'; expiredAt: number }
   | { ok: false; reason: 'unavailable' };
 
-/** How a verification was answered, for metrics. */
-export type CacheResult = 'hit' | 'miss' | 'negative-hit' | 'unavailable';
+/**
+ * How a verification was answered, for metrics. 'unconfirmed-hit': after a resync the key had to
+ * be re-read, Redis could not answer, and the entry (within its hard bound) answered instead.
+ */
+export type CacheResult = 'hit' | 'miss' | 'negative-hit' | 'unavailable' | 'unconfirmed-hit';
 
 interface Entry {
   record: KeyRecord;
@@ -42,6 +45,12 @@ interface Entry {
   confirmedAt: number;
   /** No background refresh before this time (set after a failed one). */
   quietUntil: number;
+  /**
+   * Change messages may have been missed (a resync): the next use re-reads the key and waits for
+   * the answer, so a key revoked meanwhile is refused at once. Only if Redis cannot answer does
+   * the entry still serve, within its hard bound, as it would have without the resync.
+   */
+  unconfirmed: boolean;
 }
 
 /**
@@ -49,7 +58,8 @@ interface Entry {
  * trip. Staleness is bounded three ways:
  *  - a change message for a key id (revocation on any replica) evicts it at once;
  *  - `flush()` on every (re)subscription of the change bus, since messages sent while the
- *    subscriber was away are lost;
+ *    subscriber was away are lost: each entry must be confirmed by Redis at its next use (the
+ *    request waits for that read), and serves without it only while Redis cannot answer;
  *  - whatever the messages did, an entry is re-read once it is `refreshAfterMs` old (in the
  *    background, the request goes on) and is never used past `hardBoundMs` without Redis
  *    confirming it again. With Redis unreachable, a cached key keeps working until then, and
@@ -83,6 +93,12 @@ export class KeyVerificationCache {
     if (entry) {
       const age = now - entry.confirmedAt;
       if (age < this.o.hardBoundMs) {
+        if (entry.unconfirmed) {
+          if (now >= entry.quietUntil) return this.load(keyHash);
+          // Redis could not confirm it a moment ago: not asked again on every request.
+          this.onResult('unconfirmed-hit');
+          return this.judge(entry, now);
+        }
         if (age >= this.o.refreshAfterMs && now >= entry.quietUntil) this.refreshInBackground(keyHash, entry);
         this.onResult('hit');
         return this.judge(entry, now);
@@ -113,11 +129,15 @@ export class KeyVerificationCache {
     this.hashOfId.delete(id);
   }
 
-  /** Messages may have been lost (resubscription, feature change, an unnamed change): forget everything. */
+  /**
+   * Messages may have been lost (resubscription, feature change, an unnamed change): nothing held
+   * is used again before Redis is asked. Entries are kept, unconfirmed, rather than dropped: the
+   * resubscription after a failover often comes before the command connection is back, and a
+   * dropped entry would turn every known key into a 503 for that moment.
+   */
   flush(): void {
     this.generation++;
-    this.entries.clear();
-    this.hashOfId.clear();
+    for (const entry of this.entries.values()) entry.unconfirmed = true;
     this.unknown.clear();
   }
 
@@ -146,6 +166,12 @@ export class KeyVerificationCache {
     try {
       record = await this.fetch(keyHash);
     } catch {
+      const held = this.entries.get(keyHash);
+      if (held && this.o.now() - held.confirmedAt < this.o.hardBoundMs) {
+        held.quietUntil = this.o.now() + this.o.retryMs;
+        this.onResult('unconfirmed-hit');
+        return this.judge(held, this.o.now());
+      }
       // Past its hard bound a cached entry is not trusted, so it goes too.
       this.forget(keyHash);
       this.onResult('unavailable');
@@ -192,7 +218,7 @@ export class KeyVerificationCache {
       keyId: record._id,
       verifiedLocally: true,
     });
-    return { record, principal, confirmedAt, quietUntil: 0 };
+    return { record, principal, confirmedAt, quietUntil: 0, unconfirmed: false };
   }
 
   private store(keyHash: string, entry: Entry): void {

@@ -176,13 +176,16 @@ export function createMetrics() {
     ]),
     upstreamErrors: registry.counter('outrigger_upstream_errors_total', 'Upstream failures, by kind (unreachable, timeout, aborted).'),
     authFailures: registry.counter('outrigger_auth_failures_total', 'Rejected credentials, by scheme (basic, apikey) and reason.'),
-    keyCache: registry.counter('outrigger_apikey_cache_total', 'API key verifications, by result (hit, miss, negative-hit).'),
+    keyCache: registry.counter('outrigger_apikey_cache_total', 'API key verifications, by result (hit, miss, negative-hit, unavailable, unconfirmed-hit).'),
     webhookEventsQueued: registry.counter('outrigger_webhook_events_queued_total', 'Events accepted into the in-process webhook queue.'),
     webhookEventsDropped: registry.counter('outrigger_webhook_events_dropped_total', 'Events dropped because the in-process queue was full.'),
+    webhookEventsUnreplicated: registry.counter('outrigger_webhook_events_unreplicated_total', 'Events written to a master that fewer replicas than redis.waitForReplicas acknowledged in time.'),
     webhookQueueDepth: registry.gauge('outrigger_webhook_queue_depth', 'Events waiting in the in-process queue for Redis.'),
     webhookDeliveries: registry.counter('outrigger_webhook_deliveries_total', 'Webhook delivery attempts, by type and outcome.'),
+    webhooksAutoDisabled: registry.counter('outrigger_webhooks_auto_disabled_total', 'Webhooks disabled after webhooks.disableAfterFailures consecutive failed events.'),
     graphqlBackendReads: registry.counter('outrigger_graphql_backend_reads_total', 'Backend collection reads made by GraphQL apps.'),
-    redisUp: registry.gauge('outrigger_redis_up', '1 when the Redis command connection is ready.'),
+    upstreamSlots: registry.gauge('outrigger_upstream_slots', 'Upstream request slots, by state (in-use, waiting for a free one).'),
+    redisUp: registry.gauge('outrigger_redis_up', '1 when Redis is ready for this service (on a cluster or Sentinel: the probe behind /_health/ready).'),
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

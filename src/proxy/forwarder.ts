@@ -2,6 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../errors.js';
 import { clientResponseHeaders, upstreamRequestHeaders, type ResponseHeaderFilter } from './headers.js';
+import { UpstreamSlots, type SlotRequest, type Waiting } from './upstream-slots.js';
 
 /** Sees a proxied response as it streams to the client (webhook capture); must never block or throw. */
 export interface ResponseObserver {
@@ -37,6 +38,14 @@ export interface ForwarderOptions {
   url: string;
   timeoutMs: number;
   connections: number;
+  /** Upstream slots one client IP may hold (upstream.maxConnectionsPerClient). */
+  maxConnectionsPerClient: number;
+  /** How long a request may wait for a free upstream slot (upstream.queueTimeoutMs). */
+  queueTimeoutMs: number;
+  /** Requests one client IP may have waiting for a slot (upstream.maxQueuedPerClient). */
+  maxQueuedPerClient: number;
+  /** A streamed request body that sends nothing for this long is cut (listen.bodyIdleTimeoutMs). */
+  bodyIdleTimeoutMs: number;
 }
 
 /**
@@ -45,6 +54,7 @@ export interface ForwarderOptions {
  */
 export class Forwarder {
   private readonly pool: Pool;
+  readonly slots: UpstreamSlots;
   readonly origin: string;
 
   constructor(private readonly options: ForwarderOptions) {
@@ -59,14 +69,21 @@ export class Forwarder {
       connectTimeout: Math.min(options.timeoutMs, 10_000),
     });
     this.basePath = url.pathname.replace(/\/$/, '');
+    this.slots = new UpstreamSlots({
+      total: options.connections,
+      perClient: Math.min(options.maxConnectionsPerClient, options.connections),
+      queueTimeoutMs: options.queueTimeoutMs,
+      maxWaitingPerClient: options.maxQueuedPerClient,
+    });
   }
 
   private readonly basePath: string;
 
   /**
-   * Starts the upstream exchange and returns a function that cancels it (the caller invokes it
-   * when the client goes away: it already listens for that, and one listener per request is
-   * cheaper than two). `failed` is called, at most once, with an OutriggerError when the request
+   * Starts the upstream exchange (at once, or when an upstream slot frees up) and returns a
+   * function that cancels it wherever it is, waiting or in flight (the caller invokes it when the
+   * client goes away: it already listens for that, and one listener per request is cheaper than
+   * two). `failed` is called, at most once, with an OutriggerError when the request
    * fails before any byte of the answer was sent; after that a failure can only cut the client's
    * connection. A callback rather than a promise: the pass-through path allocates no promise and
    * schedules no microtask for a request that succeeds.
@@ -81,20 +98,23 @@ export class Forwarder {
       set: f.setRequestHeaders,
     });
     if (Buffer.isBuffer(f.body)) replaceContentLength(headers, f.body.length);
-    const handler = new ForwardHandler(f, this.options.timeoutMs, failed);
-    this.pool.dispatch(
-      {
-        origin: this.origin,
-        path: this.basePath + f.target,
-        method: f.method as Dispatcher.HttpMethod,
-        headers,
-        body: (hasBody ? (f.body ?? f.req) : null) as Dispatcher.DispatchOptions['body'],
-        // A request from a client that went away must not keep an upstream socket busy.
-        idempotent: f.method === 'GET' || f.method === 'HEAD',
-      },
-      handler,
-    );
+    const options: Dispatcher.DispatchOptions = {
+      origin: this.origin,
+      path: this.basePath + f.target,
+      method: f.method as Dispatcher.HttpMethod,
+      headers,
+      body: (hasBody ? (f.body ?? f.req) : null) as Dispatcher.DispatchOptions['body'],
+      // A request from a client that went away must not keep an upstream socket busy.
+      idempotent: f.method === 'GET' || f.method === 'HEAD',
+    };
+    const handler = new ForwardHandler(f, this.options, failed, this, options, hasBody && !Buffer.isBuffer(f.body));
+    handler.waiting = this.slots.acquire(f.clientIp, handler);
     return handler.clientClosed;
+  }
+
+  /** For ForwardHandler, once it holds a slot. */
+  dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): void {
+    this.pool.dispatch(options, handler);
   }
 
   close(): Promise<void> {
@@ -114,22 +134,48 @@ function replaceContentLength(headers: string[], length: number): void {
   }
 }
 
-class ForwardHandler implements Dispatcher.DispatchHandler {
+class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest {
   private controller: Dispatcher.DispatchController | null = null;
   private started = false;
   private settled = false;
+  /** Set while the request waits for an upstream slot. */
+  waiting: Waiting | null = null;
+  /** Why the exchange was cancelled before undici handed us its controller (client gone, body stalled). */
+  cancelled: Error | null = null;
+  /** Between the slot's grant and the exchange's end; released exactly once. */
+  private slotHeld = false;
   private buffered: Buffer[] | null = null;
   private bufferedHeaders: Record<string, string | string[] | undefined> = {};
   private bufferedStatus = 0;
 
   constructor(
     private readonly f: ForwardRequest,
-    private readonly timeoutMs: number,
+    private readonly options: ForwarderOptions,
     private readonly failed: (error: OutriggerError) => void,
+    private readonly forwarder: Forwarder,
+    private readonly dispatchOptions: Dispatcher.DispatchOptions,
+    private readonly streamsBody: boolean,
   ) {}
+
+  /** A slot is ours (at once, or after waiting in line). */
+  start(): void {
+    this.waiting = null;
+    this.slotHeld = true;
+    if (this.cancelled) return this.releaseSlot();
+    if (this.streamsBody) this.watchBody();
+    this.forwarder.dispatch(this.dispatchOptions, this);
+  }
+
+  /** No slot: too many waiting from this client, or the wait passed upstream.queueTimeoutMs. */
+  refuse(error: OutriggerError): void {
+    this.waiting = null;
+    if (!this.cancelled) this.failed(error);
+  }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
+    // undici offers no cancel before this point (the request may have waited for a connection).
+    if (this.cancelled) controller.abort(this.cancelled);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
@@ -212,15 +258,62 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       this.f.res.destroy(error);
       return;
     }
-    this.failed(upstreamError(error, this.timeoutMs));
+    this.failed(this.cancelled instanceof OutriggerError ? this.cancelled : upstreamError(error, this.options.timeoutMs));
   }
 
   readonly clientClosed = (): void => {
-    if (!this.settled && !this.f.res.writableFinished) this.controller?.abort(new Error('client closed the connection'));
+    if (this.settled || this.f.res.writableFinished) return;
+    this.cancel(new Error('client closed the connection'));
   };
+
+  private cancel(reason: Error): void {
+    if (this.cancelled) return;
+    this.cancelled = reason;
+    if (this.waiting) {
+      this.waiting.cancel();
+      this.waiting = null;
+      this.settled = true;
+    } else {
+      this.controller?.abort(reason);
+    }
+  }
+
+  /**
+   * A body that stops arriving must not hold an upstream slot: the socket's idle timer runs while
+   * the client sends the body (the server's own timers bound headers and the whole request).
+   */
+  private watchBody(): void {
+    const req = this.f.req;
+    if (req.complete) return;
+    req.setTimeout(this.options.bodyIdleTimeoutMs, this.bodyStalled);
+    req.once('end', () => {
+      if (!this.f.res.writableFinished) req.setTimeout(0);
+    });
+  }
+
+  private readonly bodyStalled = (): void => {
+    if (this.settled) {
+      // The answer is out and the client still trickles a body nobody reads.
+      this.f.req.destroy();
+      return;
+    }
+    // Answered (408) from onResponseError once undici has let go of the upstream request.
+    this.cancel(
+      new OutriggerError(408, 'REQUEST_BODY_TIMEOUT', `the request body stalled: nothing arrived for ${this.options.bodyIdleTimeoutMs} ms (listen.bodyIdleTimeoutMs)`, {
+        connection: 'close',
+      }),
+    );
+  };
+
+  private releaseSlot(): void {
+    if (!this.slotHeld) return;
+    this.slotHeld = false;
+    this.forwarder.slots.release(this.f.clientIp);
+  }
 
   private settle(): void {
     this.settled = true;
+    this.releaseSlot();
   }
 }
 

@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import type { AppContext } from '../app-context.js';
-import { parseYaml } from '../config/load.js';
+import { parseYaml, readProblem } from '../config/load.js';
 import { ValidationError } from '../errors.js';
 import { isPlainObject } from '../http/body.js';
 import type { StoredDocument } from '../store/document-store.js';
 import { permissionSetupKind } from '../access/permissions/setup.js';
 import type { SetupKind } from './setup-kind.js';
+import { didYouMean } from '../util/did-you-mean.js';
 
 export interface SetupSummary {
   counts: Record<string, number>;
@@ -28,7 +29,7 @@ export function readSetupFile(file: string): unknown {
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new ValidationError([`${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`]);
+    throw new ValidationError([readProblem(error, file)]);
   }
   const parsed = parseYaml(text, file, problems);
   if (problems.length) throw new ValidationError(problems);
@@ -41,7 +42,7 @@ export async function applySetup(parsed: unknown, kinds: SetupKind[], options: {
   const root = parsed ?? {};
   if (!isPlainObject(root)) throw new ValidationError(['a setup file must be a mapping with permissions, apps and/or webhooks lists']);
   const known = new Set(kinds.map((k) => k.section));
-  for (const key of Object.keys(root)) if (!known.has(key as SetupKind['section'])) problems.push(`${key}: not a setup section (use ${[...known].join(', ')})`);
+  for (const key of Object.keys(root)) if (!known.has(key as SetupKind['section'])) problems.push(`${key}: not a setup section (use ${[...known].join(', ')})${didYouMean(key, known)}`);
 
   const plan: Array<{ kind: SetupKind; docs: StoredDocument[]; changes: SetupSummary['changes'] }> = [];
   for (const kind of kinds) {
@@ -70,7 +71,9 @@ export async function applySetup(parsed: unknown, kinds: SetupKind[], options: {
         continue;
       }
       docs.push(result.doc);
-      changes.push({ section: kind.section, id: entry._id, change: !existing ? 'created' : isDeepStrictEqual(existing, result.doc) ? 'unchanged' : 'updated' });
+      // Compared as stored (JSON), so an absent optional field and `undefined` are the same.
+      const stored = JSON.parse(JSON.stringify(result.doc)) as unknown;
+      changes.push({ section: kind.section, id: entry._id, change: !existing ? 'created' : isDeepStrictEqual(existing, stored) ? 'unchanged' : 'updated' });
     }
     if (kind.checkSet) {
       const others = options.offline || !kind.store ? [] : (await kind.store.fetchAll()).filter((d) => !seen.has(d._id));

@@ -34,6 +34,9 @@ export function redisKeys(prefix: string, serviceId: string) {
     /** counter with TTL: Basic failures from one client IP within a UTC day. */
     basicFailuresIp: (ip: string, day: string) => `${ns}:bf:ip:${ip}:${day}`,
 
+    /** counter with TTL: failed API key verifications from one client IP (window restarts with each). */
+    apiKeyFailuresIp: (ip: string) => `${ns}:kf:ip:${ip}`,
+
     /** hash: app _id -> JSON document; plus a version counter for change detection. */
     graphqlApps: `${ns}:gql-apps`,
     graphqlAppsVersion: `${ns}:gql-apps:version`,
@@ -47,6 +50,12 @@ export function redisKeys(prefix: string, serviceId: string) {
     eventsGroup: 'webhook-workers',
     /** sorted set: retry job JSON scored by due time (ms). */
     retrySchedule: `${ns}:webhook-retries`,
+    /** string with TTL: a worker consumer is alive (renewed every 1.5 s, expires 5 s after its last renewal). */
+    webhookWorkerAlive: (consumer: string) => `${ns}:webhook-worker-alive:${consumer}`,
+    /** counter with TTL: consecutive events of one webhook version that ended `failed` (auto-disable). */
+    webhookFailures: (webhookId: string, version: string) => `${ns}:wh-failures:${webhookId}:${version}`,
+    /** counter with TTL: deliveries started to one throttled webhook within one second (epoch s). */
+    webhookThrottle: (webhookId: string, second: number) => `${ns}:wh-throttle:${webhookId}:${second}`,
     /** string: a delivery already final, so a reclaimed entry is not delivered twice. */
     deliveryDone: (eventId: string, webhookId: string) => `${ns}:delivered:${eventId}:${webhookId}`,
     /** sorted set of log ids by timestamp, per webhook; entries as hashes with TTL. */
@@ -62,9 +71,19 @@ export function redisKeys(prefix: string, serviceId: string) {
     recordingState: `${ns}:recording`,
     recordingEntries: `${ns}:recording:entries`,
 
-    /** OAuth (agent sign-in): registered clients, authorization codes. */
+    /** OAuth (agent sign-in): registered clients (JSON with TTL), authorization codes (JSON, 60 s, by SHA-256 of the code). */
     oauthClient: (clientId: string) => `${ns}:oauth-client:${clientId}`,
-    oauthCode: (code: string) => `${ns}:oauth-code:${code}`,
+    oauthCode: (codeHash: string) => `${ns}:oauth-code:${codeHash}`,
+    /** string with TTL: the key a redeemed code gave, so a replayed code revokes it (RFC 6749 §4.1.2). */
+    oauthCodeUsed: (codeHash: string) => `${ns}:oauth-code-used:${codeHash}`,
+    /** string with TTL: an authorization request between its pages (JSON, 10 min). */
+    oauthRequest: (requestId: string) => `${ns}:oauth-request:${requestId}`,
+    /** counter with TTL: dynamic registrations from one client IP in one hour. */
+    oauthRegistrationsIp: (ip: string, hour: string) => `${ns}:oauth-reg:${ip}:${hour}`,
+    /** counter with TTL: failed token requests from one client IP (10-minute window). */
+    oauthTokenFailuresIp: (ip: string) => `${ns}:oauth-token-fail:${ip}`,
+    /** sorted set: ids of users' own sign-in tokens by expiry, so expired ones are swept. */
+    signInTokensByExpiry: `${ns}:signin-tokens`,
   };
 }
 

@@ -8,7 +8,8 @@
  * (absent otherwise), so a receiver never mistakes a partial body for the whole one.
  */
 import type { CapturedEvent, CapturedHeaders, CapturedBody } from './event.js';
-import { incomingRequestSection, type IncomingRequestSection } from './log-entry.js';
+import { incomingRequestSection, incomingRequestText, type IncomingRequestSection } from './log-entry.js';
+import type { PayloadParts } from './stored-log-entry.js';
 
 export interface WebhookRef {
   readonly id: string;
@@ -42,7 +43,28 @@ export function buildDefaultPayload(event: CapturedEvent, webhook: WebhookRef): 
   };
 }
 
-/** The exact bytes to send (and sign). */
+const REQUEST_SLOT = ',"request":0,"response":';
+
+/**
+ * The payload's JSON around its request section, which is serialized once per event
+ * (`incomingRequestText`): the body is `head + requestJson + tail`, and a log entry stores the
+ * payload without repeating the section (stored-log-entry.ts).
+ */
+export function defaultPayloadParts(event: CapturedEvent, webhook: WebhookRef): PayloadParts {
+  const payload = buildDefaultPayload(event, webhook);
+  const text = JSON.stringify({ ...payload, request: 0 });
+  // The slot's text cannot occur inside a JSON string (quotes are escaped there), and the members before it hold only strings.
+  const at = text.indexOf(REQUEST_SLOT);
+  if (at < 0) throw new Error('the default payload has no request slot');
+  const from = at + ',"request":'.length;
+  return { section: payload.request, head: text.slice(0, from), tail: text.slice(from + 1) };
+}
+
+/** The exact bytes to send (and sign): `JSON.stringify(buildDefaultPayload(...))`, the request part from the per-event cache. */
 export function serializeDefaultPayload(event: CapturedEvent, webhook: WebhookRef): string {
-  return JSON.stringify(buildDefaultPayload(event, webhook));
+  return payloadText(defaultPayloadParts(event, webhook));
+}
+
+export function payloadText(parts: PayloadParts): string {
+  return `${parts.head}${incomingRequestText(parts.section)}${parts.tail}`;
 }

@@ -17,7 +17,7 @@ import type { Agent, buildConnector } from 'undici';
 import nodemailer from 'nodemailer';
 import type { OutriggerConfig } from '../config/types.js';
 import type { Logger } from '../observability/logger.js';
-import { serializeDefaultPayload } from './default-payload.js';
+import { defaultPayloadParts, payloadText } from './default-payload.js';
 import type { EmailAllowance } from './email-allowance.js';
 import { captureBody, type CapturedEvent } from './event.js';
 import {
@@ -30,6 +30,8 @@ import {
   type WebhookLogEntry,
 } from './log-entry.js';
 import { createHeaderRedactor } from './redaction.js';
+import { notePayloadParts, type PayloadParts } from './stored-log-entry.js';
+import { postOnce } from './http-post.js';
 import { parseRetryAfter } from './retry-policy.js';
 import { buildStandardWebhookHeaders, deliveryMessageId } from './signature.js';
 import { createGuardedDispatcher, type HostLookup } from './ssrf-guard.js';
@@ -76,10 +78,19 @@ type Outcome = Pick<AttemptResult, 'retryable' | 'retryAfterMs'> & {
   response?: TargetResponseSection;
 };
 
+interface PreparedHttpWebhook {
+  url: URL;
+  /** The webhook's own headers over the defaults (the signing headers are added per attempt). */
+  headers: Record<string, string>;
+  /** The same, redacted, for the log entry. */
+  loggedHeaders: Record<string, string>;
+}
+
 export class Deliverer {
   readonly dispatcher: Agent;
   private mailer: nodemailer.Transporter | null = null;
   private readonly redact: ReturnType<typeof createHeaderRedactor>;
+  private readonly preparedByDoc = new WeakMap<HttpWebhookDocument, PreparedHttpWebhook>();
 
   constructor(private readonly o: DelivererOptions) {
     this.redact = createHeaderRedactor(o.secretHeaders);
@@ -131,6 +142,22 @@ export class Deliverer {
     return { entry, retryable: outcome.status === 'failed' && outcome.retryable, retryAfterMs: outcome.retryAfterMs };
   }
 
+  /** What every attempt of one webhook version shares: computed once per stored document object. */
+  private prepared(webhook: HttpWebhookDocument): PreparedHttpWebhook {
+    let p = this.preparedByDoc.get(webhook);
+    if (!p) {
+      const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': USER_AGENT };
+      for (const [name, value] of Object.entries(webhook.headers ?? {})) {
+        const lower = name.toLowerCase();
+        if (lower === 'content-type' || lower === 'user-agent') delete headers[lower];
+        headers[name] = value;
+      }
+      p = { url: new URL(webhook.url), headers, loggedHeaders: this.redact(headers) as Record<string, string> };
+      this.preparedByDoc.set(webhook, p);
+    }
+    return p;
+  }
+
   // ----------------------------------------------------------------------------------------------
   // HTTP
 
@@ -138,6 +165,7 @@ export class Deliverer {
     const ref = { id: webhook._id, name: webhook.name };
     let body: string;
     let transformation: TransformationSection | undefined;
+    let parts: PayloadParts | undefined;
     if (webhook.transform?.enabled && webhook.transform.template !== undefined) {
       const view = buildTemplateView(event, ref);
       const rendered = renderTemplate(webhook.transform.template, view, templateModeForHttp(webhook.headers));
@@ -154,94 +182,62 @@ export class Deliverer {
       body = rendered.output;
       transformation = { input: view, output: body, error: null };
     } else {
-      body = serializeDefaultPayload(event, ref);
+      parts = defaultPayloadParts(event, ref);
+      body = payloadText(parts);
     }
 
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': USER_AGENT };
-    for (const [name, value] of Object.entries(webhook.headers ?? {})) {
-      const lower = name.toLowerCase();
-      if (lower === 'content-type' || lower === 'user-agent') delete headers[lower];
-      headers[name] = value;
-    }
-    Object.assign(headers, buildStandardWebhookHeaders({ secret: webhook.secret, msgId: deliveryMessageId(event.id, webhook._id), body }));
-    const outgoingRequest: OutgoingRequestSection = { method: 'POST', url: webhook.url, headers: this.redact(headers) as Record<string, string>, body };
+    const prepared = this.prepared(webhook);
+    const signing = buildStandardWebhookHeaders({ secret: webhook.secret, msgId: deliveryMessageId(event.id, webhook._id), body });
+    const headers: Record<string, string> = { ...prepared.headers, ...signing };
+    const outgoingRequest: OutgoingRequestSection = {
+      method: 'POST',
+      url: webhook.url,
+      headers: { ...prepared.loggedHeaders, ...(this.redact(signing as unknown as Record<string, string>) as Record<string, string>) },
+      body,
+    };
+    if (parts) notePayloadParts(outgoingRequest, parts);
     const base = { transformation, outgoingRequest };
 
-    const url = new URL(webhook.url);
+    const url = prepared.url;
     const timeoutMs = webhook.timeout_ms;
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
-    try {
-      let res;
-      try {
-        res = await this.dispatcher.request({
-          origin: url.origin,
-          path: `${url.pathname}${url.search}`,
-          method: 'POST',
-          headers,
-          body,
-          signal: controller.signal,
-          headersTimeout: timeoutMs,
-          bodyTimeout: timeoutMs,
-        });
-      } catch (error) {
-        return { ...base, ...this.networkFailure(error, timedOut, timeoutMs) };
-      }
-      const limit = this.o.webhooks.captureBodyBytes;
-      const chunks: Buffer[] = [];
-      let kept = 0;
-      let total = 0;
-      let bodyError: string | null = null;
-      try {
-        for await (const chunk of res.body as AsyncIterable<Buffer>) {
-          total += chunk.length;
-          if (kept < limit) {
-            const piece = chunk.length <= limit - kept ? chunk : chunk.subarray(0, limit - kept);
-            chunks.push(piece);
-            kept += piece.length;
-          }
-          if (kept >= limit && total > limit) break; // enough to show; the rest is not read
-        }
-      } catch {
-        bodyError = timedOut ? `the response body was cut: timed out after ${timeoutMs} ms` : 'the response body was cut: the connection broke';
-      }
-      if (total > kept) res.body.destroy();
-      const contentType = headerText(res.headers['content-type']);
-      const captured = captureBody(Buffer.concat(chunks, kept), {
-        contentType,
-        contentEncoding: headerText(res.headers['content-encoding']),
-        limit,
-        totalBytes: total,
-      });
-      const response: TargetResponseSection = {
-        statusCode: res.statusCode,
-        headers: this.redact(res.headers as Record<string, string | string[]>),
-        body: captured.body,
-        ...(captured.truncated ? { bodyTruncated: true as const } : {}),
-      };
-      const code = res.statusCode;
-      if (code >= 200 && code < 300) return { ...base, response, status: 'success', statusCode: code, error: bodyError, retryable: false, retryAfterMs: null };
-      const retryable = code === 429 || code >= 500;
-      const error =
-        code >= 300 && code < 400
-          ? `the target answered ${code} (a redirect${res.headers.location ? ` to ${headerText(res.headers.location)}` : ''}); redirects are not followed: point the webhook at the final URL`
-          : `the target answered ${code}`;
-      return {
-        ...base,
-        response,
-        status: 'failed',
-        statusCode: code,
-        error,
-        retryable,
-        retryAfterMs: retryable ? parseRetryAfter(res.headers['retry-after']) : null,
-      };
-    } finally {
-      clearTimeout(timer);
-    }
+    const limit = this.o.webhooks.captureBodyBytes;
+    const res = await postOnce(this.dispatcher, { origin: url.origin, path: `${url.pathname}${url.search}`, headers, body, timeoutMs, limit });
+    if (!res.ok) return { ...base, ...this.networkFailure(res.error, res.timedOut, timeoutMs) };
+    const bodyError =
+      res.bodyError === 'timeout'
+        ? `the response body was cut: timed out after ${timeoutMs} ms`
+        : res.bodyError === 'broken'
+          ? 'the response body was cut: the connection broke'
+          : null;
+    const contentType = headerText(res.headers['content-type']);
+    const captured = captureBody(res.kept, {
+      contentType,
+      contentEncoding: headerText(res.headers['content-encoding']),
+      limit,
+      totalBytes: res.total,
+    });
+    const response: TargetResponseSection = {
+      statusCode: res.statusCode,
+      headers: this.redact(res.headers as Record<string, string | string[]>),
+      body: captured.body,
+      ...(captured.truncated ? { bodyTruncated: true as const } : {}),
+    };
+    const code = res.statusCode;
+    if (code >= 200 && code < 300) return { ...base, response, status: 'success', statusCode: code, error: bodyError, retryable: false, retryAfterMs: null };
+    const retryable = code === 429 || code >= 500;
+    const error =
+      code >= 300 && code < 400
+        ? `the target answered ${code} (a redirect${res.headers.location ? ` to ${headerText(res.headers.location)}` : ''}); redirects are not followed: point the webhook at the final URL`
+        : `the target answered ${code}`;
+    return {
+      ...base,
+      response,
+      status: 'failed',
+      statusCode: code,
+      error,
+      retryable,
+      retryAfterMs: retryable ? parseRetryAfter(res.headers['retry-after']) : null,
+    };
   }
 
   private networkFailure(error: unknown, timedOut: boolean, timeoutMs: number): Omit<Outcome, 'transformation' | 'outgoingRequest'> {
@@ -340,6 +336,13 @@ export class Deliverer {
         ...(smtpCode !== null ? { response: { statusCode: smtpCode, headers: {}, body: e.response ?? null } } : {}),
       };
     }
+  }
+
+  /** An operator notice (the automatic disable's alert) over the configured SMTP server. */
+  async sendNotice(to: string, subject: string, text: string): Promise<void> {
+    const settings = this.o.webhooks.email;
+    if (!settings.smtp.host || !settings.from) throw new Error('e-mail is not configured: set webhooks.email.smtp.host and webhooks.email.from');
+    await this.transport().sendMail({ from: settings.from, to, subject, text });
   }
 
   private transport(): nodemailer.Transporter {

@@ -46,6 +46,8 @@ export interface EventProducerOptions {
   lingerMs?: number;
   /** Queued events that start a flush at once, whatever the linger (default 64). */
   lingerEvents?: number;
+  /** Replicas that must hold a batch before it leaves the queue (`redis.waitForReplicas`; default 0). */
+  waitForReplicas?: number;
 }
 
 /**
@@ -72,6 +74,9 @@ return {0}
 const XADD_EACH_SHA = createHash('sha1').update(XADD_EACH).digest('hex');
 
 const RETRY_MIN_MS = 100;
+const REPLICA_WAIT_MS = 1000;
+/** While the master has too few replicas (its replica just got promoted away), wait only this long. */
+const REPLICA_WAIT_DEGRADED_MS = 20;
 const RETRY_MAX_MS = 2000;
 const DROP_LOG_INTERVAL_MS = 10_000;
 
@@ -85,6 +90,7 @@ export class EventProducer {
   private droppedSinceLog = 0;
   private lastDropLog = 0;
   private lastOffer = -Infinity;
+  private replicasShort = false;
   private readonly batchSize: number;
   private readonly lingerMs: number;
   private readonly lingerEvents: number;
@@ -213,7 +219,38 @@ export class EventProducer {
   private async write(batch: QueuedEvent[]): Promise<void> {
     let streamOnly = true;
     for (const item of batch) if (item.recorded !== undefined || item.stream === undefined) streamOnly = false;
-    if (streamOnly) return this.writeEvents(batch);
+    if (streamOnly) await this.writeEvents(batch);
+    else await this.writeWithRecording(batch);
+    if (this.o.waitForReplicas) await this.awaitReplicas(this.o.waitForReplicas, batch.length);
+  }
+
+  /**
+   * Replication is asynchronous: a master killed right after acknowledging a batch takes it
+   * along, and the promoted replica never saw it. So, when configured, a batch leaves the queue
+   * only once WAIT says enough replicas hold it. The WAIT is pipelined behind a read of the
+   * stream's key, so on a cluster it reaches the master that took the write. A master lost
+   * meanwhile makes this throw: the batch stays queued and is written again to the promoted
+   * replica (at-least-once). Too few acknowledgements in time (a replica lagging or gone) is
+   * logged and the batch let go, since writing it again would not make it safer; until a wait
+   * succeeds again the next ones wait only briefly, so a shard left without a replica after a
+   * failover does not slow the queue to one batch per second.
+   */
+  private async awaitReplicas(wanted: number, events: number): Promise<void> {
+    const timeout = this.replicasShort ? REPLICA_WAIT_DEGRADED_MS : REPLICA_WAIT_MS;
+    const replies = await this.o.redis.pipeline().exists(this.o.keys.events).wait(wanted, timeout).exec();
+    const [error, acked] = replies?.[1] ?? [new Error('the replica wait was not answered'), 0];
+    if (error) throw error;
+    if (Number(acked) >= wanted) {
+      this.replicasShort = false;
+      return;
+    }
+    this.o.metrics.webhookEventsUnreplicated.inc({}, events);
+    if (!this.replicasShort)
+      this.o.logger.warn({ wanted, acked, events }, 'webhook events written but not on enough replicas in time (redis.waitForReplicas); a failover now could lose them');
+    this.replicasShort = true;
+  }
+
+  private async writeWithRecording(batch: QueuedEvent[]): Promise<void> {
     const { redis, keys } = this.o;
     const multi = redis.multi();
     let recorded = 0;

@@ -4,6 +4,8 @@
  * are already redacted (`redaction.ts`) and capped (`captureBody`).
  */
 
+import { parseBoundedJson } from '../input-limits/json-depth.js';
+
 /** Header values by lower-case name; repeated headers (Set-Cookie) keep every value. */
 export type CapturedHeaders = Record<string, string | string[]>;
 
@@ -23,6 +25,8 @@ export interface CapturedRequest {
   headers: CapturedHeaders;
   body: CapturedBody;
   bodyTruncated: boolean;
+  /** The body was JSON nested past the bound (input-limits): kept as its text, not parsed. */
+  bodyTooDeep?: true;
 }
 
 export interface CapturedResponse {
@@ -30,6 +34,7 @@ export interface CapturedResponse {
   headers: CapturedHeaders;
   body: CapturedBody;
   bodyTruncated: boolean;
+  bodyTooDeep?: true;
 }
 
 export interface CapturedEvent {
@@ -44,6 +49,8 @@ export interface CapturedEvent {
 /** The default cap on each captured body (SPEC §7.2.6). */
 export const DEFAULT_BODY_CAPTURE_BYTES = 64 * 1024;
 
+const WHOLE_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 function isJsonContentType(contentType: string | undefined): boolean {
   if (!contentType) return false;
   const type = contentType.split(';', 1)[0]!.trim().toLowerCase();
@@ -55,14 +62,15 @@ function isJsonContentType(contentType: string | undefined): boolean {
  * when known (the observer may stop buffering at the cap); `bytes` beyond `limit` are cut.
  * - no bytes → null;
  * - compressed (a Content-Encoding other than identity) → a placeholder string;
- * - complete JSON (by Content-Type) → the parsed value (a JSON body that does not parse stays text);
+ * - complete JSON (by Content-Type) → the parsed value (a JSON body that does not parse stays text;
+ *   one nested past MAX_JSON_DEPTH stays text with `tooDeep`, so nothing downstream recurses into it);
  * - valid UTF-8 → the text (cut at the cap, never mid-character);
  * - anything else → a placeholder string naming the size and content type.
  */
 export function captureBody(
   bytes: Uint8Array,
   options: { contentType?: string; contentEncoding?: string; limit?: number; totalBytes?: number } = {},
-): { body: CapturedBody; truncated: boolean } {
+): { body: CapturedBody; truncated: boolean; tooDeep?: true } {
   const limit = options.limit ?? DEFAULT_BODY_CAPTURE_BYTES;
   const total = Math.max(options.totalBytes ?? bytes.length, bytes.length);
   if (total === 0) return { body: null, truncated: false };
@@ -75,16 +83,15 @@ export function captureBody(
   let text: string;
   try {
     // `stream: true` leaves out a character cut in half by the cap instead of failing on it.
-    text = new TextDecoder('utf-8', { fatal: true }).decode(kept, { stream: truncated });
+    // A whole body goes through one shared decoder (it keeps no state between whole decodes); a cut one needs its own.
+    text = truncated ? new TextDecoder('utf-8', { fatal: true }).decode(kept, { stream: true }) : WHOLE_UTF8.decode(kept);
   } catch {
     return { body: `[${total} bytes of binary data${options.contentType ? `, ${options.contentType}` : ''}]`, truncated: false };
   }
   if (!truncated && isJsonContentType(options.contentType)) {
-    try {
-      return { body: JSON.parse(text) as unknown, truncated: false };
-    } catch {
-      return { body: text, truncated: false };
-    }
+    const parsed = parseBoundedJson(text);
+    if (parsed.ok) return { body: parsed.value, truncated: false };
+    return parsed.tooDeep ? { body: text, truncated: false, tooDeep: true } : { body: text, truncated: false };
   }
   return { body: text, truncated };
 }

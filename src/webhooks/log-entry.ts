@@ -67,21 +67,47 @@ export interface WebhookLogEntry {
   };
 }
 
-/** Sortable by time (base36 ms, fixed width), unique by 8 random bytes. */
+const PROCESS_TAG = randomBytes(4).toString('hex');
+let logCounter = 0;
+
+/**
+ * Sortable by time (base36 ms, fixed width), then 16 hex digits unique per process (a random tag
+ * drawn once and a counter), so no random draw per entry.
+ */
 export function newLogId(now = Date.now()): string {
-  return `${now.toString(36).padStart(9, '0')}-${randomBytes(8).toString('hex')}`;
+  logCounter = (logCounter + 1) % 0x100000000;
+  return `${now.toString(36).padStart(9, '0')}-${PROCESS_TAG}${logCounter.toString(16).padStart(8, '0')}`;
 }
 
+/** One section object per event: every delivery of the event shares it, and its JSON (below). */
+const sections = new WeakMap<CapturedEvent, IncomingRequestSection>();
+const sectionTexts = new WeakMap<IncomingRequestSection, string>();
+
 export function incomingRequestSection(event: CapturedEvent): IncomingRequestSection {
+  const cached = sections.get(event);
+  if (cached) return cached;
   const { request } = event;
-  return {
+  const section: IncomingRequestSection = {
     method: request.method,
     path: request.path,
     query: request.query,
     headers: request.headers,
     body: request.body === undefined ? null : request.body,
     ...(request.bodyTruncated ? { bodyTruncated: true as const } : {}),
+    ...(request.bodyTooDeep ? { bodyTooDeep: true as const } : {}),
   };
+  sections.set(event, section);
+  return section;
+}
+
+/** The section as JSON, serialized once per event however many payloads and log entries embed it. */
+export function incomingRequestText(section: IncomingRequestSection): string {
+  let text = sectionTexts.get(section);
+  if (text === undefined) {
+    text = JSON.stringify(section);
+    sectionTexts.set(section, text);
+  }
+  return text;
 }
 
 /** The target a webhook sends to, as shown in log summaries. */

@@ -12,6 +12,7 @@
 import type { ChainableCommander, Redis } from 'ioredis';
 import type { RedisKeys } from '../store/keys.js';
 import { LOG_STATUSES, type LogStatus, type WebhookLogEntry } from './log-entry.js';
+import { parseStoredLogEntry, serializeLogEntry } from './stored-log-entry.js';
 
 const CLEAR_CHUNK = 500;
 
@@ -30,11 +31,26 @@ export class WebhookLogStore {
 
   /** Adds the commands that store `entry` to a MULTI (so it commits with the delivery's other writes). */
   add(multi: ChainableCommander, entry: WebhookLogEntry, now = Date.now()): void {
+    this.addMany(multi, [entry], now);
+  }
+
+  /** Several entries: one SET each, and one ZADD per index with all of their ids (`texts`: their JSON, when already built). */
+  addMany(multi: ChainableCommander, entries: readonly WebhookLogEntry[], now = Date.now(), texts?: readonly string[]): void {
     const { keys, retentionMs } = this;
-    const ts = entry.timestamp.$date;
-    multi.set(keys.webhookLogEntry(entry._id), JSON.stringify(entry), 'PX', retentionMs);
-    for (const key of [keys.webhookLogIndex(entry.webhookId), keys.webhookLogStatusIndex(entry.webhookId, entry.status)]) {
-      multi.zadd(key, ts, entry._id);
+    const indexes = new Map<string, Array<number | string>>();
+    const push = (key: string, ts: number, id: string) => {
+      const members = indexes.get(key);
+      if (members) members.push(ts, id);
+      else indexes.set(key, [ts, id]);
+    };
+    entries.forEach((entry, i) => {
+      const ts = entry.timestamp.$date;
+      multi.set(keys.webhookLogEntry(entry._id), texts?.[i] ?? serializeLogEntry(entry), 'PX', retentionMs);
+      push(keys.webhookLogIndex(entry.webhookId), ts, entry._id);
+      push(keys.webhookLogStatusIndex(entry.webhookId, entry.status), ts, entry._id);
+    });
+    for (const [key, members] of indexes) {
+      multi.zadd(key, ...members);
       if (this.maintenanceDue(key, now)) {
         multi.zremrangebyscore(key, '-inf', `(${now - retentionMs}`);
         multi.pexpire(key, retentionMs + this.maintenanceIntervalMs);
@@ -54,7 +70,7 @@ export class WebhookLogStore {
   async write(entries: WebhookLogEntry[]): Promise<void> {
     if (entries.length === 0) return;
     const multi = this.redis.multi();
-    for (const entry of entries) this.add(multi, entry);
+    this.addMany(multi, entries);
     await multi.exec();
   }
 
@@ -74,7 +90,7 @@ export class WebhookLogStore {
     for (const text of texts) {
       if (!text) continue; // expired between the two reads
       try {
-        entries.push(JSON.parse(text) as WebhookLogEntry);
+        entries.push(parseStoredLogEntry(text));
       } catch {
         // a damaged entry is left out
       }

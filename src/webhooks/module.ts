@@ -11,6 +11,7 @@ import type { Validation } from '../http/document-routes.js';
 import type { SetupKind } from '../setup/setup-kind.js';
 import { DocumentStore, type StoredDocument } from '../store/document-store.js';
 import type { buildConnector } from 'undici';
+import { createAutoDisable } from './auto-disable.js';
 import { Deliverer } from './delivery.js';
 import { EmailAllowance } from './email-allowance.js';
 import { EventProducer } from './event-producer.js';
@@ -18,6 +19,7 @@ import { WebhookLogStore } from './log-store.js';
 import { CAPTURE_SECRET_HEADERS, WebhookObserver, type CompiledWebhook, type CompiledWebhooks } from './observer.js';
 import { Recording, RECORDING_MAX_ENTRIES, RECORDING_TTL_MS } from './recording.js';
 import { createHeaderRedactor } from './redaction.js';
+import { Redelivery } from './redelivery.js';
 import { createWebhookRoutes } from './routes.js';
 import type { HostLookup } from './ssrf-guard.js';
 import { validateWebhookDocument, type WebhookDocument, type WebhookValidation } from './webhook-document.js';
@@ -175,6 +177,7 @@ export async function createWebhooksModule(context: AppContext, options: Feature
     recordingTtlMs: RECORDING_TTL_MS,
     metrics,
     logger,
+    waitForReplicas: config.redis.waitForReplicas,
   });
   const observer = new WebhookObserver({
     serviceId: config.service.id,
@@ -188,10 +191,18 @@ export async function createWebhooksModule(context: AppContext, options: Feature
     producer,
   });
 
+  const autoDisable = createAutoDisable({
+    store,
+    logger,
+    metrics,
+    alertEmail: settings.alertEmail,
+    serviceId: config.service.id,
+    sendNotice: (to, subject, text) => deliverer.sendNotice(to, subject, text),
+  });
   const createWorker = (overrides: Partial<WebhookWorkerOptions> = {}) =>
     new WebhookWorker({
       redis,
-      openBlockingConnection: () => context.connections.blocking('webhook-worker'),
+      openBlockingConnection: (blockMs) => context.connections.blocking('webhook-worker', blockMs),
       keys,
       webhook: (id) => store.get(id),
       enabled: () => features.enabled('webhooks'),
@@ -201,6 +212,8 @@ export async function createWebhooksModule(context: AppContext, options: Feature
       metrics,
       retrySchedule: settings.retrySchedule,
       reclaimIdleMs: settings.reclaimIdleMs,
+      disableAfterFailures: settings.disableAfterFailures,
+      onAutoDisable: autoDisable,
       ...overrides,
     });
   const worker = options.worker ? createWorker() : null;
@@ -210,6 +223,7 @@ export async function createWebhooksModule(context: AppContext, options: Feature
     store,
     logs,
     recording,
+    redelivery: new Redelivery({ redis, keys, retentionMs, reclaimIdleMs: settings.reclaimIdleMs, webhook: (id) => store.fetch(id) }),
     isAdmin: (principal) => context.acl.isAdmin(principal),
     validate,
     deliverer,
@@ -227,6 +241,7 @@ export async function createWebhooksModule(context: AppContext, options: Feature
       await store.start();
       if (options.serve) await recording.start();
       worker?.start();
+      if (worker) context.logger.info({ enabled: context.features.enabled('webhooks'), retrySchedule: config.webhooks.retrySchedule }, 'webhook worker started');
     },
     async stop() {
       // SIGTERM: the server has stopped taking requests; write what the observer queued.

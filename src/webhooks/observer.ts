@@ -251,12 +251,14 @@ export class WebhookObserver implements RequestObserver {
         headers: this.redact(scope.req.headers),
         body: request.body,
         bodyTruncated: request.truncated,
+        ...(request.tooDeep ? { bodyTooDeep: true as const } : {}),
       },
       response: {
         statusCode: observed.statusCode,
         headers: this.redact((observed.responseHeaders ?? {}) as Record<string, string | string[] | number | undefined>),
         body: response.body,
         bodyTruncated: response.truncated,
+        ...(response.tooDeep ? { bodyTooDeep: true as const } : {}),
       },
     };
   }
@@ -265,6 +267,7 @@ export class WebhookObserver implements RequestObserver {
 interface CapturedBodyResult {
   body: CapturedBody;
   truncated: boolean;
+  tooDeep?: true;
 }
 
 function evaluate(webhook: CompiledWebhook, exchange: Exchange): boolean {

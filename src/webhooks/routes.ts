@@ -7,13 +7,16 @@
 import type { Principal } from '../access/principal.js';
 import type { SubRouteHandler } from '../admin/admin-route.js';
 import { badRequest, methodNotAllowed, notFound } from '../errors.js';
+import { isPlainObject, readJsonBody } from '../http/body.js';
 import { createDocumentRoutes } from '../http/document-routes.js';
+import { decodePathSegment } from '../input-limits/path-id.js';
 import { readPaging } from '../http/paging.js';
 import { sendJson, sendNoContent } from '../http/respond.js';
 import type { DocumentStore } from '../store/document-store.js';
 import { LOG_STATUSES, type LogStatus } from './log-entry.js';
 import type { WebhookLogStore } from './log-store.js';
 import type { Recording } from './recording.js';
+import type { Redelivery } from './redelivery.js';
 import { handleTestSend, type TestSendDeps } from './test-send.js';
 import { matchesWebhookSearch, withoutSecret, type WebhookDocument, type WebhookValidation } from './webhook-document.js';
 
@@ -21,6 +24,7 @@ export interface WebhookRoutesDeps extends Omit<TestSendDeps, 'fetch'> {
   store: DocumentStore<WebhookDocument>;
   logs: WebhookLogStore;
   recording: Recording;
+  redelivery: Redelivery;
   isAdmin(principal: Principal): boolean;
   validate(candidate: Record<string, unknown>, existing: WebhookDocument | undefined): Promise<WebhookValidation>;
 }
@@ -59,9 +63,32 @@ export function createWebhookRoutes(deps: WebhookRoutesDeps): SubRouteHandler {
       throw methodNotAllowed(['GET', 'POST', 'DELETE']);
     }
 
+    const resend = /^\/([^/]+)\/logs\/([^/]+)\/resend$/.exec(path);
+    if (resend) {
+      if (method !== 'POST') throw methodNotAllowed(['POST']);
+      const id = decodePathSegment(resend[1]!, 'webhook id');
+      if (!ID_PATTERN.test(id)) throw notFound(`no webhook with _id ${JSON.stringify(id)}`);
+      const queued = await deps.redelivery.resend(id, decodePathSegment(resend[2]!, 'log entry id'));
+      return sendJson(res, 202, { webhookId: id, ...queued, queued: true });
+    }
+
+    const recover = /^\/([^/]+)\/recover$/.exec(path);
+    if (recover) {
+      if (method !== 'POST') throw methodNotAllowed(['POST']);
+      const id = decodePathSegment(recover[1]!, 'webhook id');
+      if (!ID_PATTERN.test(id)) throw notFound(`no webhook with _id ${JSON.stringify(id)}`);
+      const body = await readJsonBody(scope.req);
+      if (!isPlainObject(body) || typeof body.since !== 'string') throw badRequest('the body must be {"since": "<ISO 8601 date>"}, e.g. {"since": "2026-01-31T00:00:00Z"}');
+      const extra = Object.keys(body).find((k) => k !== 'since');
+      if (extra) throw badRequest(`${extra} is not a recover field (only since)`);
+      const since = Date.parse(body.since);
+      if (Number.isNaN(since)) throw badRequest(`since must be an ISO 8601 date such as 2026-01-31T00:00:00Z (got ${JSON.stringify(body.since)})`);
+      return sendJson(res, 202, { webhookId: id, since: new Date(since).toISOString(), ...(await deps.redelivery.recover(id, since)) });
+    }
+
     const logs = /^\/([^/]+)\/logs$/.exec(path);
     if (logs) {
-      const id = decodeURIComponent(logs[1]!);
+      const id = decodePathSegment(logs[1]!, 'webhook _id');
       if (!ID_PATTERN.test(id)) throw notFound(`no webhook with _id ${JSON.stringify(id)}`);
       if (method === 'GET') {
         const statusText = scope.query.get('status');

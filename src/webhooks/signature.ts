@@ -38,10 +38,18 @@ export function webhookSecretProblem(secret: unknown): string | null {
   return null;
 }
 
+/** Decoded keys by secret: a webhook's secret is checked and decoded once, not on every attempt. */
+const decodedKeys = new Map<string, Buffer>();
+
 function secretKey(secret: string): Buffer {
+  const cached = decodedKeys.get(secret);
+  if (cached) return cached;
   const problem = webhookSecretProblem(secret);
   if (problem) throw new OutriggerError(500, 'WEBHOOK_SECRET_INVALID', `the webhook's secret ${problem}`);
-  return Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
+  const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
+  if (decodedKeys.size >= 1000) decodedKeys.clear();
+  decodedKeys.set(secret, key);
+  return key;
 }
 
 export interface SignInput {
@@ -68,7 +76,8 @@ export function signPayload({ secret, msgId, timestamp, body }: SignInput): stri
   checkIdAndTimestamp(msgId, timestamp);
   const hmac = createHmac('sha256', secretKey(secret));
   hmac.update(`${msgId}.${timestamp}.`);
-  hmac.update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body);
+  // A string is hashed as its UTF-8 bytes without first being copied into a Buffer.
+  hmac.update(body);
   return `v1,${hmac.digest('base64')}`;
 }
 

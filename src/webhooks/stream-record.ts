@@ -170,8 +170,8 @@ export function decodeStreamRecord(fields: ReadonlyArray<string | Buffer> | null
       id: parsed.id,
       timestamp: parsed.t,
       serviceId: parsed.s,
-      request: { method: parsed.m, path: parsed.p, query, headers: parsed.qh ?? {}, body: request.body, bodyTruncated: request.truncated },
-      response: { statusCode: parsed.sc, headers: parsed.rh ?? {}, body: response.body, bodyTruncated: response.truncated },
+      request: { method: parsed.m, path: parsed.p, query, headers: parsed.qh ?? {}, body: request.body, bodyTruncated: request.truncated, ...tooDeep(request) },
+      response: { statusCode: parsed.sc, headers: parsed.rh ?? {}, body: response.body, bodyTruncated: response.truncated, ...tooDeep(response) },
     },
     matched: parsed.ma.map((id) => ({ id, reason: matchedReason(parsed.m, parsed.p, parsed.sc) })),
     skipped: Array.isArray(parsed.sk) ? parsed.sk : [],
@@ -188,7 +188,9 @@ function decodeVersion1(value: string | Buffer): StreamRecord | null {
   return null;
 }
 
-function streamBody(ref: StreamBody | undefined, bytes: string | Buffer | undefined): { body: CapturedBody; truncated: boolean } {
+const tooDeep = (body: { tooDeep?: true }) => (body.tooDeep ? { bodyTooDeep: true as const } : {});
+
+function streamBody(ref: StreamBody | undefined, bytes: string | Buffer | undefined): { body: CapturedBody; truncated: boolean; tooDeep?: true } {
   if (ref === undefined || ref === null) return { body: null, truncated: false };
   if (!('n' in ref) || typeof ref.n !== 'number') return { body: 'b' in ref && ref.b !== undefined ? ref.b : null, truncated: 'tr' in ref && ref.tr === 1 };
   const kept = bytes === undefined ? Buffer.alloc(0) : typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;

@@ -128,13 +128,29 @@ function parseTokens(template: string): Token[] {
   return tokens;
 }
 
+/** Rendering recurses once per section level: bounded at write (the length is bounded by webhook-document.ts). */
+export const MAX_TEMPLATE_NESTING = 32;
+
+/** How deeply sections nest, walked without recursion. */
+function sectionDepth(tokens: readonly Token[]): number {
+  let deepest = 0;
+  const stack: Array<[readonly Token[], number]> = [[tokens, 0]];
+  while (stack.length > 0) {
+    const [list, depth] = stack.pop()!;
+    deepest = Math.max(deepest, depth);
+    for (const token of list) if (token[4]) stack.push([token[4], depth + 1]);
+  }
+  return deepest;
+}
+
 /**
  * Why `template` cannot be used (Mustache syntax error with line/column, or a partial), or null.
  * Run at write time. For `json`, the output's JSON validity can only be judged when rendering.
  */
 export function templateSyntaxProblem(template: string): string | null {
   try {
-    parseTokens(template);
+    const depth = sectionDepth(parseTokens(template));
+    if (depth > MAX_TEMPLATE_NESTING) return `the template nests sections ({{#…}} / {{^…}}) ${depth} levels deep; at most ${MAX_TEMPLATE_NESTING} are allowed`;
     return null;
   } catch (err) {
     if (err instanceof TemplateFailure) return err.message;

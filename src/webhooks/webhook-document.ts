@@ -21,7 +21,9 @@ import { randomBytes } from 'node:crypto';
 import { checkWebhookUrlAtWrite, type HostLookup } from './ssrf-guard.js';
 import { generateWebhookSecret, webhookSecretProblem } from './signature.js';
 import { templateSyntaxProblem } from './template.js';
+import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from './retry-policy.js';
 import type { ParsedCidrs } from '../net/cidr.js';
+import { headerFieldProblem } from '../input-limits/http-field.js';
 
 export type EpochDate = {
   $date: number;
@@ -34,6 +36,13 @@ type WebhookCommon = {
   name: string;
   condition: string;
   enabled: boolean;
+  /** At most this many deliveries start per second; the excess waits in the retry set. */
+  maxPerSecond?: number;
+  /** Replaces `webhooks.retrySchedule` for this webhook: delays as seconds or strings like 5s, 1m. */
+  retrySchedule?: Array<number | string>;
+  /** Why the webhook was disabled automatically (kept while it stays disabled). */
+  disabledReason?: string;
+  disabledAt?: EpochDate;
   createdAt: EpochDate;
   updatedAt: EpochDate;
 };
@@ -97,7 +106,9 @@ const MAX_HEADER_VALUE_CHARS = 8192;
 const MAX_SUBJECT_CHARS = 500;
 const ID_PATTERN = /^[A-Za-z0-9._~:@-]{1,128}$/;
 
-const COMMON_FIELDS = ['_id', 'name', 'type', 'condition', 'enabled', 'createdAt', 'updatedAt'];
+const COMMON_FIELDS = ['_id', 'name', 'type', 'condition', 'enabled', 'maxPerSecond', 'retrySchedule', 'disabledReason', 'disabledAt', 'createdAt', 'updatedAt'];
+export const MAX_PER_SECOND_MAX = 10_000;
+const MAX_DISABLED_REASON_CHARS = 500;
 const HTTP_FIELDS = ['url', 'timeout_ms', 'headers', 'transform', 'secret'];
 const EMAIL_FIELDS = ['email'];
 const TRANSFORM_FIELDS = ['enabled', 'template'];
@@ -240,6 +251,32 @@ export async function validateWebhookDocument(input: unknown, options: WebhookVa
   if (has(input, 'enabled') && typeof input.enabled !== 'boolean') problems.push('enabled must be true or false');
   const enabled = typeof input.enabled === 'boolean' ? input.enabled : true;
 
+  // maxPerSecond, retrySchedule (SPEC §7.1: failing targets)
+  if (has(input, 'maxPerSecond')) {
+    const m = input.maxPerSecond;
+    if (typeof m !== 'number' || !Number.isInteger(m) || m < 1 || m > MAX_PER_SECOND_MAX)
+      problems.push(`maxPerSecond must be an integer from 1 to ${MAX_PER_SECOND_MAX} (deliveries per second), or absent for no limit`);
+  }
+  if (has(input, 'retrySchedule')) {
+    const r = input.retrySchedule;
+    if (!Array.isArray(r) || r.length > RETRY_SCHEDULE_MAX_LENGTH)
+      problems.push(`retrySchedule must be a list of at most ${RETRY_SCHEDULE_MAX_LENGTH} delays, e.g. ["5s", "1m", "10m"] ([] for no retries)`);
+    else
+      r.forEach((item: unknown, i) => {
+        if (parseRetryDelay(item) === null)
+          problems.push(`retrySchedule[${i}] must be a delay from 10ms to 7d, as seconds or a string like 200ms, 5s, 1m, 1h (got ${JSON.stringify(item)})`);
+      });
+  }
+  // disabledReason / disabledAt: written by the automatic disable, kept while the webhook stays disabled.
+  const disabledReason = input.disabledReason;
+  const disabledAt = input.disabledAt;
+  if (has(input, 'disabledReason') && (typeof disabledReason !== 'string' || disabledReason.length > MAX_DISABLED_REASON_CHARS))
+    problems.push(`disabledReason must be a string of at most ${MAX_DISABLED_REASON_CHARS} characters`);
+  if (has(input, 'disabledAt') && !(isPlainObject(disabledAt) && typeof disabledAt.$date === 'number'))
+    problems.push('disabledAt must be a date {"$date": <epoch ms>}');
+  const keepDisabled =
+    !enabled && typeof disabledReason === 'string' ? { disabledReason, ...(isPlainObject(disabledAt) && typeof disabledAt.$date === 'number' ? { disabledAt: { $date: disabledAt.$date } } : {}) } : {};
+
   const existingCreated = options.existing?.createdAt;
   const createdAt: EpochDate =
     isPlainObject(existingCreated) && typeof existingCreated.$date === 'number' ? { $date: existingCreated.$date } : { $date: now };
@@ -250,6 +287,9 @@ export async function validateWebhookDocument(input: unknown, options: WebhookVa
     name: name as string,
     condition: condition as string,
     enabled,
+    ...(typeof input.maxPerSecond === 'number' ? { maxPerSecond: input.maxPerSecond } : {}),
+    ...(Array.isArray(input.retrySchedule) ? { retrySchedule: [...(input.retrySchedule as Array<number | string>)] } : {}),
+    ...keepDisabled,
     createdAt,
     updatedAt,
   };
@@ -335,7 +375,7 @@ function checkHttpFields(input: Record<string, unknown>, problems: string[]): vo
         if (seen.has(lower)) problems.push(`headers.${hName} appears twice (header names are case-insensitive)`);
         seen.add(lower);
         if (typeof value !== 'string') problems.push(`headers.${hName} must be a string (got ${typeName(value)})`);
-        else if (/[\r\n\0]/.test(value)) problems.push(`headers.${hName} must not contain line breaks or NUL`);
+        else if (headerFieldProblem(hName, value)) problems.push(`headers.${hName}: ${headerFieldProblem(hName, value)!}`);
         else if (value.length > MAX_HEADER_VALUE_CHARS) problems.push(`headers.${hName} must be at most ${MAX_HEADER_VALUE_CHARS} characters`);
       }
     }

@@ -5,23 +5,37 @@
  *
  * - Every matching webhook of an event is delivered in parallel; events run in parallel too (up
  *   to `concurrency`), so a slow target holds one slot, never the others.
+ * - Writes go through a group commit (group-commit.ts): the deliveries that finish while one
+ *   MULTI is in flight share the next one, with their log ids, acknowledgements and retry jobs
+ *   merged into one command per kind. The markers of a read batch are read with one MGET.
  * - An entry is acknowledged (XACK + XDEL) only once every delivery of it is final or durably
- *   scheduled for a retry: the log entry, the `deliveryDone` marker and the retry job commit in
- *   one MULTI before the acknowledgement.
- * - Entries of a worker that died are reclaimed with XAUTOCLAIM after `reclaimIdleMs` of
- *   silence. A live worker heartbeats its in-flight entries (XCLAIM JUSTID resets their idle
- *   time), so a slow delivery is never taken from a live worker. A reclaimed entry skips every
- *   webhook whose `deliveryDone` marker exists: nothing is sent twice after a success, and a
- *   delivery already handed to the retry schedule is left to it.
- * - Retries live in a sorted set scored by due time. A worker leases due jobs with one Lua
- *   script (re-scoring them `reclaimIdleMs` ahead, renewed while it works), so a job of a dead
- *   worker becomes due again instead of being lost, and jobs survive any restart.
+ *   scheduled for a retry: the log entry, the `deliveryDone` marker and the retry job commit
+ *   before the acknowledgement (in an earlier MULTI).
+ * - Dead workers: each worker renews a key with a short TTL (`webhookWorkerAlive`, every 1.5 s,
+ *   5 s TTL). Every 2 s a worker lists the group's consumers with pending entries (XPENDING) and
+ *   claims (XCLAIM, min idle 1 s) the entries of those whose key has expired, so a killed
+ *   worker's events are delivered again within seconds. A live worker's key never expires, so
+ *   its slow deliveries are never taken. As a last resort (a consumer whose key exists but who
+ *   stopped working), entries idle `reclaimIdleMs` are reclaimed with XAUTOCLAIM; a live worker
+ *   resets its in-flight entries' idle time (XCLAIM JUSTID) so that never hits a slow delivery.
+ *   A reclaimed entry skips every webhook whose `deliveryDone` marker exists: nothing is sent
+ *   twice after a success, and a delivery already handed to the retry schedule is left to it.
+ * - Retries live in a sorted set scored by due time, with the webhook's own `retrySchedule` or
+ *   `webhooks.retrySchedule`. A worker leases due jobs with one Lua script (re-scoring them
+ *   `reclaimIdleMs` ahead, renewed while it works), so a job of a dead worker becomes due again
+ *   instead of being lost, and jobs survive any restart.
+ * - Failing targets: consecutive events that ended `failed` are counted per webhook version
+ *   (any write of the webhook, re-enabling included, starts a new count); at
+ *   `disableAfterFailures` the webhook is disabled (`onAutoDisable`).
+ * - Throttling: a webhook with `maxPerSecond` starts at most that many deliveries per second
+ *   (one counter per second in Redis, across workers); the excess waits in the retry set, spread
+ *   over the following seconds, without using an attempt.
  * - While the webhooks feature is not enabled the worker reads nothing and sends nothing;
  *   entries and retries wait, untouched.
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RedisKeys } from '../store/keys.js';
@@ -29,11 +43,13 @@ import type { AttemptContext, AttemptResult } from './delivery.js';
 import type { CapturedEvent } from './event.js';
 import { skippedLogEntry } from './log-entry.js';
 import type { WebhookLogStore } from './log-store.js';
-import { nextRetryDelayMs } from './retry-policy.js';
-import { decodeStreamRecord, type SkippedWebhook } from './stream-record.js';
+import { nextRetryDelayMs, parseRetryDelay } from './retry-policy.js';
+import { GroupCommit, WorkerKilled, type CommitPart } from './group-commit.js';
+import { decodeStreamRecord, type SkippedWebhook, type StreamRecord } from './stream-record.js';
 import type { WebhookDocument } from './webhook-document.js';
 import { SKIPPED_LOG_INTERVAL_MS } from './observer.js';
 import { backoffMs } from '../util/backoff.js';
+import { UnprocessableEvent, unprocessableLogEntry } from './unprocessable.js';
 
 /** KEYS[1] the retry set; ARGV: now, lease-until, max jobs. Due jobs are re-scored to lease-until and returned. */
 const LEASE_DUE_RETRIES = `
@@ -52,6 +68,25 @@ export function deliveryMarkerTtlMs(reclaimIdleMs: number): number {
 }
 const PERSIST_GIVE_UP_MS = 120_000;
 const BLOCK_MS = 2000;
+/** How long the read loop waits for half of the event slots to be free before reading fewer. */
+const READ_BATCH_WAIT_MS = 5;
+const STOPPED = Symbol('stopped');
+/** The alive key: renewed every HEARTBEAT_MS, gone ALIVE_TTL_MS after the last renewal. */
+export const HEARTBEAT_MS = 1500;
+export const ALIVE_TTL_MS = 5000;
+/** How often a worker looks for consumers whose alive key expired. */
+const DEAD_SWEEP_MS = 2000;
+/** An entry must be this idle to be claimed from a dead consumer (so two sweepers never both take it). */
+const DEAD_CLAIM_MIN_IDLE_MS = 1000;
+/** A failure count lives this long after the last failed event of its webhook version. */
+const FAILURE_COUNT_TTL_MS = 30 * 86_400_000;
+
+/** KEYS[1] the throttle counter of one webhook and second; returns the deliveries started in that second, this one included. */
+const THROTTLE_COUNT = `
+local c = redis.call('INCR', KEYS[1])
+if c == 1 then redis.call('PEXPIRE', KEYS[1], 2000) end
+return c
+`;
 
 export interface RetryJob {
   v: 1;
@@ -61,13 +96,16 @@ export interface RetryJob {
   webhookId: string;
   /** The attempt this job makes (2 for the first retry). */
   attempt: number;
+  /** Set when the job only waits for a throttled webhook's next free second (no attempt was used). */
+  throttled?: true;
   condition: { matched: boolean; reason: string };
   event: CapturedEvent;
 }
 
 export interface WebhookWorkerOptions {
   redis: Redis;
-  openBlockingConnection(): Redis;
+  /** A connection of its own for XREADGROUP BLOCK, whose replies may take up to `blockMs`. */
+  openBlockingConnection(blockMs: number): Redis;
   keys: RedisKeys;
   webhook(id: string): WebhookDocument | undefined;
   enabled(): boolean;
@@ -83,12 +121,10 @@ export interface WebhookWorkerOptions {
   random?: () => number;
   /** Tests: runs before an entry is acknowledged (to crash a worker in that window). */
   beforeAck?(entryId: string): void | Promise<void>;
-}
-
-class WorkerKilled extends Error {
-  constructor() {
-    super('the worker was killed');
-  }
+  /** Consecutive failed events after which a webhook is disabled (0: never); default 0. */
+  disableAfterFailures?: number;
+  /** Disables the webhook (called by the worker whose commit crossed the threshold). */
+  onAutoDisable?(webhookId: string, version: string, failures: number): Promise<void>;
 }
 
 /** Entries are read as bytes: a body field reaches `captureBody` exactly as the proxy captured it. */
@@ -102,25 +138,47 @@ export class WebhookWorker {
   private groupReady = false;
   private blocking: Redis | null = null;
   private loop: Promise<void> | null = null;
+  /** Settles with STOPPED when stop() or kill() is called: the read loop's wait ends with it. */
+  private stopped: Promise<typeof STOPPED> = new Promise(() => {});
+  private signalStop: () => void = () => {};
   private janitorTimer: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private sweepBusy = false;
   private janitorBusy = false;
   private retryBusy = false;
   private readonly inflight = new Map<string, Promise<void>>();
+  /** The read loop waiting for free event slots. */
+  private slotWaiter: { need: number; wake(): void } | null = null;
   private readonly inflightJobs = new Map<string, Promise<void>>();
   private readonly concurrency: number;
   private readonly random: () => number;
+  private readonly commits: GroupCommit;
+  private readonly schedules = new WeakMap<WebhookDocument, readonly number[]>();
 
   constructor(private readonly o: WebhookWorkerOptions) {
     this.consumer = o.consumerName ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     this.concurrency = o.concurrency ?? 64;
     this.random = o.random ?? Math.random;
+    this.commits = new GroupCommit({
+      redis: o.redis,
+      keys: o.keys,
+      logs: o.logs,
+      markerTtlMs: deliveryMarkerTtlMs(o.reclaimIdleMs),
+      failureCountTtlMs: FAILURE_COUNT_TTL_MS,
+      giveUpMs: PERSIST_GIVE_UP_MS,
+      killed: () => this.killed,
+      stopping: () => !this.running,
+      onFailureCount: (webhookId, before, after) => this.failuresCounted(webhookId, before, after),
+    });
   }
 
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.blocking = this.o.openBlockingConnection();
+    this.stopped = new Promise((resolve) => (this.signalStop = () => resolve(STOPPED)));
+    this.blocking = this.o.openBlockingConnection(BLOCK_MS);
     this.loop = this.readLoop();
     const janitorMs = Math.max(50, Math.floor(this.o.reclaimIdleMs / 3));
     this.janitorTimer = setInterval(() => void this.janitor(), janitorMs);
@@ -128,12 +186,19 @@ export class WebhookWorker {
     const shortest = Math.min(...this.o.retrySchedule, 4000);
     this.retryTimer = setInterval(() => void this.drainRetries(), Math.max(50, Math.min(1000, Math.floor(shortest / 4))));
     this.retryTimer.unref();
+    void this.heartbeat();
+    this.heartbeatTimer = setInterval(() => void this.heartbeat(), HEARTBEAT_MS);
+    this.heartbeatTimer.unref();
+    this.sweepTimer = setInterval(() => void this.sweepDeadConsumers(), DEAD_SWEEP_MS);
+    this.sweepTimer.unref();
   }
 
   /** Graceful: stop taking work, let in-flight deliveries finish and be acknowledged (bounded). */
   async stop(timeoutMs = 35_000): Promise<void> {
     if (!this.running) return;
     this.running = false;
+    this.signalStop();
+    this.slotWaiter?.wake(); // the read loop may be waiting for slots that a stuck delivery holds
     this.clearTimers();
     this.blocking?.disconnect();
     const pending = [...this.inflight.values(), ...this.inflightJobs.values()];
@@ -142,12 +207,15 @@ export class WebhookWorker {
     clearTimeout(timer);
     await this.loop?.catch(() => {});
     await this.forgetConsumerIfIdle().catch(() => {});
+    await this.o.redis.del(this.o.keys.webhookWorkerAlive(this.consumer)).catch(() => {});
   }
 
   /** A crash, for tests: stop at once; nothing more is written or acknowledged by this worker. */
   kill(): void {
     this.killed = true;
     this.running = false;
+    this.signalStop();
+    this.slotWaiter?.wake(); // the read loop may be waiting for slots that a stuck delivery holds
     this.clearTimers();
     this.blocking?.disconnect();
   }
@@ -157,9 +225,8 @@ export class WebhookWorker {
   }
 
   private clearTimers(): void {
-    if (this.janitorTimer) clearInterval(this.janitorTimer);
-    if (this.retryTimer) clearInterval(this.retryTimer);
-    this.janitorTimer = this.retryTimer = null;
+    for (const timer of [this.janitorTimer, this.retryTimer, this.heartbeatTimer, this.sweepTimer]) if (timer) clearInterval(timer);
+    this.janitorTimer = this.retryTimer = this.heartbeatTimer = this.sweepTimer = null;
   }
 
   // ----------------------------------------------------------------------------------------------
@@ -182,17 +249,30 @@ export class WebhookWorker {
         await sleep(250);
         continue;
       }
-      const free = this.concurrency - this.inflight.size;
-      if (free <= 0) {
-        await Promise.race(this.inflight.values());
-        continue;
+      let free = this.concurrency - this.inflight.size;
+      const batch = Math.max(1, Math.floor(this.concurrency / 2));
+      if (free < batch) {
+        // Read in batches, not one entry per freed slot: every read, marker MGET and commit is a
+        // round trip and a socket write whatever its size. Wait for one slot at least, then up
+        // to READ_BATCH_WAIT_MS for half of them (so slow targets holding slots delay reads by
+        // that much at most).
+        await this.slotsFree(free <= 0 ? 1 : batch, free <= 0 ? null : READ_BATCH_WAIT_MS);
+        if (free <= 0 || !this.running) continue;
+        free = this.concurrency - this.inflight.size;
       }
       let reply: unknown;
       try {
         if (!this.groupReady) await this.ensureGroup();
-        reply = await this.blocking!.callBuffer(
+        const read = this.blocking!.callBuffer(
           'XREADGROUP', 'GROUP', this.o.keys.eventsGroup, this.consumer, 'COUNT', free, 'BLOCK', BLOCK_MS, 'STREAMS', this.o.keys.events, '>',
         );
+        // A read queued while the connection was reconnecting is never settled by the disconnect
+        // of stop() (ioredis keeps it queued): the stop signal ends the wait instead.
+        reply = await Promise.race([read, this.stopped]);
+        if (reply === STOPPED) {
+          read.catch(() => {});
+          break;
+        }
         failures = 0;
       } catch (error) {
         if (!this.running) break;
@@ -203,30 +283,67 @@ export class WebhookWorker {
         await sleep(backoffMs(failures, 100, 2000));
         continue;
       }
-      for (const [id, fields] of streamEntries(reply)) this.handleEntry(id, fields);
+      this.handleEntries(streamEntries(reply));
     }
   }
 
-  private handleEntry(id: string, fields: Buffer[] | null): void {
-    if (this.inflight.has(id)) return;
-    const work = this.processEntry(id, fields)
-      .catch((error: unknown) => {
-        if (error instanceof WorkerKilled) return;
-        this.o.logger.warn({ err: String(error), entry: id }, 'a webhook event stays pending; it will be reclaimed and tried again');
-      })
-      .finally(() => this.inflight.delete(id));
-    this.inflight.set(id, work);
+  /**
+   * Starts the entries of one read (or claim): their delivery markers are read with one MGET for
+   * the whole batch, then each entry runs on its own.
+   */
+  private handleEntries(entries: StreamEntry[]): void {
+    const fresh = entries.filter(([id]) => !this.inflight.has(id));
+    if (fresh.length === 0) return;
+    const records = fresh.map(([, fields]) => decodeStreamRecord(fields));
+    const markerKeys: string[] = [];
+    for (const record of records) if (record) for (const m of record.matched) markerKeys.push(this.o.keys.deliveryDone(record.event.id, m.id));
+    const markers: Promise<Array<string | null>> = markerKeys.length > 0 ? this.o.redis.mget(markerKeys) : Promise.resolve([]);
+    let offset = 0;
+    fresh.forEach(([id], i) => {
+      const record = records[i]!;
+      const from = offset;
+      const count = record ? record.matched.length : 0;
+      offset += count;
+      // Only entries that read their markers get a share of the MGET: a share nobody awaits would be an unhandled rejection.
+      const share = count > 0 ? markers.then((all) => all.slice(from, from + count)) : Promise.resolve([]);
+      const work = this.processEntry(id, record, share)
+        .catch((error: unknown) => {
+          if (error instanceof WorkerKilled) return;
+          this.o.logger.warn({ err: String(error), entry: id }, 'a webhook event stays pending; it will be reclaimed and tried again');
+        })
+        .finally(() => {
+          this.inflight.delete(id);
+          const waiter = this.slotWaiter;
+          if (waiter && this.concurrency - this.inflight.size >= waiter.need) waiter.wake();
+        });
+      this.inflight.set(id, work);
+    });
   }
 
-  private async processEntry(id: string, fields: Buffer[] | null): Promise<void> {
-    const record = decodeStreamRecord(fields);
+  /** Resolves once `need` event slots are free, or after `timeoutMs` (null: no limit). */
+  private slotsFree(need: number, timeoutMs: number | null): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        if (timer) clearTimeout(timer);
+        this.slotWaiter = null;
+        resolve();
+      };
+      const timer = timeoutMs === null ? null : setTimeout(wake, timeoutMs);
+      this.slotWaiter = { need, wake };
+    });
+  }
+
+  private async processEntry(id: string, record: StreamRecord | null, markersOf: Promise<Array<string | null>>): Promise<void> {
     if (record) {
+      const markers = record.matched.length > 0 ? await markersOf : [];
       const tasks: Array<Promise<void>> = record.skipped.map((s) => this.logSkipped(record.event, s));
       if (record.matched.length > 0) {
-        const markers = await this.o.redis.mget(record.matched.map((m) => this.o.keys.deliveryDone(record.event.id, m.id)));
         record.matched.forEach((m, i) => {
           // A marker means an earlier run of this entry finished this delivery (or scheduled its retry).
-          if (markers[i] == null) tasks.push(this.deliver(record.event, m.id, { matched: true, reason: m.reason }, 1, null));
+          if (markers[i] == null) {
+            const condition = { matched: true, reason: m.reason };
+            tasks.push(this.deliver(record.event, m.id, condition, 1, null).catch((e: unknown) => this.finalizeUnprocessable(record.event, m.id, condition, 1, null, e)));
+          }
         });
       }
       const results = await Promise.allSettled(tasks);
@@ -236,7 +353,7 @@ export class WebhookWorker {
     if (this.killed) throw new WorkerKilled();
     await this.o.beforeAck?.(id);
     if (this.killed) throw new WorkerKilled();
-    await this.persist((multi) => multi.xack(this.o.keys.events, this.o.keys.eventsGroup, id).xdel(this.o.keys.events, id));
+    await this.commits.commit({ acks: [id] });
   }
 
   private async logSkipped(event: CapturedEvent, skipped: SkippedWebhook): Promise<void> {
@@ -247,7 +364,35 @@ export class WebhookWorker {
       const gate = await this.o.redis.set(this.o.keys.skippedLogGate(skipped.id), '1', 'PX', SKIPPED_LOG_INTERVAL_MS, 'NX');
       if (gate !== 'OK') return;
     }
-    await this.persist((multi) => this.o.logs.add(multi, skippedLogEntry(event, webhook, skipped.reason)));
+    await this.commits.commit({ logs: [skippedLogEntry(event, webhook, skipped.reason)] }).catch((error: unknown) => {
+      if (!(error instanceof UnprocessableEvent)) throw error;
+      this.o.logger.warn({ err: error.message, webhook: webhook._id }, 'a skipped entry could not be logged');
+    });
+  }
+
+  /**
+   * A delivery that failed for a reason other than Redis being away (a poison input, a bug) ends
+   * as a `failed` entry with the reason, so the event is acknowledged instead of retried forever.
+   */
+  private async finalizeUnprocessable(
+    event: CapturedEvent,
+    webhookId: string,
+    condition: RetryJob['condition'],
+    attempt: number,
+    jobMember: string | null,
+    error: unknown,
+  ): Promise<void> {
+    if (error instanceof WorkerKilled || (!(error instanceof UnprocessableEvent) && this.o.redis.status !== 'ready')) throw error;
+    const webhook = this.o.webhook(webhookId);
+    if (!webhook) return;
+    const entry = unprocessableLogEntry(event, webhook, condition, attempt, error);
+    this.o.logger.error({ err: entry.summary.error, webhook: webhookId, event: event.id }, 'a webhook event could not be processed; logged as failed');
+    await this.commits.commit({
+      logs: [entry],
+      markers: [[this.o.keys.deliveryDone(event.id, webhookId), 'failed']],
+      retryRemove: jobMember ? [jobMember] : undefined,
+    });
+    this.o.metrics.webhookDeliveries.inc({ type: webhook.type, outcome: 'failed' });
   }
 
   // ----------------------------------------------------------------------------------------------
@@ -256,54 +401,78 @@ export class WebhookWorker {
   private async deliver(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null): Promise<void> {
     const { keys } = this.o;
     const webhook = this.o.webhook(webhookId);
+    const done = jobMember ? [jobMember] : undefined;
     if (!webhook || !webhook.enabled) {
       // Deleted or disabled since the event matched: nothing fires, a pending retry is dropped.
-      if (jobMember) await this.persist((multi) => multi.zrem(keys.retrySchedule, jobMember));
+      if (jobMember) await this.commits.commit({ retryRemove: done });
       return;
+    }
+    const marker = keys.deliveryDone(event.id, webhookId);
+    if (webhook.maxPerSecond) {
+      const waitUntil = await this.throttle(webhookId, webhook.maxPerSecond);
+      if (waitUntil !== null) {
+        // Over the webhook's rate: the delivery waits in the retry set, its attempt unused.
+        const job: RetryJob = { v: 1, job: randomBytes(8).toString('hex'), eventId: event.id, webhookId, attempt, throttled: true, condition, event };
+        await this.commits.commit({ markers: [[marker, 'retry']], retryRemove: done, retryAdd: [[waitUntil, JSON.stringify(job)]] });
+        this.o.metrics.webhookDeliveries.inc({ type: webhook.type, outcome: 'throttled' });
+        return;
+      }
     }
     const result = await this.o.deliverer.attempt(webhook, event, { attempt, condition });
     if (this.killed) throw new WorkerKilled();
 
     let nextAt: number | null = null;
     if (result.retryable) {
-      const delay = nextRetryDelayMs(this.o.retrySchedule, attempt, result.retryAfterMs, this.random);
+      const delay = nextRetryDelayMs(this.scheduleOf(webhook), attempt, result.retryAfterMs, this.random);
       if (delay !== null) nextAt = Date.now() + delay;
     }
     const entry = result.entry;
     if (nextAt !== null) entry.nextAttemptAt = { $date: nextAt };
-    const nextJob: RetryJob | null =
-      nextAt === null ? null : { v: 1, job: randomBytes(8).toString('hex'), eventId: event.id, webhookId, attempt: attempt + 1, condition, event };
-    await this.persist((multi) => {
-      this.o.logs.add(multi, entry);
-      multi.set(keys.deliveryDone(event.id, webhookId), nextAt === null ? entry.status : 'retry', 'PX', deliveryMarkerTtlMs(this.o.reclaimIdleMs));
-      if (jobMember) multi.zrem(keys.retrySchedule, jobMember);
-      if (nextJob) multi.zadd(keys.retrySchedule, nextAt!, JSON.stringify(nextJob));
-    });
-    this.o.metrics.webhookDeliveries.inc({ type: webhook.type, outcome: nextJob ? 'retry-scheduled' : entry.status });
+    const part: CommitPart = { logs: [entry], markers: [[marker, nextAt === null ? entry.status : 'retry']], retryRemove: done };
+    if (nextAt !== null) {
+      const nextJob: RetryJob = { v: 1, job: randomBytes(8).toString('hex'), eventId: event.id, webhookId, attempt: attempt + 1, condition, event };
+      part.retryAdd = [[nextAt, JSON.stringify(nextJob)]];
+    } else if (this.o.disableAfterFailures) {
+      part.outcome = { webhookId, counterKey: keys.webhookFailures(webhookId, webhookVersion(webhook)), failed: entry.status === 'failed' };
+    }
+    await this.commits.commit(part);
+    this.o.metrics.webhookDeliveries.inc({ type: webhook.type, outcome: nextAt !== null ? 'retry-scheduled' : entry.status });
+    if (nextAt === null && entry.status === 'failed') {
+      const { target, statusCode, error } = entry.summary;
+      // The target without its query string, which may carry a token.
+      this.o.logger.info({ webhook: webhookId, event: event.id, attempt, target: target.split('?')[0], statusCode, err: error }, 'webhook delivery ended failed (no retry left)');
+    }
   }
 
-  /**
-   * Commits one MULTI, trying again while Redis is unreachable (a short outage must not turn a
-   * finished delivery into a repeated one). Gives up after two minutes, leaving the entry
-   * pending for a reclaim.
-   */
-  private async persist(build: (multi: ChainableCommander) => void): Promise<void> {
-    const started = Date.now();
-    for (let i = 0; ; i++) {
-      if (this.killed) throw new WorkerKilled();
-      try {
-        const multi = this.o.redis.multi();
-        build(multi);
-        const results = await multi.exec();
-        if (!results) throw new Error('the transaction was discarded');
-        const failed = results.find(([error]) => error);
-        if (failed) throw failed[0] as Error;
-        return;
-      } catch (error) {
-        if (Date.now() - started > PERSIST_GIVE_UP_MS || (!this.running && i >= 20)) throw error;
-        await sleep(backoffMs(i, 50, 2000));
-      }
+  /** The webhook's own retry schedule, or the configured one; parsed once per webhook version. */
+  private scheduleOf(webhook: WebhookDocument): readonly number[] {
+    if (!Array.isArray(webhook.retrySchedule)) return this.o.retrySchedule;
+    let schedule = this.schedules.get(webhook);
+    if (!schedule) {
+      schedule = webhook.retrySchedule.map(parseRetryDelay).filter((ms): ms is number => ms !== null);
+      this.schedules.set(webhook, schedule);
     }
+    return schedule;
+  }
+
+  /** Null when a delivery may start now; else when it may be tried (the excess of a second spread over the next ones). */
+  private async throttle(webhookId: string, perSecond: number): Promise<number | null> {
+    const now = Date.now();
+    const second = Math.floor(now / 1000);
+    const count = Number(await this.o.redis.eval(THROTTLE_COUNT, 1, this.o.keys.webhookThrottle(webhookId, second)));
+    if (count <= perSecond) return null;
+    const secondsAhead = 1 + Math.floor((count - perSecond - 1) / perSecond);
+    return (second + secondsAhead) * 1000 + Math.floor(this.random() * 1000);
+  }
+
+  private failuresCounted(webhookId: string, before: number, after: number): void {
+    const limit = this.o.disableAfterFailures ?? 0;
+    if (limit <= 0 || before >= limit || after < limit) return;
+    const webhook = this.o.webhook(webhookId);
+    if (!webhook || !webhook.enabled || !this.o.onAutoDisable) return;
+    this.o.onAutoDisable(webhookId, webhookVersion(webhook), after).catch((error: unknown) =>
+      this.o.logger.error({ err: String(error), webhook: webhookId }, 'could not disable a failing webhook'),
+    );
   }
 
   // ----------------------------------------------------------------------------------------------
@@ -341,15 +510,17 @@ export class WebhookWorker {
       if (job.v !== 1 || !job.event) throw new Error('not a retry job');
     } catch {
       this.o.logger.error({ member: member.slice(0, 200) }, 'dropping an unreadable webhook retry job');
-      await this.persist((multi) => multi.zrem(this.o.keys.retrySchedule, member));
+      await this.commits.commit({ retryRemove: [member] });
       return;
     }
     const marker = await this.o.redis.get(this.o.keys.deliveryDone(job.eventId, job.webhookId));
     if (marker === 'success' || marker === 'failed') {
-      await this.persist((multi) => multi.zrem(this.o.keys.retrySchedule, member));
+      await this.commits.commit({ retryRemove: [member] });
       return;
     }
-    await this.deliver(job.event, job.webhookId, job.condition, job.attempt, member);
+    await this.deliver(job.event, job.webhookId, job.condition, job.attempt, member).catch((e: unknown) =>
+      this.finalizeUnprocessable(job.event, job.webhookId, job.condition, job.attempt, member, e),
+    );
   }
 
   // ----------------------------------------------------------------------------------------------
@@ -377,6 +548,7 @@ export class WebhookWorker {
           RawStreamEntry[],
           Buffer[]?,
         ];
+        const claimed: StreamEntry[] = [];
         for (const [rawId, fields] of reply[1] ?? []) {
           const id = String(rawId);
           if (this.inflight.has(id)) continue;
@@ -385,8 +557,9 @@ export class WebhookWorker {
             continue;
           }
           this.o.logger.info({ entry: id }, 'reclaimed a webhook event from a worker that stopped answering');
-          this.handleEntry(id, fields);
+          claimed.push([id, fields]);
         }
+        this.handleEntries(claimed);
         cursor = String(reply[0]);
         if (cursor === '0-0') break;
       }
@@ -397,11 +570,57 @@ export class WebhookWorker {
     }
   }
 
+  /** Renews this worker's alive key (key expiry is the failure detector: no key, a dead worker). */
+  private async heartbeat(): Promise<void> {
+    if (!this.running) return;
+    await this.o.redis.set(this.o.keys.webhookWorkerAlive(this.consumer), '1', 'PX', ALIVE_TTL_MS).catch(() => {});
+  }
+
+  /**
+   * Claims the pending entries of consumers whose alive key expired (killed, crashed, cut off).
+   * XCLAIM's minimum idle time makes a claim exclusive: once one worker took an entry, its idle
+   * time is 0 and the others' XCLAIMs pass over it.
+   */
+  private async sweepDeadConsumers(): Promise<void> {
+    if (!this.running || this.sweepBusy || !this.o.enabled() || !this.groupReady) return;
+    this.sweepBusy = true;
+    const { redis, keys } = this.o;
+    try {
+      const summary = (await redis.call('XPENDING', keys.events, keys.eventsGroup)) as [number, unknown, unknown, Array<[string, string]> | null];
+      const others = (summary?.[3] ?? []).map(([name]) => String(name)).filter((name) => name !== this.consumer);
+      if (others.length === 0) return;
+      const alive = await redis.mget(others.map((name) => keys.webhookWorkerAlive(name)));
+      for (let i = 0; i < others.length && this.running; i++) {
+        if (alive[i] != null) continue;
+        const free = this.concurrency - this.inflight.size;
+        if (free <= 0) return;
+        const pending = (await redis.call('XPENDING', keys.events, keys.eventsGroup, 'IDLE', DEAD_CLAIM_MIN_IDLE_MS, '-', '+', Math.min(free, 100), others[i]!)) as Array<[string]>;
+        const ids = pending.map(([id]) => String(id)).filter((id) => !this.inflight.has(id));
+        if (ids.length === 0) continue;
+        const reply = (await redis.callBuffer('XCLAIM', keys.events, keys.eventsGroup, this.consumer, DEAD_CLAIM_MIN_IDLE_MS, ...ids)) as RawStreamEntry[];
+        const claimed: StreamEntry[] = [];
+        for (const [rawId, fields] of reply ?? []) if (rawId) claimed.push([String(rawId), fields]);
+        if (claimed.length === 0) continue;
+        this.o.logger.info({ consumer: others[i], entries: claimed.length }, 'a webhook worker stopped heartbeating; delivering its pending events');
+        this.handleEntries(claimed);
+      }
+    } catch {
+      // Redis unreachable: the next sweep tries again.
+    } finally {
+      this.sweepBusy = false;
+    }
+  }
+
   private async forgetConsumerIfIdle(): Promise<void> {
     const { redis, keys } = this.o;
     const pending = (await redis.call('XPENDING', keys.events, keys.eventsGroup, '-', '+', 1, this.consumer)) as unknown[];
     if (Array.isArray(pending) && pending.length === 0) await redis.call('XGROUP', 'DELCONSUMER', keys.events, keys.eventsGroup, this.consumer);
   }
+}
+
+/** A failure count belongs to one version of the webhook: any write (re-enabling included) starts a new one. */
+function webhookVersion(webhook: WebhookDocument): string {
+  return String(webhook.updatedAt?.$date ?? 0);
 }
 
 function streamEntries(reply: unknown): StreamEntry[] {

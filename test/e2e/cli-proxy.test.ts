@@ -8,9 +8,12 @@ import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { rssOf, startCli, writeTempFile } from '../support/cli.js';
 
 const MB = 1024 * 1024;
-const TRANSFER = Number(process.env.OUTRIGGER_TRANSFER_MB ?? 100) * MB;
+// 160 MB, not 100: Node 24 leaves up to ~90 MB of 64 KiB socket buffers uncollected (Node 20
+// ~60 MB) whatever the size of the transfer, so a bound that tells streaming from buffering
+// must sit between that and the body size.
+const TRANSFER = Number(process.env.OUTRIGGER_TRANSFER_MB ?? 160) * MB;
 
-/** Deterministic chunks of a 100 MB body, produced lazily so the test itself stays small. */
+/** Deterministic chunks of a large body, produced lazily so the test itself stays small. */
 function* bigBody(total: number): Generator<Buffer> {
   const chunk = Buffer.alloc(64 * 1024);
   for (let i = 0; i < chunk.length; i++) chunk[i] = (i * 31) & 0xff;
@@ -65,7 +68,7 @@ describe('the built CLI as a proxy', () => {
     );
   }
 
-  it('streams a 100 MB upload and a 100 MB download with bounded memory', async () => {
+  it('streams a 160 MB upload and a 160 MB download with bounded memory', async () => {
     const proxy = await startCli(config(), ['--no-worker']);
     try {
       const pid = proxy.child.pid!;
@@ -89,16 +92,17 @@ describe('the built CLI as a proxy', () => {
       clearInterval(sampler);
       expect(bytes).toBe(TRANSFER);
       expect(hash.digest('hex')).toBe(digestOf(TRANSFER));
-      // Buffering either body would add at least 100 MB. Streaming adds only what V8 has not yet
-      // collected of 64 KiB socket buffers: measured 40-65 MB here, the same for 400 MB transfers
-      // (OUTRIGGER_TRANSFER_MB=400), so the growth is bounded, not proportional to the body.
-      expect(afterUpload - baseline).toBeLessThan(80 * MB);
-      expect(peak - baseline).toBeLessThan(80 * MB);
+      // Buffering either body would add at least TRANSFER. Streaming adds only what V8 has not yet
+      // collected of 64 KiB socket buffers: measured 40-65 MB on Node 20 and 80-93 MB on Node 24,
+      // the same for 200 and 400 MB transfers, so the growth is bounded, not proportional to the body.
+      const bound = 0.75 * TRANSFER;
+      expect(afterUpload - baseline).toBeLessThan(bound);
+      expect(peak - baseline).toBeLessThan(bound);
     } finally {
       proxy.child.kill('SIGTERM');
       await proxy.exited;
     }
-  });
+  }, 90_000);
 
   it('finishes in-flight requests on SIGTERM, then exits 0', async () => {
     const proxy = await startCli(config(), ['--no-worker']);

@@ -17,6 +17,7 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
   let base: RawConfig;
   const ROOT = basic('root', 'root-password');
   const ALICE = basic('alice', 'alice-password');
+  const STRANGER = basic('stranger', 'stranger-password');
   const BOB = basic('bob', 'bob-password');
 
   beforeAll(async () => {
@@ -38,7 +39,7 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
       service: { id: 'access' },
       upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } },
       redis: { url: redis.url },
-      users: await staticUsers({ root: ['root'], alice: ['user'], bob: ['user', 'auditor'] }),
+      users: await staticUsers({ root: ['root'], alice: ['user'], bob: ['user', 'auditor'], stranger: ['nobody-role'] }),
       acl: { mode: 'enforce' },
     };
     proxy = await startTestOutrigger(base);
@@ -113,6 +114,11 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
       const res = await call(proxy.url, '/shop/products', { method: 'DELETE', auth: ALICE });
       expect(res.status).toBe(403);
       expect(res.json.message).toMatch(/no permission allows/);
+      // Which roles were considered, and whether any permission names them at all.
+      expect(res.json.message).toMatch(/roles considered: user\b.*permissions? names? them, but none matches this request/);
+      const stranger = await call(proxy.url, '/shop/products', { auth: STRANGER });
+      expect(stranger.status).toBe(403);
+      expect(stranger.json.message).toMatch(/roles considered: nobody-role\. No permission names any of them/);
     });
 
     it('answers wrong credentials 401, never anonymous, even where anonymous is allowed', async () => {

@@ -38,6 +38,13 @@ describe('KeyVerificationCache over a real Redis', () => {
     new KeyVerificationCache((hash) => store.findByHash(hash), serviceId, { refreshAfterMs: 5_000, hardBoundMs: 15_000, negativeMs: 2_000, retryMs: 1_000, now: () => clock }, (r) => results.push(r));
   const issue = async (owner = 'alice', lifetimeDays = 30) => issuer.issue({ owner, name: 'k', roles: ['reader'], lifetimeDays, maxKeys: 1000, via: 'api' });
   const settle = async (v: Verification | Promise<Verification>) => v;
+  /** Issues a key and verifies it once, so the cache holds it; returns its hash. */
+  const cachedKey = async (cache: KeyVerificationCache) => {
+    const { key } = await issue();
+    const hash = hashApiKey(key);
+    await settle(cache.verify(hash));
+    return hash;
+  };
   /** Lets a background refresh (one Redis round trip) finish. */
   const drain = () => new Promise((r) => setTimeout(r, 50));
 
@@ -82,7 +89,7 @@ describe('KeyVerificationCache over a real Redis', () => {
     expect(await answer).toEqual({ ok: false, reason: 'unknown' });
   });
 
-  it('evicts a key at once on a change message, and flushes everything on resync', async () => {
+  it('evicts a key at once on a change message; on resync it re-reads every key before using it again', async () => {
     const cache = newCache();
     const a = await issue();
     const b = await issue();
@@ -93,8 +100,36 @@ describe('KeyVerificationCache over a real Redis', () => {
     expect(cache.size).toBe(1);
     expect(cache.verify(hashApiKey(a.key))).toBeInstanceOf(Promise);
     await drain();
+    // b is revoked while the change bus was away (no message): the resync makes the next use ask Redis.
+    await store.revoke(b.record._id);
     cache.flush();
-    expect(cache.size).toBe(0);
+    const afterResync = cache.verify(hashApiKey(b.key));
+    expect(afterResync).toBeInstanceOf(Promise);
+    expect(await afterResync).toEqual({ ok: false, reason: 'unknown' });
+    // a is confirmed by that read and answered from memory again.
+    cache.flush();
+    expect(await settle(cache.verify(hashApiKey(a.key)))).toMatchObject({ ok: true });
+    expect(cache.verify(hashApiKey(a.key))).toMatchObject({ ok: true });
+    expect(cache.size).toBe(1);
+  });
+
+  it('after a resync with Redis unreachable (a failover): a key held keeps working within its hard bound', async () => {
+    const cache = newCache();
+    const hash = await cachedKey(cache);
+    await redis.stop();
+    try {
+      cache.flush(); // the subscriber came back before the command connection did
+      expect(await settle(cache.verify(hash))).toMatchObject({ ok: true });
+      expect(results.at(-1)).toBe('unconfirmed-hit');
+      // Not asked again on every request while Redis is away, but again after retryMs.
+      expect(cache.verify(hash)).toMatchObject({ ok: true });
+      clock += 1_000;
+      expect(cache.verify(hash)).toBeInstanceOf(Promise);
+      clock += 14_000; // 15 s since Redis last confirmed it
+      expect(await settle(cache.verify(hash))).toEqual({ ok: false, reason: 'unavailable' });
+    } finally {
+      await redis.restart();
+    }
   });
 
   it('does not cache a read that raced an eviction', async () => {
@@ -145,9 +180,7 @@ describe('KeyVerificationCache over a real Redis', () => {
 
   it('with Redis stopped: a cached key works until its hard bound, then 503; an unknown key gets 503', async () => {
     const cache = newCache();
-    const { key } = await issue();
-    const hash = hashApiKey(key);
-    await settle(cache.verify(hash));
+    const hash = await cachedKey(cache);
     await redis.stop();
     try {
       clock += 6_000; // a background refresh fails quietly

@@ -52,9 +52,14 @@ async function monitor(port: number) {
     },
   };
 }
-/** The periodic reads of the permission, document and feature pollers (every 2 s per replica), not caused by requests. */
+/**
+ * The periodic commands of each replica, not caused by requests: the permission, document and
+ * feature pollers' reads, and the change-bus subscriber's liveness PING (every 2 s each).
+ */
 const isPollerRead = (args: string[]) =>
-  (args[0]?.toLowerCase() === 'get' && /:version$/.test(args[1] ?? '')) || (args[0]?.toLowerCase() === 'hgetall' && /:features$/.test(args[1] ?? ''));
+  (args[0]?.toLowerCase() === 'get' && /:version$/.test(args[1] ?? '')) ||
+  (args[0]?.toLowerCase() === 'hgetall' && /:features$/.test(args[1] ?? '')) ||
+  (args.length === 1 && args[0]?.toLowerCase() === 'ping');
 const touchesKeys = (args: string[]) => /^eval/i.test(args[0] ?? '') || args.some((a) => /apikey/.test(a));
 
 describe('API keys: issue, list, revoke, verify', () => {
@@ -541,9 +546,9 @@ describe('API keys: issue, list, revoke, verify', () => {
       const pollerReads = window.filter((c) => isPollerRead(c.args)).length;
       const others = window.filter((c) => !isPollerRead(c.args) && !(c.args[0]?.toLowerCase() === 'info'));
       expect(others).toEqual([]);
-      // INFO counts the previous INFO; the rest are the 2-second pollers of the three replicas, none caused by a request.
+      // INFO counts the previous INFO; the rest are the 2-second pollers and PINGs of the three replicas, none caused by a request.
       expect(after - before - 1 - pollerReads).toBe(0);
-      console.info(`[api-keys] ${N} key-authenticated proxied requests in ${windowMs} ms: ${after - before - 1} Redis commands in the window, ${pollerReads} of them periodic poller reads, 0 caused by verification`);
+      console.info(`[api-keys] ${N} key-authenticated proxied requests in ${windowMs} ms: ${after - before - 1} Redis commands in the window, ${pollerReads} of them periodic poller reads and PINGs, 0 caused by verification`);
     });
 
     it('writes lastUsedAt on first use and then at most once a minute per key per replica', async () => {

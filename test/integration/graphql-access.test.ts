@@ -196,15 +196,16 @@ describe('GraphQL reads as the caller, or as the service', () => {
   });
 
   describe('the graphql-http server audit', () => {
-    it('passes every MUST item against an app served by the running Outrigger', async () => {
+    it('passes all 61 items (every MUST, SHOULD and MAY) against an app served by the running Outrigger', async () => {
       const results = await auditServer({ url: `${proxy.url}/graphql/audit`, fetchFn: fetch });
       const failures = results.filter((r) => r.status !== 'ok');
       const mustFailures = failures.filter((r) => r.name.startsWith('MUST'));
       expect(mustFailures.map((r) => `${r.id} ${r.name}: ${'reason' in r ? r.reason : ''}`)).toEqual([]);
       const musts = results.filter((r) => r.name.startsWith('MUST'));
       expect(musts.length).toBeGreaterThan(10);
-      // The SHOULDs that fail are the engine's documented choices (see test/unit/graphql/audit.test.ts).
-      expect(failures.filter((r) => r.name.startsWith('SHOULD')).map((r) => r.id).sort()).toEqual(['47DE', '572B', '7B9B', '80D8', 'FDE2']);
+      // Every SHOULD too, with the default httpProfile (see test/unit/graphql/audit.test.ts).
+      expect(failures.filter((r) => r.name.startsWith('SHOULD')).map((r) => r.id)).toEqual([]);
+      expect(results.filter((r) => r.status === 'ok')).toHaveLength(61);
       console.log(`graphql-http audit through Outrigger: ${results.length - failures.length}/${results.length} ok, ${musts.length} MUST items all ok`);
     });
   });

@@ -8,11 +8,12 @@ export { call, type CallResult };
 
 
 
-/** `POST /graphql/<uri>` with a JSON body. */
+/** `POST /graphql/<uri>` with a JSON body, accepting RESTHeart's media type (and so its status codes). */
 export function gql(base: string, uri: string, query: string, opts: { variables?: Record<string, unknown>; auth?: string; operationName?: string } = {}) {
   return call(base, `/graphql/${uri}`, {
     method: 'POST',
     auth: opts.auth,
+    headers: { accept: 'application/graphql-response+json' },
     body: { query, ...(opts.variables ? { variables: opts.variables } : {}), ...(opts.operationName ? { operationName: opts.operationName } : {}) },
   });
 }

@@ -256,7 +256,7 @@ describe('GraphQL apps served through Outrigger', () => {
     });
 
     it('400 for an unparseable body, a syntax error, a validation error', async () => {
-      const unparseable = await call(proxy.url, '/graphql/shop', { method: 'POST', auth: ALICE, rawBody: '{"query": ', headers: { 'content-type': 'application/json' } });
+      const unparseable = await call(proxy.url, '/graphql/shop', { method: 'POST', auth: ALICE, rawBody: '{"query": ', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' } });
       expect(unparseable.status).toBe(400);
       expect(unparseable.json.errors[0].message).toMatch(/not valid JSON/);
       const syntax = await query('{ orders { number }');

@@ -1,6 +1,5 @@
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SMTPServer } from 'smtp-server';
+import { startSmtpCapture, type SmtpCapture } from '../support/smtp.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { redisKeys, utcDay } from '../../src/store/keys.js';
 import { EmailAllowance } from '../../src/webhooks/email-allowance.js';
@@ -41,9 +40,10 @@ function parseMail(raw: string): { headers: Record<string, string>; body: string
 describe('webhooks: e-mail through a real SMTP server', () => {
   let redis: TestRedis;
   let backend: StandinBackend;
-  let smtp: SMTPServer;
+  let smtp: SmtpCapture;
   let smtpPort: number;
-  const mails: Mail[] = [];
+  /** What the SMTP server accepted, with headers and body decoded. */
+  const mails = (): Mail[] => smtp.mails.map((m) => ({ ...m, ...parseMail(m.raw) }));
   let refuseNext = 0;
   let base: RawConfig;
   const running: Running[] = [];
@@ -64,38 +64,19 @@ describe('webhooks: e-mail through a real SMTP server', () => {
   }
   /** Delivery attempts (skipped entries of requests to other paths left out). */
   const logsOf = async (r: Running, id: string) => (await call(r.url, `/_admin/webhooks/${id}/logs`)).json.filter((e: any) => e.status !== 'skipped');
-  const mailsTo = (address: string) => mails.filter((m) => m.to.includes(address));
+  const mailsTo = (address: string) => mails().filter((m) => m.to.includes(address));
 
   beforeAll(async () => {
     redis = await startTestRedis();
     backend = await startStandinBackend({ data: { shop: { orders: [], refunds: [], a: [], b: [], c: [], d: [] } } });
-    smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS', 'AUTH'],
-      logger: false,
-      onData(stream, session, callback) {
-        const chunks: Buffer[] = [];
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('end', () => {
-          if (refuseNext > 0) {
-            refuseNext--;
-            const error = Object.assign(new Error('mailbox busy, try again later'), { responseCode: 451 });
-            return callback(error);
-          }
-          const raw = Buffer.concat(chunks).toString('utf8');
-          const envelope = session.envelope;
-          mails.push({
-            from: envelope.mailFrom ? envelope.mailFrom.address : '',
-            to: envelope.rcptTo.map((r) => r.address),
-            raw,
-            ...parseMail(raw),
-          });
-          callback();
-        });
+    smtp = await startSmtpCapture({
+      refuse: () => {
+        if (refuseNext <= 0) return null;
+        refuseNext--;
+        return Object.assign(new Error('mailbox busy, try again later'), { responseCode: 451 });
       },
     });
-    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
-    smtpPort = (smtp.server.address() as AddressInfo).port;
+    smtpPort = smtp.port;
     base = {
       upstream: { url: backend.url },
       redis: { url: redis.url },
@@ -106,7 +87,7 @@ describe('webhooks: e-mail through a real SMTP server', () => {
 
   afterAll(async () => {
     for (const r of running) await r.stop().catch(() => {});
-    await new Promise<void>((resolve) => smtp.close(() => resolve()));
+    await smtp.close();
     await backend?.close();
     await redis?.close();
   });
@@ -185,7 +166,7 @@ describe('webhooks: e-mail through a real SMTP server', () => {
     await waitFor(() => logsOf(proxy, three._id), (l) => l.length === 1 && l[0].status === 'success', 5000, 'three sent');
     expect(await redis.client.get(dayKey)).toBe('8');
     await sleep(300);
-    expect(mails.filter((m) => m.to.some((t) => t.startsWith('b')))).toHaveLength(0);
+    expect(mails().filter((m) => m.to.some((t) => t.startsWith('b')))).toHaveLength(0);
     expect(mailsTo('a1@example.com')).toHaveLength(1);
     expect(mailsTo('c3@example.com')).toHaveLength(1);
 

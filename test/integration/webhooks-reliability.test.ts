@@ -127,6 +127,39 @@ describe('webhooks: reliability', () => {
     await c.stop();
   });
 
+  it('a worker stopped while Redis is down with deliveries to record stops within seconds; another delivers its events later', async () => {
+    const proxy = await start('wh-stop-outage', { reclaimIdleMs: 600 }, false);
+    const module = webhooksOf(proxy);
+    await hook(proxy, { name: 'stop', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/stop`, timeout_ms: 30_000 });
+    // The first delivery of each event hangs until Redis is gone; every later one is answered.
+    target.answer = (req) => (req.url === '/stop' && target.on('/stop').length <= 3 ? 'hang' : { status: 200, body: 'ok' });
+    const a = module.internals.createWorker({ consumerName: 'stop-a' });
+    workers.push(a);
+    a.start();
+    for (let order = 1; order <= 3; order++) await call(proxy.url, '/shop/orders', { method: 'POST', body: { order } });
+    await waitFor(() => target.on('/stop'), (l) => l.length === 3, 5000, 'worker A to start every delivery');
+    await redis.stop();
+    try {
+      target.release(); // the deliveries succeed, and their logs and acknowledgements cannot be written
+      await sleep(200);
+      const stopping = Date.now();
+      await a.stop();
+      const stopMs = Date.now() - stopping;
+      console.log(`[worker] stop() with Redis down and 3 deliveries to record took ${stopMs} ms`);
+      expect(stopMs).toBeLessThan(12_000);
+    } finally {
+      await redis.restart();
+    }
+    // Unacknowledged, the entries go to the next worker: at least once.
+    const b = module.internals.createWorker({ consumerName: 'stop-b' });
+    workers.push(b);
+    b.start();
+    await waitFor(() => pending(proxy), (n) => n === 0, 15_000, 'worker B to deliver and acknowledge the entries');
+    const orders = target.on('/stop').slice(3).map((r) => JSON.parse(r.body).request.body.order as number);
+    expect(orders.sort()).toEqual([1, 2, 3]);
+    await b.stop();
+  }, 60_000);
+
   it('Redis stopped for 5 s under traffic: every event is delivered once it is back', async () => {
     const proxy = await start('wh-outage', {}, true);
     const h = await hook(proxy, { name: 'outage', type: 'http', condition: "method(POST) and path('/shop/orders')", url: `${target.url}/outage` });

@@ -5,7 +5,8 @@ import { startStandinBackend, type StandinBackend } from '../../examples/standin
 import { CLI, writeTempFile } from '../support/cli.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { startTestOutrigger, type RawConfig } from '../support/outrigger.js';
-import { call, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
+import { call, sleep, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
+import type { WebhooksModule } from '../../src/webhooks/module.js';
 
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
 
@@ -78,4 +79,59 @@ describe.skipIf(!existsSync(CLI))('webhooks: a standalone worker process killed 
       await worker.stop();
     }
   }, 40_000);
+
+  it('a dead worker is found by its expired heartbeat: its events go to another worker within seconds, not after reclaimIdleMs', async () => {
+    // reclaimIdleMs is two minutes here: only the heartbeat can explain a redelivery within 15 s.
+    const slowRaw: RawConfig = { ...raw, service: { id: 'wh-heartbeat' }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'], reclaimIdleMs: 120_000 } };
+    const front = await startTestOutrigger(slowRaw, { worker: false });
+    let survivor: ReturnType<WebhooksModule['internals']['createWorker']> | null = null;
+    try {
+      const hook = await call(front.url, '/_admin/webhooks', { method: 'POST', body: { _id: 'beat', name: 'beat', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/beat`, timeout_ms: 30_000 } });
+      expect(hook.status).toBe(201);
+      await untilKnown([front], 'beat');
+      // Every first delivery of an event hangs (the worker process is busy with them when it dies).
+      const seen = new Map<string, number>();
+      target.answer = (req) => {
+        if (req.url !== '/beat') return { status: 200, body: 'ok' };
+        const id = req.headers['webhook-id'] as string;
+        seen.set(id, (seen.get(id) ?? 0) + 1);
+        return seen.get(id) === 1 ? 'hang' : { status: 200, body: 'ok' };
+      };
+
+      const file = writeTempFile('worker-heartbeat.yaml', slowRaw);
+      let output = '';
+      child = spawn(process.execPath, [CLI, 'worker', '-c', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+      child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+      child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+      const exited = new Promise<number | null>((resolve) => child!.on('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
+
+      // A live worker beside it, running all along: it must not take the child's hanging deliveries while the child lives.
+      survivor = webhooksOf(front).internals.createWorker({ consumerName: 'heartbeat-survivor' });
+      const events = 4;
+      // The survivor starts only after the child holds every event, so the child gets them all.
+      for (let i = 0; i < events; i++) await call(front.url, '/shop/orders', { method: 'POST', body: { order: `hb${i}` } });
+      await waitFor(() => target.on('/beat'), (l) => l.length === events, 20_000, `the worker process to start every delivery (its output: ${output})`);
+      survivor.start();
+      // Slow but alive: 8 s of hanging (longer than the 5 s heartbeat TTL and several sweeps) take nothing away.
+      await sleep(8000);
+      expect(target.on('/beat')).toHaveLength(events);
+
+      child.kill('SIGKILL');
+      const killedAt = Date.now();
+      expect(await exited).toBe(-1);
+      child = null;
+      await waitFor(() => target.on('/beat'), (l) => l.length === 2 * events, 30_000, 'the survivor to deliver the dead worker\'s events');
+      const tookMs = Date.now() - killedAt;
+      console.log(`[worker] a SIGKILLed worker's ${events} events delivered by another ${tookMs} ms after the kill`);
+      expect(tookMs).toBeLessThan(15_000);
+      const bodies = target.on('/beat').slice(events).map((r) => JSON.parse(r.body).request.body.order as string);
+      expect(bodies.sort()).toEqual(Array.from({ length: events }, (_, i) => `hb${i}`).sort());
+      await waitFor(async () => ((await redis.client.xpending(front.context.keys.events, front.context.keys.eventsGroup)) as [number])[0], (n) => n === 0, 5000, 'the acks');
+    } finally {
+      target.release();
+      await survivor?.stop();
+      await front.stop();
+    }
+  }, 90_000);
 });
+

@@ -39,7 +39,7 @@ export interface RunningCli {
 }
 
 /** Starts `outrigger start -c FILE` and resolves once it logs the URL it listens on. */
-export function startCli(configFile: string, extraArgs: string[] = []): Promise<RunningCli> {
+export function startCli(configFile: string, extraArgs: string[] = [], timeoutMs = 15_000): Promise<RunningCli> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [CLI, 'start', '-c', configFile, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -47,8 +47,8 @@ export function startCli(configFile: string, extraArgs: string[] = []): Promise<
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`outrigger did not start within 15 s:\n${output}`));
-    }, 15_000);
+      reject(new Error(`outrigger did not start within ${timeoutMs / 1000} s:\n${output}`));
+    }, timeoutMs);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = /"url":"(http:\/\/[^"]+)"/.exec(output);

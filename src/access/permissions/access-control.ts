@@ -81,6 +81,12 @@ export class AccessControl<X> {
       return unauthorized('authentication required: sign in with Basic credentials or an API key', {
         'www-authenticate': `Basic realm="${this.realm}"`,
       });
-    return forbidden('no permission allows this request for your roles');
+    const roles = principal.roles.length ? principal.roles.join(', ') : 'none';
+    const naming = this.compiled.filter((p) => principal.roles.some((r) => p.roles.has(r))).length;
+    const via = principal.via === 'apikey' ? ' (an API key has only its own roles)' : '';
+    return forbidden(
+      `no permission allows this request for your roles; roles considered: ${roles}${via}. ` +
+        (naming === 0 ? 'No permission names any of them' : `${naming} permission${naming === 1 ? ' names' : 's name'} them, but none matches this request`),
+    );
   }
 }

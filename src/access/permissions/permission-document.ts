@@ -1,5 +1,6 @@
 import { isPlainObject } from '../../http/body.js';
 import type { Validation } from '../../http/document-routes.js';
+import { didYouMean } from '../../util/did-you-mean.js';
 
 export interface ApiKeysBlock {
   roles: string[];
@@ -36,7 +37,7 @@ const isInt = (v: unknown, min: number, max: number): v is number => typeof v ==
  */
 export function validatePermission(input: Record<string, unknown>, ctx: PermissionValidationContext): Validation<PermissionDocument> {
   const problems: string[] = [];
-  for (const key of Object.keys(input)) if (!TOP_LEVEL.has(key)) problems.push(`${key} is not a permission field (allowed: ${[...TOP_LEVEL].join(', ')})`);
+  for (const key of Object.keys(input)) if (!TOP_LEVEL.has(key)) problems.push(`${key} is not a permission field (allowed: ${[...TOP_LEVEL].join(', ')})${didYouMean(key, TOP_LEVEL)}`);
 
   const { _id, predicate, roles, priority, description, apiKeys, mongo } = input;
   if (typeof _id !== 'string' || _id === '') problems.push('_id must be a non-empty string');

@@ -13,7 +13,7 @@ export function registerApplyCommand(program: Command): void {
     .requiredOption('-f, --file <setup>', 'the setup YAML file')
     .action(async (opts: { config: string; file: string }) => {
       const config = loadConfigOrExit(opts.config);
-      const running = await startOutrigger(config, { serve: false, worker: false, logger: createLogger({ level: 'warn' }) });
+      const running = await startOutrigger(config, { serve: false, worker: false, bootstrap: false, logger: createLogger({ level: 'warn' }) });
       try {
         const summary = await applySetupFile(running.context, opts.file, running.modules.flatMap((m) => m.setupKinds ?? []));
         for (const change of summary.changes) process.stdout.write(`${change.change.padEnd(9)} ${change.section}/${change.id}\n`);

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { parseBoundedJson } from '../../input-limits/json-depth.js';
 import { ConditionSyntaxError, exchangeFromParts, parseCondition, pointAtPosition, type ExchangeParts } from '../../condition/index.js';
 
 /** The options of `outrigger predicate test`, as commander hands them over. */
@@ -20,6 +21,8 @@ export interface PredicateTestResult {
   /** 0: the condition matched, 1: it did not, 2: it (or an option) is invalid. */
   readonly exitCode: 0 | 1 | 2;
   readonly output: string;
+  /** Printed on stderr after the output: why a `false` may not mean what it seems. */
+  readonly hint?: string;
 }
 
 /**
@@ -33,6 +36,11 @@ export function runPredicateTest(expression: string, options: PredicateTestOptio
     // ACL conditions may use @user variables and this command serves both kinds.
     const condition = parseCondition(expression, { allowUserVariables: true });
     const matched = condition.evaluate(exchangeFromParts(parts));
+    if (!matched && condition.usesResponse && options.status === undefined) {
+      // Without --status there is no response, so response attributes (%s, %{o,...}) are empty.
+      const hint = 'hint: the condition reads the response (its status or headers) but no --status was given, so it was evaluated without one; add --status <code>, e.g. --status 200';
+      return { exitCode: 1, output: 'false', hint };
+    }
     return { exitCode: matched ? 0 : 1, output: String(matched) };
   } catch (error) {
     if (!(error instanceof ConditionSyntaxError)) throw error;
@@ -57,11 +65,9 @@ function describeRequest(options: PredicateTestOptions): ExchangeParts | string 
   }
   let body: unknown;
   if (options.body !== undefined) {
-    try {
-      body = JSON.parse(options.body);
-    } catch (error) {
-      return `--body must be JSON: ${(error as Error).message}`;
-    }
+    const parsed = parseBoundedJson(options.body);
+    if (!parsed.ok) return parsed.tooDeep ? `--body ${parsed.message}` : `--body must be JSON: ${parsed.message}`;
+    body = parsed.value;
   }
   return {
     method: options.method ?? 'GET',
@@ -110,6 +116,7 @@ export function registerPredicateCommand(program: Command, io: CommandIo = proce
     .action((expression: string, options: PredicateTestOptions) => {
       const result = runPredicateTest(expression, options);
       io.write(result.exitCode === 2 ? 'stderr' : 'stdout', `${result.output}\n`);
+      if (result.hint) io.write('stderr', `${result.hint}\n`);
       io.setExitCode(result.exitCode);
     });
 }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { startOutrigger } from '../../app.js';
 import { loadConfigOrExit } from '../load-config-or-exit.js';
+import type { Logger } from '../../observability/logger.js';
 
 export function registerStartCommands(program: Command): void {
   program
@@ -11,7 +12,7 @@ export function registerStartCommands(program: Command): void {
     .action(async (opts: { config: string; worker: boolean }) => {
       const config = loadConfigOrExit(opts.config);
       const running = await startOutrigger(config, { worker: opts.worker });
-      stopOnSignals(() => running.stop());
+      stopOnSignals(() => running.stop(), running.context.logger);
     });
 
   program
@@ -21,21 +22,21 @@ export function registerStartCommands(program: Command): void {
     .action(async (opts: { config: string }) => {
       const config = loadConfigOrExit(opts.config);
       const running = await startOutrigger(config, { worker: true, serve: false });
-      stopOnSignals(() => running.stop());
+      stopOnSignals(() => running.stop(), running.context.logger);
     });
 }
 
-/** SIGTERM/SIGINT: stop gracefully once and exit 0; a second signal exits at once. */
-export function stopOnSignals(stop: () => Promise<void>): void {
+/** SIGTERM/SIGINT: stop gracefully once and exit 0; a second signal exits at once. Logs as JSON, like every other line. */
+export function stopOnSignals(stop: () => Promise<void>, logger: Logger): void {
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) process.exit(1);
     stopping = true;
-    process.stderr.write(`received ${signal}: finishing in-flight requests, then stopping\n`);
+    logger.info({ signal }, `received ${signal}: finishing in-flight requests, then stopping`);
     stop().then(
       () => process.exit(0),
       (error: unknown) => {
-        process.stderr.write(`error while stopping: ${String(error)}\n`);
+        logger.error({ err: String(error) }, 'error while stopping');
         process.exit(1);
       },
     );

@@ -6,6 +6,7 @@ import type { ArgumentNode, SyntaxNode } from '../syntax/syntax-tree.js';
 import type { Token } from '../syntax/tokenizer.js';
 import { PredicateArguments, type BuildContext, type ParameterKind, type ParameterValue, type PredicateDefinition } from './parameters.js';
 import { checkUserVariable, stringList, userAttribute, userListPart } from './user-variables.js';
+import { closest } from '../../util/did-you-mean.js';
 
 export interface CompileOptions {
   readonly allowUserVariables: boolean;
@@ -186,5 +187,7 @@ function unknownPredicateMessage(name: string): string {
   if (known.includes(lower) || lower === 'and' || lower === 'or' || lower === 'not') {
     return `no predicate named ${name}: predicate names, operators and true/false are lower-case (${lower})`;
   }
+  const guess = closest(name, known);
+  if (guess) return `no predicate named ${name}; did you mean ${guess}? (known predicates are ${known.join(', ')})`;
   return `no predicate named ${name}; known predicates are ${known.join(', ')}`;
 }

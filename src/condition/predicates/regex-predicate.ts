@@ -6,7 +6,8 @@ import type { EvaluationScope } from '../runtime/evaluation-scope.js';
 /**
  * `regex`: Java-syntax pattern against `%R` (or `value=`); `find()` unless `full-match=true`;
  * on a match the groups are bound as `${0}`, `${1}`... (a group that did not take part reads
- * null). Compiled once, for V8's linear-time engine (see regex/linear-regex.ts).
+ * null). Compiled once, for V8's linear-time engine (see regex/linear-regex.ts). An input longer
+ * than the pattern's cost bound allows (regex/regex-cost.ts) does not match.
  */
 export const regexPredicate: PredicateDefinition = {
   name: 'regex',
@@ -24,10 +25,12 @@ export const regexPredicate: PredicateDefinition = {
       if (error instanceof RegexSyntaxError) throw context.error(`invalid pattern: ${error.message}`, 'pattern', error.offset);
       throw error;
     }
-    const { regex, captureCount } = compiled;
+    const { regex, captureCount, maxInputChars } = compiled;
     const { prefix, contains } = compiled.required;
-    // The linear-time engine is slow next to a string search: inputs that lack what every match contains stop here.
-    const mayMatch = (input: string) => (prefix === undefined || input.startsWith(prefix)) && (contains === undefined || input.includes(contains));
+    // The linear-time engine is slow next to a string search: inputs that lack what every match contains stop here,
+    // and so do inputs too long for this pattern's cost bound.
+    const mayMatch = (input: string) =>
+      input.length <= maxInputChars && (prefix === undefined || input.startsWith(prefix)) && (contains === undefined || input.includes(contains));
     const value = args.optionalAttribute('value');
     const read = value === undefined ? (scope: EvaluationScope) => scope.view.relativePath : value.read;
     if (!context.bindingsRead) {

@@ -2,6 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { emitJavaScript } from './javascript-emitter.js';
 import { parseJavaRegex } from './java-regex-parser.js';
 import { RegexSyntaxError } from './java-regex-syntax.js';
+import { regexInputBound } from './regex-cost.js';
 import { requiredLiteral, type RequiredLiteral } from './required-literal.js';
 
 /**
@@ -51,6 +52,8 @@ export interface CompiledRegex {
   readonly captureCount: number;
   /** What every match contains: an input without it cannot match, and the engine need not run. */
   readonly required: RequiredLiteral;
+  /** Longer inputs do not reach the engine and do not match (regex-cost.ts). */
+  readonly maxInputChars: number;
 }
 
 export interface RegexOptions {
@@ -66,6 +69,7 @@ export function compileUserRegex(pattern: string, options: RegexOptions): Compil
     throw new RegexSyntaxError(0, '(?m) cannot be combined with full-match=true');
   }
   const source = emitJavaScript(parsed, options.fullMatch);
+  const maxInputChars = regexInputBound(parsed);
   if (!linearEngineAvailable()) {
     throw new RegexSyntaxError(0, 'this Node.js runtime has no linear-time regex engine, so regex conditions are refused rather than run unsafely');
   }
@@ -75,5 +79,5 @@ export function compileUserRegex(pattern: string, options: RegexOptions): Compil
   } catch (error) {
     throw new RegexSyntaxError(0, `the pattern cannot run in linear time (${(error as Error).message}); simplify it`);
   }
-  return { regex, captureCount: parsed.captureCount, required: requiredLiteral(parsed, options.fullMatch) };
+  return { regex, captureCount: parsed.captureCount, required: requiredLiteral(parsed, options.fullMatch), maxInputChars };
 }

@@ -117,7 +117,11 @@ class ShuntingYard {
   }
 
   private endLine(operators: Token[], output: SyntaxNode[], lines: SyntaxNode[]): void {
-    while (operators.length > 0) output.push({ kind: 'operator', token: operators.pop()! });
+    while (operators.length > 0) {
+      const operator = operators.pop()!;
+      if (operator.text === '(') throw this.error(operator.position, "missing ')': this '(' is never closed");
+      output.push({ kind: 'operator', token: operator });
+    }
     if (output.length === 0) return;
     const node = this.collapse(output.pop()!, output);
     if (output.length > 0) {

@@ -100,3 +100,13 @@ describe('outrigger predicate test (commander)', () => {
     expect(result.stderr).toMatch(/unknown option/);
   });
 });
+
+describe('runPredicateTest hints', () => {
+  it('explains a false that comes from a response attribute evaluated without --status', () => {
+    const result = runPredicateTest('equals(%s, 404)');
+    expect(result).toMatchObject({ exitCode: 1, output: 'false' });
+    expect(result.hint).toMatch(/no --status was given.*--status 200/);
+    expect(runPredicateTest('equals(%s, 404)', { status: 200 }).hint).toBeUndefined();
+    expect(runPredicateTest("path('/x')").hint).toBeUndefined();
+  });
+});

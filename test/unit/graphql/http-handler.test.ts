@@ -53,14 +53,15 @@ afterAll(async () => {
 async function post(body: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(server.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
+    // RESTHeart's media type, so RESTHeart's status codes (audit.test.ts covers application/json).
+    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   return { status: res.status, headers: res.headers, body: (await res.json()) as any };
 }
 
 describe('200', () => {
-  it('answers a query with data, as application/graphql-response+json by default', async () => {
+  it('answers a query with data, as application/graphql-response+json when asked', async () => {
     const r = await post({ query: '{ item(id: 3) { name parent { name } } }' });
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toBe('application/graphql-response+json; charset=utf-8');
@@ -99,12 +100,16 @@ describe('content negotiation', () => {
   });
 
   it('follows q-values and specificity', () => {
-    expect(negotiate(undefined)).toBe('application/graphql-response+json');
-    expect(negotiate('*/*')).toBe('application/graphql-response+json');
+    expect(negotiate(undefined)).toBe('application/json');
+    expect(negotiate('*/*')).toBe('application/json');
+    expect(negotiate(undefined, 'restheart')).toBe('application/graphql-response+json');
+    expect(negotiate('*/*', 'restheart')).toBe('application/graphql-response+json');
+    expect(negotiate('application/graphql-response+json, application/json')).toBe('application/graphql-response+json');
+    expect(negotiate('application/json, application/graphql-response+json')).toBe('application/graphql-response+json');
     expect(negotiate('application/graphql-response+json, application/json;q=0.9')).toBe('application/graphql-response+json');
     expect(negotiate('application/json, application/graphql-response+json;q=0.5')).toBe('application/json');
     expect(negotiate('application/*;q=0.2, application/json')).toBe('application/json');
-    expect(negotiate('text/html, */*;q=0.1')).toBe('application/graphql-response+json');
+    expect(negotiate('text/html, */*;q=0.1')).toBe('application/json');
     expect(negotiate('application/json;q=0, text/html')).toBeUndefined();
   });
 });

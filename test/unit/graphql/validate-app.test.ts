@@ -256,10 +256,10 @@ describe('validateAppDocument: every problem, each naming its path', () => {
 
   it('refuses aggregation mappings (stages) with an explanation', () => {
     const p = problemsOf(withMappings({ User: { orders: { db: 'x', collection: 'orders', stages: [{ $match: {} }] } } }));
-    expect(p).toContainEqual(expect.stringMatching(/^mappings\.User\.orders\.stages: aggregation mappings are not supported: the HTTP backend cannot run ad-hoc aggregation pipelines/));
+    expect(p).toContainEqual(expect.stringMatching(/^mappings\.User\.orders\.stages: aggregation mappings are turned off: the HTTP backend cannot run ad-hoc pipelines/));
   });
 
-  it('refuses blocked operators, query mappings on scalar fields, and unions, inputs, mutations', () => {
+  it('refuses blocked operators, query mappings on scalar fields, unmapped union members, inputs, mutations', () => {
     const p = problemsOf(
       base({
         schema: `${schema} union U = User | Order  type Mutation { x: Int }`,
@@ -275,7 +275,7 @@ describe('validateAppDocument: every problem, each naming its path', () => {
       expect.arrayContaining([
         expect.stringMatching(/^mappings\.Query\.users\.find\.\$where: the operator \$where runs server-side JavaScript/),
         expect.stringMatching(/^mappings\.Query\.total: the field returns Int, but a query mapping returns documents/),
-        expect.stringMatching(/^mappings\.U: union and interface types cannot be mapped/),
+        expect.stringMatching(/^mappings\.U\.\$typeResolver for union U does not map all union members: User, Order would be unreachable/),
         expect.stringMatching(/^mappings\.OrderFilter: only object types .* can be mapped/),
         expect.stringMatching(/^mappings\.Mutation: GraphQL apps are read-only/),
       ]),

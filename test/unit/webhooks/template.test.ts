@@ -246,9 +246,18 @@ describe('deep nesting', () => {
   it('fails as too complex instead of crashing, at write time and at render time', () => {
     const deep = '{{#a}}'.repeat(20000) + '{{/a}}'.repeat(20000);
     const problem = templateSyntaxProblem(deep);
-    if (problem !== null) expect(problem).toMatch(/too deeply/);
+    if (problem !== null) expect(problem).toMatch(/too deeply|levels deep/);
     const r = renderTemplate(deep, { a: { a: true } }, 'text');
     if (!r.ok) expect(r.code).toBe('TEMPLATE_TOO_COMPLEX');
     else expect(r.output).toBe('');
+  });
+});
+
+describe('template nesting bound (issue 11)', () => {
+  it('refuses at write a template whose sections nest past MAX_TEMPLATE_NESTING, and accepts one at the bound', async () => {
+    const { MAX_TEMPLATE_NESTING, templateSyntaxProblem: problem } = await import('../../../src/webhooks/template.js');
+    const nested = (n: number) => '{{#request.body}}'.repeat(n) + 'x' + '{{/request.body}}'.repeat(n);
+    expect(problem(nested(MAX_TEMPLATE_NESTING))).toBeNull();
+    expect(problem(nested(MAX_TEMPLATE_NESTING + 1))).toMatch(new RegExp(`nests sections .* ${MAX_TEMPLATE_NESTING + 1} levels deep; at most ${MAX_TEMPLATE_NESTING}`));
   });
 });

@@ -1,0 +1,178 @@
+#!/usr/bin/env node
+/* global fetch */
+/**
+ * A/B of two builds' webhook workers, in one run (issue 14): for each build, a proxy
+ * (`--no-worker`, its own service id) with one webhook matching every request; each round fills
+ * that build's stream with N events while no worker runs, then starts one `outrigger worker`
+ * process of that build and lets it drain the stream into the local receiver. Per drain: events/s
+ * (first to last delivery), worker CPU µs per delivered event (/proc, from the first delivery on),
+ * Redis commands per event (INFO deltas; only that worker talks to Redis then, besides the idle
+ * proxies' pollers). Then the delivery latency of each build at a fixed, evenly paced rate.
+ *
+ *
+ * The latency phase starts a fresh worker and first runs `--warmup-seconds` (default 2) of the
+ * same paced load, unmeasured: a cold worker runs in V8's interpreter and compilers for its first
+ * second or so, and that start-up backlog, not the steady state, would otherwise set the p99.
+ * `--warmup-seconds 0` measures from a cold start.
+ *
+ *   node bench/worker-ab.mjs --base /tmp/before [--with .] [--events 8000] [--rounds 3] [--rate 1000] [--seconds 5] [--warmup-seconds 2] [--cpu-prof]
+ */
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { median, runLoad, shuffle } from './lib/load.mjs';
+import { issueKey, startOutrigger } from './lib/outrigger.mjs';
+import { runPaced } from './lib/paced.mjs';
+import { cpuMicros, forkServer, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { commandCounters, commandDelta, startRedis } from './lib/redis.mjs';
+import { KEYS_PERMISSION, PASS_PATH, matchingWebhook } from './lib/scenarios.mjs';
+
+const { values: opts } = parseArgs({
+  options: {
+    base: { type: 'string' },
+    with: { type: 'string', default: '.' },
+    events: { type: 'string', default: '8000' },
+    rounds: { type: 'string', default: '3' },
+    rate: { type: 'string', default: '1000' },
+    seconds: { type: 'string', default: '5' },
+    'warmup-seconds': { type: 'string', default: '2' },
+    'cpu-prof': { type: 'boolean', default: false },
+  },
+});
+if (!opts.base) {
+  process.stderr.write('usage: node bench/worker-ab.mjs --base DIR [--with DIR] [--events N] [--rounds N] [--rate N] [--seconds N] [--warmup-seconds N] [--cpu-prof]\n');
+  process.exit(2);
+}
+const n = Number(opts.events);
+const builds = { base: resolve(opts.base), with: resolve(opts.with) };
+const work = resolve('bench/.work', `worker-ab-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+const say = (text) => process.stdout.write(`${text}\n`);
+
+async function until(check, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+async function main() {
+  stopAllOnExit();
+  mkdirSync(work, { recursive: true });
+  say(`worker-ab: logs in ${work}; load average at start ${loadavg().map((x) => x.toFixed(2)).join(' / ')}`);
+  const redis = await startRedis(work);
+  const receiver = await forkServer('receiver', 'bench/servers/receiver.mjs', { log: join(work, 'receiver.log') });
+  const receiverUrl = `http://127.0.0.1:${receiver.port}`;
+  const upstream = await forkServer('upstream', 'bench/servers/upstream.mjs', { log: join(work, 'upstream.log') });
+  const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+
+  const sides = {};
+  for (const [build, root] of Object.entries(builds)) {
+    const serviceId = `wab-${build}`;
+    const common = {
+      workDir: work, redisUrl: redis.url, upstreamUrl, serviceId, root,
+      setup: { permissions: [KEYS_PERMISSION], webhooks: [matchingWebhook(receiverUrl)] },
+      config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], streamMaxLength: Math.max(100_000, 4 * n) } },
+    };
+    const proxy = await startOutrigger({ name: `wab-proxy-${build}`, ...common });
+    const key = await issueKey(proxy.url);
+    let workers = 0;
+    sides[build] = {
+      proxy,
+      headers: { authorization: `Bearer ${key}` },
+      streamKey: `outrigger:{${serviceId}}:events`,
+      startWorker: () => {
+        const name = `wab-worker-${build}-${++workers}`;
+        const nodeArgs = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : [];
+        return startOutrigger({ name, mode: 'worker', ...common, setup: undefined, nodeArgs });
+      },
+      drains: [],
+    };
+  }
+
+  for (let round = 1; round <= Number(opts.rounds); round++) {
+    for (const build of shuffle(Object.keys(builds))) {
+      const side = sides[build];
+      await receiver.ask('reset');
+      const fill = await runLoad({ url: `${side.proxy.url}${PASS_PATH}`, headers: side.headers, connections: 50, amount: n });
+      // Under heavy load a few requests may time out: drain what the proxy answered.
+      const events = fill.ok;
+      await until(async () => (await redis.client.xlen(side.streamKey)) >= events, 60_000, 'the proxy to write every event');
+      await sleep(300); // the proxy's last flush and pollers settle
+      const before = await commandCounters(redis.client);
+      const redisCpu0 = cpuMicros(redis.pid);
+      const worker = await side.startWorker();
+      let first = null;
+      const deadline = Date.now() + 180_000;
+      for (;;) {
+        const s = await receiver.ask('stats');
+        if (!first && s.count > 0) first = { count: s.count, cpu: cpuMicros(worker.pid) };
+        if (s.count >= events) break;
+        if (Date.now() > deadline) throw new Error(`${build}: ${s.count} of ${events} delivered within 180 s; see ${worker.log}`);
+        await sleep(50);
+      }
+      const s = await receiver.ask('stats');
+      const workerCpu = cpuMicros(worker.pid) - first.cpu;
+      // Acknowledgements follow deliveries: wait for the stream to be emptied before counting commands.
+      await until(async () => (await redis.client.xlen(side.streamKey)) === 0, 30_000, 'the worker to acknowledge every event').catch(() => {});
+      const delta = commandDelta(before, await commandCounters(redis.client));
+      const redisCpu = cpuMicros(redis.pid) - redisCpu0;
+      await worker.stop();
+      const result = {
+        eventsPerSec: (s.count - 1) / ((s.lastAt - s.firstAt) / 1000),
+        workerCpuMicrosPerEvent: workerCpu / (s.count - first.count),
+        redisCpuMicrosPerEvent: redisCpu / s.count,
+        redisCommandsPerEvent: delta.total / s.count,
+        perCommand: Object.fromEntries(Object.entries(delta.perCommand).map(([k, v]) => [k, +(v / s.count).toFixed(3)])),
+        delivered: s.count,
+      };
+      side.drains.push(result);
+      say(`  round ${round} ${build.padEnd(4)} ${result.eventsPerSec.toFixed(0).padStart(6)} events/s  worker ${result.workerCpuMicrosPerEvent.toFixed(0)} µs/event  Redis ${result.redisCommandsPerEvent.toFixed(2)} commands/event ${JSON.stringify(result.perCommand)}`);
+      await redis.client.xtrim(side.streamKey, 'MAXLEN', 0);
+    }
+  }
+
+  const rate = Number(opts.rate);
+  const seconds = Number(opts.seconds);
+  for (const build of Object.keys(builds)) {
+    const side = sides[build];
+    const worker = await side.startWorker();
+    await receiver.ask('reset');
+    await (await fetch(`${side.proxy.url}${PASS_PATH}`, { headers: side.headers })).arrayBuffer();
+    await until(async () => (await receiver.ask('stats')).count >= 1, 30_000, 'a first delivery');
+    const warmupSeconds = Number(opts['warmup-seconds']);
+    if (warmupSeconds > 0) {
+      await receiver.ask('reset');
+      const warm = await runPaced({ url: `${side.proxy.url}${PASS_PATH}`, headers: side.headers, connections: 20, rate, seconds: warmupSeconds });
+      await until(async () => (await receiver.ask('stats')).count >= warm.ok, 60_000, 'the warm-up events to be delivered');
+    }
+    await receiver.ask('reset');
+    const load = await runPaced({ url: `${side.proxy.url}${PASS_PATH}`, headers: side.headers, connections: 20, rate, seconds });
+    await until(async () => (await receiver.ask('stats')).count >= load.ok, 60_000, 'every event to be delivered');
+    const { latencies } = await receiver.ask('latencies');
+    latencies.sort((a, b) => a - b);
+    const pick = (p) => latencies[Math.min(latencies.length - 1, Math.max(0, Math.ceil((p / 100) * latencies.length) - 1))];
+    side.latency = { offered: rate, delivered: latencies.length, p50: pick(50), p99: pick(99), max: latencies.at(-1) };
+    say(`  latency ${build}: ${rate}/s offered (after a ${opts['warmup-seconds']} s warm-up), ${latencies.length} delivered, p50 ${pick(50)} ms, p99 ${pick(99)} ms, max ${latencies.at(-1)} ms`);
+    await worker.stop();
+  }
+
+  say('\n| build | events/s median (min–max) | worker CPU µs/event | Redis CPU µs/event | Redis commands/event | latency p50 / p99 ms at ' + rate + '/s |\n|---|---|---|---|---|---|');
+  const base = sides.base;
+  const m = (side, f) => median(side.drains.map(f));
+  for (const [build, side] of Object.entries(sides)) {
+    const eps = side.drains.map((d) => d.eventsPerSec);
+    say(`| ${build} (${builds[build]}) | ${m(side, (d) => d.eventsPerSec).toFixed(0)} (${Math.min(...eps).toFixed(0)}–${Math.max(...eps).toFixed(0)}) | ${m(side, (d) => d.workerCpuMicrosPerEvent).toFixed(0)} | ${m(side, (d) => d.redisCpuMicrosPerEvent).toFixed(0)} | ${m(side, (d) => d.redisCommandsPerEvent).toFixed(2)} | ${side.latency.p50} / ${side.latency.p99} |`);
+  }
+  const w = sides.with;
+  say(`\nwith ÷ base: events/s ×${(m(w, (d) => d.eventsPerSec) / m(base, (d) => d.eventsPerSec)).toFixed(2)}, worker CPU per event ×${(m(w, (d) => d.workerCpuMicrosPerEvent) / m(base, (d) => d.workerCpuMicrosPerEvent)).toFixed(3)}`);
+  say(`load average at end ${loadavg().map((x) => x.toFixed(2)).join(' / ')}`);
+}
+
+try {
+  await main();
+} finally {
+  await stopAll();
+}
+process.exit(0);

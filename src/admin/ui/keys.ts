@@ -1,0 +1,90 @@
+/** API keys (SPEC §5.2): every key and own token of the service, filtered by holder or client, revoked with confirmation. */
+import { useState } from 'preact/hooks';
+import { admin, api, enc } from './api.js';
+import { confirmAction, Empty, ErrorBox, html, PageTitle, Pager, Time, useLoad, type EpochDate } from './ui.js';
+
+interface KeyView {
+  _id: string;
+  owner: string;
+  name: string;
+  roles: string[];
+  createdAt: EpochDate;
+  expiresAt: EpochDate;
+  lastUsedAt?: EpochDate;
+  via: string;
+  client?: string;
+  kind?: string;
+}
+
+const PAGESIZE = 50;
+
+export function KeysPage() {
+  const [owner, setOwner] = useState('');
+  const [client, setClient] = useState('');
+  const [filter, setFilter] = useState({ owner: '', client: '' });
+  const [page, setPage] = useState(1);
+  const [note, setNote] = useState<string | null>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
+  const keys = useLoad(
+    () => api<KeyView[]>('GET', admin(`/keys?page=${page}&pagesize=${PAGESIZE}${filter.owner ? `&owner=${enc(filter.owner)}` : ''}${filter.client ? `&client=${enc(filter.client)}` : ''}`)),
+    [page, filter.owner, filter.client],
+  );
+  const rows = keys.data?.data ?? [];
+  const filtered = filter.owner || filter.client;
+
+  const revoke = async (k: KeyView) => {
+    setActionError(null);
+    setNote(null);
+    const ok = await confirmAction(
+      `Revoke ${k.kind === 'token' ? 'the token' : 'the key'} "${k.name}" of ${k.owner}?`,
+      html`<p>Every client using it gets 401 within seconds, on every replica. This cannot be undone: ${k.owner} must issue a new key.</p>`,
+      'Revoke',
+    );
+    if (!ok) return;
+    try {
+      await api('DELETE', admin(`/keys/${enc(k._id)}`));
+      setNote(`Revoked "${k.name}" of ${k.owner}.`);
+      keys.reload();
+    } catch (err) {
+      setActionError(err);
+    }
+  };
+
+  return html`<main id="main">
+    <${PageTitle}>API keys<//>
+    <form class="toolbar" role="search" onSubmit=${(e: Event) => (e.preventDefault(), setPage(1), setFilter({ owner: owner.trim(), client: client.trim() }))}>
+      <div class="grow"><label for="key-owner">Holder</label><input id="key-owner" type="search" value=${owner} onInput=${(e: Event) => setOwner((e.target as HTMLInputElement).value)} placeholder="user id" /></div>
+      <div class="grow"><label for="key-client">Client</label><input id="key-client" type="search" value=${client} onInput=${(e: Event) => setClient((e.target as HTMLInputElement).value)} placeholder="agent client name" /></div>
+      <button type="submit">Filter</button>
+      ${filtered && html`<button type="button" onClick=${() => (setOwner(''), setClient(''), setPage(1), setFilter({ owner: '', client: '' }))}>Show all</button>`}
+    </form>
+    ${note && html`<p class="notice" role="status">${note}</p>`}
+    <${ErrorBox} error=${keys.error || actionError} />
+    ${keys.data && rows.length === 0 &&
+    (filtered
+      ? html`<${Empty} title="No key matches this filter."><p>Holder and client must match exactly.</p><//>`
+      : html`<${Empty} title="No API keys on this service yet.">
+          <p>Users issue their own keys with <code>POST /keys</code> once a permission offers them (an <code>apiKeys</code> block), and agents get one when a user signs them in. Revoked keys are not listed.</p><//>`)}
+    ${rows.length > 0 &&
+    html`<div class="table-wrap"><table>
+      <caption class="visually-hidden">API keys of this service</caption>
+      <thead><tr><th scope="col">Holder</th><th scope="col">Name</th><th scope="col">Roles</th><th scope="col">Client</th><th scope="col">Via</th><th scope="col">Created</th><th scope="col">Last use</th><th scope="col">Expires</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+      <tbody>
+        ${rows.map(
+          (k) => html`<tr key=${k._id}>
+            <td>${k.owner}</td>
+            <td>${k.name}${k.kind === 'token' ? html` <span class="badge neutral">token</span>` : ''}</td>
+            <td>${k.roles.length ? k.roles.join(', ') : html`<span class="muted">none</span>`}</td>
+            <td>${k.client ?? html`<span class="muted">—</span>`}</td>
+            <td>${k.via}</td>
+            <td><${Time} value=${k.createdAt} /></td>
+            <td>${k.lastUsedAt ? html`<${Time} value=${k.lastUsedAt} />` : html`<span class="muted">never</span>`}</td>
+            <td>${(k.expiresAt?.$date ?? 0) < Date.now() ? html`<span class="badge failed">expired</span> ` : ''}<${Time} value=${k.expiresAt} /></td>
+            <td><button type="button" class="danger" onClick=${() => revoke(k)}>Revoke<span class="visually-hidden"> ${k.name} of ${k.owner}</span></button></td>
+          </tr>`,
+        )}
+      </tbody>
+    </table></div>`}
+    <${Pager} page=${page} pagesize=${PAGESIZE} total=${keys.data?.total ?? null} onPage=${setPage} label="Keys" />
+  </main>`;
+}

@@ -1,0 +1,256 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Principal } from '../access/principal.js';
+import { methodNotAllowed, OutriggerError } from '../errors.js';
+import type { RequestScope } from '../http/scope.js';
+import type { Logger } from '../observability/logger.js';
+import type { ApiKeyIssuer } from '../keys/issuer.js';
+import { checkRequestedRoles, keyLifetimeDays } from '../keys/issuing-rules.js';
+import { ClientMetadataError } from './client-metadata-document.js';
+import type { ClientDirectory } from './clients.js';
+import type { OAuthEndpoints } from './endpoints.js';
+import { readForm } from './form.js';
+import type { OfferMaker } from './offer.js';
+import { sha256, type OAuthStore, type PendingRequest } from './oauth-store.js';
+import { errorPage, hiddenFields, keyConsentPage, keyLimitPage, lifetimeChoices, refusedPage, sendPage, signInPage, tokenConsentPage, type ClientView, type PageOptions } from './pages.js';
+import { S256_CHALLENGE } from './pkce.js';
+import { redirectUriMatches } from './redirect-uris.js';
+
+export interface AuthorizeParts {
+  endpoints: OAuthEndpoints;
+  /** The route path (`routes.oauth.authorize`): where the forms post. */
+  path: string;
+  secureCookies: boolean;
+  store: OAuthStore;
+  clients: ClientDirectory;
+  offerFor: OfferMaker;
+  issuer: ApiKeyIssuer;
+  /** Checks a user id and password like a Basic sign-in (brute-force guard included); throws 401/429. */
+  signIn(id: string, password: string, clientIp: string): Promise<Principal>;
+  logger: Logger;
+}
+
+const random = (bytes: number) => randomBytes(bytes).toString('base64url');
+
+/**
+ * `/authorize` (SPEC §5.6): GET checks the request and shows the sign-in page; the pages' forms
+ * POST back here. Until the client and an exactly registered redirect URI are known, problems
+ * are shown on an error page and never redirected; after that they go back to the client as
+ * RFC 6749 §4.1.2.1 errors, with `state` and `iss`.
+ *
+ * CSRF: each request gets a synchronizer token (a hidden field) and a cookie binding it to the
+ * browser that started it (per request, HttpOnly, SameSite=Lax, `__Host-` over https); a POST
+ * must carry both. Nothing is issued here: the code records what the user allowed, and the key
+ * or token is made when the code is redeemed.
+ */
+export function createAuthorizeHandler(p: AuthorizeParts) {
+  const cookieName = (id: string) => `${p.secureCookies ? '__Host-' : ''}outrigger-signin-${id}`;
+  const cookie = (id: string, value: string, maxAge: number) =>
+    `${cookieName(id)}=${value}; Path=${p.secureCookies ? '/' : p.path}; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${p.secureCookies ? '; Secure' : ''}`;
+
+  function redirect(scope: RequestScope, to: string, params: Record<string, string | null>, status = 302, cookies: string[] = []): void {
+    const url = new URL(to);
+    for (const [k, v] of Object.entries(params)) if (v !== null) url.searchParams.set(k, v);
+    url.searchParams.set('iss', p.endpoints.issuer);
+    scope.res.writeHead(status, { location: url.href, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', ...(cookies.length ? { 'set-cookie': cookies } : {}) });
+    scope.res.end();
+  }
+
+  const view = (r: { clientName: string; redirectUri: string }): ClientView => ({ clientName: r.clientName, redirectHost: redirectHost(r.redirectUri) });
+  const page = (scope: RequestScope, o: PageOptions, r?: PendingRequest) => sendPage(scope.res, { ...o, formTargets: r ? formTargets(r.redirectUri) : [] });
+
+  async function start(scope: RequestScope): Promise<void> {
+    const q = scope.query;
+    const once = (name: string): string | null | 'repeated' => {
+      const values = q.getAll(name);
+      return values.length > 1 ? 'repeated' : (values[0] ?? null);
+    };
+    const clientId = once('client_id');
+    if (clientId === null || clientId === 'repeated')
+      return page(scope, errorPage('Sign-in request not valid', `client_id is ${clientId === null ? 'missing' : 'repeated'}: the application sent an incomplete sign-in request.`, 400));
+    let client;
+    try {
+      client = await p.clients.find(clientId);
+    } catch (error) {
+      if (error instanceof ClientMetadataError) return page(scope, errorPage('Unknown application', `The application could not be identified: ${error.message}.`, 400));
+      throw error;
+    }
+    const asked = once('redirect_uri');
+    if (asked === 'repeated') return page(scope, errorPage('Sign-in request not valid', 'redirect_uri is repeated.', 400));
+    let redirectUri: string;
+    if (asked === null) {
+      if (client.redirectUris.length !== 1) return page(scope, errorPage('Sign-in request not valid', 'redirect_uri is missing and the application registered several; it must say which.', 400));
+      redirectUri = client.redirectUris[0]!;
+    } else if (redirectUriMatches(client.redirectUris, asked)) redirectUri = asked;
+    else
+      return page(
+        scope,
+        errorPage('Unregistered redirect URI', `${client.clientName} asked to send you back to ${asked}, which it did not register (registered: ${client.redirectUris.join(', ')}). You were not redirected.`, 400),
+      );
+
+    // From here on the redirect URI is trusted: problems go back to the client.
+    const state = once('state');
+    const fail = (error: string, description: string) => redirect(scope, redirectUri, { error, error_description: description, state: state === 'repeated' ? null : state });
+    for (const name of ['response_type', 'code_challenge', 'code_challenge_method', 'resource', 'scope', 'state'])
+      if (once(name) === 'repeated') return fail('invalid_request', `${name} is repeated`);
+    if (q.get('response_type') !== 'code') return fail('unsupported_response_type', 'only response_type=code is supported');
+    const challenge = q.get('code_challenge');
+    if (!challenge) return fail('invalid_request', 'code_challenge is required (PKCE with S256)');
+    if ((q.get('code_challenge_method') ?? 'plain') !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256 (plain is not accepted)');
+    if (!S256_CHALLENGE.test(challenge)) return fail('invalid_request', 'code_challenge must be 43 base64url characters (BASE64URL(SHA256(code_verifier)))');
+    const resource = q.get('resource');
+    if (resource !== null && resource !== p.endpoints.resource) return fail('invalid_target', `resource must be ${p.endpoints.resource}, the only resource this server issues keys for`);
+
+    const requestId = random(16);
+    const binding = random(24);
+    const record: PendingRequest = {
+      clientId,
+      clientName: client.clientName,
+      redirectUri,
+      state: state === 'repeated' ? null : state,
+      codeChallenge: challenge,
+      resource,
+      scope: q.get('scope'),
+      csrf: random(24),
+      browser: sha256(binding),
+    };
+    await p.store.saveRequest(requestId, record);
+    sendPage(scope.res, { ...signInPage(view(record), hiddenFields(requestId, record.csrf), p.path), formTargets: formTargets(redirectUri), cookies: [cookie(requestId, binding, 600)] });
+  }
+
+  async function consent(scope: RequestScope, requestId: string, r: PendingRequest, principal: Principal, problem?: string): Promise<void> {
+    const fields = hiddenFields(requestId, r.csrf);
+    const offer = await p.offerFor(principal);
+    if (offer.kind === 'refused') return page(scope, refusedPage(view(r), fields, p.path, offer.message), r);
+    if (offer.kind === 'token') return page(scope, tokenConsentPage(view(r), fields, p.path, { user: principal.id!, roles: offer.roles, minutes: offer.minutes }), r);
+    const { policy, activeKeys } = offer;
+    if (activeKeys.length >= policy.maxKeysPerUser)
+      return page(
+        scope,
+        keyLimitPage(view(r), fields, p.path, { user: principal.id!, limit: policy.maxKeysPerUser, keys: activeKeys.map((k) => ({ id: k.record._id, name: k.record.name, client: k.record.client, expiresAt: k.record.expiresAt })) }, problem),
+        r,
+      );
+    const requested = (r.scope ?? '').split(' ').filter((s) => policy.availableRoles.includes(s));
+    const fallback = Math.min(90, policy.maxExpiresInDays);
+    const k = { user: principal.id!, availableRoles: policy.availableRoles, preselected: requested.length ? requested : policy.availableRoles, lifetimes: lifetimeChoices(policy.maxExpiresInDays, fallback), defaultLifetime: fallback };
+    return page(scope, { ...keyConsentPage(view(r), fields, p.path, k, problem), ...(problem ? { status: 400 } : {}) }, r);
+  }
+
+  async function allow(scope: RequestScope, requestId: string, r: PendingRequest, principal: Principal, form: URLSearchParams): Promise<void> {
+    const offer = await p.offerFor(principal);
+    if (offer.kind === 'refused') return consent(scope, requestId, r, principal);
+    let grant: { kind: 'key' | 'token'; roles: string[]; lifetimeDays: number; maxKeys: number };
+    if (offer.kind === 'token') grant = { kind: 'token', roles: [...offer.roles], lifetimeDays: 0, maxKeys: 0 };
+    else {
+      if (offer.activeKeys.length >= offer.policy.maxKeysPerUser) return consent(scope, requestId, r, principal);
+      const roles = [...new Set(form.getAll('roles'))];
+      const lifetimeText = form.get('lifetime');
+      const lifetime = lifetimeText === null || lifetimeText === '' ? undefined : Number(lifetimeText);
+      try {
+        checkRequestedRoles(offer.policy, roles);
+        if (lifetime !== undefined && !(Number.isInteger(lifetime) && lifetime > 0)) throw new OutriggerError(400, 'BAD_LIFETIME', 'the key lifetime must be a whole number of days');
+        grant = { kind: 'key', roles, lifetimeDays: keyLifetimeDays(offer.policy, lifetime), maxKeys: offer.policy.maxKeysPerUser };
+      } catch (error) {
+        if (error instanceof OutriggerError && error.status < 500) return consent(scope, requestId, r, principal, error.message);
+        throw error;
+      }
+    }
+    const code = random(32);
+    await p.store.saveCode(code, {
+      clientId: r.clientId,
+      clientName: r.clientName,
+      redirectUri: r.redirectUri,
+      codeChallenge: r.codeChallenge,
+      resource: r.resource,
+      owner: principal.id!,
+      ...grant,
+    });
+    await p.store.deleteRequest(requestId);
+    p.logger.info({ owner: principal.id, client: r.clientName, kind: grant.kind, roles: grant.roles }, 'agent sign-in allowed');
+    redirect(scope, r.redirectUri, { code, state: r.state }, 303, [cookie(requestId, '', 0)]);
+  }
+
+  async function post(scope: RequestScope): Promise<void> {
+    const form = await readForm(scope.req);
+    const requestId = form.get('request') ?? '';
+    const r = /^[A-Za-z0-9_-]{22}$/.test(requestId) ? await p.store.request(requestId) : null;
+    if (!r) return page(scope, errorPage('Sign-in expired', 'This sign-in is unknown or older than 10 minutes. Start it again from the application.', 400));
+    const sentCsrf = form.get('csrf') ?? '';
+    const binding = readCookie(scope.req.headers.cookie, cookieName(requestId));
+    if (!sameText(sentCsrf, r.csrf) || binding === null || !sameText(sha256(binding), r.browser))
+      return page(
+        scope,
+        errorPage('Form not accepted', 'The form could not be verified (its CSRF token is missing or wrong, or it was sent from another browser). Nothing was allowed. Start the sign-in again from the application.', 403),
+      );
+    const action = form.get('action');
+    if (action === 'deny') {
+      await p.store.deleteRequest(requestId);
+      return redirect(scope, r.redirectUri, { error: 'access_denied', error_description: 'the user did not allow access', state: r.state }, 303, [cookie(requestId, '', 0)]);
+    }
+    if (action === 'sign-in') {
+      const id = form.get('username') ?? '';
+      const password = form.get('password') ?? '';
+      const fields = hiddenFields(requestId, r.csrf);
+      let principal: Principal;
+      try {
+        if (!id || !password || id.includes(':')) throw new OutriggerError(401, 'UNAUTHENTICATED', 'wrong user id or password');
+        principal = await p.signIn(id, password, scope.clientIp);
+      } catch (error) {
+        if (error instanceof OutriggerError && (error.status === 401 || error.status === 429))
+          return page(scope, { ...signInPage(view(r), fields, p.path, error.status === 401 ? 'Wrong user id or password.' : `${error.message}.`), status: error.status }, r);
+        throw error;
+      }
+      r.user = { id: principal.id!, roles: [...principal.roles] };
+      await p.store.updateRequest(requestId, r);
+      return consent(scope, requestId, r, principal);
+    }
+    if (!r.user) return page(scope, signInPage(view(r), hiddenFields(requestId, r.csrf), p.path, 'Sign in first.'), r);
+    const principal: Principal = { id: r.user.id, roles: r.user.roles, via: 'basic', verifiedLocally: true };
+    if (action === 'allow') return allow(scope, requestId, r, principal, form);
+    if (action === 'revoke') {
+      const keyId = form.get('key') ?? '';
+      const revoked = await p.issuer.revoke(keyId, { owner: principal.id!, actor: `${principal.id} (agent sign-in page)` });
+      return consent(scope, requestId, r, principal, revoked ? undefined : 'That key is not one of yours, or it was already revoked.');
+    }
+    return consent(scope, requestId, r, principal, 'Choose Allow or Deny.');
+  }
+
+  return async function handleAuthorize(scope: RequestScope): Promise<void> {
+    if (scope.method === 'GET' || scope.method === 'HEAD') return start(scope);
+    if (scope.method === 'POST') return post(scope);
+    throw methodNotAllowed(['GET', 'POST']);
+  };
+}
+
+function redirectHost(uri: string): string {
+  try {
+    const url = new URL(uri);
+    return url.host || url.protocol.replace(/:$/, '');
+  } catch {
+    return uri;
+  }
+}
+
+/** CSP form-action sources: a form answered by a redirect to the callback must be allowed to go there. */
+function formTargets(uri: string): string[] {
+  try {
+    const url = new URL(uri);
+    return [url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol];
+  } catch {
+    return [];
+  }
+}
+
+function readCookie(header: string | undefined, name: string): string | null {
+  if (!header) return null;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}
+
+function sameText(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}

@@ -1,0 +1,51 @@
+import { OutriggerError, unauthorized } from '../errors.js';
+import type { Authenticate, AuthorizeProxy } from '../http/handler.js';
+import type { RequestScope } from '../http/scope.js';
+
+/**
+ * The 401 challenge on the protected resource (SPEC §5.6, RFC 9728 §5.1): a request to
+ * `mcp.path` without a valid key is answered `WWW-Authenticate: Bearer resource_metadata="…"`
+ * (with `error="invalid_token"` when a token was sent) so an MCP client can find where to sign
+ * in. The Bearer challenge is the only one: the SDK reads parameters only from a header that
+ * starts with `Bearer `. Other paths are untouched; the only added cost is a prefix test.
+ */
+export function withMcpChallenge(parts: { authenticate: Authenticate; authorizeProxy: AuthorizeProxy }, mcpPath: string, resourceMetadataUrl: string) {
+  const isMcp = (path: string) => path.startsWith(mcpPath) && (path.length === mcpPath.length || path.charCodeAt(mcpPath.length) === 47);
+  const challenge = (scope: RequestScope, error: boolean) =>
+    `Bearer resource_metadata="${resourceMetadataUrl}"${error || hasBearer(scope) ? ', error="invalid_token"' : ''}`;
+
+  const rechallenge = (scope: RequestScope) => (error: unknown): never => {
+    if (error instanceof OutriggerError && error.status === 401)
+      throw new OutriggerError(401, error.code, error.message, { ...error.headers, 'www-authenticate': challenge(scope, true) });
+    throw error;
+  };
+
+  const authenticate: Authenticate = (scope) => {
+    if (!isMcp(scope.path)) return parts.authenticate(scope);
+    try {
+      const result = parts.authenticate(scope);
+      return result instanceof Promise ? result.catch(rechallenge(scope)) : result;
+    } catch (error) {
+      return rechallenge(scope)(error);
+    }
+  };
+
+  const authorizeProxy: AuthorizeProxy = (scope) => {
+    // Any bearer token Outrigger did not issue counts as none here: no token passthrough to the MCP server.
+    if (scope.principal.via === 'anonymous' && isMcp(scope.path))
+      throw unauthorized(
+        hasBearer(scope)
+          ? 'this bearer token was not issued by this service; sign in again to get a key'
+          : `sign in to use the MCP server: an MCP client finds how in ${resourceMetadataUrl}`,
+        { 'www-authenticate': challenge(scope, false) },
+        'MCP_SIGN_IN_REQUIRED',
+      );
+    return parts.authorizeProxy(scope);
+  };
+
+  return { authenticate, authorizeProxy };
+}
+
+function hasBearer(scope: RequestScope): boolean {
+  return /^bearer\s/i.test(scope.req.headers.authorization ?? '');
+}

@@ -1,0 +1,49 @@
+import type { Principal } from '../access/principal.js';
+import type { AppContext } from '../app-context.js';
+import { exchangeFromParts } from '../condition/index.js';
+import { OutriggerError } from '../errors.js';
+import { keyPolicyFor, type KeyPolicy } from '../keys/issuing-rules.js';
+import type { ApiKeyStore, StoredKey } from '../keys/key-store.js';
+
+/** What a signed-in user can give an agent (SPEC §5.6 `mcp.signIn`). */
+export type Offer =
+  | { kind: 'key'; policy: KeyPolicy; activeKeys: StoredKey[] }
+  | { kind: 'token'; roles: readonly string[]; minutes: number }
+  | { kind: 'refused'; message: string };
+
+/**
+ * Decides between a key (the apiKeys block of the permission that applies to `POST /keys`, with
+ * every §5.3 rule), the user's own token, or nothing, per `mcp.signIn`. Asked again when the
+ * user allows, so a permission changed in between is honoured.
+ */
+export function createOfferMaker(context: AppContext, store: ApiKeyStore) {
+  const { config, acl, features } = context;
+  const defaults = { maxExpiresInDays: config.apiKeys.maxExpiresInDays, maxKeysPerUser: config.apiKeys.maxKeysPerUser, adminRoles: config.acl.adminRoles };
+  const mode = config.mcp.signIn;
+  const token = (principal: Principal): Offer => ({ kind: 'token', roles: principal.roles, minutes: config.mcp.tokenTtlMinutes });
+
+  return async function offerFor(principal: Principal): Promise<Offer> {
+    // Tokens are verified by the key verifier, which is withheld while the feature is off.
+    if (!features.enabled('api-keys')) return { kind: 'refused', message: 'API keys are disabled on this service, so agents cannot sign in; ask an administrator to enable them.' };
+    if (mode === 'token-only') return token(principal);
+    if (acl.isAdmin(principal)) {
+      if (mode === 'key-only')
+        return { kind: 'refused', message: `Admin roles (${principal.roles.filter((r) => config.acl.adminRoles.includes(r)).join(', ')}) never get API keys, and this service gives agents keys only (mcp.signIn: key-only). Sign in as a user without admin roles.` };
+      return token(principal);
+    }
+    const exchange = exchangeFromParts({ method: 'POST', path: config.routes.keys, user: { id: principal.id ?? '', roles: principal.roles } });
+    let policy: KeyPolicy;
+    try {
+      policy = keyPolicyFor(acl, principal, exchange, defaults, `POST ${config.routes.keys}`);
+    } catch (error) {
+      if (!(error instanceof OutriggerError) || error.status !== 403) throw error;
+      if (mode === 'key-only') return { kind: 'refused', message: `No API key can be issued to you: ${error.message}.` };
+      return token(principal);
+    }
+    const now = Date.now();
+    const activeKeys = (await store.listOfOwner(principal.id!)).filter((k) => k.record.expiresAt > now);
+    return { kind: 'key', policy, activeKeys };
+  };
+}
+
+export type OfferMaker = ReturnType<typeof createOfferMaker>;

@@ -1,0 +1,162 @@
+import { OutriggerError, tooManyRequests } from '../errors.js';
+
+export interface UpstreamSlotOptions {
+  /** Requests in flight to the upstream at once (the undici Pool's connections). */
+  total: number;
+  /** Of those, how many one client IP may hold; its further requests wait for one of its own. */
+  perClient: number;
+  /** How long a request may wait for a slot before it is answered 503. */
+  queueTimeoutMs: number;
+  /** Requests one client IP may have waiting; more are answered 429 at once. */
+  maxWaitingPerClient: number;
+}
+
+/** What asks for a slot: started when it has one, or refused. */
+export interface SlotRequest {
+  start(): void;
+  refuse(error: OutriggerError): void;
+}
+
+/** A request waiting for a slot; `cancel()` takes it out of the line (its client went away). */
+export interface Waiting {
+  cancel(): void;
+}
+
+interface Waiter extends Waiting {
+  client: ClientSlots;
+  request: SlotRequest;
+  timer: NodeJS.Timeout;
+}
+
+interface ClientSlots {
+  ip: string;
+  active: number;
+  /** Created when the client first has to wait (most never do). */
+  waiting: Set<Waiter> | null;
+}
+
+/**
+ * Admission in front of the undici Pool. undici queues a request it cannot start yet with no way
+ * to cancel it and no deadline, so a burst of clients that leave keeps the upstream busy with work
+ * nobody waits for. Here at most `total` requests are ever handed to the Pool (each starts at
+ * once), and the rest wait in this line, where a client that leaves removes its request and a
+ * deadline answers 503. Waiting clients are served in turn (round robin by client IP), and one
+ * IP never holds more than `perClient` slots, so a few slow or hostile clients cannot starve
+ * the others. A request that finds a free slot costs one Map lookup and two counters.
+ */
+export class UpstreamSlots {
+  private active = 0;
+  private readonly clients = new Map<string, ClientSlots>();
+  /** Clients with a request waiting and a slot of their own free, in serving order. */
+  private readonly ready = new Set<ClientSlots>();
+  private pumpScheduled = false;
+
+  constructor(private readonly o: UpstreamSlotOptions) {}
+
+  /**
+   * Starts `request` now when a slot is free (and answers null), or later when one frees up (and
+   * answers the waiting request). It is refused instead when its client has too many requests
+   * waiting (429) or the deadline passes (503). Every started request must be followed by exactly
+   * one `release(ip)`.
+   */
+  acquire(ip: string, request: SlotRequest): Waiting | null {
+    let client = this.clients.get(ip);
+    if (this.active < this.o.total && (client === undefined || client.active < this.o.perClient)) {
+      if (client === undefined) {
+        client = { ip, active: 0, waiting: null };
+        this.clients.set(ip, client);
+      }
+      client.active++;
+      this.active++;
+      request.start();
+      return null;
+    }
+    client ??= { ip, active: 0, waiting: null };
+    const waiting = (client.waiting ??= new Set());
+    if (waiting.size >= this.o.maxWaitingPerClient) {
+      request.refuse(
+        tooManyRequests(
+          `too many requests from your address are waiting for the upstream (${client.active} in flight, ${waiting.size} waiting; upstream.maxConnectionsPerClient, upstream.maxQueuedPerClient)`,
+          1,
+        ),
+      );
+      if (client.active === 0 && waiting.size === 0) this.clients.delete(ip);
+      return null;
+    }
+    this.clients.set(ip, client);
+    const waiter: Waiter = {
+      client,
+      request,
+      timer: setTimeout(() => {
+        this.remove(waiter);
+        request.refuse(
+          new OutriggerError(
+            503,
+            'UPSTREAM_BUSY',
+            `no upstream connection became free within ${this.o.queueTimeoutMs} ms (upstream.connections, upstream.queueTimeoutMs); retry shortly`,
+            { 'retry-after': '1' },
+          ),
+        );
+      }, this.o.queueTimeoutMs),
+      cancel: () => this.remove(waiter),
+    };
+    waiting.add(waiter);
+    if (client.active < this.o.perClient) this.ready.add(client);
+    return waiter;
+  }
+
+  release(ip: string): void {
+    const client = this.clients.get(ip);
+    this.active--;
+    if (client === undefined) return;
+    client.active--;
+    if (client.waiting !== null && client.waiting.size > 0) {
+      if (client.active < this.o.perClient) this.ready.add(client);
+    } else if (client.active === 0) {
+      this.clients.delete(ip);
+    }
+    if (this.ready.size > 0 && !this.pumpScheduled) {
+      // Not from inside undici's callback that released the slot: the next dispatch runs after it.
+      this.pumpScheduled = true;
+      queueMicrotask(() => this.pump());
+    }
+  }
+
+  /** Requests waiting for a slot, for metrics and tests. */
+  get waitingCount(): number {
+    let n = 0;
+    for (const client of this.clients.values()) n += client.waiting?.size ?? 0;
+    return n;
+  }
+
+  get activeCount(): number {
+    return this.active;
+  }
+
+  private pump(): void {
+    this.pumpScheduled = false;
+    while (this.active < this.o.total && this.ready.size > 0) {
+      const client = this.ready.values().next().value!;
+      this.ready.delete(client);
+      const waiting = client.waiting!;
+      const waiter = waiting.values().next().value!;
+      waiting.delete(waiter);
+      clearTimeout(waiter.timer);
+      client.active++;
+      this.active++;
+      // Round robin: a client with more waiting goes to the back of the line.
+      if (waiting.size > 0 && client.active < this.o.perClient) this.ready.add(client);
+      waiter.request.start();
+    }
+  }
+
+  private remove(waiter: Waiter): void {
+    const { client } = waiter;
+    if (!client.waiting?.delete(waiter)) return;
+    clearTimeout(waiter.timer);
+    if (client.waiting.size === 0) {
+      this.ready.delete(client);
+      if (client.active === 0) this.clients.delete(client.ip);
+    }
+  }
+}

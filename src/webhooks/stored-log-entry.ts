@@ -1,0 +1,86 @@
+/**
+ * How a log entry is stored in Redis, and read back (issue 14). What the log API answers is the
+ * entry of SPEC §7.3 exactly; what Redis holds is smaller:
+ *
+ * - The incoming-request section is serialized once per event and spliced in (log-entry.ts).
+ * - An HTTP delivery with the default payload sends a body that embeds that same section. Stored
+ *   verbatim, `outgoingRequest.body` would hold it a second time, as a JSON string (every quote
+ *   escaped): about half of a typical entry's bytes. Instead the stored outgoing section has a
+ *   `payload` member in place of `body`: the payload itself as JSON (not a string), with
+ *   `"request":0` where the request section was. Reading puts the entry's `incomingRequest` back
+ *   in and serializes the payload again. The bytes are exactly those sent: the payload was
+ *   `JSON.stringify` output, and parsing and serializing such text again gives the same text.
+ *
+ * Entries stored before this (with `body`) are read unchanged.
+ */
+import { incomingRequestText, type IncomingRequestSection, type OutgoingRequestSection, type WebhookLogEntry } from './log-entry.js';
+
+/** The default payload's JSON around its request section: `head + requestJson + tail` is the body sent. */
+export interface PayloadParts {
+  readonly section: IncomingRequestSection;
+  readonly head: string;
+  readonly tail: string;
+}
+
+/** Outgoing sections whose body is a default payload, with that payload's parts. */
+const payloads = new WeakMap<OutgoingRequestSection, PayloadParts>();
+
+/** Marks `outgoing.body` as the default payload built from `parts` (so it is stored without repeating the request). */
+export function notePayloadParts(outgoing: OutgoingRequestSection, parts: PayloadParts): void {
+  payloads.set(outgoing, parts);
+}
+
+/**
+ * The text stored for `entry`: `JSON.stringify(entry)`, except for the default payload as
+ * described above, built member by member so that no search through the text is needed.
+ */
+export function serializeLogEntry(entry: WebhookLogEntry): string {
+  const { detail } = entry;
+  if (!detail?.incomingRequest) return JSON.stringify(entry);
+  let out = '{';
+  for (const key of Object.keys(entry) as Array<keyof WebhookLogEntry>) {
+    const value = key === 'detail' ? detailText(detail) : JSON.stringify(entry[key]);
+    if (value === undefined) continue;
+    out += `${out.length > 1 ? ',' : ''}${JSON.stringify(key)}:${value}`;
+  }
+  return `${out}}`;
+}
+
+function detailText(detail: WebhookLogEntry['detail']): string {
+  let out = '{';
+  for (const key of Object.keys(detail) as Array<keyof WebhookLogEntry['detail']>) {
+    let value: string | undefined;
+    if (key === 'incomingRequest') value = incomingRequestText(detail.incomingRequest);
+    else if (key === 'outgoingRequest') value = outgoingText(detail.outgoingRequest!, detail.incomingRequest);
+    else value = JSON.stringify(detail[key]);
+    if (value === undefined) continue;
+    out += `${out.length > 1 ? ',' : ''}${JSON.stringify(key)}:${value}`;
+  }
+  return `${out}}`;
+}
+
+function outgoingText(outgoing: OutgoingRequestSection, incoming: IncomingRequestSection): string | undefined {
+  const parts = payloads.get(outgoing);
+  // Only when the body is still the payload of this entry's own request section (nobody replaced either).
+  if (!parts || parts.section !== incoming || outgoing.body.length !== parts.head.length + incomingRequestText(incoming).length + parts.tail.length) {
+    return JSON.stringify(outgoing);
+  }
+  const { body, ...rest } = outgoing;
+  void body;
+  const text = JSON.stringify(rest);
+  // `{...}` of at least method, url and headers: the payload goes last, before the closing brace.
+  return `${text.slice(0, -1)},"payload":${parts.head}0${parts.tail}}`;
+}
+
+/** An entry as stored (either form) to the entry of SPEC §7.3. Throws on text that is not JSON. */
+export function parseStoredLogEntry(text: string): WebhookLogEntry {
+  const entry = JSON.parse(text) as WebhookLogEntry;
+  const outgoing = entry?.detail?.outgoingRequest as (OutgoingRequestSection & { payload?: Record<string, unknown> }) | undefined;
+  if (outgoing && outgoing.body === undefined && typeof outgoing.payload === 'object' && outgoing.payload !== null) {
+    const { payload } = outgoing;
+    payload.request = entry.detail.incomingRequest;
+    outgoing.body = JSON.stringify(payload);
+    delete outgoing.payload;
+  }
+  return entry;
+}

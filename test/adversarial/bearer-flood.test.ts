@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateApiKey } from '../../src/keys/key-format.js';
+import { call } from '../support/http-client.js';
+import { startHttpServer, type TestServer } from '../support/http-servers.js';
+import { basic, startTestOutrigger, staticUsers, type RawConfig } from '../support/outrigger.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+
+const LIMIT = 20;
+
+/**
+ * Random well-formed API keys from one address: each costs a Redis read, so past
+ * apiKeys.maxFailuresPerClient failures the address gets 429 with Retry-After and no Redis
+ * work at all; the count is shared by replicas through Redis and kept in-process while Redis is away.
+ */
+describe('bearer flood', () => {
+  let redis: TestRedis;
+  let upstream: TestServer;
+  let config: RawConfig;
+  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
+  let validKey: string;
+  const ALICE = basic('alice', 'alice-password');
+  const from = (ip: string, auth: string) => ({ auth, headers: { 'x-forwarded-for': ip } });
+  const randomKey = () => `Bearer ${generateApiKey('rig')}`;
+
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    upstream = await startHttpServer((_req, res) => res.end('upstream'));
+    config = {
+      service: { id: 'bearer-flood' },
+      upstream: { url: upstream.url },
+      listen: { trustedProxies: ['127.0.0.1/32'] },
+      redis: { url: redis.url },
+      users: await staticUsers({ root: ['root'], alice: ['user'] }),
+      acl: { mode: 'enforce' },
+      apiKeys: { maxFailuresPerClient: LIMIT, failureWindowSeconds: 60 },
+      features: { webhooks: 'disabled' },
+    };
+    proxy = await startTestOutrigger(config);
+    const root = basic('root', 'root-password');
+    await call(proxy.url, '/_admin/acl/keys', { method: 'PUT', auth: root, body: { predicate: 'path-prefix(/keys)', roles: ['user'], apiKeys: { roles: ['reader'] } } });
+    await call(proxy.url, '/_admin/acl/read', { method: 'PUT', auth: root, body: { predicate: 'method(GET) and path-prefix(/data)', roles: ['reader'] } });
+    const issued = await call(proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'flood', roles: ['reader'] } });
+    expect(issued.status).toBe(201);
+    validKey = `Bearer ${issued.json.key}`;
+    expect((await call(proxy.url, '/data/x', from('127.70.0.1', validKey))).status).toBe(200);
+  });
+  afterAll(async () => {
+    await proxy?.stop();
+    await upstream?.close();
+    await redis?.close();
+  });
+
+  it('answers 429 with Retry-After past the limit, costs Redis nothing then, and still lets a verified key through', async () => {
+    for (let i = 0; i < LIMIT; i++) expect((await call(proxy.url, '/data/x', from('127.70.0.1', randomKey()))).status).toBe(401);
+    // The last failure's write to Redis is not awaited by its request.
+    await expect.poll(async () => (await call(proxy.url, '/data/x', from('127.70.0.1', randomKey()))).status, { timeout: 5000 }).toBe(429);
+
+    const limited = await call(proxy.url, '/data/x', from('127.70.0.1', randomKey()));
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
+    expect(limited.json).toMatchObject({ 'http status code': 429, message: expect.stringMatching(/apiKeys\.maxFailuresPerClient/) });
+
+    const before = await redis.commandsProcessed();
+    for (let i = 0; i < 100; i++) expect((await call(proxy.url, '/data/x', from('127.70.0.1', randomKey()))).status).toBe(429);
+    const spent = (await redis.commandsProcessed()) - before;
+    // Background polling only (permission and feature versions), nothing per refused key.
+    expect(spent).toBeLessThan(40);
+
+    expect((await call(proxy.url, '/data/x', from('127.70.0.1', validKey))).status).toBe(200);
+    expect((await call(proxy.url, '/data/x', from('127.70.0.2', randomKey()))).status).toBe(401);
+    expect(Number(await redis.client.get('outrigger:{bearer-flood}:kf:ip:127.70.0.1'))).toBeGreaterThanOrEqual(LIMIT);
+  });
+
+  it('shares the count with another replica through Redis', async () => {
+    const replica = await startTestOutrigger(config);
+    try {
+      // The replica has not seen this address: one failure, whose write returns the shared total, then 429.
+      expect((await call(replica.url, '/data/x', from('127.70.0.1', randomKey()))).status).toBe(401);
+      await expect.poll(async () => (await call(replica.url, '/data/x', from('127.70.0.1', randomKey()))).status, { timeout: 5000 }).toBe(429);
+    } finally {
+      await replica.stop();
+    }
+  });
+
+  it('holds the limit while Redis is away', async () => {
+    await redis.stop();
+    try {
+      const res = await call(proxy.url, '/data/x', from('127.70.0.1', randomKey()));
+      expect(res.status).toBe(429);
+      expect(res.headers['retry-after']).toBeDefined();
+      // A malformed token fails without Redis and still counts, here, in-process.
+      for (let i = 0; i < LIMIT; i++) expect((await call(proxy.url, '/data/x', from('127.70.0.3', 'Bearer rig_not-a-key'))).status).toBe(401);
+      expect((await call(proxy.url, '/data/x', from('127.70.0.3', 'Bearer rig_not-a-key'))).status).toBe(429);
+    } finally {
+      await redis.restart();
+    }
+    // What was counted during the outage reaches Redis with the next failure.
+    await expect.poll(async () => {
+      await call(proxy.url, '/data/x', from('127.70.0.3', 'Bearer rig_not-a-key'));
+      return Number(await redis.client.get('outrigger:{bearer-flood}:kf:ip:127.70.0.3'));
+    }, { timeout: 10_000 }).toBeGreaterThanOrEqual(LIMIT);
+  });
+});

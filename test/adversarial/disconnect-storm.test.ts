@@ -1,0 +1,142 @@
+import { execFile } from 'node:child_process';
+import type { Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call } from '../support/http-client.js';
+import { startHttpServer, type TestServer } from '../support/http-servers.js';
+import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { eventually, loopbackClientIp, rawClient, readUntilClosed, sleep, upstreamSlots } from './support.js';
+
+const STORM_CLIENTS = 300;
+const CONNECTIONS = 16;
+const SLOW_MS = 4000;
+const QUEUE_TIMEOUT_MS = 6000;
+
+const STORM_SCRIPT = fileURLToPath(new URL('./clients/storm.mjs', import.meta.url));
+
+/** Runs the storm from its own process; resolves when every client has left. */
+function runStorm(base: string, count: number, leaveMs: number, prefix: string, authorization: string, firstIp: number): Promise<{ sent: number }> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [STORM_SCRIPT, base, String(count), String(leaveMs), prefix, authorization, String(firstIp)], { timeout: 20_000 }, (error, stdout) =>
+      error ? reject(error) : resolve(JSON.parse(stdout) as { sent: number }),
+    );
+  });
+}
+
+/**
+ * Hundreds of clients send a request and leave ~300 ms later. Their requests, waiting for an
+ * upstream connection or in flight, must go with them: the next authorized request is answered
+ * at once, and the upstream never sees the requests that were still waiting.
+ */
+describe('disconnect storm', () => {
+  let redis: TestRedis;
+  let upstream: TestServer;
+  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
+  const ALICE = basic('alice', 'alice-password');
+  let slowOpen = 0;
+  const upstreamPaths: string[] = [];
+
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    upstream = await startHttpServer((req, res) => {
+      upstreamPaths.push(req.url!);
+      // Held until the client (Outrigger) goes away: slots that stay taken as long as a test needs.
+      if (req.url!.startsWith('/hang')) return;
+      if (req.url!.startsWith('/slow')) {
+        slowOpen++;
+        const timer = setTimeout(() => res.end('slow'), SLOW_MS);
+        res.once('close', () => {
+          slowOpen--;
+          clearTimeout(timer);
+        });
+        return;
+      }
+      res.end('fast');
+    });
+    proxy = await startTestOutrigger({
+      service: { id: 'storm' },
+      upstream: { url: upstream.url, connections: CONNECTIONS, queueTimeoutMs: QUEUE_TIMEOUT_MS },
+      listen: { trustedProxies: ['127.0.0.1/32'] },
+      redis: { url: redis.url },
+      users: await staticUsers({ alice: ['user'] }),
+      acl: { mode: 'own-routes' },
+    });
+    // Sign-in is cached after the first success; the storm measures the proxy, not scrypt.
+    expect((await call(proxy.url, '/fast', { auth: ALICE })).status).toBe(200);
+  });
+  afterAll(async () => {
+    await proxy?.stop();
+    await upstream?.close();
+    await redis?.close();
+  });
+
+  it('cancels the requests of clients that left, queued or in flight, and answers the next request at once', async () => {
+    const storm = await runStorm(proxy.url, STORM_CLIENTS, 300, '/slow/storm-', ALICE, 0);
+    expect(storm.sent).toBe(STORM_CLIENTS);
+
+    // Nothing is held for clients that left: every slot comes back and the upstream's slow
+    // requests are cut. Without cancellation the ~280 requests still waiting would each hold a
+    // connection for SLOW_MS, over a minute in all. (Generous bound: on a loaded machine the
+    // server may still be reading requests the storm left in its socket buffers.)
+    expect(await eventually(async () => {
+      const slots = await upstreamSlots(proxy.url);
+      return slots.inUse === 0 && slots.waiting === 0;
+    }, 30_000)).toBe(true);
+    expect(await eventually(() => slowOpen === 0, 5000)).toBe(true);
+
+    // And the next authorized request is answered at once.
+    const startedAt = Date.now();
+    const res = await call(proxy.url, '/fast', { auth: ALICE });
+    expect(res.status).toBe(200);
+    expect(res.text).toBe('fast');
+    expect(Date.now() - startedAt).toBeLessThan(2000);
+  });
+
+  it('takes a waiting request out of the line when its client leaves: it never reaches the upstream', async () => {
+    const holders: Socket[] = [];
+    for (let i = 0; i < CONNECTIONS; i++)
+      holders.push(await rawClient(proxy.url, `GET /hang/hold-${i} HTTP/1.1\r\nhost: storm\r\nauthorization: ${ALICE}\r\nx-forwarded-for: ${loopbackClientIp(2000 + i)}\r\n\r\n`));
+    try {
+      expect(await eventually(async () => (await upstreamSlots(proxy.url)).inUse === CONNECTIONS, 20_000)).toBe(true);
+      const queued: Socket[] = [];
+      for (let i = 0; i < 50; i++)
+        queued.push(await rawClient(proxy.url, `GET /slow/queued-${i} HTTP/1.1\r\nhost: storm\r\nauthorization: ${ALICE}\r\nx-forwarded-for: ${loopbackClientIp(3000 + i)}\r\n\r\n`));
+      expect(await eventually(async () => (await upstreamSlots(proxy.url)).waiting === 50, 20_000)).toBe(true);
+      for (const socket of queued) socket.destroy();
+      // Gone from the line well before upstream.queueTimeoutMs could have removed them.
+      expect(await eventually(async () => (await upstreamSlots(proxy.url)).waiting === 0, QUEUE_TIMEOUT_MS - 2000, 50)).toBe(true);
+    } finally {
+      for (const socket of holders) socket.destroy();
+    }
+    expect(await eventually(async () => (await upstreamSlots(proxy.url)).inUse === 0, 5000)).toBe(true);
+    expect(upstreamPaths.some((p) => p.startsWith('/slow/queued-'))).toBe(false);
+    expect((await call(proxy.url, '/fast', { auth: ALICE })).status).toBe(200);
+  });
+
+  it('answers a request that waited past upstream.queueTimeoutMs with 503 in the error format', async () => {
+    // Every connection held by clients that stay.
+    const holders: Socket[] = [];
+    for (let i = 0; i < CONNECTIONS; i++)
+      holders.push(await rawClient(proxy.url, `GET /hang/hold-${i} HTTP/1.1\r\nhost: storm\r\nauthorization: ${ALICE}\r\nx-forwarded-for: ${loopbackClientIp(1000 + i)}\r\n\r\n`));
+    expect(await eventually(async () => (await upstreamSlots(proxy.url)).inUse === CONNECTIONS, 20_000)).toBe(true);
+    try {
+      const res = await call(proxy.url, '/fast', { auth: ALICE });
+      expect(res.status).toBe(503);
+      expect(res.headers['retry-after']).toBe('1');
+      expect(res.json).toMatchObject({ 'http status code': 503, message: expect.stringMatching(/upstream\.queueTimeoutMs/) });
+    } finally {
+      for (const socket of holders) socket.destroy();
+    }
+    // And once they leave, the pool is free again.
+    await sleep(200);
+    expect((await call(proxy.url, '/fast', { auth: ALICE })).status).toBe(200);
+  });
+
+  it('keeps a client that stays connected waiting only for its own answer', async () => {
+    const socket = await rawClient(proxy.url, `GET /fast HTTP/1.1\r\nhost: storm\r\nauthorization: ${ALICE}\r\nconnection: close\r\n\r\n`);
+    const { text, closed } = await readUntilClosed(socket, 5000);
+    expect(closed).toBe(true);
+    expect(text).toMatch(/^HTTP\/1\.1 200/);
+  });
+});

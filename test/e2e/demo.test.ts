@@ -1,0 +1,106 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/util/free-port.js';
+import { call } from '../support/http-client.js';
+
+const DEMO = resolve(import.meta.dirname, '../../dist/examples/demo/main.js');
+const README = readFileSync(resolve(import.meta.dirname, '../../README.md'), 'utf8');
+
+/** Runs the built demo in `cwd` until it exits or prints that it runs (then stops it). */
+function runDemo(env: NodeJS.ProcessEnv, cwd: string, args: string[] = [], onRunning?: (stdout: string) => Promise<void>) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((done, reject) => {
+    const child = spawn(process.execPath, [DEMO, ...args], { cwd, env: { ...process.env, OUTRIGGER_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let running = false;
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (!running && stdout.includes('Ctrl-C stops the demo')) {
+        running = true;
+        void (onRunning ?? (async () => {}))(stdout).then(
+          () => child.kill('SIGTERM'),
+          (error: unknown) => {
+            child.kill('SIGKILL');
+            reject(error);
+          },
+        );
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      done({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('npm run demo (built)', () => {
+  let blocker: Server;
+  let takenPort: number;
+
+  beforeAll(async () => {
+    blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    takenPort = (blocker.address() as { port: number }).port;
+  });
+  afterAll(() => new Promise<void>((r) => blocker.close(() => r())));
+
+  it('runs, and the GraphQL curl it prints (the README shows the same) answers with the demo data', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
+    const env = { OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
+    let answer: any;
+    const result = await runDemo(env, cwd, [], async (stdout) => {
+      const line = stdout.split('\n').find((l) => l.includes('/graphql/shop'));
+      const match = /-u (\w+):(\S+) (http:\/\/\S+\/graphql\/shop) .*-d '([^']+)'/.exec(line ?? '');
+      expect(match, `no GraphQL curl in:\n${stdout}`).not.toBeNull();
+      const [, user, password, url, body] = match!;
+      expect(README).toContain(body!);
+      const res = await call(url!, '', { method: 'POST', auth: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`, body: body! });
+      answer = { status: res.status, json: res.json };
+    });
+    expect(result.code).toBe(0);
+    expect(answer.status).toBe(200);
+    // alice sees her own orders only (her readFilter applies to GraphQL reads), with her user joined.
+    expect(answer.json.data.orders.length).toBeGreaterThan(0);
+    for (const order of answer.json.data.orders) expect(order.user).toEqual({ name: 'Alice Rossi', city: 'Rome' });
+  }, 90_000);
+
+  it('a taken port: the CLI message naming the port, and OUTRIGGER_DEMO_PORT; no stack trace', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
+    const { code, stderr } = await runDemo({ OUTRIGGER_DEMO_PORT: String(takenPort), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) }, cwd);
+    expect(code).toBe(1);
+    expect(stderr).toContain(`listen.port: 127.0.0.1:${takenPort} is already in use`);
+    expect(stderr).toMatch(/OUTRIGGER_DEMO_PORT=\d+ npm run demo/);
+    expect(stderr).not.toMatch(/\n\s+at /);
+
+    const backend = await runDemo({ OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(takenPort) }, cwd);
+    expect(backend.code).toBe(1);
+    expect(backend.stderr).toMatch(/OUTRIGGER_DEMO_BACKEND_PORT=\d+ npm run demo/);
+    expect(backend.stderr).not.toMatch(/\n\s+at /);
+  }, 90_000);
+
+  it('redis-server missing: the CLI message with the install hint; no stack trace', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
+    const empty = mkdtempSync(join(tmpdir(), 'outrigger-empty-path-'));
+    const { code, stderr } = await runDemo({ PATH: empty, OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) }, cwd);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/redis-server could not be run \(ENOENT\)\. Install it \(Debian\/Ubuntu: apt-get install redis-server/);
+    expect(stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
+
+  it('--reset deletes what the demo stored', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
+    const dir = join(cwd, '.outrigger', 'demo-redis');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'appendonly.aof'), 'stored keys');
+    // A taken port makes the demo stop right after the reset.
+    const { stdout } = await runDemo({ OUTRIGGER_DEMO_PORT: String(takenPort), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) }, cwd, ['--reset']);
+    expect(stdout).toContain(`reset: deleted ${dir}`);
+    expect(existsSync(dir)).toBe(false);
+  }, 60_000);
+});

@@ -1,0 +1,133 @@
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redisKeys } from '../../src/store/keys.js';
+import { CLI, runCli, writeTempFile } from '../support/cli.js';
+import { call } from '../support/http-client.js';
+import { startTestCluster, type TestCluster } from '../support/redis-topology.js';
+import { ALICE, bearer, crossProxyChecks, expectNoRoutingErrors, failoverUnderTraffic, serviceBackChecks, startFleet, type Fleet } from './scale-helpers.js';
+import { waitFor } from './webhooks-helpers.js';
+
+const SERVICE = 'scale-cluster';
+
+/** The failover test's options: its own time bound, and no retry. */
+const NO_RETRY = { timeout: 150_000, retry: 0 };
+
+/**
+ * A 3-master + 3-replica Redis Cluster with two proxies and two workers, then a SIGKILL of the
+ * master that holds the service's slot while traffic flows. Prints the figures the issue asks for.
+ */
+describe('Redis Cluster: two proxies, two workers, a master killed under traffic', () => {
+  let cluster: TestCluster;
+  let fleet: Fleet;
+  let key = '';
+
+  beforeAll(async () => {
+    cluster = await startTestCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 1000 });
+    // Both spellings of the node list: a YAML list and one comma-separated string.
+    fleet = await startFleet(SERVICE, [{ cluster: { nodes: cluster.seeds } }, { cluster: { nodes: cluster.seeds.slice(0, 2).join(',') } }]);
+  }, 90_000);
+
+  afterAll(async () => {
+    await fleet?.stop();
+    await cluster?.close();
+  });
+
+  it('serves keys, apps, webhooks, logs and recording across proxies', async () => {
+    const result = await crossProxyChecks(fleet, 'cluster');
+    key = result.key;
+    console.log(`[cluster] revocation across proxies: ${Math.round(result.revocationMs)} ms`);
+    expect(result.revocationMs).toBeLessThan(20_000);
+    expectNoRoutingErrors(fleet);
+  }, 60_000);
+
+  // The built CLI (`npm test` builds first): `outrigger keys` and `outrigger check` on a cluster config.
+  it.skipIf(!existsSync(CLI))('lists and revokes keys with `outrigger keys` on the cluster; `check` names a bad node', async () => {
+    const [a, b] = fleet.proxies;
+    const file = writeTempFile('outrigger.yaml', { service: { id: SERVICE }, upstream: { url: 'http://127.0.0.1:1' }, redis: { cluster: { nodes: cluster.seeds.join(',') } } });
+    const issued = await call(a.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'cli-doomed', roles: ['reader'] } });
+    expect(issued.status).toBe(201);
+    expect((await call(b.url, '/shop/users', { auth: bearer(issued.json.key) })).status).toBe(200);
+    const listed = await runCli(['keys', 'list', '-c', file, '--owner', 'alice', '--json']);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(JSON.parse(listed.stdout).map((k: { name: string }) => k.name)).toContain('cli-doomed');
+    const revoked = await runCli(['keys', 'revoke', issued.json._id, '-c', file]);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    const at = performance.now();
+    await waitFor(() => call(b.url, '/shop/users', { auth: bearer(issued.json.key) }), (r) => r.status === 401, 20_000, 'proxy B to refuse the key revoked by the CLI');
+    console.log(`[cluster] revocation by \`outrigger keys revoke\` seen by a proxy after ${Math.round(performance.now() - at)} ms`);
+
+    const bad = writeTempFile('bad.yaml', { service: { id: SERVICE }, upstream: { url: 'http://127.0.0.1:1' }, redis: { url: cluster.seeds.slice(0, 2).join(',') } });
+    const checked = await runCli(['check', '-c', bad]);
+    expect(checked.code).toBe(1);
+    expect(checked.stdout + checked.stderr).toMatch(/redis\.url: takes one node; for several use redis\.cluster\.nodes/);
+    expectNoRoutingErrors(fleet);
+  }, 60_000);
+
+  it('keeps serving while the service slot moves to another master (live resharding): 0 events lost, pub/sub follows', NO_RETRY, async () => {
+    expect(key).not.toBe('');
+    const slotKey = redisKeys('outrigger', SERVICE).features;
+    let moving: ReturnType<TestCluster['moveSlotOf']> | undefined;
+    // The traffic goes on while the slot moves: started at a third of the requests, awaited after.
+    const result = await failoverUnderTraffic(
+      fleet,
+      key,
+      async () => void (moving = cluster.moveSlotOf(slotKey)),
+      () => moving!,
+    );
+    const moved = await moving;
+    // promotionMs here: from the start of the move until every node named the new owner.
+    console.log(`[cluster] resharding: ${JSON.stringify({ ...moved, ...result })}`);
+    expect(moved!.toPort).not.toBe(moved!.fromPort);
+    expect(await cluster.masterOf(slotKey)).toBe(moved!.toPort);
+    expect(result.lost).toBe(0);
+    expect(result.failedAnswers).toEqual([]);
+    // The change bus's sharded subscription moved with the slot: a revocation still reaches the other proxy at once.
+    const revocationMs = await serviceBackChecks(fleet);
+    console.log(`[cluster] revocation across proxies after the resharding: ${Math.round(revocationMs)} ms`);
+    expect(revocationMs).toBeLessThan(2_000);
+    expectNoRoutingErrors(fleet);
+  });
+
+  // Run once even under CI's retry: the topology it kills is shared, so a second try would
+  // start from a promoted replica with none behind it and fail for that reason alone.
+  it('follows the promoted replica when the master of the service slot is SIGKILLed: 0 events lost', NO_RETRY, async () => {
+    expect(key).not.toBe('');
+    const slotKey = redisKeys('outrigger', SERVICE).features;
+    const oldMaster = await cluster.masterOf(slotKey);
+    const result = await failoverUnderTraffic(
+      fleet,
+      key,
+      () => cluster.node(oldMaster).kill('SIGKILL'),
+      () => cluster.waitForFailover(slotKey, oldMaster, 30_000),
+    );
+    console.log(`[cluster] failover: ${JSON.stringify(result)}`);
+    expect(result.lost).toBe(0);
+    expect(result.failedAnswers).toEqual([]);
+    expect(result.failedRequests).toBe(0);
+    const revocationMs = await serviceBackChecks(fleet);
+    console.log(`[cluster] revocation across proxies after the failover: ${Math.round(revocationMs)} ms`);
+    expect(revocationMs).toBeLessThan(20_000);
+    expectNoRoutingErrors(fleet);
+  });
+
+  it('follows the promoted replica when the master of the service slot hangs (SIGSTOP): no request waits on it, 0 events lost', NO_RETRY, async () => {
+    const slotKey = redisKeys('outrigger', SERVICE).features;
+    // The failover above left the slot on a master without a replica: move it to one that has one.
+    await cluster.moveSlotOf(slotKey);
+    const frozen = await cluster.masterOf(slotKey);
+    const result = await failoverUnderTraffic(
+      fleet,
+      key,
+      async () => void cluster.node(frozen).child.kill('SIGSTOP'),
+      () => cluster.waitForFailover(slotKey, frozen, 30_000),
+    );
+    console.log(`[cluster] hung master: ${JSON.stringify(result)}`);
+    expect(result.lost).toBe(0);
+    expect(result.failedAnswers).toEqual([]);
+    expect(result.redisBackMs).toBeLessThan(result.promotionMs + 12_000);
+    expect(result.slowestReadMs).toBeLessThan(15_000);
+    const revocationMs = await serviceBackChecks(fleet);
+    console.log(`[cluster] revocation across proxies after the hung master's failover: ${Math.round(revocationMs)} ms`);
+    expect(revocationMs).toBeLessThan(2_000);
+  });
+});

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { startTestOutrigger } from '../support/outrigger.js';
+import { call, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
+
+type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
+
+/** Counted by Redis itself: total_commands_processed, which includes the commands MULTI and scripts run. */
+async function commandsProcessed(redis: TestRedis): Promise<number> {
+  return Number(/total_commands_processed:(\d+)/.exec(await redis.client.info('stats'))![1]);
+}
+
+/**
+ * The worker's group commit (issue 14): a backlog is drained with its log writes, markers and
+ * acknowledgements merged across deliveries, so each event costs a few Redis commands, not the
+ * eleven of one MULTI per delivery plus one per acknowledgement; and nothing is lost or repeated.
+ */
+describe('webhooks: the worker batches its Redis writes', () => {
+  let redis: TestRedis;
+  let backend: StandinBackend;
+  let target: Target;
+  let proxy: Running;
+
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    backend = await startStandinBackend({ data: { shop: { orders: [] } } });
+    target = await startTarget();
+    proxy = await startTestOutrigger(
+      {
+        service: { id: 'wh-batching' },
+        upstream: { url: backend.url },
+        redis: { url: redis.url },
+        acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] },
+        webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
+      },
+      { worker: false },
+    );
+  });
+
+  afterAll(async () => {
+    await proxy?.stop();
+    await target?.close();
+    await backend?.close();
+    await redis?.close();
+  });
+
+  it('delivers a backlog of 300 events once each, at most 5 Redis commands per event', async () => {
+    const res = await call(proxy.url, '/_admin/webhooks', { method: 'POST', body: { _id: 'batch', name: 'batch', type: 'http', condition: "method(GET) and path('/shop/orders')", url: `${target.url}/batch` } });
+    expect(res.status).toBe(201);
+    await untilKnown([proxy], 'batch');
+    const events = 300;
+    for (let i = 0; i < events; i += 30) await Promise.all(Array.from({ length: 30 }, () => call(proxy.url, '/shop/orders')));
+    const { keys } = proxy.context;
+    await waitFor(() => redis.client.xlen(keys.events), (n) => n === events, 10_000, 'the stream to hold every event');
+
+    const before = await commandsProcessed(redis);
+    const worker = webhooksOf(proxy).internals.createWorker({ consumerName: 'batcher' });
+    worker.start();
+    try {
+      await waitFor(() => redis.client.xlen(keys.events), (n) => n === 0, 30_000, 'every event to be delivered and acknowledged');
+    } finally {
+      await worker.stop();
+    }
+    // Everything the process sent meanwhile counts, the proxy's pollers and the worker's start and stop included.
+    const perEvent = ((await commandsProcessed(redis)) - before - 1) / events;
+    expect(perEvent).toBeLessThanOrEqual(5);
+
+    const got = target.on('/batch');
+    expect(got).toHaveLength(events);
+    expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(events);
+    const logs = (await call(proxy.url, '/_admin/webhooks/batch/logs?pagesize=1000')).json as Array<{ status: string }>;
+    expect(logs.filter((e) => e.status === 'success')).toHaveLength(events);
+    expect(((await redis.client.xpending(keys.events, keys.eventsGroup)) as [number])[0]).toBe(0);
+  }, 60_000);
+});

@@ -1,0 +1,71 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { OutriggerError } from '../../../src/errors.js';
+import { UpstreamSlots } from '../../../src/proxy/upstream-slots.js';
+
+describe('UpstreamSlots', () => {
+  afterEach(() => vi.useRealTimers());
+  const flush = () => new Promise<void>((resolve) => queueMicrotask(resolve));
+
+  function harness(options: Partial<ConstructorParameters<typeof UpstreamSlots>[0]> = {}) {
+    const slots = new UpstreamSlots({ total: 2, perClient: 2, queueTimeoutMs: 1000, maxWaitingPerClient: 10, ...options });
+    const started: string[] = [];
+    const refused: Array<[string, OutriggerError]> = [];
+    const ask = (ip: string, name: string) => slots.acquire(ip, { start: () => void started.push(name), refuse: (e) => void refused.push([name, e]) });
+    return { slots, started, refused, ask };
+  }
+
+  it('starts at once while slots are free, then makes the rest wait until one is released', async () => {
+    const { slots, started, ask } = harness();
+    expect(ask('a', 'a1')).toBeNull();
+    expect(ask('b', 'b1')).toBeNull();
+    expect(ask('c', 'c1')).not.toBeNull();
+    expect(started).toEqual(['a1', 'b1']);
+    expect(slots.waitingCount).toBe(1);
+    slots.release('a');
+    await flush();
+    expect(started).toEqual(['a1', 'b1', 'c1']);
+    expect(slots.activeCount).toBe(2);
+  });
+
+  it('never gives one client more than perClient slots, and serves waiting clients in turn', async () => {
+    const { slots, started, ask } = harness({ total: 3, perClient: 1 });
+    ask('a', 'a1');
+    ask('a', 'a2');
+    ask('a', 'a3');
+    ask('b', 'b1');
+    ask('c', 'c1');
+    expect(started).toEqual(['a1', 'b1', 'c1']);
+    slots.release('b');
+    await flush();
+    // b's slot is free but a may hold only one: nothing a can take until a1 ends.
+    expect(started).toEqual(['a1', 'b1', 'c1']);
+    slots.release('a');
+    await flush();
+    expect(started).toEqual(['a1', 'b1', 'c1', 'a2']);
+  });
+
+  it('takes a cancelled request out of the line: it never starts', async () => {
+    const { slots, started, ask } = harness({ total: 1 });
+    ask('a', 'a1');
+    const waiting = ask('b', 'b1')!;
+    ask('c', 'c1');
+    waiting.cancel();
+    expect(slots.waitingCount).toBe(1);
+    slots.release('a');
+    await flush();
+    expect(started).toEqual(['a1', 'c1']);
+  });
+
+  it('answers 503 with Retry-After past the deadline, and 429 past the per-client waiting bound', () => {
+    vi.useFakeTimers();
+    const { slots, refused, ask } = harness({ total: 1, maxWaitingPerClient: 1 });
+    ask('a', 'a1');
+    ask('b', 'b1');
+    ask('b', 'b2');
+    expect(refused.map(([n, e]) => [n, e.status])).toEqual([['b2', 429]]);
+    vi.advanceTimersByTime(1000);
+    expect(refused.map(([n, e]) => [n, e.status])).toEqual([['b2', 429], ['b1', 503]]);
+    expect(refused[1]![1].headers).toEqual({ 'retry-after': '1' });
+    expect(slots.waitingCount).toBe(0);
+  });
+});
