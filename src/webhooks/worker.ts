@@ -20,6 +20,8 @@
  *   resets its in-flight entries' idle time (XCLAIM JUSTID) so that never hits a slow delivery.
  *   A reclaimed entry skips every webhook whose `deliveryDone` marker exists: nothing is sent
  *   twice after a success, and a delivery already handed to the retry schedule is left to it.
+ *   The same sweep takes back this worker's own orphans (entries Redis handed it whose read
+ *   reply was lost with a connection), so those wait seconds, not `reclaimIdleMs`.
  * - Retries live in a sorted set scored by due time, with the webhook's own `retrySchedule` or
  *   `webhooks.retrySchedule`. A worker leases due jobs with one Lua script (re-scoring them
  *   `reclaimIdleMs` ahead, renewed while it works), so a job of a dead worker becomes due again
@@ -580,6 +582,12 @@ export class WebhookWorker {
    * Claims the pending entries of consumers whose alive key expired (killed, crashed, cut off).
    * XCLAIM's minimum idle time makes a claim exclusive: once one worker took an entry, its idle
    * time is 0 and the others' XCLAIMs pass over it.
+   *
+   * The same summary shows this worker's own orphans: entries Redis handed to this consumer whose
+   * reply never arrived (a connection lost between XREADGROUP or XCLAIM and its reply: a
+   * restart, a failover, a stalled socket reset). Redis counts them as ours, so neither the dead
+   * sweep nor another worker's XAUTOCLAIM would take them before `reclaimIdleMs`; they are taken
+   * back here within a sweep or two instead.
    */
   private async sweepDeadConsumers(): Promise<void> {
     if (!this.running || this.sweepBusy || !this.o.enabled() || !this.groupReady) return;
@@ -587,28 +595,43 @@ export class WebhookWorker {
     const { redis, keys } = this.o;
     try {
       const summary = (await redis.call('XPENDING', keys.events, keys.eventsGroup)) as [number, unknown, unknown, Array<[string, string]> | null];
-      const others = (summary?.[3] ?? []).map(([name]) => String(name)).filter((name) => name !== this.consumer);
+      const consumers = summary?.[3] ?? [];
+      const own = consumers.find(([name]) => String(name) === this.consumer);
+      if (own && Number(own[1]) > this.inflight.size) await this.claimPendingOf(this.consumer);
+      const others = consumers.map(([name]) => String(name)).filter((name) => name !== this.consumer);
       if (others.length === 0) return;
       const alive = await redis.mget(others.map((name) => keys.webhookWorkerAlive(name)));
       for (let i = 0; i < others.length && this.running; i++) {
         if (alive[i] != null) continue;
-        const free = this.concurrency - this.inflight.size;
-        if (free <= 0) return;
-        const pending = (await redis.call('XPENDING', keys.events, keys.eventsGroup, 'IDLE', DEAD_CLAIM_MIN_IDLE_MS, '-', '+', Math.min(free, 100), others[i]!)) as Array<[string]>;
-        const ids = pending.map(([id]) => String(id)).filter((id) => !this.inflight.has(id));
-        if (ids.length === 0) continue;
-        const reply = (await redis.callBuffer('XCLAIM', keys.events, keys.eventsGroup, this.consumer, DEAD_CLAIM_MIN_IDLE_MS, ...ids)) as RawStreamEntry[];
-        const claimed: StreamEntry[] = [];
-        for (const [rawId, fields] of reply ?? []) if (rawId) claimed.push([String(rawId), fields]);
-        if (claimed.length === 0) continue;
-        this.o.logger.info({ consumer: others[i], entries: claimed.length }, 'a webhook worker stopped heartbeating; delivering its pending events');
-        this.handleEntries(claimed);
+        const claimed = await this.claimPendingOf(others[i]!);
+        if (claimed < 0) return;
+        if (claimed > 0) this.o.logger.info({ consumer: others[i], entries: claimed }, 'a webhook worker stopped heartbeating; delivering its pending events');
       }
     } catch {
       // Redis unreachable: the next sweep tries again.
     } finally {
       this.sweepBusy = false;
     }
+  }
+
+  /**
+   * Claims (and starts) the entries of `consumer` idle at least DEAD_CLAIM_MIN_IDLE_MS that this
+   * worker is not already running; the idle floor also passes over entries whose read reply is
+   * still on its way. Returns how many were claimed, or -1 when no event slot is free.
+   */
+  private async claimPendingOf(consumer: string): Promise<number> {
+    const { redis, keys } = this.o;
+    const free = this.concurrency - this.inflight.size;
+    if (free <= 0) return -1;
+    const pending = (await redis.call('XPENDING', keys.events, keys.eventsGroup, 'IDLE', DEAD_CLAIM_MIN_IDLE_MS, '-', '+', Math.min(free, 100), consumer)) as Array<[string]>;
+    const ids = pending.map(([id]) => String(id)).filter((id) => !this.inflight.has(id));
+    if (ids.length === 0) return 0;
+    const reply = (await redis.callBuffer('XCLAIM', keys.events, keys.eventsGroup, this.consumer, DEAD_CLAIM_MIN_IDLE_MS, ...ids)) as RawStreamEntry[];
+    const claimed: StreamEntry[] = [];
+    for (const [rawId, fields] of reply ?? []) if (rawId) claimed.push([String(rawId), fields]);
+    if (consumer === this.consumer && claimed.length > 0) this.o.logger.info({ entries: claimed.length }, 'took back webhook events whose read reply was lost');
+    this.handleEntries(claimed);
+    return claimed.length;
   }
 
   private async forgetConsumerIfIdle(): Promise<void> {

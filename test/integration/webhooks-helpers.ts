@@ -67,11 +67,16 @@ export async function waitFor<T>(read: () => T | Promise<T>, done: (value: T) =>
   const deadline = Date.now() + timeoutMs;
   let value = await read();
   while (!done(value)) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(value)?.slice(0, 2000)}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last value: ${describe(value)}`);
     await sleep(25);
     value = await read();
   }
   return value;
+}
+
+function describe(value: unknown): string {
+  const shown = value instanceof Set ? { size: value.size, values: [...value] } : value;
+  return JSON.stringify(shown)?.slice(0, 2000) ?? String(shown);
 }
 
 export function sleep(ms: number): Promise<void> {
