@@ -3,6 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import { OAuthProtocolError, OutriggerError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import { isRedisUnavailable } from '../store/redis-errors.js';
+import { afterUnreadBody } from './linger.js';
 
 /**
  * The single place where errors become HTTP answers: RESTHeart's error body shape
@@ -40,9 +41,16 @@ export function sendError(res: ServerResponse, error: unknown, log?: Logger, req
     return;
   }
   const body = error instanceof OAuthProtocolError ? JSON.stringify({ error: error.oauthError, error_description: message }) : errorBody(status, message);
+  // Too large or too slow: the client is cut off at once (a refusal of the body itself).
+  if (status === 413 || status === 408) writeError(res, status, headers, body);
+  else afterUnreadBody(res.req, () => writeError(res, status, headers, body));
+}
+
+function writeError(res: ServerResponse, status: number, headers: Record<string, string> | undefined, body: string): void {
+  if (res.destroyed || res.headersSent) return; // the client left while its body was read
   res.writeHead(status, {
-    // Refused before its body arrived: Node would keep the connection to read the rest, which a
-    // slow or hostile client could trickle forever.
+    // Still unread (past the linger bounds): Node would keep the connection to read the rest,
+    // which a slow or hostile client could trickle forever.
     ...(res.req && !res.req.complete ? { connection: 'close' } : undefined),
     ...headers,
     'content-type': 'application/json; charset=utf-8',

@@ -6,7 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOORS, uncovered, type Door } from './doors.js';
+import { LINGER_MS } from '../../src/http/linger.js';
 import { closePools, ROOT, send, startInputSystem, type Answer, type InputSystem } from './input-system.js';
+import { rawClient, readUntilClosed } from './support.js';
 
 const DEEP = 5000;
 const deepArray = '['.repeat(DEEP) + ']'.repeat(DEEP);
@@ -80,6 +82,38 @@ describe('every door answers bad input with a 4xx naming the problem', () => {
       expect4xx(door, answer, /application\/json|Content-Type/i);
       if (owns(door)) expect(answer.status).toBe(415);
     }
+  });
+
+  // Doors that take credentials (the open ones have smaller body limits). Found by the fuzz run:
+  // answered before the body was read, the connection was closed under the
+  // client's upload, and the client saw EPIPE instead of the 401 (a reset drops the answer).
+  it.each(bodyDoors.filter((d) => owns(d) && d.auth).map((d) => [d.name, d] as const))('refused before the body is read, mid-upload: %s', async (_name, door) => {
+    const body = `{"a":"${'x'.repeat(600 * 1024)}"}`;
+    for (let round = 0; round < 3; round++) {
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, () =>
+          send(sys.url, door.method, someId(door), { authorization: 'Basic !!!notbase64', 'content-type': 'application/json' }, body).catch((error: Error) => error),
+        ),
+      );
+      for (const answer of answers) {
+        expect(answer instanceof Error ? answer.message : null).toBeNull();
+        expect4xx(door, answer as Answer, /basic|credentials|authoriz/i);
+      }
+    }
+  });
+
+  it('a refused upload that trickles is answered and closed within the linger bound', async () => {
+    const socket = await rawClient(sys.url, 'POST /_admin/webhooks HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain\r\ncontent-length: 1000000\r\n\r\n', 'x');
+    const started = Date.now();
+    const timer = setInterval(() => socket.writable && socket.write('x'), 100);
+    const answer = await readUntilClosed(socket, LINGER_MS + 5000).finally(() => {
+      clearInterval(timer);
+      socket.destroy();
+    });
+    expect(answer.text).toMatch(/^HTTP\/1\.1 4\d\d /);
+    expect(answer.text).toMatch(/connection: close/i);
+    expect(answer.closed).toBe(true);
+    expect(Date.now() - started).toBeLessThan(LINGER_MS + 3000);
   });
 
   it('a GraphQL document nested thousands deep is refused before graphql-js parses it', async () => {

@@ -4,6 +4,7 @@
  * sends), so nothing generated can send a packet elsewhere.
  */
 import type { Door } from './doors.js';
+import { MAX_DOCUMENT_BODY_BYTES } from '../../src/input-limits/limits.js';
 
 export interface FuzzRequest {
   method: string;
@@ -319,5 +320,7 @@ export function fuzzRequest(r: Rng, door: Door, targetUrl: string): FuzzRequest 
   if (door.body === 'graphql' && headers['content-type'] === 'application/graphql') {
     return { method: door.method, path, headers, body: fuzzGraphql(r), kind: 'graphql-document' };
   }
-  return { method: door.method, path, headers, body: body.body, kind: kind || body.kind, ...(body.oversized ? { oversized: true } : {}) };
+  // Any body past the document limit (a deep document can be) may be refused and cut off unread.
+  const oversized = body.oversized || Buffer.byteLength(body.body) > MAX_DOCUMENT_BODY_BYTES;
+  return { method: door.method, path, headers, body: body.body, kind: kind || body.kind, ...(oversized ? { oversized: true } : {}) };
 }

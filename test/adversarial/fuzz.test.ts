@@ -33,7 +33,7 @@ interface DoorCounts {
   hangs: Array<{ kind: string; path: string }>;
   /** The server answered and closed before an oversized body was sent whole (allowed only for those). */
   closedOnOversized: number;
-  otherErrors: Array<{ kind: string; path: string; error: string }>;
+  otherErrors: Array<{ kind: string; path: string; error: string; request: string }>;
   kinds: Record<string, number>;
   /** Slowest answer, in ms, and what it was. */
   slowest: { ms: number; kind: string };
@@ -65,7 +65,10 @@ async function runDoor(sys: InputSystem, door: Door, seed: number): Promise<Door
         const message = (error as Error).message;
         if (/timeout|aborted/i.test(message) || (error as Error).name === 'TimeoutError') counts.hangs.push({ kind: req.kind, path: req.path.slice(0, 200) });
         else if (req.oversized && /closed|reset|EPIPE/i.test(message)) counts.closedOnOversized++;
-        else counts.otherErrors.push({ kind: req.kind, path: req.path.slice(0, 200), error: message });
+        else {
+          const bodyBytes = req.body === undefined ? 0 : Buffer.byteLength(req.body);
+          counts.otherErrors.push({ kind: req.kind, path: req.path.slice(0, 200), error: message, request: `${bodyBytes} body bytes, headers ${JSON.stringify(req.headers).slice(0, 300)}` });
+        }
       }
     }
   }
