@@ -244,8 +244,10 @@ export function WebhookForm({ webhook, onSaved }: { webhook: Webhook | null; onS
               onKeyDown=${(e: KeyboardEvent) => {
                 if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
                   const next = t === 'http' ? 'email' : 'http';
+                  // Both tabs are always rendered: focus moves now, not a frame after the
+                  // re-render, so a key pressed meanwhile already lands on the new tab.
+                  document.getElementById(`tab-${next}`)?.focus();
                   setS((o) => ({ ...o, type: next }));
-                  requestAnimationFrame(() => document.getElementById(`tab-${next}`)?.focus());
                 }
               }}>${t === 'http' ? 'HTTP' : 'Email'}</button>`,
           )}
