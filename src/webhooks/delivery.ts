@@ -79,7 +79,9 @@ type Outcome = Pick<AttemptResult, 'retryable' | 'retryAfterMs'> & {
 };
 
 interface PreparedHttpWebhook {
-  url: URL;
+  /** The target's origin and path with query, as undici takes them. */
+  origin: string;
+  path: string;
   /** The webhook's own headers over the defaults (the signing headers are added per attempt). */
   headers: Record<string, string>;
   /** The same, redacted, for the log entry. */
@@ -91,9 +93,13 @@ export class Deliverer {
   private mailer: nodemailer.Transporter | null = null;
   private readonly redact: ReturnType<typeof createHeaderRedactor>;
   private readonly preparedByDoc = new WeakMap<HttpWebhookDocument, PreparedHttpWebhook>();
+  /** `log.secretHeaders` names one of the signing headers (unusual): they are redacted one by one in logs. */
+  private readonly signingHeadersSecret: boolean;
 
   constructor(private readonly o: DelivererOptions) {
     this.redact = createHeaderRedactor(o.secretHeaders);
+    const probe = { 'webhook-id': 'x', 'webhook-timestamp': 'x', 'webhook-signature': 'x' };
+    this.signingHeadersSecret = Object.entries(this.redact(probe)).some(([name, value]) => value !== probe[name as keyof typeof probe]);
     this.dispatcher = createGuardedDispatcher({
       allowPrivateTargets: o.webhooks.allowPrivateTargets,
       lookup: o.lookup,
@@ -152,7 +158,8 @@ export class Deliverer {
         if (lower === 'content-type' || lower === 'user-agent') delete headers[lower];
         headers[name] = value;
       }
-      p = { url: new URL(webhook.url), headers, loggedHeaders: this.redact(headers) as Record<string, string> };
+      const url = new URL(webhook.url);
+      p = { origin: url.origin, path: `${url.pathname}${url.search}`, headers, loggedHeaders: this.redact(headers) as Record<string, string> };
       this.preparedByDoc.set(webhook, p);
     }
     return p;
@@ -192,16 +199,18 @@ export class Deliverer {
     const outgoingRequest: OutgoingRequestSection = {
       method: 'POST',
       url: webhook.url,
-      headers: { ...prepared.loggedHeaders, ...(this.redact(signing as unknown as Record<string, string>) as Record<string, string>) },
+      headers: {
+        ...prepared.loggedHeaders,
+        ...(this.signingHeadersSecret ? (this.redact(signing as unknown as Record<string, string>) as Record<string, string>) : signing),
+      },
       body,
     };
     if (parts) notePayloadParts(outgoingRequest, parts);
     const base = { transformation, outgoingRequest };
 
-    const url = prepared.url;
     const timeoutMs = webhook.timeout_ms;
     const limit = this.o.webhooks.captureBodyBytes;
-    const res = await postOnce(this.dispatcher, { origin: url.origin, path: `${url.pathname}${url.search}`, headers, body, timeoutMs, limit });
+    const res = await postOnce(this.dispatcher, { origin: prepared.origin, path: prepared.path, headers, body, timeoutMs, limit });
     if (!res.ok) return { ...base, ...this.networkFailure(res.error, res.timedOut, timeoutMs) };
     const bodyError =
       res.bodyError === 'timeout'

@@ -79,12 +79,19 @@ export function newLogId(now = Date.now()): string {
   return `${now.toString(36).padStart(9, '0')}-${PROCESS_TAG}${logCounter.toString(16).padStart(8, '0')}`;
 }
 
-/** One section object per event: every delivery of the event shares it, and its JSON (below). */
-const sections = new WeakMap<CapturedEvent, IncomingRequestSection>();
-const sectionTexts = new WeakMap<IncomingRequestSection, string>();
+/**
+ * One section object per event: every delivery of the event shares it, and its JSON (below).
+ * Both are kept on the objects under non-enumerable symbols (which JSON, spreads and
+ * comparisons leave out), not in WeakMaps: a worker made several entries per delivery, and
+ * every WeakMap entry is an ephemeron the GC has to trace.
+ */
+const SECTION = Symbol('incomingRequestSection');
+const SECTION_TEXT = Symbol('incomingRequestText');
+type WithSection = CapturedEvent & { [SECTION]?: IncomingRequestSection };
+type WithText = IncomingRequestSection & { [SECTION_TEXT]?: string };
 
 export function incomingRequestSection(event: CapturedEvent): IncomingRequestSection {
-  const cached = sections.get(event);
+  const cached = (event as WithSection)[SECTION];
   if (cached) return cached;
   const { request } = event;
   const section: IncomingRequestSection = {
@@ -96,16 +103,16 @@ export function incomingRequestSection(event: CapturedEvent): IncomingRequestSec
     ...(request.bodyTruncated ? { bodyTruncated: true as const } : {}),
     ...(request.bodyTooDeep ? { bodyTooDeep: true as const } : {}),
   };
-  sections.set(event, section);
+  Object.defineProperty(event, SECTION, { value: section });
   return section;
 }
 
 /** The section as JSON, serialized once per event however many payloads and log entries embed it. */
 export function incomingRequestText(section: IncomingRequestSection): string {
-  let text = sectionTexts.get(section);
+  let text = (section as WithText)[SECTION_TEXT];
   if (text === undefined) {
     text = JSON.stringify(section);
-    sectionTexts.set(section, text);
+    Object.defineProperty(section, SECTION_TEXT, { value: text });
   }
   return text;
 }

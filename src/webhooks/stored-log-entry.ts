@@ -22,12 +22,13 @@ export interface PayloadParts {
   readonly tail: string;
 }
 
-/** Outgoing sections whose body is a default payload, with that payload's parts. */
-const payloads = new WeakMap<OutgoingRequestSection, PayloadParts>();
+/** On an outgoing section whose body is a default payload: that payload's parts (a non-enumerable symbol, so JSON and copies leave it out). */
+const PAYLOAD_PARTS = Symbol('payloadParts');
+type WithParts = OutgoingRequestSection & { [PAYLOAD_PARTS]?: PayloadParts };
 
 /** Marks `outgoing.body` as the default payload built from `parts` (so it is stored without repeating the request). */
 export function notePayloadParts(outgoing: OutgoingRequestSection, parts: PayloadParts): void {
-  payloads.set(outgoing, parts);
+  Object.defineProperty(outgoing, PAYLOAD_PARTS, { value: parts });
 }
 
 /**
@@ -60,14 +61,12 @@ function detailText(detail: WebhookLogEntry['detail']): string {
 }
 
 function outgoingText(outgoing: OutgoingRequestSection, incoming: IncomingRequestSection): string | undefined {
-  const parts = payloads.get(outgoing);
+  const parts = (outgoing as WithParts)[PAYLOAD_PARTS];
   // Only when the body is still the payload of this entry's own request section (nobody replaced either).
   if (!parts || parts.section !== incoming || outgoing.body.length !== parts.head.length + incomingRequestText(incoming).length + parts.tail.length) {
     return JSON.stringify(outgoing);
   }
-  const { body, ...rest } = outgoing;
-  void body;
-  const text = JSON.stringify(rest);
+  const text = JSON.stringify({ method: outgoing.method, url: outgoing.url, headers: outgoing.headers });
   // `{...}` of at least method, url and headers: the payload goes last, before the closing brace.
   return `${text.slice(0, -1)},"payload":${parts.head}0${parts.tail}}`;
 }

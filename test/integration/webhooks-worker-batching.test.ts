@@ -73,4 +73,38 @@ describe('webhooks: the worker batches its Redis writes', () => {
     expect(logs.filter((e) => e.status === 'success')).toHaveLength(events);
     expect(((await redis.client.xpending(keys.events, keys.eventsGroup)) as [number])[0]).toBe(0);
   }, 60_000);
+
+  it('an event with one delivery commits its log entry and acknowledgement together, without a marker; one with two marks each delivery', async () => {
+    for (const id of ['solo', 'pair-a', 'pair-b']) {
+      const path = id === 'solo' ? '/shop/solo' : '/shop/pair';
+      const res = await call(proxy.url, '/_admin/webhooks', { method: 'POST', body: { _id: id, name: id, type: 'http', condition: `path('${path}')`, url: `${target.url}/${id}` } });
+      expect(res.status).toBe(201);
+    }
+    await untilKnown([proxy], 'solo');
+    await untilKnown([proxy], 'pair-b');
+    const { keys } = proxy.context;
+    // A request no webhook matches takes every webhook's `skipped` entry for the next 10 s, so
+    // the two events below carry deliveries only.
+    await call(proxy.url, '/shop/none');
+    await call(proxy.url, '/shop/solo', { method: 'POST', body: { n: 1 } });
+    await call(proxy.url, '/shop/pair', { method: 'POST', body: { n: 2 } });
+    await waitFor(() => redis.client.xlen(keys.events), (n) => n === 3, 10_000, 'the three events in the stream');
+
+    const worker = webhooksOf(proxy).internals.createWorker({ consumerName: 'markers' });
+    worker.start();
+    try {
+      await waitFor(() => redis.client.xlen(keys.events), (n) => n === 0, 10_000, 'the events to be acknowledged');
+    } finally {
+      await worker.stop();
+    }
+    expect(target.on('/solo')).toHaveLength(1);
+    expect(target.on('/pair-a')).toHaveLength(1);
+    expect(target.on('/pair-b')).toHaveLength(1);
+    const markers = await redis.client.keys(keys.deliveryDone('*', '*'));
+    expect(markers.map((k) => k.split(':').at(-1)).sort()).toEqual(['pair-a', 'pair-b']);
+    for (const id of ['solo', 'pair-a', 'pair-b']) {
+      const logs = (await call(proxy.url, `/_admin/webhooks/${id}/logs`)).json as Array<{ status: string }>;
+      expect(logs.map((e) => e.status).sort()).toEqual(['skipped', 'success']);
+    }
+  }, 30_000);
 });
