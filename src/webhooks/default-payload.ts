@@ -43,21 +43,48 @@ export function buildDefaultPayload(event: CapturedEvent, webhook: WebhookRef): 
   };
 }
 
-const REQUEST_SLOT = ',"request":0,"response":';
+/** What every webhook's payload of one event shares, as JSON text (kept on the event under a non-enumerable symbol). */
+interface EventPayloadTexts {
+  /** `{"id":…,"timestamp":…,"service":{…},"webhook":` */
+  head: string;
+  /** `,"response":{…}}` */
+  tail: string;
+}
+const EVENT_TEXTS = Symbol('defaultPayloadTexts');
+type WithTexts = CapturedEvent & { [EVENT_TEXTS]?: EventPayloadTexts };
+
+function eventPayloadTexts(event: CapturedEvent): EventPayloadTexts {
+  const cached = (event as WithTexts)[EVENT_TEXTS];
+  if (cached) return cached;
+  const { response } = event;
+  const texts = {
+    head: `{"id":${JSON.stringify(event.id)},"timestamp":${JSON.stringify(new Date(event.timestamp).toISOString())},"service":${JSON.stringify({ id: event.serviceId })},"webhook":`,
+    tail: `,"response":${JSON.stringify({
+      statusCode: response.statusCode,
+      headers: response.headers,
+      body: response.body === undefined ? null : response.body,
+      ...(response.bodyTruncated ? { bodyTruncated: true as const } : {}),
+    })}}`,
+  };
+  Object.defineProperty(event, EVENT_TEXTS, { value: texts });
+  return texts;
+}
 
 /**
  * The payload's JSON around its request section, which is serialized once per event
  * (`incomingRequestText`): the body is `head + requestJson + tail`, and a log entry stores the
- * payload without repeating the section (stored-log-entry.ts).
+ * payload without repeating the section (stored-log-entry.ts). Built member by member, in
+ * `buildDefaultPayload`'s order, so the text is exactly `JSON.stringify(buildDefaultPayload(...))`;
+ * only the webhook member differs between the webhooks of one event, so the rest is serialized
+ * once per event.
  */
 export function defaultPayloadParts(event: CapturedEvent, webhook: WebhookRef): PayloadParts {
-  const payload = buildDefaultPayload(event, webhook);
-  const text = JSON.stringify({ ...payload, request: 0 });
-  // The slot's text cannot occur inside a JSON string (quotes are escaped there), and the members before it hold only strings.
-  const at = text.indexOf(REQUEST_SLOT);
-  if (at < 0) throw new Error('the default payload has no request slot');
-  const from = at + ',"request":'.length;
-  return { section: payload.request, head: text.slice(0, from), tail: text.slice(from + 1) };
+  const texts = eventPayloadTexts(event);
+  return {
+    section: incomingRequestSection(event),
+    head: `${texts.head}${JSON.stringify({ id: webhook.id, name: webhook.name })},"request":`,
+    tail: texts.tail,
+  };
 }
 
 /** The exact bytes to send (and sign): `JSON.stringify(buildDefaultPayload(...))`, the request part from the per-event cache. */

@@ -24,66 +24,93 @@ export type PostResult =
 
 class EnoughRead extends Error {}
 
+/**
+ * One attempt's state and undici's handler in one object (its methods are the callbacks), so a
+ * POST allocates this, a timer and a promise rather than a closure per callback.
+ */
+class PostAttempt implements Dispatcher.DispatchHandler {
+  private settled = false;
+  private timedOut = false;
+  private controller: Dispatcher.DispatchController | null = null;
+  private statusCode = 0;
+  private headers: IncomingHttpHeaders | null = null;
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+  private total = 0;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly r: PostRequest,
+    private readonly resolve: (result: PostResult) => void,
+  ) {
+    this.timer = setTimeout(() => this.timeout(), r.timeoutMs);
+  }
+
+  private finish(result: PostResult): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.resolve(result);
+  }
+
+  private answered(bodyError: 'timeout' | 'broken' | null): void {
+    if (this.settled) return;
+    this.finish({ ok: true, statusCode: this.statusCode, headers: this.headers!, kept: Buffer.concat(this.chunks, this.kept), total: this.total, bodyError });
+  }
+
+  private timeout(): void {
+    this.timedOut = true;
+    const error = Object.assign(new Error(`timed out after ${this.r.timeoutMs} ms`), { code: 'UND_ERR_ABORTED' });
+    if (this.headers) this.answered('timeout');
+    else this.finish({ ok: false, error, timedOut: true });
+    this.controller?.abort(error);
+  }
+
+  failed(error: unknown): void {
+    this.finish({ ok: false, error, timedOut: false });
+  }
+
+  onRequestStart(c: Dispatcher.DispatchController): void {
+    this.controller = c;
+    if (this.settled) c.abort(new Error('the attempt already timed out'));
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, code: number, responseHeaders: IncomingHttpHeaders): void {
+    this.statusCode = code;
+    this.headers = responseHeaders;
+  }
+
+  onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
+    const limit = this.r.limit;
+    this.total += chunk.length;
+    if (this.kept < limit) {
+      const piece = chunk.length <= limit - this.kept ? chunk : chunk.subarray(0, limit - this.kept);
+      this.chunks.push(piece);
+      this.kept += piece.length;
+    }
+    if (this.kept >= limit && this.total > limit) {
+      this.answered(null); // enough to show; the rest is not read
+      c.abort(new EnoughRead());
+    }
+  }
+
+  onResponseEnd(): void {
+    this.answered(null);
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
+    if (this.headers) this.answered(this.timedOut ? 'timeout' : 'broken');
+    else this.finish({ ok: false, error, timedOut: this.timedOut });
+  }
+}
+
 export function postOnce(dispatcher: Dispatcher, r: PostRequest): Promise<PostResult> {
   return new Promise((resolve) => {
-    let settled = false;
-    let timedOut = false;
-    let controller: Dispatcher.DispatchController | null = null;
-    let statusCode = 0;
-    let headers: IncomingHttpHeaders | null = null;
-    const chunks: Buffer[] = [];
-    let kept = 0;
-    let total = 0;
-    const finish = (result: PostResult) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve(result);
-    };
-    const answered = (bodyError: 'timeout' | 'broken' | null) =>
-      finish({ ok: true, statusCode, headers: headers!, kept: Buffer.concat(chunks, kept), total, bodyError });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      const error = Object.assign(new Error(`timed out after ${r.timeoutMs} ms`), { code: 'UND_ERR_ABORTED' });
-      if (headers) answered('timeout');
-      else finish({ ok: false, error, timedOut: true });
-      controller?.abort(error);
-    }, r.timeoutMs);
+    const attempt = new PostAttempt(r, resolve);
     try {
-      dispatcher.dispatch(
-        { origin: r.origin, path: r.path, method: 'POST', headers: r.headers, body: r.body, headersTimeout: r.timeoutMs, bodyTimeout: r.timeoutMs },
-        {
-          onRequestStart(c) {
-            controller = c;
-            if (settled) c.abort(new Error('the attempt already timed out'));
-          },
-          onResponseStart(_c, code, responseHeaders) {
-            statusCode = code;
-            headers = responseHeaders;
-          },
-          onResponseData(c, chunk) {
-            total += chunk.length;
-            if (kept < r.limit) {
-              const piece = chunk.length <= r.limit - kept ? chunk : chunk.subarray(0, r.limit - kept);
-              chunks.push(piece);
-              kept += piece.length;
-            }
-            if (kept >= r.limit && total > r.limit) {
-              answered(null); // enough to show; the rest is not read
-              c.abort(new EnoughRead());
-            }
-          },
-          onResponseEnd() {
-            answered(null);
-          },
-          onResponseError(_c, error) {
-            if (headers) answered(timedOut ? 'timeout' : 'broken');
-            else finish({ ok: false, error, timedOut });
-          },
-        },
-      );
+      dispatcher.dispatch({ origin: r.origin, path: r.path, method: 'POST', headers: r.headers, body: r.body, headersTimeout: r.timeoutMs, bodyTimeout: r.timeoutMs }, attempt);
     } catch (error) {
-      finish({ ok: false, error, timedOut: false });
+      attempt.failed(error);
     }
   });
 }
