@@ -19,11 +19,10 @@ import { captureBody, queryObject, type CapturedBody, type CapturedEvent } from 
 import type { EventProducer } from './event-producer.js';
 import { REDACTED, createHeaderRedactor, removeIssuedKey } from './redaction.js';
 import {
-  META_FIELD,
-  REQUEST_BODY_FIELD,
-  RESPONSE_BODY_FIELD,
+  ENTRY_FIELD,
   capturedBodyRef,
   encodeCapturedEvent,
+  encodeEntry,
   type RecordedRequest,
   type SkippedWebhook,
   type StreamBody,
@@ -150,27 +149,27 @@ export class WebhookObserver implements RequestObserver {
   }
 
   /**
-   * A version 2 stream entry (stream-record.ts) without decoding or parsing a body: headers are
+   * A version 3 stream entry (stream-record.ts) without decoding or parsing a body: headers are
    * redacted here (secrets never reach Redis), bodies travel as their captured bytes unless a
    * secret must be taken out of them first, which only a few routes need.
    */
   private streamFields(observed: ObservedWebhookRequest, scope: RequestScope, now: number, matched: string[], skipped: SkippedWebhook[]): StreamFields {
     const reqHeaders = scope.req.headers;
     const responseHeaders = (observed.responseHeaders ?? {}) as Record<string, string | string[] | number | undefined>;
-    const fields: StreamFields = [META_FIELD, ''];
+    const bodies: Buffer[] = [];
     let qb: StreamBody | undefined;
     let rb: StreamBody | undefined;
     const special = scope.routeKind === 'oauth' || (scope.method === 'POST' && (scope.path === this.o.keysPath || scope.path === `${this.o.keysPath}/`));
     if (special) {
-      const bodies = this.capturedBodies(observed, scope);
-      if (bodies.request.body !== null || bodies.request.truncated) qb = capturedBodyRef(bodies.request.body, bodies.request.truncated);
-      if (bodies.response.body !== null || bodies.response.truncated) rb = capturedBodyRef(bodies.response.body, bodies.response.truncated);
+      const captured = this.capturedBodies(observed, scope);
+      if (captured.request.body !== null || captured.request.truncated) qb = capturedBodyRef(captured.request.body, captured.request.truncated);
+      if (captured.response.body !== null || captured.response.truncated) rb = capturedBodyRef(captured.response.body, captured.response.truncated);
     } else {
-      qb = this.rawBody(observed.request, reqHeaders['content-type'], reqHeaders['content-encoding'], REQUEST_BODY_FIELD, fields);
-      rb = this.rawBody(observed.response, responseHeaders['content-type'], responseHeaders['content-encoding'], RESPONSE_BODY_FIELD, fields);
+      qb = this.rawBody(observed.request, reqHeaders['content-type'], reqHeaders['content-encoding'], bodies);
+      rb = this.rawBody(observed.response, responseHeaders['content-type'], responseHeaders['content-encoding'], bodies);
     }
     const meta: StreamMeta = {
-      v: 2,
+      v: 3,
       id: newEventId(now),
       t: now,
       s: this.o.serviceId,
@@ -185,17 +184,15 @@ export class WebhookObserver implements RequestObserver {
       ma: matched,
       sk: skipped.length > 0 ? skipped : undefined,
     };
-    fields[1] = JSON.stringify(meta);
-    return fields;
+    return [ENTRY_FIELD, encodeEntry(JSON.stringify(meta), bodies)];
   }
 
-  /** A body for the stream: its bytes as an extra field, or (compressed, or a redacted content header) captured here. */
+  /** A body for the stream: its bytes appended to `bodies`, or (compressed, or a redacted content header) captured here. */
   private rawBody(
     tap: BodyTap,
     contentTypeHeader: string | string[] | number | undefined,
     contentEncodingHeader: string | string[] | number | undefined,
-    field: string,
-    fields: StreamFields,
+    bodies: Buffer[],
   ): StreamBody | undefined {
     if (tap.total === 0) return undefined;
     const contentType = firstValue(contentTypeHeader);
@@ -206,9 +203,8 @@ export class WebhookObserver implements RequestObserver {
       return captured.body === null && !captured.truncated ? undefined : capturedBodyRef(captured.body, captured.truncated);
     }
     const bytes = tap.bytes();
-    // A copy: a chunk may be a view into a larger socket buffer, which a queued event must not pin.
-    if (bytes.length > 0) fields.push(field, tap.chunkCount === 1 ? Buffer.from(bytes) : bytes);
-    return contentType === undefined ? { n: tap.total } : { n: tap.total, ct: contentType };
+    bodies.push(bytes);
+    return contentType === undefined ? { n: tap.total, k: bytes.length } : { n: tap.total, ct: contentType, k: bytes.length };
   }
 
   private capturedBodies(observed: ObservedWebhookRequest, scope: RequestScope): { request: CapturedBodyResult; response: CapturedBodyResult } {
@@ -305,10 +301,6 @@ export class BodyTap {
   private readonly chunks: Buffer[] = [];
   private kept = 0;
   total = 0;
-
-  get chunkCount(): number {
-    return this.chunks.length;
-  }
 
   constructor(private readonly cap: number) {}
 

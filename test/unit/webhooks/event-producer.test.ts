@@ -71,6 +71,30 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     expect(errors).toEqual([]);
   });
 
+  it('writes one-value entries (what the observer queues) with one argument each, in order, bytes intact', async () => {
+    const p = producer();
+    p.offer({ stream: ['e', Buffer.from('{}\n')] }); // loads the script (NOSCRIPT, then EVAL)
+    await drained(p);
+    await redis.client.del(KEYS.events);
+    await redis.client.config('RESETSTAT');
+    const value = (i: number) => Buffer.concat([Buffer.from(`{"i":${i}}\n`), Buffer.from([0xff, 0x00, 0x0a])]);
+    for (let i = 0; i < 20; i++) p.offer({ stream: ['e', value(i)] });
+    await drained(p);
+    const entries = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
+    expect(entries.map(([, f]) => f)).toEqual(Array.from({ length: 20 }, (_, i) => [Buffer.from('e'), value(i)]));
+    expect(await calls('xadd')).toBe(20);
+    expect(await calls('evalsha')).toBe(1);
+
+    // A batch mixing shapes takes the general script: still one entry per event, in order.
+    await redis.client.script('FLUSH');
+    p.offer({ stream: ['e', value(20)] });
+    p.offer({ stream: ['m', '{"i":21}'] });
+    await drained(p);
+    const tail = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
+    expect(tail.slice(20).map(([, f]) => f.map(String))).toEqual([['e', String(value(20))], ['m', '{"i":21}']]);
+    expect(errors).toEqual([]);
+  });
+
   it('lingers while events arrive densely, and writes a lone event at once', async () => {
     const p = producer({ lingerMs: 1000 });
     const started = Date.now();

@@ -7,7 +7,7 @@ import type { EventProducer, QueuedEvent } from '../../../src/webhooks/event-pro
 import { captureBody, queryObject, type CapturedEvent } from '../../../src/webhooks/event.js';
 import { WebhookObserver, type CompiledWebhook } from '../../../src/webhooks/observer.js';
 import { createHeaderRedactor, removeIssuedKey } from '../../../src/webhooks/redaction.js';
-import { decodeStreamRecord, encodeCapturedEvent, encodeStreamRecord, type RecordedRequest, type StreamFields } from '../../../src/webhooks/stream-record.js';
+import { decodeStreamRecord, encodeCapturedEvent, encodeEntry, encodeStreamRecord, type RecordedRequest, type StreamFields } from '../../../src/webhooks/stream-record.js';
 import { sampleEvent } from './fixtures.js';
 
 const CAP = 16;
@@ -116,7 +116,7 @@ const CASES: Array<[string, Exchange]> = [
   ['OAuth bodies', { path: '/token', routeKind: 'oauth', requestChunks: [Buffer.from('password=p')], responseChunks: [json({ access_token: 'rig_y' })] }],
 ];
 
-describe('stream entries (version 2): the proxy writes bytes, the worker captures them', () => {
+describe('stream entries (version 3): the proxy writes bytes, the worker captures them', () => {
   for (const [name, exchange] of CASES) {
     it(`gives the worker the event the proxy used to capture: ${name}`, () => {
       const { run } = harness();
@@ -206,5 +206,38 @@ describe('stream entries (version 2): the proxy writes bytes, the worker capture
     expect(decodeStreamRecord(['m', '{"v":3}'])).toBeNull();
     expect(decodeStreamRecord(['m', 'not json'])).toBeNull();
     expect(decodeStreamRecord(['q', 'body only'])).toBeNull();
+  });
+
+  it('writes one field per entry and still reads version 2 entries (raw bodies in their own fields)', () => {
+    const { run } = harness();
+    const exchange = CASES[0]![1];
+    const fields = run(exchange)!.stream!;
+    expect(fields.length).toBe(2);
+    expect(fields[0]).toBe('e');
+    const v3 = decodeStreamRecord(fields)!;
+    // The same event as version 2 fields: `m` (v 2, no `k`), then the bodies in `q` and `r`.
+    const value = fields[1] as Buffer;
+    const end = value.indexOf(0x0a);
+    const meta = JSON.parse(value.toString('utf8', 0, end)) as { v: number; qb: { k?: number }; rb: { k?: number } };
+    const requestBytes = value.subarray(end + 1, end + 1 + meta.qb.k!);
+    const responseBytes = value.subarray(end + 1 + meta.qb.k!);
+    expect(responseBytes.length).toBe(meta.rb.k);
+    const v2 = { ...meta, v: 2, qb: { ...meta.qb, k: undefined }, rb: { ...meta.rb, k: undefined } };
+    expect(decodeStreamRecord(['m', JSON.stringify(v2), 'q', requestBytes, 'r', responseBytes])).toEqual(v3);
+    expect(decodeStreamRecord(['m', JSON.stringify(v2), 'r', responseBytes, 'q', requestBytes])).toEqual(v3);
+  });
+
+  it('reads a version 3 value: bodies split by their kept lengths, anything inconsistent is not ours', () => {
+    const meta = { v: 3, id: 'evt_1', t: 1, s: 'svc', m: 'POST', p: '/x', q: 'a=1', qh: {}, qb: { n: 5, ct: 'text/plain', k: 3 }, sc: 200, rh: {}, rb: { n: 2, k: 2 }, ma: ['w'] };
+    const record = decodeStreamRecord(['e', encodeEntry(JSON.stringify(meta), [Buffer.from('ab\n'), Buffer.from([0xff, 0x0a])])])!;
+    expect(record.event.request).toMatchObject({ query: { a: '1' }, body: 'ab\n', bodyTruncated: true });
+    expect(record.event.response.bodyTruncated).toBe(false);
+    expect(record.event.response.body).toEqual(captureBody(Buffer.from([0xff, 0x0a]), { limit: 2, totalBytes: 2 }).body);
+    const without = { ...meta, qb: undefined, rb: undefined };
+    expect(decodeStreamRecord(['e', encodeEntry(JSON.stringify(without), [])])!.event.request.body).toBeNull();
+    expect(decodeStreamRecord(['e', encodeEntry(JSON.stringify({ ...meta, rb: { n: 9, k: 9 } }), [Buffer.from('abc'), Buffer.from('de')])])).toBeNull();
+    expect(decodeStreamRecord(['e', encodeEntry(JSON.stringify({ ...meta, v: 2 }), [Buffer.from('abc'), Buffer.from('de')])])).toBeNull();
+    expect(decodeStreamRecord(['e', Buffer.from(JSON.stringify(meta))])).toBeNull();
+    expect(decodeStreamRecord(['e', 'not json\n'])).toBeNull();
   });
 });
