@@ -39,6 +39,47 @@ export function createHeaderRedactor(extraSecretHeaders: readonly string[] = [])
   };
 }
 
+/**
+ * `JSON.stringify(createHeaderRedactor(extra)(headers))`, built as text: the tee writes it twice
+ * for every teed request, and skipping the redacted copy and the serialisation of it cost about
+ * a µs less per event. Names that are not plain lower-case tokens (to be merged, or escaped)
+ * take the general path.
+ */
+export function createHeaderJsonRedactor(extraSecretHeaders: readonly string[] = []): (headers: HeaderInput) => string {
+  const secret = new Set([...ALWAYS_REDACTED_HEADERS, ...extraSecretHeaders.map((h) => h.trim().toLowerCase())]);
+  const redact = createHeaderRedactor(extraSecretHeaders);
+  return (headers) => {
+    let out = '';
+    for (const name in headers) {
+      if (!Object.prototype.hasOwnProperty.call(headers, name)) continue;
+      const value = headers[name];
+      if (value === undefined || value === null) continue;
+      if (!PLAIN_NAME.test(name) || name === '__proto__') return JSON.stringify(redact(headers));
+      out += `${out === '' ? '{"' : ',"'}${name}":${secret.has(name) ? REDACTED_JSON : jsonValue(value)}`;
+    }
+    return out === '' ? '{}' : `${out}}`;
+  };
+}
+
+/** Lower-case token characters: nothing to fold, nothing JSON escapes. */
+const PLAIN_NAME = /^[a-z0-9!#$%&'*+.^_`|~-]+$/;
+const REDACTED_JSON = JSON.stringify(REDACTED);
+
+function jsonValue(value: string | string[] | number): string {
+  if (typeof value === 'string') return jsonString(value);
+  if (Array.isArray(value)) return `[${value.map((v) => jsonString(String(v))).join(',')}]`;
+  return jsonString(String(value));
+}
+
+/** What JSON.stringify escapes: quotes, backslashes, control characters, lone surrogates (any surrogate, to be simple). */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what JSON escapes
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** `JSON.stringify(text)`, without its work for the usual text that needs no escaping. */
+export function jsonString(text: string): string {
+  return NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
+}
+
 /** One-off form of `createHeaderRedactor(extra)(headers)`. */
 export function redactHeaders(headers: HeaderInput, extraSecretHeaders: readonly string[] = []): CapturedHeaders {
   return createHeaderRedactor(extraSecretHeaders)(headers);

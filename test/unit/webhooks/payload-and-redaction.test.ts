@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildDefaultPayload, serializeDefaultPayload } from '../../../src/webhooks/default-payload.js';
 import { captureBody } from '../../../src/webhooks/event.js';
-import { createHeaderRedactor, redactHeaders, removeIssuedKey } from '../../../src/webhooks/redaction.js';
+import { createHeaderJsonRedactor, createHeaderRedactor, jsonString, redactHeaders, removeIssuedKey } from '../../../src/webhooks/redaction.js';
 import { sampleEvent } from './fixtures.js';
 
 describe('buildDefaultPayload', () => {
@@ -72,6 +72,31 @@ describe('redactHeaders', () => {
   it('redacts every spelling of a secret header and merges spellings of others', () => {
     const redact = createHeaderRedactor(['X-Secret ']);
     expect(redact({ 'x-secret': 'a', 'X-SECRET': 'b', 'X-Dup': 'a', 'x-dup': 'b' })).toEqual({ 'x-secret': '[redacted]', 'x-dup': ['a', 'b'] });
+  });
+});
+
+describe('createHeaderJsonRedactor', () => {
+  it('writes exactly JSON.stringify of what createHeaderRedactor gives', () => {
+    const toJson = createHeaderJsonRedactor(['X-Api-Secret']);
+    const redact = createHeaderRedactor(['X-Api-Secret']);
+    const withProto = JSON.parse('{"__proto__": "p", "a": "1"}') as Record<string, string>;
+    const sets: Array<Record<string, string | string[] | number | undefined | null>> = [
+      {},
+      { host: 'h:1', authorization: 'Bearer rig_secret', 'x-api-secret': 's', cookie: 'c=1', 'set-cookie': ['a=1', 'b=2'] },
+      { 'content-length': 12, 'x-list': ['a', 'b"c'], 'x-none': undefined, 'x-null': null, 'x-empty': '' },
+      { 'x-quote': 'say "hi" \\ there', 'x-control': 'a\u0001b\tc', 'x-latin': 'caf\u00e9', 'x-emoji': '\ud83d\ude00', 'x-lone': '\ud800' },
+      { 'Content-Type': 'text/plain', 'content-type': 'x', Authorization: 'secret' },
+      { '123': 'numeric name first', b: '2', "x-odd!#$%&'*+.^_`|~": 'token characters' },
+      { 'x"quote': 'a name to escape' },
+      withProto,
+    ];
+    for (const headers of sets) {
+      const text = toJson(headers);
+      expect(text).toBe(JSON.stringify(redact(headers)));
+      expect(JSON.parse(text)).toEqual(redact(headers));
+      expect(text).not.toContain('rig_secret');
+    }
+    for (const text of ['', 'plain', 'a"b', 'a\\b', '\n', '\u007f', '\u2028', 'é', '\udfff']) expect(jsonString(text)).toBe(JSON.stringify(text));
   });
 });
 
