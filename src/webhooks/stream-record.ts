@@ -77,9 +77,9 @@ export const ENTRY_FIELD = 'e';
 const NEWLINE = 0x0a;
 
 /**
- * A body in a version 2 entry: absent when there was none; `{n, ct}` when its bytes are in the
- * entry's body field (`n`: the body's full length, `ct`: its Content-Type); `{b, tr}` when it
- * was captured by the proxy.
+ * A body in a version 2 or 3 entry: absent when there was none; `{n, ct}` when its bytes are in
+ * the entry's body field (`n`: the body's full length, `ct`: its Content-Type; version 3 adds
+ * `k`, how many bytes of it the value holds); `{b, tr}` when it was captured by the proxy.
  */
 export type StreamBody = { n: number; ct?: string; k?: number } | { b: CapturedBody; tr?: 1 };
 
@@ -205,7 +205,7 @@ function decodeVersion3(value: string | Buffer): StreamRecord | null {
   if (!parsed || parsed.v !== 3) return null;
   let offset = end + 1;
   const kept = (ref: StreamBody | undefined): Buffer | undefined | null => {
-    if (!ref || !('n' in ref)) return undefined;
+    if (!ref || typeof ref !== 'object' || !('n' in ref)) return undefined;
     const k = ref.k ?? 0;
     if (!Number.isSafeInteger(k) || k < 0 || offset + k > entry.length) return null;
     offset += k;
