@@ -162,6 +162,27 @@ export function capturedBodyRef(body: CapturedBody, truncated: boolean): StreamB
   return truncated ? { b: body, tr: 1 } : { b: body };
 }
 
+/** The newest entry version this code reads. */
+export const STREAM_VERSION = 3;
+
+/**
+ * True when an entry that `decodeStreamRecord` did not read is a proxy's, of a version newer
+ * than this code knows (a rolling upgrade that reached a proxy before this worker). Such an
+ * entry is left pending for a worker that reads it, not acknowledged as not ours.
+ */
+export function isNewerEntry(fields: ReadonlyArray<string | Buffer> | null | undefined): boolean {
+  if (!fields) return false;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = String(fields[i]);
+    if (name !== ENTRY_FIELD && name !== META_FIELD) continue;
+    const value = fields[i + 1]!;
+    const text = typeof value === 'string' ? value : value.toString('utf8', 0, Math.min(value.length, 64));
+    const version = /^\{"v":(\d+)[,}]/.exec(text)?.[1];
+    return version !== undefined && Number(version) > STREAM_VERSION;
+  }
+  return false;
+}
+
 /**
  * Null for anything that is not a record of ours (a hand-written entry, a trimmed one). Values
  * may be Buffers (the worker reads entries as bytes, so a binary body reaches `captureBody`

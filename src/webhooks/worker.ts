@@ -49,7 +49,7 @@ import { skippedLogEntry } from './log-entry.js';
 import type { WebhookLogStore } from './log-store.js';
 import { nextRetryDelayMs, parseRetryDelay } from './retry-policy.js';
 import { GroupCommit, WorkerKilled, type CommitPart } from './group-commit.js';
-import { decodeStreamRecord, type SkippedWebhook, type StreamRecord } from './stream-record.js';
+import { decodeStreamRecord, isNewerEntry, type SkippedWebhook, type StreamRecord } from './stream-record.js';
 import type { WebhookDocument } from './webhook-document.js';
 import { SKIPPED_LOG_INTERVAL_MS } from './observer.js';
 import { backoffMs } from '../util/backoff.js';
@@ -166,6 +166,9 @@ export class WebhookWorker {
   private readonly random: () => number;
   private readonly commits: GroupCommit;
   private readonly schedules = new WeakMap<WebhookDocument, readonly number[]>();
+  /** Entries of a newer version, left pending (see `leftForNewer`). */
+  private readonly newerEntries = new Set<string>();
+  private newerWarnedAt = 0;
 
   constructor(private readonly o: WebhookWorkerOptions) {
     this.consumer = o.consumerName ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
@@ -302,9 +305,17 @@ export class WebhookWorker {
    * the whole batch, then each entry runs on its own.
    */
   private handleEntries(entries: StreamEntry[]): void {
-    const fresh = entries.filter(([id]) => !this.inflight.has(id));
+    const fresh: StreamEntry[] = [];
+    const records: Array<StreamRecord | null> = [];
+    for (const entry of entries) {
+      const [id, fields] = entry;
+      if (this.inflight.has(id) || this.newerEntries.has(id)) continue;
+      const record = decodeStreamRecord(fields);
+      if (record === null && this.leftForNewer(id, fields)) continue;
+      fresh.push(entry);
+      records.push(record);
+    }
     if (fresh.length === 0) return;
-    const records = fresh.map(([, fields]) => decodeStreamRecord(fields));
     const markerKeys: string[] = [];
     for (const record of records) if (record) for (const m of record.matched) markerKeys.push(this.o.keys.deliveryDone(record.event.id, m.id));
     const markers: Promise<Array<string | null>> = markerKeys.length > 0 ? this.o.redis.mget(markerKeys) : Promise.resolve([]);
@@ -328,6 +339,23 @@ export class WebhookWorker {
         });
       this.inflight.set(id, work);
     });
+  }
+
+  /**
+   * An entry (that did not decode) of a newer version than this worker reads (a proxy upgraded first) is left pending,
+   * not acknowledged as not ours: once idle `reclaimIdleMs`, a worker that reads it claims it.
+   * This worker does not count it as its own orphan, so it does not claim it back every sweep.
+   */
+  private leftForNewer(id: string, fields: Buffer[] | null): boolean {
+    if (!isNewerEntry(fields)) return false;
+    if (this.newerEntries.size >= 10_000) this.newerEntries.clear();
+    this.newerEntries.add(id);
+    const now = Date.now();
+    if (now - this.newerWarnedAt >= 10_000) {
+      this.newerWarnedAt = now;
+      this.o.logger.warn({ entry: id }, 'a webhook event was written by a newer Outrigger than this worker; it is left for an upgraded worker (upgrade the workers)');
+    }
+    return true;
   }
 
   /** Resolves once `need` event slots are free, or after `timeoutMs` (null: no limit). */
@@ -632,7 +660,7 @@ export class WebhookWorker {
       const summary = (await redis.call('XPENDING', keys.events, keys.eventsGroup)) as [number, unknown, unknown, Array<[string, string]> | null];
       const consumers = summary?.[3] ?? [];
       const own = consumers.find(([name]) => String(name) === this.consumer);
-      if (own && Number(own[1]) > this.inflight.size) await this.claimPendingOf(this.consumer);
+      if (own && Number(own[1]) > this.inflight.size + this.newerEntries.size) await this.claimPendingOf(this.consumer);
       const others = consumers.map(([name]) => String(name)).filter((name) => name !== this.consumer);
       if (others.length === 0) return;
       const alive = await redis.mget(others.map((name) => keys.webhookWorkerAlive(name)));
@@ -659,7 +687,7 @@ export class WebhookWorker {
     const free = this.concurrency - this.inflight.size;
     if (free <= 0) return -1;
     const pending = (await redis.call('XPENDING', keys.events, keys.eventsGroup, 'IDLE', DEAD_CLAIM_MIN_IDLE_MS, '-', '+', Math.min(free, 100), consumer)) as Array<[string]>;
-    const ids = pending.map(([id]) => String(id)).filter((id) => !this.inflight.has(id));
+    const ids = pending.map(([id]) => String(id)).filter((id) => !this.inflight.has(id) && !this.newerEntries.has(id));
     if (ids.length === 0) return 0;
     const reply = (await redis.callBuffer('XCLAIM', keys.events, keys.eventsGroup, this.consumer, DEAD_CLAIM_MIN_IDLE_MS, ...ids)) as RawStreamEntry[];
     const claimed: StreamEntry[] = [];

@@ -107,4 +107,30 @@ describe('webhooks: the worker batches its Redis writes', () => {
       expect(logs.map((e) => e.status).sort()).toEqual(['skipped', 'success']);
     }
   }, 30_000);
+
+  it('leaves an entry of a newer version pending for an upgraded worker, and acknowledges one that is not ours', async () => {
+    const { keys } = proxy.context;
+    await redis.client.del(keys.events);
+    await redis.client.xgroup('CREATE', keys.events, keys.eventsGroup, '0', 'MKSTREAM');
+    const newer = await redis.client.xadd(keys.events, '*', 'e', '{"v":4,"id":"evt_future","ma":["solo"]}\n');
+    const foreign = await redis.client.xadd(keys.events, '*', 'x', 'not an event');
+    const before = target.on('/solo').length;
+    await call(proxy.url, '/shop/solo', { method: 'POST', body: { n: 3 } });
+    await waitFor(() => redis.client.xlen(keys.events), (n) => n === 3, 10_000, 'the event behind the two hand-written entries');
+
+    const worker = webhooksOf(proxy).internals.createWorker({ consumerName: 'older' });
+    worker.start();
+    try {
+      await waitFor(() => redis.client.xlen(keys.events), (n) => n === 1, 10_000, 'the event and the foreign entry to be acknowledged');
+      await new Promise((r) => setTimeout(r, 2500)); // a sweep for orphans passes over the newer entry
+      const pending = (await redis.client.xpending(keys.events, keys.eventsGroup, '-', '+', 10)) as Array<[string, string, number, number]>;
+      expect(pending.map(([id]) => id)).toEqual([newer]);
+      expect(pending[0]![3]).toBe(1); // delivered to this worker once, not claimed back every sweep
+    } finally {
+      await worker.stop();
+    }
+    expect(target.on('/solo')).toHaveLength(before + 1);
+    expect((await redis.client.xrange(keys.events, '-', '+')).map(([id]) => id)).toEqual([newer]);
+    expect(foreign).toBeTruthy();
+  }, 30_000);
 });

@@ -7,7 +7,15 @@ import type { EventProducer, QueuedEvent } from '../../../src/webhooks/event-pro
 import { captureBody, queryObject, type CapturedEvent } from '../../../src/webhooks/event.js';
 import { WebhookObserver, type CompiledWebhook } from '../../../src/webhooks/observer.js';
 import { createHeaderRedactor, removeIssuedKey } from '../../../src/webhooks/redaction.js';
-import { decodeStreamRecord, encodeCapturedEvent, encodeEntry, encodeStreamRecord, type RecordedRequest, type StreamFields } from '../../../src/webhooks/stream-record.js';
+import {
+  decodeStreamRecord,
+  encodeCapturedEvent,
+  encodeEntry,
+  encodeStreamRecord,
+  isNewerEntry,
+  type RecordedRequest,
+  type StreamFields,
+} from '../../../src/webhooks/stream-record.js';
 import { sampleEvent } from './fixtures.js';
 
 const CAP = 16;
@@ -239,5 +247,15 @@ describe('stream entries (version 3): the proxy writes bytes, the worker capture
     expect(decodeStreamRecord(['e', encodeEntry(JSON.stringify({ ...meta, v: 2 }), [Buffer.from('abc'), Buffer.from('de')])])).toBeNull();
     expect(decodeStreamRecord(['e', Buffer.from(JSON.stringify(meta))])).toBeNull();
     expect(decodeStreamRecord(['e', 'not json\n'])).toBeNull();
+  });
+
+  it('tells an entry of a newer version (left for an upgraded worker) from one that is not ours', () => {
+    expect(isNewerEntry(['e', Buffer.from('{"v":4,"id":"evt_1"}\nbody')])).toBe(true);
+    expect(isNewerEntry(['m', '{"v":12}'])).toBe(true);
+    expect(isNewerEntry(['e', Buffer.from('{"v":3,"id":"evt_1"}\n')])).toBe(false);
+    expect(isNewerEntry(['e', Buffer.from('{"id":"evt_1","v":4}\n')])).toBe(false);
+    expect(isNewerEntry(['x', '{"v":4}'])).toBe(false);
+    expect(isNewerEntry(['e', 'garbage'])).toBe(false);
+    expect(isNewerEntry(null)).toBe(false);
   });
 });
