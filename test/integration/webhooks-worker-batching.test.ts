@@ -38,6 +38,17 @@ describe('webhooks: the worker batches its Redis writes', () => {
     );
   });
 
+  /** Runs `body` while a worker of its own runs, and stops the worker whatever happens. */
+  async function withWorker(consumerName: string, body: () => Promise<unknown>): Promise<void> {
+    const worker = webhooksOf(proxy).internals.createWorker({ consumerName });
+    worker.start();
+    try {
+      await body();
+    } finally {
+      await worker.stop();
+    }
+  }
+
   afterAll(async () => {
     await proxy?.stop();
     await target?.close();
@@ -90,13 +101,7 @@ describe('webhooks: the worker batches its Redis writes', () => {
     await call(proxy.url, '/shop/pair', { method: 'POST', body: { n: 2 } });
     await waitFor(() => redis.client.xlen(keys.events), (n) => n === 3, 10_000, 'the three events in the stream');
 
-    const worker = webhooksOf(proxy).internals.createWorker({ consumerName: 'markers' });
-    worker.start();
-    try {
-      await waitFor(() => redis.client.xlen(keys.events), (n) => n === 0, 10_000, 'the events to be acknowledged');
-    } finally {
-      await worker.stop();
-    }
+    await withWorker('markers', () => waitFor(() => redis.client.xlen(keys.events), (n) => n === 0, 10_000, 'the events to be acknowledged'));
     expect(target.on('/solo')).toHaveLength(1);
     expect(target.on('/pair-a')).toHaveLength(1);
     expect(target.on('/pair-b')).toHaveLength(1);
@@ -118,17 +123,13 @@ describe('webhooks: the worker batches its Redis writes', () => {
     await call(proxy.url, '/shop/solo', { method: 'POST', body: { n: 3 } });
     await waitFor(() => redis.client.xlen(keys.events), (n) => n === 3, 10_000, 'the event behind the two hand-written entries');
 
-    const worker = webhooksOf(proxy).internals.createWorker({ consumerName: 'older' });
-    worker.start();
-    try {
+    await withWorker('older', async () => {
       await waitFor(() => redis.client.xlen(keys.events), (n) => n === 1, 10_000, 'the event and the foreign entry to be acknowledged');
       await new Promise((r) => setTimeout(r, 2500)); // a sweep for orphans passes over the newer entry
       const pending = (await redis.client.xpending(keys.events, keys.eventsGroup, '-', '+', 10)) as Array<[string, string, number, number]>;
       expect(pending.map(([id]) => id)).toEqual([newer]);
       expect(pending[0]![3]).toBe(1); // delivered to this worker once, not claimed back every sweep
-    } finally {
-      await worker.stop();
-    }
+    });
     expect(target.on('/solo')).toHaveLength(before + 1);
     expect((await redis.client.xrange(keys.events, '-', '+')).map(([id]) => id)).toEqual([newer]);
     expect(foreign).toBeTruthy();
