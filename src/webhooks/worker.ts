@@ -342,9 +342,10 @@ export class WebhookWorker {
   }
 
   /**
-   * An entry (that did not decode) of a newer version than this worker reads (a proxy upgraded first) is left pending,
-   * not acknowledged as not ours: once idle `reclaimIdleMs`, a worker that reads it claims it.
-   * This worker does not count it as its own orphan, so it does not claim it back every sweep.
+   * An entry that did not decode because it is of a newer version than this worker reads (a
+   * proxy upgraded first) is left pending, not acknowledged as not ours: once idle
+   * `reclaimIdleMs`, a worker that reads it claims it. This worker does not count it as its own
+   * orphan, so it does not claim it back every sweep.
    */
   private leftForNewer(id: string, fields: Buffer[] | null): boolean {
     if (!isNewerEntry(fields)) return false;
