@@ -27,19 +27,22 @@ export interface DefaultPayload {
 }
 
 export function buildDefaultPayload(event: CapturedEvent, webhook: WebhookRef): DefaultPayload {
-  const { response } = event;
   return {
     id: event.id,
     timestamp: new Date(event.timestamp).toISOString(),
     service: { id: event.serviceId },
     webhook: { id: webhook.id, name: webhook.name },
     request: incomingRequestSection(event),
-    response: {
-      statusCode: response.statusCode,
-      headers: response.headers,
-      body: response.body === undefined ? null : response.body,
-      ...(response.bodyTruncated ? { bodyTruncated: true as const } : {}),
-    },
+    response: responseSection(event),
+  };
+}
+
+function responseSection({ response }: CapturedEvent): DefaultPayload['response'] {
+  return {
+    statusCode: response.statusCode,
+    headers: response.headers,
+    body: response.body === undefined ? null : response.body,
+    ...(response.bodyTruncated ? { bodyTruncated: true as const } : {}),
   };
 }
 
@@ -56,15 +59,9 @@ type WithTexts = CapturedEvent & { [EVENT_TEXTS]?: EventPayloadTexts };
 function eventPayloadTexts(event: CapturedEvent): EventPayloadTexts {
   const cached = (event as WithTexts)[EVENT_TEXTS];
   if (cached) return cached;
-  const { response } = event;
   const texts = {
     head: `{"id":${JSON.stringify(event.id)},"timestamp":${JSON.stringify(new Date(event.timestamp).toISOString())},"service":${JSON.stringify({ id: event.serviceId })},"webhook":`,
-    tail: `,"response":${JSON.stringify({
-      statusCode: response.statusCode,
-      headers: response.headers,
-      body: response.body === undefined ? null : response.body,
-      ...(response.bodyTruncated ? { bodyTruncated: true as const } : {}),
-    })}}`,
+    tail: `,"response":${JSON.stringify(responseSection(event))}}`,
   };
   Object.defineProperty(event, EVENT_TEXTS, { value: texts });
   return texts;

@@ -11,6 +11,11 @@ export const REDACTED = '[redacted]';
 /** Headers redacted whatever the configuration says (lower case). */
 export const ALWAYS_REDACTED_HEADERS: readonly string[] = Object.freeze(['authorization', 'proxy-authorization', 'cookie', 'set-cookie']);
 
+/** The lower-case names whose values are redacted: the four always, and the configured ones. */
+function secretHeaderNames(extraSecretHeaders: readonly string[]): Set<string> {
+  return new Set([...ALWAYS_REDACTED_HEADERS, ...extraSecretHeaders.map((h) => h.trim().toLowerCase())]);
+}
+
 type HeaderInput = Record<string, string | string[] | number | undefined | null>;
 
 /**
@@ -19,7 +24,7 @@ type HeaderInput = Record<string, string | string[] | number | undefined | null>
  * header's value by `[redacted]` (a repeated secret header becomes one `[redacted]`).
  */
 export function createHeaderRedactor(extraSecretHeaders: readonly string[] = []): (headers: HeaderInput) => CapturedHeaders {
-  const secret = new Set([...ALWAYS_REDACTED_HEADERS, ...extraSecretHeaders.map((h) => h.trim().toLowerCase())]);
+  const secret = secretHeaderNames(extraSecretHeaders);
   // On every teed request: a for-in over the object, no entry arrays, no copies of plain values.
   return (headers) => {
     const out: CapturedHeaders = {};
@@ -46,7 +51,7 @@ export function createHeaderRedactor(extraSecretHeaders: readonly string[] = [])
  * take the general path.
  */
 export function createHeaderJsonRedactor(extraSecretHeaders: readonly string[] = []): (headers: HeaderInput) => string {
-  const secret = new Set([...ALWAYS_REDACTED_HEADERS, ...extraSecretHeaders.map((h) => h.trim().toLowerCase())]);
+  const secret = secretHeaderNames(extraSecretHeaders);
   const redact = createHeaderRedactor(extraSecretHeaders);
   return (headers) => {
     let out = '';

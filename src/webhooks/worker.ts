@@ -344,8 +344,8 @@ export class WebhookWorker {
   /**
    * An entry that did not decode because it is of a newer version than this worker reads (a
    * proxy upgraded first) is left pending, not acknowledged as not ours: once idle
-   * `reclaimIdleMs`, a worker that reads it claims it. This worker does not count it as its own
-   * orphan, so it does not claim it back every sweep.
+   * `reclaimIdleMs`, a worker that reads it claims it. This worker's sweep for its own orphans
+   * passes over it, so it does not claim it back every sweep.
    */
   private leftForNewer(id: string, fields: Buffer[] | null): boolean {
     if (!isNewerEntry(fields)) return false;
@@ -405,12 +405,13 @@ export class WebhookWorker {
   }
 
   /**
-   * Puts `part`'s writes in the same commit as the acknowledgement `ack` carries, in place of the
-   * delivery's marker (which only guards the window between the two commits).
+   * Commits a delivery's writes; with `ack`, in the same commit as the entry's acknowledgement and
+   * without the delivery's marker (which only guards the window between the two commits).
    */
-  private withAck(part: CommitPart, ack: AckCarrier | undefined): CommitPart {
-    if (!ack) return part;
-    return { ...part, markers: undefined, acks: [ack.id] };
+  private async commitCarrying(part: CommitPart, ack: AckCarrier | undefined): Promise<void> {
+    if (!ack) return this.commits.commit(part);
+    await this.commits.commit({ ...part, markers: undefined, acks: [ack.id] });
+    ack.done = true;
   }
 
   private async logSkipped(event: CapturedEvent, skipped: SkippedWebhook): Promise<void> {
@@ -445,10 +446,7 @@ export class WebhookWorker {
     if (!webhook) return;
     const entry = unprocessableLogEntry(event, webhook, condition, attempt, error);
     this.o.logger.error({ err: entry.summary.error, webhook: webhookId, event: event.id }, 'a webhook event could not be processed; logged as failed');
-    await this.commits.commit(
-      this.withAck({ logs: [entry], markers: [[this.o.keys.deliveryDone(event.id, webhookId), 'failed']], retryRemove: jobMember ? [jobMember] : undefined }, ack),
-    );
-    if (ack) ack.done = true;
+    await this.commitCarrying({ logs: [entry], markers: [[this.o.keys.deliveryDone(event.id, webhookId), 'failed']], retryRemove: jobMember ? [jobMember] : undefined }, ack);
     this.o.metrics.webhookDeliveries.inc({ type: webhook.type, outcome: 'failed' });
   }
 
@@ -477,8 +475,7 @@ export class WebhookWorker {
       if (waitUntil !== null) {
         // Over the webhook's rate: the delivery waits in the retry set, its attempt unused.
         const job: RetryJob = { v: 1, job: randomBytes(8).toString('hex'), eventId: event.id, webhookId, attempt, throttled: true, condition, event };
-        await this.commits.commit(this.withAck({ markers: [[marker, 'retry']], retryRemove: done, retryAdd: [[waitUntil, JSON.stringify(job)]] }, ack));
-        if (ack) ack.done = true;
+        await this.commitCarrying({ markers: [[marker, 'retry']], retryRemove: done, retryAdd: [[waitUntil, JSON.stringify(job)]] }, ack);
         this.o.metrics.webhookDeliveries.inc({ type: webhook.type, outcome: 'throttled' });
         return;
       }
@@ -500,8 +497,7 @@ export class WebhookWorker {
     } else if (this.o.disableAfterFailures) {
       part.outcome = { webhookId, counterKey: keys.webhookFailures(webhookId, webhookVersion(webhook)), failed: entry.status === 'failed' };
     }
-    await this.commits.commit(this.withAck(part, ack));
-    if (ack) ack.done = true;
+    await this.commitCarrying(part, ack);
     this.o.metrics.webhookDeliveries.inc({ type: webhook.type, outcome: nextAt !== null ? 'retry-scheduled' : entry.status });
     if (nextAt === null && entry.status === 'failed') {
       const { target, statusCode, error } = entry.summary;
@@ -661,7 +657,7 @@ export class WebhookWorker {
       const summary = (await redis.call('XPENDING', keys.events, keys.eventsGroup)) as [number, unknown, unknown, Array<[string, string]> | null];
       const consumers = summary?.[3] ?? [];
       const own = consumers.find(([name]) => String(name) === this.consumer);
-      if (own && Number(own[1]) > this.inflight.size + this.newerEntries.size) await this.claimPendingOf(this.consumer);
+      if (own && Number(own[1]) > this.inflight.size) await this.claimPendingOf(this.consumer);
       const others = consumers.map(([name]) => String(name)).filter((name) => name !== this.consumer);
       if (others.length === 0) return;
       const alive = await redis.mget(others.map((name) => keys.webhookWorkerAlive(name)));
