@@ -7,9 +7,9 @@
  * captured body was cut at the capture cap, `bodyTruncated: true` is added next to that body
  * (absent otherwise), so a receiver never mistakes a partial body for the whole one.
  */
-import type { CapturedEvent, CapturedHeaders, CapturedBody } from './event.js';
+import { bodyJsonText, type CapturedEvent, type CapturedHeaders, type CapturedBody } from './event.js';
 import { incomingRequestSection, incomingRequestText, type IncomingRequestSection } from './log-entry.js';
-import type { PayloadParts } from './stored-log-entry.js';
+import { piecesToBytes, type PayloadParts } from './stored-log-entry.js';
 
 export interface WebhookRef {
   readonly id: string;
@@ -59,9 +59,15 @@ type WithTexts = CapturedEvent & { [EVENT_TEXTS]?: EventPayloadTexts };
 function eventPayloadTexts(event: CapturedEvent): EventPayloadTexts {
   const cached = (event as WithTexts)[EVENT_TEXTS];
   if (cached) return cached;
+  const { response } = event;
+  const json = bodyJsonText(response);
   const texts = {
     head: `{"id":${JSON.stringify(event.id)},"timestamp":${JSON.stringify(new Date(event.timestamp).toISOString())},"service":${JSON.stringify({ id: event.serviceId })},"webhook":`,
-    tail: `,"response":${JSON.stringify(responseSection(event))}}`,
+    // A body kept as its JSON text is complete (no `bodyTruncated`), and the text is what serializing its value would give.
+    tail:
+      json === undefined
+        ? `,"response":${JSON.stringify(responseSection(event))}}`
+        : `,"response":{"statusCode":${JSON.stringify(response.statusCode)},"headers":${JSON.stringify(response.headers)},"body":${json}}}`,
   };
   Object.defineProperty(event, EVENT_TEXTS, { value: texts });
   return texts;
@@ -91,4 +97,12 @@ export function serializeDefaultPayload(event: CapturedEvent, webhook: WebhookRe
 
 export function payloadText(parts: PayloadParts): string {
   return `${parts.head}${incomingRequestText(parts.section)}${parts.tail}`;
+}
+
+/**
+ * `payloadText(parts)` as UTF-8 bytes, written part by part: what is signed and sent. The text
+ * itself is then only joined if something reads it (a test send's answer), not per delivery.
+ */
+export function payloadBytes(parts: PayloadParts): Buffer {
+  return piecesToBytes([parts.head, incomingRequestText(parts.section), parts.tail]);
 }

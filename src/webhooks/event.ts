@@ -4,6 +4,7 @@
  * are already redacted (`redaction.ts`) and capped (`captureBody`).
  */
 
+import { isCanonicalJson } from '../input-limits/canonical-json.js';
 import { parseBoundedJson } from '../input-limits/json-depth.js';
 
 /** Header values by lower-case name; repeated headers (Set-Cookie) keep every value. */
@@ -69,8 +70,8 @@ function isJsonContentType(contentType: string | undefined): boolean {
  */
 export function captureBody(
   bytes: Uint8Array,
-  options: { contentType?: string; contentEncoding?: string; limit?: number; totalBytes?: number } = {},
-): { body: CapturedBody; truncated: boolean; tooDeep?: true } {
+  options: { contentType?: string; contentEncoding?: string; limit?: number; totalBytes?: number; keepJsonText?: boolean } = {},
+): CapturedBodyResult {
   const limit = options.limit ?? DEFAULT_BODY_CAPTURE_BYTES;
   const total = Math.max(options.totalBytes ?? bytes.length, bytes.length);
   if (total === 0) return { body: null, truncated: false };
@@ -89,11 +90,76 @@ export function captureBody(
     return { body: `[${total} bytes of binary data${options.contentType ? `, ${options.contentType}` : ''}]`, truncated: false };
   }
   if (!truncated && isJsonContentType(options.contentType)) {
+    if (options.keepJsonText && isCanonicalJson(text)) return { body: undefined, json: text, truncated: false };
     const parsed = parseBoundedJson(text);
     if (parsed.ok) return { body: parsed.value, truncated: false };
     return parsed.tooDeep ? { body: text, truncated: false, tooDeep: true } : { body: text, truncated: false };
   }
   return { body: text, truncated };
+}
+
+export interface CapturedBodyResult {
+  body: CapturedBody;
+  truncated: boolean;
+  tooDeep?: true;
+  /**
+   * With `keepJsonText`, for a complete JSON body in JSON.stringify's own form: its text, which
+   * stands in for the parsed value (then `body` is undefined): see `withCapturedBody`.
+   */
+  json?: string;
+}
+
+/**
+ * The members a section (CapturedRequest, CapturedResponse) gets from a captured body. A body
+ * captured as JSON text is parsed only when something reads `body` (a template, a test): a
+ * default payload and a log entry embed the text as it is (`bodyJsonText`), since parsing and
+ * serializing it again would give the same text. Most events are delivered that way, and a
+ * parsed body is many small objects for the collector to move. Reading or assigning `body`
+ * drops the text, so that a value changed in place is never shadowed by the text it came from.
+ */
+export function withCapturedBody<T extends object>(
+  fields: T,
+  captured: CapturedBodyResult,
+): T & { body: CapturedBody; bodyTruncated: boolean; bodyTooDeep?: true } {
+  const section = fields as T & { body: CapturedBody; bodyTruncated: boolean; bodyTooDeep?: true };
+  if (captured.json === undefined) {
+    section.body = captured.body;
+    section.bodyTruncated = captured.truncated;
+    if (captured.tooDeep) section.bodyTooDeep = true;
+  } else {
+    defineJsonBody(section, captured.json);
+    section.bodyTruncated = false;
+  }
+  return section;
+}
+
+const BODY_JSON = Symbol('bodyJsonText');
+
+/** Gives `section` a `body` member parsed from `json` on first read (the text kept until then). */
+export function defineJsonBody(section: object, json: string): void {
+  Object.defineProperty(section, BODY_JSON, { value: json, writable: true, configurable: true });
+  Object.defineProperty(section, 'body', {
+    enumerable: true,
+    configurable: true,
+    get(this: Record<string | symbol, unknown>) {
+      const value = JSON.parse(json) as unknown;
+      settle(this, value);
+      return value;
+    },
+    set(this: Record<string | symbol, unknown>, value: unknown) {
+      settle(this, value);
+    },
+  });
+}
+
+function settle(section: Record<string | symbol, unknown>, value: unknown): void {
+  section[BODY_JSON] = undefined;
+  Object.defineProperty(section, 'body', { value, writable: true, enumerable: true, configurable: true });
+}
+
+/** The JSON text of `section.body` while it is still kept as text (see `withCapturedBody`); undefined otherwise. */
+export function bodyJsonText(section: object): string | undefined {
+  return (section as { [BODY_JSON]?: string })[BODY_JSON];
 }
 
 /** A raw query string as names with one value or a list (a repeated parameter keeps every value, in order). */

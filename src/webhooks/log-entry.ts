@@ -5,7 +5,7 @@
  * redacted when the entry is built).
  */
 import { randomBytes } from 'node:crypto';
-import type { CapturedBody, CapturedEvent, CapturedHeaders, CapturedRequest } from './event.js';
+import { bodyJsonText, defineJsonBody, type CapturedBody, type CapturedEvent, type CapturedHeaders, type CapturedRequest } from './event.js';
 import type { EpochDate } from './webhook-document.js';
 
 export type LogStatus = 'success' | 'failed' | 'skipped';
@@ -94,7 +94,16 @@ export function incomingRequestSection(event: CapturedEvent): IncomingRequestSec
   const cached = (event as WithSection)[SECTION];
   if (cached) return cached;
   const { request } = event;
-  const section: IncomingRequestSection = {
+  const json = bodyJsonText(request);
+  let section: IncomingRequestSection;
+  if (json !== undefined) {
+    // A complete JSON body kept as its text: never truncated nor too deep, so `body` is the last member.
+    section = { method: request.method, path: request.path, query: request.query, headers: request.headers } as IncomingRequestSection;
+    defineJsonBody(section, json);
+    Object.defineProperty(event, SECTION, { value: section });
+    return section;
+  }
+  section = {
     method: request.method,
     path: request.path,
     query: request.query,
@@ -111,7 +120,11 @@ export function incomingRequestSection(event: CapturedEvent): IncomingRequestSec
 export function incomingRequestText(section: IncomingRequestSection): string {
   let text = (section as WithText)[SECTION_TEXT];
   if (text === undefined) {
-    text = JSON.stringify(section);
+    const json = bodyJsonText(section);
+    text =
+      json === undefined
+        ? JSON.stringify(section)
+        : `${JSON.stringify({ method: section.method, path: section.path, query: section.query, headers: section.headers }).slice(0, -1)},"body":${json}}`;
     Object.defineProperty(section, SECTION_TEXT, { value: text });
   }
   return text;

@@ -25,7 +25,7 @@
  * Versions 1 (one field, `d`, holding a StreamRecord as JSON) and 2 are still read, so entries
  * written by an older proxy are delivered by a newer worker.
  */
-import { captureBody, queryObject, type CapturedBody, type CapturedEvent, type CapturedHeaders } from './event.js';
+import { captureBody, queryObject, withCapturedBody, type CapturedBody, type CapturedBodyResult, type CapturedEvent, type CapturedHeaders } from './event.js';
 
 export interface MatchedWebhook {
   id: string;
@@ -249,8 +249,8 @@ function recordFromMeta(parsed: StreamMeta, requestBody: string | Buffer | undef
       id: parsed.id,
       timestamp: parsed.t,
       serviceId: parsed.s,
-      request: { method: parsed.m, path: parsed.p, query, headers: parsed.qh ?? {}, body: request.body, bodyTruncated: request.truncated, ...tooDeep(request) },
-      response: { statusCode: parsed.sc, headers: parsed.rh ?? {}, body: response.body, bodyTruncated: response.truncated, ...tooDeep(response) },
+      request: withCapturedBody({ method: parsed.m, path: parsed.p, query, headers: parsed.qh ?? {} }, request),
+      response: withCapturedBody({ statusCode: parsed.sc, headers: parsed.rh ?? {} }, response),
     },
     matched: parsed.ma.map((id) => ({ id, reason: matchedReason(parsed.m, parsed.p, parsed.sc) })),
     skipped: Array.isArray(parsed.sk) ? parsed.sk : [],
@@ -267,13 +267,11 @@ function decodeVersion1(value: string | Buffer): StreamRecord | null {
   return null;
 }
 
-const tooDeep = (body: { tooDeep?: true }) => (body.tooDeep ? { bodyTooDeep: true as const } : {});
-
-function streamBody(ref: StreamBody | undefined, bytes: string | Buffer | undefined): { body: CapturedBody; truncated: boolean; tooDeep?: true } {
+function streamBody(ref: StreamBody | undefined, bytes: string | Buffer | undefined): CapturedBodyResult {
   if (ref === undefined || ref === null) return { body: null, truncated: false };
   if (!('n' in ref) || typeof ref.n !== 'number') return { body: 'b' in ref && ref.b !== undefined ? ref.b : null, truncated: 'tr' in ref && ref.tr === 1 };
   const kept = bytes === undefined ? Buffer.alloc(0) : typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
   // The proxy kept at most the capture cap: the body was cut when it was longer than what was kept.
-  return captureBody(kept, { contentType: ref.ct, limit: kept.length, totalBytes: ref.n });
+  return captureBody(kept, { contentType: ref.ct, limit: kept.length, totalBytes: ref.n, keepJsonText: true });
 }
 
