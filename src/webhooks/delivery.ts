@@ -17,7 +17,7 @@ import type { Agent, buildConnector } from 'undici';
 import nodemailer from 'nodemailer';
 import type { OutriggerConfig } from '../config/types.js';
 import type { Logger } from '../observability/logger.js';
-import { defaultPayloadParts, payloadText } from './default-payload.js';
+import { defaultPayloadParts, payloadBytes, payloadText } from './default-payload.js';
 import type { EmailAllowance } from './email-allowance.js';
 import { captureBody, type CapturedEvent } from './event.js';
 import {
@@ -171,6 +171,8 @@ export class Deliverer {
   private async sendHttp(webhook: HttpWebhookDocument, event: CapturedEvent): Promise<Outcome> {
     const ref = { id: webhook._id, name: webhook.name };
     let body: string;
+    /** What is signed and sent, when built as bytes (the default payload). */
+    let bytes: Buffer | undefined;
     let transformation: TransformationSection | undefined;
     let parts: PayloadParts | undefined;
     if (webhook.transform?.enabled && webhook.transform.template !== undefined) {
@@ -191,10 +193,11 @@ export class Deliverer {
     } else {
       parts = defaultPayloadParts(event, ref);
       body = payloadText(parts);
+      bytes = payloadBytes(parts);
     }
 
     const prepared = this.prepared(webhook);
-    const signing = buildStandardWebhookHeaders({ secret: webhook.secret, msgId: deliveryMessageId(event.id, webhook._id), body });
+    const signing = buildStandardWebhookHeaders({ secret: webhook.secret, msgId: deliveryMessageId(event.id, webhook._id), body: bytes ?? body });
     const headers: Record<string, string> = { ...prepared.headers, ...signing };
     const outgoingRequest: OutgoingRequestSection = {
       method: 'POST',
@@ -210,7 +213,7 @@ export class Deliverer {
 
     const timeoutMs = webhook.timeout_ms;
     const limit = this.o.webhooks.captureBodyBytes;
-    const res = await postOnce(this.dispatcher, { origin: prepared.origin, path: prepared.path, headers, body, timeoutMs, limit });
+    const res = await postOnce(this.dispatcher, { origin: prepared.origin, path: prepared.path, headers, body: bytes ?? body, timeoutMs, limit });
     if (!res.ok) return { ...base, ...this.networkFailure(res.error, res.timedOut, timeoutMs) };
     const bodyError =
       res.bodyError === 'timeout'

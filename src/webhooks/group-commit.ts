@@ -14,7 +14,7 @@ import type { ChainableCommander, Redis } from 'ioredis';
 import type { RedisKeys } from '../store/keys.js';
 import { backoffMs } from '../util/backoff.js';
 import type { WebhookLogEntry } from './log-entry.js';
-import { serializeLogEntry } from './stored-log-entry.js';
+import { serializeLogEntryBytes } from './stored-log-entry.js';
 import type { WebhookLogStore } from './log-store.js';
 import { UnprocessableEvent } from './unprocessable.js';
 
@@ -40,7 +40,7 @@ export interface CommitPart {
 interface Pending {
   part: CommitPart;
   /** The part's log entries as JSON, serialized when the part was handed over. */
-  texts: string[] | undefined;
+  texts: Buffer[] | undefined;
   since: number;
   resolve(): void;
   reject(error: unknown): void;
@@ -82,9 +82,9 @@ export class GroupCommit {
    */
   commit(part: CommitPart): Promise<void> {
     if (this.o.killed()) return Promise.reject(new WorkerKilled());
-    let texts: string[] | undefined;
+    let texts: Buffer[] | undefined;
     try {
-      texts = part.logs?.map(serializeLogEntry);
+      texts = part.logs?.map(serializeLogEntryBytes);
     } catch (error) {
       return Promise.reject(new UnprocessableEvent(error));
     }
@@ -132,7 +132,7 @@ export class GroupCommit {
     const { redis, keys, logs, markerTtlMs } = this.o;
     const multi: ChainableCommander = redis.multi();
     const entries: WebhookLogEntry[] = [];
-    const texts: string[] = [];
+    const texts: Buffer[] = [];
     const retryAdd: Array<number | string> = [];
     const retryRemove: string[] = [];
     const acks: string[] = [];

@@ -12,7 +12,7 @@ export interface PostRequest {
   origin: string;
   path: string;
   headers: Record<string, string>;
-  body: string;
+  body: string | Buffer;
   timeoutMs: number;
   /** Body bytes kept at most. */
   limit: number;

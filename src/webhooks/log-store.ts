@@ -35,7 +35,7 @@ export class WebhookLogStore {
   }
 
   /** Several entries: one SET each, and one ZADD per index with all of their ids (`texts`: their JSON, when already built). */
-  addMany(multi: ChainableCommander, entries: readonly WebhookLogEntry[], now = Date.now(), texts?: readonly string[]): void {
+  addMany(multi: ChainableCommander, entries: readonly WebhookLogEntry[], now = Date.now(), texts?: ReadonlyArray<string | Buffer>): void {
     const { keys, retentionMs } = this;
     const indexes = new Map<string, Array<number | string>>();
     const push = (key: string, ts: number, id: string) => {

@@ -38,37 +38,81 @@ export function notePayloadParts(outgoing: OutgoingRequestSection, parts: Payloa
 export function serializeLogEntry(entry: WebhookLogEntry): string {
   const { detail } = entry;
   if (!detail?.incomingRequest) return JSON.stringify(entry);
-  let out = '{';
+  return logEntryPieces(entry).join('');
+}
+
+/**
+ * The same text as UTF-8 bytes, written piece by piece into one buffer: the worker hands these
+ * to Redis. A string would be joined into one flat copy, then joined again into the command
+ * text and copied once more on its way to the socket, all on the JS heap; a Buffer's bytes live
+ * outside it, so the collector neither copies them nor counts them against the young generation.
+ */
+export function serializeLogEntryBytes(entry: WebhookLogEntry): Buffer {
+  const { detail } = entry;
+  if (!detail?.incomingRequest) return Buffer.from(JSON.stringify(entry));
+  return piecesToBytes(logEntryPieces(entry));
+}
+
+export function piecesToBytes(pieces: readonly string[]): Buffer {
+  let size = 0;
+  for (const piece of pieces) size += Buffer.byteLength(piece);
+  const bytes = Buffer.allocUnsafe(size);
+  let offset = 0;
+  for (const piece of pieces) offset += bytes.write(piece, offset);
+  return bytes;
+}
+
+function logEntryPieces(entry: WebhookLogEntry): string[] {
+  const out: string[] = ['{'];
   for (const key of Object.keys(entry) as Array<keyof WebhookLogEntry>) {
-    const value = key === 'detail' ? detailText(detail) : JSON.stringify(entry[key]);
+    if (key === 'detail') {
+      out.push(out.length > 1 ? ',"detail":' : '"detail":');
+      detailPieces(entry.detail, out);
+      continue;
+    }
+    const value = JSON.stringify(entry[key]);
     if (value === undefined) continue;
-    out += `${out.length > 1 ? ',' : ''}${JSON.stringify(key)}:${value}`;
+    out.push(`${out.length > 1 ? ',' : ''}${JSON.stringify(key)}:${value}`);
   }
-  return `${out}}`;
+  out.push('}');
+  return out;
 }
 
-function detailText(detail: WebhookLogEntry['detail']): string {
-  let out = '{';
+function detailPieces(detail: WebhookLogEntry['detail'], out: string[]): void {
+  out.push('{');
+  let first = true;
   for (const key of Object.keys(detail) as Array<keyof WebhookLogEntry['detail']>) {
-    let value: string | undefined;
-    if (key === 'incomingRequest') value = incomingRequestText(detail.incomingRequest);
-    else if (key === 'outgoingRequest') value = outgoingText(detail.outgoingRequest!, detail.incomingRequest);
-    else value = JSON.stringify(detail[key]);
-    if (value === undefined) continue;
-    out += `${out.length > 1 ? ',' : ''}${JSON.stringify(key)}:${value}`;
+    const name = `${first ? '' : ','}${JSON.stringify(key)}:`;
+    if (key === 'incomingRequest') {
+      out.push(name, incomingRequestText(detail.incomingRequest));
+    } else if (key === 'outgoingRequest') {
+      const before = out.length;
+      out.push(name);
+      if (!outgoingPieces(detail.outgoingRequest!, detail.incomingRequest, out)) out.length = before;
+    } else {
+      const value = JSON.stringify(detail[key]);
+      if (value === undefined) continue;
+      out.push(name, value);
+    }
+    first = false;
   }
-  return `${out}}`;
+  out.push('}');
 }
 
-function outgoingText(outgoing: OutgoingRequestSection, incoming: IncomingRequestSection): string | undefined {
+/** Appends the outgoing section's text; false (nothing appended) when it serializes to nothing. */
+function outgoingPieces(outgoing: OutgoingRequestSection, incoming: IncomingRequestSection, out: string[]): boolean {
   const parts = (outgoing as WithParts)[PAYLOAD_PARTS];
   // Only when the body is still the payload of this entry's own request section (nobody replaced either).
   if (!parts || parts.section !== incoming || outgoing.body.length !== parts.head.length + incomingRequestText(incoming).length + parts.tail.length) {
-    return JSON.stringify(outgoing);
+    const text = JSON.stringify(outgoing);
+    if (text === undefined) return false;
+    out.push(text);
+    return true;
   }
   const text = JSON.stringify({ method: outgoing.method, url: outgoing.url, headers: outgoing.headers });
   // `{...}` of at least method, url and headers: the payload goes last, before the closing brace.
-  return `${text.slice(0, -1)},"payload":${parts.head}0${parts.tail}}`;
+  out.push(text.slice(0, -1), ',"payload":', parts.head, '0', parts.tail, '}');
+  return true;
 }
 
 /** An entry as stored (either form) to the entry of SPEC §7.3. Throws on text that is not JSON. */
