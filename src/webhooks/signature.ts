@@ -8,7 +8,7 @@
  * `webhook-id` must be stable across retries of one delivery (the receiver's idempotency key)
  * and `webhook-timestamp` is the time of this attempt, in seconds.
  */
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHmac, hash, randomBytes } from 'node:crypto';
 import { OutriggerError } from '../errors.js';
 
 export const SECRET_PREFIX = 'whsec_';
@@ -111,6 +111,6 @@ export function buildStandardWebhookHeaders({ secret, msgId, body, timestamp }: 
  * base64url characters of SHA-256(eventId NUL webhookId); never contains `.`.
  */
 export function deliveryMessageId(eventId: string, webhookId: string): string {
-  const digest = createHash('sha256').update(eventId).update('\u0000').update(webhookId).digest('base64url');
+  const digest = hash('sha256', `${eventId}\u0000${webhookId}`, 'base64url');
   return `msg_${digest.slice(0, 32)}`;
 }

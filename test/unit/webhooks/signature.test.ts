@@ -87,5 +87,7 @@ describe('Standard Webhooks signing', () => {
     // NUL separation: ("ab","c") and ("a","bc") differ.
     expect(deliveryMessageId('ab', 'c')).not.toBe(deliveryMessageId('a', 'bc'));
     expect(a).toMatch(/^msg_[A-Za-z0-9_-]{32}$/);
+    // Pinned: a retry after an upgrade must carry the webhook-id its first attempt had (receivers deduplicate on it).
+    expect(a).toBe('msg_OfGNV_3GN9quSPHnrGRA0r6NZwEE7Xtn');
   });
 });
