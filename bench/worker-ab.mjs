@@ -44,6 +44,7 @@ const { values: opts } = parseArgs({
     'warmup-seconds': { type: 'string', default: '2' },
     'warmup-events': { type: 'string', default: '0' },
     'cpu-prof': { type: 'boolean', default: false },
+    'with-node-args': { type: 'string', default: '' },
   },
 });
 if (!opts.base) {
@@ -92,6 +93,7 @@ async function main() {
       startWorker: () => {
         const name = `wab-worker-${build}-${++workers}`;
         const nodeArgs = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : [];
+        if (build === 'with' && opts['with-node-args']) nodeArgs.push(...opts['with-node-args'].split(' '));
         return startOutrigger({ name, mode: 'worker', ...common, setup: undefined, nodeArgs });
       },
       drains: [],

@@ -99,10 +99,7 @@ export function payloadText(parts: PayloadParts): string {
   return `${parts.head}${incomingRequestText(parts.section)}${parts.tail}`;
 }
 
-/**
- * `payloadText(parts)` as UTF-8 bytes, written part by part: what is signed and sent. The text
- * itself is then only joined if something reads it (a test send's answer), not per delivery.
- */
+/** `payloadText(parts)` as UTF-8 bytes: what is signed and sent (HMAC and socket then take the bytes as they are, no conversion each). */
 export function payloadBytes(parts: PayloadParts): Buffer {
   return piecesToBytes([parts.head, incomingRequestText(parts.section), parts.tail]);
 }
