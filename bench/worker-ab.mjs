@@ -20,7 +20,11 @@
  * seconds shows the steady state and not V8 compiling the worker's code (which weighs more the
  * faster the build: 8,000 events last under 2 s). 0 (the default) measures from the first delivery.
  *
- *   node bench/worker-ab.mjs --base /tmp/before [--with .] [--events 8000] [--rounds 3] [--rate 1000] [--seconds 5] [--warmup-seconds 2] [--warmup-events 0] [--cpu-prof]
+ *
+ * `--with-node-args='--flag --other'` starts the `with` side's workers with those Node/V8 flags
+ * (trying a heap setting against the same build: `--base . --with .`).
+ *
+ *   node bench/worker-ab.mjs --base /tmp/before [--with .] [--events 8000] [--rounds 3] [--rate 1000] [--seconds 5] [--warmup-seconds 2] [--warmup-events 0] [--cpu-prof] [--with-node-args=...]
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -48,7 +52,7 @@ const { values: opts } = parseArgs({
   },
 });
 if (!opts.base) {
-  process.stderr.write('usage: node bench/worker-ab.mjs --base DIR [--with DIR] [--events N] [--rounds N] [--rate N] [--seconds N] [--warmup-seconds N] [--cpu-prof]\n');
+  process.stderr.write('usage: node bench/worker-ab.mjs --base DIR [--with DIR] [--events N] [--rounds N] [--rate N] [--seconds N] [--warmup-seconds N] [--warmup-events N] [--cpu-prof] [--with-node-args=...]\n');
   process.exit(2);
 }
 const n = Number(opts.events);
