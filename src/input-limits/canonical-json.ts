@@ -167,6 +167,8 @@ function numberEnd(text: string, i: number): number {
     const start = j;
     while (j < n && isDigit(text.charCodeAt(j))) j++;
     if (j === start) return -1;
+    const after = text.charCodeAt(j);
+    if (after !== 101 && after !== 69 && plainDecimalIsCanonical(text, firstDigit, intDigits, start, j)) return j;
   }
   const e = text.charCodeAt(j);
   if (e === 101 || e === 69) {
@@ -179,6 +181,24 @@ function numberEnd(text: string, i: number): number {
   }
   const token = text.slice(i, j);
   return String(Number(token)) === token ? j : -1;
+}
+
+/**
+ * A decimal without exponent (`int.frac`) that is printed as written, decided without converting:
+ * at most 15 significant digits (so no other decimal of as few digits names the same double, and
+ * the written one is the shortest), no trailing zero in the fraction, and a magnitude JavaScript
+ * prints without exponent (at most five zeros after the point before the first digit, for 0.x).
+ */
+function plainDecimalIsCanonical(text: string, firstDigit: number, intDigits: number, fracStart: number, end: number): boolean {
+  if (text.charCodeAt(end - 1) === 48) return false;
+  let significant: number;
+  if (intDigits === 1 && text.charCodeAt(firstDigit) === 48) {
+    let zeros = 0;
+    while (fracStart + zeros < end && text.charCodeAt(fracStart + zeros) === 48) zeros++;
+    if (zeros > 5) return false;
+    significant = end - fracStart - zeros;
+  } else significant = intDigits + (end - fracStart);
+  return significant <= 15;
 }
 
 function isDigit(c: number): boolean {

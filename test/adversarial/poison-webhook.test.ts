@@ -90,6 +90,33 @@ describe('a poison webhook event', () => {
     expect(entry.detail.incomingRequest.body).toBe(deep);
   });
 
+  it('bodies shaped against the canonical-JSON check reach the target as JSON.stringify of their value, and later events are not delayed', async () => {
+    // The worker embeds a JSON body as its own text only when that text is JSON.stringify's; these
+    // are built to make that check slow (wide objects, many decimals) or wrong (a repeated name,
+    // other spellings of the same value). Each must arrive as the value JSON.parse reads. All are
+    // under the 64 KiB capture cap, so all are captured as JSON.
+    const wide = `{${Array.from({ length: 5000 }, (_, i) => `"k${i}":${i}`).join(',')}}`;
+    const decimals = `[${Array.from({ length: 7000 }, (_, i) => `${i}.25`).join(',')}]`;
+    const long = `[${Array.from({ length: 3000 }, (_, i) => `0.1234567890123456${i % 10}`).join(',')}]`;
+    const tricky = ['{"a":1,"a":2}', '{ "spaced" : [ 1 , 2 ] }', '{"n":1.0,"e":1E3,"z":-0}', '{"s":"\\u0041\\/"}'];
+    const bodies = [wide, decimals, long, ...tricky];
+    for (const [i, body] of bodies.entries()) {
+      const res = await call(proxy.url, `/poison/shaped-${i}`, { method: 'POST', rawBody: body, headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(201);
+    }
+    await normalEventsDelivered('shaped');
+    for (const [i, body] of bodies.entries()) {
+      const got = await waitFor(
+        () => target.received.find((r) => r.body.includes(`"path":"/poison/shaped-${i}"`)),
+        (r) => r !== undefined,
+        DELIVERY_DEADLINE_MS,
+        `the delivery of shaped body ${i}`,
+      );
+      expect(got!.body).toContain(`"body":${JSON.stringify(JSON.parse(body))}`);
+      expect(JSON.parse(got!.body).request.body).toEqual(JSON.parse(JSON.stringify(JSON.parse(body))));
+    }
+  });
+
   it('an entry the worker cannot process ends as a failed log entry with its reason, is acknowledged, and delays nothing', async () => {
     const keys = redisKeys(proxy.context.config.redis.keyPrefix, 'adv-poison');
     const eventId = `poison-${Date.now()}`;

@@ -109,3 +109,23 @@ describe('isCanonicalJson', () => {
     expect(isCanonicalJson('{"a":{"x":1},"x":2,"a":3}')).toBe(false);
   });
 });
+
+describe('isCanonicalJson: decimals decided without converting', () => {
+  it('agrees with String(Number(x)) on every short decimal spelling', () => {
+    const next = rng(99);
+    let checked = 0;
+    for (let k = 0; k < 20000; k++) {
+      const intPart = next() < 0.4 ? '0' : String(Math.floor(next() * 10 ** Math.floor(next() * 12)));
+      const frac = Array.from({ length: 1 + Math.floor(next() * 16) }, () => (next() < 0.35 ? '0' : String(Math.floor(next() * 10)))).join('');
+      const token = `${next() < 0.3 ? '-' : ''}${intPart}.${frac}`;
+      const canonical = String(Number(token)) === token && token !== '-0';
+      expect(isCanonicalJson(token), token).toBe(canonical);
+      expect(isCanonicalJson(`[${token}]`), token).toBe(canonical);
+      checked++;
+    }
+    expect(checked).toBe(20000);
+    for (const token of ['0.000001', '0.0000012', '123456789012.345', '0.123456789012345', '-0.5', '9007199254740.993']) {
+      expect(isCanonicalJson(token), token).toBe(String(Number(token)) === token);
+    }
+  });
+});
