@@ -1,4 +1,4 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac, createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
 import type { Principal } from '../principal.js';
 
 export interface JwtSettings {
@@ -22,7 +22,11 @@ export class JwtMinter {
   private readonly cache = new Map<string, { token: string; reuseUntil: number }>();
   private readonly header: string;
 
+  /** A KeyObject, not a Buffer: Node 24's createHmac throws and catches twice to tell a Buffer from a key object (signature.ts). */
+  private readonly key: KeyObject;
+
   constructor(private readonly settings: JwtSettings) {
+    this.key = createSecretKey(Buffer.from(settings.secret, 'utf8'));
     this.header = b64url(JSON.stringify({ alg: settings.algorithm, typ: 'JWT' }));
   }
 
@@ -49,7 +53,7 @@ export class JwtMinter {
     };
     if (this.settings.audience) claims.aud = this.settings.audience;
     const payload = `${this.header}.${b64url(JSON.stringify(claims))}`;
-    const signature = createHmac(HASH[this.settings.algorithm], Buffer.from(this.settings.secret, 'utf8')).update(payload).digest('base64url');
+    const signature = createHmac(HASH[this.settings.algorithm], this.key).update(payload).digest('base64url');
     return `${payload}.${signature}`;
   }
 }
