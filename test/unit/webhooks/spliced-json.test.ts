@@ -116,6 +116,14 @@ describe('webhooks: JSON built with the per-event request section', () => {
       expect(payload).toBe(JSON.stringify(buildDefaultPayload(eager(event), ref)));
       expect(stored).toBe(JSON.stringify(entry));
       expect(JSON.parse(payload).request.body.items[0].price).toBe(9.95);
+      // A delivery's entry stores the payload without the request and reads back the exact bytes sent.
+      const parts = defaultPayloadParts(event, ref);
+      const outgoingRequest = { method: 'POST', url: 'http://x/', headers: {}, body: payloadText(parts) };
+      notePayloadParts(outgoingRequest, parts);
+      const delivered: WebhookLogEntry = { ...entry, status: 'success', attempt: 1, detail: { ...entry.detail, outgoingRequest } };
+      const bytes = serializeLogEntryBytes(delivered);
+      expect(bytes.length).toBeLessThan(Buffer.byteLength(JSON.stringify(delivered)));
+      expect(parseStoredLogEntry(bytes.toString('utf8')).detail.outgoingRequest!.body).toBe(payload);
     });
 
     it('reading a body parses it once; changing it drops the text, so a payload never shows the old one', () => {
