@@ -148,9 +148,12 @@ export class WebhookWorker {
   private groupReady = false;
   private blocking: Redis | null = null;
   private loop: Promise<void> | null = null;
-  /** Settles with STOPPED when stop() or kill() is called: the read loop's wait ends with it. */
-  private stopped: Promise<typeof STOPPED> = new Promise(() => {});
-  private signalStop: () => void = () => {};
+  /**
+   * Ends the read loop's current wait with STOPPED (stop() or kill()). One slot, set per read: a
+   * Promise.race against one long-lived "stopped" promise would leave a reaction on it at every
+   * read (every 2 s when idle), kept until the worker stops.
+   */
+  private endRead: ((value: typeof STOPPED) => void) | null = null;
   private janitorTimer: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
@@ -190,7 +193,6 @@ export class WebhookWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.stopped = new Promise((resolve) => (this.signalStop = () => resolve(STOPPED)));
     this.blocking = this.o.openBlockingConnection(BLOCK_MS);
     this.loop = this.readLoop();
     const janitorMs = Math.max(50, Math.floor(this.o.reclaimIdleMs / 3));
@@ -210,7 +212,7 @@ export class WebhookWorker {
   async stop(timeoutMs = 35_000): Promise<void> {
     if (!this.running) return;
     this.running = false;
-    this.signalStop();
+    this.endRead?.(STOPPED);
     this.slotWaiter?.wake(); // the read loop may be waiting for slots that a stuck delivery holds
     this.clearTimers();
     this.blocking?.disconnect();
@@ -227,7 +229,7 @@ export class WebhookWorker {
   kill(): void {
     this.killed = true;
     this.running = false;
-    this.signalStop();
+    this.endRead?.(STOPPED);
     this.slotWaiter?.wake(); // the read loop may be waiting for slots that a stuck delivery holds
     this.clearTimers();
     this.blocking?.disconnect();
@@ -276,12 +278,16 @@ export class WebhookWorker {
       let reply: unknown;
       try {
         if (!this.groupReady) await this.ensureGroup();
+        if (!this.running) break; // stopped while the group was being made: no read would be ended
         const read = this.blocking!.callBuffer(
           'XREADGROUP', 'GROUP', this.o.keys.eventsGroup, this.consumer, 'COUNT', free, 'BLOCK', BLOCK_MS, 'STREAMS', this.o.keys.events, '>',
         );
         // A read queued while the connection was reconnecting is never settled by the disconnect
         // of stop() (ioredis keeps it queued): the stop signal ends the wait instead.
-        reply = await Promise.race([read, this.stopped]);
+        reply = await new Promise<unknown>((resolve, reject) => {
+          this.endRead = resolve;
+          read.then(resolve, reject);
+        }).finally(() => (this.endRead = null));
         if (reply === STOPPED) {
           read.catch(() => {});
           break;
