@@ -65,6 +65,8 @@ function isJsonContentType(contentType: string | undefined): boolean {
  * - compressed (a Content-Encoding other than identity) → a placeholder string;
  * - complete JSON (by Content-Type) → the parsed value (a JSON body that does not parse stays text;
  *   one nested past MAX_JSON_DEPTH stays text with `tooDeep`, so nothing downstream recurses into it);
+ *   with `keepJsonText` (the worker), a text already in JSON.stringify's form is returned as `json`
+ *   instead, unparsed (`withCapturedBody`);
  * - valid UTF-8 → the text (cut at the cap, never mid-character);
  * - anything else → a placeholder string naming the size and content type.
  */

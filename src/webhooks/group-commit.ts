@@ -39,7 +39,7 @@ export interface CommitPart {
 
 interface Pending {
   part: CommitPart;
-  /** The part's log entries as JSON, serialized when the part was handed over. */
+  /** The part's log entries as stored (UTF-8 JSON), serialized when the part was handed over. */
   texts: Buffer[] | undefined;
   since: number;
   resolve(): void;
