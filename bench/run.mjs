@@ -43,6 +43,8 @@ const settings = {
   graphqlConnections: int(env.BENCH_GRAPHQL_CONNECTIONS, 20),
   waitIdleMinutes: num(env.BENCH_WAIT_IDLE_MIN, 0),
   only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : null,
+  /** Pass-through configurations to run (e.g. `c,e`); all when unset. */
+  configs: env.BENCH_CONFIGS ? new Set(env.BENCH_CONFIGS.split(',').map((s) => s.trim())) : null,
   cpuProf: env.BENCH_CPU_PROF ?? '',
 };
 /** BENCH_CPU_PROF=a,c,e,graphql,pipeline,pipeline-worker: those Outrigger processes run with --cpu-prof. */
@@ -158,7 +160,7 @@ async function main() {
   copyFileSync(rawFile, resolve('bench/.work/latest.json'));
   const { table, markdown } = renderResults(results);
   say(`\n${table}`);
-  if (settings.only || quick) {
+  if (settings.only || settings.configs || quick) {
     const partial = join(work, 'RESULTS.md');
     writeFileSync(partial, markdown);
     say(`\nbench: a partial or quick run; RESULTS.md written to ${relative(ROOT, partial)} (bench/RESULTS.md untouched)`);
@@ -232,6 +234,11 @@ async function passThroughAndKeys(ctx) {
   };
   for (const [id, scenario] of Object.entries(scenarios)) targets.push({ id, label: scenario.label, launch: () => launchOutrigger(id), outrigger: true });
 
+  if (settings.configs) {
+    const unknown = [...settings.configs].filter((id) => !targets.some((t) => t.id === id));
+    if (unknown.length > 0) throw new Error(`BENCH_CONFIGS: unknown ${unknown.join(', ')}; one of ${targets.map((t) => t.id).join(', ')}`);
+    targets.splice(0, targets.length, ...targets.filter((t) => settings.configs.has(t.id)));
+  }
   const cpuGroups = (live) => ({ proxy: live.proxyPids, upstream: [upstream.pid], redis: [redis.pid] });
   const out = { redisPid: redis.pid };
   /** Every configuration must answer the upstream's 1 KiB body before it is measured. */
