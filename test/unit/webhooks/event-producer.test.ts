@@ -95,6 +95,35 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     expect(errors).toEqual([]);
   });
 
+  it('writes one-value entries byte for byte whatever their length or content, as strings too, and through EVAL after SCRIPT FLUSH', async () => {
+    const p = producer({ batchSize: 1000 });
+    // Lengths across the decimal widths of the command's own framing, an empty value, every byte value, CR LF inside.
+    const values: Array<string | Buffer> = [0, 1, 9, 10, 99, 100, 999, 1000, 1385, 65_536].map((n) => Buffer.alloc(n, n % 256));
+    values.push(Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from('\r\n$3\r\nabc\r\n*1\r\n'), 'é ✓ {"s":1}\n', '');
+    await redis.client.script('FLUSH');
+    for (const value of values) p.offer({ stream: ['e', value] });
+    await drained(p);
+    const entries = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
+    expect(entries.map(([, f]) => f)).toEqual(values.map((v) => [Buffer.from('e'), Buffer.from(v)]));
+    expect(await calls('eval')).toBe(1);
+    // The connection still reads the replies of later commands in step.
+    expect(await client.ping()).toBe('PONG');
+    expect(errors).toEqual([]);
+  });
+
+  it('keeps the stream near streamMaxLength, trimming once per batch', async () => {
+    const p = producer({ streamMaxLength: 100 });
+    for (let round = 0; round < 10; round++) {
+      for (let i = 0; i < 50; i++) p.offer({ stream: ['e', Buffer.alloc(1400, i)] });
+      await drained(p);
+    }
+    const length = await redis.client.xlen(KEYS.events);
+    // Approximate trimming removes whole stream nodes only: at most one node and one batch beyond the cap.
+    expect(length).toBeGreaterThanOrEqual(100);
+    expect(length).toBeLessThan(100 + 50 + 100);
+    expect(await calls('xadd')).toBe(500);
+  });
+
   it('lingers while events arrive densely, and writes a lone event at once', async () => {
     const p = producer({ lingerMs: 1000 });
     const started = Date.now();
