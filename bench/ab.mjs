@@ -5,7 +5,7 @@
  * rounds in a new shuffled order each. For checking one change (README "Comparing two builds").
  *
  *   node bench/ab.mjs --base /tmp/before [--with .] [--scenarios c,e] [--requests 40000]
- *                     [--rounds 5] [--processes 2] [--cpu-prof]
+ *                     [--rounds 5] [--processes 2] [--cpu-prof] [--node-args=--trace-gc]
  *
  * A build is a directory holding package.json, dist/ and node_modules/ (e.g. a `git worktree`
  * with `npm ci && npm run build`, or a copy of dist/ beside a symlinked node_modules/).
@@ -36,11 +36,12 @@ const { values: opts } = parseArgs({
     processes: { type: 'string', default: '1' },
     connections: { type: 'string', default: '50' },
     'cpu-prof': { type: 'boolean', default: false },
+    'node-args': { type: 'string', default: '' },
     'no-pin': { type: 'boolean', default: false },
   },
 });
 if (!opts.base) {
-  process.stderr.write('usage: node bench/ab.mjs --base DIR [--with DIR] [--scenarios c,e] [--requests N] [--rounds N] [--processes N] [--cpu-prof]\n');
+  process.stderr.write('usage: node bench/ab.mjs --base DIR [--with DIR] [--scenarios c,e] [--requests N] [--rounds N] [--processes N] [--cpu-prof] [--node-args=ARGS]\n');
   process.exit(2);
 }
 const requests = Number(opts.requests);
@@ -79,7 +80,7 @@ async function main() {
     for (let p = 1; p <= processes; p++) {
       for (const [build, root] of Object.entries(builds)) {
         const name = `${id}-${build}-${p}`;
-        const nodeArgs = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : [];
+        const nodeArgs = [...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : []), ...opts['node-args'].split(' ').filter(Boolean)];
         // Each process its own service id: no shared keys, webhooks or stream between them.
         const o = await startOutrigger({ name, workDir: work, redisUrl: redis.url, upstreamUrl, setup: scenario.setup, config: scenario.config, root, nodeArgs });
         const headers = scenario.auth === 'key' ? { authorization: `Bearer ${await issueKey(o.url)}` } : scenario.auth === 'basic' ? { authorization: basic('alice') } : {};
