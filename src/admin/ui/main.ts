@@ -22,7 +22,10 @@ const PAGES = [
 function useHash(): string {
   const [hash, setHash] = useState(location.hash || '#/webhooks');
   useEffect(() => {
-    const update = () => setHash(location.hash || '#/webhooks');
+    // The event's own URL, not location.hash: when two changes come close together, reading
+    // location.hash gives both events the last one, the page in between never renders, and the
+    // page before it stays mounted with its old state.
+    const update = (e: HashChangeEvent) => setHash(new URL(e.newURL).hash || '#/webhooks');
     addEventListener('hashchange', update);
     return () => removeEventListener('hashchange', update);
   }, []);
