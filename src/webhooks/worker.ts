@@ -211,11 +211,7 @@ export class WebhookWorker {
   /** Graceful: stop taking work, let in-flight deliveries finish and be acknowledged (bounded). */
   async stop(timeoutMs = 35_000): Promise<void> {
     if (!this.running) return;
-    this.running = false;
-    this.endRead?.(STOPPED);
-    this.slotWaiter?.wake(); // the read loop may be waiting for slots that a stuck delivery holds
-    this.clearTimers();
-    this.blocking?.disconnect();
+    this.halt();
     const pending = [...this.inflight.values(), ...this.inflightJobs.values()];
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled(pending), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
@@ -228,20 +224,21 @@ export class WebhookWorker {
   /** A crash, for tests: stop at once; nothing more is written or acknowledged by this worker. */
   kill(): void {
     this.killed = true;
-    this.running = false;
-    this.endRead?.(STOPPED);
-    this.slotWaiter?.wake(); // the read loop may be waiting for slots that a stuck delivery holds
-    this.clearTimers();
-    this.blocking?.disconnect();
+    this.halt();
   }
 
   get inFlight(): number {
     return this.inflight.size + this.inflightJobs.size;
   }
 
-  private clearTimers(): void {
+  /** Takes no more work: ends the read, stops the timers, drops the blocking connection. */
+  private halt(): void {
+    this.running = false;
+    this.endRead?.(STOPPED);
+    this.slotWaiter?.wake(); // the read loop may be waiting for slots that a stuck delivery holds
     for (const timer of [this.janitorTimer, this.retryTimer, this.heartbeatTimer, this.sweepTimer]) if (timer) clearInterval(timer);
     this.janitorTimer = this.retryTimer = this.heartbeatTimer = this.sweepTimer = null;
+    this.blocking?.disconnect();
   }
 
   // ----------------------------------------------------------------------------------------------
