@@ -268,7 +268,8 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     await page.getByRole('button', { name: 'Recover failed…' }).click();
     const recover = page.getByRole('dialog', { name: /Recover failed events/ });
     // One hour ago by default, in the browser's zone. Chromium drops ":00" seconds from a
-    // datetime-local value, so the seconds are optional (this failed one run in sixty).
+    // datetime-local value, so the seconds are optional (this failed whenever the default fell
+    // on a whole minute).
     const since = await recover.getByLabel('Since (your time zone)').inputValue();
     expect(since).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?$/);
     expect(Math.abs(Date.now() - 3600_000 - new Date(since).getTime())).toBeLessThan(120_000);
@@ -406,9 +407,10 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     await page.getByText('Saved.').waitFor();
     expect((await api(`/_admin/webhooks/${id}`)).json).toMatchObject({ maxPerSecond: 5, retrySchedule: ['10s', '1m', 90] });
     // Shown as stored when the form opens again.
-    // Wait for the list: two hash changes in a row can reach the router as one (it reads
-    // location.hash when the first event fires), which kept the old form and its stale "Saved."
-    // notice on screen, so a later wait for "Saved." passed before that save had landed.
+    // Wait for the list before going back. When the router read location.hash (fixed in
+    // main.ts), two quick changes reached it as one: the old form stayed, with its "Saved."
+    // notice, and a later wait for "Saved." passed before that save had landed. The count
+    // below fails if that comes back.
     await go('#/webhooks');
     await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
     await go(`#/webhooks/${id}`);
