@@ -9,7 +9,7 @@
  */
 import { bodyJsonText, type CapturedEvent, type CapturedHeaders, type CapturedBody } from './event.js';
 import { incomingRequestSection, incomingRequestText, type IncomingRequestSection } from './log-entry.js';
-import { piecesToBytes, type PayloadParts } from './stored-log-entry.js';
+import type { PayloadParts } from './stored-log-entry.js';
 
 export interface WebhookRef {
   readonly id: string;
@@ -101,5 +101,6 @@ export function payloadText(parts: PayloadParts): string {
 
 /** `payloadText(parts)` as UTF-8 bytes: what is signed and sent (HMAC and socket then take the bytes as they are, no conversion each). */
 export function payloadBytes(parts: PayloadParts): Buffer {
-  return piecesToBytes([parts.head, incomingRequestText(parts.section), parts.tail]);
+  // A new text each call, flattened and dropped here: `body` (the same text, for the log entry) stays unflattened.
+  return Buffer.from(payloadText(parts), 'utf8');
 }

@@ -48,14 +48,8 @@ export function serializeLogEntry(entry: WebhookLogEntry): string {
  * it, so the collector neither copies nor counts them.
  */
 export function serializeLogEntryBytes(entry: WebhookLogEntry): Buffer {
-  const { detail } = entry;
-  if (!detail?.incomingRequest) return Buffer.from(JSON.stringify(entry));
-  return piecesToBytes(logEntryPieces(entry));
-}
-
-/** Joined, then encoded in one call: one Buffer.write per piece costs more in call overhead than the short-lived joined string. */
-export function piecesToBytes(pieces: readonly string[]): Buffer {
-  return Buffer.from(pieces.join(''), 'utf8');
+  // Joined, then encoded in one call: one Buffer.write per piece costs more in call overhead than the short-lived joined string.
+  return Buffer.from(serializeLogEntry(entry), 'utf8');
 }
 
 function logEntryPieces(entry: WebhookLogEntry): string[] {
