@@ -10,12 +10,12 @@
  *   node bench/tee-alone.mjs DIR [DIR...] [--events 100000] [--rounds 4] [--stream-node-max-bytes 4096]
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { freePort, waitForPort } from './lib/processes.mjs';
+import { median } from './lib/load.mjs';
+import { cpuMicros, freePort, sleep, waitForPort } from './lib/processes.mjs';
 
 const { values: opts, positionals } = parseArgs({
   allowPositionals: true,
@@ -32,12 +32,6 @@ if (positionals.length === 0) {
 const EVENTS = Number(opts.events);
 /** Requests finished per turn of the event loop (the proxy's 50 connections answer in bursts). */
 const PER_TURN = 25;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const cpuMicros = (pid) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10_000;
-};
-const median = (list) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)];
 
 const port = await freePort();
 const redisProc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--stream-node-max-bytes', opts['stream-node-max-bytes']], {
