@@ -17,7 +17,7 @@ import { ensureNginx, startNginx } from './lib/nginx.mjs';
 import { runPaced } from './lib/paced.mjs';
 import { basic, issueKey, startOutrigger } from './lib/outrigger.mjs';
 import { cpuMicros, forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
-import { commandCounters, commandDelta, startRedis } from './lib/redis.mjs';
+import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/redis.mjs';
 import { renderResults } from './lib/report.mjs';
 import {
   GRAPHQL_APP, GRAPHQL_PERMISSION, GRAPHQL_QUERY, KEYS_PERMISSION, PASS_PATH, matchingWebhook, passThroughScenarios,
@@ -281,8 +281,10 @@ async function passThroughAndKeys(ctx) {
       }
     }
     const { redisKeys } = await import('../dist/src/store/keys.js');
-    const xlen = serviceIdOf.e ? await redis.client.xlen(redisKeys('outrigger', serviceIdOf.e).events).catch(() => null) : null;
-    out.passThrough = { path: PASS_PATH, fixedRate: settings.fixedRate, rows: targets.map((t) => ({ id: t.id, label: t.label, rounds: rounds[t.id], fixedRate: fixed[t.id] })), streamLengthAfterE: xlen, processPerRound: true };
+    const eKey = serviceIdOf.e ? redisKeys('outrigger', serviceIdOf.e).events : null;
+    const xlen = eKey ? await redis.client.xlen(eKey).catch(() => null) : null;
+    const eventsAfterE = eKey ? await streamEvents(redis.client, eKey).catch(() => null) : null;
+    out.passThrough = { path: PASS_PATH, fixedRate: settings.fixedRate, rows: targets.map((t) => ({ id: t.id, label: t.label, rounds: rounds[t.id], fixedRate: fixed[t.id] })), streamLengthAfterE: xlen, streamEventsAfterE: eventsAfterE, processPerRound: true };
   }
 
   if (wanted('keys')) {
@@ -418,7 +420,7 @@ async function webhookPipeline(ctx) {
     await receiver.ask('reset');
     // Fill the stream with the worker off, then let one worker drain it.
     const fill = await runLoad({ url: `${proxy.url}${PASS_PATH}`, headers, connections: settings.connections, amount: n });
-    await until(async () => (await redis.client.xlen(streamKey)) >= n, 20_000, 'the proxy to write every event to the stream');
+    await until(async () => (await streamEvents(redis.client, streamKey, n)) >= n, 20_000, 'the proxy to write every event to the stream');
     const before = await commandCounters(redis.client);
     const redisCpu0 = cpuMicros(redis.pid);
     const worker = await startWorker();

@@ -34,7 +34,7 @@ import { median, runLoad, shuffle } from './lib/load.mjs';
 import { issueKey, startOutrigger } from './lib/outrigger.mjs';
 import { runPaced } from './lib/paced.mjs';
 import { cpuMicros, forkServer, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
-import { commandCounters, commandDelta, startRedis } from './lib/redis.mjs';
+import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/redis.mjs';
 import { KEYS_PERMISSION, PASS_PATH, matchingWebhook } from './lib/scenarios.mjs';
 
 const { values: opts } = parseArgs({
@@ -111,7 +111,7 @@ async function main() {
       const fill = await runLoad({ url: `${side.proxy.url}${PASS_PATH}`, headers: side.headers, connections: 50, amount: n });
       // Under heavy load a few requests may time out: drain what the proxy answered.
       const events = fill.ok;
-      await until(async () => (await redis.client.xlen(side.streamKey)) >= events, 60_000, 'the proxy to write every event');
+      await until(async () => (await streamEvents(redis.client, side.streamKey, events)) >= events, 60_000, 'the proxy to write every event');
       await sleep(300); // the proxy's last flush and pollers settle
       const before = await commandCounters(redis.client);
       const redisCpu0 = cpuMicros(redis.pid);

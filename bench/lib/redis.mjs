@@ -50,3 +50,32 @@ export function commandDelta(before, after) {
   }
   return { total: after.total - before.total - 1, perCommand };
 }
+
+/**
+ * KEYS[1] a webhook stream: how many events it holds. An entry of version 4 (src/webhooks/
+ * stream-record.ts) holds several, as many as the lengths in its head; any other entry one.
+ */
+const COUNT_STREAM_EVENTS = `
+local n, start = 0, '-'
+while true do
+  local page = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', 1000)
+  if #page == 0 then return n end
+  for _, entry in ipairs(page) do
+    local lengths = entry[2][2] and string.match(entry[2][2], '^{"v":4,"l":%[([%d,]*)%]}')
+    if lengths then
+      local _, commas = string.gsub(lengths, ',', '')
+      n = n + commas + 1
+    else
+      n = n + 1
+    end
+  end
+  start = '(' .. page[#page][1]
+end
+`;
+
+/** Events in a webhook stream (XLEN when that already reaches `atLeast`: a stream of one event per entry). */
+export async function streamEvents(client, key, atLeast = Infinity) {
+  const entries = await client.xlen(key);
+  if (entries >= atLeast) return entries;
+  return Number(await client.eval(COUNT_STREAM_EVENTS, 1, key));
+}

@@ -11,8 +11,14 @@
  * - An entry is acknowledged (XACK + XDEL) only once every delivery of it is final or durably
  *   scheduled for a retry: the log entry, the `deliveryDone` marker and the retry job commit
  *   before the acknowledgement (in an earlier MULTI). An entry with a single delivery to make
- *   (the usual case) commits its log entry, retry job and acknowledgement in one MULTI instead,
- *   without a marker: all of them land or none does, so there is no window to guard.
+ *   (a lone event with one matching webhook) commits its log entry, retry job and
+ *   acknowledgement in one MULTI instead, without a marker: all of them land or none does, so
+ *   there is no window to guard.
+ * - An entry of a batch of events (stream-record.ts version 4) is read whole; each of its
+ *   events takes an event slot (`concurrency` counts events, event-slots.ts), each delivery
+ *   commits with its marker, and the entry is acknowledged after the last one. A worker that
+ *   dies halfway leaves the entry pending: whoever reclaims it skips every delivery whose
+ *   marker exists, so only the unfinished ones are sent again.
  * - Dead workers: each worker renews a key with a short TTL (`webhookWorkerAlive`, every 1.5 s,
  *   5 s TTL). Every 2 s a worker lists the group's consumers with pending entries (XPENDING) and
  *   claims (XCLAIM, min idle 1 s) the entries of those whose key has expired, so a killed
@@ -49,11 +55,12 @@ import { skippedLogEntry } from './log-entry.js';
 import type { WebhookLogStore } from './log-store.js';
 import { nextRetryDelayMs, parseRetryDelay } from './retry-policy.js';
 import { GroupCommit, WorkerKilled, type CommitPart } from './group-commit.js';
-import { decodeStreamRecord, isNewerEntry, type SkippedWebhook, type StreamRecord } from './stream-record.js';
+import { decodeStreamEntry, isNewerEntry, type SkippedWebhook, type StreamRecord } from './stream-record.js';
 import type { WebhookDocument } from './webhook-document.js';
 import { SKIPPED_LOG_INTERVAL_MS } from './observer.js';
 import { backoffMs } from '../util/backoff.js';
 import { UnprocessableEvent, unprocessableLogEntry } from './unprocessable.js';
+import { EventSlots } from './event-slots.js';
 
 /** KEYS[1] the retry set; ARGV: now, lease-until, max jobs. Due jobs are re-scored to lease-until and returned. */
 const LEASE_DUE_RETRIES = `
@@ -119,7 +126,7 @@ export interface WebhookWorkerOptions {
   metrics: Metrics;
   retrySchedule: readonly number[];
   reclaimIdleMs: number;
-  /** Events (and retry jobs) in flight at most, default 64. */
+  /** Events (and, apart, retry jobs) being delivered at most, default 64. */
   concurrency?: number;
   consumerName?: string;
   random?: () => number;
@@ -161,7 +168,12 @@ export class WebhookWorker {
   private sweepBusy = false;
   private janitorBusy = false;
   private retryBusy = false;
+  /** Entries read and not acknowledged yet, by id (their events may still wait for a slot). */
   private readonly inflight = new Map<string, Promise<void>>();
+  /** What `concurrency` counts: events being delivered. */
+  private readonly slots: EventSlots;
+  /** Events per entry in recent reads (a running mean), to turn free slots into a read COUNT. */
+  private eventsPerEntry = 1;
   /** The read loop waiting for free event slots. */
   private slotWaiter: { need: number; wake(): void } | null = null;
   private readonly inflightJobs = new Map<string, Promise<void>>();
@@ -177,6 +189,10 @@ export class WebhookWorker {
     this.consumer = o.consumerName ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     this.concurrency = o.concurrency ?? 64;
     this.random = o.random ?? Math.random;
+    this.slots = new EventSlots(this.concurrency, () => {
+      const waiter = this.slotWaiter;
+      if (waiter && this.slots.free >= waiter.need) waiter.wake();
+    });
     this.commits = new GroupCommit({
       redis: o.redis,
       keys: o.keys,
@@ -261,7 +277,7 @@ export class WebhookWorker {
         await sleep(250);
         continue;
       }
-      let free = this.concurrency - this.inflight.size;
+      let free = this.slots.free;
       const batch = Math.max(1, Math.floor(this.concurrency / 2));
       if (free < batch) {
         // Read in batches, not one entry per freed slot: every read, marker MGET and commit is a
@@ -270,14 +286,14 @@ export class WebhookWorker {
         // that much at most).
         await this.slotsFree(free <= 0 ? 1 : batch, free <= 0 ? null : READ_BATCH_WAIT_MS);
         if (free <= 0 || !this.running) continue;
-        free = this.concurrency - this.inflight.size;
+        free = this.slots.free;
       }
       let reply: unknown;
       try {
         if (!this.groupReady) await this.ensureGroup();
         if (!this.running) break; // stopped while the group was being made: no read would be ended
         const read = this.blocking!.callBuffer(
-          'XREADGROUP', 'GROUP', this.o.keys.eventsGroup, this.consumer, 'COUNT', free, 'BLOCK', BLOCK_MS, 'STREAMS', this.o.keys.events, '>',
+          'XREADGROUP', 'GROUP', this.o.keys.eventsGroup, this.consumer, 'COUNT', this.entriesFor(free), 'BLOCK', BLOCK_MS, 'STREAMS', this.o.keys.events, '>',
         );
         // A read queued while the connection was reconnecting is never settled by the disconnect
         // of stop() (ioredis keeps it queued): the stop signal ends the wait instead.
@@ -309,39 +325,44 @@ export class WebhookWorker {
    */
   private handleEntries(entries: StreamEntry[]): void {
     const fresh: StreamEntry[] = [];
-    const records: Array<StreamRecord | null> = [];
+    const decoded: StreamRecord[][] = [];
+    let events = 0;
     for (const entry of entries) {
       const [id, fields] = entry;
       if (this.inflight.has(id) || this.newerEntries.has(id)) continue;
-      const record = decodeStreamRecord(fields);
-      if (record === null && this.leftForNewer(id, fields)) continue;
+      const records = decodeStreamEntry(fields);
+      if (records === null && this.leftForNewer(id, fields)) continue;
       fresh.push(entry);
-      records.push(record);
+      decoded.push(records ?? []);
+      events += Math.max(1, records?.length ?? 0);
     }
     if (fresh.length === 0) return;
+    this.eventsPerEntry = 0.75 * this.eventsPerEntry + 0.25 * (events / fresh.length);
     const markerKeys: string[] = [];
-    for (const record of records) if (record) for (const m of record.matched) markerKeys.push(this.o.keys.deliveryDone(record.event.id, m.id));
+    for (const records of decoded) for (const record of records) for (const m of record.matched) markerKeys.push(this.o.keys.deliveryDone(record.event.id, m.id));
     const markers: Promise<Array<string | null>> = markerKeys.length > 0 ? this.o.redis.mget(markerKeys) : Promise.resolve([]);
     let offset = 0;
     fresh.forEach(([id], i) => {
-      const record = records[i]!;
+      const records = decoded[i]!;
       const from = offset;
-      const count = record ? record.matched.length : 0;
+      let count = 0;
+      for (const record of records) count += record.matched.length;
       offset += count;
       // Only entries that read their markers get a share of the MGET: a share nobody awaits would be an unhandled rejection.
       const share = count > 0 ? markers.then((all) => all.slice(from, from + count)) : Promise.resolve([]);
-      const work = this.processEntry(id, record, share)
+      const work = this.processEntry(id, records, share)
         .catch((error: unknown) => {
           if (error instanceof WorkerKilled) return;
           this.o.logger.warn({ err: String(error), entry: id }, 'a webhook event stays pending; it will be reclaimed and tried again');
         })
-        .finally(() => {
-          this.inflight.delete(id);
-          const waiter = this.slotWaiter;
-          if (waiter && this.concurrency - this.inflight.size >= waiter.need) waiter.wake();
-        });
+        .finally(() => this.inflight.delete(id));
       this.inflight.set(id, work);
     });
+  }
+
+  /** How many entries to read or claim for `free` event slots (at least one). */
+  private entriesFor(free: number): number {
+    return Math.max(1, Math.floor(free / Math.max(1, this.eventsPerEntry)));
   }
 
   /**
@@ -375,28 +396,37 @@ export class WebhookWorker {
     });
   }
 
-  private async processEntry(id: string, record: StreamRecord | null, markersOf: Promise<Array<string | null>>): Promise<void> {
-    if (record) {
-      const markers = record.matched.length > 0 ? await markersOf : [];
+  /**
+   * An entry's events, each delivered to its matching webhooks; the entry is acknowledged once
+   * every delivery of every event is final or scheduled for a retry. Each event holds a slot
+   * while its deliveries run.
+   */
+  private async processEntry(id: string, records: StreamRecord[], markersOf: Promise<Array<string | null>>): Promise<void> {
+    if (records.length > 0) {
+      let deliveries = 0;
+      for (const record of records) deliveries += record.matched.length;
+      const markers = deliveries > 0 ? await markersOf : [];
+      const only = records.length === 1 ? records[0]! : null;
       // A marker means an earlier run of this entry finished that delivery (or scheduled its retry).
-      const due = record.matched.filter((_, i) => markers[i] == null);
-      // The usual entry, one delivery and nothing else to log: its commit acknowledges the entry
-      // too (one MULTI: the log entry, the retry job and the acknowledgement land together or not
-      // at all), so it needs no marker and no second commit. `beforeAck` (tests) wants the window
-      // between the two, so it keeps them apart.
-      if (due.length === 1 && record.skipped.length === 0 && !this.o.beforeAck) {
+      const due = only ? only.matched.filter((_, i) => markers[i] == null) : [];
+      // The usual entry, one event with one delivery and nothing else to log: its commit
+      // acknowledges the entry too (one MULTI: the log entry, the retry job and the
+      // acknowledgement land together or not at all), so it needs no marker and no second
+      // commit. `beforeAck` (tests) wants the window between the two, so it keeps them apart.
+      if (only && due.length === 1 && only.skipped.length === 0 && !this.o.beforeAck) {
         const m = due[0]!;
         const condition = { matched: true, reason: m.reason };
         const ack: AckCarrier = { id, done: false };
-        await this.deliver(record.event, m.id, condition, 1, null, ack).catch((e: unknown) => this.finalizeUnprocessable(record.event, m.id, condition, 1, null, e, ack));
+        await this.inSlot(() => this.deliver(only.event, m.id, condition, 1, null, ack).catch((e: unknown) => this.finalizeUnprocessable(only.event, m.id, condition, 1, null, e, ack)));
         if (ack.done) return;
       } else {
-        const tasks: Array<Promise<void>> = record.skipped.map((s) => this.logSkipped(record.event, s));
-        for (const m of due) {
-          const condition = { matched: true, reason: m.reason };
-          tasks.push(this.deliver(record.event, m.id, condition, 1, null).catch((e: unknown) => this.finalizeUnprocessable(record.event, m.id, condition, 1, null, e)));
-        }
-        const results = await Promise.allSettled(tasks);
+        let offset = 0;
+        const events = records.map((record) => {
+          const from = offset;
+          offset += record.matched.length;
+          return this.inSlot(() => this.processEvent(record, markers.slice(from, offset)));
+        });
+        const results = await Promise.allSettled(events);
         const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
         if (failure) throw failure.reason;
       }
@@ -405,6 +435,31 @@ export class WebhookWorker {
     await this.o.beforeAck?.(id);
     if (this.killed) throw new WorkerKilled();
     await this.commits.commit({ acks: [id] });
+  }
+
+  /** Runs one event's work in an event slot, waiting for one if none is free. */
+  private async inSlot(work: () => Promise<void>): Promise<void> {
+    const wait = this.slots.acquire();
+    if (wait) await wait;
+    try {
+      if (this.killed) throw new WorkerKilled();
+      await work();
+    } finally {
+      this.slots.release();
+    }
+  }
+
+  /** One event of an entry that has more to do than one delivery: each delivery commits with its marker. */
+  private async processEvent(record: StreamRecord, markers: Array<string | null>): Promise<void> {
+    const tasks: Array<Promise<void>> = record.skipped.map((s) => this.logSkipped(record.event, s));
+    record.matched.forEach((m, i) => {
+      if (markers[i] != null) return;
+      const condition = { matched: true, reason: m.reason };
+      tasks.push(this.deliver(record.event, m.id, condition, 1, null).catch((e: unknown) => this.finalizeUnprocessable(record.event, m.id, condition, 1, null, e)));
+    });
+    const results = await Promise.allSettled(tasks);
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) throw failure.reason;
   }
 
   /**
@@ -684,9 +739,9 @@ export class WebhookWorker {
    */
   private async claimPendingOf(consumer: string): Promise<number> {
     const { redis, keys } = this.o;
-    const free = this.concurrency - this.inflight.size;
+    const free = this.slots.free;
     if (free <= 0) return -1;
-    const pending = (await redis.call('XPENDING', keys.events, keys.eventsGroup, 'IDLE', DEAD_CLAIM_MIN_IDLE_MS, '-', '+', Math.min(free, 100), consumer)) as Array<[string]>;
+    const pending = (await redis.call('XPENDING', keys.events, keys.eventsGroup, 'IDLE', DEAD_CLAIM_MIN_IDLE_MS, '-', '+', Math.min(this.entriesFor(free), 100), consumer)) as Array<[string]>;
     const ids = pending.map(([id]) => String(id)).filter((id) => !this.inflight.has(id) && !this.newerEntries.has(id));
     if (ids.length === 0) return 0;
     const reply = (await redis.callBuffer('XCLAIM', keys.events, keys.eventsGroup, this.consumer, DEAD_CLAIM_MIN_IDLE_MS, ...ids)) as RawStreamEntry[];

@@ -3,6 +3,8 @@
  * what it receives and answers as each test scripts it, and polling helpers.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Redis } from 'ioredis';
+import { decodeStreamEntry, type StreamRecord } from '../../src/webhooks/stream-record.js';
 import type { RunningOutrigger } from '../../src/app.js';
 import type { WebhooksModule } from '../../src/webhooks/module.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
@@ -77,6 +79,12 @@ export async function waitFor<T>(read: () => T | Promise<T>, done: (value: T) =>
 function describe(value: unknown): string {
   const shown = value instanceof Set ? { size: value.size, values: [...value] } : value;
   return JSON.stringify(shown)?.slice(0, 2000) ?? String(shown);
+}
+
+/** The events a stream holds, in order (an entry of version 4 holds several). */
+export async function streamEvents(redis: Redis, key: string): Promise<StreamRecord[]> {
+  const entries = await redis.xrangeBuffer(key, '-', '+');
+  return entries.flatMap(([, fields]) => decodeStreamEntry(fields) ?? []);
 }
 
 export function sleep(ms: number): Promise<void> {

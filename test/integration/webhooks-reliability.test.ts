@@ -4,10 +4,10 @@ import { startOutrigger } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import type { WebhookWorker } from '../../src/webhooks/worker.js';
-import { decodeStreamRecord } from '../../src/webhooks/stream-record.js';
+import { decodeStreamEntry } from '../../src/webhooks/stream-record.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { startTestOutrigger, testConfig, type RawConfig } from '../support/outrigger.js';
-import { call, sleep, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
+import { call, sleep, startTarget, streamEvents, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
 
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
 
@@ -98,6 +98,49 @@ describe('webhooks: reliability', () => {
     await b.stop();
   });
 
+  it('a worker killed halfway through an entry of many events: the next one sends only the unfinished deliveries', async () => {
+    const proxy = await start('wh-half', { reclaimIdleMs: 600 }, false);
+    const module = webhooksOf(proxy);
+    const keys = proxy.context.keys;
+    const h = await hook(proxy, { name: 'half', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/half`, timeout_ms: 30_000 });
+    const orderOf = (r: { body: string }) => JSON.parse(r.body).request.body.order as number;
+    await Promise.all(Array.from({ length: 20 }, (_, i) => call(proxy.url, '/shop/orders', { method: 'POST', body: { order: i + 1 } })));
+    await waitFor(() => streamEvents(redis.client, keys.events), (e) => e.length === 20, 5000, 'the twenty events in the stream');
+    // Requests at once: their events share entries. The first event of each shared entry hangs
+    // on its first delivery, the others succeed: every shared entry is left half done.
+    const entries = (await redis.client.xrangeBuffer(keys.events, '-', '+')).map(([, f]) => decodeStreamEntry(f)!.map((r) => (r.event.request.body as { order: number }).order));
+    const shared = entries.filter((orders) => orders.length > 1);
+    expect(shared.length).toBeGreaterThan(0);
+    const hanging = new Set(shared.map((orders) => orders[0]!));
+    target.answer = (req) => (req.url === '/half' && hanging.has(orderOf(req)) && target.on('/half').filter((r) => orderOf(r) === orderOf(req)).length === 1 ? 'hang' : { status: 200, body: 'ok' });
+
+    const a = module.internals.createWorker({ consumerName: 'half-a' });
+    workers.push(a);
+    a.start();
+    await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 20 - hanging.size, 5000, 'worker A to finish the deliveries that answer');
+    expect(target.on('/half')).toHaveLength(20);
+    // Entries of one event are acknowledged; a shared one waits for its hanging delivery.
+    await waitFor(() => pending(proxy), (n) => n === shared.length, 5000, 'only the shared entries to stay pending');
+    a.kill(); // dies while the hanging deliveries wait
+
+    const b = module.internals.createWorker({ consumerName: 'half-b' });
+    workers.push(b);
+    b.start();
+    await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 20, 15_000, 'worker B to deliver the rest');
+    await waitFor(() => pending(proxy), (n) => n === 0, 5000, 'the entries to be acknowledged');
+    const got = target.on('/half');
+    expect(got).toHaveLength(20 + hanging.size);
+    expect(got.slice(20).map(orderOf).sort((x, y) => x - y)).toEqual([...hanging].sort((x, y) => x - y));
+    for (const again of got.slice(20)) expect(again.headers['webhook-id']).toBe(got.find((r) => orderOf(r) === orderOf(again))!.headers['webhook-id']);
+    const logs = await logsOf(proxy, h._id);
+    expect(logs.map((e: { status: string }) => e.status)).toEqual(Array(20).fill('success'));
+    expect(await redis.client.xlen(keys.events)).toBe(0);
+    target.release();
+    await sleep(300);
+    expect(await logsOf(proxy, h._id)).toHaveLength(20); // A's late answers change nothing
+    await b.stop();
+  }, 30_000);
+
   it('a retry scheduled for later survives a worker restart and is not sent twice by a reclaim', async () => {
     const proxy = await start('wh-retry-restart', { reclaimIdleMs: 500, retrySchedule: ['3s'] }, false);
     const module = webhooksOf(proxy);
@@ -181,10 +224,11 @@ describe('webhooks: reliability', () => {
     await hook(proxy, { name: 'lost', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/lost` });
     target.answer = () => ({ status: 200, body: 'ok' });
     for (const order of [1, 2, 3]) await call(proxy.url, '/shop/orders', { method: 'POST', body: { order } });
-    await waitFor(() => redis.client.xlen(keys.events), (n) => n === 3, 5000, 'the three events in the stream');
+    await waitFor(() => streamEvents(redis.client, keys.events), (e) => e.length === 3, 5000, 'the three events in the stream');
+    const entries = await redis.client.xlen(keys.events); // 1 to 3: events a few ms apart share an entry
     await redis.client.xgroup('CREATE', keys.events, keys.eventsGroup, '0', 'MKSTREAM').catch(() => {});
     const lost = (await redis.client.xreadgroup('GROUP', keys.eventsGroup, 'lost-a', 'COUNT', 10, 'STREAMS', keys.events, '>')) as Array<[string, unknown[]]>;
-    expect(lost[0]![1]).toHaveLength(3);
+    expect(lost[0]![1]).toHaveLength(entries);
 
     const a = module.internals.createWorker({ consumerName: 'lost-a' });
     workers.push(a);
@@ -276,7 +320,9 @@ describe('webhooks: reliability', () => {
     } finally {
       if ((await redis.client.ping().catch(() => null)) !== 'PONG') await redis.restart();
     }
-    const entries = await waitFor(() => redis.client.xrange(proxy.context.keys.events, '-', '+'), (e) => e.length === 10, 5000, 'the flushed events');
-    expect(entries.map(([, f]) => (decodeStreamRecord(f)!.event.request.body as { i: number }).i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    const events = await waitFor(() => streamEvents(redis.client, proxy.context.keys.events), (e) => e.length === 10, 5000, 'the flushed events');
+    expect(events.map((record) => (record.event.request.body as { i: number }).i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // Written in one batch once Redis was back: one entry holds them all.
+    expect(await redis.client.xlen(proxy.context.keys.events)).toBe(1);
   }, 30_000);
 });

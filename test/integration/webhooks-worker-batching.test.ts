@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { startTestOutrigger } from '../support/outrigger.js';
-import { call, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
+import { eventsInEntry } from '../../src/webhooks/stream-record.js';
+import { call, sleep, startTarget, streamEvents, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
 
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
 
@@ -63,7 +64,9 @@ describe('webhooks: the worker batches its Redis writes', () => {
     const events = 300;
     for (let i = 0; i < events; i += 30) await Promise.all(Array.from({ length: 30 }, () => call(proxy.url, '/shop/orders')));
     const { keys } = proxy.context;
-    await waitFor(() => redis.client.xlen(keys.events), (n) => n === events, 10_000, 'the stream to hold every event');
+    await waitFor(() => streamEvents(redis.client, keys.events), (e) => e.length === events, 10_000, 'the stream to hold every event');
+    // 30 requests at a time: their events share entries (version 4).
+    expect(await redis.client.xlen(keys.events)).toBeLessThan(events);
 
     const before = await commandsProcessed(redis);
     const worker = webhooksOf(proxy).internals.createWorker({ consumerName: 'batcher' });
@@ -85,6 +88,36 @@ describe('webhooks: the worker batches its Redis writes', () => {
     expect(((await redis.client.xpending(keys.events, keys.eventsGroup)) as [number])[0]).toBe(0);
   }, 60_000);
 
+  it('counts its concurrency in events, not entries: an entry of many events starts only as many as slots are free', async () => {
+    const res = await call(proxy.url, '/_admin/webhooks', { method: 'POST', body: { _id: 'slots', name: 'slots', type: 'http', condition: "path('/shop/slots')", url: `${target.url}/slots` } });
+    expect(res.status).toBe(201);
+    await untilKnown([proxy], 'slots');
+    const { keys } = proxy.context;
+    await Promise.all(Array.from({ length: 40 }, (_, i) => call(proxy.url, '/shop/slots', { method: 'POST', body: { i } })));
+    await waitFor(() => streamEvents(redis.client, keys.events), (e) => e.length === 40, 10_000, 'the forty events in the stream');
+    // Requests at once share entries: the four oldest hold more than four events (what a worker counting entries would start).
+    const sizes = (await redis.client.xrangeBuffer(keys.events, '-', '+')).map(([, f]) => eventsInEntry(f));
+    expect(sizes.slice(0, 4).reduce((a, b) => a + b, 0)).toBeGreaterThan(4);
+    const previous = target.answer;
+    target.answer = (req) => (req.url === '/slots' ? 'hang' : previous(req, 0));
+    const worker = webhooksOf(proxy).internals.createWorker({ consumerName: 'slots', concurrency: 4 });
+    worker.start();
+    try {
+      await waitFor(() => target.on('/slots'), (l) => l.length === 4, 5000, 'four deliveries to start');
+      await sleep(500);
+      expect(target.on('/slots')).toHaveLength(4); // no fifth while the four hang
+      target.answer = previous;
+      target.release();
+      await waitFor(() => redis.client.xlen(keys.events), (n) => n === 0, 10_000, 'every event to be delivered and acknowledged');
+    } finally {
+      target.answer = previous;
+      target.release();
+      await worker.stop();
+    }
+    expect(new Set(target.on('/slots').map((r) => JSON.parse(r.body).request.body.i)).size).toBe(40);
+    expect(target.on('/slots')).toHaveLength(40);
+  }, 30_000);
+
   it('an event with one delivery commits its log entry and acknowledgement together, without a marker; one with two marks each delivery', async () => {
     for (const id of ['solo', 'pair-a', 'pair-b']) {
       const path = id === 'solo' ? '/shop/solo' : '/shop/pair';
@@ -96,8 +129,11 @@ describe('webhooks: the worker batches its Redis writes', () => {
     const { keys } = proxy.context;
     // A request no webhook matches takes every webhook's `skipped` entry for the next 10 s, so
     // the two events below carry deliveries only.
+    // Apart by more than the proxy's 4 ms linger, so that each event gets an entry of its own.
     await call(proxy.url, '/shop/none');
+    await sleep(50);
     await call(proxy.url, '/shop/solo', { method: 'POST', body: { n: 1 } });
+    await sleep(50);
     await call(proxy.url, '/shop/pair', { method: 'POST', body: { n: 2 } });
     await waitFor(() => redis.client.xlen(keys.events), (n) => n === 3, 10_000, 'the three events in the stream');
 
@@ -106,7 +142,8 @@ describe('webhooks: the worker batches its Redis writes', () => {
     expect(target.on('/pair-a')).toHaveLength(1);
     expect(target.on('/pair-b')).toHaveLength(1);
     const markers = await redis.client.keys(keys.deliveryDone('*', '*'));
-    expect(markers.map((k) => k.split(':').at(-1)).sort()).toEqual(['pair-a', 'pair-b']);
+    // (The backlogs of the tests above shared entries: their deliveries were marked too.)
+    expect(markers.map((k) => k.split(':').at(-1)).filter((id) => ['solo', 'pair-a', 'pair-b'].includes(String(id))).sort()).toEqual(['pair-a', 'pair-b']);
     for (const id of ['solo', 'pair-a', 'pair-b']) {
       const logs = (await call(proxy.url, `/_admin/webhooks/${id}/logs`)).json as Array<{ status: string }>;
       expect(logs.map((e) => e.status).sort()).toEqual(['skipped', 'success']);
@@ -117,7 +154,7 @@ describe('webhooks: the worker batches its Redis writes', () => {
     const { keys } = proxy.context;
     await redis.client.del(keys.events);
     await redis.client.xgroup('CREATE', keys.events, keys.eventsGroup, '0', 'MKSTREAM');
-    const newer = await redis.client.xadd(keys.events, '*', 'e', '{"v":4,"id":"evt_future","ma":["solo"]}\n');
+    const newer = await redis.client.xadd(keys.events, '*', 'e', '{"v":5,"id":"evt_future","ma":["solo"]}\n');
     const foreign = await redis.client.xadd(keys.events, '*', 'x', 'not an event');
     const before = target.on('/solo').length;
     await call(proxy.url, '/shop/solo', { method: 'POST', body: { n: 3 } });

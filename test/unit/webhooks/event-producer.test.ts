@@ -9,7 +9,30 @@ import type { RedisKeys } from '../../../src/store/keys.js';
 
 const KEYS = { events: 'test:{p}:events', recordingEntries: 'test:{p}:recording' } as RedisKeys;
 
-describe('EventProducer: batches of events in one round trip, one stream entry per event', () => {
+/**
+ * The values of the stream's `e` entries, a version 4 entry (several events) split into its
+ * values. Its head is read here by hand, so a change of the format in stream-record.ts shows.
+ */
+function eventValues(entries: Array<[Buffer | string, Buffer[]]>): Buffer[] {
+  const out: Buffer[] = [];
+  for (const [, fields] of entries) {
+    const value = fields[1]!;
+    const head = /^\{"v":4,"l":\[([\d,]*)\]\}\n/.exec(value.toString('latin1', 0, Math.min(value.length, 4096)));
+    if (!head) {
+      out.push(value);
+      continue;
+    }
+    let offset = head[0].length;
+    for (const length of head[1]!.split(',').map(Number)) {
+      out.push(value.subarray(offset, offset + length));
+      offset += length;
+    }
+    expect(offset).toBe(value.length);
+  }
+  return out;
+}
+
+describe('EventProducer: batches of events in one round trip, one stream entry per batch of up to 32 events', () => {
   let redis: TestRedis;
   let client: Redis;
   const errors: string[] = [];
@@ -71,19 +94,29 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     expect(errors).toEqual([]);
   });
 
-  it('writes one-value entries (what the observer queues) with one argument each, in order, bytes intact', async () => {
+  it('writes one-value entries (what the observer queues) packed 32 to an entry, in order, bytes intact; a lone one as it is', async () => {
     const p = producer();
     p.offer({ stream: ['e', Buffer.from('{}\n')] }); // loads the script (NOSCRIPT, then EVAL)
     await drained(p);
+    expect((await redis.client.xrangeBuffer(KEYS.events, '-', '+')).map(([, f]) => f)).toEqual([[Buffer.from('e'), Buffer.from('{}\n')]]);
     await redis.client.del(KEYS.events);
     await redis.client.config('RESETSTAT');
     const value = (i: number) => Buffer.concat([Buffer.from(`{"i":${i}}\n`), Buffer.from([0xff, 0x00, 0x0a])]);
-    for (let i = 0; i < 20; i++) p.offer({ stream: ['e', value(i)] });
+    for (let i = 0; i < 70; i++) p.offer({ stream: ['e', value(i)] });
     await drained(p);
     const entries = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
-    expect(entries.map(([, f]) => f)).toEqual(Array.from({ length: 20 }, (_, i) => [Buffer.from('e'), value(i)]));
-    expect(await calls('xadd')).toBe(20);
+    expect(entries).toHaveLength(3); // 32 + 32 + 6
+    expect(eventValues(entries)).toEqual(Array.from({ length: 70 }, (_, i) => value(i)));
+    expect(await calls('xadd')).toBe(3);
     expect(await calls('evalsha')).toBe(1);
+    await redis.client.del(KEYS.events);
+
+    // eventsPerEntry 1: an entry per event, as before version 4.
+    const single = producer({ eventsPerEntry: 1 });
+    for (let i = 0; i < 20; i++) single.offer({ stream: ['e', value(i)] });
+    await drained(single);
+    expect((await redis.client.xrangeBuffer(KEYS.events, '-', '+')).map(([, f]) => f)).toEqual(Array.from({ length: 20 }, (_, i) => [Buffer.from('e'), value(i)]));
+    await redis.client.del(KEYS.events);
 
     // A batch mixing shapes takes the general script: still one entry per event, in order.
     await redis.client.script('FLUSH');
@@ -91,12 +124,27 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     p.offer({ stream: ['m', '{"i":21}'] });
     await drained(p);
     const tail = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
-    expect(tail.slice(20).map(([, f]) => f.map(String))).toEqual([['e', String(value(20))], ['m', '{"i":21}']]);
+    expect(tail.map(([, f]) => f.map(String))).toEqual([['e', String(value(20))], ['m', '{"i":21}']]);
     expect(errors).toEqual([]);
   });
 
   it('writes one-value entries byte for byte whatever their length or content, as strings too, and through EVAL after SCRIPT FLUSH', async () => {
     const p = producer({ batchSize: 1000 });
+    const values: Array<string | Buffer> = [0, 1, 9, 10, 99, 100, 999, 1000, 1385, 65_536].map((n) => Buffer.alloc(n, n % 256));
+    values.push(Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from('\r\n$3\r\nabc\r\n*1\r\n'), 'é ✓ {"s":1}\n', '');
+    await redis.client.script('FLUSH');
+    for (const value of values) p.offer({ stream: ['e', value] });
+    await drained(p);
+    const entries = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
+    expect(entries).toHaveLength(1);
+    expect(eventValues(entries)).toEqual(values.map((v) => Buffer.from(v)));
+    expect(await calls('eval')).toBe(1);
+    expect(await client.ping()).toBe('PONG');
+    expect(errors).toEqual([]);
+  });
+
+  it('writes the same values as an entry each with eventsPerEntry 1', async () => {
+    const p = producer({ batchSize: 1000, eventsPerEntry: 1 });
     // Lengths across the decimal widths of the command's own framing, an empty value, every byte value, CR LF inside.
     const values: Array<string | Buffer> = [0, 1, 9, 10, 99, 100, 999, 1000, 1385, 65_536].map((n) => Buffer.alloc(n, n % 256));
     values.push(Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from('\r\n$3\r\nabc\r\n*1\r\n'), 'é ✓ {"s":1}\n', '');
@@ -111,17 +159,30 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     expect(errors).toEqual([]);
   });
 
-  it('keeps the stream near streamMaxLength, trimming once per batch', async () => {
-    const p = producer({ streamMaxLength: 100 });
-    for (let round = 0; round < 10; round++) {
-      for (let i = 0; i < 50; i++) p.offer({ stream: ['e', Buffer.alloc(1400, i)] });
-      await drained(p);
+  it('keeps the stream near streamMaxLength events (not entries), trimming once per batch', async () => {
+    for (const eventsPerEntry of [32, 1]) {
+      await redis.client.del(KEYS.events);
+      await redis.client.config('RESETSTAT');
+      const p = producer({ streamMaxLength: 100, eventsPerEntry });
+      for (let round = 0; round < 10; round++) {
+        for (let i = 0; i < 50; i++) p.offer({ stream: ['e', Buffer.alloc(1400, i)] });
+        await drained(p);
+      }
+      const events = eventValues(await redis.client.xrangeBuffer(KEYS.events, '-', '+')).length;
+      // Approximate trimming removes whole stream nodes only: at most one node and one batch beyond the cap.
+      expect(events).toBeGreaterThanOrEqual(100);
+      expect(events).toBeLessThan(100 + 50 + 100);
+      expect(await calls('xadd')).toBe(eventsPerEntry === 1 ? 500 : 20); // 32 + 18 per batch of 50
     }
-    const length = await redis.client.xlen(KEYS.events);
-    // Approximate trimming removes whole stream nodes only: at most one node and one batch beyond the cap.
-    expect(length).toBeGreaterThanOrEqual(100);
-    expect(length).toBeLessThan(100 + 50 + 100);
-    expect(await calls('xadd')).toBe(500);
+  });
+
+  it('starts a new entry before one passes about 256 KiB', async () => {
+    const p = producer();
+    for (let i = 0; i < 10; i++) p.offer({ stream: ['e', Buffer.alloc(100 * 1024, i)] });
+    await drained(p);
+    const entries = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
+    expect(entries.map(([, f]) => eventValues([[Buffer.from(''), f]]).length)).toEqual([2, 2, 2, 2, 2]);
+    expect(eventValues(entries).map((v) => v[0])).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });
 
   it('lingers while events arrive densely, and writes a lone event at once', async () => {
