@@ -3,12 +3,12 @@
  * §A5). `offer` never waits and never touches Redis: it appends to an array or, when the array
  * is full, drops the event (counted in a metric, logged at most every 10 s). A background
  * flusher writes batches, so several hundred events cost one round trip:
- * - a batch of events is one EVALSHA of `XADD_EACH`, a script that runs `XADD <events> MAXLEN ~ N
- *   * <fields>` for each event: one command and one reply per batch instead of a MULTI with an
- *   XADD per event, which cost the proxy several µs per event in ioredis; a batch of one-value
- *   entries (stream-record.ts version 3, what the observer writes) is packed into version 4
- *   entries of up to 32 events each and goes to `XADD_VALUES`, one argument per entry, which
- *   trims the stream once per batch;
+ * - a batch of one-value entries (stream-record.ts version 3, what the observer writes) is packed
+ *   into version 4 entries of up to 32 events each: one XADD, or a MULTI of a few, trimming the
+ *   stream once per batch;
+ * - a batch of other entries is one EVALSHA of `XADD_EACH`, a script that runs `XADD <events>
+ *   MAXLEN ~ N * <fields>` for each event: one command and one reply per batch instead of a
+ *   MULTI with an XADD per event, which cost the proxy several µs per event in ioredis;
  * - a batch that also carries recorded requests is one MULTI of XADDs and the recording's RPUSH.
  * When events arrive densely (the previous one less than `lingerMs` ago), the flusher waits
  * `lingerMs` (4 ms) after the first queued event, or until `lingerEvents` (64) are queued, so that
@@ -18,7 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { Redis } from 'ioredis';
+import { ReplyError, type Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RedisKeys } from '../store/keys.js';
@@ -85,30 +85,6 @@ return {0}
 `;
 const XADD_EACH_SHA = createHash('sha1').update(XADD_EACH).digest('hex');
 
-/**
- * XADD_EACH for entries of one field, `e` (stream-record.ts version 3): ARGV[2…] are the values.
- * Only the batch's last XADD trims: `MAXLEN ~` is approximate anyway (whole stream nodes go), and
- * the arguments and the trim check per entry were about 7% of Redis's CPU per event.
- */
-export const XADD_VALUES = `
-local refused, first = 0, nil
-local last = #ARGV
-for i = 2, last do
-  local reply
-  if i < last then
-    reply = redis.pcall('XADD', KEYS[1], '*', '${ENTRY_FIELD}', ARGV[i])
-  else
-    reply = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', '${ENTRY_FIELD}', ARGV[i])
-  end
-  if type(reply) == 'table' and reply.err then
-    refused = refused + 1
-    first = first or reply.err
-  end
-end
-if first then return {refused, first} end
-return {0}
-`;
-const XADD_VALUES_SHA = createHash('sha1').update(XADD_VALUES).digest('hex');
 
 const RETRY_MIN_MS = 100;
 const REPLICA_WAIT_MS = 1000;
@@ -311,28 +287,63 @@ export class EventProducer {
   }
 
   private async writeEvents(batch: QueuedEvent[]): Promise<void> {
-    const { redis, keys } = this.o;
     let values = true;
     for (const item of batch) if (item.stream!.length !== 2 || item.stream![0] !== ENTRY_FIELD) values = false;
-    const args: Array<string | Buffer | number> = [values ? XADD_VALUES_SHA : XADD_EACH_SHA, 1, keys.events, this.maxLength];
-    if (values) {
-      const entries = packEntries(batch.map((item) => asBytes(item.stream![1]!)), this.eventsPerEntry, ENTRY_BYTES);
-      // MAXLEN counts entries; `streamMaxLength` means events: scaled by this batch's events per entry.
-      args[3] = String(Math.max(1, Math.ceil((this.o.streamMaxLength * entries.length) / batch.length)));
-      for (const entry of entries) args.push(entry);
-    } else
-      for (const item of batch) {
-        const fields = item.stream!;
-        args.push(fields.length);
-        for (const field of fields) args.push(field);
+    if (values) await this.writeEntries(batch);
+    else await this.writeEach(batch);
+  }
+
+  /**
+   * Version 3 values (what the observer queues), packed into entries of up to `eventsPerEntry`:
+   * one XADD, or a MULTI of a few. Plain commands, not a script: a script's arguments are copied
+   * into Lua strings and back, which for these values (kilobytes each) cost Redis more than the
+   * XADDs themselves.
+   */
+  private async writeEntries(batch: QueuedEvent[]): Promise<void> {
+    const { redis, keys } = this.o;
+    const entries = packEntries(batch.map((item) => asBytes(item.stream![1]!)), this.eventsPerEntry, ENTRY_BYTES);
+    // MAXLEN counts entries and `streamMaxLength` means events: scaled by this batch's events per
+    // entry. Only the batch's last XADD trims (`~` removes whole stream nodes anyway).
+    const maxLength = String(Math.max(1, Math.ceil((this.o.streamMaxLength * entries.length) / batch.length)));
+    const last = entries.length - 1;
+    if (last === 0) {
+      try {
+        await redis.xadd(keys.events, 'MAXLEN', '~', maxLength, '*', ENTRY_FIELD, entries[0]!);
+      } catch (error) {
+        // A connection problem, or out of memory (nothing was written): the batch stays queued.
+        if (!(error instanceof ReplyError) || String((error as Error).message).startsWith('OOM')) throw error;
+        this.refused(String((error as Error).message), batch.length);
       }
+      return;
+    }
+    const multi = redis.multi();
+    entries.forEach((entry, i) => {
+      if (i < last) multi.xadd(keys.events, '*', ENTRY_FIELD, entry);
+      else multi.xadd(keys.events, 'MAXLEN', '~', maxLength, '*', ENTRY_FIELD, entry);
+    });
+    // Out of memory refuses the whole MULTI (EXECABORT): that throws, and the batch stays queued.
+    const results = await multi.exec();
+    if (!results) throw new Error('the transaction was discarded');
+    const failed = results.find(([error]) => error);
+    if (failed) this.refused(String(failed[0]), batch.length);
+  }
+
+  /** Entries of any other shape (tests, tools, older callers): the XADD_EACH script, one entry per event. */
+  private async writeEach(batch: QueuedEvent[]): Promise<void> {
+    const { redis, keys } = this.o;
+    const args: Array<string | Buffer | number> = [XADD_EACH_SHA, 1, keys.events, this.maxLength];
+    for (const item of batch) {
+      const fields = item.stream!;
+      args.push(fields.length);
+      for (const field of fields) args.push(field);
+    }
     let reply: unknown;
     try {
       reply = await redis.evalsha(...(args as [string, number, ...Array<string | Buffer | number>]));
     } catch (error) {
       // Not loaded yet on this server (a first write, or Redis restarted): EVAL loads it.
       if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
-      args[0] = values ? XADD_VALUES : XADD_EACH;
+      args[0] = XADD_EACH;
       reply = await redis.eval(...(args as [string, number, ...Array<string | Buffer | number>]));
     }
     const [refusedCount, firstError] = Array.isArray(reply) ? (reply as [number, string?]) : [0];

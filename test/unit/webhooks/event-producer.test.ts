@@ -96,9 +96,11 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
 
   it('writes one-value entries (what the observer queues) packed 32 to an entry, in order, bytes intact; a lone one as it is', async () => {
     const p = producer();
-    p.offer({ stream: ['e', Buffer.from('{}\n')] }); // loads the script (NOSCRIPT, then EVAL)
+    p.offer({ stream: ['e', Buffer.from('{}\n')] });
     await drained(p);
     expect((await redis.client.xrangeBuffer(KEYS.events, '-', '+')).map(([, f]) => f)).toEqual([[Buffer.from('e'), Buffer.from('{}\n')]]);
+    expect(await calls('xadd')).toBe(1);
+    expect(await calls('multi')).toBe(0); // one entry: a plain XADD
     await redis.client.del(KEYS.events);
     await redis.client.config('RESETSTAT');
     const value = (i: number) => Buffer.concat([Buffer.from(`{"i":${i}}\n`), Buffer.from([0xff, 0x00, 0x0a])]);
@@ -108,7 +110,8 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     expect(entries).toHaveLength(3); // 32 + 32 + 6
     expect(eventValues(entries)).toEqual(Array.from({ length: 70 }, (_, i) => value(i)));
     expect(await calls('xadd')).toBe(3);
-    expect(await calls('evalsha')).toBe(1);
+    expect(await calls('multi')).toBe(1); // several entries: one MULTI, all or nothing
+    expect(await calls('evalsha')).toBe(0);
     await redis.client.del(KEYS.events);
 
     // eventsPerEntry 1: an entry per event, as before version 4.
@@ -128,17 +131,16 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     expect(errors).toEqual([]);
   });
 
-  it('writes one-value entries byte for byte whatever their length or content, as strings too, and through EVAL after SCRIPT FLUSH', async () => {
+  it('writes one-value entries byte for byte whatever their length or content, as strings too', async () => {
     const p = producer({ batchSize: 1000 });
     const values: Array<string | Buffer> = [0, 1, 9, 10, 99, 100, 999, 1000, 1385, 65_536].map((n) => Buffer.alloc(n, n % 256));
     values.push(Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from('\r\n$3\r\nabc\r\n*1\r\n'), 'é ✓ {"s":1}\n', '');
-    await redis.client.script('FLUSH');
     for (const value of values) p.offer({ stream: ['e', value] });
     await drained(p);
     const entries = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
     expect(entries).toHaveLength(1);
     expect(eventValues(entries)).toEqual(values.map((v) => Buffer.from(v)));
-    expect(await calls('eval')).toBe(1);
+    expect(await calls('xadd')).toBe(1);
     expect(await client.ping()).toBe('PONG');
     expect(errors).toEqual([]);
   });
@@ -148,12 +150,11 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     // Lengths across the decimal widths of the command's own framing, an empty value, every byte value, CR LF inside.
     const values: Array<string | Buffer> = [0, 1, 9, 10, 99, 100, 999, 1000, 1385, 65_536].map((n) => Buffer.alloc(n, n % 256));
     values.push(Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from('\r\n$3\r\nabc\r\n*1\r\n'), 'é ✓ {"s":1}\n', '');
-    await redis.client.script('FLUSH');
     for (const value of values) p.offer({ stream: ['e', value] });
     await drained(p);
     const entries = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
     expect(entries.map(([, f]) => f)).toEqual(values.map((v) => [Buffer.from('e'), Buffer.from(v)]));
-    expect(await calls('eval')).toBe(1);
+    expect(await calls('multi')).toBe(1);
     // The connection still reads the replies of later commands in step.
     expect(await client.ping()).toBe('PONG');
     expect(errors).toEqual([]);
@@ -243,6 +244,28 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     expect(await redis.client.lrange(KEYS.recordingEntries, 0, -1)).toEqual(['{"r":1}', '{"r":2}']);
     expect(await redis.client.pttl(KEYS.recordingEntries)).toBeGreaterThan(0);
     expect(await calls('multi')).toBe(1);
+  });
+
+  it('keeps a batch queued while Redis is out of memory, one entry or several, and writes it once there is room', async () => {
+    const info = await redis.client.info('memory');
+    const used = Number(/used_memory:(\d+)/.exec(info)![1]);
+    await redis.client.config('SET', 'maxmemory', String(used)); // no room for anything (noeviction: writes refused with OOM)
+    try {
+      const p = producer({ lingerMs: 0 });
+      p.offer({ stream: ['e', Buffer.alloc(2000, 1)] }); // one entry: a plain XADD
+      await new Promise((r) => setTimeout(r, 200));
+      expect(p.depth).toBe(1);
+      for (let i = 0; i < 40; i++) p.offer({ stream: ['e', Buffer.alloc(2000, 2)] }); // 41 events: two entries, a MULTI
+      await new Promise((r) => setTimeout(r, 300));
+      expect(p.depth).toBe(41);
+      expect(await redis.client.exists(KEYS.events)).toBe(0);
+      await redis.client.config('SET', 'maxmemory', '0');
+      await drained(p);
+      expect(eventValues(await redis.client.xrangeBuffer(KEYS.events, '-', '+'))).toHaveLength(41);
+      expect(errors).toEqual([]);
+    } finally {
+      await redis.client.config('SET', 'maxmemory', '0');
+    }
   });
 
   it('reports a batch Redis refuses and lets it go (no endless retry)', async () => {
