@@ -32,7 +32,7 @@ function eventValues(entries: Array<[Buffer | string, Buffer[]]>): Buffer[] {
   return out;
 }
 
-describe('EventProducer: batches of events in one round trip, one stream entry per batch of up to 32 events', () => {
+describe('EventProducer: batches of events in one round trip, one stream entry per batch', () => {
   let redis: TestRedis;
   let client: Redis;
   const errors: string[] = [];
@@ -94,7 +94,7 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     expect(errors).toEqual([]);
   });
 
-  it('writes one-value entries (what the observer queues) packed 32 to an entry, in order, bytes intact; a lone one as it is', async () => {
+  it('writes one-value entries (what the observer queues) packed into one entry per batch, in order, bytes intact; a lone one as it is', async () => {
     const p = producer();
     p.offer({ stream: ['e', Buffer.from('{}\n')] });
     await drained(p);
@@ -104,14 +104,26 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     await redis.client.del(KEYS.events);
     await redis.client.config('RESETSTAT');
     const value = (i: number) => Buffer.concat([Buffer.from(`{"i":${i}}\n`), Buffer.from([0xff, 0x00, 0x0a])]);
-    for (let i = 0; i < 70; i++) p.offer({ stream: ['e', value(i)] });
+    for (let i = 0; i < 300; i++) p.offer({ stream: ['e', value(i)] });
     await drained(p);
     const entries = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
-    expect(entries).toHaveLength(3); // 32 + 32 + 6
-    expect(eventValues(entries)).toEqual(Array.from({ length: 70 }, (_, i) => value(i)));
-    expect(await calls('xadd')).toBe(3);
-    expect(await calls('multi')).toBe(1); // several entries: one MULTI, all or nothing
+    expect(entries).toHaveLength(2); // batches of 256 + 44
+    expect(eventValues(entries)).toEqual(Array.from({ length: 300 }, (_, i) => value(i)));
+    expect(await calls('xadd')).toBe(2);
+    expect(await calls('multi')).toBe(0);
     expect(await calls('evalsha')).toBe(0);
+    await redis.client.del(KEYS.events);
+    await redis.client.config('RESETSTAT');
+
+    // A batch of more entries than one (eventsPerEntry 32 here): one MULTI, all or nothing.
+    const smaller = producer({ eventsPerEntry: 32 });
+    for (let i = 0; i < 70; i++) smaller.offer({ stream: ['e', value(i)] });
+    await drained(smaller);
+    const packed = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
+    expect(packed).toHaveLength(3); // 32 + 32 + 6
+    expect(eventValues(packed)).toEqual(Array.from({ length: 70 }, (_, i) => value(i)));
+    expect(await calls('xadd')).toBe(3);
+    expect(await calls('multi')).toBe(1);
     await redis.client.del(KEYS.events);
 
     // eventsPerEntry 1: an entry per event, as before version 4.
@@ -161,7 +173,7 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
   });
 
   it('keeps the stream near streamMaxLength events (not entries), trimming once per batch', async () => {
-    for (const eventsPerEntry of [32, 1]) {
+    for (const eventsPerEntry of [256, 32, 1]) {
       await redis.client.del(KEYS.events);
       await redis.client.config('RESETSTAT');
       const p = producer({ streamMaxLength: 100, eventsPerEntry });
@@ -173,16 +185,16 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
       // Approximate trimming removes whole stream nodes only: at most one node and one batch beyond the cap.
       expect(events).toBeGreaterThanOrEqual(100);
       expect(events).toBeLessThan(100 + 50 + 100);
-      expect(await calls('xadd')).toBe(eventsPerEntry === 1 ? 500 : 20); // 32 + 18 per batch of 50
+      expect(await calls('xadd')).toBe({ 256: 10, 32: 20, 1: 500 }[eventsPerEntry]); // per batch of 50: one entry, 32 + 18, or 50
     }
   });
 
-  it('starts a new entry before one passes about 256 KiB', async () => {
+  it('starts a new entry before one passes about 1 MiB', async () => {
     const p = producer();
-    for (let i = 0; i < 10; i++) p.offer({ stream: ['e', Buffer.alloc(100 * 1024, i)] });
+    for (let i = 0; i < 10; i++) p.offer({ stream: ['e', Buffer.alloc(300 * 1024, i)] });
     await drained(p);
     const entries = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
-    expect(entries.map(([, f]) => eventValues([[Buffer.from(''), f]]).length)).toEqual([2, 2, 2, 2, 2]);
+    expect(entries.map(([, f]) => eventValues([[Buffer.from(''), f]]).length)).toEqual([3, 3, 3, 1]);
     expect(eventValues(entries).map((v) => v[0])).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });
 
