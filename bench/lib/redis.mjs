@@ -53,7 +53,7 @@ export function commandDelta(before, after) {
 
 /**
  * KEYS[1] a webhook stream: how many events it holds. An entry of version 4 (src/webhooks/
- * stream-record.ts) holds several, as many as the lengths in its head; any other entry one.
+ * stream-record.ts) holds as many as its head says; any other entry one.
  */
 const COUNT_STREAM_EVENTS = `
 local n, start = 0, '-'
@@ -61,13 +61,9 @@ while true do
   local page = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', 1000)
   if #page == 0 then return n end
   for _, entry in ipairs(page) do
-    local lengths = entry[2][2] and string.match(entry[2][2], '^{"v":4,"l":%[([%d,]*)%]}')
-    if lengths then
-      local _, commas = string.gsub(lengths, ',', '')
-      n = n + commas + 1
-    else
-      n = n + 1
-    end
+    local head = entry[2][2]
+    local events = head and #head < 32 and string.match(head, '^{"v":4,"n":(%d+)}$')
+    n = n + (events and tonumber(events) or 1)
   end
   start = '(' .. page[#page][1]
 end

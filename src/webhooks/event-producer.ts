@@ -309,7 +309,7 @@ export class EventProducer {
     const last = entries.length - 1;
     if (last === 0) {
       try {
-        await redis.xadd(keys.events, 'MAXLEN', '~', maxLength, '*', ENTRY_FIELD, entries[0]!);
+        await redis.xadd(keys.events, 'MAXLEN', '~', maxLength, '*', ...entries[0]!);
       } catch (error) {
         // A connection problem, or out of memory (nothing was written): the batch stays queued.
         if (!(error instanceof ReplyError) || String((error as Error).message).startsWith('OOM')) throw error;
@@ -319,8 +319,8 @@ export class EventProducer {
     }
     const multi = redis.multi();
     entries.forEach((entry, i) => {
-      if (i < last) multi.xadd(keys.events, '*', ENTRY_FIELD, entry);
-      else multi.xadd(keys.events, 'MAXLEN', '~', maxLength, '*', ENTRY_FIELD, entry);
+      if (i < last) multi.xadd(keys.events, '*', ...entry);
+      else multi.xadd(keys.events, 'MAXLEN', '~', maxLength, '*', ...entry);
     });
     // Out of memory refuses the whole MULTI (EXECABORT): that throws, and the batch stays queued.
     const results = await multi.exec();

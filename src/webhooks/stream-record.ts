@@ -22,12 +22,15 @@
  * to write: a batch of entries is one script argument each, which cost the proxy (ioredis) and
  * Redis (the script's arguments, the XADD's fields) measurably less than four.
  *
- * Version 4 (written by the proxy now for a batch of two or more events) holds several version 3
- * values in one `e` field: a head line `{"v":4,"l":[<byte length of each value>]}`, then the
- * values back to back. Every stream entry costs Redis and the worker the same bookkeeping
- * whatever it holds (its id, its node, its read, its acknowledgement), so an entry per batch
- * instead of per event took most of Redis's work per teed event away (bench/RESULTS.md). A lone
- * event is still written as version 3.
+ * Version 4 (written by the proxy now for a batch of two or more events) holds several events in
+ * one entry: a first `e` field whose value is `{"v":4,"n":<events>}`, then one `e` field per
+ * event holding its version 3 value. Every stream entry costs Redis and the worker the same
+ * bookkeeping whatever it holds (its id, its node, its read, its acknowledgement), so an entry
+ * per batch instead of per event took most of Redis's work per teed event away
+ * (bench/RESULTS.md). Fields, not one value framing them all: the values go to Redis as they
+ * are, with no copy to join them. A worker that reads only versions 1 to 3 sees a newer version
+ * in the first field and leaves the entry for an upgraded worker (`isNewerEntry`). A lone event
+ * is still written as version 3.
  *
  * Versions 1 (one field, `d`, holding a StreamRecord as JSON), 2 and 3 are still read, so
  * entries written by an older proxy are delivered by a newer worker.
@@ -173,42 +176,32 @@ export function capturedBodyRef(body: CapturedBody, truncated: boolean): StreamB
 export const STREAM_VERSION = 4;
 
 /**
- * Groups version 3 values into entry values: runs of up to `maxEvents` values and about
- * `maxBytes` become one version 4 value each; a run of one stays the version 3 value itself.
+ * Groups version 3 values into entries: runs of up to `maxEvents` values and about `maxBytes`
+ * become one version 4 entry each; a run of one stays a version 3 entry.
  */
-export function packEntries(values: readonly Buffer[], maxEvents: number, maxBytes: number): Buffer[] {
-  if (maxEvents <= 1 || values.length <= 1) return [...values];
-  const entries: Buffer[] = [];
+export function packEntries(values: readonly Buffer[], maxEvents: number, maxBytes: number): StreamFields[] {
+  if (maxEvents <= 1 || values.length <= 1) return values.map((value) => [ENTRY_FIELD, value]);
+  const entries: StreamFields[] = [];
   let from = 0;
   let bytes = 0;
   for (let i = 0; i < values.length; i++) {
     const size = values[i]!.length;
     if (i > from && (i - from >= maxEvents || bytes + size > maxBytes)) {
-      entries.push(batchValue(values, from, i));
+      entries.push(batchFields(values, from, i));
       from = i;
       bytes = 0;
     }
     bytes += size;
   }
-  entries.push(batchValue(values, from, values.length));
+  entries.push(batchFields(values, from, values.length));
   return entries;
 }
 
-function batchValue(values: readonly Buffer[], from: number, to: number): Buffer {
-  if (to - from === 1) return values[from]!;
-  let head = '{"v":4,"l":[';
-  let size = 0;
-  for (let i = from; i < to; i++) {
-    head += i === from ? String(values[i]!.length) : `,${values[i]!.length}`;
-    size += values[i]!.length;
-  }
-  head += ']}\n';
-  const headBytes = Buffer.byteLength(head);
-  const entry = Buffer.allocUnsafe(headBytes + size);
-  entry.write(head, 0, headBytes, 'latin1');
-  let offset = headBytes;
-  for (let i = from; i < to; i++) offset += values[i]!.copy(entry, offset);
-  return entry;
+function batchFields(values: readonly Buffer[], from: number, to: number): StreamFields {
+  if (to - from === 1) return [ENTRY_FIELD, values[from]!];
+  const fields: StreamFields = [ENTRY_FIELD, `{"v":4,"n":${to - from}}`];
+  for (let i = from; i < to; i++) fields.push(ENTRY_FIELD, values[i]!);
+  return fields;
 }
 
 /** How many events an entry's fields hold (1 for any entry that is not version 4): for tools and tests that count events. */
@@ -218,49 +211,40 @@ export function eventsInEntry(fields: ReadonlyArray<string | Buffer> | null | un
 }
 
 /**
- * The events of one entry: one record for versions 1 to 3, one per value for version 4 (values
- * that do not decode are left out); null for anything that is not an entry of ours.
+ * The events of one entry: one record for versions 1 to 3, one per event field for version 4
+ * (values that do not decode are left out); null for anything that is not an entry of ours.
  */
 export function decodeStreamEntry(fields: ReadonlyArray<string | Buffer> | null | undefined): StreamRecord[] | null {
-  if (fields && fields.length === 2 && String(fields[0]) === ENTRY_FIELD) {
-    const value = typeof fields[1] === 'string' ? Buffer.from(fields[1], 'utf8') : fields[1]!;
-    const values = batchValues(value);
-    if (values !== undefined) {
-      if (values === null) return null;
-      const records: StreamRecord[] = [];
-      for (const one of values) {
-        const record = decodeVersion3(one);
-        if (record) records.push(record);
-      }
-      return records;
-    }
+  const values = batchValues(fields);
+  if (values === undefined) {
+    const record = decodeStreamRecord(fields);
+    return record === null ? null : [record];
   }
-  const record = decodeStreamRecord(fields);
-  return record === null ? null : [record];
+  if (values === null) return null;
+  const records: StreamRecord[] = [];
+  for (const value of values) {
+    const record = decodeVersion3(value);
+    if (record) records.push(record);
+  }
+  return records;
 }
 
-const BATCH_HEAD = Buffer.from('{"v":4,');
+const BATCH_HEAD = /^\{"v":4,"n":(\d{1,6})\}$/;
 
-/** The values of a version 4 entry; undefined when it is not one, null when it is a broken one. */
-function batchValues(value: Buffer): Buffer[] | null | undefined {
-  if (value.length < BATCH_HEAD.length || value.compare(BATCH_HEAD, 0, BATCH_HEAD.length, 0, BATCH_HEAD.length) !== 0) return undefined;
-  const end = value.indexOf(NEWLINE);
-  if (end < 0) return null;
-  let head: { v?: unknown; l?: unknown };
-  try {
-    head = JSON.parse(value.toString('utf8', 0, end)) as typeof head;
-  } catch {
-    return null;
+/** The event values of a version 4 entry; undefined when it is not one, null when it is a broken one. */
+function batchValues(fields: ReadonlyArray<string | Buffer> | null | undefined): Array<string | Buffer> | null | undefined {
+  if (!fields || fields.length < 4 || String(fields[0]) !== ENTRY_FIELD) return undefined;
+  const head = fields[1]!;
+  if (head.length > 32) return undefined;
+  const count = BATCH_HEAD.exec(String(head))?.[1];
+  if (count === undefined) return String(head).startsWith('{"v":4,') ? null : undefined;
+  if (fields.length !== 2 + 2 * Number(count)) return null;
+  const values: Array<string | Buffer> = [];
+  for (let i = 2; i < fields.length; i += 2) {
+    if (String(fields[i]) !== ENTRY_FIELD) return null;
+    values.push(fields[i + 1]!);
   }
-  if (!head || head.v !== 4 || !Array.isArray(head.l)) return null;
-  const values: Buffer[] = [];
-  let offset = end + 1;
-  for (const length of head.l as unknown[]) {
-    if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0 || offset + length > value.length) return null;
-    values.push(value.subarray(offset, offset + length));
-    offset += length;
-  }
-  return offset === value.length ? values : null;
+  return values;
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   encodeStreamRecord,
   isNewerEntry,
   packEntries,
+  STREAM_VERSION,
   type RecordedRequest,
   type StreamFields,
 } from '../../../src/webhooks/stream-record.js';
@@ -255,7 +256,7 @@ describe('stream entries (version 3): the proxy writes bytes, the worker capture
     expect(isNewerEntry(['e', Buffer.from('{"v":5,"id":"evt_1"}\nbody')])).toBe(true);
     expect(isNewerEntry(['m', '{"v":12}'])).toBe(true);
     expect(isNewerEntry(['e', Buffer.from('{"v":3,"id":"evt_1"}\n')])).toBe(false);
-    expect(isNewerEntry(['e', Buffer.from('{"v":4,"l":[2]}\n{}')])).toBe(false);
+    expect(isNewerEntry(['e', '{"v":4,"n":2}', 'e', '{}', 'e', '{}'])).toBe(false);
     expect(isNewerEntry(['e', Buffer.from('{"id":"evt_1","v":5}\n')])).toBe(false);
     expect(isNewerEntry(['x', '{"v":4}'])).toBe(false);
     expect(isNewerEntry(['e', 'garbage'])).toBe(false);
@@ -267,49 +268,51 @@ describe('stream entries (version 4): several events in one entry', () => {
   const meta = (i: number, extra: object = {}) => ({ v: 3, id: `evt_${i}`, t: i, s: 'svc', m: 'POST', p: `/x/${i}`, q: '', qh: {}, sc: 200, rh: {}, ma: ['w'], ...extra });
   const value = (i: number) => encodeEntry(JSON.stringify(meta(i, { rb: { n: 3, k: 3 } })), [Buffer.from([i, 0x0a, 0xff])]);
 
-  it('packs runs of values and reads back every event, in order, bodies intact', () => {
+  it('packs runs of values, each event in a field of its own, and reads back every event, in order, bodies intact', () => {
     const values = Array.from({ length: 70 }, (_, i) => value(i));
     const entries = packEntries(values, 32, 1 << 20);
     expect(entries).toHaveLength(3);
-    expect(entries[0]!.subarray(0, 12).toString()).toBe('{"v":4,"l":[');
-    const records = entries.flatMap((e) => decodeStreamEntry(['e', e])!);
+    expect(entries[0]!.slice(0, 2)).toEqual(['e', '{"v":4,"n":32}']);
+    expect(entries[0]![3]).toBe(values[0]); // the value itself, not a copy
+    expect(entries.map((e) => e.length)).toEqual([66, 66, 14]);
+    const records = entries.flatMap((e) => decodeStreamEntry(e)!);
     expect(records.map((r) => r.event.id)).toEqual(values.map((_, i) => `evt_${i}`));
     expect(records[7]!.event.response.body).toEqual(captureBody(Buffer.from([7, 0x0a, 0xff]), { limit: 3, totalBytes: 3 }).body);
     expect(records[7]!.matched).toEqual([{ id: 'w', reason: 'the condition matched POST /x/7 (response 200)' }]);
   });
 
   it('keeps a lone value, and a value larger than the byte budget, as a version 3 entry', () => {
-    expect(packEntries([value(1)], 32, 1 << 20)).toEqual([value(1)]);
+    expect(packEntries([value(1)], 32, 1 << 20)).toEqual([['e', value(1)]]);
     const big = encodeEntry(JSON.stringify(meta(2, { rb: { n: 5000, k: 5000 } })), [Buffer.alloc(5000, 1)]);
     const entries = packEntries([value(1), big, value(3), value(4)], 32, 1000);
-    expect(entries.map((e) => decodeStreamEntry(['e', e])!.map((r) => r.event.id))).toEqual([['evt_1'], ['evt_2'], ['evt_3', 'evt_4']]);
-    expect(entries[1]).toBe(big);
-    expect(packEntries([value(1), value(2)], 1, 1 << 20)).toEqual([value(1), value(2)]);
+    expect(entries.map((e) => decodeStreamEntry(e)!.map((r) => r.event.id))).toEqual([['evt_1'], ['evt_2'], ['evt_3', 'evt_4']]);
+    expect(entries[1]).toEqual(['e', big]);
+    expect(packEntries([value(1), value(2)], 1, 1 << 20)).toEqual([['e', value(1)], ['e', value(2)]]);
   });
 
-  it('reads versions 1 to 3 as one event, and treats a broken version 4 head as not ours', () => {
+  it('reads versions 1 to 3 as one event, and treats a version 4 entry that does not add up as not ours', () => {
     expect(decodeStreamEntry(['e', value(5)])!.map((r) => r.event.id)).toEqual(['evt_5']);
     expect(decodeStreamEntry(['m', JSON.stringify({ ...meta(6), v: 2 })])!.map((r) => r.event.id)).toEqual(['evt_6']);
     const [good] = packEntries([value(1), value(2)], 32, 1 << 20);
-    const body = good!.subarray(good!.indexOf(0x0a) + 1);
-    const lengths = [value(1).length, value(2).length];
-    const withHead = (head: string, rest = body) => ['e', Buffer.concat([Buffer.from(head + '\n'), rest])];
-    expect(decodeStreamEntry(withHead(`{"v":4,"l":[${lengths}]}`))).toHaveLength(2);
-    expect(decodeStreamEntry(withHead(`{"v":4,"l":[${lengths[0]},${lengths[1]! + 1}]}`))).toBeNull(); // past the end
-    expect(decodeStreamEntry(withHead(`{"v":4,"l":[${lengths[0]}]}`))).toBeNull(); // bytes left over
-    expect(decodeStreamEntry(withHead(`{"v":4,"l":[-1,${lengths[0]! + 1},${lengths[1]}]}`))).toBeNull();
-    expect(decodeStreamEntry(withHead(`{"v":4,"l":[1.5]}`))).toBeNull();
-    expect(decodeStreamEntry(withHead(`{"v":4,"l":"12"}`))).toBeNull();
-    expect(decodeStreamEntry(withHead(`{"v":4,"l":[`))).toBeNull();
-    expect(decodeStreamEntry(['e', Buffer.from('{"v":4,"l":[1]}')])).toBeNull(); // no newline
+    expect(decodeStreamEntry(good)).toHaveLength(2);
+    expect(decodeStreamEntry(['e', '{"v":4,"n":3}', 'e', value(1), 'e', value(2)])).toBeNull(); // fewer events than announced
+    expect(decodeStreamEntry(['e', '{"v":4,"n":1}', 'e', value(1), 'e', value(2)])).toBeNull(); // more
+    expect(decodeStreamEntry(['e', '{"v":4,"n":2}', 'e', value(1), 'x', value(2)])).toBeNull(); // a field of another name
+    expect(decodeStreamEntry(['e', '{"v":4,"n":-2}', 'e', value(1), 'e', value(2)])).toBeNull();
+    expect(decodeStreamEntry(['e', '{"v":4,"n":"2"}', 'e', value(1), 'e', value(2)])).toBeNull();
+    expect(decodeStreamEntry(['e', '{"v":4,"n":2,"x":1}', 'e', value(1), 'e', value(2)])).toBeNull();
     expect(decodeStreamEntry(['e', 'garbage'])).toBeNull();
     // A value inside that is not an event of ours is left out; the others are delivered.
-    const mixed = Buffer.concat([Buffer.from(`{"v":4,"l":[${lengths[0]},4]}\n`), value(1), Buffer.from('junk')]);
-    expect(decodeStreamEntry(['e', mixed])!.map((r) => r.event.id)).toEqual(['evt_1']);
-    // As a plain XRANGE answers it (a string), when the bodies are valid UTF-8.
-    const text = packEntries([encodeEntry(JSON.stringify(meta(8)), []), encodeEntry(JSON.stringify(meta(9)), [])], 32, 1 << 20)[0]!.toString();
-    expect(decodeStreamEntry(['e', text])!.map((r) => r.event.id)).toEqual(['evt_8', 'evt_9']);
-    // An older worker's single-entry decoder does not take it for a version 3 event.
-    expect(decodeStreamRecord(['e', good!])).toBeNull();
+    expect(decodeStreamEntry(['e', '{"v":4,"n":2}', 'e', value(1), 'e', 'junk'])!.map((r) => r.event.id)).toEqual(['evt_1']);
+    // As a plain XRANGE answers it (strings), when the bodies are valid UTF-8.
+    const text = packEntries([encodeEntry(JSON.stringify(meta(8)), []), encodeEntry(JSON.stringify(meta(9)), [])], 32, 1 << 20)[0]!.map(String);
+    expect(decodeStreamEntry(text)!.map((r) => r.event.id)).toEqual(['evt_8', 'evt_9']);
+    // A worker that reads versions 1 to 3 does not take it for an event (its decoder is
+    // decodeStreamRecord), and its isNewerEntry finds version 4 > 3 in the first field: it leaves
+    // the entry for an upgraded worker.
+    expect(decodeStreamRecord(good)).toBeNull();
+    expect(/^\{"v":(\d+)[,}]/.exec(String(good![1]))?.[1]).toBe('4');
+    expect(STREAM_VERSION).toBe(4);
+    expect(isNewerEntry(good)).toBe(false);
   });
 });
