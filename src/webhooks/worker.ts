@@ -662,8 +662,10 @@ export class WebhookWorker {
       }
       if (!this.o.enabled() || !this.groupReady) return;
       let cursor = '0-0';
-      for (let round = 0; round < 10 && this.running; round++) {
-        const reply = (await redis.callBuffer('XAUTOCLAIM', keys.events, keys.eventsGroup, this.consumer, this.o.reclaimIdleMs, cursor, 'COUNT', 50)) as [
+      // Entries may hold hundreds of events each: take no more than the free event slots cover.
+      for (let round = 0; round < 10 && this.running && this.slots.free > 0; round++) {
+        const count = Math.min(50, this.entriesFor(this.slots.free));
+        const reply = (await redis.callBuffer('XAUTOCLAIM', keys.events, keys.eventsGroup, this.consumer, this.o.reclaimIdleMs, cursor, 'COUNT', count)) as [
           Buffer,
           RawStreamEntry[],
           Buffer[]?,

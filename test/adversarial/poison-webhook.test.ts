@@ -141,4 +141,31 @@ describe('a poison webhook event', () => {
     const failed = await call(proxy.url, `/_admin/webhooks/${hookId}/logs?status=failed`, { auth: ROOT });
     expect(failed.json.some((e: any) => e.eventId === eventId)).toBe(true);
   });
+
+  it('an entry of several events (version 4) with a poison, a stranger and a forged count inside: the good event is delivered, the poison logged failed, the entry acknowledged', async () => {
+    const keys = redisKeys(proxy.context.config.redis.keyPrefix, 'adv-poison');
+    const stamp = Date.now();
+    const head = (id: string, path: string) => JSON.stringify({ v: 3, id, t: stamp, s: 'adv-poison', m: 'POST', p: path, q: '', qh: {}, sc: 201, rh: {}, ma: [hookId] });
+    const depth = 20_000;
+    const poisonId = `batch-poison-${stamp}`;
+    // Written by hand: JSON.stringify itself cannot produce this body.
+    const poison = `${head(poisonId, '/poison/batch-unprocessable').slice(0, -1)},"qb":{"b":${'['.repeat(depth)}${']'.repeat(depth)}}}\n`;
+    const good = `${head(`batch-good-${stamp}`, '/poison/batch-good')}\n`;
+    await redis.client.xadd(keys.events, '*', 'e', '{"v":4,"n":3}', 'e', poison, 'e', 'not an event', 'e', good);
+    // A count that does not match its fields (a forged or cut entry): not ours, acknowledged, nothing sent.
+    await redis.client.xadd(keys.events, '*', 'e', '{"v":4,"n":999999}', 'e', good, 'e', good);
+
+    await normalEventsDelivered('batch');
+    await waitFor(() => target.received.filter((r) => r.body.includes('"path":"/poison/batch-good"')).length, (n) => n === 1, DELIVERY_DEADLINE_MS, 'the good event of the batch');
+    const entry = await waitFor(
+      async () => (await logsOf()).find((e) => e.eventId === poisonId),
+      (e) => e !== undefined,
+      DELIVERY_DEADLINE_MS,
+      'the failed entry of the poison in the batch',
+    );
+    expect(entry.status).toBe('failed');
+    await waitFor(async () => (await redis.client.xpending(keys.events, keys.eventsGroup)) as unknown[], (p) => Number(p[0]) === 0, DELIVERY_DEADLINE_MS, 'no pending entries');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(target.received.filter((r) => r.body.includes('"path":"/poison/batch-good"'))).toHaveLength(1); // the forged entry sent nothing
+  });
 });
