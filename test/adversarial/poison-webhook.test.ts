@@ -58,6 +58,8 @@ describe('a poison webhook event', () => {
   });
 
   const logsOf = async () => (await call(proxy.url, `/_admin/webhooks/${hookId}/logs?pagesize=100`, { auth: ROOT })).json as any[];
+  const logEntryOf = (eventId: string, what: string) =>
+    waitFor(async () => (await logsOf()).find((e) => e.eventId === eventId), (e) => e !== undefined, DELIVERY_DEADLINE_MS, what);
 
   async function normalEventsDelivered(tag: string): Promise<number> {
     const started = performance.now();
@@ -127,12 +129,7 @@ describe('a poison webhook event', () => {
     await redis.client.xadd(keys.events, '*', META_FIELD, meta);
 
     await normalEventsDelivered('unprocessable');
-    const entry = await waitFor(
-      async () => (await logsOf()).find((e) => e.eventId === eventId),
-      (e) => e !== undefined,
-      DELIVERY_DEADLINE_MS,
-      'the failed entry of the unprocessable event',
-    );
+    const entry = await logEntryOf(eventId, 'the failed entry of the unprocessable event');
     expect(entry.status).toBe('failed');
     expect(entry.summary.error).toMatch(/the worker could not process this event: .*(call stack|serializ)/i);
     expect(entry.detail.incomingRequest.bodyTooDeep).toBe(true);
@@ -157,12 +154,7 @@ describe('a poison webhook event', () => {
 
     await normalEventsDelivered('batch');
     await waitFor(() => target.received.filter((r) => r.body.includes('"path":"/poison/batch-good"')).length, (n) => n === 1, DELIVERY_DEADLINE_MS, 'the good event of the batch');
-    const entry = await waitFor(
-      async () => (await logsOf()).find((e) => e.eventId === poisonId),
-      (e) => e !== undefined,
-      DELIVERY_DEADLINE_MS,
-      'the failed entry of the poison in the batch',
-    );
+    const entry = await logEntryOf(poisonId, 'the failed entry of the poison in the batch');
     expect(entry.status).toBe('failed');
     await waitFor(async () => (await redis.client.xpending(keys.events, keys.eventsGroup)) as unknown[], (p) => Number(p[0]) === 0, DELIVERY_DEADLINE_MS, 'no pending entries');
     await new Promise((r) => setTimeout(r, 300));
