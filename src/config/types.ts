@@ -117,7 +117,7 @@ export interface OutriggerConfig {
     reclaimIdleMs: number;
     /** Overrides logRetentionDays with a shorter retention, in seconds (null: use logRetentionDays). */
     logRetentionSeconds: number | null;
-    /** Approximate cap on the event stream (XADD MAXLEN ~). */
+    /** Approximate cap on the events in the stream (XADD MAXLEN ~, scaled by the events per entry). */
     streamMaxLength: number;
     /** A webhook is disabled after this many consecutive events ended `failed` (0: never). */
     disableAfterFailures: number;
