@@ -86,7 +86,6 @@ return {0}
 `;
 const XADD_EACH_SHA = createHash('sha1').update(XADD_EACH).digest('hex');
 
-
 const RETRY_MIN_MS = 100;
 const REPLICA_WAIT_MS = 1000;
 /** While the master has too few replicas (its replica just got promoted away), wait only this long. */
@@ -302,7 +301,7 @@ export class EventProducer {
    */
   private async writeEntries(batch: QueuedEvent[]): Promise<void> {
     const { redis, keys } = this.o;
-    const entries = packEntries(batch.map((item) => asBytes(item.stream![1]!)), this.eventsPerEntry, ENTRY_BYTES);
+    const entries = packEntries(batch.map((item) => item.stream![1]!), this.eventsPerEntry, ENTRY_BYTES);
     // MAXLEN counts entries and `streamMaxLength` means events: scaled by this batch's events per
     // entry. Only the batch's last XADD trims (`~` removes whole stream nodes anyway).
     const maxLength = String(Math.max(1, Math.ceil((this.o.streamMaxLength * entries.length) / batch.length)));
@@ -388,8 +387,4 @@ export class EventProducer {
     this.retryTimer = this.lingerTimer = null;
     this.o.redis.off('ready', this.onReady);
   }
-}
-
-function asBytes(value: string | Buffer): Buffer {
-  return typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
 }

@@ -179,13 +179,14 @@ export const STREAM_VERSION = 4;
  * Groups version 3 values into entries: runs of up to `maxEvents` values and about `maxBytes`
  * become one version 4 entry each; a run of one stays a version 3 entry.
  */
-export function packEntries(values: readonly Buffer[], maxEvents: number, maxBytes: number): StreamFields[] {
+export function packEntries(values: ReadonlyArray<string | Buffer>, maxEvents: number, maxBytes: number): StreamFields[] {
   if (maxEvents <= 1 || values.length <= 1) return values.map((value) => [ENTRY_FIELD, value]);
   const entries: StreamFields[] = [];
   let from = 0;
   let bytes = 0;
   for (let i = 0; i < values.length; i++) {
-    const size = values[i]!.length;
+    const value = values[i]!;
+    const size = typeof value === 'string' ? Buffer.byteLength(value) : value.length;
     if (i > from && (i - from >= maxEvents || bytes + size > maxBytes)) {
       entries.push(batchFields(values, from, i));
       from = i;
@@ -197,7 +198,7 @@ export function packEntries(values: readonly Buffer[], maxEvents: number, maxByt
   return entries;
 }
 
-function batchFields(values: readonly Buffer[], from: number, to: number): StreamFields {
+function batchFields(values: ReadonlyArray<string | Buffer>, from: number, to: number): StreamFields {
   if (to - from === 1) return [ENTRY_FIELD, values[from]!];
   const fields: StreamFields = [ENTRY_FIELD, `{"v":4,"n":${to - from}}`];
   for (let i = from; i < to; i++) fields.push(ENTRY_FIELD, values[i]!);

@@ -403,9 +403,7 @@ export class WebhookWorker {
    */
   private async processEntry(id: string, records: StreamRecord[], markersOf: Promise<Array<string | null>>): Promise<void> {
     if (records.length > 0) {
-      let deliveries = 0;
-      for (const record of records) deliveries += record.matched.length;
-      const markers = deliveries > 0 ? await markersOf : [];
+      const markers = await markersOf; // [] when the entry has no delivery to make
       const only = records.length === 1 ? records[0]! : null;
       // A marker means an earlier run of this entry finished that delivery (or scheduled its retry).
       const due = only ? only.matched.filter((_, i) => markers[i] == null) : [];
@@ -426,9 +424,7 @@ export class WebhookWorker {
           offset += record.matched.length;
           return this.inSlot(() => this.processEvent(record, markers.slice(from, offset)));
         });
-        const results = await Promise.allSettled(events);
-        const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-        if (failure) throw failure.reason;
+        await allSettledOrThrow(events);
       }
     }
     if (this.killed) throw new WorkerKilled();
@@ -457,9 +453,7 @@ export class WebhookWorker {
       const condition = { matched: true, reason: m.reason };
       tasks.push(this.deliver(record.event, m.id, condition, 1, null).catch((e: unknown) => this.finalizeUnprocessable(record.event, m.id, condition, 1, null, e)));
     });
-    const results = await Promise.allSettled(tasks);
-    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failure) throw failure.reason;
+    await allSettledOrThrow(tasks);
   }
 
   /**
@@ -771,6 +765,13 @@ function streamEntries(reply: unknown): StreamEntry[] {
   const out: StreamEntry[] = [];
   for (const stream of reply as Array<[Buffer, RawStreamEntry[]]>) for (const [id, fields] of stream[1] ?? []) out.push([String(id), fields]);
   return out;
+}
+
+/** Waits for every task, then throws the first failure: no task is left running behind an early throw. */
+async function allSettledOrThrow(tasks: ReadonlyArray<Promise<void>>): Promise<void> {
+  const results = await Promise.allSettled(tasks);
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
 }
 
 function sleep(ms: number): Promise<void> {
