@@ -16,7 +16,7 @@ import { median, runLoad, shuffle } from './lib/load.mjs';
 import { ensureNginx, startNginx } from './lib/nginx.mjs';
 import { runPaced } from './lib/paced.mjs';
 import { basic, issueKey, startOutrigger } from './lib/outrigger.mjs';
-import { cpuMicros, forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { cpuMicros, forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, spawnProcess, stopAll, stopAllOnExit } from './lib/processes.mjs';
 import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/redis.mjs';
 import { renderResults } from './lib/report.mjs';
 import {
@@ -414,16 +414,21 @@ async function webhookPipeline(ctx) {
   const streamKey = `outrigger:{bench-pipeline}:events`;
   const startWorker = () => startOutrigger({ name: 'pipeline-worker', mode: 'worker', ...common, setup: undefined, ...prof('pipeline-worker') });
 
-  const drains = [];
-  for (let r = 0; r < settings.pipelineRounds; r++) {
-    noteLoad(`pipeline round ${r + 1}`);
+  // The baseline: the least work per event any worker must do (bench/servers/minimal-worker.mjs).
+  const startMinimalWorker = async () => {
+    const log = join(work, 'minimal-worker.log');
+    const proc = spawnProcess('minimal worker', process.execPath, [join(ROOT, 'bench/servers/minimal-worker.mjs'), '--redis', redis.url, '--stream', streamKey, '--target', `${receiverUrl}/hook`], { log });
+    return { pid: proc.pid, log, stop: () => proc.stop() };
+  };
+
+  // Fill the stream with the worker off, then let one worker drain it.
+  const drainRound = async (startDrainWorker) => {
     await receiver.ask('reset');
-    // Fill the stream with the worker off, then let one worker drain it.
     const fill = await runLoad({ url: `${proxy.url}${PASS_PATH}`, headers, connections: settings.connections, amount: n });
     await until(async () => (await streamEvents(redis.client, streamKey, n)) >= n, 20_000, 'the proxy to write every event to the stream');
     const before = await commandCounters(redis.client);
     const redisCpu0 = cpuMicros(redis.pid);
-    const worker = await startWorker();
+    const worker = await startDrainWorker();
     // Measure from the delivery after the warm-up ones, so neither the worker's start-up nor V8
     // compiling its code (the first second or so of a drain lasting a few) is counted.
     let first = null;
@@ -441,8 +446,9 @@ async function webhookPipeline(ctx) {
     const delta = commandDelta(before, await commandCounters(redis.client));
     const redisCpu = cpuMicros(redis.pid) - redisCpu0;
     await worker.stop();
+    await redis.client.xtrim(streamKey, 'MAXLEN', 0);
     const drainSec = (s.lastAt - first.at) / 1000;
-    const result = {
+    return {
       events: n,
       warmupEvents: first.count,
       fillReqPerSec: fill.reqPerSec,
@@ -453,9 +459,18 @@ async function webhookPipeline(ctx) {
       redisCommands: delta.perCommand,
       unparsable: s.unparsable,
     };
-    drains.push(result);
-    say(`  round ${r + 1} drain: ${fmt(result.eventsPerSec, 0)} events/s, worker ${fmt(result.workerCpuMicrosPerEvent, 0)} µs/event, Redis ${fmt(result.redisCommandsPerEvent, 1)} commands/event`);
-    await redis.client.xtrim(streamKey, 'MAXLEN', 0);
+  };
+
+  const drains = [];
+  const minimalDrains = [];
+  for (let r = 0; r < settings.pipelineRounds; r++) {
+    noteLoad(`pipeline round ${r + 1}`);
+    // Both workers each round, in a new order each round: a ratio is per round, as in the pass-through phase.
+    for (const which of shuffle(['outrigger', 'minimal'])) {
+      const result = await drainRound(which === 'outrigger' ? startWorker : startMinimalWorker);
+      (which === 'outrigger' ? drains : minimalDrains).push(result);
+      say(`  round ${r + 1} drain (${which === 'outrigger' ? 'Outrigger' : 'minimal worker'}): ${fmt(result.eventsPerSec, 0)} events/s, worker ${fmt(result.workerCpuMicrosPerEvent, 0)} µs/event, Redis ${fmt(result.redisCommandsPerEvent, 1)} commands/event`);
+    }
   }
 
   // Delivery latency at fixed offered rates, below the drain capacity, worker running.
@@ -484,7 +499,7 @@ async function webhookPipeline(ctx) {
   await worker.stop();
   await proxy.stop();
   await upstream.stop();
-  return { eventsPerRound: n, warmupEvents: settings.pipelineWarmupEvents, drains, latency, workerMode: 'separate process: outrigger worker -c (proxy started with --no-worker)' };
+  return { eventsPerRound: n, warmupEvents: settings.pipelineWarmupEvents, drains, minimalDrains, latency, workerMode: 'separate process: outrigger worker -c (proxy started with --no-worker)' };
 }
 
 async function until(check, timeoutMs, what) {

@@ -119,14 +119,25 @@ export function renderResults(results) {
   const wh = results.webhooks;
   if (wh) {
     const d = wh.drains;
+    const minimal = wh.minimalDrains ?? [];
+    // Per-round ratios to the minimal worker, drained in the same round: events/s, and its CPU per event over this worker's.
+    const drainRow = (label, runs) => [
+      label,
+      sp(spread(runs.map((x) => x.eventsPerSec))),
+      minimal.length ? sp(ratios(runs, minimal, (x) => x.eventsPerSec), 2) : '–',
+      f(median(runs.map((x) => x.workerCpuMicrosPerEvent)), 0),
+      minimal.length ? sp(ratios(minimal, runs, (x) => x.workerCpuMicrosPerEvent), 2) : '–',
+      f(median(runs.map((x) => x.redisCpuMicrosPerEvent)), 0),
+      f(median(runs.map((x) => x.redisCommandsPerEvent)), 1),
+    ];
     const t1 = table(
-      ['events per round', 'events/s median (min–max)', 'worker CPU µs/event', 'Redis CPU µs/event', 'Redis commands/event'],
-      [[String(wh.eventsPerRound), sp(spread(d.map((x) => x.eventsPerSec))), f(median(d.map((x) => x.workerCpuMicrosPerEvent)), 0), f(median(d.map((x) => x.redisCpuMicrosPerEvent)), 0), f(median(d.map((x) => x.redisCommandsPerEvent)), 1)]],
+      ['worker', 'events/s median (min–max)', '× minimal worker', 'worker CPU µs/event', 'CPU ratio (minimal ÷ this)', 'Redis CPU µs/event', 'Redis commands/event'],
+      [drainRow(`Outrigger worker, ${wh.eventsPerRound} events per round`, d), ...(minimal.length ? [drainRow('minimal worker (baseline: the per-event work only, none of the safety)', minimal)] : [])],
     );
     const mix = Object.entries(d[d.length - 1]?.redisCommands ?? {}).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([c, n]) => `${c} ${f(n / wh.eventsPerRound, 2)}`).join(', ');
     const ms = (v) => (v === 0 ? '<1' : f(v));
     const t2 = table(['offered req/s, evenly paced (all matching)', 'deliveries', 'latency p50 ms', 'p99 ms', 'max ms'], wh.latency.map((l) => [String(l.offeredRate), String(l.delivered), ms(l.p50), ms(l.p99), ms(l.max)]));
-    sections.push(`## 3. Webhook pipeline\n\nWorker: ${wh.workerMode}. Throughput: the proxy fills the stream with ${wh.eventsPerRound} matching events while no worker runs; then one worker starts and drains it into a local receiver that answers 200 at once. ${wh.warmupEvents ? `Events/s and worker CPU per event are measured from the delivery after the first ${wh.warmupEvents} to the last: the steady state, without the worker's start-up nor its first second or so, when V8 is still compiling its code (which would weigh more the faster the worker drains).` : 'Events/s is measured from the first to the last delivery (start-up excluded).'} Redis commands per event during the drain: ${mix}.\n\n${t1}\n\nDelivery latency, worker running, requests at a fixed offered rate: from the event's \`timestamp\` (set when the response finished) to the moment the receiver has the whole delivery (1 ms clock resolution).\n\n${t2}`);
+    sections.push(`## 3. Webhook pipeline\n\nWorker: ${wh.workerMode}. Throughput: the proxy fills the stream with ${wh.eventsPerRound} matching events while no worker runs; then one worker starts and drains it into a local receiver that answers 200 at once. ${minimal.length ? 'Each round drains once with Outrigger\'s worker and once with the minimal worker (bench/servers/minimal-worker.mjs: per event the decode, default payload, signature, POST, log entry and acknowledgement, on the same libraries, without retries, delivery markers, SSRF guard, timeouts or metrics), in shuffled order; ratios are per round. No worker that keeps those guarantees can cost less than the minimal one. ' : ''}${wh.warmupEvents ? `Events/s and worker CPU per event are measured from the delivery after the first ${wh.warmupEvents} to the last: the steady state, without the worker's start-up nor its first second or so, when V8 is still compiling its code (which would weigh more the faster the worker drains).` : 'Events/s is measured from the first to the last delivery (start-up excluded).'} Redis commands per event during the drain: ${mix}.\n\n${t1}\n\nDelivery latency, worker running, requests at a fixed offered rate: from the event's \`timestamp\` (set when the response finished) to the moment the receiver has the whole delivery (1 ms clock resolution).\n\n${t2}`);
     consoleParts.push(`3. Webhook pipeline\n${t1}\n${t2}`);
   }
 
