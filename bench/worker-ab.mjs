@@ -24,7 +24,11 @@
  * `--with-node-args='--flag --other'` starts the `with` side's workers with those Node/V8 flags
  * (trying a heap setting against the same build: `--base . --with .`).
  *
- *   node bench/worker-ab.mjs --base /tmp/before [--with .] [--events 8000] [--rounds 3] [--rate 1000] [--seconds 5] [--warmup-seconds 2] [--warmup-events 0] [--cpu-prof] [--with-node-args=...]
+ * `--minimal` adds a third side: the `with` build's proxy drained by the minimal worker
+ * (servers/minimal-worker.mjs, the per-event work without any of the guarantees), the floor
+ * both builds are read against.
+ *
+ *   node bench/worker-ab.mjs --base /tmp/before [--with .] [--events 8000] [--rounds 3] [--rate 1000] [--seconds 5] [--warmup-seconds 2] [--warmup-events 0] [--cpu-prof] [--with-node-args=...] [--minimal]
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -33,7 +37,7 @@ import { parseArgs } from 'node:util';
 import { median, runLoad, shuffle } from './lib/load.mjs';
 import { issueKey, startOutrigger } from './lib/outrigger.mjs';
 import { runPaced } from './lib/paced.mjs';
-import { cpuMicros, forkServer, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { cpuMicros, forkServer, sleep, spawnProcess, stopAll, stopAllOnExit } from './lib/processes.mjs';
 import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/redis.mjs';
 import { KEYS_PERMISSION, PASS_PATH, matchingWebhook } from './lib/scenarios.mjs';
 
@@ -49,15 +53,21 @@ const { values: opts } = parseArgs({
     'warmup-events': { type: 'string', default: '0' },
     'cpu-prof': { type: 'boolean', default: false },
     'with-node-args': { type: 'string', default: '' },
+    minimal: { type: 'boolean', default: false },
   },
 });
 if (!opts.base) {
-  process.stderr.write('usage: node bench/worker-ab.mjs --base DIR [--with DIR] [--events N] [--rounds N] [--rate N] [--seconds N] [--warmup-seconds N] [--warmup-events N] [--cpu-prof] [--with-node-args=...]\n');
+  process.stderr.write('usage: node bench/worker-ab.mjs --base DIR [--with DIR] [--events N] [--rounds N] [--rate N] [--seconds N] [--warmup-seconds N] [--warmup-events N] [--cpu-prof] [--with-node-args=...] [--minimal]\n');
   process.exit(2);
 }
 const n = Number(opts.events);
 const warmupEvents = Number(opts['warmup-events']);
 const builds = { base: resolve(opts.base), with: resolve(opts.with) };
+const MINIMAL_WORKER = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'servers/minimal-worker.mjs');
+/** The sides of the run: each build's worker, and with `--minimal` the minimal worker behind the `with` build's proxy. */
+const sideNames = opts.minimal ? ['base', 'with', 'minimal'] : ['base', 'with'];
+const rootOf = (side) => (side === 'minimal' ? builds.with : builds[side]);
+const labelOf = (side) => (side === 'minimal' ? MINIMAL_WORKER : builds[side]);
 const work = resolve('bench/.work', `worker-ab-${new Date().toISOString().replace(/[:.]/g, '-')}`);
 const say = (text) => process.stdout.write(`${text}\n`);
 
@@ -80,7 +90,8 @@ async function main() {
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
 
   const sides = {};
-  for (const [build, root] of Object.entries(builds)) {
+  for (const build of sideNames) {
+    const root = rootOf(build);
     const serviceId = `wab-${build}`;
     const common = {
       workDir: work, redisUrl: redis.url, upstreamUrl, serviceId, root,
@@ -89,12 +100,18 @@ async function main() {
     };
     const proxy = await startOutrigger({ name: `wab-proxy-${build}`, ...common });
     const key = await issueKey(proxy.url);
+    const streamKey = `outrigger:{${serviceId}}:events`;
     let workers = 0;
     sides[build] = {
       proxy,
       headers: { authorization: `Bearer ${key}` },
-      streamKey: `outrigger:{${serviceId}}:events`,
-      startWorker: () => {
+      streamKey,
+      startWorker: async () => {
+        if (build === 'minimal') {
+          const log = join(work, `wab-worker-minimal-${++workers}.log`);
+          const proc = spawnProcess('minimal worker', process.execPath, [MINIMAL_WORKER, '--redis', redis.url, '--stream', streamKey, '--target', `${receiverUrl}/hook`], { log });
+          return { pid: proc.pid, log, stop: () => proc.stop() };
+        }
         const name = `wab-worker-${build}-${++workers}`;
         const nodeArgs = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : [];
         if (build === 'with' && opts['with-node-args']) nodeArgs.push(...opts['with-node-args'].split(' '));
@@ -105,7 +122,7 @@ async function main() {
   }
 
   for (let round = 1; round <= Number(opts.rounds); round++) {
-    for (const build of shuffle(Object.keys(builds))) {
+    for (const build of shuffle(sideNames)) {
       const side = sides[build];
       await receiver.ask('reset');
       const fill = await runLoad({ url: `${side.proxy.url}${PASS_PATH}`, headers: side.headers, connections: 50, amount: n });
@@ -148,7 +165,7 @@ async function main() {
 
   const rate = Number(opts.rate);
   const seconds = Number(opts.seconds);
-  for (const build of Object.keys(builds)) {
+  for (const build of sideNames) {
     const side = sides[build];
     const worker = await side.startWorker();
     await receiver.ask('reset');
@@ -176,10 +193,15 @@ async function main() {
   const m = (side, f) => median(side.drains.map(f));
   for (const [build, side] of Object.entries(sides)) {
     const eps = side.drains.map((d) => d.eventsPerSec);
-    say(`| ${build} (${builds[build]}) | ${m(side, (d) => d.eventsPerSec).toFixed(0)} (${Math.min(...eps).toFixed(0)}–${Math.max(...eps).toFixed(0)}) | ${m(side, (d) => d.workerCpuMicrosPerEvent).toFixed(0)} | ${m(side, (d) => d.redisCpuMicrosPerEvent).toFixed(0)} | ${m(side, (d) => d.redisCommandsPerEvent).toFixed(2)} | ${side.latency.p50} / ${side.latency.p99} |`);
+    say(`| ${build} (${labelOf(build)}) | ${m(side, (d) => d.eventsPerSec).toFixed(0)} (${Math.min(...eps).toFixed(0)}–${Math.max(...eps).toFixed(0)}) | ${m(side, (d) => d.workerCpuMicrosPerEvent).toFixed(0)} | ${m(side, (d) => d.redisCpuMicrosPerEvent).toFixed(0)} | ${m(side, (d) => d.redisCommandsPerEvent).toFixed(2)} | ${side.latency.p50} / ${side.latency.p99} |`);
   }
   const w = sides.with;
-  say(`\nwith ÷ base: events/s ×${(m(w, (d) => d.eventsPerSec) / m(base, (d) => d.eventsPerSec)).toFixed(2)}, worker CPU per event ×${(m(w, (d) => d.workerCpuMicrosPerEvent) / m(base, (d) => d.workerCpuMicrosPerEvent)).toFixed(3)}`);
+  const compare = (a, b) => `events/s ×${(m(a, (d) => d.eventsPerSec) / m(b, (d) => d.eventsPerSec)).toFixed(2)}, worker CPU per event ×${(m(a, (d) => d.workerCpuMicrosPerEvent) / m(b, (d) => d.workerCpuMicrosPerEvent)).toFixed(3)}`;
+  say(`\nwith ÷ base: ${compare(w, base)}`);
+  if (sides.minimal) {
+    say(`minimal ÷ base: ${compare(sides.minimal, base)}`);
+    say(`with ÷ minimal: ${compare(w, sides.minimal)}`);
+  }
   say(`load average at end ${loadavg().map((x) => x.toFixed(2)).join(' / ')}`);
 }
 
