@@ -16,7 +16,8 @@ import { median, runLoad, shuffle } from './lib/load.mjs';
 import { ensureNginx, startNginx } from './lib/nginx.mjs';
 import { runPaced } from './lib/paced.mjs';
 import { basic, issueKey, startOutrigger } from './lib/outrigger.mjs';
-import { cpuMicros, forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, spawnProcess, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { startMinimalWorker } from './lib/minimal-worker.mjs';
+import { cpuMicros, forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
 import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/redis.mjs';
 import { renderResults } from './lib/report.mjs';
 import {
@@ -415,11 +416,7 @@ async function webhookPipeline(ctx) {
   const startWorker = () => startOutrigger({ name: 'pipeline-worker', mode: 'worker', ...common, setup: undefined, ...prof('pipeline-worker') });
 
   // The baseline: the least work per event any worker must do (bench/servers/minimal-worker.mjs).
-  const startMinimalWorker = async () => {
-    const log = join(work, 'minimal-worker.log');
-    const proc = spawnProcess('minimal worker', process.execPath, [join(ROOT, 'bench/servers/minimal-worker.mjs'), '--redis', redis.url, '--stream', streamKey, '--target', `${receiverUrl}/hook`], { log });
-    return { pid: proc.pid, log, stop: () => proc.stop() };
-  };
+  const startMinimal = () => startMinimalWorker({ redisUrl: redis.url, streamKey, targetUrl: `${receiverUrl}/hook`, log: join(work, 'minimal-worker.log') });
 
   // Fill the stream with the worker off, then let one worker drain it.
   const drainRound = async (startDrainWorker) => {
@@ -467,7 +464,7 @@ async function webhookPipeline(ctx) {
     noteLoad(`pipeline round ${r + 1}`);
     // Both workers each round, in a new order each round: a ratio is per round, as in the pass-through phase.
     for (const which of shuffle(['outrigger', 'minimal'])) {
-      const result = await drainRound(which === 'outrigger' ? startWorker : startMinimalWorker);
+      const result = await drainRound(which === 'outrigger' ? startWorker : startMinimal);
       (which === 'outrigger' ? drains : minimalDrains).push(result);
       say(`  round ${r + 1} drain (${which === 'outrigger' ? 'Outrigger' : 'minimal worker'}): ${fmt(result.eventsPerSec, 0)} events/s, worker ${fmt(result.workerCpuMicrosPerEvent, 0)} µs/event, Redis ${fmt(result.redisCommandsPerEvent, 1)} commands/event`);
     }

@@ -37,7 +37,8 @@ import { parseArgs } from 'node:util';
 import { median, runLoad, shuffle } from './lib/load.mjs';
 import { issueKey, startOutrigger } from './lib/outrigger.mjs';
 import { runPaced } from './lib/paced.mjs';
-import { cpuMicros, forkServer, sleep, spawnProcess, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { MINIMAL_WORKER, startMinimalWorker } from './lib/minimal-worker.mjs';
+import { cpuMicros, forkServer, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
 import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/redis.mjs';
 import { KEYS_PERMISSION, PASS_PATH, matchingWebhook } from './lib/scenarios.mjs';
 
@@ -63,7 +64,6 @@ if (!opts.base) {
 const n = Number(opts.events);
 const warmupEvents = Number(opts['warmup-events']);
 const builds = { base: resolve(opts.base), with: resolve(opts.with) };
-const MINIMAL_WORKER = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'servers/minimal-worker.mjs');
 /** The sides of the run: each build's worker, and with `--minimal` the minimal worker behind the `with` build's proxy. */
 const sideNames = opts.minimal ? ['base', 'with', 'minimal'] : ['base', 'with'];
 const rootOf = (side) => (side === 'minimal' ? builds.with : builds[side]);
@@ -107,11 +107,7 @@ async function main() {
       headers: { authorization: `Bearer ${key}` },
       streamKey,
       startWorker: async () => {
-        if (build === 'minimal') {
-          const log = join(work, `wab-worker-minimal-${++workers}.log`);
-          const proc = spawnProcess('minimal worker', process.execPath, [MINIMAL_WORKER, '--redis', redis.url, '--stream', streamKey, '--target', `${receiverUrl}/hook`], { log });
-          return { pid: proc.pid, log, stop: () => proc.stop() };
-        }
+        if (build === 'minimal') return startMinimalWorker({ redisUrl: redis.url, streamKey, targetUrl: `${receiverUrl}/hook`, log: join(work, `wab-worker-minimal-${++workers}.log`) });
         const name = `wab-worker-${build}-${++workers}`;
         const nodeArgs = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : [];
         if (build === 'with' && opts['with-node-args']) nodeArgs.push(...opts['with-node-args'].split(' '));

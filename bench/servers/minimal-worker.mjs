@@ -37,14 +37,10 @@ const IN_FLIGHT = 64;
 const LOG_TTL_MS = 86_400_000;
 const target = new URL(opts.target);
 const pool = new Pool(target.origin, { connections: IN_FLIGHT, keepAliveTimeout: 60_000 });
-const redis = new Redis(opts.redis, { lazyConnect: false });
+const redis = new Redis(opts.redis);
 const signingKey = createSecretKey(Buffer.from('minimal-worker-signing-key-32-bytes!'));
 const logPrefix = `${opts.stream}:minimal-log:`;
-let running = true;
-process.on('SIGTERM', () => {
-  running = false;
-  process.exit(0);
-});
+process.on('SIGTERM', () => process.exit(0));
 
 // Writes of one event-loop turn go to Redis in one MULTI.
 let writes = [];
@@ -164,7 +160,7 @@ function startMore() {
   }
 }
 
-while (running) {
+for (;;) {
   if (waiting.length - next >= IN_FLIGHT) {
     await new Promise((resolve) => (wake = resolve));
     wake = null;

@@ -1,0 +1,15 @@
+/**
+ * Starts the minimal webhook worker (servers/minimal-worker.mjs), the pipeline's baseline, on a
+ * proxy's stream, delivering to `targetUrl`. Returns what the drains need: its pid (for CPU),
+ * its log and a stop.
+ */
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { spawnProcess } from './processes.mjs';
+
+export const MINIMAL_WORKER = resolve(fileURLToPath(new URL('../servers/minimal-worker.mjs', import.meta.url)));
+
+export function startMinimalWorker({ redisUrl, streamKey, targetUrl, log }) {
+  const proc = spawnProcess('minimal worker', process.execPath, [MINIMAL_WORKER, '--redis', redisUrl, '--stream', streamKey, '--target', targetUrl], { log });
+  return { pid: proc.pid, log, stop: () => proc.stop() };
+}
