@@ -1,0 +1,31 @@
+// The layout the house keeps (checked by scripts/check-structure.mjs, run by `npm run lint`).
+// docs/architecture.md draws it; each folder's README says what it owns.
+
+/**
+ * The top folders (and root files) of src/, from the ground up. A file may import its own
+ * folder, any folder of the same layer, and the layers below; never a layer above.
+ */
+export const LAYERS = [
+  ['errors', 'util'],
+  ['net', 'input-limits', 'condition', 'config'],
+  ['store', 'proxy'],
+  // The request chain: transport, identity and access decisions, the operator's view.
+  ['http', 'access', 'observability', 'features', 'admin', 'setup', 'app-context'],
+  ['feature-module'],
+  ['keys', 'webhooks'],
+  ['oauth', 'graphql'],
+  ['features-list', 'app', 'main'],
+  ['cli'],
+];
+
+/**
+ * Features laid out by stage, in the order the data flows. A file in a stage may import the
+ * stages before it and the shared files at the feature's root; only `entry` (the module that
+ * wires the stages) may import every stage, and no stage imports it.
+ */
+export const STAGED_FEATURES = {};
+
+/** The one folder allowed to run Redis scripts (EVAL, EVALSHA, SCRIPT LOAD). */
+export const SCRIPT_HOME = 'src/store';
+
+export const LIMITS = { fileLines: 400, folderFiles: 15 };
