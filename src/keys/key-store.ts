@@ -1,107 +1,14 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../store/keys.js';
 import { parseKeyRecord, type KeyRecord } from './key-record.js';
-import { LuaScript } from './lua-script.js';
+import { issueKeyWithinLimit } from '../store/scripts/issue-key-within-limit.js';
+import { issueSignInToken } from '../store/scripts/issue-sign-in-token.js';
+import { findKeyByHash } from '../store/scripts/find-key-by-hash.js';
+import { revokeKey } from '../store/scripts/revoke-key.js';
+import { touchKeyLastUsed } from '../store/scripts/touch-key-last-used.js';
 
 /** Expired records stay listed this long (the owner sees that a key expired), then the next issuance of their owner removes them. */
 export const EXPIRED_KEPT_MS = 30 * 86_400_000;
-
-/**
- * Counts the owner's unexpired keys and stores the new one only when that count is below the
- * limit, in one atomic step: two replicas issuing at the limit at once cannot both succeed.
- * On the way it drops set members whose record is gone and records expired long ago.
- * Returns {1, count-after} when issued, {0, count} at the limit, {-1, 0} when the id is taken.
- */
-const issueKeyWithinLimit = new LuaScript(
-  'issueKeyWithinLimit',
-  `
-local records, byHash, ofOwner, lastUsed = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local id, record, now, limit, expiresAt, sweepBefore = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
-if redis.call('HEXISTS', records, id) == 1 then return {-1, 0} end
-local active = 0
-for _, member in ipairs(redis.call('SMEMBERS', ofOwner)) do
-  local text = redis.call('HGET', records, member)
-  if not text then
-    redis.call('SREM', ofOwner, member)
-  else
-    local memberExpiresAt = tonumber(cjson.decode(text).expiresAt)
-    if memberExpiresAt > now then
-      active = active + 1
-    elseif memberExpiresAt < sweepBefore then
-      redis.call('HDEL', records, member)
-      redis.call('HDEL', lastUsed, member)
-      redis.call('SREM', ofOwner, member)
-    end
-  end
-end
-if active >= limit then return {0, active} end
-redis.call('HSET', records, id, record)
-redis.call('SET', byHash, id, 'PXAT', expiresAt)
-redis.call('SADD', ofOwner, id)
-return {1, active + 1}
-`,
-);
-
-/**
- * Stores a user's own sign-in token: like a key (record + hash index, so the same verifier
- * accepts it) but outside the owner's set, so it never counts against the key limit. Tokens
- * that expired over a day ago are swept on the way.
- */
-const issueSignInToken = new LuaScript(
-  'issueSignInToken',
-  `
-local records, byHash, byExpiry, lastUsed = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local id, record, expiresAt, sweepBefore = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-if redis.call('HEXISTS', records, id) == 1 then return 0 end
-for _, member in ipairs(redis.call('ZRANGEBYSCORE', byExpiry, '-inf', sweepBefore)) do
-  redis.call('HDEL', records, member)
-  redis.call('HDEL', lastUsed, member)
-end
-redis.call('ZREMRANGEBYSCORE', byExpiry, '-inf', sweepBefore)
-redis.call('HSET', records, id, record)
-redis.call('SET', byHash, id, 'PXAT', expiresAt)
-redis.call('ZADD', byExpiry, expiresAt, id)
-return 1
-`,
-);
-
-/** The record of a key hash, in one round trip (the hash index holds the record id). */
-const findKeyByHash = new LuaScript(
-  'findKeyByHash',
-  `
-local id = redis.call('GET', KEYS[1])
-if not id then return false end
-return redis.call('HGET', KEYS[2], id)
-`,
-);
-
-/** Deletes a key and its indexes, if it is still the key the caller read (same hash). */
-const revokeKey = new LuaScript(
-  'revokeKey',
-  `
-local records, byHash, ofOwner, lastUsed = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local id, keyHash = ARGV[1], ARGV[2]
-local text = redis.call('HGET', records, id)
-if not text or cjson.decode(text).keyHash ~= keyHash then return 0 end
-redis.call('HDEL', records, id)
-redis.call('HDEL', lastUsed, id)
-redis.call('SREM', ofOwner, id)
-redis.call('DEL', byHash)
-return 1
-`,
-);
-
-/** Records a use only if newer than the stored one, and never for a key revoked meanwhile. */
-const touchKeyLastUsed = new LuaScript(
-  'touchKeyLastUsed',
-  `
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
-local current = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
-if current and current >= tonumber(ARGV[2]) then return 0 end
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-return 1
-`,
-);
 
 export type IssueOutcome = { issued: true; activeKeys: number } | { issued: false; reason: 'limit'; activeKeys: number } | { issued: false; reason: 'id-taken' };
 

@@ -7,24 +7,10 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../store/keys.js';
 import { utcDay } from '../store/keys.js';
+import { reserveEmailAllowance } from '../store/scripts/reserve-email-allowance.js';
+import { releaseEmailAllowance } from '../store/scripts/release-email-allowance.js';
 
-/** KEYS[1] the day's counter; ARGV: recipients, daily allowance, TTL seconds. Returns the new count, or -1 when it would exceed. */
-const RESERVE_EMAIL_ALLOWANCE = `
-local used = tonumber(redis.call('GET', KEYS[1]) or '0')
-local wanted = tonumber(ARGV[1])
-if used + wanted > tonumber(ARGV[2]) then return -1 end
-local total = redis.call('INCRBY', KEYS[1], wanted)
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
-return total
-`;
 
-/** KEYS[1] the day's counter; ARGV: recipients to give back. Never goes below zero. */
-const RELEASE_EMAIL_ALLOWANCE = `
-local used = tonumber(redis.call('GET', KEYS[1]) or '0')
-local back = math.min(used, tonumber(ARGV[1]))
-if back > 0 then redis.call('DECRBY', KEYS[1], back) end
-return used - back
-`;
 
 const DAY_KEY_TTL_SECONDS = 2 * 86_400;
 
@@ -38,13 +24,13 @@ export class EmailAllowance {
   /** Reserves `recipients` for today; false (and nothing reserved) when that would exceed the allowance. */
   async reserve(recipients: number, now = Date.now()): Promise<{ ok: boolean; day: string }> {
     const day = utcDay(now);
-    const result = await this.redis.eval(RESERVE_EMAIL_ALLOWANCE, 1, this.keys.emailAllowance(day), recipients, this.dailyAllowance, DAY_KEY_TTL_SECONDS);
+    const result = await reserveEmailAllowance.run(this.redis, [this.keys.emailAllowance(day)], [recipients, this.dailyAllowance, DAY_KEY_TTL_SECONDS]);
     return { ok: Number(result) >= 0, day };
   }
 
   /** Gives back a reservation whose message was not sent. */
   async release(recipients: number, day: string): Promise<void> {
-    await this.redis.eval(RELEASE_EMAIL_ALLOWANCE, 1, this.keys.emailAllowance(day), recipients);
+    await releaseEmailAllowance.run(this.redis, [this.keys.emailAllowance(day)], [recipients]);
   }
 
   async used(now = Date.now()): Promise<number> {

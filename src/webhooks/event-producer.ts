@@ -6,7 +6,7 @@
  * - a batch of one-value entries (stream-record.ts version 3, what the observer writes) is packed
  *   into one version 4 entry (up to 256 events and about 1 MiB): one XADD, or a MULTI of a few
  *   when the bodies are large, trimming the stream once per batch;
- * - a batch of other entries is one EVALSHA of `XADD_EACH`, a script that runs `XADD <events>
+ * - a batch of other entries is one run of the `xaddEach` script (src/store/scripts), which runs `XADD <events>
  *   MAXLEN ~ N * <fields>` for each event: one command and one reply per batch instead of a
  *   MULTI with an XADD per event, which cost the proxy several µs per event in ioredis;
  * - a batch that also carries recorded requests is one MULTI of XADDs and the recording's RPUSH.
@@ -16,7 +16,6 @@
  * event is written on the next turn of the event loop. While Redis is unreachable the events stay
  * queued, in order, and are written once it is back; `drain()` flushes on shutdown.
  */
-import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ReplyError, type Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.js';
@@ -24,6 +23,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { RedisKeys } from '../store/keys.js';
 import { ENTRY_FIELD, packEntries, type StreamFields } from './stream-record.js';
 import { backoffMs } from '../util/backoff.js';
+import { xaddEach } from '../store/scripts/xadd-each.js';
 
 export interface QueuedEvent {
   /** The stream entry's fields for the workers (stream-record.ts), when a webhook matched or a skipped entry is due. */
@@ -63,28 +63,6 @@ export interface EventProducerOptions {
 const EVENTS_PER_ENTRY = 256;
 const ENTRY_BYTES = 1024 * 1024;
 
-/**
- * KEYS[1] the event stream; ARGV[1] its MAXLEN; then for each event the number of its field and
- * value arguments followed by them. Each event becomes its own entry, as with one XADD each.
- * `pcall`, like a MULTI: an XADD that Redis refuses does not stop the others. Answers
- * `{refused, first error}`.
- */
-export const XADD_EACH = `
-local refused, first = 0, nil
-local i = 2
-while i <= #ARGV do
-  local n = tonumber(ARGV[i])
-  local reply = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(ARGV, i + 1, i + n))
-  if type(reply) == 'table' and reply.err then
-    refused = refused + 1
-    first = first or reply.err
-  end
-  i = i + 1 + n
-end
-if first then return {refused, first} end
-return {0}
-`;
-const XADD_EACH_SHA = createHash('sha1').update(XADD_EACH).digest('hex');
 
 const RETRY_MIN_MS = 100;
 const REPLICA_WAIT_MS = 1000;
@@ -226,7 +204,7 @@ export class EventProducer {
   }
 
   /**
-   * One round trip: the XADD_EACH script (atomic, like a MULTI), or a MULTI when the batch also
+   * One round trip: the xaddEach script (atomic, like a MULTI), or a MULTI when the batch also
    * carries recorded requests. A connection lost before the command ran leaves nothing written
    * and the batch is retried; a reply lost after it ran may write a batch twice (at-least-once,
    * like every other step of the pipeline).
@@ -328,24 +306,16 @@ export class EventProducer {
     if (failed) this.refused(String(failed[0]), batch.length);
   }
 
-  /** Entries of any other shape (tests, tools, older callers): the XADD_EACH script, one entry per event. */
+  /** Entries of any other shape (tests, tools, older callers): the xaddEach script, one entry per event. */
   private async writeEach(batch: QueuedEvent[]): Promise<void> {
     const { redis, keys } = this.o;
-    const args: Array<string | Buffer | number> = [XADD_EACH_SHA, 1, keys.events, this.maxLength];
+    const args: Array<string | Buffer | number> = [1, keys.events, this.maxLength];
     for (const item of batch) {
       const fields = item.stream!;
       args.push(fields.length);
       for (const field of fields) args.push(field);
     }
-    let reply: unknown;
-    try {
-      reply = await redis.evalsha(...(args as [string, number, ...Array<string | Buffer | number>]));
-    } catch (error) {
-      // Not loaded yet on this server (a first write, or Redis restarted): EVAL loads it.
-      if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
-      args[0] = XADD_EACH;
-      reply = await redis.eval(...(args as [string, number, ...Array<string | Buffer | number>]));
-    }
+    const reply = await xaddEach.runWith(redis, args);
     const [refusedCount, firstError] = Array.isArray(reply) ? (reply as [number, string?]) : [0];
     if (refusedCount > 0) {
       // Out of memory: nothing (or hardly anything) was written; keep the batch, as a MULTI refused with EXECABORT would.

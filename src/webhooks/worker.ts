@@ -61,13 +61,9 @@ import { SKIPPED_LOG_INTERVAL_MS } from './observer.js';
 import { backoffMs } from '../util/backoff.js';
 import { UnprocessableEvent, unprocessableLogEntry } from './unprocessable.js';
 import { EventSlots } from './event-slots.js';
+import { leaseDueRetries } from '../store/scripts/lease-due-retries.js';
+import { countThrottledDelivery } from '../store/scripts/count-throttled-delivery.js';
 
-/** KEYS[1] the retry set; ARGV: now, lease-until, max jobs. Due jobs are re-scored to lease-until and returned. */
-const LEASE_DUE_RETRIES = `
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
-for _, member in ipairs(due) do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], member) end
-return due
-`;
 
 /**
  * How long a delivery's marker is kept. It only has to outlive the window between the
@@ -92,12 +88,6 @@ const DEAD_CLAIM_MIN_IDLE_MS = 1000;
 /** A failure count lives this long after the last failed event of its webhook version. */
 const FAILURE_COUNT_TTL_MS = 30 * 86_400_000;
 
-/** KEYS[1] the throttle counter of one webhook and second; returns the deliveries started in that second, this one included. */
-const THROTTLE_COUNT = `
-local c = redis.call('INCR', KEYS[1])
-if c == 1 then redis.call('PEXPIRE', KEYS[1], 2000) end
-return c
-`;
 
 export interface RetryJob {
   v: 1;
@@ -573,7 +563,7 @@ export class WebhookWorker {
   private async throttle(webhookId: string, perSecond: number): Promise<number | null> {
     const now = Date.now();
     const second = Math.floor(now / 1000);
-    const count = Number(await this.o.redis.eval(THROTTLE_COUNT, 1, this.o.keys.webhookThrottle(webhookId, second)));
+    const count = Number(await countThrottledDelivery.run(this.o.redis, [this.o.keys.webhookThrottle(webhookId, second)], []));
     if (count <= perSecond) return null;
     const secondsAhead = 1 + Math.floor((count - perSecond - 1) / perSecond);
     return (second + secondsAhead) * 1000 + Math.floor(this.random() * 1000);
@@ -599,7 +589,7 @@ export class WebhookWorker {
     this.retryBusy = true;
     try {
       const now = Date.now();
-      const members = (await this.o.redis.eval(LEASE_DUE_RETRIES, 1, this.o.keys.retrySchedule, now, now + this.o.reclaimIdleMs, free)) as string[];
+      const members = (await leaseDueRetries.run(this.o.redis, [this.o.keys.retrySchedule], [now, now + this.o.reclaimIdleMs, free])) as string[];
       for (const member of members) {
         if (this.inflightJobs.has(member) || !this.running) continue;
         const work = this.processJob(member)

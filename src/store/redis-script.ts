@@ -1,0 +1,38 @@
+import { createHash } from 'node:crypto';
+
+/** What a script needs of a connection: ioredis's Redis and Cluster both fit. */
+export interface ScriptRunner {
+  evalsha(sha: string, ...keysAndArgs: Array<string | Buffer | number>): Promise<unknown>;
+  eval(source: string, ...keysAndArgs: Array<string | Buffer | number>): Promise<unknown>;
+}
+
+/**
+ * The one way Outrigger runs a Redis script (BullMQ's habit: every script in one folder, one
+ * loader). EVALSHA in the steady state, so the text crosses the network once per server; on
+ * NOSCRIPT (a restarted or new server, a failover to a replica that never saw it) one EVAL runs
+ * and loads it. Scripts live in src/store/scripts/, one file each, named for what they do.
+ */
+export class RedisScript {
+  readonly sha: string;
+
+  constructor(
+    readonly name: string,
+    readonly source: string,
+  ) {
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  run(redis: ScriptRunner, keys: readonly string[], args: ReadonlyArray<string | Buffer | number>): Promise<unknown> {
+    return this.runWith(redis, [keys.length, ...keys, ...args]);
+  }
+
+  /** For a long argument list built in place: `numberOfKeys, ...keys, ...args`, passed without another copy. */
+  async runWith(redis: ScriptRunner, keysAndArgs: Array<string | Buffer | number>): Promise<unknown> {
+    try {
+      return await redis.evalsha(this.sha, ...keysAndArgs);
+    } catch (error) {
+      if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
+      return redis.eval(this.source, ...keysAndArgs);
+    }
+  }
+}
