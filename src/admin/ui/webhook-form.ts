@@ -6,8 +6,8 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { admin, api, ApiError, enc } from './api.js';
-import { deleteWebhook, EnableToggle, type Webhook } from './webhooks.js';
-import { EntryDetail, StatusBadge } from './logs.js';
+import { deleteWebhook, EnableToggle, type Webhook } from './webhook-parts.js';
+import { EntryDetail, StatusBadge } from './log-entry-view.js';
 import { ErrorBox, errorText, html, Time } from './ui.js';
 
 let pendingCondition: string | null = null;
