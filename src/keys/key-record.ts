@@ -3,6 +3,8 @@
  * Dates are epoch milliseconds in Redis and `{"$date": ms}` in answers (SPEC §0).
  * `lastUsedAt` lives in its own hash (written by the verification path, never read by it).
  */
+import type { EpochDate } from '../util/epoch-date.js';
+
 export interface KeyRecord {
   _id: string;
   owner: string;
@@ -22,11 +24,7 @@ export interface KeyRecord {
   keyHash: string;
 }
 
-export interface ExtendedDate {
-  $date: number;
-}
-
-const date = (ms: number): ExtendedDate => ({ $date: ms });
+const date = (ms: number): EpochDate => ({ $date: ms });
 
 /** `GET /keys`: the caller's own view; never the key or its hash. */
 export function ownerView(record: KeyRecord, lastUsedAt: number | undefined) {

@@ -10,7 +10,7 @@
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { DocumentStore } from '../store/document-store.js';
-import type { WebhookDocument } from './webhook-document.js';
+import type { WebhookDocument } from './webhook.js';
 
 export interface AutoDisableOptions {
   store: DocumentStore<WebhookDocument>;

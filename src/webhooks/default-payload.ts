@@ -10,11 +10,7 @@
 import { bodyJsonText, type CapturedEvent, type CapturedHeaders, type CapturedBody } from './event.js';
 import { incomingRequestSection, incomingRequestText, type IncomingRequestSection } from './log-entry.js';
 import type { PayloadParts } from './stored-log-entry.js';
-
-export interface WebhookRef {
-  readonly id: string;
-  readonly name: string;
-}
+import type { WebhookRef } from './webhook.js';
 
 export interface DefaultPayload {
   id: string;

@@ -36,7 +36,7 @@ import { parseRetryAfter } from './retry-policy.js';
 import { buildStandardWebhookHeaders, deliveryMessageId } from './signature.js';
 import { createGuardedDispatcher, type HostLookup } from './ssrf-guard.js';
 import { buildTemplateView, renderTemplate, templateModeForHttp } from './template.js';
-import type { EmailWebhookDocument, HttpWebhookDocument, WebhookDocument } from './webhook-document.js';
+import type { EmailWebhookDocument, HttpWebhookDocument, WebhookDocument } from './webhook.js';
 
 export const USER_AGENT = 'Outrigger-Webhooks/1';
 

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { bodyJsonText, defineJsonBody, type CapturedBody, type CapturedEvent, type CapturedHeaders, type CapturedRequest } from './event.js';
-import type { EpochDate } from './webhook-document.js';
+import type { EpochDate } from '../util/epoch-date.js';
 
 export type LogStatus = 'success' | 'failed' | 'skipped';
 export const LOG_STATUSES: readonly LogStatus[] = ['success', 'failed', 'skipped'];

@@ -22,7 +22,8 @@ import { createHeaderRedactor } from './redaction.js';
 import { Redelivery } from './redelivery.js';
 import { createWebhookRoutes } from './routes.js';
 import type { HostLookup } from './ssrf-guard.js';
-import { validateWebhookDocument, type WebhookDocument, type WebhookValidation } from './webhook-document.js';
+import { validateWebhookDocument } from './webhook-document.js';
+import type { WebhookDocument, WebhookValidation } from './webhook.js';
 import { WebhookWorker, type WebhookWorkerOptions } from './worker.js';
 
 /** Ids that name sub-routes of /_admin/webhooks and so cannot be webhook ids. */

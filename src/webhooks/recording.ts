@@ -14,6 +14,7 @@
 import type { Redis } from 'ioredis';
 import type { ChangeBus } from '../store/change-bus.js';
 import type { RedisKeys } from '../store/keys.js';
+import type { EpochDate } from '../util/epoch-date.js';
 import type { RecordedRequest } from './stream-record.js';
 
 export const RECORDING_CHANGE_ID = '$recording';
@@ -22,8 +23,8 @@ export const RECORDING_TTL_MS = 24 * 3600_000;
 
 export interface RecordingView {
   active: boolean;
-  startedAt: { $date: number } | null;
-  endsAt: { $date: number } | null;
+  startedAt: EpochDate | null;
+  endsAt: EpochDate | null;
   windowSeconds: number;
   /** Requests captured (the most recent `RECORDING_MAX_ENTRIES` at most). */
   total: number;

@@ -19,7 +19,7 @@ import type { RedisKeys } from '../store/keys.js';
 import type { CapturedEvent, CapturedHeaders } from './event.js';
 import type { WebhookLogEntry } from './log-entry.js';
 import { parseStoredLogEntry } from './stored-log-entry.js';
-import type { WebhookDocument } from './webhook-document.js';
+import type { WebhookDocument } from './webhook.js';
 import { deliveryMarkerTtlMs, type RetryJob } from './worker.js';
 
 /** At most this many events are re-queued by one recover call (the answer says when more remain). */

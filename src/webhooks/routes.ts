@@ -18,7 +18,8 @@ import type { WebhookLogStore } from './log-store.js';
 import type { Recording } from './recording.js';
 import type { Redelivery } from './redelivery.js';
 import { handleTestSend, type TestSendDeps } from './test-send.js';
-import { matchesWebhookSearch, withoutSecret, type WebhookDocument, type WebhookValidation } from './webhook-document.js';
+import { matchesWebhookSearch, withoutSecret } from './webhook-document.js';
+import type { WebhookDocument, WebhookValidation } from './webhook.js';
 
 export interface WebhookRoutesDeps extends Omit<TestSendDeps, 'fetch'> {
   store: DocumentStore<WebhookDocument>;

@@ -35,6 +35,7 @@
  * Versions 1 (one field, `d`, holding a StreamRecord as JSON), 2 and 3 are still read, so
  * entries written by an older proxy are delivered by a newer worker.
  */
+import type { EpochDate } from '../util/epoch-date.js';
 import { captureBody, queryObject, withCapturedBody, type CapturedBody, type CapturedBodyResult, type CapturedEvent, type CapturedHeaders } from './event.js';
 
 export interface MatchedWebhook {
@@ -61,7 +62,7 @@ export interface StreamRecord {
 /** One request captured by a recording (SPEC §7.4). */
 export interface RecordedRequest {
   eventId: string;
-  timestamp: { $date: number };
+  timestamp: EpochDate;
   method: string;
   path: string;
   query: Record<string, string | string[]>;

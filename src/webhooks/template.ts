@@ -30,7 +30,7 @@
  */
 import Mustache from 'mustache';
 import type { CapturedEvent, CapturedHeaders } from './event.js';
-import type { WebhookRef } from './default-payload.js';
+import type { WebhookRef } from './webhook.js';
 
 export type TemplateMode = 'json' | 'html' | 'text' | 'plain';
 

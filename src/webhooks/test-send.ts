@@ -14,7 +14,7 @@ import type { Deliverer } from './delivery.js';
 import { queryObject, type CapturedEvent, type CapturedHeaders } from './event.js';
 import { newEventId } from './event-id.js';
 import type { createHeaderRedactor } from './redaction.js';
-import type { WebhookDocument, WebhookValidation } from './webhook-document.js';
+import type { WebhookDocument, WebhookValidation } from './webhook.js';
 
 export interface TestSendDeps {
   serviceId: string;

@@ -9,7 +9,7 @@ import { MAX_JSON_DEPTH } from '../input-limits/limits.js';
 import { valueNestingDepth } from '../input-limits/json-depth.js';
 import type { CapturedEvent } from './event.js';
 import { incomingRequestSection, newLogId, webhookTarget, type IncomingRequestSection, type WebhookLogEntry } from './log-entry.js';
-import type { WebhookDocument } from './webhook-document.js';
+import type { WebhookDocument } from './webhook.js';
 
 /** Thrown when building a write failed (not Redis): retrying cannot help, the event is finalized. */
 export class UnprocessableEvent extends Error {

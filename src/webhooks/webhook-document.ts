@@ -24,59 +24,8 @@ import { templateSyntaxProblem } from './template.js';
 import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from './retry-policy.js';
 import type { ParsedCidrs } from '../net/cidr.js';
 import { headerFieldProblem } from '../input-limits/http-field.js';
-
-export type EpochDate = {
-  $date: number;
-};
-
-// Type aliases rather than interfaces, so documents are assignable to the store's
-// `StoredDocument` (`{_id: string; [field: string]: unknown}`).
-type WebhookCommon = {
-  _id: string;
-  name: string;
-  condition: string;
-  enabled: boolean;
-  /** At most this many deliveries start per second; the excess waits in the retry set. */
-  maxPerSecond?: number;
-  /** Replaces `webhooks.retrySchedule` for this webhook: delays as seconds or strings like 5s, 1m. */
-  retrySchedule?: Array<number | string>;
-  /** Why the webhook was disabled automatically (kept while it stays disabled). */
-  disabledReason?: string;
-  disabledAt?: EpochDate;
-  createdAt: EpochDate;
-  updatedAt: EpochDate;
-};
-
-export type WebhookTransform = {
-  enabled: boolean;
-  template?: string;
-};
-
-export type HttpWebhookDocument = WebhookCommon & {
-  type: 'http';
-  url: string;
-  timeout_ms: number;
-  headers: Record<string, string>;
-  transform?: WebhookTransform;
-  secret: string;
-};
-
-export type EmailSettings = {
-  to: string[];
-  cc?: string[];
-  subject: string;
-  bodyType: 'json' | 'html';
-  bodyTemplate: string;
-};
-
-export type EmailWebhookDocument = WebhookCommon & {
-  type: 'email';
-  email: EmailSettings;
-};
-
-export type WebhookDocument = HttpWebhookDocument | EmailWebhookDocument;
-
-export type WebhookValidation = { ok: true; doc: WebhookDocument } | { ok: false; problems: string[] };
+import type { EpochDate } from '../util/epoch-date.js';
+import type { EmailSettings, HttpWebhookDocument, WebhookDocument, WebhookValidation } from './webhook.js';
 
 export interface WebhookValidationOptions {
   /** Parses a condition; returns the error (with position) or null. */

@@ -56,7 +56,7 @@ import type { WebhookLogStore } from './log-store.js';
 import { nextRetryDelayMs, parseRetryDelay } from './retry-policy.js';
 import { GroupCommit, WorkerKilled, type CommitPart } from './group-commit.js';
 import { decodeStreamEntry, isNewerEntry, type SkippedWebhook, type StreamRecord } from './stream-record.js';
-import type { WebhookDocument } from './webhook-document.js';
+import type { WebhookDocument } from './webhook.js';
 import { SKIPPED_LOG_INTERVAL_MS } from './observer.js';
 import { backoffMs } from '../util/backoff.js';
 import { UnprocessableEvent, unprocessableLogEntry } from './unprocessable.js';
