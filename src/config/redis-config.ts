@@ -1,4 +1,4 @@
-import { redactUrl } from '../observability/redis-events.js';
+import { redactUrl } from '../util/redact-url.js';
 import type { SectionReader } from './reader.js';
 import type { RedisConfig, RedisNode } from './types.js';
 

@@ -30,8 +30,3 @@ export function logRedisTransitions(conn: Redis, logger: Logger, redisUrl: strin
     conn.off('ready', onReady);
   };
 }
-
-/** `redis://user:secret@host` → `redis://[redacted]@host`, for log lines and the start summary. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//[redacted]@');
-}

@@ -1,6 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../config/types.js';
-import { redactUrl } from '../observability/redis-events.js';
+import { redactUrl } from '../util/redact-url.js';
 import { watchForStalls, type StallWatchOptions } from './stall-watchdog.js';
 
 /**
