@@ -5,9 +5,9 @@ import { registerApplyCommand } from './commands/apply.js';
 import { registerCheckCommand } from './commands/check.js';
 import { registerHashPasswordCommand } from './commands/hash-password.js';
 import { registerHealthCommand } from './commands/health.js';
+import { registerKeysCommand } from './commands/keys.js';
 import { registerPredicateCommand } from './commands/predicate.js';
 import { registerStartCommands } from './commands/start.js';
-import { registerExtraCommands } from './extra-commands.js';
 
 const program = new Command()
   .name('outrigger')
@@ -21,7 +21,7 @@ registerApplyCommand(program);
 registerPredicateCommand(program);
 registerHashPasswordCommand(program);
 registerHealthCommand(program);
-registerExtraCommands(program);
+registerKeysCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`outrigger: ${error instanceof Error ? error.message : String(error)}\n`);

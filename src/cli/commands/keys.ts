@@ -1,13 +1,13 @@
 import type { Command } from 'commander';
-import { loadConfigOrExit } from '../cli/load-config-or-exit.js';
-import type { OutriggerConfig } from '../config/types.js';
-import { createLogger } from '../observability/logger.js';
-import { ChangeBus } from '../store/change-bus.js';
-import { describeTarget, openRedis, waitForRedis } from '../store/connections.js';
-import { redisKeys } from '../store/keys.js';
-import { newestFirst } from './key-record.js';
-import { ApiKeyIssuer } from './issuer.js';
-import { ApiKeyStore, type StoredKey } from './key-store.js';
+import { loadConfigOrExit } from '../load-config-or-exit.js';
+import type { OutriggerConfig } from '../../config/types.js';
+import { createLogger } from '../../observability/logger.js';
+import { ChangeBus } from '../../store/change-bus.js';
+import { describeTarget, openRedis, waitForRedis } from '../../store/connections.js';
+import { redisKeys } from '../../store/keys.js';
+import { newestFirst } from '../../keys/key-record.js';
+import { ApiKeyIssuer } from '../../keys/issuer.js';
+import { ApiKeyStore, type StoredKey } from '../../keys/key-store.js';
 
 /** `outrigger keys list|revoke`: admin operations straight against Redis (no running Outrigger needed). */
 export function registerKeysCommand(program: Command): void {
