@@ -3,7 +3,7 @@ import { parseCidr } from '../net/cidr.js';
 import { SectionReader } from './reader.js';
 import { readRedis } from './redis-config.js';
 
-import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from '../webhooks/retry-policy.js';
+import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from './retry-schedule.js';
 
 const httpUrl = (v: string): string | null => {
   try {

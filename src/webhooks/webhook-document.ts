@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { checkWebhookUrlAtWrite, type HostLookup } from './ssrf-guard.js';
 import { generateWebhookSecret, webhookSecretProblem } from './signature.js';
 import { templateSyntaxProblem } from './template.js';
-import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from './retry-policy.js';
+import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from '../config/retry-schedule.js';
 import type { ParsedCidrs } from '../net/cidr.js';
 import { headerFieldProblem } from '../input-limits/http-field.js';
 import type { EpochDate } from '../util/epoch-date.js';
