@@ -34,7 +34,7 @@ import { notePayloadParts, type PayloadParts } from './stored-log-entry.js';
 import { postOnce } from './http-post.js';
 import { parseRetryAfter } from './retry-policy.js';
 import { buildStandardWebhookHeaders, deliveryMessageId } from './signature.js';
-import { createGuardedDispatcher, type HostLookup } from './ssrf-guard.js';
+import { createGuardedDispatcher, type HostLookup } from '../net/ssrf-guard/index.js';
 import { buildTemplateView, renderTemplate, templateModeForHttp } from './template.js';
 import type { EmailWebhookDocument, HttpWebhookDocument, WebhookDocument } from './webhook.js';
 

@@ -6,7 +6,7 @@
 import type { AppContext } from '../app-context.js';
 import { parseCondition, ConditionSyntaxError, type Condition } from '../condition/index.js';
 import type { OutriggerConfig } from '../config/types.js';
-import type { FeatureModule, FeatureModuleOptions } from '../feature-modules.js';
+import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import type { Validation } from '../http/document-routes.js';
 import type { SetupKind } from '../setup/setup-kind.js';
 import { DocumentStore, type StoredDocument } from '../store/document-store.js';
@@ -21,7 +21,7 @@ import { Recording, RECORDING_MAX_ENTRIES, RECORDING_TTL_MS } from './recording.
 import { createHeaderRedactor } from './redaction.js';
 import { Redelivery } from './redelivery.js';
 import { createWebhookRoutes } from './routes.js';
-import type { HostLookup } from './ssrf-guard.js';
+import type { HostLookup } from '../net/ssrf-guard/index.js';
 import { validateWebhookDocument } from './webhook-document.js';
 import type { WebhookDocument, WebhookValidation } from './webhook.js';
 import { WebhookWorker, type WebhookWorkerOptions } from './worker.js';

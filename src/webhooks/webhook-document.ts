@@ -18,7 +18,7 @@
  * - at most 50 recipients (to + cc) per e-mail webhook.
  */
 import { randomBytes } from 'node:crypto';
-import { checkWebhookUrlAtWrite, type HostLookup } from './ssrf-guard.js';
+import { checkWebhookUrlAtWrite, type HostLookup } from '../net/ssrf-guard/index.js';
 import { generateWebhookSecret, webhookSecretProblem } from './signature.js';
 import { templateSyntaxProblem } from './template.js';
 import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from '../config/retry-schedule.js';

@@ -4,7 +4,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import { Deliverer } from '../../src/webhooks/delivery.js';
 import { EmailAllowance } from '../../src/webhooks/email-allowance.js';
 import { webhookValidator } from '../../src/webhooks/module.js';
-import type { HostLookup } from '../../src/webhooks/ssrf-guard.js';
+import type { HostLookup } from '../../src/net/ssrf-guard/index.js';
 import type { WebhookDocument } from '../../src/webhooks/webhook.js';
 import { decodeStreamRecord } from '../../src/webhooks/stream-record.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';

@@ -23,7 +23,7 @@ import {
   SsrfBlockedError,
   TargetResolutionError,
   type HostLookup,
-} from '../../../src/webhooks/ssrf-guard.js';
+} from '../../../src/net/ssrf-guard/index.js';
 
 function isLoopbackLiteral(host: string | undefined): boolean {
   if (!host) return false;

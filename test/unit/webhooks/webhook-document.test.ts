@@ -2,7 +2,7 @@ import net from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import type { StoredDocument } from '../../../src/store/document-store.js';
-import type { HostLookup } from '../../../src/webhooks/ssrf-guard.js';
+import type { HostLookup } from '../../../src/net/ssrf-guard/index.js';
 import {
   emailAddressProblem,
   matchesWebhookSearch,
