@@ -14,7 +14,7 @@ export const LAYERS = [
   ['feature-module'],
   ['keys', 'webhooks'],
   ['oauth', 'graphql'],
-  ['features-list', 'app', 'main'],
+  ['feature-list', 'offline-setup-kinds', 'app', 'main'],
   ['cli'],
 ];
 

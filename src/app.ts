@@ -42,7 +42,9 @@ import { redisKeys } from './store/keys.js';
 import { startBootstrap } from './setup/bootstrap.js';
 import { withMcpChallenge } from './oauth/challenge.js';
 import { oauthEndpoints } from './oauth/endpoints.js';
-import { createFeatureModules, type FeatureModule } from './feature-modules.js';
+import type { FeatureModule } from './feature-module.js';
+import { createFeatureModules } from './feature-list.js';
+import { offlineSetupKinds } from './offline-setup-kinds.js';
 
 export interface StartOptions {
   /** Run the webhook worker in this process (default true; `start --no-worker` turns it off). */
@@ -153,7 +155,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
 
   const modules = await createFeatureModules(context, { worker: options.worker ?? true, serve: options.serve ?? true });
   const bootstrap =
-    config.acl.bootstrap && (options.bootstrap ?? true) ? await startBootstrap(context, config.acl.bootstrap, modules.flatMap((m) => m.setupKinds ?? [])) : null;
+    config.acl.bootstrap && (options.bootstrap ?? true) ? await startBootstrap(context, config.acl.bootstrap, modules.flatMap((m) => m.setupKinds ?? []), offlineSetupKinds(config)) : null;
   for (const module of modules) await module.start?.();
 
   let forwarder: Forwarder | null = null;

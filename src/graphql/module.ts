@@ -4,7 +4,7 @@
  * `<appsPath>` and `<routes.graphql>/<uri>` routes, and the `apps` section of setup files.
  */
 import type { AppContext } from '../app-context.js';
-import type { FeatureModule, FeatureModuleOptions } from '../feature-modules.js';
+import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import { DocumentStore } from '../store/document-store.js';
 import { graphqlAppSetupKind, type StoredApp } from './app-setup.js';
 import { createHttpBackendReader, type HttpBackendReader } from './backend-reader.js';

@@ -1,5 +1,5 @@
 import type { AppContext } from '../app-context.js';
-import type { FeatureModule, FeatureModuleOptions } from '../feature-modules.js';
+import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import { KeyFailureGuard } from '../access/key-failure-guard.js';
 import { ApiKeyIssuer } from './issuer.js';
 import { createKeyAuthenticator } from './key-authenticator.js';

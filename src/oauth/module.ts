@@ -1,5 +1,5 @@
 import type { AppContext } from '../app-context.js';
-import type { FeatureModule, FeatureModuleOptions } from '../feature-modules.js';
+import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import { notFound } from '../errors.js';
 import type { OwnRoute } from '../http/route-table.js';
 import type { RequestScope } from '../http/scope.js';

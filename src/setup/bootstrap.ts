@@ -2,7 +2,6 @@ import type { AppContext } from '../app-context.js';
 import { isRedisUnavailable } from '../store/redis-errors.js';
 import { backoffMs } from '../util/backoff.js';
 import { applySetup, applySetupFile, readSetupFile } from './apply-setup.js';
-import { offlineSetupKinds } from './offline-kinds.js';
 import type { SetupKind } from './setup-kind.js';
 
 export interface Bootstrap {
@@ -17,7 +16,7 @@ export interface Bootstrap {
  * serves anyway, and applies the file when Redis answers: at its reconnection, and on a backoff
  * while an attempt still fails.
  */
-export async function startBootstrap(context: AppContext, file: string, kinds: SetupKind[]): Promise<Bootstrap> {
+export async function startBootstrap(context: AppContext, file: string, kinds: SetupKind[], offlineKinds: SetupKind[]): Promise<Bootstrap> {
   const { logger, redis } = context;
   const apply = async () => {
     const summary = await applySetupFile(context, file, kinds);
@@ -32,7 +31,7 @@ export async function startBootstrap(context: AppContext, file: string, kinds: S
       if (!isRedisUnavailable(error)) throw error;
     }
   } else {
-    await applySetup(readSetupFile(file), offlineSetupKinds(context.config), { offline: true });
+    await applySetup(readSetupFile(file), offlineKinds, { offline: true });
   }
   logger.warn({ file }, 'Redis is unreachable: serving without it; the bootstrap setup file will be applied once Redis is back');
 

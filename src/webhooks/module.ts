@@ -6,7 +6,7 @@
 import type { AppContext } from '../app-context.js';
 import { parseCondition, ConditionSyntaxError, type Condition } from '../condition/index.js';
 import type { OutriggerConfig } from '../config/types.js';
-import type { FeatureModule, FeatureModuleOptions } from '../feature-modules.js';
+import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import type { Validation } from '../http/document-routes.js';
 import type { SetupKind } from '../setup/setup-kind.js';
 import { DocumentStore, type StoredDocument } from '../store/document-store.js';

@@ -5,7 +5,7 @@ import { Webhook } from 'standardwebhooks';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { ValidationError } from '../../src/errors.js';
 import { applySetup, applySetupFile, readSetupFile } from '../../src/setup/apply-setup.js';
-import { offlineSetupKinds } from '../../src/setup/offline-kinds.js';
+import { offlineSetupKinds } from '../../src/offline-setup-kinds.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger, testConfig, type RawConfig, staticUsers } from '../support/outrigger.js';
 import { writeTempFile } from '../support/cli.js';

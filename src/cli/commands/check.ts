@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { ConfigError, loadConfig } from '../../config/load.js';
 import { ValidationError } from '../../errors.js';
 import { applySetup, readSetupFile } from '../../setup/apply-setup.js';
-import { offlineSetupKinds } from '../../setup/offline-kinds.js';
+import { offlineSetupKinds } from '../../offline-setup-kinds.js';
 
 export function registerCheckCommand(program: Command): void {
   program

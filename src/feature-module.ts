@@ -1,13 +1,8 @@
 import type { ApiKeyAuthenticator } from './access/authenticate.js';
 import type { SubRouteHandler } from './admin/admin-route.js';
-import type { AppContext } from './app-context.js';
 import type { RequestObserver } from './http/observe.js';
 import type { OwnRoute } from './http/route-table.js';
 import type { SetupKind } from './setup/setup-kind.js';
-import { createGraphqlModule } from './graphql/module.js';
-import { createWebhooksModule } from './webhooks/module.js';
-import { createApiKeysModule } from './keys/api-keys-module.js';
-import { createOAuthModule } from './oauth/module.js';
 
 /**
  * What a feature (API keys, GraphQL apps, webhooks, agent sign-in) adds to the house: its own
@@ -29,14 +24,4 @@ export interface FeatureModuleOptions {
   worker: boolean;
   /** Serve HTTP in this process (false for `outrigger worker` and `apply`). */
   serve: boolean;
-}
-
-/** Every feature, in the order their routes and observers are consulted. */
-export async function createFeatureModules(context: AppContext, options: FeatureModuleOptions): Promise<FeatureModule[]> {
-  const modules: FeatureModule[] = [];
-  modules.push(await createApiKeysModule(context, options));
-  modules.push(await createGraphqlModule(context, options));
-  modules.push(await createWebhooksModule(context, options));
-  modules.push(await createOAuthModule(context, options));
-  return modules;
 }

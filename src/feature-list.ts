@@ -1,0 +1,16 @@
+import type { AppContext } from './app-context.js';
+import type { FeatureModule, FeatureModuleOptions } from './feature-module.js';
+import { createGraphqlModule } from './graphql/module.js';
+import { createWebhooksModule } from './webhooks/module.js';
+import { createApiKeysModule } from './keys/api-keys-module.js';
+import { createOAuthModule } from './oauth/module.js';
+
+/** Every feature, in the order their routes and observers are consulted. */
+export async function createFeatureModules(context: AppContext, options: FeatureModuleOptions): Promise<FeatureModule[]> {
+  const modules: FeatureModule[] = [];
+  modules.push(await createApiKeysModule(context, options));
+  modules.push(await createGraphqlModule(context, options));
+  modules.push(await createWebhooksModule(context, options));
+  modules.push(await createOAuthModule(context, options));
+  return modules;
+}
