@@ -78,3 +78,27 @@ function removePaths(doc: Record<string, unknown>, paths: string[][]): Record<st
   }
   return out;
 }
+
+/**
+ * Which field paths a projectResponse hides from the caller, as a test on a dot path (issue 25:
+ * GraphQL refuses filters, sorts and join keys on them, so a query cannot probe hidden values).
+ * With an exclusion, a path is hidden when it lies inside an excluded path or holds one
+ * (`a` holds `a.b`); with an inclusion, when no included path holds it whole. Array indexes
+ * (`items.0.sku`) are ignored, as MongoDB's dot paths reach into arrays without them.
+ */
+export function projectionHides(projection: Record<string, 0 | 1>): (path: string) => boolean {
+  const listed = Object.keys(projection).map(fieldSegments);
+  const keep = Object.values(projection)[0] === 1;
+  return (path) => {
+    const p = fieldSegments(path);
+    return keep ? !listed.some((i) => startsWith(p, i)) : listed.some((e) => startsWith(p, e) || startsWith(e, p));
+  };
+}
+
+function fieldSegments(path: string): string[] {
+  return path.split('.').filter((s) => s !== '' && !/^\d+$/.test(s));
+}
+
+function startsWith(path: readonly string[], prefix: readonly string[]): boolean {
+  return prefix.length <= path.length && prefix.every((s, i) => path[i] === s);
+}

@@ -65,6 +65,20 @@ export function encodedQueryLength(value: string): number {
 /** ASCII characters encodeQueryComponent leaves as they are. */
 const KEPT: boolean[] = Array.from({ length: 128 }, (_, c) => /[A-Za-z0-9\-_.!~*'():,$@/]/.test(String.fromCharCode(c)));
 
+/**
+ * The query string of a read, as the reader sends it: `filter=&sort=&page=&pagesize=`, or
+ * `avars=&page=&pagesize=` for a declared aggregation. The read policy decides on the same string.
+ */
+export function readQueryString(read: BackendRead): string {
+  const params: string[] = [];
+  const aggregation = read.aggregation;
+  if (aggregation) params.push(`avars=${encodeQueryComponent(JSON.stringify(aggregation.avars))}`);
+  else if (read.filter && Object.keys(read.filter).length > 0) params.push(`filter=${encodeQueryComponent(JSON.stringify(read.filter))}`);
+  if (!aggregation && read.sort && Object.keys(read.sort).length > 0) params.push(`sort=${encodeQueryComponent(JSON.stringify(read.sort))}`);
+  params.push(`page=${read.page}`, `pagesize=${read.pagesize}`);
+  return params.join('&');
+}
+
 export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBackendReader {
   const base = new URL(opts.baseUrl);
   if (base.protocol !== 'http:' && base.protocol !== 'https:') {
@@ -84,12 +98,7 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
       const path =
         prefix +
         template.replaceAll('{db}', encodeURIComponent(read.db)).replaceAll('{collection}', encodeURIComponent(read.collection));
-      const params: string[] = [];
       const aggregation = read.aggregation;
-      if (aggregation) params.push(`avars=${encodeQueryComponent(JSON.stringify(aggregation.avars))}`);
-      else if (read.filter && Object.keys(read.filter).length > 0) params.push(`filter=${encodeQueryComponent(JSON.stringify(read.filter))}`);
-      if (!aggregation && read.sort && Object.keys(read.sort).length > 0) params.push(`sort=${encodeQueryComponent(JSON.stringify(read.sort))}`);
-      params.push(`page=${read.page}`, `pagesize=${read.pagesize}`);
       const headers: Record<string, string> = { accept: 'application/json', ...headersFor(ctx) };
       const what = aggregation ? `the aggregation ${aggregation.name} of ${read.db}/${read.collection}` : `${read.db}/${read.collection}`;
       const target = aggregation ? `${path}/_aggrs/${encodeURIComponent(aggregation.name)}` : path;
@@ -98,7 +107,7 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
       try {
         response = await dispatcher.request({
           origin,
-          path: `${target}?${params.join('&')}`,
+          path: `${target}?${readQueryString(read)}`,
           method: 'GET',
           headers,
           signal: ctx.signal,

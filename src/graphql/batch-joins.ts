@@ -167,7 +167,7 @@ export class JoinBatcher {
     await Promise.all(
       distinct.map(async (d) => {
         const docs = await this.readBatch(group, [d.filter], [d], (all) => [all]);
-        serve(this.state, group, d, docs);
+        serve(this.state, d, docs);
       }),
     );
   }
@@ -209,7 +209,7 @@ export class JoinBatcher {
     };
     const docs = await this.readBatch(group, filters, distinct, split);
     const parts = split(docs);
-    distinct.forEach((d, i) => serve(this.state, group, d, parts[i] as unknown[]));
+    distinct.forEach((d, i) => serve(this.state, d, parts[i] as unknown[]));
   }
 
   private async dispatchOr(group: Group, distinct: Distinct[], matchers: Matcher[]): Promise<void> {
@@ -221,7 +221,7 @@ export class JoinBatcher {
     const split = (docs: unknown[]): unknown[][] => matchers.map((m) => docs.filter((doc) => m(doc)));
     const docs = await this.readBatch(group, filters, distinct, split);
     const parts = split(docs);
-    distinct.forEach((d, i) => serve(this.state, group, d, parts[i] as unknown[]));
+    distinct.forEach((d, i) => serve(this.state, d, parts[i] as unknown[]));
   }
 
   /**
@@ -300,19 +300,18 @@ function satisfied(parts: unknown[][], distinct: Distinct[]): boolean {
 }
 
 /** Resolves each entry of `d` with its window of `docs` (the documents of `d`, in the group's sort order), as the client sees them. */
-function serve(state: RequestState, group: Group, d: Distinct, docs: unknown[]): void {
-  const project = state.projection(group.db, group.collection);
+function serve(state: RequestState, d: Distinct, docs: unknown[]): void {
   for (const entry of d.entries) {
     const { skip, limit } = entry.query;
     if (entry.single) {
       // The window of one document (limit is 1 for a non-list field).
       const doc = skip < docs.length && limit > 0 ? docs[skip] : undefined;
-      entry.resolve(doc === undefined ? null : ((project ? project(doc) : doc) ?? null));
+      entry.resolve(doc === undefined ? null : (state.presentOne(doc) ?? null));
       continue;
     }
     // Nobody changes a resolved list, so entries whose window is all of `docs` may share it.
     const window = skip === 0 && docs.length <= limit ? docs : docs.slice(skip, skip + limit);
-    entry.resolve(project ? window.map((doc) => project(doc)) : window);
+    entry.resolve(state.present(window));
   }
 }
 

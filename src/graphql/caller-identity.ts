@@ -1,12 +1,14 @@
 /**
  * `graphql.backend.auth: caller` (SPEC §6.3): backend reads carry the caller's identity exactly as
- * a proxied request would (SPEC §3.4), and each collection is read under what the caller's
- * applying permission says for the equivalent `GET {collectionPath}` (SPEC §3.6: readFilter with
- * `@user.*` interpolated, projectResponse) — so GraphQL is no side door around the ACL.
+ * a proxied request would (SPEC §3.4), and each read is made under what the caller's applying
+ * permission says for the equivalent REST read, `GET {collectionPath}?filter=&sort=&page=&pagesize=`
+ * with the query string the backend read carries (SPEC §3.6: readFilter with `@user.*`
+ * interpolated, projectResponse) — so GraphQL is no side door around the ACL, and a permission
+ * that looks at the query string (`qparams-*`) decides as it would for REST (issue 25).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { IdentityPlan } from '../access/identity/identity-propagation.js';
-import { interpolateUserVariables, projectResponse } from '../access/mongo-rules.js';
+import { interpolateUserVariables, projectionHides, projectResponse } from '../access/mongo-rules.js';
 import type { AccessControl } from '../access/permissions/access-control.js';
 import type { PermissionDocument } from '../access/permissions/permission-document.js';
 import type { Principal } from '../access/principal.js';
@@ -53,14 +55,16 @@ const DENIED = 'no permission lets your roles read';
  */
 export function createCallerReadPolicy(o: CallerReadPolicyOptions): ReadPolicy | undefined {
   if (o.mode === 'own-routes') return undefined;
-  return ({ db, collection }, ctx: RequestContext): ReadDecision => {
+  return ({ db, collection, aggregation, query }, ctx: RequestContext): ReadDecision => {
     const caller = ctx.caller as CallerFacts | undefined;
     if (!caller) return { allow: false, message: `${DENIED} ${db}/${collection}` };
     const { principal } = caller;
-    const path = o.collectionPath.replaceAll('{db}', encodeURIComponent(db)).replaceAll('{collection}', encodeURIComponent(collection));
+    const collectionPath = o.collectionPath.replaceAll('{db}', encodeURIComponent(db)).replaceAll('{collection}', encodeURIComponent(collection));
+    const path = aggregation === undefined ? collectionPath : `${collectionPath}/_aggrs/${encodeURIComponent(aggregation)}`;
     const exchange = exchangeFromParts({
       method: 'GET',
       path,
+      ...(query !== undefined ? { query } : {}),
       headers: plainHeaders(caller.headers),
       remoteIp: caller.clientIp,
       secure: caller.secure,
@@ -68,7 +72,10 @@ export function createCallerReadPolicy(o: CallerReadPolicyOptions): ReadPolicy |
       ...(principal.via === 'basic' ? { authenticationType: 'BASIC' } : principal.via === 'apikey' ? { authenticationType: 'API_KEY' } : {}),
     });
     const decision = o.acl.decide(principal, exchange);
-    if (!decision.allowed) return { allow: false, message: `${DENIED} ${path} (GET ${path} would be refused too)` };
+    if (!decision.allowed) {
+      const rest = query ? `${path}?${query.length > 200 ? `${query.slice(0, 200)}…` : query}` : path;
+      return { allow: false, message: `${DENIED} ${path} with this query (GET ${rest} would be refused too)` };
+    }
     if (decision.admin) return { allow: true };
     const mongo = (decision.permission.doc as PermissionDocument).mongo;
     if (!mongo) return { allow: true };
@@ -77,7 +84,7 @@ export function createCallerReadPolicy(o: CallerReadPolicyOptions): ReadPolicy |
     return {
       allow: true,
       ...(filter && Object.keys(filter).length > 0 ? { filter } : {}),
-      ...(projection ? { project: (doc: unknown) => projectResponse(doc, projection) } : {}),
+      ...(projection ? { project: (doc: unknown) => projectResponse(doc, projection), hides: projectionHides(projection) } : {}),
     };
   };
 }

@@ -5,33 +5,60 @@
  */
 import { isPlainObject } from './app-document.js';
 
-/** Keys that mark an extended-JSON literal (a value), not a query operator. */
-const EJSON_KEYS = new Set([
-  '$oid',
-  '$date',
-  '$numberLong',
-  '$numberInt',
-  '$numberDouble',
-  '$numberDecimal',
-  '$binary',
-  '$timestamp',
-  '$regularExpression',
-  '$uuid',
-  '$symbol',
-  '$minKey',
-  '$maxKey',
-  '$undefined',
-  '$code',
-  '$scope',
-  '$dbPointer',
-]);
+/**
+ * The extended-JSON literals accepted as values, each with the exact shape of its content
+ * (issue 25): a literal is a value, so nothing inside it may be an operator, and types that are
+ * not plain values are not literals at all. `$regularExpression` (an equality would become a
+ * regex match), `$code` / `$scope` (JavaScript), `$dbPointer` (a reference to another
+ * collection) and `$symbol` are therefore not literals: `findOperatorKey` reports them, so they
+ * are refused in argument values, foreign values, enum values and `$arg` defaults.
+ */
+const INTEGER = /^-?\d{1,19}$/;
+const DECIMAL = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$|^[+-]?(Infinity|Inf)$|^NaN$/;
+const LITERAL_SHAPES: Readonly<Record<string, (content: unknown) => boolean>> = {
+  $oid: (c) => typeof c === 'string' && /^[0-9a-fA-F]{24}$/.test(c),
+  $date: (c) =>
+    (typeof c === 'number' && Number.isFinite(c)) ||
+    (typeof c === 'string' && !Number.isNaN(Date.parse(c))) ||
+    (isPlainObject(c) && Object.keys(c).length === 1 && typeof c.$numberLong === 'string' && INTEGER.test(c.$numberLong)),
+  $numberLong: (c) => typeof c === 'string' && INTEGER.test(c),
+  $numberInt: (c) => typeof c === 'string' && /^-?\d{1,10}$/.test(c),
+  $numberDouble: (c) => typeof c === 'string' && DECIMAL.test(c),
+  $numberDecimal: (c) => typeof c === 'string' && DECIMAL.test(c),
+  $binary: (c) =>
+    isPlainObject(c) &&
+    Object.keys(c).length === 2 &&
+    typeof c.base64 === 'string' &&
+    /^[A-Za-z0-9+/]*={0,2}$/.test(c.base64) &&
+    typeof c.subType === 'string' &&
+    /^[0-9a-fA-F]{1,2}$/.test(c.subType),
+  $timestamp: (c) =>
+    isPlainObject(c) && Object.keys(c).length === 2 && Number.isSafeInteger(c.t) && (c.t as number) >= 0 && Number.isSafeInteger(c.i) && (c.i as number) >= 0,
+  $uuid: (c) => typeof c === 'string' && /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/.test(c),
+  $minKey: (c) => c === 1,
+  $maxKey: (c) => c === 1,
+  $undefined: (c) => c === true,
+};
 
-/** True for an object that is an extended-JSON literal (`{"$oid": "..."}`, `{"$date": 1}`, ...). */
+/** Keys of the literal types above (a `$`-key object with one of them is a literal or malformed, never an operator). */
+export const LITERAL_KEYS: ReadonlySet<string> = new Set(Object.keys(LITERAL_SHAPES));
+
+/** Extended-JSON types that are not values: refused wherever they appear (app documents, arguments). */
+export const UNSAFE_EJSON_KEYS: ReadonlySet<string> = new Set(['$regularExpression', '$code', '$scope', '$dbPointer', '$symbol']);
+
+/**
+ * True for an object that is an accepted extended-JSON literal (`{"$oid": "<24 hex>"}`,
+ * `{"$date": 1}`, ...): exactly one key of an allowed type, with content of that type's shape.
+ */
 export function isEjsonLiteral(value: unknown): value is Record<string, unknown> {
   if (!isPlainObject(value)) return false;
-  const keys = Object.keys(value);
-  if (keys.length === 0 || keys.length > 2) return false;
-  return keys.every((k) => EJSON_KEYS.has(k)) && (keys.length === 1 || (keys.includes('$code') && keys.includes('$scope')));
+  let key: string | undefined;
+  for (const k in value) {
+    if (key !== undefined) return false;
+    key = k;
+  }
+  if (key === undefined || !Object.hasOwn(LITERAL_SHAPES, key)) return false;
+  return (LITERAL_SHAPES[key] as (content: unknown) => boolean)(value[key]);
 }
 
 /**
@@ -97,7 +124,7 @@ function bracketOf(value: unknown): Bracket {
     if ('$timestamp' in value) return 'timestamp';
     if ('$binary' in value || '$uuid' in value) return 'binary';
     if ('$regularExpression' in value) return 'regex';
-    if (isEjsonLiteral(value)) return 'other';
+    if (isEjsonLiteral(value) || Object.keys(value).some((k) => UNSAFE_EJSON_KEYS.has(k))) return 'other';
     return 'object';
   }
   return 'other';

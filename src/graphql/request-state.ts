@@ -4,7 +4,9 @@
  */
 import { GraphQLError } from 'graphql';
 import { OutriggerError } from '../errors.js';
+import { readQueryString } from './backend-reader.js';
 import { JoinBatcher } from './batch-joins.js';
+import { hiddenReadKey } from './read-keys.js';
 import type { Prefetcher } from './prefetch.js';
 import type { BackendRead, BackendReader, GraphqlLimits, ReadDecision, ReadPolicy, RequestContext } from './types.js';
 
@@ -15,7 +17,7 @@ export interface EngineSettings {
   readonly reader: BackendReader;
   /** Largest URL-encoded `filter` a batched read may send before it is split (default 6144). */
   readonly maxFilterBytes: number;
-  /** The caller's readFilter/projectResponse per collection; absent = read as the backend allows. */
+  /** The caller's permission per read (readFilter, projectResponse); absent = read as the backend allows. */
   readonly readPolicy?: ReadPolicy | undefined;
 }
 
@@ -37,8 +39,10 @@ export class RequestState {
   prefetcher: Prefetcher | undefined;
   private roots: WeakMap<object, unknown> | undefined;
   readonly ctx: RequestContext;
+  /** Decisions per distinct read (collection, aggregation, query string): equal reads are decided once. */
   private readonly decisions = new Map<string, Promise<ReadDecision>>();
-  private readonly settled = new Map<string, ReadDecision>();
+  /** Document read → the projection of the read it came from (only for reads that project). */
+  private projections: WeakMap<object, (doc: unknown) => unknown> | undefined;
 
   constructor(
     readonly settings: EngineSettings,
@@ -61,9 +65,19 @@ export class RequestState {
   /** One backend read, counted against the budget; failures become GraphQL field errors with a code. */
   async read(read: BackendRead): Promise<unknown[]> {
     if (this.signal.aborted) throw timeoutError(this.settings.limits.timeoutMs);
-    const decision = this.settings.readPolicy ? await this.decide(read.db, read.collection) : undefined;
+    const decision = this.settings.readPolicy ? await this.decide(read) : undefined;
     if (decision && !decision.allow) {
       throw new GraphQLError(decision.message ?? `you may not read ${read.db}/${read.collection}`, { extensions: { code: 'FORBIDDEN' } });
+    }
+    const hidden = decision?.allow && decision.hides ? hiddenReadKey(read, decision.hides) : undefined;
+    if (hidden !== undefined) {
+      // A filter, sort or join key on a field the caller may not see would reveal its values.
+      throw new GraphQLError(
+        hidden.startsWith('$')
+          ? `your permission hides fields of ${read.db}/${read.collection} (projectResponse), and ${hidden} could look at them; it is not run for you`
+          : `your permission hides "${hidden}" of ${read.db}/${read.collection} (projectResponse), so this query may not filter, sort or join on it`,
+        { extensions: { code: 'FORBIDDEN' } },
+      );
     }
     if (read.aggregation && decision?.allow && (decision.filter || decision.project)) {
       // A declared aggregation's result is not documents of the collection: neither the caller's
@@ -81,6 +95,11 @@ export class RequestState {
     const effective = extra && Object.keys(extra).length > 0 ? { ...read, filter: read.filter ? { $and: [read.filter, extra] } : extra } : read;
     try {
       const docs = await this.settings.reader.find(effective, this.ctx);
+      const project = decision?.allow ? decision.project : undefined;
+      if (project) {
+        const projections = (this.projections ??= new WeakMap());
+        for (const doc of docs) if (typeof doc === 'object' && doc !== null) projections.set(doc, project);
+      }
       this.readLog?.push({ db: read.db, collection: read.collection, page: read.page, pagesize: read.pagesize, filter: effective.filter !== undefined, documents: docs.length });
       return docs;
     } catch (error) {
@@ -93,30 +112,29 @@ export class RequestState {
   }
 
   /**
-   * What the client sees of documents read from a collection: the policy's projection, applied
-   * after joins were split. Only called with documents `read` returned, so the decision is known.
+   * What the client sees of documents `read` returned: each under the projection of the read it
+   * came from (a read's permission may differ from another's of the same collection), applied
+   * after joins were split.
    */
-  present(db: string, collection: string, docs: unknown[]): unknown[] {
-    const project = this.projection(db, collection);
-    return project ? docs.map((d) => project(d)) : docs;
+  present(docs: unknown[]): unknown[] {
+    return this.projections === undefined ? docs : docs.map((d) => this.presentOne(d));
   }
 
-  /** The policy's projection of documents read from a collection (see `present`); undefined when none applies. */
-  projection(db: string, collection: string): ((doc: unknown) => unknown) | undefined {
-    if (!this.settings.readPolicy) return undefined;
-    const decision = this.settled.get(`${db}\u0000${collection}`);
-    return decision?.allow ? decision.project : undefined;
+  /** One document as the client sees it (see `present`). */
+  presentOne(doc: unknown): unknown {
+    const project = this.projections !== undefined && typeof doc === 'object' && doc !== null ? this.projections.get(doc) : undefined;
+    return project ? project(doc) : doc;
   }
 
-  private decide(db: string, collection: string): Promise<ReadDecision> {
-    const key = `${db}\u0000${collection}`;
+  private decide(read: BackendRead): Promise<ReadDecision> {
+    const query = readQueryString(read);
+    const aggregation = read.aggregation?.name;
+    const key = `${read.db}\u0000${read.collection}\u0000${aggregation ?? ''}\u0000${query}`;
     let pending = this.decisions.get(key);
     if (!pending) {
       const policy = this.settings.readPolicy as ReadPolicy;
-      pending = Promise.resolve(policy({ db, collection }, this.ctx)).then((d) => {
-        this.settled.set(key, d);
-        return d;
-      });
+      const target = { db: read.db, collection: read.collection, query, ...(aggregation !== undefined ? { aggregation } : {}) };
+      pending = Promise.resolve(policy(target, this.ctx));
       this.decisions.set(key, pending);
     }
     return pending;

@@ -310,5 +310,5 @@ export async function readWindow(state: RequestState, q: ResolvedQuery): Promise
   if (plan.pages === 2 && first.length === plan.pagesize) {
     docs = first.concat(await state.read({ ...base, ...filter, page: plan.page + 1 }));
   }
-  return state.present(q.db, q.collection, docs.slice(plan.offset, plan.offset + plan.limit));
+  return state.present(docs.slice(plan.offset, plan.offset + plan.limit));
 }

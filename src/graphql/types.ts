@@ -101,12 +101,25 @@ export const MAX_BODY_BYTES = 1024 * 1024;
  * What the caller may read from one collection, decided by the server's ACL (SPEC §3.6): the
  * permission that applies to the equivalent `GET {collectionPath}` for the caller. `filter` is the
  * interpolated `readFilter` (ANDed with every read of that collection); `project` applies
- * `projectResponse` to each document before the client sees it (after joins are split, so joins
- * still match on fields the projection hides).
+ * `projectResponse` to each document before the client sees it (after joins are split; a filter,
+ * sort or join key on a field it hides is refused, so joins match only on fields the caller sees).
  */
 export type ReadDecision =
-  | { readonly allow: true; readonly filter?: Record<string, unknown>; readonly project?: (doc: unknown) => unknown }
+  | {
+      readonly allow: true;
+      readonly filter?: Record<string, unknown>;
+      readonly project?: (doc: unknown) => unknown;
+      /** True for a field path `project` hides: filters and sorts on it are refused (issue 25). */
+      readonly hides?: (path: string) => boolean;
+    }
   | { readonly allow: false; readonly message?: string };
 
-/** Asked once per (request, db, collection), before the first read of that collection. */
-export type ReadPolicy = (target: { readonly db: string; readonly collection: string }, ctx: RequestContext) => ReadDecision | Promise<ReadDecision>;
+/**
+ * Asked per distinct read of a request, before it is made, with what the equivalent REST GET
+ * would carry: `query` is the read's query string (`filter=&sort=&page=&pagesize=`, or `avars=`
+ * for the declared aggregation `aggregation`), so permissions that look at it decide as for REST.
+ */
+export type ReadPolicy = (
+  target: { readonly db: string; readonly collection: string; readonly aggregation?: string; readonly query?: string },
+  ctx: RequestContext,
+) => ReadDecision | Promise<ReadDecision>;

@@ -27,9 +27,10 @@ import {
   type TypeMappings,
 } from './app-document.js';
 import { canonicalKey, findOperatorKey } from './ejson.js';
+import { blockedStageOperator } from './aggregations/stage-rules.js';
+import { checkMappingLiterals } from './validate-literals.js';
 import { buildAppSchema } from './sdl.js';
 import { didYouMean as suggest } from '../util/did-you-mean.js';
-
 import { checkTrustedDocuments } from './trusted/documents.js';
 import { abstractTypes, checkTypeResolver } from './type-resolver/index.js';
 
@@ -93,6 +94,7 @@ export function validateAppWithSchema(
     problems.push('mappings must be an object keyed by type name, with at least the mappings of the Query fields');
   } else {
     checkMappings(mappings, schema, opts, problems);
+    checkMappingLiterals(mappings, problems);
   }
 
   if (problems.length > 0 || !descriptor || schema === undefined || !isPlainObject(mappings)) return { ok: false, problems };
@@ -350,8 +352,6 @@ function checkFieldMapping(
 }
 
 const AGGREGATION_MAPPING_FIELDS = ['db', 'collection', 'stages', 'allowDiskUse', 'dataLoader'];
-/** Stage operators a declared aggregation may not hold: server-side JavaScript, and writes. */
-const BLOCKED_STAGE_OPERATORS = new Set([...BLOCKED_OPERATORS, '$out', '$merge']);
 
 function checkAggregationMapping(
   path: string,
@@ -395,8 +395,8 @@ function checkAggregationMapping(
       return;
     }
     for (const [k, v] of Object.entries(value)) {
-      if (BLOCKED_STAGE_OPERATORS.has(k)) {
-        problems.push(`${p}.${k}: the operator ${k} is not allowed in a declared aggregation (server-side JavaScript or a write)`);
+      if (blockedStageOperator(k) !== undefined) {
+        problems.push(`${p}.${k}: the operator ${k} is not allowed in a declared aggregation (${blockedStageOperator(k)})`);
         continue;
       }
       if (k === '$arg' || k === '$fk') checkRefs(p, value, scope, 'stages');

@@ -219,7 +219,7 @@ describe('compileStaticInJoin', () => {
   };
 
   it('precomputes everything but the foreign value: each parent gets the query resolveQuery gives it', () => {
-    const parents = [{ userId: 'x', u: { id: 5 }, productIds: ['p', null, 'q'] }, { userId: { $oid: 'AB' }, u: { id: 'y' }, productIds: 'p' }];
+    const parents = [{ userId: 'x', u: { id: 5 }, productIds: ['p', null, 'q'] }, { userId: { $oid: 'AB00000000000000000000CD' }, u: { id: 'y' }, productIds: 'p' }];
     for (const [name, mapping] of Object.entries(mappings)) {
       const compiled = compileQueryMapping(name, mapping, 'db');
       for (const single of [false, true]) {
