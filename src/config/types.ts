@@ -138,8 +138,14 @@ export interface OutriggerConfig {
     path: string;
     /** Lifetime of a user's own sign-in token. */
     tokenTtlMinutes: number;
-    /** Dynamic registrations accepted per client IP per hour. */
+    /** Dynamic registrations accepted per client IP (IPv6: per /64) per hour. */
     registrationsPerHour: number;
+    /** Dynamic registrations accepted per UTC day from all addresses together (each is kept 30 days). */
+    registrationsPerDay: number;
+    /** Authorization requests (GET /authorize) one address (IPv6: one /64) may start per 10 minutes, the life of a request. */
+    authorizeRequestsPerAddress: number;
+    /** Whether an agent's key or token may carry the user's admin roles (`acl.adminRoles`): `refuse` leaves them out. */
+    adminRoles: 'refuse' | 'allow';
     clientMetadata: {
       /** CIDRs the SSRF guard lets metadata-document fetches reach; an http:// client_id is accepted only when its host is an IP inside them. */
       allowPrivateTargets: string[];

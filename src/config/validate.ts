@@ -98,6 +98,12 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
         path: m.string('path', '/mcp', routePath),
         tokenTtlMinutes: m.integer('tokenTtlMinutes', 60, 1, 24 * 60),
         registrationsPerHour: m.integer('registrationsPerHour', 30, 1, 100_000),
+        // 500 a day keeps at most 15,000 self-registered clients (30 days each, at most ~6 KB:
+        // 10 redirect URIs of 512 characters) below ~100 MB of Redis; a new client install
+        // registers once, so a busy service needs far fewer.
+        registrationsPerDay: m.integer('registrationsPerDay', 500, 1, 1_000_000),
+        authorizeRequestsPerAddress: m.integer('authorizeRequestsPerAddress', 60, 1, 100_000),
+        adminRoles: m.oneOf('adminRoles', 'refuse', ['refuse', 'allow'] as const),
         clientMetadata: {
           allowPrivateTargets: c.strings('allowPrivateTargets', [], cidr),
           timeoutMs: c.integer('timeoutMs', 5000, 100, 60_000),

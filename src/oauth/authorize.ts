@@ -5,6 +5,7 @@ import type { RequestScope } from '../http/scope.js';
 import type { Logger } from '../observability/logger.js';
 import type { ApiKeyIssuer } from '../keys/issuer.js';
 import { checkRequestedRoles, keyLifetimeDays } from '../keys/issuing-rules.js';
+import { clientAddressBucket } from './client-address.js';
 import { ClientMetadataError } from './client-metadata-document.js';
 import type { ClientDirectory } from './clients.js';
 import type { OAuthEndpoints } from './endpoints.js';
@@ -19,6 +20,8 @@ export interface AuthorizeParts {
   endpoints: OAuthEndpoints;
   /** The route path (`routes.oauth.authorize`): where the forms post. */
   path: string;
+  /** `mcp.authorizeRequestsPerAddress`: requests one address (IPv6: one /64) may start per 10 minutes. */
+  requestsPerAddress: number;
   secureCookies: boolean;
   store: OAuthStore;
   clients: ClientDirectory;
@@ -30,12 +33,17 @@ export interface AuthorizeParts {
 }
 
 const random = (bytes: number) => randomBytes(bytes).toString('base64url');
+/** The longest `state` or `scope` kept with a request (real clients send 16-64 characters of state and a few role names). */
+const MAX_TEXT = 1024;
 
 /**
  * `/authorize` (SPEC §5.6): GET checks the request and shows the sign-in page; the pages' forms
- * POST back here. Until the client and an exactly registered redirect URI are known, problems
- * are shown on an error page and never redirected; after that they go back to the client as
- * RFC 6749 §4.1.2.1 errors, with `state` and `iss`.
+ * POST back here. A problem with the request is shown on an error page and never redirected
+ * (every client is self-registered or self-described, so its redirect URI is no proof: RFC 9700
+ * §4.11.2); the pages say little and the log says what and which setting. Once the user has
+ * acted (Deny, Allow, a refusal's Return) the answer goes back to the client with `state` and
+ * `iss`. GET is limited per address (`mcp.authorizeRequestsPerAddress`) and `state`/`scope` are
+ * capped, so what a request stores for its 10 minutes stays small.
  *
  * CSRF: each request gets a synchronizer token (a hidden field) and a cookie binding it to the
  * browser that started it (per request, HttpOnly, SameSite=Lax, `__Host-` over https); a POST
@@ -55,61 +63,85 @@ export function createAuthorizeHandler(p: AuthorizeParts) {
     scope.res.end();
   }
 
-  const view = (r: { clientName: string; redirectUri: string }): ClientView => ({ clientName: r.clientName, redirectHost: redirectHost(r.redirectUri) });
+  const view = (r: PendingRequest): ClientView => ({ clientName: r.clientName, clientId: r.clientId, verified: r.verified === true, redirectHost: redirectHost(r.redirectUri) });
   const page = (scope: RequestScope, o: PageOptions, r?: PendingRequest) => sendPage(scope.res, { ...o, formTargets: r ? formTargets(r.redirectUri) : [] });
 
+  /** A generic page for the person; what went wrong, and the setting that decides it, for the log. */
+  function refuse(scope: RequestScope, title: string, text: string, status: number, log: Record<string, unknown>): void {
+    p.logger.info({ clientIp: scope.clientIp, ...log }, `agent sign-in request refused: ${String(log.problem)}`);
+    page(scope, errorPage(title, text, status));
+  }
+  const notValid = (scope: RequestScope, log: Record<string, unknown>) =>
+    refuse(scope, 'Sign-in request not valid', 'The application sent a sign-in request this service cannot accept. You were not redirected.', 400, log);
+
   async function start(scope: RequestScope): Promise<void> {
+    // Counted before anything is fetched or stored: each request may cost a metadata-document fetch and a record kept 10 minutes.
+    const address = clientAddressBucket(scope.clientIp);
+    const counted = await p.store.countAuthorizeRequest(address);
+    if (counted.count > p.requestsPerAddress) {
+      p.logger.warn({ address, limit: p.requestsPerAddress, setting: 'mcp.authorizeRequestsPerAddress' }, 'agent sign-in: too many authorization requests from one address (mcp.authorizeRequestsPerAddress)');
+      scope.res.setHeader('retry-after', String(counted.retryAfter));
+      return page(scope, errorPage('Too many sign-ins', `Too many sign-ins were started from your network. Wait ${Math.ceil(counted.retryAfter / 60)} minutes, then start again from the application.`, 429));
+    }
     const q = scope.query;
     const once = (name: string): string | null | 'repeated' => {
       const values = q.getAll(name);
       return values.length > 1 ? 'repeated' : (values[0] ?? null);
     };
     const clientId = once('client_id');
-    if (clientId === null || clientId === 'repeated')
-      return page(scope, errorPage('Sign-in request not valid', `client_id is ${clientId === null ? 'missing' : 'repeated'}: the application sent an incomplete sign-in request.`, 400));
+    if (clientId === null || clientId === 'repeated') return notValid(scope, { problem: `client_id is ${clientId === null ? 'missing' : 'repeated'}` });
     let client;
     try {
       client = await p.clients.find(clientId);
     } catch (error) {
-      if (error instanceof ClientMetadataError) return page(scope, errorPage('Unknown application', `The application could not be identified: ${error.message}.`, 400));
+      if (error instanceof ClientMetadataError)
+        return refuse(scope, 'Unknown application', 'The application could not be identified. You were not redirected.', 400, { clientId: clientId.slice(0, 300), problem: error.message, ...(error.setting ? { setting: error.setting } : {}) });
       throw error;
     }
     const asked = once('redirect_uri');
-    if (asked === 'repeated') return page(scope, errorPage('Sign-in request not valid', 'redirect_uri is repeated.', 400));
     let redirectUri: string;
+    if (asked === 'repeated') return notValid(scope, { clientId, problem: 'redirect_uri is repeated' });
     if (asked === null) {
-      if (client.redirectUris.length !== 1) return page(scope, errorPage('Sign-in request not valid', 'redirect_uri is missing and the application registered several; it must say which.', 400));
+      if (client.redirectUris.length !== 1) return notValid(scope, { clientId, problem: 'redirect_uri is missing and the client registered several' });
       redirectUri = client.redirectUris[0]!;
     } else if (redirectUriMatches(client.redirectUris, asked)) redirectUri = asked;
     else
-      return page(
-        scope,
-        errorPage('Unregistered redirect URI', `${client.clientName} asked to send you back to ${asked}, which it did not register (registered: ${client.redirectUris.join(', ')}). You were not redirected.`, 400),
-      );
+      return refuse(scope, 'Unregistered redirect URI', `${client.clientName} asked to send you to an address it did not register. You were not redirected.`, 400, {
+        clientId,
+        problem: `redirect_uri ${asked.slice(0, 300)} is not registered`,
+        registered: client.redirectUris,
+      });
 
-    // From here on the redirect URI is trusted: problems go back to the client.
-    const state = once('state');
-    const fail = (error: string, description: string) => redirect(scope, redirectUri, { error, error_description: description, state: state === 'repeated' ? null : state });
+    // Every client here registered itself or is named by its own document, so its redirect URI
+    // proves nothing about who sent this request: an error is shown, never redirected, until the
+    // user has acted (RFC 9700 §4.11.2, the authorization server as open redirector).
     for (const name of ['response_type', 'code_challenge', 'code_challenge_method', 'resource', 'scope', 'state'])
-      if (once(name) === 'repeated') return fail('invalid_request', `${name} is repeated`);
-    if (q.get('response_type') !== 'code') return fail('unsupported_response_type', 'only response_type=code is supported');
+      if (once(name) === 'repeated') return notValid(scope, { clientId, problem: `${name} is repeated` });
+    if (q.get('response_type') !== 'code') return notValid(scope, { clientId, problem: 'response_type must be code (unsupported_response_type)' });
     const challenge = q.get('code_challenge');
-    if (!challenge) return fail('invalid_request', 'code_challenge is required (PKCE with S256)');
-    if ((q.get('code_challenge_method') ?? 'plain') !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256 (plain is not accepted)');
-    if (!S256_CHALLENGE.test(challenge)) return fail('invalid_request', 'code_challenge must be 43 base64url characters (BASE64URL(SHA256(code_verifier)))');
+    if (!challenge) return notValid(scope, { clientId, problem: 'code_challenge is missing (PKCE with S256 is required)' });
+    if ((q.get('code_challenge_method') ?? 'plain') !== 'S256') return notValid(scope, { clientId, problem: 'code_challenge_method must be S256 (plain is not accepted)' });
+    if (!S256_CHALLENGE.test(challenge)) return notValid(scope, { clientId, problem: 'code_challenge must be 43 base64url characters' });
     const resource = q.get('resource');
-    if (resource !== null && resource !== p.endpoints.resource) return fail('invalid_target', `resource must be ${p.endpoints.resource}, the only resource this server issues keys for`);
+    if (resource !== null && resource !== p.endpoints.resource)
+      return notValid(scope, { clientId, problem: `resource must be ${p.endpoints.resource} (invalid_target)`, setting: 'service.publicUrl and mcp.path' });
+    const state = q.get('state');
+    const scopeText = q.get('scope');
+    for (const [name, value] of [['state', state], ['scope', scopeText]] as const)
+      if (value !== null && value.length > MAX_TEXT)
+        return refuse(scope, 'Sign-in request too long', `The application's sign-in request is too long (its ${name} is over ${MAX_TEXT} characters). You were not redirected.`, 400, { clientId, problem: `${name} is ${value.length} characters, over ${MAX_TEXT}` });
 
     const requestId = random(16);
     const binding = random(24);
     const record: PendingRequest = {
       clientId,
       clientName: client.clientName,
+      verified: client.via === 'metadata-document',
       redirectUri,
-      state: state === 'repeated' ? null : state,
+      state,
       codeChallenge: challenge,
       resource,
-      scope: q.get('scope'),
+      scope: scopeText,
       csrf: random(24),
       browser: sha256(binding),
     };
@@ -121,7 +153,7 @@ export function createAuthorizeHandler(p: AuthorizeParts) {
     const fields = hiddenFields(requestId, r.csrf);
     const offer = await p.offerFor(principal);
     if (offer.kind === 'refused') return page(scope, refusedPage(view(r), fields, p.path, offer.message), r);
-    if (offer.kind === 'token') return page(scope, tokenConsentPage(view(r), fields, p.path, { user: principal.id!, roles: offer.roles, minutes: offer.minutes }), r);
+    if (offer.kind === 'token') return page(scope, tokenConsentPage(view(r), fields, p.path, { user: principal.id!, roles: offer.roles, withheld: offer.withheld, minutes: offer.minutes }), r);
     const { policy, activeKeys } = offer;
     if (activeKeys.length >= policy.maxKeysPerUser)
       return page(
@@ -144,11 +176,12 @@ export function createAuthorizeHandler(p: AuthorizeParts) {
       if (offer.activeKeys.length >= offer.policy.maxKeysPerUser) return consent(scope, requestId, r, principal);
       const roles = [...new Set(form.getAll('roles'))];
       const lifetimeText = form.get('lifetime');
-      const lifetime = lifetimeText === null || lifetimeText === '' ? undefined : Number(lifetimeText);
+      const lifetime = lifetimeText === null || lifetimeText === '' ? undefined : lifetimeText;
       try {
         checkRequestedRoles(offer.policy, roles);
-        if (lifetime !== undefined && !(Number.isInteger(lifetime) && lifetime > 0)) throw new OutriggerError(400, 'BAD_LIFETIME', 'the key lifetime must be a whole number of days');
-        grant = { kind: 'key', roles, lifetimeDays: keyLifetimeDays(offer.policy, lifetime), maxKeys: offer.policy.maxKeysPerUser };
+        // Digits only: Number() would also take "1e3", " 7", "0x10" and "7.0".
+        if (lifetime !== undefined && !/^[1-9][0-9]{0,4}$/.test(lifetime)) throw new OutriggerError(400, 'BAD_LIFETIME', 'the key lifetime must be a whole number of days, written in digits');
+        grant = { kind: 'key', roles, lifetimeDays: keyLifetimeDays(offer.policy, lifetime === undefined ? undefined : Number(lifetime)), maxKeys: offer.policy.maxKeysPerUser };
       } catch (error) {
         if (error instanceof OutriggerError && error.status < 500) return consent(scope, requestId, r, principal, error.message);
         throw error;

@@ -17,8 +17,19 @@ export interface DocumentClient {
   redirectUris: string[];
 }
 
-/** Why a client metadata document cannot be used; the message is shown on the error page. */
-export class ClientMetadataError extends Error {}
+/**
+ * Why a client metadata document cannot be used. The message goes to the log (the error page
+ * stays generic: it must not tell a prober what answers inside the network), with the setting
+ * that decides it, when one does.
+ */
+export class ClientMetadataError extends Error {
+  constructor(
+    message: string,
+    readonly setting?: string,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document, MCP 2025-11-25+):
@@ -80,7 +91,7 @@ export class ClientMetadataFetcher {
     if (url.protocol === 'http:') {
       const ip = parseIp(url.hostname);
       if (!ip || !ipInCidrs(ip, this.allow))
-        throw new ClientMetadataError('the client_id URL must use https (http is accepted only for an IP address inside mcp.clientMetadata.allowPrivateTargets)');
+        throw new ClientMetadataError('the client_id URL must use https (http is accepted only for an IP address inside mcp.clientMetadata.allowPrivateTargets)', 'mcp.clientMetadata.allowPrivateTargets');
     } else if (url.protocol !== 'https:') throw new ClientMetadataError('the client_id URL must use https');
     return url;
   }
@@ -106,7 +117,7 @@ export class ClientMetadataFetcher {
       const declared = Number(res.headers['content-length'] ?? 0);
       if (declared > this.o.maxBytes) {
         res.body.destroy();
-        throw new ClientMetadataError(`the client metadata document is larger than ${this.o.maxBytes} bytes`);
+        throw new ClientMetadataError(`the client metadata document is larger than ${this.o.maxBytes} bytes`, 'mcp.clientMetadata.maxBytes');
       }
       const chunks: Buffer[] = [];
       let size = 0;
@@ -114,7 +125,7 @@ export class ClientMetadataFetcher {
         size += chunk.length;
         if (size > this.o.maxBytes) {
           res.body.destroy();
-          throw new ClientMetadataError(`the client metadata document is larger than ${this.o.maxBytes} bytes`);
+          throw new ClientMetadataError(`the client metadata document is larger than ${this.o.maxBytes} bytes`, 'mcp.clientMetadata.maxBytes');
         }
         chunks.push(chunk);
       }
@@ -123,8 +134,9 @@ export class ClientMetadataFetcher {
       if (error instanceof ClientMetadataError) throw error;
       const e = error as Error & { code?: string };
       if (e.name === 'TimeoutError' || e.name === 'AbortError' || /timeout/i.test(e.code ?? ''))
-        throw new ClientMetadataError(`the client metadata document did not arrive within ${this.o.timeoutMs} ms`);
-      throw new ClientMetadataError(`the client metadata document could not be fetched: ${e.message}`);
+        throw new ClientMetadataError(`the client metadata document did not arrive within ${this.o.timeoutMs} ms`, 'mcp.clientMetadata.timeoutMs');
+      // The SSRF guard's refusals (loopback, private, link-local…) arrive here: the allowlist decides them.
+      throw new ClientMetadataError(`the client metadata document could not be fetched: ${e.message}`, 'mcp.clientMetadata.allowPrivateTargets');
     }
     return this.read(text, clientId);
   }

@@ -32,6 +32,7 @@ export async function createOAuthModule(context: AppContext, options: FeatureMod
   const authorize = createAuthorizeHandler({
     endpoints,
     path: config.routes.oauth.authorize,
+    requestsPerAddress: config.mcp.authorizeRequestsPerAddress,
     secureCookies: config.service.publicUrl.startsWith('https://'),
     store,
     clients: new ClientDirectory(store, documents),
@@ -44,7 +45,7 @@ export async function createOAuthModule(context: AppContext, options: FeatureMod
     logger,
   });
   const token = createTokenHandler({ endpoints, store, issuer, features, tokenTtlMinutes: config.mcp.tokenTtlMinutes, logger });
-  const register = createRegistrationHandler({ store, perHour: config.mcp.registrationsPerHour, logger });
+  const register = createRegistrationHandler({ store, perHour: config.mcp.registrationsPerHour, perDay: config.mcp.registrationsPerDay, logger });
 
   const route = (prefix: string, handle: (scope: RequestScope) => Promise<void>): OwnRoute => ({
     kind: 'oauth',

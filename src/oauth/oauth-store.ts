@@ -16,6 +16,8 @@ export interface RegisteredClient {
 export interface PendingRequest {
   clientId: string;
   clientName: string;
+  /** The client is named by its own metadata document (its client_id URL); false for a self-registered one. */
+  verified?: boolean;
   redirectUri: string;
   state: string | null;
   codeChallenge: string;
@@ -102,12 +104,25 @@ export class OAuthStore {
     return this.redis.getdel(this.keys.oauthCodeUsed(sha256(code)));
   }
 
-  /** Counts a registration from `ip` in the current hour; returns the count and the seconds left in the hour. */
-  async countRegistration(ip: string, now = Date.now()): Promise<{ count: number; retryAfter: number }> {
-    const hour = new Date(now).toISOString().slice(0, 13);
-    const key = this.keys.oauthRegistrationsIp(ip, hour);
+  /** Counts a registration from `address` (a client-address bucket) in the current hour; returns the count and the seconds left in the hour. */
+  async countRegistration(address: string, now = Date.now()): Promise<{ count: number; retryAfter: number }> {
+    const key = this.keys.oauthRegistrationsIp(address, new Date(now).toISOString().slice(0, 13));
     const results = await this.redis.multi().incr(key).expire(key, 3600).exec();
     return { count: Number(results?.[0]?.[1] ?? 0), retryAfter: Math.ceil((3_600_000 - (now % 3_600_000)) / 1000) };
+  }
+
+  /** Counts a valid registration from any address in the current UTC day; returns the count and the seconds left in the day. */
+  async countRegistrationToday(now = Date.now()): Promise<{ count: number; retryAfter: number }> {
+    const key = this.keys.oauthRegistrationsDay(new Date(now).toISOString().slice(0, 10));
+    const results = await this.redis.multi().incr(key).expire(key, 86_400).exec();
+    return { count: Number(results?.[0]?.[1] ?? 0), retryAfter: Math.ceil((86_400_000 - (now % 86_400_000)) / 1000) };
+  }
+
+  /** Counts an authorization request started from `address` in its 10-minute window (the life of a request). */
+  async countAuthorizeRequest(address: string): Promise<{ count: number; retryAfter: number }> {
+    const key = this.keys.oauthAuthorizeIp(address);
+    const results = await this.redis.multi().incr(key).expire(key, REQUEST_TTL_MS / 1000, 'NX').ttl(key).exec();
+    return { count: Number(results?.[0]?.[1] ?? 0), retryAfter: Math.max(1, Number(results?.[2]?.[1] ?? 1)) };
   }
 
   async tokenFailures(ip: string): Promise<{ count: number; retryAfter: number }> {

@@ -8,7 +8,7 @@ import type { ApiKeyStore, StoredKey } from '../keys/key-store.js';
 /** What a signed-in user can give an agent (SPEC §5.6 `mcp.signIn`). */
 export type Offer =
   | { kind: 'key'; policy: KeyPolicy; activeKeys: StoredKey[] }
-  | { kind: 'token'; roles: readonly string[]; minutes: number }
+  | { kind: 'token'; roles: readonly string[]; minutes: number; withheld: readonly string[] }
   | { kind: 'refused'; message: string };
 
 /**
@@ -20,7 +20,22 @@ export function createOfferMaker(context: AppContext, store: ApiKeyStore) {
   const { config, acl, features } = context;
   const defaults = { maxExpiresInDays: config.apiKeys.maxExpiresInDays, maxKeysPerUser: config.apiKeys.maxKeysPerUser, adminRoles: config.acl.adminRoles };
   const mode = config.mcp.signIn;
-  const token = (principal: Principal): Offer => ({ kind: 'token', roles: principal.roles, minutes: config.mcp.tokenTtlMinutes });
+  const adminRolesOf = (principal: Principal) => principal.roles.filter((r) => config.acl.adminRoles.includes(r));
+  /**
+   * The user's own token. Under `mcp.adminRoles: refuse` (the default) it never carries an admin
+   * role: a client that registered itself must not get a root credential from one click. A user
+   * whose roles are all admin roles is refused (a token with no role would do nothing).
+   */
+  const token = (principal: Principal): Offer => {
+    const withheld = config.mcp.adminRoles === 'allow' ? [] : adminRolesOf(principal);
+    const roles = principal.roles.filter((r) => !withheld.includes(r));
+    if (withheld.length && roles.length === 0)
+      return {
+        kind: 'refused',
+        message: `Your roles (${withheld.join(', ')}) are admin roles, and this service never gives admin roles to agents (mcp.adminRoles: refuse). Sign in as a user without admin roles, or ask an administrator.`,
+      };
+    return { kind: 'token', roles, minutes: config.mcp.tokenTtlMinutes, withheld };
+  };
 
   return async function offerFor(principal: Principal): Promise<Offer> {
     // Tokens are verified by the key verifier, which is withheld while the feature is off.
@@ -28,7 +43,7 @@ export function createOfferMaker(context: AppContext, store: ApiKeyStore) {
     if (mode === 'token-only') return token(principal);
     if (acl.isAdmin(principal)) {
       if (mode === 'key-only')
-        return { kind: 'refused', message: `Admin roles (${principal.roles.filter((r) => config.acl.adminRoles.includes(r)).join(', ')}) never get API keys, and this service gives agents keys only (mcp.signIn: key-only). Sign in as a user without admin roles.` };
+        return { kind: 'refused', message: `Admin roles (${adminRolesOf(principal).join(', ')}) never get API keys, and this service gives agents keys only (mcp.signIn: key-only). Sign in as a user without admin roles.` };
       return token(principal);
     }
     const exchange = exchangeFromParts({ method: 'POST', path: config.routes.keys, user: { id: principal.id ?? '', roles: principal.roles } });

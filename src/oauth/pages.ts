@@ -7,7 +7,7 @@ h1{font-size:1.4rem}label{display:block;margin:.8rem 0 .2rem;font-weight:600}fie
 input[type=text],input[type=password],select{width:100%;padding:.4rem;font:inherit;box-sizing:border-box}
 fieldset label{display:inline;font-weight:400;margin-left:.3rem}button{font:inherit;padding:.5rem 1rem;margin:.8rem .5rem 0 0}
 :focus-visible{outline:3px solid #1a5fb4;outline-offset:2px}.error{color:#a51d2d;border-left:4px solid #a51d2d;padding-left:.6rem}
-.note{background:#f4f4f4;padding:.6rem}table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem;border-bottom:1px solid #ddd}`;
+.note{background:#f4f4f4;padding:.6rem}.unverified{border:2px solid #9c6500;background:#fff8e1;padding:.6rem}code{overflow-wrap:anywhere}table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem;border-bottom:1px solid #ddd}`;
 const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64');
 
 export const escapeHtml = (text: string) =>
@@ -63,7 +63,16 @@ export const alert = (message: string | undefined) => (message ? `<p class="erro
 
 export interface ClientView {
   clientName: string;
+  clientId: string;
+  /** Named by its own metadata document (the client_id URL); false: it registered itself, name unchecked. */
+  verified: boolean;
   redirectHost: string;
+}
+
+/** Who the client is, as far as this service knows: a self-registered client's name is its own claim. */
+export function clientIdentity(c: ClientView): string {
+  if (c.verified) return `<p class="client">Application identified by its address <code>${escapeHtml(c.clientId)}</code>, where its description was read.</p>`;
+  return `<p class="unverified"><strong>Unverified application.</strong> It registered itself: the name "${escapeHtml(c.clientName)}" is its own claim and nobody checked it. Client id: <code>${escapeHtml(c.clientId)}</code>. Allow only if you just started this sign-in from an application you trust.</p>`;
 }
 
 export function signInPage(c: ClientView, fields: string, action: string, problem?: string): PageOptions {
@@ -71,6 +80,7 @@ export function signInPage(c: ClientView, fields: string, action: string, proble
     title: 'Sign in',
     body: `<h1>Sign in to connect ${escapeHtml(c.clientName)}</h1>
 <p><strong>${escapeHtml(c.clientName)}</strong> (returning to <strong>${escapeHtml(c.redirectHost)}</strong>) asks to act on this service for you. Sign in to choose what it may do.</p>
+${clientIdentity(c)}
 ${alert(problem)}
 <form method="post" action="${escapeHtml(action)}">${fields}
 <input type="hidden" name="action" value="sign-in">
@@ -116,6 +126,7 @@ export function keyConsentPage(c: ClientView, fields: string, action: string, k:
     title: 'Allow access',
     body: `<h1>Allow ${escapeHtml(c.clientName)} to act as ${escapeHtml(k.user)}?</h1>
 <p class="note">If you allow it, <strong>${escapeHtml(c.clientName)}</strong> gets an API key in your name, sent to <strong>${escapeHtml(c.redirectHost)}</strong>. The key carries only the roles you tick below and stops working after the lifetime you choose. You can revoke it at any time with <code>DELETE /keys/&lt;id&gt;</code>.</p>
+${clientIdentity(c)}
 ${alert(problem)}
 <form method="post" action="${escapeHtml(action)}">${fields}
 <fieldset><legend>Roles the key carries (what the agent will be able to do)</legend>
@@ -129,11 +140,15 @@ ${roles || '<p>No roles are offered: the key would authenticate but could do not
   };
 }
 
-export function tokenConsentPage(c: ClientView, fields: string, action: string, t: { user: string; roles: readonly string[]; minutes: number }): PageOptions {
+export function tokenConsentPage(c: ClientView, fields: string, action: string, t: { user: string; roles: readonly string[]; withheld: readonly string[]; minutes: number }): PageOptions {
+  const carries = t.withheld.length
+    ? `carries your roles except the admin ones: <strong>${escapeHtml(t.roles.join(', '))}</strong> (${escapeHtml(t.withheld.join(', '))} never go to an agent on this service)`
+    : `carries <strong>all your roles</strong> (${escapeHtml(t.roles.join(', ') || 'none')})`;
   return {
     title: 'Allow access',
     body: `<h1>Allow ${escapeHtml(c.clientName)} to act as ${escapeHtml(t.user)}?</h1>
-<p class="note">If you allow it, <strong>${escapeHtml(c.clientName)}</strong> gets a sign-in token sent to <strong>${escapeHtml(c.redirectHost)}</strong>. The token carries <strong>all your roles</strong> (${escapeHtml(t.roles.join(', ') || 'none')}) and expires after <strong>${t.minutes} minutes</strong>. An administrator can revoke it sooner.</p>
+<p class="note">If you allow it, <strong>${escapeHtml(c.clientName)}</strong> gets a sign-in token sent to <strong>${escapeHtml(c.redirectHost)}</strong>. The token ${carries} and expires after <strong>${t.minutes} minutes</strong>. An administrator can revoke it sooner.</p>
+${clientIdentity(c)}
 <form method="post" action="${escapeHtml(action)}">${fields}
 <button type="submit" name="action" value="allow">Allow</button>
 <button type="submit" name="action" value="deny">Deny</button>
@@ -173,6 +188,7 @@ export function refusedPage(c: ClientView, fields: string, action: string, messa
     title: 'Access not possible',
     body: `<h1>${escapeHtml(c.clientName)} cannot get access</h1>
 <p class="error" role="alert">${escapeHtml(message)}</p>
+${clientIdentity(c)}
 <form method="post" action="${escapeHtml(action)}">${fields}<input type="hidden" name="action" value="deny"><button type="submit">Return to ${escapeHtml(c.clientName)}</button></form>`,
   };
 }

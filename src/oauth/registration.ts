@@ -4,21 +4,25 @@ import { isPlainObject, readJsonBody } from '../http/body.js';
 import { sendJson } from '../http/respond.js';
 import type { RequestScope } from '../http/scope.js';
 import type { Logger } from '../observability/logger.js';
+import { clientAddressBucket } from './client-address.js';
 import { CORS_HEADERS } from './metadata.js';
 import type { OAuthStore, RegisteredClient } from './oauth-store.js';
 import { redirectUriProblem } from './redirect-uris.js';
 
 const BODY_LIMIT = 64 * 1024;
 const MAX_REDIRECT_URIS = 10;
+/** Stored 30 days: with 10 of them, a client is at most ~6 KB (`mcp.registrationsPerDay` bounds how many). */
+const MAX_REDIRECT_URI_LENGTH = 512;
 
 const invalid = (error: 'invalid_redirect_uri' | 'invalid_client_metadata', description: string) => new OAuthProtocolError(400, error, description, CORS_HEADERS);
 
 /**
  * Dynamic client registration (RFC 7591; deprecated by MCP 2026-07-28 but still what most
- * clients use). Unauthenticated by design, so: rate-limited per client IP, public clients only
- * (no secrets are issued), redirect URIs checked, small bodies, and clients expire after 30 days.
+ * clients use). Unauthenticated by design, so: rate-limited per client address (IPv6: per /64)
+ * and for all addresses together per day, public clients only (no secrets are issued), redirect
+ * URIs checked, small bodies, and clients expire after 30 days.
  */
-export function createRegistrationHandler(p: { store: OAuthStore; perHour: number; logger: Logger }) {
+export function createRegistrationHandler(p: { store: OAuthStore; perHour: number; perDay: number; logger: Logger }) {
   return async function handleRegister(scope: RequestScope): Promise<void> {
     if (scope.method === 'OPTIONS') {
       scope.res.writeHead(204, CORS_HEADERS);
@@ -26,7 +30,7 @@ export function createRegistrationHandler(p: { store: OAuthStore; perHour: numbe
       return;
     }
     if (scope.method !== 'POST') throw new OAuthProtocolError(405, 'invalid_request', 'register with POST and a JSON body (RFC 7591)', { ...CORS_HEADERS, allow: 'POST' });
-    const { count, retryAfter } = await p.store.countRegistration(scope.clientIp);
+    const { count, retryAfter } = await p.store.countRegistration(clientAddressBucket(scope.clientIp));
     if (count > p.perHour) throw tooManyRequests(`too many client registrations from your address (at most ${p.perHour} an hour); try again in ${retryAfter} s`, retryAfter);
     let body: unknown;
     try {
@@ -36,6 +40,12 @@ export function createRegistrationHandler(p: { store: OAuthStore; perHour: numbe
       throw error;
     }
     const client = readMetadata(body);
+    // Counted once valid and within the address's allowance, so refused attempts cannot use up everyone's.
+    const today = await p.store.countRegistrationToday();
+    if (today.count > p.perDay) {
+      p.logger.warn({ limit: p.perDay, setting: 'mcp.registrationsPerDay' }, 'client registration refused: the daily limit of all addresses together is reached (mcp.registrationsPerDay)');
+      throw tooManyRequests(`this service accepts no more client registrations today; try again in ${today.retryAfter} s, or use a client metadata document`, today.retryAfter);
+    }
     await p.store.saveClient(client);
     p.logger.info({ clientId: client.client_id, client: client.client_name, redirectUris: client.redirect_uris }, 'registered an OAuth client');
     sendJson(scope.res, 201, { ...client, grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none' }, CORS_HEADERS);
@@ -48,7 +58,7 @@ function readMetadata(body: unknown): RegisteredClient {
   if (!Array.isArray(uris) || uris.length === 0) throw invalid('invalid_redirect_uri', 'redirect_uris is required: a non-empty array of URIs');
   if (uris.length > MAX_REDIRECT_URIS) throw invalid('invalid_redirect_uri', `redirect_uris may list at most ${MAX_REDIRECT_URIS} URIs`);
   for (const [i, uri] of uris.entries()) {
-    const problem = redirectUriProblem(uri);
+    const problem = typeof uri === 'string' && uri.length > MAX_REDIRECT_URI_LENGTH ? `must be at most ${MAX_REDIRECT_URI_LENGTH} characters` : redirectUriProblem(uri);
     if (problem) throw invalid('invalid_redirect_uri', `redirect_uris[${i}]: ${problem}`);
   }
   const method = body.token_endpoint_auth_method;

@@ -16,6 +16,23 @@ const HOP_BY_HOP = new Set([
 /** Node and undici handle these themselves; forwarding them would confuse the next hop. */
 const REQUEST_ONLY_DROP = new Set(['expect', 'http2-settings']);
 
+/**
+ * Outrigger's own cookies (agent sign-in's per-request cookie, `[__Host-]outrigger-signin-<id>`,
+ * src/oauth/authorize.ts): they bind a sign-in to a browser and mean nothing to the backend, so
+ * they never reach it. A plain substring test first keeps every other Cookie header untouched.
+ */
+const OWN_COOKIE_MARK = 'outrigger-signin-';
+const OWN_COOKIE = /^(__Host-)?outrigger-signin-/;
+
+/** A Cookie header without Outrigger's own cookies, or '' when none is left. */
+export function withoutOwnCookies(header: string): string {
+  return header
+    .split(';')
+    .map((pair) => pair.trim())
+    .filter((pair) => pair !== '' && !OWN_COOKIE.test(pair))
+    .join('; ');
+}
+
 /** Header names listed in `Connection` are hop-by-hop too. */
 function connectionTokens(value: string | string[] | undefined): Set<string> | null {
   if (!value) return null;
@@ -54,7 +71,13 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, rawHeaders
     if (HOP_BY_HOP.has(lower) || REQUEST_ONLY_DROP.has(lower) || named?.has(lower) || o.remove?.has(lower)) continue;
     if (lower === 'x-forwarded-for' || lower === 'x-forwarded-proto' || lower === 'x-forwarded-host') continue;
     if (o.set && lower in o.set) continue;
-    out.push(name, rawHeaders[i + 1]!);
+    const value = rawHeaders[i + 1]!;
+    if (lower === 'cookie' && value.includes(OWN_COOKIE_MARK)) {
+      const kept = withoutOwnCookies(value);
+      if (kept) out.push(name, kept);
+      continue;
+    }
+    out.push(name, value);
   }
   // From an untrusted peer, client-supplied X-Forwarded-* are spoofable: replace them with what
   // this proxy saw. Behind a trusted proxy, extend the chain as that proxy reported it.

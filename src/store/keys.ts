@@ -80,6 +80,10 @@ export function redisKeys(prefix: string, serviceId: string) {
     oauthRequest: (requestId: string) => `${ns}:oauth-request:${requestId}`,
     /** counter with TTL: dynamic registrations from one client IP in one hour. */
     oauthRegistrationsIp: (ip: string, hour: string) => `${ns}:oauth-reg:${ip}:${hour}`,
+    /** counter with TTL: dynamic registrations from every address in one UTC day (`mcp.registrationsPerDay`). */
+    oauthRegistrationsDay: (day: string) => `${ns}:oauth-reg-day:${day}`,
+    /** counter with TTL: authorization requests started from one address (IPv6: its /64) in a 10-minute window. */
+    oauthAuthorizeIp: (address: string) => `${ns}:oauth-authorize:${address}`,
     /** counter with TTL: failed token requests from one client IP (10-minute window). */
     oauthTokenFailuresIp: (ip: string) => `${ns}:oauth-token-fail:${ip}`,
     /** sorted set: ids of users' own sign-in tokens by expiry, so expired ones are swept. */

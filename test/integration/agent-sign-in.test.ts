@@ -135,6 +135,8 @@ describe('agent sign-in: an MCP SDK client gets a key through the browser', () =
     expect(consentText).toContain('Registered Agent');
     expect(consentText).toContain(new URL(callback.url).host);
     expect(consentText).toMatch(/reader[\s\S]*writer/);
+    expect(consentText).toContain('Unverified application');
+    expect(consentText).toContain(String(provider.client?.client_id));
     expect(provider.saved?.token_type).toBe('Bearer');
     expect(provider.saved?.refresh_token).toBeUndefined();
     expect(provider.saved?.expires_in).toBeGreaterThan(29 * 86_400);
@@ -167,6 +169,35 @@ describe('agent sign-in: an MCP SDK client gets a key through the browser', () =
     await again.client.close();
     const keysAfter = (await (await fetch(`${a.url}/keys`, { headers: { authorization: basic('alice', 'alice-password') } })).json()) as any[];
     expect(keysAfter.filter((k) => k.client === 'Registered Agent').map((k) => k._id)).not.toContain(key._id);
+  }, 60_000);
+
+  it('the consent page marks a self-registered client unverified with its client_id; root is refused on the page by default (mcp.adminRoles: refuse)', async () => {
+    const params = await authorizeParams(a.url, `${callback.url}/callback`);
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      for (const who of ['alice', 'root']) {
+        await page.goto(`${a.url}/authorize?${new URLSearchParams(params)}`);
+        await page.getByLabel('User id').fill(who);
+        await page.getByLabel('Password').fill(`${who}-password`);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        const main = page.locator('main');
+        if (who === 'alice') {
+          await page.getByRole('button', { name: 'Allow' }).waitFor();
+          const text = await main.innerText();
+          expect(text).toContain('Unverified application');
+          expect(text).toContain(params.client_id);
+          await page.screenshot({ path: process.env.OUTRIGGER_CONSENT_SCREENSHOT ?? '/tmp/agent-sign-in-consent-unverified.png', fullPage: true });
+        } else {
+          await page.getByRole('button', { name: /Return to/ }).waitFor();
+          const text = await main.innerText();
+          expect(text).toContain('never gives admin roles to agents');
+          expect(await page.getByRole('button', { name: 'Allow' }).count()).toBe(0);
+        }
+      }
+    } finally {
+      await context.close();
+    }
   }, 60_000);
 
   it('client metadata document: the client id is a URL the test serves over loopback; the key names the document\'s client', async () => {
@@ -204,7 +235,8 @@ describe('agent sign-in: an MCP SDK client gets a key through the browser', () =
     await client!.close();
   }, 60_000);
 
-  it('root gets its own short-lived token (all its roles), listed with kind token on the admin list, not on GET /keys, and revocable', async () => {
+  it('with mcp.adminRoles: allow, root gets its own short-lived token (all its roles), listed with kind token on the admin list, not on GET /keys, and revocable', async () => {
+    const a = await start('signin-admin-allow', { adminRoles: 'allow' });
     const provider = new TestOAuthProvider(`${callback.url}/callback`, 'Admin Agent');
     const { client, consentText } = await sdkSignIn(a.url, provider, { user: 'root', password: 'root-password' });
     expect(consentText).toMatch(/all your roles[\s\S]*root[\s\S]*60 minutes/);
@@ -252,16 +284,13 @@ describe('agent sign-in: an MCP SDK client gets a key through the browser', () =
   describe('protocol refusals', () => {
     const redirectUri = () => `${callback.url}/callback`;
 
-    it('refuses PKCE plain and a missing challenge at /authorize, back at the client with state and iss', async () => {
+    it('refuses PKCE plain and a missing challenge at /authorize on an error page, never redirecting (RFC 9700 §4.11.2)', async () => {
       for (const extra of [{ code_challenge_method: 'plain' }, { code_challenge: '' }] as Array<Record<string, string>>) {
         const params = await authorizeParams(a.url, redirectUri(), extra);
         const res = await fetch(`${a.url}/authorize?${new URLSearchParams(params)}`, { redirect: 'manual' });
-        expect(res.status).toBe(302);
-        const to = new URL(res.headers.get('location')!);
-        expect(`${to.origin}${to.pathname}`).toBe(redirectUri());
-        expect(to.searchParams.get('error')).toBe('invalid_request');
-        expect(to.searchParams.get('state')).toBe('st-123');
-        expect(to.searchParams.get('iss')).toBe(a.url);
+        expect(res.status).toBe(400);
+        expect(res.headers.get('location')).toBeNull();
+        expect(await res.text()).toContain('Sign-in request not valid');
       }
     });
 
@@ -313,8 +342,8 @@ describe('agent sign-in: an MCP SDK client gets a key through the browser', () =
     it('refuses a resource for another server at /authorize and at /token', async () => {
       const params = await authorizeParams(a.url, redirectUri(), { resource: 'https://other.example/mcp' });
       const res = await fetch(`${a.url}/authorize?${new URLSearchParams(params)}`, { redirect: 'manual' });
-      const to = new URL(res.headers.get('location')!);
-      expect(to.searchParams.get('error')).toBe('invalid_target');
+      expect(res.status).toBe(400);
+      expect(res.headers.get('location')).toBeNull();
       const good = await codeThroughForms(a.url, await authorizeParams(a.url, redirectUri()), { id: 'alice', password: 'alice-password' }, { roles: 'reader' });
       const p = pending.get(a.url)!;
       const token = await redeem(a.url, { grant_type: 'authorization_code', code: good.location!.searchParams.get('code')!, code_verifier: p.verifier, redirect_uri: redirectUri(), client_id: p.clientId, resource: 'https://other.example/mcp' });
