@@ -68,6 +68,10 @@ Outrigger demo is running.
   Outrigger (call this):      ${u}
   stand-in RESTHeart backend: ${backend.url}   (users alice, bob, carol, admin; password <id>-password)
 
+Open in a browser:
+  ${u}/_admin/                 the console: keys, webhooks and their logs, permissions, recording (sign in as admin / admin-password)
+  ${u}/graphql/shop            GraphiQL on the demo's GraphQL app "shop" (sign in as alice / alice-password)
+
 Try:
   curl -s -u alice:alice-password ${u}/restheart/orders              # only alice's orders (readFilter)
   curl -s -u carol:carol-password ${u}/restheart/orders              # an auditor: every order, without items

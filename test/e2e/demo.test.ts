@@ -55,13 +55,24 @@ describe('npm run demo (built)', () => {
     const env = { OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
     let answer: any;
     const result = await runDemo(env, cwd, [], async (stdout) => {
-      const line = stdout.split('\n').find((l) => l.includes('/graphql/shop'));
+      const line = stdout.split('\n').find((l) => l.includes('curl') && l.includes('/graphql/shop'));
       const match = /-u (\w+):(\S+) (http:\/\/\S+\/graphql\/shop) .*-d '([^']+)'/.exec(line ?? '');
       expect(match, `no GraphQL curl in:\n${stdout}`).not.toBeNull();
       const [, user, password, url, body] = match!;
       expect(README).toContain(body!);
       const res = await call(url!, '', { method: 'POST', auth: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`, body: body! });
       answer = { status: res.status, json: res.json };
+      // The two pages a newcomer opens in a browser, as printed: the console and GraphiQL.
+      const consoleUrl = /^\s+(http:\/\/\S+\/_admin\/)\s+the console/m.exec(stdout)?.[1];
+      const graphiqlUrl = /^\s+(http:\/\/\S+\/graphql\/shop)\s+GraphiQL/m.exec(stdout)?.[1];
+      expect(consoleUrl, `no console address in:\n${stdout}`).toBeDefined();
+      expect(graphiqlUrl, `no GraphiQL address in:\n${stdout}`).toBeDefined();
+      const consolePage = await fetch(consoleUrl!);
+      expect(consolePage.status).toBe(200);
+      expect(await consolePage.text()).toMatch(/<html/i);
+      const graphiql = await fetch(graphiqlUrl!, { headers: { accept: 'text/html', authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` } });
+      expect(graphiql.status).toBe(200);
+      expect(await graphiql.text()).toMatch(/graphiql/i);
     });
     expect(result.code).toBe(0);
     expect(answer.status).toBe(200);
