@@ -23,7 +23,11 @@ export const LAYERS = [
  * stages before it and the shared files at the feature's root; only `entry` (the module that
  * wires the stages) may import every stage, and no stage imports it.
  */
-export const STAGED_FEATURES = {};
+export const STAGED_FEATURES = {
+  // template before documents: a document's templates are checked when it is written.
+  // logs before deliver: the worker writes entries through the log store.
+  webhooks: Object.assign(['template', 'documents', 'capture', 'logs', 'deliver', 'routes'], { entry: 'module.ts' }),
+};
 
 /** The one folder allowed to run Redis scripts (EVAL, EVALSHA, SCRIPT LOAD). */
 export const SCRIPT_HOME = 'src/store';

@@ -43,6 +43,9 @@ export interface MatchedWebhook {
   reason: string;
 }
 
+/** At most one `skipped` entry per webhook in this time: the observer gates per replica, the worker across replicas. */
+export const SKIPPED_LOG_INTERVAL_MS = 10_000;
+
 export interface SkippedWebhook {
   id: string;
   reason: string;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startOutrigger } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
-import type { WebhookWorker } from '../../src/webhooks/worker.js';
+import type { WebhookWorker } from '../../src/webhooks/deliver/worker.js';
 import { decodeStreamEntry } from '../../src/webhooks/stream-record.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { startTestOutrigger, testConfig, type RawConfig } from '../support/outrigger.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { EventProducer, type EventProducerOptions } from '../../../src/webhooks/event-producer.js';
+import { EventProducer, type EventProducerOptions } from '../../../src/webhooks/capture/event-producer.js';
 import { decodeStreamRecord } from '../../../src/webhooks/stream-record.js';
 import { startTestRedis, type TestRedis } from '../../support/redis.js';
 import type { Metrics } from '../../../src/observability/metrics.js';

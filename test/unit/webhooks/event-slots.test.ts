@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EventSlots } from '../../../src/webhooks/event-slots.js';
+import { EventSlots } from '../../../src/webhooks/deliver/event-slots.js';
 
 describe('EventSlots: the worker delivers at most `size` events at once', () => {
   it('takes free slots at once, queues the rest in order, and hands each released slot to the first waiting', async () => {

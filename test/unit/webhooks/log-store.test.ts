@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { WebhookLogStore } from '../../../src/webhooks/log-store.js';
+import { WebhookLogStore } from '../../../src/webhooks/logs/log-store.js';
 import type { WebhookLogEntry } from '../../../src/webhooks/log-entry.js';
 import { redisKeys } from '../../../src/store/keys.js';
 import { startTestRedis, type TestRedis } from '../../support/redis.js';

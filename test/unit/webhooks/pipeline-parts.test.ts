@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { validateConfig } from '../../../src/config/validate.js';
-import { BodyTap } from '../../../src/webhooks/observer.js';
+import { BodyTap } from '../../../src/webhooks/capture/observer.js';
 import { queryObject } from '../../../src/webhooks/event.js';
-import { newEventId } from '../../../src/webhooks/event-id.js';
+import { newEventId } from '../../../src/webhooks/event.js';
 import { newLogId, skippedLogEntry } from '../../../src/webhooks/log-entry.js';
-import { nextRetryDelayMs, parseRetryAfter } from '../../../src/webhooks/retry-policy.js';
+import { nextRetryDelayMs, parseRetryAfter } from '../../../src/webhooks/deliver/retry-policy.js';
 import { decodeStreamRecord, encodeStreamRecord } from '../../../src/webhooks/stream-record.js';
-import { sampleEvent as sampleTestEvent } from '../../../src/webhooks/test-send.js';
-import { createHeaderRedactor } from '../../../src/webhooks/redaction.js';
+import { sampleEvent as sampleTestEvent } from '../../../src/webhooks/routes/test-send.js';
+import { createHeaderRedactor } from '../../../src/webhooks/capture/redaction.js';
 import { sampleEvent } from './fixtures.js';
 
 const SCHEDULE = [5_000, 60_000, 600_000, 3_600_000, 21_600_000];

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { serializeDefaultPayload } from '../../../src/webhooks/default-payload.js';
+import { serializeDefaultPayload } from '../../../src/webhooks/deliver/default-payload.js';
 import type { CapturedEvent } from '../../../src/webhooks/event.js';
 import { incomingRequestSection, type WebhookLogEntry } from '../../../src/webhooks/log-entry.js';
-import { eventFromLogEntry } from '../../../src/webhooks/redelivery.js';
-import { buildTemplateView } from '../../../src/webhooks/template.js';
+import { eventFromLogEntry } from '../../../src/webhooks/routes/redelivery.js';
+import { buildTemplateView } from '../../../src/webhooks/template/render.js';
 
 const event: CapturedEvent = {
   id: 'evt_1',

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { buildDefaultPayload, defaultPayloadParts, payloadText, serializeDefaultPayload } from '../../../src/webhooks/default-payload.js';
+import { buildDefaultPayload, defaultPayloadParts, payloadText, serializeDefaultPayload } from '../../../src/webhooks/deliver/default-payload.js';
 import { bodyJsonText, type CapturedEvent } from '../../../src/webhooks/event.js';
 import { decodeStreamRecord, encodeEntry } from '../../../src/webhooks/stream-record.js';
 import { incomingRequestSection, skippedLogEntry, type WebhookLogEntry } from '../../../src/webhooks/log-entry.js';
-import { notePayloadParts, parseStoredLogEntry, serializeLogEntry, serializeLogEntryBytes } from '../../../src/webhooks/stored-log-entry.js';
+import { notePayloadParts, parseStoredLogEntry, serializeLogEntry, serializeLogEntryBytes } from '../../../src/webhooks/logs/stored-log-entry.js';
 
 /** The payload and the log entry splice the per-event request JSON in; the bytes must be JSON.stringify's exactly. */
 describe('webhooks: JSON built with the per-event request section', () => {

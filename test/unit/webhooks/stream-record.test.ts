@@ -3,10 +3,10 @@ import { isUtf8 } from 'node:buffer';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { exchangeFromParts, parseCondition } from '../../../src/condition/index.js';
 import type { RequestScope } from '../../../src/http/scope.js';
-import type { EventProducer, QueuedEvent } from '../../../src/webhooks/event-producer.js';
+import type { EventProducer, QueuedEvent } from '../../../src/webhooks/capture/event-producer.js';
 import { captureBody, queryObject, type CapturedEvent } from '../../../src/webhooks/event.js';
-import { WebhookObserver, type CompiledWebhook } from '../../../src/webhooks/observer.js';
-import { createHeaderRedactor, removeIssuedKey } from '../../../src/webhooks/redaction.js';
+import { WebhookObserver, type CompiledWebhook } from '../../../src/webhooks/capture/observer.js';
+import { createHeaderRedactor, removeIssuedKey } from '../../../src/webhooks/capture/redaction.js';
 import {
   decodeStreamEntry,
   decodeStreamRecord,

@@ -29,8 +29,8 @@
  * `response.bodyTruncated`. Array elements are reachable by index (`request.body.items.0.sku`).
  */
 import Mustache from 'mustache';
-import type { CapturedEvent, CapturedHeaders } from './event.js';
-import type { WebhookRef } from './webhook.js';
+import type { CapturedEvent, CapturedHeaders } from '../event.js';
+import type { WebhookRef } from '../webhook.js';
 
 export type TemplateMode = 'json' | 'html' | 'text' | 'plain';
 

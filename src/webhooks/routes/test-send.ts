@@ -4,24 +4,23 @@
  * log, no retry, no document. Admin roles only, since it shows what a target answered; the
  * URL goes through the same SSRF checks as a saved webhook (at validation and at connect).
  */
-import type { Principal } from '../access/principal.js';
-import { exchangeFromParts, parseCondition } from '../condition/index.js';
-import { badRequest, forbidden, notFound, ValidationError } from '../errors.js';
-import { isPlainObject, readJsonBody } from '../http/body.js';
-import { sendJson } from '../http/respond.js';
-import type { RequestScope } from '../http/scope.js';
-import type { Deliverer } from './delivery.js';
-import { queryObject, type CapturedEvent, type CapturedHeaders } from './event.js';
-import { newEventId } from './event-id.js';
-import type { createHeaderRedactor } from './redaction.js';
-import type { WebhookDocument, WebhookValidation } from './webhook.js';
+import type { Principal } from '../../access/principal.js';
+import { exchangeFromParts, parseCondition } from '../../condition/index.js';
+import { badRequest, forbidden, notFound, ValidationError } from '../../errors.js';
+import { isPlainObject, readJsonBody } from '../../http/body.js';
+import { sendJson } from '../../http/respond.js';
+import type { RequestScope } from '../../http/scope.js';
+import type { WebhookAttempts } from '../delivery-contract.js';
+import { newEventId, queryObject, type CapturedEvent, type CapturedHeaders } from '../event.js';
+import type { createHeaderRedactor } from '../capture/redaction.js';
+import type { WebhookDocument, WebhookValidation } from '../webhook.js';
 
 export interface TestSendDeps {
   serviceId: string;
   isAdmin(principal: Principal): boolean;
   fetch(id: string): Promise<WebhookDocument | undefined>;
   validate(candidate: Record<string, unknown>, existing: WebhookDocument | undefined): Promise<WebhookValidation>;
-  deliverer: Deliverer;
+  deliverer: WebhookAttempts;
   redact: ReturnType<typeof createHeaderRedactor>;
 }
 

@@ -4,7 +4,7 @@
  * every configured secret header become `[redacted]`, and the `key` field of a `POST /keys`
  * answer is removed.
  */
-import type { CapturedHeaders } from './event.js';
+import type { CapturedHeaders } from '../event.js';
 
 export const REDACTED = '[redacted]';
 

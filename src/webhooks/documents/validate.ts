@@ -18,14 +18,14 @@
  * - at most 50 recipients (to + cc) per e-mail webhook.
  */
 import { randomBytes } from 'node:crypto';
-import { checkWebhookUrlAtWrite, type HostLookup } from '../net/ssrf-guard/index.js';
-import { generateWebhookSecret, webhookSecretProblem } from './signature.js';
-import { templateSyntaxProblem } from './template.js';
-import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from '../config/retry-schedule.js';
-import type { ParsedCidrs } from '../net/cidr.js';
-import { headerFieldProblem } from '../input-limits/http-field.js';
-import type { EpochDate } from '../util/epoch-date.js';
-import type { EmailSettings, HttpWebhookDocument, WebhookDocument, WebhookValidation } from './webhook.js';
+import { checkWebhookUrlAtWrite, type HostLookup } from '../../net/ssrf-guard/index.js';
+import { generateWebhookSecret, webhookSecretProblem } from '../signature.js';
+import { templateSyntaxProblem } from '../template/render.js';
+import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from '../../config/retry-schedule.js';
+import type { ParsedCidrs } from '../../net/cidr.js';
+import { headerFieldProblem } from '../../input-limits/http-field.js';
+import type { EpochDate } from '../../util/epoch-date.js';
+import type { EmailSettings, HttpWebhookDocument, WebhookDocument, WebhookValidation } from '../webhook.js';
 
 export interface WebhookValidationOptions {
   /** Parses a condition; returns the error (with position) or null. */

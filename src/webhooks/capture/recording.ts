@@ -12,10 +12,10 @@
  * to `recordingEntries` (a list capped at RECORDING_MAX_ENTRIES, readable for a day).
  */
 import type { Redis } from 'ioredis';
-import type { ChangeBus } from '../store/change-bus.js';
-import type { RedisKeys } from '../store/keys.js';
-import type { EpochDate } from '../util/epoch-date.js';
-import type { RecordedRequest } from './stream-record.js';
+import type { ChangeBus } from '../../store/change-bus.js';
+import type { RedisKeys } from '../../store/keys.js';
+import type { EpochDate } from '../../util/epoch-date.js';
+import type { RecordedRequest } from '../stream-record.js';
 
 export const RECORDING_CHANGE_ID = '$recording';
 export const RECORDING_MAX_ENTRIES = 10_000;

@@ -15,11 +15,12 @@
  */
 import type { Agent, buildConnector } from 'undici';
 import nodemailer from 'nodemailer';
-import type { OutriggerConfig } from '../config/types.js';
-import type { Logger } from '../observability/logger.js';
+import type { OutriggerConfig } from '../../config/types.js';
+import type { Logger } from '../../observability/logger.js';
 import { defaultPayloadParts, payloadBytes, payloadText } from './default-payload.js';
 import type { EmailAllowance } from './email-allowance.js';
-import { captureBody, type CapturedEvent } from './event.js';
+import type { AttemptContext, AttemptResult, WebhookAttempts } from '../delivery-contract.js';
+import { captureBody, type CapturedEvent } from '../event.js';
 import {
   incomingRequestSection,
   newLogId,
@@ -28,34 +29,17 @@ import {
   type TargetResponseSection,
   type TransformationSection,
   type WebhookLogEntry,
-} from './log-entry.js';
-import { createHeaderRedactor } from './redaction.js';
-import { notePayloadParts, type PayloadParts } from './stored-log-entry.js';
+} from '../log-entry.js';
+import { createHeaderRedactor } from '../capture/redaction.js';
+import { notePayloadParts, type PayloadParts } from '../logs/stored-log-entry.js';
 import { postOnce } from './http-post.js';
 import { parseRetryAfter } from './retry-policy.js';
-import { buildStandardWebhookHeaders, deliveryMessageId } from './signature.js';
-import { createGuardedDispatcher, type HostLookup } from '../net/ssrf-guard/index.js';
-import { buildTemplateView, renderTemplate, templateModeForHttp } from './template.js';
-import type { EmailWebhookDocument, HttpWebhookDocument, WebhookDocument } from './webhook.js';
+import { buildStandardWebhookHeaders, deliveryMessageId } from '../signature.js';
+import { createGuardedDispatcher, type HostLookup } from '../../net/ssrf-guard/index.js';
+import { buildTemplateView, renderTemplate, templateModeForHttp } from '../template/render.js';
+import type { EmailWebhookDocument, HttpWebhookDocument, WebhookDocument } from '../webhook.js';
 
 export const USER_AGENT = 'Outrigger-Webhooks/1';
-
-export interface AttemptContext {
-  /** 1 for the first attempt. */
-  attempt: number;
-  /** The observer's evaluation, for the condition section. */
-  condition: { matched: boolean; reason: string };
-  /** A test send: the entry is marked and never stored. */
-  test?: boolean;
-}
-
-export interface AttemptResult {
-  entry: WebhookLogEntry;
-  /** A failure worth trying again (network, timeout, 429, 5xx, SMTP 4xx). */
-  retryable: boolean;
-  /** From a Retry-After answer, ms. */
-  retryAfterMs: number | null;
-}
 
 export interface DelivererOptions {
   serviceId: string;
@@ -88,7 +72,7 @@ interface PreparedHttpWebhook {
   loggedHeaders: Record<string, string>;
 }
 
-export class Deliverer {
+export class Deliverer implements WebhookAttempts {
   readonly dispatcher: Agent;
   private mailer: nodemailer.Transporter | null = null;
   private readonly redact: ReturnType<typeof createHeaderRedactor>;

@@ -7,10 +7,10 @@
  * write, re-enabling included, start from zero. The disable is skipped when the webhook changed
  * since the counted version (someone fixed it meanwhile) or is disabled already.
  */
-import type { Logger } from '../observability/logger.js';
-import type { Metrics } from '../observability/metrics.js';
-import type { DocumentStore } from '../store/document-store.js';
-import type { WebhookDocument } from './webhook.js';
+import type { Logger } from '../../observability/logger.js';
+import type { Metrics } from '../../observability/metrics.js';
+import type { DocumentStore } from '../../store/document-store.js';
+import type { WebhookDocument } from '../webhook.js';
 
 export interface AutoDisableOptions {
   store: DocumentStore<WebhookDocument>;

@@ -14,13 +14,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { conflict, notFound } from '../errors.js';
-import type { RedisKeys } from '../store/keys.js';
-import type { CapturedEvent, CapturedHeaders } from './event.js';
-import type { WebhookLogEntry } from './log-entry.js';
-import { parseStoredLogEntry } from './stored-log-entry.js';
-import type { WebhookDocument } from './webhook.js';
-import { deliveryMarkerTtlMs, type RetryJob } from './worker.js';
+import { conflict, notFound } from '../../errors.js';
+import type { RedisKeys } from '../../store/keys.js';
+import type { CapturedEvent, CapturedHeaders } from '../event.js';
+import type { WebhookLogEntry } from '../log-entry.js';
+import { parseStoredLogEntry } from '../logs/stored-log-entry.js';
+import type { WebhookDocument } from '../webhook.js';
+import { deliveryMarkerTtlMs, type RetryJob } from '../delivery-contract.js';
 
 /** At most this many events are re-queued by one recover call (the answer says when more remain). */
 export const RECOVER_MAX_EVENTS = 10_000;

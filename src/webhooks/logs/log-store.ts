@@ -10,8 +10,8 @@
  * entries (all, or older than a date).
  */
 import type { ChainableCommander, Redis } from 'ioredis';
-import type { RedisKeys } from '../store/keys.js';
-import { LOG_STATUSES, type LogStatus, type WebhookLogEntry } from './log-entry.js';
+import type { RedisKeys } from '../../store/keys.js';
+import { LOG_STATUSES, type LogStatus, type WebhookLogEntry } from '../log-entry.js';
 import { parseStoredLogEntry, serializeLogEntry } from './stored-log-entry.js';
 
 const CLEAR_CHUNK = 500;

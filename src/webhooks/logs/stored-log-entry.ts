@@ -13,7 +13,7 @@
  *
  * Entries stored before this (with `body`) are read unchanged.
  */
-import { incomingRequestText, type IncomingRequestSection, type OutgoingRequestSection, type WebhookLogEntry } from './log-entry.js';
+import { incomingRequestText, type IncomingRequestSection, type OutgoingRequestSection, type WebhookLogEntry } from '../log-entry.js';
 
 /** The default payload's JSON around its request section: `head + requestJson + tail` is the body sent. */
 export interface PayloadParts {

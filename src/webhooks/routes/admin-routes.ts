@@ -4,22 +4,22 @@
  * route has already authorized the caller (admin roles or an allowing permission); test sends
  * additionally require admin roles, and the signing secret is shown to admins only.
  */
-import type { Principal } from '../access/principal.js';
-import type { SubRouteHandler } from '../admin/admin-route.js';
-import { badRequest, methodNotAllowed, notFound } from '../errors.js';
-import { isPlainObject, readJsonBody } from '../http/body.js';
-import { createDocumentRoutes } from '../http/document-routes.js';
-import { decodePathSegment } from '../input-limits/path-id.js';
-import { readPaging } from '../http/paging.js';
-import { sendJson, sendNoContent } from '../http/respond.js';
-import type { DocumentStore } from '../store/document-store.js';
-import { LOG_STATUSES, type LogStatus } from './log-entry.js';
-import type { WebhookLogStore } from './log-store.js';
-import type { Recording } from './recording.js';
+import type { Principal } from '../../access/principal.js';
+import type { SubRouteHandler } from '../../admin/admin-route.js';
+import { badRequest, methodNotAllowed, notFound } from '../../errors.js';
+import { isPlainObject, readJsonBody } from '../../http/body.js';
+import { createDocumentRoutes } from '../../http/document-routes.js';
+import { decodePathSegment } from '../../input-limits/path-id.js';
+import { readPaging } from '../../http/paging.js';
+import { sendJson, sendNoContent } from '../../http/respond.js';
+import type { DocumentStore } from '../../store/document-store.js';
+import { LOG_STATUSES, type LogStatus } from '../log-entry.js';
+import type { WebhookLogStore } from '../logs/log-store.js';
+import type { Recording } from '../capture/recording.js';
 import type { Redelivery } from './redelivery.js';
 import { handleTestSend, type TestSendDeps } from './test-send.js';
-import { matchesWebhookSearch, withoutSecret } from './webhook-document.js';
-import type { WebhookDocument, WebhookValidation } from './webhook.js';
+import { matchesWebhookSearch, withoutSecret } from '../documents/validate.js';
+import type { WebhookDocument, WebhookValidation } from '../webhook.js';
 
 export interface WebhookRoutesDeps extends Omit<TestSendDeps, 'fetch'> {
   store: DocumentStore<WebhookDocument>;

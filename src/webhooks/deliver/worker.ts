@@ -46,34 +46,25 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { Logger } from '../observability/logger.js';
-import type { Metrics } from '../observability/metrics.js';
-import type { RedisKeys } from '../store/keys.js';
-import type { AttemptContext, AttemptResult } from './delivery.js';
-import type { CapturedEvent } from './event.js';
-import { skippedLogEntry } from './log-entry.js';
-import type { WebhookLogStore } from './log-store.js';
-import { parseRetryDelay } from '../config/retry-schedule.js';
+import type { Logger } from '../../observability/logger.js';
+import type { Metrics } from '../../observability/metrics.js';
+import type { RedisKeys } from '../../store/keys.js';
+import { deliveryMarkerTtlMs, type RetryJob, type WebhookAttempts } from '../delivery-contract.js';
+import type { CapturedEvent } from '../event.js';
+import { skippedLogEntry } from '../log-entry.js';
+import type { WebhookLogStore } from '../logs/log-store.js';
+import { parseRetryDelay } from '../../config/retry-schedule.js';
 import { nextRetryDelayMs } from './retry-policy.js';
 import { GroupCommit, WorkerKilled, type CommitPart } from './group-commit.js';
-import { decodeStreamEntry, isNewerEntry, type SkippedWebhook, type StreamRecord } from './stream-record.js';
-import type { WebhookDocument } from './webhook.js';
-import { SKIPPED_LOG_INTERVAL_MS } from './observer.js';
-import { backoffMs } from '../util/backoff.js';
+import { decodeStreamEntry, isNewerEntry, SKIPPED_LOG_INTERVAL_MS, type SkippedWebhook, type StreamRecord } from '../stream-record.js';
+import type { WebhookDocument } from '../webhook.js';
+import { backoffMs } from '../../util/backoff.js';
 import { UnprocessableEvent, unprocessableLogEntry } from './unprocessable.js';
 import { EventSlots } from './event-slots.js';
-import { leaseDueRetries } from '../store/scripts/lease-due-retries.js';
-import { countThrottledDelivery } from '../store/scripts/count-throttled-delivery.js';
+import { leaseDueRetries } from '../../store/scripts/lease-due-retries.js';
+import { countThrottledDelivery } from '../../store/scripts/count-throttled-delivery.js';
 
 
-/**
- * How long a delivery's marker is kept. It only has to outlive the window between the
- * delivery's MULTI and the entry's acknowledgement plus a reclaim (retry jobs are removed in
- * the same MULTI, so they cannot come back), hence an hour, or 20 reclaim periods if longer.
- */
-export function deliveryMarkerTtlMs(reclaimIdleMs: number): number {
-  return Math.max(3600_000, 20 * reclaimIdleMs);
-}
 const PERSIST_GIVE_UP_MS = 120_000;
 const BLOCK_MS = 2000;
 /** How long the read loop waits for half of the event slots to be free before reading fewer. */
@@ -90,20 +81,6 @@ const DEAD_CLAIM_MIN_IDLE_MS = 1000;
 const FAILURE_COUNT_TTL_MS = 30 * 86_400_000;
 
 
-export interface RetryJob {
-  v: 1;
-  /** Makes every job member unique. */
-  job: string;
-  eventId: string;
-  webhookId: string;
-  /** The attempt this job makes (2 for the first retry). */
-  attempt: number;
-  /** Set when the job only waits for a throttled webhook's next free second (no attempt was used). */
-  throttled?: true;
-  condition: { matched: boolean; reason: string };
-  event: CapturedEvent;
-}
-
 export interface WebhookWorkerOptions {
   redis: Redis;
   /** A connection of its own for XREADGROUP BLOCK, whose replies may take up to `blockMs`. */
@@ -111,7 +88,7 @@ export interface WebhookWorkerOptions {
   keys: RedisKeys;
   webhook(id: string): WebhookDocument | undefined;
   enabled(): boolean;
-  deliverer: { attempt(webhook: WebhookDocument, event: CapturedEvent, context: AttemptContext): Promise<AttemptResult> };
+  deliverer: WebhookAttempts;
   logs: WebhookLogStore;
   logger: Logger;
   metrics: Metrics;

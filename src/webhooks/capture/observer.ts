@@ -12,14 +12,15 @@
  * the whole event here.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
-import type { Condition, Exchange, ExchangeTls, ExchangeUser } from '../condition/index.js';
-import type { ObservedRequest, RequestObserver } from '../http/observe.js';
-import type { RequestScope } from '../http/scope.js';
-import { captureBody, queryObject, type CapturedBody, type CapturedEvent } from './event.js';
+import type { Condition, Exchange, ExchangeTls, ExchangeUser } from '../../condition/index.js';
+import type { ObservedRequest, RequestObserver } from '../../http/observe.js';
+import type { RequestScope } from '../../http/scope.js';
+import { captureBody, queryObject, type CapturedBody, type CapturedEvent } from '../event.js';
 import type { EventProducer } from './event-producer.js';
 import { REDACTED, createHeaderJsonRedactor, createHeaderRedactor, jsonString, removeIssuedKey } from './redaction.js';
 import {
   ENTRY_FIELD,
+  SKIPPED_LOG_INTERVAL_MS,
   capturedBodyRef,
   encodeCapturedEvent,
   encodeEntry,
@@ -27,8 +28,8 @@ import {
   type SkippedWebhook,
   type StreamBody,
   type StreamFields,
-} from './stream-record.js';
-import { newEventId } from './event-id.js';
+} from '../stream-record.js';
+import { newEventId } from '../event.js';
 
 /** One webhook as the observer needs it: parsed condition or the reason it has none. */
 export interface CompiledWebhook {
@@ -44,8 +45,6 @@ export interface CompiledWebhooks {
   all: CompiledWebhook[];
   enabled: CompiledWebhook[];
 }
-
-export const SKIPPED_LOG_INTERVAL_MS = 10_000;
 
 /** Redacted in captures besides SPEC §0's four and `log.secretHeaders`: a RESTHeart backend's token answers. */
 export const CAPTURE_SECRET_HEADERS: readonly string[] = ['auth-token'];

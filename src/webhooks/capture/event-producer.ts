@@ -18,12 +18,12 @@
  */
 import { performance } from 'node:perf_hooks';
 import { ReplyError, type Redis } from 'ioredis';
-import type { Logger } from '../observability/logger.js';
-import type { Metrics } from '../observability/metrics.js';
-import type { RedisKeys } from '../store/keys.js';
-import { ENTRY_FIELD, packEntries, type StreamFields } from './stream-record.js';
-import { backoffMs } from '../util/backoff.js';
-import { xaddEach } from '../store/scripts/xadd-each.js';
+import type { Logger } from '../../observability/logger.js';
+import type { Metrics } from '../../observability/metrics.js';
+import type { RedisKeys } from '../../store/keys.js';
+import { ENTRY_FIELD, packEntries, type StreamFields } from '../stream-record.js';
+import { backoffMs } from '../../util/backoff.js';
+import { xaddEach } from '../../store/scripts/xadd-each.js';
 
 export interface QueuedEvent {
   /** The stream entry's fields for the workers (stream-record.ts), when a webhook matched or a skipped entry is due. */

@@ -5,11 +5,11 @@
  * The entry built here is safe by construction: bodies that would not serialize are replaced
  * by a placeholder and flagged, so writing it cannot fail the same way again.
  */
-import { MAX_JSON_DEPTH } from '../input-limits/limits.js';
-import { valueNestingDepth } from '../input-limits/json-depth.js';
-import type { CapturedEvent } from './event.js';
-import { incomingRequestSection, newLogId, webhookTarget, type IncomingRequestSection, type WebhookLogEntry } from './log-entry.js';
-import type { WebhookDocument } from './webhook.js';
+import { MAX_JSON_DEPTH } from '../../input-limits/limits.js';
+import { valueNestingDepth } from '../../input-limits/json-depth.js';
+import type { CapturedEvent } from '../event.js';
+import { incomingRequestSection, newLogId, webhookTarget, type IncomingRequestSection, type WebhookLogEntry } from '../log-entry.js';
+import type { WebhookDocument } from '../webhook.js';
 
 /** Thrown when building a write failed (not Redis): retrying cannot help, the event is finalized. */
 export class UnprocessableEvent extends Error {

@@ -11,11 +11,11 @@
  * waited `giveUpMs`; that part is rejected and its entry stays pending for a reclaim.
  */
 import type { ChainableCommander, Redis } from 'ioredis';
-import type { RedisKeys } from '../store/keys.js';
-import { backoffMs } from '../util/backoff.js';
-import type { WebhookLogEntry } from './log-entry.js';
-import { serializeLogEntryBytes } from './stored-log-entry.js';
-import type { WebhookLogStore } from './log-store.js';
+import type { RedisKeys } from '../../store/keys.js';
+import { backoffMs } from '../../util/backoff.js';
+import type { WebhookLogEntry } from '../log-entry.js';
+import { serializeLogEntryBytes } from '../logs/stored-log-entry.js';
+import type { WebhookLogStore } from '../logs/log-store.js';
 import { UnprocessableEvent } from './unprocessable.js';
 
 export class WorkerKilled extends Error {
