@@ -36,7 +36,7 @@ import { postOnce } from './http-post.js';
 import { parseRetryAfter } from './retry-policy.js';
 import { buildStandardWebhookHeaders, deliveryMessageId } from '../signature.js';
 import { createGuardedDispatcher, type HostLookup } from '../../net/ssrf-guard/index.js';
-import { buildTemplateView, renderTemplate, templateModeForHttp } from '../template/render.js';
+import { buildTemplateView, renderTemplate, templateModeForHttp } from '../template/index.js';
 import type { EmailWebhookDocument, HttpWebhookDocument, WebhookDocument } from '../webhook.js';
 
 export const USER_AGENT = 'Outrigger-Webhooks/1';

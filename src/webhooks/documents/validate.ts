@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import { checkWebhookUrlAtWrite, type HostLookup } from '../../net/ssrf-guard/index.js';
 import { generateWebhookSecret, webhookSecretProblem } from '../signature.js';
-import { templateSyntaxProblem } from '../template/render.js';
+import { templateSyntaxProblem } from '../template/index.js';
 import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from '../../config/retry-schedule.js';
 import type { ParsedCidrs } from '../../net/cidr.js';
 import { headerFieldProblem } from '../../input-limits/http-field.js';

@@ -3,7 +3,7 @@ import { serializeDefaultPayload } from '../../../src/webhooks/deliver/default-p
 import type { CapturedEvent } from '../../../src/webhooks/event.js';
 import { incomingRequestSection, type WebhookLogEntry } from '../../../src/webhooks/log-entry.js';
 import { eventFromLogEntry } from '../../../src/webhooks/routes/redelivery.js';
-import { buildTemplateView } from '../../../src/webhooks/template/render.js';
+import { buildTemplateView } from '../../../src/webhooks/template/index.js';
 
 const event: CapturedEvent = {
   id: 'evt_1',

@@ -7,7 +7,7 @@ import {
   templateModeForHttp,
   templateSyntaxProblem,
   type TemplateRenderResult,
-} from '../../../src/webhooks/template/render.js';
+} from '../../../src/webhooks/template/index.js';
 import { sampleEvent } from './fixtures.js';
 
 const view = buildTemplateView(sampleEvent(), { id: 'wh1', name: 'Orders' });
@@ -255,7 +255,7 @@ describe('deep nesting', () => {
 
 describe('template nesting bound (issue 11)', () => {
   it('refuses at write a template whose sections nest past MAX_TEMPLATE_NESTING, and accepts one at the bound', async () => {
-    const { MAX_TEMPLATE_NESTING, templateSyntaxProblem: problem } = await import('../../../src/webhooks/template/render.js');
+    const { MAX_TEMPLATE_NESTING, templateSyntaxProblem: problem } = await import('../../../src/webhooks/template/index.js');
     const nested = (n: number) => '{{#request.body}}'.repeat(n) + 'x' + '{{/request.body}}'.repeat(n);
     expect(problem(nested(MAX_TEMPLATE_NESTING))).toBeNull();
     expect(problem(nested(MAX_TEMPLATE_NESTING + 1))).toMatch(new RegExp(`nests sections .* ${MAX_TEMPLATE_NESTING + 1} levels deep; at most ${MAX_TEMPLATE_NESTING}`));
