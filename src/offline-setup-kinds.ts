@@ -2,7 +2,7 @@ import { permissionSetupKind } from './access/permissions/setup.js';
 import type { OutriggerConfig } from './config/types.js';
 import type { SetupKind } from './setup/setup-kind.js';
 import { graphqlAppSetupKind } from './graphql/app-setup.js';
-import { webhookSetupKind } from './webhooks/documents/setup-kind.js';
+import { webhookSetupKind } from './webhooks/documents/index.js';
 
 /**
  * Every setup section's validation without Redis: `outrigger check`, and a bootstrap file read

@@ -10,7 +10,7 @@ import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import type { HostLookup } from '../net/ssrf-guard/index.js';
 import { DocumentStore } from '../store/document-store.js';
 import type { buildConnector } from 'undici';
-import { webhookSetupKind, webhookValidator } from './documents/setup-kind.js';
+import { webhookSetupKind, webhookValidator } from './documents/index.js';
 import { CAPTURE_SECRET_HEADERS, WebhookObserver, type CompiledWebhook, type CompiledWebhooks } from './capture/observer.js';
 import { EventProducer } from './capture/event-producer.js';
 import { Recording, RECORDING_MAX_ENTRIES, RECORDING_TTL_MS } from './capture/recording.js';

@@ -18,7 +18,7 @@ import type { WebhookLogStore } from '../logs/log-store.js';
 import type { Recording } from '../capture/recording.js';
 import type { Redelivery } from './redelivery.js';
 import { handleTestSend, type TestSendDeps } from './test-send.js';
-import { matchesWebhookSearch, withoutSecret } from '../documents/validate.js';
+import { matchesWebhookSearch, withoutSecret } from '../documents/index.js';
 import type { WebhookDocument, WebhookValidation } from '../webhook.js';
 
 export interface WebhookRoutesDeps extends Omit<TestSendDeps, 'fetch'> {

@@ -83,7 +83,7 @@ export function parseTokens(template: string): Token[] {
   return tokens;
 }
 
-/** Rendering recurses once per section level: bounded at write (the length is bounded by documents/validate.ts). */
+/** Rendering recurses once per section level: bounded at write (the length is bounded by documents/channel-fields.ts). */
 export const MAX_TEMPLATE_NESTING = 32;
 
 /** How deeply sections nest, walked without recursion. */

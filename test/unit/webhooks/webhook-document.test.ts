@@ -9,7 +9,7 @@ import {
   validateWebhookDocument,
   withoutSecret,
   type WebhookValidationOptions,
-} from '../../../src/webhooks/documents/validate.js';
+} from '../../../src/webhooks/documents/index.js';
 import { buildStandardWebhookHeaders } from '../../../src/webhooks/signature.js';
 
 const ZONE: Record<string, string[]> = { 'hooks.example': ['93.184.216.34'], 'internal.test': ['10.0.0.7'], 'loop.test': ['127.0.0.1'] };
