@@ -49,8 +49,8 @@ const builds = [];
 for (const dir of positionals) {
   const root = resolve(dir);
   const { Redis } = createRequire(`${root}/package.json`)('ioredis');
-  const { WebhookObserver } = await import(`${root}/dist/src/webhooks/observer.js`);
-  const { EventProducer } = await import(`${root}/dist/src/webhooks/event-producer.js`);
+  const { WebhookObserver } = await import(`${root}/dist/src/webhooks/capture/observer.js`);
+  const { EventProducer } = await import(`${root}/dist/src/webhooks/capture/event-producer.js`);
   const { exchangeFromParts, parseCondition } = await import(`${root}/dist/src/condition/index.js`);
   const redis = new Redis({ port });
   const quiet = { inc() {}, track() {} };

@@ -11,12 +11,13 @@
  * taken out of first (OAuth routes, `POST /keys`) and compressed ones. A recording still needs
  * the whole event here.
  */
-import type { OutgoingHttpHeaders } from 'node:http';
-import type { Condition, Exchange, ExchangeTls, ExchangeUser } from '../../condition/index.js';
+import type { Condition, Exchange } from '../../condition/index.js';
 import type { ObservedRequest, RequestObserver } from '../../http/observe.js';
 import type { RequestScope } from '../../http/scope.js';
-import { captureBody, queryObject, type CapturedBody, type CapturedEvent } from '../event.js';
+import { captureBody, newEventId, queryObject, type CapturedBody, type CapturedEvent } from '../event.js';
 import type { EventProducer } from './event-producer.js';
+import { ObservedExchange } from './observed-exchange.js';
+import { ObservedWebhookRequest, type BodyTap, type RequestCompletion } from './observed-request.js';
 import { REDACTED, createHeaderJsonRedactor, createHeaderRedactor, jsonString, removeIssuedKey } from './redaction.js';
 import {
   ENTRY_FIELD,
@@ -29,7 +30,6 @@ import {
   type StreamBody,
   type StreamFields,
 } from '../stream-record.js';
-import { newEventId } from '../event.js';
 
 /** One webhook as the observer needs it: parsed condition or the reason it has none. */
 export interface CompiledWebhook {
@@ -62,7 +62,7 @@ export interface WebhookObserverOptions {
   producer: EventProducer;
 }
 
-export class WebhookObserver implements RequestObserver {
+export class WebhookObserver implements RequestObserver, RequestCompletion {
   readonly redact: ReturnType<typeof createHeaderRedactor>;
   private readonly headersJson: ReturnType<typeof createHeaderJsonRedactor>;
   private readonly serviceIdJson: string;
@@ -293,168 +293,3 @@ function firstValue(value: string | string[] | number | undefined): string | und
   if (value === undefined) return undefined;
   return Array.isArray(value) ? value[0] : String(value);
 }
-
-/** Body chunks kept by reference up to the cap; past it only counted. */
-export class BodyTap {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
-  total = 0;
-
-  constructor(private readonly cap: number) {}
-
-  add(chunk: Buffer): void {
-    this.total += chunk.length;
-    if (this.kept >= this.cap) return;
-    const room = this.cap - this.kept;
-    const piece = chunk.length <= room ? chunk : chunk.subarray(0, room);
-    this.chunks.push(piece);
-    this.kept += piece.length;
-  }
-
-  bytes(): Buffer {
-    if (this.chunks.length === 1) return this.chunks[0]!;
-    return Buffer.concat(this.chunks, this.kept);
-  }
-}
-
-class ObservedWebhookRequest implements ObservedRequest {
-  readonly request: BodyTap;
-  readonly response: BodyTap;
-  statusCode = 0;
-  responseHeaders: OutgoingHttpHeaders | null = null;
-
-  constructor(
-    private readonly observer: WebhookObserver,
-    cap: number,
-  ) {
-    this.request = new BodyTap(cap);
-    this.response = new BodyTap(cap);
-  }
-
-  onRequestData(chunk: Buffer): void {
-    this.request.add(chunk);
-  }
-
-  onResponseHead(statusCode: number, headers: OutgoingHttpHeaders): void {
-    this.statusCode = statusCode;
-    this.responseHeaders = headers;
-  }
-
-  onResponseData(chunk: Buffer): void {
-    this.response.add(chunk);
-  }
-
-  finish(scope: RequestScope, completed: boolean): void {
-    if (this.statusCode === 0) this.statusCode = scope.res.statusCode;
-    if (!this.responseHeaders) this.responseHeaders = scope.res.getHeaders();
-    try {
-      this.observer.complete(this, scope, completed);
-    } catch (error) {
-      // Observing must never break serving; a bug here loses one event, not the process.
-      void error;
-    }
-  }
-}
-
-/** The request's exchange plus what is known once the response is complete. */
-class ObservedExchange implements Exchange {
-  conditionView: unknown = undefined;
-  private parsedBody: unknown;
-  private bodyRead = false;
-
-  constructor(
-    private readonly base: Exchange,
-    private readonly observed: ObservedWebhookRequest,
-  ) {}
-
-  get method(): string {
-    return this.base.method;
-  }
-  get path(): string {
-    return this.base.path;
-  }
-  get rawQuery(): string {
-    return this.base.rawQuery;
-  }
-  requestHeader(name: string): string | undefined {
-    return this.base.requestHeader(name);
-  }
-  requestHeaderValues(name: string): readonly string[] | undefined {
-    return this.base.requestHeaderValues?.(name);
-  }
-  get secure(): boolean {
-    return this.base.secure;
-  }
-  get remoteIp(): string {
-    return this.base.remoteIp;
-  }
-  get localIp(): string | undefined {
-    return this.base.localIp;
-  }
-  get localPort(): number {
-    return this.base.localPort;
-  }
-  get host(): string | undefined {
-    return this.base.host;
-  }
-  get protocol(): string {
-    return this.base.protocol;
-  }
-  get user(): ExchangeUser | undefined {
-    return this.base.user;
-  }
-  get authenticationType(): string | undefined {
-    return this.base.authenticationType;
-  }
-  get startTime(): number | undefined {
-    return this.base.startTime;
-  }
-  get tls(): ExchangeTls | undefined {
-    return this.base.tls;
-  }
-  get statusCode(): number {
-    return this.observed.statusCode;
-  }
-  responseHeader(name: string): string | undefined {
-    return this.responseHeaderValues(name)?.[0];
-  }
-  responseHeaderValues(name: string): readonly string[] | undefined {
-    const value = this.observed.responseHeaders?.[name];
-    if (value === undefined) return undefined;
-    return Array.isArray(value) ? value.map(String) : [String(value)];
-  }
-  get bytesRead(): number {
-    return this.observed.request.total;
-  }
-  get bytesSent(): number {
-    return this.observed.response.total;
-  }
-  get responseTimeMs(): number | undefined {
-    const start = this.base.startTime;
-    return start === undefined ? undefined : Math.max(0, Date.now() - start);
-  }
-  requestBody(): unknown {
-    if (!this.bodyRead) {
-      this.bodyRead = true;
-      const fromBase = this.base.requestBody?.();
-      if (fromBase !== undefined) this.parsedBody = fromBase;
-      else if (this.observed.request.total > 0) {
-        const bytes = this.observed.request.bytes();
-        // A body cut at the capture cap is not JSON: bson-request-* predicates see no body then.
-        if (bytes.length === this.observed.request.total) {
-          try {
-            this.parsedBody = JSON.parse(bytes.toString('utf8'));
-          } catch {
-            this.parsedBody = undefined;
-          }
-        }
-      }
-    }
-    return this.parsedBody;
-  }
-  storedResponse(): string | undefined {
-    if (this.observed.response.total === 0) return undefined;
-    return this.observed.response.bytes().toString('utf8');
-  }
-}
-

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { validateConfig } from '../../../src/config/validate.js';
-import { BodyTap } from '../../../src/webhooks/capture/observer.js';
+import { BodyTap } from '../../../src/webhooks/capture/observed-request.js';
 import { queryObject } from '../../../src/webhooks/event.js';
 import { newEventId } from '../../../src/webhooks/event.js';
 import { newLogId, skippedLogEntry } from '../../../src/webhooks/log-entry.js';
