@@ -88,8 +88,12 @@ export interface OutriggerConfig {
     maxBackendReads: number;
     timeoutMs: number;
     introspection: boolean;
-    /** Largest estimated cost of one operation; an app's `descriptor.maxCost` replaces it. */
-    maxCost: { reads: number; documents: number };
+    /** Largest estimated cost of one operation; an app's `descriptor.maxCost` replaces reads and documents (output is service-wide). */
+    maxCost: { reads: number; documents: number; output: number };
+    /** Aliases one operation may hold, fragments counted where spread. */
+    maxAliases: number;
+    /** Bytes of one GraphQL response body; larger answers are refused (RESPONSE_TOO_LARGE). */
+    maxResponseBytes: number;
     verbose: boolean;
     /** Aggregation mappings through the backend's declared aggregations (`_aggrs`); opt-in. */
     aggregations: boolean;

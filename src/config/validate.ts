@@ -217,7 +217,14 @@ function readGraphql(g: SectionReader): OutriggerConfig['graphql'] {
     maxBackendReads: g.integer('maxBackendReads', 50, 1, 10_000),
     timeoutMs: g.integer('timeoutMs', 10_000, 100, 600_000),
     introspection: g.boolean('introspection', true),
-    maxCost: { reads: c.integer('reads', 50, 1, 100_000), documents: c.integer('documents', 100_000, 1, 100_000_000) },
+    maxCost: {
+      reads: c.integer('reads', 50, 1, 100_000),
+      documents: c.integer('documents', 100_000, 1, 100_000_000),
+      // Values one answer may hold (issue 25); the reasons for the defaults are in docs/graphql.md.
+      output: c.integer('output', 50_000, 1, 100_000_000),
+    },
+    maxAliases: g.integer('maxAliases', 100, 1, 100_000),
+    maxResponseBytes: g.integer('maxResponseBytes', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     verbose: g.boolean('verbose', false),
     aggregations: g.boolean('aggregations', false),
     httpProfile: g.oneOf('httpProfile', 'graphql-over-http', ['graphql-over-http', 'restheart'] as const),

@@ -7,16 +7,13 @@ import { createHash } from 'node:crypto';
 import {
   getNamedType,
   getNullableType,
-  GraphQLError,
   isEnumType,
   isInputObjectType,
   isListType,
   isObjectType,
   Kind,
   NoSchemaIntrospectionCustomRule,
-  parse,
   specifiedRules,
-  validate,
   type DocumentNode,
   type FragmentDefinitionNode,
   type GraphQLArgument,
@@ -34,7 +31,6 @@ import { isPlainObject, ROOT_DOC_ARG, type GraphqlApp, type QueryMapping } from 
 import { depthLimitRule } from './depth-limit.js';
 import { canonicalKey } from './ejson.js';
 import type { ArgScope } from './interpolate.js';
-import { LruCache } from './lru.js';
 import { readPath } from './paths.js';
 import { NOT_PREFETCHED, Prefetcher, type JoinStart } from './prefetch.js';
 import type { EngineSettings, RequestState } from './request-state.js';
@@ -55,15 +51,22 @@ import { aggregationCall } from './aggregations/call.js';
 import type { AggregationMapping } from './aggregations/declared.js';
 import { estimateCost, type CostEstimate, type CostLimits } from './cost/estimate.js';
 import { compileTrustedDocuments, type TrustedDocuments } from './trusted/documents.js';
+import { DocumentCache, type PreparedDocument } from './limits/document-cache.js';
+import { DEFAULT_OUTPUT_LIMITS, type OutputLimits } from './limits/settings.js';
+import { notHalted, type ExecutionDeadline } from './limits/deadline.js';
 
-export interface CompileOptions extends Partial<GraphqlLimits> {
+export type { PreparedDocument } from './limits/document-cache.js';
+
+export interface CompileOptions extends Partial<GraphqlLimits>, Partial<OutputLimits> {
   /** Where query mappings read from (usually `createHttpBackendReader(...)`). */
   readonly reader: BackendReader;
   /** Largest URL-encoded filter of one batched join read before it is split (default 6144). */
   readonly maxFilterBytes?: number;
-  /** Parsed/validated query documents kept per app (default 500 entries, 4 MiB of query text). */
-  readonly documentCacheEntries?: number;
-  readonly documentCacheBytes?: number;
+  /**
+   * Parsed/validated query documents, shared by every app of a registry and weighed by parsed size
+   * (limits/document-cache.ts). Without one, the app gets its own of the default budget.
+   */
+  readonly documentCache?: DocumentCache;
   /**
    * The caller's readFilter/projectResponse per collection (SPEC §3.6, `graphql.backend.auth:
    * caller`); leave it out for `auth: service`, which applies no per-caller filter.
@@ -76,13 +79,6 @@ export interface CompileOptions extends Partial<GraphqlLimits> {
    * prefetch.ts). False completes every join lazily, for tests and diagnosis.
    */
   readonly prefetchJoins?: boolean;
-}
-
-/** A parsed query and what validation said about it; cached per app by query text. */
-export interface PreparedDocument {
-  readonly document?: DocumentNode;
-  readonly syntaxErrors?: readonly GraphQLError[];
-  readonly validationErrors?: readonly GraphQLError[];
 }
 
 export interface CompiledApp {
@@ -98,8 +94,10 @@ export interface CompiledApp {
   readonly verbose: boolean;
   /** The app's allow-list of operations; undefined = any operation. */
   readonly trusted: TrustedDocuments | undefined;
-  /** Largest estimated cost of one operation (the descriptor's `maxCost`, else `graphql.maxCost`). */
+  /** Largest estimated cost of one operation (the descriptor's `maxCost`, else `graphql.maxCost`; `output` is service-wide). */
   readonly maxCost: CostLimits;
+  /** What one operation may produce (aliases, output values, response bytes). */
+  readonly output: OutputLimits;
   /** Estimated reads and documents of an operation (before anything is read). */
   estimate(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown>): CostEstimate;
   readonly onError: ((error: unknown, ctx: RequestContext) => void) | undefined;
@@ -110,10 +108,9 @@ export interface CompiledApp {
 /** What resolvers receive as GraphQL context. */
 export interface ExecutionContextValue {
   readonly state: RequestState;
+  /** Halts completion once `timeoutMs` has passed (limits/deadline.ts). */
+  readonly deadline?: ExecutionDeadline;
 }
-
-/** Largest number of tokens a query may have (protects the parser; 100 KiB of text is far below). */
-const MAX_TOKENS = 50_000;
 
 export function appVersion(app: GraphqlApp): string {
   return createHash('sha256').update(JSON.stringify(app)).digest('base64url').slice(0, 22);
@@ -146,9 +143,15 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
   installTypeResolvers(schema, normalized.mappings);
 
   const introspection = limits.introspection && normalized.descriptor.introspection !== false;
+  const output: OutputLimits = {
+    maxAliases: opts.maxAliases ?? DEFAULT_OUTPUT_LIMITS.maxAliases,
+    maxOutput: opts.maxOutput ?? DEFAULT_OUTPUT_LIMITS.maxOutput,
+    maxResponseBytes: opts.maxResponseBytes ?? DEFAULT_OUTPUT_LIMITS.maxResponseBytes,
+  };
   const rules: ValidationRule[] = [...specifiedRules, depthLimitRule(limits.maxDepth)];
   if (!introspection) rules.push(NoSchemaIntrospectionCustomRule);
-  const cache = new LruCache<string, PreparedDocument>(opts.documentCacheEntries ?? 500, opts.documentCacheBytes ?? 4 * 1024 * 1024);
+  const cache = opts.documentCache ?? new DocumentCache();
+  const version = appVersion(app);
 
   return {
     id: normalized._id,
@@ -156,31 +159,21 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
     enabled: normalized.descriptor.enabled,
     introspection,
     schema,
-    version: appVersion(app),
+    version,
     settings: { limits, reader: opts.reader, maxFilterBytes: opts.maxFilterBytes ?? 6144, readPolicy: opts.readPolicy },
     onError: opts.onError,
     verbose: normalized.descriptor.verbose ?? limits.verbose,
     trusted: compileTrustedDocuments(normalized.descriptor.trustedDocuments),
-    maxCost: { ...limits.maxCost, ...(normalized.descriptor.maxCost ?? {}) },
+    maxCost: { ...limits.maxCost, ...(normalized.descriptor.maxCost ?? {}), output: output.maxOutput },
+    output,
     estimate(document, operation, variables) {
       const fragments = new Map<string, FragmentDefinitionNode>();
       for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
       return estimateCost(schema, normalized, limits, operation, fragments, variables);
     },
     prepare(query: string): PreparedDocument {
-      const hit = cache.get(query);
-      if (hit) return hit;
-      let prepared: PreparedDocument;
-      try {
-        const document = parse(query, { maxTokens: MAX_TOKENS });
-        const errors = validate(schema, document, rules);
-        prepared = errors.length > 0 ? { document, validationErrors: errors } : { document };
-      } catch (error) {
-        if (!(error instanceof GraphQLError)) throw error;
-        prepared = { syntaxErrors: [error] };
-      }
-      cache.set(query, prepared, query.length);
-      return prepared;
+      // With introspection off, "did you mean" would name the schema's types and fields.
+      return cache.prepare(version, query, schema, rules, { maxAliases: output.maxAliases, hideSuggestions: !introspection });
     },
   };
 }
@@ -216,6 +209,7 @@ function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: Graphq
 
   for (const type of Object.values(schema.getTypeMap())) {
     if (!isObjectType(type) || type.name.startsWith('__')) continue;
+    type.isTypeOf ??= notHalted;
     const isRoot = type === queryType;
     const mappings = app.mappings[type.name] ?? {};
     for (const field of Object.values(type.getFields())) {

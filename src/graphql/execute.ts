@@ -10,6 +10,7 @@
 import {
   execute,
   getOperationAST,
+  getVariableValues,
   GraphQLError,
   type ExecutionResult,
   type GraphQLFormattedError,
@@ -20,6 +21,7 @@ import { OutriggerError } from '../errors.js';
 import type { CompiledApp, ExecutionContextValue } from './compile-app.js';
 import { BACKEND_ERROR_CODES, RequestState, budgetError, timeoutError } from './request-state.js';
 import { resolveTrusted } from './trusted/documents.js';
+import { ExecutionDeadline } from './limits/deadline.js';
 import { MAX_QUERY_BYTES, type RequestContext } from './types.js';
 
 export interface GraphqlParams {
@@ -107,14 +109,21 @@ export async function executeGraphql(
     return { status: 400, body: errorBody('subscriptions are not supported; GraphQL apps are read-only queries', 'SUBSCRIPTIONS_NOT_SUPPORTED') };
   }
 
+  // Variables coerced first (defaults, input-field defaults): the estimate must see what execution
+  // will, and a variable that does not coerce is the client's error (BAD_USER_INPUT).
+  const hideSuggestions = !app.introspection;
+  const coerced = getVariableValues(app.schema, operation.variableDefinitions ?? [], params.variables ?? {}, { maxErrors: 20, hideSuggestions });
+  if (coerced.errors) return { status: 400, documentError: true, body: { errors: coerced.errors.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) } };
+
   if (operation.operation === 'query') {
-    // Refused before any read: the estimate needs only the document and the mappings.
-    const cost = app.estimate(document, operation, (params.variables ?? {}) as Record<string, unknown>);
-    if (cost.reads > app.maxCost.reads || cost.documents > app.maxCost.documents) {
+    // Refused before any read: the estimate needs only the document, the variables and the mappings.
+    const cost = app.estimate(document, operation, coerced.coerced);
+    const max = app.maxCost;
+    if (cost.reads > max.reads || cost.documents > max.documents || cost.output > max.output) {
       const message =
-        `this query may need ${cost.reads} backend reads and ${cost.documents} documents; ` +
-        `this app allows at most ${app.maxCost.reads} reads and ${app.maxCost.documents} documents per operation (maxCost); ask for smaller limits or fewer nested lists`;
-      return { status: 400, body: { errors: [{ message, extensions: { code: 'QUERY_TOO_COSTLY', cost, maxCost: app.maxCost } }] } };
+        `this query may need ${cost.reads} backend reads and ${cost.documents} documents and produce ${cost.output} values; ` +
+        `this app allows at most ${max.reads} reads, ${max.documents} documents and ${max.output} values per operation (maxCost); ask for smaller limits, fewer nested lists or fewer fields`;
+      return { status: 400, body: { errors: [{ message, extensions: { code: 'QUERY_TOO_COSTLY', cost, maxCost: max } }] } };
     }
   }
 
@@ -132,6 +141,15 @@ export async function executeGraphql(
       controller.abort();
     }, limits.timeoutMs);
   });
+  // The deadline inside execution: synchronous completion reads the clock (limits/deadline.ts).
+  const deadline = new ExecutionDeadline(
+    performance.now() + limits.timeoutMs,
+    () => {
+      if (!controller.signal.aborted) state.timedOut = true;
+      controller.abort();
+    },
+    () => controller.signal.aborted,
+  );
   // The client went away (the server aborts ctx.signal): stop reading for it.
   const onClientAbort = () => controller.abort();
   if (ctx.signal?.aborted) controller.abort();
@@ -139,7 +157,7 @@ export async function executeGraphql(
 
   let result: ExecutionResult | 'aborted';
   try {
-    const contextValue: ExecutionContextValue = { state };
+    const contextValue: ExecutionContextValue = { state, deadline };
     result = await Promise.race([
       Promise.resolve(
         execute({
@@ -148,6 +166,8 @@ export async function executeGraphql(
           variableValues: params.variables ?? undefined,
           operationName: params.operationName ?? undefined,
           contextValue,
+          fieldResolver: deadline.fieldResolver,
+          hideSuggestions,
         }),
       ),
       aborted,
@@ -167,11 +187,11 @@ export async function executeGraphql(
   }
   if (state.budgetExceeded) return { status: 400, body: { errors: [budgetError(limits.maxBackendReads).toJSON()] }, backendReads };
 
-  const errors = result.errors?.map((e) => maskError(e, app, ctx));
   // No data entry: the request failed before execution (variables could not be coerced).
   if (!('data' in result)) {
-    return { status: 400, documentError: true, body: { errors: (errors ?? []).map((e) => withCode(e, 'BAD_USER_INPUT')) }, backendReads };
+    return { status: 400, documentError: true, body: { errors: (result.errors ?? []).map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) }, backendReads };
   }
+  const errors = result.errors?.map((e) => maskError(e, app, ctx));
 
   const data = result.data ?? null;
   const body: GraphqlResponseBody = { data };

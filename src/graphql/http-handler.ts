@@ -10,6 +10,9 @@
  *   client's Accept prefers it; 406 when Accept admits neither.
  * - Every answer, errors included, is a GraphQL response body `{data?, errors?}`, as RESTHeart's
  *   GraphQL service answers, so GraphQL clients can read every error the same way.
+ * - The body is serialized in slices that yield to the event loop, and refused past
+ *   `graphql.maxResponseBytes` with 400 RESPONSE_TOO_LARGE (limits/serialize.ts); every answer
+ *   carries `X-Content-Type-Options: nosniff`.
  */
 import { executeGraphql, errorBody, type GraphqlOutcome, type GraphqlParams, type GraphqlResponseBody } from './execute.js';
 import type { CompiledApp } from './compile-app.js';
@@ -18,6 +21,7 @@ import { MAX_BODY_BYTES, type RequestContext } from './types.js';
 import { graphqlNestingDepth } from '../input-limits/graphql-nesting.js';
 import { parseBoundedJson } from '../input-limits/json-depth.js';
 import { MAX_GRAPHQL_NESTING } from '../input-limits/limits.js';
+import { serializeJson } from './limits/serialize.js';
 
 export interface GraphqlHttpInput {
   readonly method: string;
@@ -61,19 +65,28 @@ export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledAp
   const outcome = await executeGraphql(app, params, ctx, { queriesOnly: method === 'GET' });
   // GraphQL-over-HTTP: with application/json, a well-formed GraphQL response is 200 even when the
   // document failed to parse or validate (legacy clients read `errors`, not the status).
-  if (outcome.documentError && mediaType === JSON_TYPE && profile === 'graphql-over-http') return respond(mediaType, { ...outcome, status: 200 });
-  return respond(mediaType, outcome);
+  const status = outcome.documentError && mediaType === JSON_TYPE && profile === 'graphql-over-http' ? 200 : outcome.status;
+  const maxBytes = app.output.maxResponseBytes;
+  const serialized = await serializeJson(outcome.body, maxBytes);
+  if (!serialized.ok) {
+    const message =
+      `the answer is larger than ${maxBytes} bytes (graphql.maxResponseBytes) and was not sent; ` +
+      'ask for fewer documents, fewer fields or fewer aliases, or page through the results';
+    return respond(mediaType, { ...outcome, status: 400, headers: {}, body: { errors: [{ message, extensions: { code: 'RESPONSE_TOO_LARGE', maxResponseBytes: maxBytes } }] } });
+  }
+  return respond(mediaType, { ...outcome, status }, serialized.body);
 }
 
-function respond(mediaType: string, outcome: GraphqlOutcome): GraphqlHttpResponse {
+function respond(mediaType: string, outcome: GraphqlOutcome, body: string = JSON.stringify(outcome.body)): GraphqlHttpResponse {
   return {
     status: outcome.status,
     headers: {
       'content-type': `${mediaType}; charset=utf-8`,
       'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
       ...(outcome.headers ?? {}),
     },
-    body: JSON.stringify(outcome.body),
+    body,
     ...(outcome.backendReads !== undefined ? { backendReads: outcome.backendReads } : {}),
   };
 }

@@ -12,6 +12,11 @@ export class LruCache<K, V> {
     return this.map.size;
   }
 
+  /** The total weight of the entries held. */
+  get weight(): number {
+    return this.totalWeight;
+  }
+
   get(key: K): V | undefined {
     const hit = this.map.get(key);
     if (!hit) return undefined;

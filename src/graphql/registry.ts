@@ -7,6 +7,7 @@
 import { ValidationError } from '../errors.js';
 import { matchAppUri, type GraphqlApp } from './app-document.js';
 import { appVersion, compileApp, type CompiledApp, type CompileOptions } from './compile-app.js';
+import { DocumentCache } from './limits/document-cache.js';
 
 export interface RegistryOptions extends CompileOptions {
   /** Told about a stored app that no longer validates (it is not served); e.g. log it. */
@@ -19,8 +20,12 @@ export class GraphqlAppRegistry {
   /** By `_id` (or uri for apps without one). */
   private readonly byKey = new Map<string, CompiledApp>();
   private byUri = new Map<string, CompiledApp>();
+  private readonly opts: RegistryOptions;
 
-  constructor(private readonly opts: RegistryOptions) {}
+  constructor(opts: RegistryOptions) {
+    // One budget of parsed queries for all apps (issue 25): entries are keyed by app version.
+    this.opts = { ...opts, documentCache: opts.documentCache ?? new DocumentCache() };
+  }
 
   /** Replaces every app, reusing compiled ones whose document did not change. */
   replaceAll(apps: Iterable<GraphqlApp>): void {

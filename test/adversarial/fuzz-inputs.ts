@@ -154,6 +154,15 @@ export function fuzzGraphql(r: Rng): string {
     () => '{'.repeat(n),
     () => `#${'a'.repeat(100)}\n{ __schema { types { name fields { name type { ofType { ofType { ofType { name } } } } } } } }`,
     () => `{ orders(limit: ${r.pick(['-1', '1e999', '99999999999', '"x"', 'null', '$undefined'])}) { number } }`,
+    // Issue 25: output far larger than what is read (aliases, fragments spread many times, a
+    // variable's default as the limit, fragment fan-out).
+    () => `{ orders(limit: 1000) { ${Array.from({ length: r.int(50, 11_000) }, (_, i) => `a${i}: ${r.chance(0.5) ? 'number' : 'status'}`).join(' ')} } }`,
+    () => `fragment F on Order { ${Array.from({ length: r.int(1, 60) }, (_, i) => `a${i}: number`).join(' ')} } { orders(limit: 1000) { ${'...F '.repeat(r.int(1, 500))} } }`,
+    () => `query($l: Int = ${r.pick(['1000', '0', '-1', '"x"', 'null', '99999999999'])}) { ${Array.from({ length: r.int(1, 60) }, (_, i) => `o${i}: orders(limit: $l) { number }`).join(' ')} }`,
+    () => {
+      const k = r.int(5, 40);
+      return `${Array.from({ length: k }, (_, i) => `fragment F${i + 1} on Order { ...F${i} ...F${i} }`).join(' ')} fragment F0 on Order { number status } { orders { ...F${k} } }`;
+    },
     () => text(r, 200),
   ])();
 }

@@ -165,7 +165,7 @@ describe('RESTHeart app features through Outrigger', () => {
     it('a costly query is refused before any backend read, naming its estimate', async () => {
       const res = await gql(on.url, 'costly', '{ users(limit: 50) { name orders(limit: 20) { number } } }', { auth: ALICE });
       expect(res.status).toBe(400);
-      expect(res.json.errors[0].extensions).toEqual({ code: 'QUERY_TOO_COSTLY', cost: { reads: 2, documents: 1050 }, maxCost: { reads: 50, documents: 500 } });
+      expect(res.json.errors[0].extensions).toEqual({ code: 'QUERY_TOO_COSTLY', cost: { reads: 2, documents: 1050, output: 1101 }, maxCost: { reads: 50, documents: 500, output: 50_000 } });
       expect(backend.requests).toHaveLength(0);
     });
     it('within the limit it runs, and verbose reports the reads and the batching', async () => {

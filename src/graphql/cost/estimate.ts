@@ -1,10 +1,16 @@
 /**
  * The cost of an operation, estimated from the document before anything is read: how many backend
- * reads and how many documents it may need at most. Each mapped field's window comes from its
- * mapping (a literal `limit`, an `$arg` taken from the call's arguments or defaults, else
- * `defaultLimit`; one for a non-list field), multiplied along the path by its parents' windows.
- * Joins are batched, so a join field costs one read per 1000 documents of all its parents
- * together; an aggregation mapping costs one read per parent (its variables differ per parent).
+ * reads and documents it may need at most, and how many values its answer may hold. Each mapped
+ * field's window comes from its mapping (a literal `limit`, an `$arg` taken from the call's
+ * arguments, else `defaultLimit`; one for a non-list field), multiplied along the path by its
+ * parents' windows. Arguments are read with the operation's variables already coerced (their
+ * defaults and input-field defaults applied), so a variable's default costs what the literal does.
+ * Documents count what is read, not only what is shown: a root field reads the page(s) covering
+ * `skip`..`skip + limit`, a join reads `skip + limit` documents per parent. Joins are batched, so
+ * a join field costs one read per 1000 documents of all its parents together; an aggregation
+ * mapping costs one read per parent (its variables differ per parent). Output counts every
+ * selected field (aliases and `__typename` included) once per object it is selected on: what
+ * graphql-js completes and the response holds.
  */
 import {
   getArgumentValues,
@@ -24,6 +30,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import { argRefParts, isArgRef, isPlainObject, type GraphqlApp } from '../app-document.js';
+import { planPages } from '../paging.js';
 import { readPath } from '../paths.js';
 import { BACKEND_MAX_PAGESIZE, type GraphqlLimits } from '../types.js';
 
@@ -32,11 +39,14 @@ export interface CostEstimate {
   reads: number;
   /** Documents it may read at most. */
   documents: number;
+  /** Values (fields of every object, aliases included) its answer may hold at most. */
+  output: number;
 }
 
 export interface CostLimits {
   readonly reads: number;
   readonly documents: number;
+  readonly output: number;
 }
 
 /** Documents one aggregation call may return (one page of the backend's largest size). */
@@ -51,9 +61,10 @@ export function estimateCost(
   limits: GraphqlLimits,
   operation: OperationDefinitionNode,
   fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+  /** The operation's variables, coerced (graphql-js `getVariableValues`). */
   variables: Record<string, unknown>,
 ): CostEstimate {
-  const cost: CostEstimate = { reads: 0, documents: 0 };
+  const cost: CostEstimate = { reads: 0, documents: 0, output: 0 };
   const root = operation.operation === 'query' ? schema.getQueryType() : undefined;
   if (!root) return cost;
   let visited = 0;
@@ -66,6 +77,7 @@ export function estimateCost(
       if (++visited > MAX_FIELDS) {
         cost.reads = Infinity;
         cost.documents = Infinity;
+        cost.output = Infinity;
         return;
       }
       if (selection.kind === Kind.INLINE_FRAGMENT) {
@@ -86,9 +98,11 @@ export function estimateCost(
   };
 
   const field = (node: FieldNode, type: GraphQLCompositeType, parents: number, isRoot: boolean, seen: ReadonlySet<string>): void => {
+    cost.output += parents;
     // Over an abstract type the costliest implementation counts.
     let window = 0;
     let reads = 0;
+    let documents = 0;
     let childType: GraphQLCompositeType | undefined;
     let mapped = false;
     for (const object of mappingsOf(type)) {
@@ -99,16 +113,34 @@ export function estimateCost(
       if (!isPlainObject(mapping)) continue;
       mapped = true;
       const single = !isListType(getNullableType(def.type));
-      const w = 'stages' in mapping ? (single ? 1 : AGGREGATION_WINDOW) : windowOf(mapping, def, node, variables, limits, single);
-      const total = parents * w;
-      const r = 'stages' in mapping ? parents : isRoot ? 1 : Math.max(1, Math.ceil(total / BACKEND_MAX_PAGESIZE));
+      let w: number;
+      let r: number;
+      let d: number;
+      if ('stages' in mapping) {
+        w = single ? 1 : AGGREGATION_WINDOW;
+        r = parents;
+        d = parents * w;
+      } else {
+        const args = isArgRef(mapping.limit) || isArgRef(mapping.skip) ? argumentsOf(def, node, variables) : {};
+        w = windowOf(mapping, args, limits, single);
+        const skip = skipOf(mapping, args);
+        if (isRoot) {
+          const plan = planPages(skip, w);
+          r = plan.pages;
+          d = plan.pagesize * plan.pages;
+        } else {
+          d = parents * (skip + w);
+          r = Math.max(1, Math.ceil(d / BACKEND_MAX_PAGESIZE));
+        }
+      }
       window = Math.max(window, w);
       reads = Math.max(reads, r);
+      documents = Math.max(documents, d);
     }
     let below = parents;
     if (mapped) {
       cost.reads += reads;
-      cost.documents += parents * window;
+      cost.documents += documents;
       below = parents * window;
     }
     if (node.selectionSet && childType) walk(node.selectionSet, childType, below, false, seen);
@@ -118,27 +150,31 @@ export function estimateCost(
   return cost;
 }
 
-function windowOf(
-  mapping: Record<string, unknown>,
-  def: GraphQLField<unknown, unknown>,
-  node: FieldNode,
-  variables: Record<string, unknown>,
-  limits: GraphqlLimits,
-  single: boolean,
-): number {
-  if (single) return 1;
-  let limit: unknown = mapping.limit;
-  if (isArgRef(limit)) {
-    const { path, hasDefault, defaultValue } = argRefParts(limit);
-    let args: Record<string, unknown> = {};
-    try {
-      args = getArgumentValues(def, node, variables);
-    } catch {
-      // Bad arguments fail validation or execution later; estimate with the defaults.
-    }
-    const v = readPath(args, path);
-    limit = v === undefined || v === null ? (hasDefault ? defaultValue : undefined) : v;
+/** The field's arguments with the coerced variables; bad arguments fail later, so then none. */
+function argumentsOf(def: GraphQLField<unknown, unknown>, node: FieldNode, variables: Record<string, unknown>): Record<string, unknown> {
+  try {
+    return getArgumentValues(def, node, variables);
+  } catch {
+    return {};
   }
+}
+
+function argValue(spec: unknown, args: Record<string, unknown>): unknown {
+  if (!isArgRef(spec)) return spec;
+  const { path, hasDefault, defaultValue } = argRefParts(spec);
+  const v = readPath(args, path);
+  return v === undefined || v === null ? (hasDefault ? defaultValue : undefined) : v;
+}
+
+function windowOf(mapping: Record<string, unknown>, args: Record<string, unknown>, limits: GraphqlLimits, single: boolean): number {
+  if (single) return 1;
+  const limit = argValue(mapping.limit, args);
   if (typeof limit !== 'number' || !Number.isFinite(limit) || limit < 0) return limits.defaultLimit;
-  return limit === 0 || limit > limits.maxLimit ? limits.maxLimit : limit;
+  return limit === 0 || limit > limits.maxLimit ? limits.maxLimit : Math.ceil(limit);
+}
+
+/** Documents skipped before the window (a bad skip is a field error later: none). */
+function skipOf(mapping: Record<string, unknown>, args: Record<string, unknown>): number {
+  const skip = argValue(mapping.skip, args);
+  return typeof skip === 'number' && Number.isSafeInteger(skip) && skip > 0 ? skip : 0;
 }
