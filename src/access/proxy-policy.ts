@@ -18,7 +18,7 @@ export interface ProxyPolicyOptions<X> {
   exchangeFor(scope: RequestScope): X;
   planIdentity(principal: Principal): IdentityPlan;
   collectionPath: string;
-  /** The backend's own token endpoint, when Outrigger does not serve that path itself. */
+  /** The backend's own token endpoint, when Outrigger does not serve that path itself: refused to keys, with all below it. */
   backendTokenPath: string | null;
 }
 
@@ -38,7 +38,7 @@ export function createProxyPolicy<X>(o: ProxyPolicyOptions<X>): { authorizeProxy
   /** Synchronous unless a permission's predicate needs the request body read first. */
   function authorizeProxy(scope: RequestScope): Promise<void> | void {
     const { principal } = scope;
-    if (principal.via === 'apikey' && o.backendTokenPath && scope.path === o.backendTokenPath)
+    if (principal.via === 'apikey' && o.backendTokenPath && isUnder(scope.path, o.backendTokenPath))
       throw forbidden('an API key cannot be exchanged for a backend token; use the key itself');
     if (o.mode === 'own-routes') return;
     if (o.acl.needsRequestBody(principal) && scope.method !== 'GET' && scope.method !== 'HEAD')
@@ -84,4 +84,14 @@ export function createProxyPolicy<X>(o: ProxyPolicyOptions<X>): { authorizeProxy
   }
 
   return { authorizeProxy, planProxy, authorizeOwnRoute };
+}
+
+/**
+ * `path` is `prefix` or below it, on whole segments (`/token`, `/token/`, `/token/cookie`; not
+ * `/tokens`). `path` is the canonical path (http/canonical-path.ts), so encodings, `;parameters`
+ * and repeated slashes are already gone: RESTHeart serves its token endpoint at `/token` and
+ * what is under it (`/token/cookie`), and none of it may answer a key.
+ */
+function isUnder(path: string, prefix: string): boolean {
+  return path.startsWith(prefix) && (path.length === prefix.length || path.charCodeAt(prefix.length) === 47);
 }

@@ -18,8 +18,10 @@ class ScopeExchange implements Exchange {
   get method() {
     return this.scope.method;
   }
+  /** The canonical path (with the last segment's `;parameters`, which `%{p,name}` reads): predicates decide as the route table does. */
   get path() {
-    return this.scope.path;
+    const { path, pathParameters } = this.scope;
+    return pathParameters === '' ? path : path + pathParameters;
   }
   get rawQuery() {
     return this.scope.rawQuery;

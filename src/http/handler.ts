@@ -46,7 +46,8 @@ export function createRequestHandler(parts: HandlerParts) {
     const { ip, peerTrusted } = parts.clientIp(peer, req.headers['x-forwarded-for']);
     const scope = new RequestScope(req, res, ip, (req.socket as TLSSocket).encrypted === true);
 
-    const route = routes.match(scope.path);
+    // Decided on the canonical path; a path without one matches nothing and is refused in run().
+    const route = scope.pathProblem === undefined ? routes.match(scope.path) : undefined;
     if (route) {
       scope.routeKind = route.kind;
       res.setHeader('x-request-id', scope.id);
@@ -65,7 +66,7 @@ export function createRequestHandler(parts: HandlerParts) {
         logger.debug(
           {
             requestId: scope.id,
-            req: { method: scope.method, path: scope.path, headers: req.headers, clientIp: scope.clientIp },
+            req: { method: scope.method, path: scope.rawPath, headers: req.headers, clientIp: scope.clientIp },
             res: { statusCode: res.statusCode },
             user: scope.principal.id,
             via: scope.principal.via,
@@ -83,7 +84,7 @@ export function createRequestHandler(parts: HandlerParts) {
       if (status === 502 || status === 504) {
         metrics.upstreamErrors.inc({ kind: status === 504 ? 'timeout' : 'unreachable' });
         // Operators must see each upstream failure at the default level, not only as a counter.
-        logger.info({ requestId: scope.id, method: scope.method, path: scope.path, status, code: (error as { code?: string }).code, err: (error as Error).message }, 'upstream failure');
+        logger.info({ requestId: scope.id, method: scope.method, path: scope.rawPath, status, code: (error as { code?: string }).code, err: (error as Error).message }, 'upstream failure');
       }
       if (!res.headersSent) res.setHeader('x-request-id', scope.id);
       sendError(res, error, logger, scope.id);
@@ -98,7 +99,8 @@ export function createRequestHandler(parts: HandlerParts) {
     }
 
     function run(): Promise<void> | void {
-      if (hasDotSegments(scope.path)) throw badRequest('the path contains "." or ".." segments; send the normalised path');
+      if (hasDotSegments(scope.rawPath)) throw badRequest('the path contains "." or ".." segments; send the normalised path');
+      if (scope.pathProblem !== undefined) throw badRequest(scope.pathProblem);
       if (route?.public) return route.handle(scope);
       const principal = parts.authenticate(scope);
       if (principal instanceof Promise)

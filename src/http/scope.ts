@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { ANONYMOUS, type Principal } from '../access/principal.js';
+import { canonicalPath } from './canonical-path.js';
 
 /**
  * Request ids: a random per-process prefix and a counter. Unique across replicas in practice,
@@ -25,8 +26,20 @@ export class RequestScope {
   readonly method: string;
   /** The request target exactly as received: path plus raw query. */
   readonly rawUrl: string;
-  /** Path part of the target, still percent-encoded as received. */
+  /** Path part of the target, still percent-encoded as received: what is forwarded (in rawUrl) and logged. */
+  readonly rawPath: string;
+  /**
+   * The canonical path (http/canonical-path.ts): the path as the backend will read it, in one
+   * encoding. Every decision is taken on it (route table, guards, ACL, webhook conditions, own
+   * routes' ids); it is the raw path itself on the fast path. When the path has no canonical
+   * form, this is the raw path and `pathProblem` says why: the handler answers 400 before any
+   * decision.
+   */
   readonly path: string;
+  /** Why the path cannot be decided on (the 400's message), or undefined. */
+  readonly pathProblem: string | undefined;
+  /** `;parameters` cut from the last segment (`;x=1`), '' when none: the condition language reads them (`%{p,x}`). */
+  readonly pathParameters: string;
   /** Query string without '?', '' when absent, untouched. */
   readonly rawQuery: string;
   principal: Principal = ANONYMOUS;
@@ -53,7 +66,12 @@ export class RequestScope {
     this.method = req.method ?? 'GET';
     this.rawUrl = req.url ?? '/';
     const q = this.rawUrl.indexOf('?');
-    this.path = q === -1 ? this.rawUrl : this.rawUrl.slice(0, q);
+    const rawPath = (this.rawPath = q === -1 ? this.rawUrl : this.rawUrl.slice(0, q));
+    const canonical = canonicalPath(rawPath);
+    this.path = typeof canonical === 'string' ? canonical : rawPath;
+    this.pathProblem = typeof canonical === 'string' ? undefined : canonical.message;
+    const semicolon = canonical === rawPath ? -1 : rawPath.indexOf(';');
+    this.pathParameters = semicolon === -1 ? '' : rawPath.slice(semicolon);
     this.rawQuery = q === -1 ? '' : this.rawUrl.slice(q + 1);
   }
 

@@ -8,6 +8,8 @@ import type { RequestScope } from '../http/scope.js';
  * (with `error="invalid_token"` when a token was sent) so an MCP client can find where to sign
  * in. The Bearer challenge is the only one: the SDK reads parameters only from a header that
  * starts with `Bearer `. Other paths are untouched; the only added cost is a prefix test.
+ * The test reads `scope.path`, the canonical path (http/canonical-path.ts): `/%6dcp`, `/mcp;x`
+ * and `//mcp` are `/mcp` to the backend, so they meet the challenge too (issue 25).
  */
 export function withMcpChallenge(parts: { authenticate: Authenticate; authorizeProxy: AuthorizeProxy }, mcpPath: string, resourceMetadataUrl: string) {
   const isMcp = (path: string) => path.startsWith(mcpPath) && (path.length === mcpPath.length || path.charCodeAt(mcpPath.length) === 47);

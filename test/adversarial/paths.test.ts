@@ -30,7 +30,14 @@ const REFUSED = [
 ];
 
 /** Look alike but are no dot segments: they must pass. */
-const ALLOWED = ['/public/b.;c/d', '/public;v=1/file', '/public/...;/x', '/public/..x/y', '/public/.well-known/x', '/public/a..;/b'];
+const ALLOWED = ['/public/b.;c', '/public/file;v=1', '/public/...;x', '/public/..x/y', '/public/.well-known/x', '/public/a..;'];
+
+/**
+ * No dot segments either, but `;` parameters before the last segment: Undertow reads the path
+ * up to the `;`, servlet containers drop each segment's parameters, so they are refused too
+ * (issue 25, canonical-paths.test.ts).
+ */
+const PARAMETERS_BEFORE_LAST_SEGMENT = ['/public/b.;c/d', '/public;v=1/file', '/public/...;/x', '/public/a..;/b'];
 
 describe('dot segments with path parameters and encodings', () => {
   let redis: TestRedis;
@@ -57,6 +64,14 @@ describe('dot segments with path parameters and encodings', () => {
     const res = await rawRequest(proxy.url, path);
     expect(res.status).toBe(400);
     expect(JSON.parse(res.body)).toMatchObject({ 'http status code': 400, message: expect.stringMatching(/"\." or "\.\." segments/) });
+    expect(reached.length).toBe(before);
+  });
+
+  it.each(PARAMETERS_BEFORE_LAST_SEGMENT)('refuses %s with 400 naming the parameters, upstream untouched', async (path) => {
+    const before = reached.length;
+    const res = await rawRequest(proxy.url, path);
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body)).toMatchObject({ message: expect.stringMatching(/";" parameters before its last segment/) });
     expect(reached.length).toBe(before);
   });
 

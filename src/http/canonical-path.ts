@@ -1,0 +1,59 @@
+/**
+ * The one path every decision is taken on (issue 25): the route table, the backend-token guard,
+ * the MCP sign-in challenge, the readFilter shapes, the ACL and webhook conditions, own routes'
+ * ids and GraphQL uris. Requests are still forwarded exactly as received; only decisions use it.
+ *
+ * It is the path as the backend will read it, written back in one percent-encoding, so that two
+ * targets the backend reads alike decide alike (`/%74oken`, `/%74%4Fken`… are `/token`):
+ * - `;parameters` are cut from the last segment (Undertow, and so RESTHeart, reads the path up
+ *   to the first `;`; servlet containers drop each segment's parameters). Parameters before the
+ *   last segment are refused: there the two readings give different paths (`/token;x/y` is
+ *   `/token` to Undertow and `/token/y` to Tomcat), and a proxy cannot know which one is behind it.
+ * - repeated slashes are collapsed (`//token` is `/token` to most backends);
+ * - percent-encodings are decoded once, as UTF-8, and re-encoded only where a character could
+ *   not stand literally in a path (`%`, `;`, `?`, `#`, controls, spaces, non-ASCII), always in
+ *   upper-case hex. A double encoding stays one level deep (`%2574oken` reads `%74oken`, which is
+ *   what a backend that decodes once sees). Malformed escapes and invalid UTF-8 are refused;
+ * - an encoded `/` or `\` (`%2F`, `%5C`) is refused: decoded, it would move segment boundaries.
+ * - a target that is no path (`http://host/token`, which Undertow reads as `/token`; `*`) is refused;
+ * - a trailing slash is kept (the backend sees it; the route table and the guards match on whole
+ *   segments, so `/token/` is under `/token` for them), and dot segments are refused before this
+ *   runs (`hasDotSegments`).
+ *
+ * Cost: a path with no `%`, no `;` and no `//` (nearly every request) is its own canonical form,
+ * found with three scans and no allocation.
+ */
+export class PathProblem {
+  constructor(readonly message: string) {}
+}
+
+/** The canonical form of a raw (still percent-encoded) path, or why it has none. */
+export function canonicalPath(raw: string): string | PathProblem {
+  const originForm = raw.charCodeAt(0) === 47; /* / */
+  if (originForm && !raw.includes('%') && !raw.includes(';') && !raw.includes('//')) return raw;
+  // `GET http://host/token` (absolute form) is `/token` to Undertow: not forwarded undecided.
+  if (!originForm) return new PathProblem('the request target must be a path starting with "/"; absolute URLs and "*" are not proxied');
+  let path = raw;
+  const semicolon = path.indexOf(';');
+  if (semicolon !== -1) {
+    if (path.indexOf('/', semicolon) !== -1)
+      return new PathProblem(
+        'the path has ";" parameters before its last segment, which backends read differently; encode the ";" as %3B or put the parameters on the last segment',
+      );
+    path = path.slice(0, semicolon);
+  }
+  if (path.includes('//')) path = path.replace(/\/{2,}/g, '/');
+  if (!path.includes('%')) return path;
+  if (/%(?:2f|5c)/i.test(path))
+    return new PathProblem('the path has an encoded "/" or "\\" (%2F, %5C), which would change its segments; send the path without it');
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return new PathProblem('the path has a malformed percent-encoding or one that is not UTF-8; encode "%" itself as %25');
+  }
+  return decoded.replace(MUST_ENCODE, encodeURIComponent);
+}
+
+/** What cannot stand literally in a path segment: `%`, `;`, `?`, `#`, and runs of controls, spaces and non-ASCII. */
+const MUST_ENCODE = /[%;?#]|[^\x21-\x7e]+/g;
