@@ -313,11 +313,48 @@ function fuzzBody(r: Rng, door: Door, targetUrl: string): { body: string | Buffe
   ])();
 }
 
+/**
+ * The door's path in one disguise (issue 25): encoded letters in either hex case, `;parameters`,
+ * repeated or trailing slashes, encoded `/` and `\`, double and malformed encodings. Each must be
+ * decided as the plain path or refused with 400, never answered 5xx.
+ */
+export function fuzzPathEncoding(r: Rng, path: string): string {
+  const slash = r.pick([...path.matchAll(/\//g)].map((m) => m.index));
+  const inner = [...path.matchAll(/\//g)].map((m) => m.index).filter((i) => i > 0);
+  const letters = [...path.matchAll(/[A-Za-z_]/g)].map((m) => m.index);
+  const encodeLetter = (prefix: string, upper: boolean) => {
+    if (letters.length === 0) return `${path}%41`;
+    const i = r.pick(letters);
+    const hex = path.charCodeAt(i).toString(16);
+    return `${path.slice(0, i)}${prefix}${upper ? hex.toUpperCase() : hex}${path.slice(i + 1)}`;
+  };
+  return r.pick<() => string>([
+    () => encodeLetter('%', false),
+    () => encodeLetter('%', true),
+    () => encodeLetter('%25', r.chance(0.5)),
+    () => `${path.slice(0, slash)}/${path.slice(slash)}`,
+    () => `${path}/`,
+    () => `${path}${r.pick([';', ';x=1', ';jsessionid=a;b=c'])}`,
+    () => (slash === 0 ? `${path};x` : `${path.slice(0, slash)};x=1${path.slice(slash)}`),
+    () => {
+      const encoded = r.pick(['%2F', '%2f', '%5C', '%5c', '%252F']);
+      if (inner.length === 0) return `${path}${encoded}x`;
+      const at = r.pick(inner);
+      return `${path.slice(0, at)}${encoded}${path.slice(at + 1)}`;
+    },
+    () => `${path}${r.pick(['%', '%zz', '%c0%af', '%ed%a0%80', '%00', '%3B', '%3Fx', '%23x', '%20'])}`,
+  ])();
+}
+
 /** The `index`-th generated bad request for `door` (deterministic for a given Rng state). */
 export function fuzzRequest(r: Rng, door: Door, targetUrl: string): FuzzRequest {
   const idPart = door.path.includes('{id}') ? (r.chance(0.5) ? fuzzId(r) : 'x1') : '';
   let path = door.path.replaceAll('{id}', idPart);
   let kind = idPart && idPart !== 'x1' ? 'id' : '';
+  if (r.chance(0.2)) {
+    path = fuzzPathEncoding(r, path);
+    kind = 'path-encoding';
+  }
   if (r.chance(door.body === 'none' ? 0.6 : 0.2)) {
     path += `?${door.shape === 'graphql' && door.method === 'GET' && r.chance(0.6) ? `query=${enc(fuzzGraphql(r).slice(0, 6000))}&${fuzzQuery(r)}` : fuzzQuery(r)}`;
     kind ||= 'query';
