@@ -1,0 +1,326 @@
+/**
+ * The worker's read loop: XREADGROUP on a blocking connection of its own, reading only as many
+ * entries as free event slots can take (`concurrency` counts events, event-slots.ts), then each
+ * entry run on its own. The delivery markers of a read batch are read with one MGET, and one list
+ * of offsets says where each event's markers start in its reply. An entry is acknowledged once
+ * every delivery of every event in it is final or scheduled for a retry.
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from '../../observability/logger.js';
+import type { RedisKeys } from '../../store/keys.js';
+import { backoffMs } from '../../util/backoff.js';
+import type { RetryJob } from '../delivery-contract.js';
+import type { CapturedEvent } from '../event.js';
+import { decodeStreamEntry, isNewerEntry, type SkippedWebhook, type StreamRecord } from '../stream-record.js';
+import { EventSlots } from './event-slots.js';
+import { WorkerKilled } from './group-commit.js';
+
+const BLOCK_MS = 2000;
+/** How long the read loop waits for half of the event slots to be free before reading fewer. */
+const READ_BATCH_WAIT_MS = 5;
+const STOPPED = Symbol('stopped');
+const NO_MARKERS: Promise<Array<string | null>> = Promise.resolve([]);
+
+/** Whether the worker still takes work, and whether it was killed (tests: a crash). Shared by the worker's parts. */
+export interface WorkerState {
+  running: boolean;
+  killed: boolean;
+}
+
+/** An entry's acknowledgement handed to its only delivery, to commit with it; `done` once it did. */
+export interface AckCarrier {
+  id: string;
+  done: boolean;
+}
+
+/** What the read loop asks of the worker for each entry. */
+export interface EntryWork {
+  deliver(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null, ack?: AckCarrier): Promise<void>;
+  finalizeUnprocessable(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null, error: unknown, ack?: AckCarrier): Promise<void>;
+  logSkipped(event: CapturedEvent, skipped: SkippedWebhook): Promise<void>;
+  /** Acknowledges the entry (XACK + XDEL, through the group commit). */
+  acknowledge(id: string): Promise<void>;
+}
+
+export interface StreamReaderOptions {
+  redis: Redis;
+  /** A connection of its own for XREADGROUP BLOCK, whose replies may take up to `blockMs`. */
+  openBlockingConnection(blockMs: number): Redis;
+  keys: RedisKeys;
+  logger: Logger;
+  consumer: string;
+  concurrency: number;
+  enabled(): boolean;
+  state: WorkerState;
+  work: EntryWork;
+  /** Tests: runs before an entry is acknowledged (to crash a worker in that window). */
+  beforeAck?(entryId: string): void | Promise<void>;
+}
+
+/** Entries are read as bytes: a body field reaches `captureBody` exactly as the proxy captured it. */
+export type StreamEntry = [id: string, fields: Buffer[] | null];
+
+export class StreamReader {
+  groupReady = false;
+  /** Entries read and not acknowledged yet, by id (their events may still wait for a slot). */
+  readonly inflight = new Map<string, Promise<void>>();
+  /** What `concurrency` counts: events being delivered. */
+  readonly slots: EventSlots;
+  /** Entries of a newer version, left pending (see `leftForNewer`). */
+  readonly newerEntries = new Set<string>();
+  private blocking: Redis | null = null;
+  private loop: Promise<void> | null = null;
+  /**
+   * Ends the read loop's current wait with STOPPED (stop() or kill()). One slot, set per read: a
+   * Promise.race against one long-lived "stopped" promise would leave a reaction on it at every
+   * read (every 2 s when idle), kept until the worker stops.
+   */
+  private endRead: ((value: typeof STOPPED) => void) | null = null;
+  /** Events per entry in recent reads (a running mean), to turn free slots into a read COUNT. */
+  private eventsPerEntry = 1;
+  /** The read loop waiting for free event slots. */
+  private slotWaiter: { need: number; wake(): void } | null = null;
+  private newerWarnedAt = 0;
+
+  constructor(private readonly o: StreamReaderOptions) {
+    this.slots = new EventSlots(o.concurrency, () => {
+      const waiter = this.slotWaiter;
+      if (waiter && this.slots.free >= waiter.need) waiter.wake();
+    });
+  }
+
+  start(): void {
+    this.blocking = this.o.openBlockingConnection(BLOCK_MS);
+    this.loop = this.readLoop();
+  }
+
+  /** Ends the read, wakes a wait for slots (a stuck delivery may hold them), drops the blocking connection. */
+  halt(): void {
+    this.endRead?.(STOPPED);
+    this.slotWaiter?.wake();
+    this.blocking?.disconnect();
+  }
+
+  /** Resolves when the loop has ended (after `halt`). */
+  async ended(): Promise<void> {
+    await this.loop?.catch(() => {});
+  }
+
+  /** How many entries to read or claim for `free` event slots (at least one). */
+  entriesFor(free: number): number {
+    return Math.max(1, Math.floor(free / Math.max(1, this.eventsPerEntry)));
+  }
+
+  private async ensureGroup(): Promise<void> {
+    try {
+      // From the start of the stream: events written before any worker existed are delivered too.
+      await this.o.redis.xgroup('CREATE', this.o.keys.events, this.o.keys.eventsGroup, '0', 'MKSTREAM');
+    } catch (error) {
+      if (!/BUSYGROUP/.test((error as Error).message)) throw error;
+    }
+    this.groupReady = true;
+  }
+
+  private async readLoop(): Promise<void> {
+    const { state } = this.o;
+    let failures = 0;
+    while (state.running) {
+      if (!this.o.enabled()) {
+        await sleep(250);
+        continue;
+      }
+      let free = this.slots.free;
+      const batch = Math.max(1, Math.floor(this.o.concurrency / 2));
+      if (free < batch) {
+        // Read in batches, not one entry per freed slot: every read, marker MGET and commit is a
+        // round trip and a socket write whatever its size. Wait for one slot at least, then up
+        // to READ_BATCH_WAIT_MS for half of them (so slow targets holding slots delay reads by
+        // that much at most).
+        await this.slotsFree(free <= 0 ? 1 : batch, free <= 0 ? null : READ_BATCH_WAIT_MS);
+        if (free <= 0 || !state.running) continue;
+        free = this.slots.free;
+      }
+      let reply: unknown;
+      try {
+        if (!this.groupReady) await this.ensureGroup();
+        if (!state.running) break; // stopped while the group was being made: no read would be ended
+        const read = this.blocking!.callBuffer(
+          'XREADGROUP', 'GROUP', this.o.keys.eventsGroup, this.o.consumer, 'COUNT', this.entriesFor(free), 'BLOCK', BLOCK_MS, 'STREAMS', this.o.keys.events, '>',
+        );
+        // A read queued while the connection was reconnecting is never settled by the disconnect
+        // of stop() (ioredis keeps it queued): the stop signal ends the wait instead.
+        reply = await new Promise<unknown>((resolve, reject) => {
+          this.endRead = resolve;
+          read.then(resolve, reject);
+        }).finally(() => (this.endRead = null));
+        if (reply === STOPPED) {
+          read.catch(() => {});
+          break;
+        }
+        failures = 0;
+      } catch (error) {
+        if (!state.running) break;
+        const message = (error as Error).message;
+        if (/NOGROUP/.test(message)) this.groupReady = false; // Redis lost its data: create the group again
+        failures++;
+        if (failures === 1 || failures % 30 === 0) this.o.logger.warn({ err: message }, 'webhook worker cannot read the event stream; retrying');
+        await sleep(backoffMs(failures, 100, 2000));
+        continue;
+      }
+      this.handleEntries(streamEntries(reply));
+    }
+  }
+
+  /**
+   * Starts the entries of one read (or claim): their delivery markers are read with one MGET for
+   * the whole batch, then each entry runs on its own. `starts` is the one list of offsets into
+   * that reply: for each entry, where each of its events' markers start, then where they end.
+   */
+  handleEntries(entries: StreamEntry[]): void {
+    const fresh: StreamEntry[] = [];
+    const decoded: StreamRecord[][] = [];
+    let events = 0;
+    for (const entry of entries) {
+      const [id, fields] = entry;
+      if (this.inflight.has(id) || this.newerEntries.has(id)) continue;
+      const records = decodeStreamEntry(fields);
+      if (records === null && this.leftForNewer(id, fields)) continue;
+      fresh.push(entry);
+      decoded.push(records ?? []);
+      events += Math.max(1, records?.length ?? 0);
+    }
+    if (fresh.length === 0) return;
+    this.eventsPerEntry = 0.75 * this.eventsPerEntry + 0.25 * (events / fresh.length);
+    const markerKeys: string[] = [];
+    const starts: number[][] = [];
+    for (const records of decoded) {
+      const at: number[] = [];
+      for (const record of records) {
+        at.push(markerKeys.length);
+        for (const m of record.matched) markerKeys.push(this.o.keys.deliveryDone(record.event.id, m.id));
+      }
+      at.push(markerKeys.length);
+      starts.push(at);
+    }
+    const markers = markerKeys.length > 0 ? this.o.redis.mget(markerKeys) : NO_MARKERS;
+    fresh.forEach(([id], i) => {
+      const at = starts[i]!;
+      // Only entries with markers to read wait for the MGET: a reply nobody awaits would be an unhandled rejection.
+      const work = this.processEntry(id, decoded[i]!, at[at.length - 1]! > at[0]! ? markers : NO_MARKERS, at)
+        .catch((error: unknown) => {
+          if (error instanceof WorkerKilled) return;
+          this.o.logger.warn({ err: String(error), entry: id }, 'a webhook event stays pending; it will be reclaimed and tried again');
+        })
+        .finally(() => this.inflight.delete(id));
+      this.inflight.set(id, work);
+    });
+  }
+
+  /**
+   * An entry that did not decode because it is of a newer version than this worker reads (a
+   * proxy upgraded first) is left pending, not acknowledged as not ours: once idle
+   * `reclaimIdleMs`, a worker that reads it claims it. This worker's sweep for its own orphans
+   * passes over it, so it does not claim it back every sweep.
+   */
+  private leftForNewer(id: string, fields: Buffer[] | null): boolean {
+    if (!isNewerEntry(fields)) return false;
+    if (this.newerEntries.size >= 10_000) this.newerEntries.clear();
+    this.newerEntries.add(id);
+    const now = Date.now();
+    if (now - this.newerWarnedAt >= 10_000) {
+      this.newerWarnedAt = now;
+      this.o.logger.warn({ entry: id }, 'a webhook event was written by a newer Outrigger than this worker; it is left for an upgraded worker (upgrade the workers)');
+    }
+    return true;
+  }
+
+  /** Resolves once `need` event slots are free, or after `timeoutMs` (null: no limit). */
+  private slotsFree(need: number, timeoutMs: number | null): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        if (timer) clearTimeout(timer);
+        this.slotWaiter = null;
+        resolve();
+      };
+      const timer = timeoutMs === null ? null : setTimeout(wake, timeoutMs);
+      this.slotWaiter = { need, wake };
+    });
+  }
+
+  /**
+   * An entry's events, each delivered to its matching webhooks; the entry is acknowledged once
+   * every delivery of every event is final or scheduled for a retry. Each event holds a slot
+   * while its deliveries run. `at`: where each event's markers start in `markersOf`'s reply.
+   */
+  private async processEntry(id: string, records: StreamRecord[], markersOf: Promise<Array<string | null>>, at: number[]): Promise<void> {
+    const { work, state } = this.o;
+    if (records.length > 0) {
+      const markers = await markersOf; // [] when the entry has no delivery to make
+      const only = records.length === 1 ? records[0]! : null;
+      // A marker means an earlier run of this entry finished that delivery (or scheduled its retry).
+      const due = only ? only.matched.filter((_, i) => markers[at[0]! + i] == null) : [];
+      // The usual entry, one event with one delivery and nothing else to log: its commit
+      // acknowledges the entry too (one MULTI: the log entry, the retry job and the
+      // acknowledgement land together or not at all), so it needs no marker and no second
+      // commit. `beforeAck` (tests) wants the window between the two, so it keeps them apart.
+      if (only && due.length === 1 && only.skipped.length === 0 && !this.o.beforeAck) {
+        const m = due[0]!;
+        const condition = { matched: true, reason: m.reason };
+        const ack: AckCarrier = { id, done: false };
+        await this.inSlot(() => work.deliver(only.event, m.id, condition, 1, null, ack).catch((e: unknown) => work.finalizeUnprocessable(only.event, m.id, condition, 1, null, e, ack)));
+        if (ack.done) return;
+      } else {
+        const events = records.map((record, r) => this.inSlot(() => this.processEvent(record, markers, at[r]!)));
+        await allSettledOrThrow(events);
+      }
+    }
+    if (state.killed) throw new WorkerKilled();
+    await this.o.beforeAck?.(id);
+    if (state.killed) throw new WorkerKilled();
+    await work.acknowledge(id);
+  }
+
+  /** Runs one event's work in an event slot, waiting for one if none is free. */
+  private async inSlot(task: () => Promise<void>): Promise<void> {
+    const wait = this.slots.acquire();
+    if (wait) await wait;
+    try {
+      if (this.o.state.killed) throw new WorkerKilled();
+      await task();
+    } finally {
+      this.slots.release();
+    }
+  }
+
+  /** One event of an entry that has more to do than one delivery: each delivery commits with its marker (`from`: its first in `markers`). */
+  private async processEvent(record: StreamRecord, markers: Array<string | null>, from: number): Promise<void> {
+    const { work } = this.o;
+    const tasks: Array<Promise<void>> = record.skipped.map((s) => work.logSkipped(record.event, s));
+    record.matched.forEach((m, i) => {
+      if (markers[from + i] != null) return;
+      const condition = { matched: true, reason: m.reason };
+      tasks.push(work.deliver(record.event, m.id, condition, 1, null).catch((e: unknown) => work.finalizeUnprocessable(record.event, m.id, condition, 1, null, e)));
+    });
+    await allSettledOrThrow(tasks);
+  }
+}
+
+type RawStreamEntry = [id: Buffer | string, fields: Buffer[] | null];
+
+function streamEntries(reply: unknown): StreamEntry[] {
+  if (!Array.isArray(reply)) return [];
+  const out: StreamEntry[] = [];
+  for (const stream of reply as Array<[Buffer, RawStreamEntry[]]>) for (const [id, fields] of stream[1] ?? []) out.push([String(id), fields]);
+  return out;
+}
+
+/** Waits for every task, then throws the first failure: no task is left running behind an early throw. */
+async function allSettledOrThrow(tasks: ReadonlyArray<Promise<void>>): Promise<void> {
+  const results = await Promise.allSettled(tasks);
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
