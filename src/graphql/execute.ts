@@ -121,7 +121,7 @@ export async function executeGraphql(
     const max = app.maxCost;
     if (cost.reads > max.reads || cost.documents > max.documents || cost.output > max.output) {
       // Infinity: the document expands past what the estimate walks (fragments spread in fragments).
-      const n = (x: number) => (Number.isFinite(x) ? String(x) : 'uncountably many');
+      const n = (x: number) => (Number.isFinite(x) ? String(x) : 'too many to count');
       const message =
         `this query may need ${n(cost.reads)} backend reads and ${n(cost.documents)} documents and produce ${n(cost.output)} values; ` +
         `this app allows at most ${max.reads} reads, ${max.documents} documents and ${max.output} values per operation (maxCost); ask for smaller limits, fewer nested lists or fewer fields`;
