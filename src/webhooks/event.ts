@@ -1,7 +1,7 @@
 /**
  * The captured request/response pair a webhook fires on (what the worker delivers, rebuilt from
  * the stream entry the proxy observer wrote: see stream-record.ts). Captured headers and bodies
- * are already redacted (`redaction.ts`) and capped (`captureBody`).
+ * are already redacted (`capture/redaction.ts`) and capped (`captureBody`).
  */
 
 import { randomBytes } from 'node:crypto';

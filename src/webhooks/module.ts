@@ -98,7 +98,7 @@ export async function createWebhooksModule(context: AppContext, options: Feature
     for (const text of cache.keys()) if (!seen.has(text)) cache.delete(text);
     all.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     compiled = { all, enabled: all.filter((w) => w.enabled) };
-    // Starting or stopping a recording is announced as a webhooks change (see recording.ts).
+    // Starting or stopping a recording is announced as a webhooks change (see capture/recording.ts).
     recording.changed();
   });
 

@@ -1,7 +1,7 @@
 /**
  * Failing targets (SPEC §7.1): a webhook whose last `webhooks.disableAfterFailures` events all
  * ended `failed` is disabled, with `disabledReason` and `disabledAt`, a warn log, a metric and,
- * when `webhooks.alertEmail` is set, an e-mail. The worker counts (worker.ts); this writes.
+ * when `webhooks.alertEmail` is set, an e-mail. The worker counts (outcome.ts); this writes.
  *
  * The count belongs to the webhook's version (its `updatedAt`): the disable itself and any later
  * write, re-enabling included, start from zero. The disable is skipped when the webhook changed

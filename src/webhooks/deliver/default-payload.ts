@@ -72,7 +72,7 @@ function eventPayloadTexts(event: CapturedEvent): EventPayloadTexts {
 /**
  * The payload's JSON around its request section, which is serialized once per event
  * (`incomingRequestText`): the body is `head + requestJson + tail`, and a log entry stores the
- * payload without repeating the section (stored-log-entry.ts). Built member by member, in
+ * payload without repeating the section (logs/stored-log-entry.ts). Built member by member, in
  * `buildDefaultPayload`'s order, so the text is exactly `JSON.stringify(buildDefaultPayload(...))`;
  * only the webhook member differs between the webhooks of one event, so the rest is serialized
  * once per event.

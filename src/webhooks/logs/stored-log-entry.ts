@@ -2,7 +2,7 @@
  * How a log entry is stored in Redis, and read back (issue 14). What the log API answers is the
  * entry of SPEC §7.3 exactly; what Redis holds is smaller:
  *
- * - The incoming-request section is serialized once per event and spliced in (log-entry.ts).
+ * - The incoming-request section is serialized once per event and spliced in (../log-entry.ts).
  * - An HTTP delivery with the default payload sends a body that embeds that same section. Stored
  *   verbatim, `outgoingRequest.body` would hold it a second time, as a JSON string (every quote
  *   escaped): about half of a typical entry's bytes. Instead the stored outgoing section has a
