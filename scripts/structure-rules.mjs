@@ -27,6 +27,8 @@ export const STAGED_FEATURES = {
   // template before documents: a document's templates are checked when it is written.
   // logs before deliver: the worker writes entries through the log store.
   webhooks: Object.assign(['template', 'documents', 'capture', 'logs', 'deliver', 'routes'], { entry: 'module.ts' }),
+  // clients before sign-in: /authorize looks the client up.
+  oauth: Object.assign(['clients', 'sign-in'], { entry: 'module.ts' }),
 };
 
 /** The one folder allowed to run Redis scripts (EVAL, EVALSHA, SCRIPT LOAD). */

@@ -5,14 +5,14 @@ import type { OwnRoute } from '../http/route-table.js';
 import type { RequestScope } from '../http/scope.js';
 import { ApiKeyIssuer } from '../keys/issuer.js';
 import { ApiKeyStore } from '../keys/key-store.js';
-import { createAuthorizeHandler } from './authorize.js';
-import { ClientMetadataFetcher } from './client-metadata-document.js';
-import { ClientDirectory } from './clients.js';
+import { createAuthorizeHandler } from './sign-in/authorize.js';
+import { ClientMetadataFetcher } from './clients/client-metadata-document.js';
+import { ClientDirectory } from './clients/client-directory.js';
 import { oauthEndpoints } from './endpoints.js';
 import { metadataRoutes } from './metadata.js';
-import { createOfferMaker } from './offer.js';
+import { createOfferMaker } from './sign-in/offer.js';
 import { OAuthStore } from './oauth-store.js';
-import { createRegistrationHandler } from './registration.js';
+import { createRegistrationHandler } from './clients/registration.js';
 import { createTokenHandler } from './token.js';
 
 /**

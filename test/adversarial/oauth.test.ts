@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeThroughForms, freePort, hiddenFieldsOf, pkcePair, redeem, registerClient } from '../support/agent-sign-in.js';
-import { ClientMetadataFetcher } from '../../src/oauth/client-metadata-document.js';
+import { ClientMetadataFetcher } from '../../src/oauth/clients/client-metadata-document.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { basic, startTestOutrigger, staticUsers, type RawConfig } from '../support/outrigger.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { pkceVerifierMatches } from '../../../src/oauth/pkce.js';
-import { redirectUriMatches, redirectUriProblem } from '../../../src/oauth/redirect-uris.js';
+import { redirectUriMatches, redirectUriProblem } from '../../../src/oauth/clients/redirect-uris.js';
 import { validateConfig } from '../../../src/config/validate.js';
 
 describe('redirect URIs', () => {

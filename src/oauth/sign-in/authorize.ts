@@ -1,20 +1,20 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Principal } from '../access/principal.js';
-import { methodNotAllowed, OutriggerError } from '../errors.js';
-import type { RequestScope } from '../http/scope.js';
-import type { Logger } from '../observability/logger.js';
-import type { ApiKeyIssuer } from '../keys/issuer.js';
-import { checkRequestedRoles, keyLifetimeDays } from '../keys/issuing-rules.js';
-import { clientAddressBucket } from './client-address.js';
-import { ClientMetadataError } from './client-metadata-document.js';
-import type { ClientDirectory } from './clients.js';
-import type { OAuthEndpoints } from './endpoints.js';
-import { readForm } from './form.js';
+import type { Principal } from '../../access/principal.js';
+import { methodNotAllowed, OutriggerError } from '../../errors.js';
+import type { RequestScope } from '../../http/scope.js';
+import type { Logger } from '../../observability/logger.js';
+import type { ApiKeyIssuer } from '../../keys/issuer.js';
+import { checkRequestedRoles, keyLifetimeDays } from '../../keys/issuing-rules.js';
+import { clientAddressBucket } from '../client-address.js';
+import { ClientMetadataError } from '../clients/client-metadata-document.js';
+import type { ClientDirectory } from '../clients/client-directory.js';
+import type { OAuthEndpoints } from '../endpoints.js';
+import { readForm } from '../form.js';
 import type { OfferMaker } from './offer.js';
-import { sha256, type OAuthStore, type PendingRequest } from './oauth-store.js';
+import { sha256, type OAuthStore, type PendingRequest } from '../oauth-store.js';
 import { errorPage, hiddenFields, keyConsentPage, keyLimitPage, lifetimeChoices, refusedPage, sendPage, signInPage, tokenConsentPage, type ClientView, type PageOptions } from './pages.js';
-import { S256_CHALLENGE } from './pkce.js';
-import { redirectUriMatches } from './redirect-uris.js';
+import { S256_CHALLENGE } from '../pkce.js';
+import { redirectUriMatches } from '../clients/redirect-uris.js';
 
 export interface AuthorizeParts {
   endpoints: OAuthEndpoints;

@@ -1,6 +1,6 @@
 import type { Agent } from 'undici';
-import { ipInCidrs, parseCidrs, parseIp, type ParsedCidrs } from '../net/cidr.js';
-import { createGuardedDispatcher } from '../net/ssrf-guard/index.js';
+import { ipInCidrs, parseCidrs, parseIp, type ParsedCidrs } from '../../net/cidr.js';
+import { createGuardedDispatcher } from '../../net/ssrf-guard/index.js';
 import { redirectUriProblem } from './redirect-uris.js';
 
 export interface ClientMetadataOptions {

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { OAuthProtocolError, OutriggerError, tooManyRequests } from '../errors.js';
-import { isPlainObject, readJsonBody } from '../http/body.js';
-import { sendJson } from '../http/respond.js';
-import type { RequestScope } from '../http/scope.js';
-import type { Logger } from '../observability/logger.js';
-import { clientAddressBucket } from './client-address.js';
-import { CORS_HEADERS } from './metadata.js';
-import type { OAuthStore, RegisteredClient } from './oauth-store.js';
+import { OAuthProtocolError, OutriggerError, tooManyRequests } from '../../errors.js';
+import { isPlainObject, readJsonBody } from '../../http/body.js';
+import { sendJson } from '../../http/respond.js';
+import type { RequestScope } from '../../http/scope.js';
+import type { Logger } from '../../observability/logger.js';
+import { clientAddressBucket } from '../client-address.js';
+import { CORS_HEADERS } from '../metadata.js';
+import type { OAuthStore, RegisteredClient } from '../oauth-store.js';
 import { redirectUriProblem } from './redirect-uris.js';
 
 const BODY_LIMIT = 64 * 1024;

@@ -1,9 +1,9 @@
-import type { Principal } from '../access/principal.js';
-import type { AppContext } from '../app-context.js';
-import { exchangeFromParts } from '../condition/index.js';
-import { OutriggerError } from '../errors.js';
-import { keyPolicyFor, type KeyPolicy } from '../keys/issuing-rules.js';
-import type { ApiKeyStore, StoredKey } from '../keys/key-store.js';
+import type { Principal } from '../../access/principal.js';
+import type { AppContext } from '../../app-context.js';
+import { exchangeFromParts } from '../../condition/index.js';
+import { OutriggerError } from '../../errors.js';
+import { keyPolicyFor, type KeyPolicy } from '../../keys/issuing-rules.js';
+import type { ApiKeyStore, StoredKey } from '../../keys/key-store.js';
 
 /** What a signed-in user can give an agent (SPEC §5.6 `mcp.signIn`). */
 export type Offer =

@@ -1,5 +1,5 @@
 import { ClientMetadataError, ClientMetadataFetcher } from './client-metadata-document.js';
-import type { OAuthStore } from './oauth-store.js';
+import type { OAuthStore } from '../oauth-store.js';
 
 export interface KnownClient {
   clientId: string;
