@@ -17,9 +17,10 @@ import { ensureNginx, startNginx } from './lib/nginx.mjs';
 import { runPaced } from './lib/paced.mjs';
 import { basic, issueKey, startOutrigger } from './lib/outrigger.mjs';
 import { startMinimalWorker } from './lib/minimal-worker.mjs';
-import { cpuMicros, forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
 import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/redis.mjs';
 import { renderResults } from './lib/report.mjs';
+import { measureDeliveryLatency, measureDrain, until } from './lib/drain.mjs';
 import {
   GRAPHQL_APP, GRAPHQL_PERMISSION, GRAPHQL_QUERY, KEYS_PERMISSION, PASS_PATH, matchingWebhook, passThroughScenarios,
 } from './lib/scenarios.mjs';
@@ -419,44 +420,8 @@ async function webhookPipeline(ctx) {
   const startMinimal = () => startMinimalWorker({ redisUrl: redis.url, streamKey, targetUrl: `${receiverUrl}/hook`, log: join(work, 'minimal-worker.log') });
 
   // Fill the stream with the worker off, then let one worker drain it.
-  const drainRound = async (startDrainWorker) => {
-    await receiver.ask('reset');
-    const fill = await runLoad({ url: `${proxy.url}${PASS_PATH}`, headers, connections: settings.connections, amount: n });
-    await until(async () => (await streamEvents(redis.client, streamKey, n)) >= n, 20_000, 'the proxy to write every event to the stream');
-    const before = await commandCounters(redis.client);
-    const redisCpu0 = cpuMicros(redis.pid);
-    const worker = await startDrainWorker();
-    // Measure from the delivery after the warm-up ones, so neither the worker's start-up nor V8
-    // compiling its code (the first second or so of a drain lasting a few) is counted.
-    let first = null;
-    const deadline = Date.now() + 120_000;
-    const warmup = Math.min(settings.pipelineWarmupEvents, Math.floor(n / 2));
-    for (;;) {
-      const s = await receiver.ask('stats');
-      if (!first && s.count > warmup) first = { count: s.count, cpu: cpuMicros(worker.pid), at: s.lastAt };
-      if (s.count >= n) break;
-      if (Date.now() > deadline) throw new Error(`the worker delivered ${s.count} of ${n} events within 120 s; see ${worker.log}`);
-      await sleep(50);
-    }
-    const s = await receiver.ask('stats');
-    const workerCpu = cpuMicros(worker.pid) - first.cpu;
-    const delta = commandDelta(before, await commandCounters(redis.client));
-    const redisCpu = cpuMicros(redis.pid) - redisCpu0;
-    await worker.stop();
-    await redis.client.xtrim(streamKey, 'MAXLEN', 0);
-    const drainSec = (s.lastAt - first.at) / 1000;
-    return {
-      events: n,
-      warmupEvents: first.count,
-      fillReqPerSec: fill.reqPerSec,
-      eventsPerSec: (s.count - first.count) / drainSec,
-      workerCpuMicrosPerEvent: workerCpu / (s.count - first.count),
-      redisCpuMicrosPerEvent: redisCpu / s.count,
-      redisCommandsPerEvent: delta.total / s.count,
-      redisCommands: delta.perCommand,
-      unparsable: s.unparsable,
-    };
-  };
+  const drainRound = (startWorker) =>
+    measureDrain({ receiver, redis, streamKey, url: `${proxy.url}${PASS_PATH}`, headers, connections: settings.connections, amount: n, warmupEvents: settings.pipelineWarmupEvents, startWorker, deadlineMs: 120_000 });
 
   const drains = [];
   const minimalDrains = [];
@@ -482,14 +447,7 @@ async function webhookPipeline(ctx) {
   await until(async () => (await receiver.ask('stats')).count >= 1, 30_000, 'the worker to deliver a first event');
   const latency = [];
   for (const rate of rates) {
-    await receiver.ask('reset');
-    const duration = quick ? 2 : 5;
-    const load = await runPaced({ url: `${proxy.url}${PASS_PATH}`, headers, connections: 20, rate, seconds: duration });
-    await until(async () => (await receiver.ask('stats')).count >= load.ok, 60_000, 'every event to be delivered');
-    const { latencies } = await receiver.ask('latencies');
-    latencies.sort((a, b) => a - b);
-    const pick = (p) => latencies[Math.min(latencies.length - 1, Math.max(0, Math.ceil((p / 100) * latencies.length) - 1))];
-    const result = { offeredRate: rate, requests: load.ok, delivered: latencies.length, p50: pick(50), p99: pick(99), max: latencies[latencies.length - 1] };
+    const result = await measureDeliveryLatency({ receiver, url: `${proxy.url}${PASS_PATH}`, headers, rate, seconds: quick ? 2 : 5 });
     latency.push(result);
     say(`  ${rate} req/s offered: delivery latency p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms (${result.delivered} deliveries)`);
   }
@@ -497,14 +455,6 @@ async function webhookPipeline(ctx) {
   await proxy.stop();
   await upstream.stop();
   return { eventsPerRound: n, warmupEvents: settings.pipelineWarmupEvents, drains, minimalDrains, latency, workerMode: 'separate process: outrigger worker -c (proxy started with --no-worker)' };
-}
-
-async function until(check, timeoutMs, what) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

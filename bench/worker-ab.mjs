@@ -34,12 +34,13 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { median, runLoad, shuffle } from './lib/load.mjs';
+import { median, shuffle } from './lib/load.mjs';
 import { issueKey, startOutrigger } from './lib/outrigger.mjs';
 import { runPaced } from './lib/paced.mjs';
 import { MINIMAL_WORKER, startMinimalWorker } from './lib/minimal-worker.mjs';
-import { cpuMicros, forkServer, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
-import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/redis.mjs';
+import { forkServer, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { startRedis } from './lib/redis.mjs';
+import { measureDeliveryLatency, measureDrain, until } from './lib/drain.mjs';
 import { KEYS_PERMISSION, PASS_PATH, matchingWebhook } from './lib/scenarios.mjs';
 
 const { values: opts } = parseArgs({
@@ -70,14 +71,6 @@ const rootOf = (side) => (side === 'minimal' ? builds.with : builds[side]);
 const labelOf = (side) => (side === 'minimal' ? MINIMAL_WORKER : builds[side]);
 const work = resolve('bench/.work', `worker-ab-${new Date().toISOString().replace(/[:.]/g, '-')}`);
 const say = (text) => process.stdout.write(`${text}\n`);
-
-async function until(check, timeoutMs, what) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 async function main() {
   stopAllOnExit();
@@ -120,39 +113,7 @@ async function main() {
   for (let round = 1; round <= Number(opts.rounds); round++) {
     for (const build of shuffle(sideNames)) {
       const side = sides[build];
-      await receiver.ask('reset');
-      const fill = await runLoad({ url: `${side.proxy.url}${PASS_PATH}`, headers: side.headers, connections: 50, amount: n });
-      // Under heavy load a few requests may time out: drain what the proxy answered.
-      const events = fill.ok;
-      await until(async () => (await streamEvents(redis.client, side.streamKey, events)) >= events, 60_000, 'the proxy to write every event');
-      await sleep(300); // the proxy's last flush and pollers settle
-      const before = await commandCounters(redis.client);
-      const redisCpu0 = cpuMicros(redis.pid);
-      const worker = await side.startWorker();
-      let first = null;
-      const deadline = Date.now() + 180_000;
-      for (;;) {
-        const s = await receiver.ask('stats');
-        if (!first && s.count > Math.min(warmupEvents, events / 2)) first = { count: s.count, cpu: cpuMicros(worker.pid), at: s.lastAt };
-        if (s.count >= events) break;
-        if (Date.now() > deadline) throw new Error(`${build}: ${s.count} of ${events} delivered within 180 s; see ${worker.log}`);
-        await sleep(50);
-      }
-      const s = await receiver.ask('stats');
-      const workerCpu = cpuMicros(worker.pid) - first.cpu;
-      // Acknowledgements follow deliveries: wait for the stream to be emptied before counting commands.
-      await until(async () => (await redis.client.xlen(side.streamKey)) === 0, 30_000, 'the worker to acknowledge every event').catch(() => {});
-      const delta = commandDelta(before, await commandCounters(redis.client));
-      const redisCpu = cpuMicros(redis.pid) - redisCpu0;
-      await worker.stop();
-      const result = {
-        eventsPerSec: (s.count - first.count) / ((s.lastAt - first.at) / 1000),
-        workerCpuMicrosPerEvent: workerCpu / (s.count - first.count),
-        redisCpuMicrosPerEvent: redisCpu / s.count,
-        redisCommandsPerEvent: delta.total / s.count,
-        perCommand: Object.fromEntries(Object.entries(delta.perCommand).map(([k, v]) => [k, +(v / s.count).toFixed(3)])),
-        delivered: s.count,
-      };
+      const result = await measureDrain({ receiver, redis, streamKey: side.streamKey, url: `${side.proxy.url}${PASS_PATH}`, headers: side.headers, connections: 50, amount: n, warmupEvents, startWorker: side.startWorker });
       side.drains.push(result);
       say(`  round ${round} ${build.padEnd(4)} ${result.eventsPerSec.toFixed(0).padStart(6)} events/s  worker ${result.workerCpuMicrosPerEvent.toFixed(0)} µs/event  Redis ${result.redisCommandsPerEvent.toFixed(2)} commands/event ${JSON.stringify(result.perCommand)}`);
       await redis.client.xtrim(side.streamKey, 'MAXLEN', 0);
@@ -173,14 +134,9 @@ async function main() {
       const warm = await runPaced({ url: `${side.proxy.url}${PASS_PATH}`, headers: side.headers, connections: 20, rate, seconds: warmupSeconds });
       await until(async () => (await receiver.ask('stats')).count >= warm.ok, 60_000, 'the warm-up events to be delivered');
     }
-    await receiver.ask('reset');
-    const load = await runPaced({ url: `${side.proxy.url}${PASS_PATH}`, headers: side.headers, connections: 20, rate, seconds });
-    await until(async () => (await receiver.ask('stats')).count >= load.ok, 60_000, 'every event to be delivered');
-    const { latencies } = await receiver.ask('latencies');
-    latencies.sort((a, b) => a - b);
-    const pick = (p) => latencies[Math.min(latencies.length - 1, Math.max(0, Math.ceil((p / 100) * latencies.length) - 1))];
-    side.latency = { offered: rate, delivered: latencies.length, p50: pick(50), p99: pick(99), max: latencies.at(-1) };
-    say(`  latency ${build}: ${rate}/s offered (after a ${opts['warmup-seconds']} s warm-up), ${latencies.length} delivered, p50 ${pick(50)} ms, p99 ${pick(99)} ms, max ${latencies.at(-1)} ms`);
+    const result = await measureDeliveryLatency({ receiver, url: `${side.proxy.url}${PASS_PATH}`, headers: side.headers, rate, seconds });
+    side.latency = { offered: rate, delivered: result.delivered, p50: result.p50, p99: result.p99, max: result.max };
+    say(`  latency ${build}: ${rate}/s offered (after a ${opts['warmup-seconds']} s warm-up), ${result.delivered} delivered, p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms`);
     await worker.stop();
   }
 
