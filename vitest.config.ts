@@ -11,10 +11,10 @@ export default defineConfig({
     // two), so a third cuts the run from about 300 s to about 205 s; a fourth gains 10 s more
     // and loads the machine enough to stretch the timing-sensitive tests.
     maxWorkers: 3,
-    // CI (CI=true) gives a failed test one more try: the suite starts real redis-servers, clusters,
-    // browsers and child processes on two cores, and a timeout there should not hide a whole
-    // submission. A test that fails twice still fails the run, and vitest lists every retried test.
-    retry: process.env.CI ? 1 : 0,
+    // No retries, on CI or off it: a test that passes on its second try is a flake, and a flake is
+    // a finding to fix (a wait on a condition instead of a fixed sleep, a test that sets up its own
+    // state), not one to absorb.
+    retry: 0,
     reporters: ['default'],
   },
 });
