@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSmtpCapture, type SmtpCapture } from '../support/smtp.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { redisKeys, utcDay } from '../../src/store/keys.js';
-import { EmailAllowance } from '../../src/webhooks/deliver/email-allowance.js';
+import { EmailAllowance } from '../../src/webhooks/deliver/attempt/email-allowance.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { startTestOutrigger, type RawConfig } from '../support/outrigger.js';
 import { call, sleep, untilKnown, waitFor } from './webhooks-helpers.js';

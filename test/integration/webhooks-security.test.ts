@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConnector } from 'undici';
 import { createLogger } from '../../src/observability/logger.js';
-import { Deliverer } from '../../src/webhooks/deliver/attempt.js';
-import { EmailAllowance } from '../../src/webhooks/deliver/email-allowance.js';
+import { Deliverer } from '../../src/webhooks/deliver/attempt/deliverer.js';
+import { EmailAllowance } from '../../src/webhooks/deliver/attempt/email-allowance.js';
 import { webhookValidator } from '../../src/webhooks/documents/index.js';
 import type { HostLookup } from '../../src/net/ssrf-guard/index.js';
 import type { WebhookDocument } from '../../src/webhooks/webhook.js';

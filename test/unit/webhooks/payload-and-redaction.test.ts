@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildDefaultPayload, serializeDefaultPayload } from '../../../src/webhooks/deliver/default-payload.js';
+import { buildDefaultPayload, serializeDefaultPayload } from '../../../src/webhooks/deliver/attempt/default-payload.js';
 import { captureBody } from '../../../src/webhooks/event.js';
 import { createHeaderJsonRedactor, createHeaderRedactor, jsonString, redactHeaders, removeIssuedKey } from '../../../src/webhooks/capture/redaction.js';
 import { sampleEvent } from './fixtures.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { serializeDefaultPayload } from '../../../src/webhooks/deliver/default-payload.js';
+import { serializeDefaultPayload } from '../../../src/webhooks/deliver/attempt/default-payload.js';
 import type { CapturedEvent } from '../../../src/webhooks/event.js';
 import { incomingRequestSection, type WebhookLogEntry } from '../../../src/webhooks/log-entry.js';
 import { eventFromLogEntry } from '../../../src/webhooks/routes/redelivery.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildDefaultPayload, defaultPayloadParts, payloadText, serializeDefaultPayload } from '../../../src/webhooks/deliver/default-payload.js';
+import { buildDefaultPayload, defaultPayloadParts, payloadText, serializeDefaultPayload } from '../../../src/webhooks/deliver/attempt/default-payload.js';
 import { bodyJsonText, type CapturedEvent } from '../../../src/webhooks/event.js';
 import { decodeStreamRecord, encodeEntry } from '../../../src/webhooks/stream-record.js';
 import { incomingRequestSection, skippedLogEntry, type WebhookLogEntry } from '../../../src/webhooks/log-entry.js';

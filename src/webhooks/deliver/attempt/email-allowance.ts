@@ -5,10 +5,10 @@
  * three are left reserves nothing.
  */
 import type { Redis } from 'ioredis';
-import type { RedisKeys } from '../../store/keys.js';
-import { utcDay } from '../../store/keys.js';
-import { reserveEmailAllowance } from '../../store/scripts/reserve-email-allowance.js';
-import { releaseEmailAllowance } from '../../store/scripts/release-email-allowance.js';
+import type { RedisKeys } from '../../../store/keys.js';
+import { utcDay } from '../../../store/keys.js';
+import { reserveEmailAllowance } from '../../../store/scripts/reserve-email-allowance.js';
+import { releaseEmailAllowance } from '../../../store/scripts/release-email-allowance.js';
 
 
 

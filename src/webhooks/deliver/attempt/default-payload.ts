@@ -7,10 +7,10 @@
  * captured body was cut at the capture cap, `bodyTruncated: true` is added next to that body
  * (absent otherwise), so a receiver never mistakes a partial body for the whole one.
  */
-import { bodyJsonText, type CapturedEvent, type CapturedHeaders, type CapturedBody } from '../event.js';
-import { incomingRequestSection, incomingRequestText, type IncomingRequestSection } from '../log-entry.js';
-import type { PayloadParts } from '../logs/stored-log-entry.js';
-import type { WebhookRef } from '../webhook.js';
+import { bodyJsonText, type CapturedEvent, type CapturedHeaders, type CapturedBody } from '../../event.js';
+import { incomingRequestSection, incomingRequestText, type IncomingRequestSection } from '../../log-entry.js';
+import type { PayloadParts } from '../../logs/stored-log-entry.js';
+import type { WebhookRef } from '../../webhook.js';
 
 export interface DefaultPayload {
   id: string;

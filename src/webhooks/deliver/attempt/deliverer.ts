@@ -1,0 +1,89 @@
+/**
+ * One delivery attempt of one event to one webhook (SPEC §7.2.3-5), HTTP (http-send.ts) or
+ * e-mail (email-send.ts), and the log entry describing it. Nothing here writes to Redis except
+ * the e-mail allowance: the worker decides what happens next (retry or final) and stores the
+ * entry; a test send only returns it.
+ */
+import type { buildConnector } from 'undici';
+import type { OutriggerConfig } from '../../../config/types.js';
+import type { HostLookup } from '../../../net/ssrf-guard/index.js';
+import type { Logger } from '../../../observability/logger.js';
+import type { AttemptContext, AttemptResult, WebhookAttempts } from '../../delivery-contract.js';
+import type { CapturedEvent } from '../../event.js';
+import { incomingRequestSection, newLogId, webhookTarget, type WebhookLogEntry } from '../../log-entry.js';
+import type { WebhookDocument } from '../../webhook.js';
+import type { EmailAllowance } from './email-allowance.js';
+import { EmailSender } from './email-send.js';
+import { HttpSender } from './http-send.js';
+import type { SendOutcome } from './send-outcome.js';
+
+export interface DelivererOptions {
+  serviceId: string;
+  webhooks: OutriggerConfig['webhooks'];
+  secretHeaders: readonly string[];
+  allowance: EmailAllowance;
+  logger: Logger;
+  /** Resolver for the SSRF guard (tests inject one). */
+  lookup?: HostLookup;
+  /** Opens sockets once an address passed the guard (tests wrap it to watch connects). */
+  socketConnector?: buildConnector.connector;
+}
+
+export class Deliverer implements WebhookAttempts {
+  private readonly http: HttpSender;
+  private readonly email: EmailSender;
+
+  constructor(private readonly o: DelivererOptions) {
+    this.http = new HttpSender(o);
+    this.email = new EmailSender(o);
+  }
+
+  async attempt(webhook: WebhookDocument, event: CapturedEvent, context: AttemptContext): Promise<AttemptResult> {
+    const started = Date.now();
+    const t0 = performance.now();
+    let outcome: SendOutcome;
+    try {
+      outcome = webhook.type === 'http' ? await this.http.send(webhook, event) : await this.email.send(webhook, event);
+    } catch (error) {
+      // A bug, not a target problem: final, and said so.
+      this.o.logger.error({ err: String(error), webhook: webhook._id }, 'unexpected error while delivering a webhook');
+      outcome = { status: 'failed', statusCode: null, error: `internal error: ${(error as Error).message}`, retryable: false, retryAfterMs: null };
+    }
+    const entry: WebhookLogEntry = {
+      _id: newLogId(started),
+      webhookId: webhook._id,
+      eventId: event.id,
+      timestamp: { $date: started },
+      status: outcome.status,
+      attempt: context.attempt,
+      durationMs: Math.round(performance.now() - t0),
+      ...(context.test ? { test: true as const } : {}),
+      summary: {
+        method: event.request.method,
+        path: event.request.path,
+        target: webhookTarget(webhook),
+        statusCode: outcome.statusCode,
+        error: outcome.error,
+      },
+      detail: {
+        incomingRequest: incomingRequestSection(event),
+        condition: context.condition,
+        ...(outcome.transformation ? { transformation: outcome.transformation } : {}),
+        ...(outcome.outgoingRequest ? { outgoingRequest: outcome.outgoingRequest } : {}),
+        ...(outcome.response ? { response: outcome.response } : {}),
+        ...(outcome.error ? { error: outcome.error } : {}),
+      },
+    };
+    return { entry, retryable: outcome.status === 'failed' && outcome.retryable, retryAfterMs: outcome.retryAfterMs };
+  }
+
+  /** An operator notice (the automatic disable's alert) over the configured SMTP server. */
+  sendNotice(to: string, subject: string, text: string): Promise<void> {
+    return this.email.sendNotice(to, subject, text);
+  }
+
+  async close(): Promise<void> {
+    this.email.close();
+    await this.http.close();
+  }
+}
