@@ -101,9 +101,13 @@ function placeOf(file) {
   const layer = LAYERS.findIndex((names) => names.includes(top));
   const stages = STAGED_FEATURES[top];
   let stage = null;
-  if (stages && parts.length > 2) stage = stages.indexOf(parts[1]);
+  if (stages && parts.length > 2) stage = stages.indexOf(parts[1]) >= 0 ? stages.indexOf(parts[1]) : -2; // -2: a folder outside the order
   if (stages && parts.length === 2) stage = parts[1] === stages.entry ? Infinity : -1; // root: shared types (-1) or the entry
   return { top, layer, stage };
+}
+for (const file of imports.keys()) {
+  const place = placeOf(file);
+  if (place.stage === -2) problems.push(`${file}: its folder is not a stage of src/${place.top} (${STAGED_FEATURES[place.top].join(' → ')}); add it to STAGED_FEATURES in scripts/structure-rules.mjs or move the file into a stage`);
 }
 for (const [from, targets] of imports) {
   const a = placeOf(from);
@@ -120,6 +124,8 @@ for (const [from, targets] of imports) {
     if (a.stage === -2 || b.stage === -2) continue;
     if (b.stage === Infinity && a.stage !== Infinity)
       problems.push(`${from} → ${to}: a stage imports its feature's entry point; take what it needs from the root's shared types`);
+    else if (a.stage === -1 && b.stage >= 0)
+      problems.push(`${from} → ${to}: a shared file at the root of src/${a.top} imports a stage; move what both need to the root, or the file into a stage`);
     else if (b.stage > a.stage && a.stage !== Infinity)
       problems.push(`${from} → ${to}: against the stage order of src/${a.top} (${STAGED_FEATURES[a.top].join(' → ')})`);
   }
