@@ -7,7 +7,7 @@
  * parse) times PARSED_BYTES_PER_TOKEN.
  */
 import { GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema, type ValidationRule } from 'graphql';
-import { LruCache } from '../lru.js';
+import { LruCache } from '../../util/lru.js';
 import { aliasLimitError } from './aliases.js';
 
 /** A parsed query and what validation said about it. */
