@@ -19,10 +19,10 @@
  * results are merged and sorted locally.
  */
 import { isPlainObject } from './app-document.js';
+import type { BackendReads } from './backend-reads.js';
 import { canonicalKey, compareForSort } from './ejson.js';
 import { compileMatcher, type Matcher } from './local-match.js';
 import { candidateValues, readPath } from './paths.js';
-import type { RequestState } from './request-state.js';
 import { readWindow, windowKeyOf, type ResolvedQuery } from './translate.js';
 import { BACKEND_MAX_PAGESIZE } from './types.js';
 import { encodedQueryLength } from './backend-reader.js';
@@ -63,7 +63,7 @@ export class JoinBatcher {
   private groups = new Map<string, Group>();
   private scheduled = false;
 
-  constructor(private readonly state: RequestState) {}
+  constructor(private readonly state: BackendReads) {}
 
   /**
    * The load of a join queued in the current batch for the same group, window and documents, if
@@ -300,7 +300,7 @@ function satisfied(parts: unknown[][], distinct: Distinct[]): boolean {
 }
 
 /** Resolves each entry of `d` with its window of `docs` (the documents of `d`, in the group's sort order), as the client sees them. */
-function serve(state: RequestState, d: Distinct, docs: unknown[]): void {
+function serve(state: BackendReads, d: Distinct, docs: unknown[]): void {
   for (const entry of d.entries) {
     const { skip, limit } = entry.query;
     if (entry.single) {

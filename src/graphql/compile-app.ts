@@ -33,7 +33,8 @@ import { canonicalKey } from './ejson.js';
 import type { ArgScope } from './interpolate.js';
 import { readPath } from './paths.js';
 import { NOT_PREFETCHED, Prefetcher, type JoinStart } from './prefetch.js';
-import type { EngineSettings, RequestState } from './request-state.js';
+import type { EngineSettings } from './backend-reads.js';
+import type { RequestState } from './request-state.js';
 import { valuesKey } from './batch-joins.js';
 import {
   checkForeignValue,
@@ -204,8 +205,8 @@ function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: Graphq
   // Joins are answered synchronously where that changes nothing but the cost (prefetch.ts). Not
   // with rootDoc: each parent then needs its own copies of the joined documents.
   const prefetch = prefetchJoins && !usesRootDoc;
-  const loading = { joins: new Map<GraphQLField<unknown, unknown>, JoinStart>(), all: new Set<GraphQLField<unknown, unknown>>() };
-  const prefetcherOf = (state: RequestState, info: GraphQLResolveInfo): Prefetcher => (state.prefetcher ??= new Prefetcher(state, loading, info));
+  const loading = { joins: new Map<GraphQLField<unknown, unknown>, JoinStart<RequestState>>(), all: new Set<GraphQLField<unknown, unknown>>() };
+  const prefetcherOf = (state: RequestState, info: GraphQLResolveInfo): Prefetcher<RequestState> => (state.prefetcher ??= new Prefetcher(state, loading, info));
 
   for (const type of Object.values(schema.getTypeMap())) {
     if (!isObjectType(type) || type.name.startsWith('__')) continue;
@@ -240,7 +241,7 @@ function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: Graphq
                 return own;
               });
         /** What the field resolves to: its value, a promise of it, or a thrown field error. */
-        const start: JoinStart = (source, args, state) => {
+        const start: JoinStart<RequestState> = (source, args, state) => {
           if (fixed !== undefined) {
             // Everything but the foreign value was resolved at compile time (as resolveQuery would).
             const fk = readPath(source, fixed.fkPath);

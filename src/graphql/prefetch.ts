@@ -45,15 +45,17 @@ import {
   type InlineFragmentNode,
   type SelectionSetNode,
 } from 'graphql';
-import type { RequestState } from './request-state.js';
 
-/** One join field's resolution, exactly as its resolver does it: a value, a promise of one, or a thrown field error. */
-export type JoinStart = (source: unknown, args: Record<string, unknown>, state: RequestState) => unknown;
+/**
+ * One join field's resolution, exactly as its resolver does it: a value, a promise of one, or a
+ * thrown field error. `State` is the request's state, which the prefetcher only hands back.
+ */
+export type JoinStart<State> = (source: unknown, args: Record<string, unknown>, state: State) => unknown;
 
 /** The fields of a compiled app that read the backend. */
-export interface LoadingFields {
+export interface LoadingFields<State> {
   /** Join fields (query mappings of non-root types) and how each resolves. */
-  readonly joins: ReadonlyMap<GraphQLField<unknown, unknown>, JoinStart>;
+  readonly joins: ReadonlyMap<GraphQLField<unknown, unknown>, JoinStart<State>>;
   /** Every field with a query mapping, root fields included. */
   readonly all: ReadonlySet<GraphQLField<unknown, unknown>>;
 }
@@ -71,18 +73,18 @@ interface Outcome {
   readonly settled: Promise<unknown> | undefined;
 }
 
-interface PlannedJoin {
+interface PlannedJoin<State> {
   readonly def: GraphQLField<unknown, unknown>;
   readonly nodes: readonly FieldNode[];
-  readonly start: JoinStart;
+  readonly start: JoinStart<State>;
   readonly single: boolean;
   /** Joins below this one's documents; undefined when there are none. */
-  readonly below: Plan | undefined;
+  readonly below: Plan<State> | undefined;
 }
 
 /** The joins to start on the documents of one field (and, through `below`, on theirs). */
-interface Plan {
-  readonly joins: readonly PlannedJoin[];
+interface Plan<State> {
+  readonly joins: readonly PlannedJoin<State>[];
   readonly single: boolean;
   /** Per promise of the field's value, the promise of the same value once the joins have settled. */
   readonly continued: Map<Promise<unknown>, Promise<unknown>>;
@@ -98,17 +100,17 @@ const UNSAFE = 'unsafe';
 const NOTHING = 'nothing';
 
 /** One request's prefetched joins. */
-export class Prefetcher {
+export class Prefetcher<State> {
   private readonly schema: GraphQLSchema;
   private readonly fragments: Readonly<Record<string, FragmentDefinitionNode>>;
   private readonly variables: Readonly<Record<string, unknown>>;
-  private readonly plans = new Map<readonly FieldNode[], Plan | undefined>();
+  private readonly plans = new Map<readonly FieldNode[], Plan<State> | undefined>();
   private readonly slots = new Map<FieldNode, Slot[]>();
   private readonly outcomes = new Map<Promise<unknown>, Outcome>();
 
   constructor(
-    private readonly state: RequestState,
-    private readonly fields: LoadingFields,
+    private readonly state: State,
+    private readonly fields: LoadingFields<State>,
     info: GraphQLResolveInfo,
   ) {
     this.schema = info.schema;
@@ -146,7 +148,7 @@ export class Prefetcher {
   }
 
   /** `result`'s value once the plan's joins on it have settled (one continuation per plan and promise). */
-  private continued(plan: Plan, result: Promise<unknown>): Promise<unknown> {
+  private continued(plan: Plan<State>, result: Promise<unknown>): Promise<unknown> {
     let continued = plan.continued.get(result);
     if (continued === undefined) {
       continued = result.then((value) => {
@@ -159,7 +161,7 @@ export class Prefetcher {
   }
 
   /** Starts the planned joins on the documents of `value`; undefined when none is pending. */
-  private start(plan: Plan, value: unknown): Promise<unknown> | undefined {
+  private start(plan: Plan<State>, value: unknown): Promise<unknown> | undefined {
     const docs = plan.single ? [value] : value;
     if (!Array.isArray(docs)) return undefined;
     const joins = plan.joins;
@@ -182,7 +184,7 @@ export class Prefetcher {
         const byDoc = (slots[k] as Slot).byDoc;
         let outcome = byDoc.get(doc);
         if (outcome === undefined) {
-          outcome = this.run(joins[k] as PlannedJoin, doc, a);
+          outcome = this.run(joins[k] as PlannedJoin<State>, doc, a);
           byDoc.set(doc, outcome);
         }
         if (!outcome.done) (pending ??= new Set()).add(outcome);
@@ -192,7 +194,7 @@ export class Prefetcher {
     return Promise.all(Array.from(pending, (o) => o.settled));
   }
 
-  private run(j: PlannedJoin, doc: unknown, args: Record<string, unknown>): Outcome {
+  private run(j: PlannedJoin<State>, doc: unknown, args: Record<string, unknown>): Outcome {
     let result: unknown;
     try {
       result = j.start(doc, args, this.state);
@@ -240,9 +242,9 @@ export class Prefetcher {
   }
 
   /** The plan for the documents of a field of type `type` selected by `nodes`; undefined: lazy completion. */
-  private planFor(type: GraphQLOutputType, nodes: readonly FieldNode[]): Plan | undefined {
+  private planFor(type: GraphQLOutputType, nodes: readonly FieldNode[]): Plan<State> | undefined {
     if (this.plans.has(nodes)) return this.plans.get(nodes);
-    let plan: Plan | typeof UNSAFE | typeof NOTHING;
+    let plan: Plan<State> | typeof UNSAFE | typeof NOTHING;
     try {
       plan = this.plan(type, nodes);
     } catch {
@@ -253,13 +255,13 @@ export class Prefetcher {
     return usable;
   }
 
-  private plan(type: GraphQLOutputType, nodes: readonly FieldNode[]): Plan | typeof UNSAFE | typeof NOTHING {
+  private plan(type: GraphQLOutputType, nodes: readonly FieldNode[]): Plan<State> | typeof UNSAFE | typeof NOTHING {
     const nullable = getNullableType(type);
     const single = !isListType(nullable);
     const item = single ? nullable : nullable.ofType;
     const named = getNullableType(item);
     if (!isObjectType(named)) return UNSAFE;
-    const joins: PlannedJoin[] = [];
+    const joins: PlannedJoin<State>[] = [];
     let nonNull = false;
     for (const fieldNodes of this.subfields(named, nodes).values()) {
       const name = (fieldNodes[0] as FieldNode).name.value;

@@ -6,22 +6,14 @@ import { GraphQLError } from 'graphql';
 import { OutriggerError } from '../errors.js';
 import { readQueryString } from './backend-reader.js';
 import { JoinBatcher } from './batch-joins.js';
+import type { BackendReads, EngineSettings } from './backend-reads.js';
 import { hiddenReadKey } from './read-keys.js';
 import type { Prefetcher } from './prefetch.js';
-import type { BackendRead, BackendReader, GraphqlLimits, ReadDecision, ReadPolicy, RequestContext } from './types.js';
+import type { BackendRead, GraphqlLimits, ReadDecision, ReadPolicy, RequestContext } from './types.js';
 
 export const BACKEND_ERROR_CODES = new Set(['BACKEND_UNAVAILABLE', 'BACKEND_ERROR']);
 
-export interface EngineSettings {
-  readonly limits: GraphqlLimits;
-  readonly reader: BackendReader;
-  /** Largest URL-encoded `filter` a batched read may send before it is split (default 6144). */
-  readonly maxFilterBytes: number;
-  /** The caller's permission per read (readFilter, projectResponse); absent = read as the backend allows. */
-  readonly readPolicy?: ReadPolicy | undefined;
-}
-
-export class RequestState {
+export class RequestState implements BackendReads {
   /** Backend reads made so far. */
   reads = 0;
   /** Set when the request needed more reads than `maxBackendReads`: the whole request fails with 400. */
@@ -36,7 +28,7 @@ export class RequestState {
   readLog: Array<{ db: string; collection: string; page: number; pagesize: number; filter: boolean; documents: number }> | undefined;
   readonly joins: JoinBatcher;
   /** Joins started ahead of graphql-js (prefetch.ts); made on first use. */
-  prefetcher: Prefetcher | undefined;
+  prefetcher: Prefetcher<RequestState> | undefined;
   private roots: WeakMap<object, unknown> | undefined;
   readonly ctx: RequestContext;
   /** Decisions per distinct read (collection, aggregation, query string): equal reads are decided once. */

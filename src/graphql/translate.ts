@@ -5,6 +5,7 @@
  * covers the window), sliced to the window.
  */
 import { isArgRef, isFkRef, isPlainObject, type ArgRef, type QueryMapping } from './app-document.js';
+import type { BackendReads } from './backend-reads.js';
 import { canonicalKey, findOperatorKey } from './ejson.js';
 import {
   fieldError,
@@ -17,7 +18,6 @@ import {
   type InterpolationNotes,
 } from './interpolate.js';
 import { planPages } from './paging.js';
-import type { RequestState } from './request-state.js';
 import { readPath } from './paths.js';
 import type { GraphqlLimits } from './types.js';
 
@@ -301,7 +301,7 @@ function resolveSort(m: CompiledQueryMapping, scope: ArgScope, notes: Interpolat
 }
 
 /** Reads the window [skip, skip+limit) of a query: one read, or two when no single page covers it. */
-export async function readWindow(state: RequestState, q: ResolvedQuery): Promise<unknown[]> {
+export async function readWindow(state: BackendReads, q: ResolvedQuery): Promise<unknown[]> {
   const plan = planPages(q.skip, q.limit);
   const base = { db: q.db, collection: q.collection, sort: q.sort, pagesize: plan.pagesize };
   const filter = Object.keys(q.filter).length > 0 ? { filter: q.filter } : {};
