@@ -4,13 +4,10 @@
  * that denies anything but a loopback IP literal, and, as a last line, every socket connect in
  * this process to a non-loopback host throws (so a broken guard fails loudly, never leaks).
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { buildConnector } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseCidrs, parseIp } from '../../../src/net/cidr.js';
@@ -418,30 +415,16 @@ describe('createGuardedDispatcher (send time)', () => {
   });
 });
 
-const hasOpenssl = (() => {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+/** A committed self-signed certificate for good.test (test/support/tls/README.md): no openssl needed to run these. */
+const TLS_FIXTURE = new URL('../../support/tls/', import.meta.url);
 
-describe.skipIf(!hasOpenssl)('createGuardedDispatcher over https', () => {
-  let dir: string;
+describe('createGuardedDispatcher over https', () => {
   let server: https.Server;
   let port: number;
-  let cert: string;
+  const cert = readFileSync(new URL('cert.pem', TLS_FIXTURE), 'utf8');
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'outrigger-ssrf-'));
-    execFileSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=good.test', '-addext', 'subjectAltName=DNS:good.test'],
-      { stdio: 'ignore' },
-    );
-    cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
-    server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (req, res) => {
+    server = https.createServer({ key: readFileSync(new URL('key.pem', TLS_FIXTURE)), cert }, (req, res) => {
       res.end(`sni=${(req.socket as import('node:tls').TLSSocket).servername}`);
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -449,7 +432,6 @@ describe.skipIf(!hasOpenssl)('createGuardedDispatcher over https', () => {
   });
   afterAll(async () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('connects to the checked IP while TLS (SNI and certificate) uses the URL host', async () => {
