@@ -126,6 +126,11 @@ const byPath = (errors: any[] | undefined) =>
   (errors ?? []).map((e) => JSON.stringify([e.path, e.message, e.extensions?.code])).sort();
 const readsOf = (e: Engine) => e.reads().map((r) => decodeURIComponent(r.url)).sort();
 
+/** The expected answers, worked out from the data above (not from either engine). */
+const userOf = (id: string) => users.find((x) => x._id === id)!;
+const ordersOfUser = (id: string) => orders.filter((o) => o.userId === id).sort((x, y) => y.total - x.total);
+const countryName = (code: string | undefined) => data.restheart!.countries!.find((c) => c.code === code)!.name;
+
 async function same(query: string, variables?: Record<string, unknown>): Promise<any> {
   const a = await eager.run(query, variables);
   const aReads = readsOf(eager);
@@ -159,8 +164,21 @@ describe('prefetched joins answer exactly as lazily completed ones', () => {
   });
 
   it('aliases with different arguments over shared documents, and merged fields', async () => {
-    await same('{ orders(limit: 10) { a: user { orders(limit: 1) { id } } b: user { orders(limit: 3, skip: 1) { id user { name } } } } }');
-    await same('{ orders(limit: 5) { user { name } user { city orders(limit: 1) { id } } } }');
+    const aliased = await same('{ orders(limit: 10) { a: user { orders(limit: 1) { id } } b: user { orders(limit: 3, skip: 1) { id user { name } } } } }');
+    expect(aliased.body.data.orders).toEqual(
+      orders.slice(0, 10).map((o) =>
+        o.userId === undefined
+          ? { a: null, b: null }
+          : {
+              a: { orders: ordersOfUser(o.userId).slice(0, 1).map((x) => ({ id: x._id })) },
+              b: { orders: ordersOfUser(o.userId).slice(1, 4).map((x) => ({ id: x._id, user: { name: userOf(x.userId!).name } })) },
+            },
+      ),
+    );
+    const merged = await same('{ orders(limit: 5) { user { name } user { city orders(limit: 1) { id } } } }');
+    expect(merged.body.data.orders).toEqual(
+      orders.slice(0, 5).map((o) => ({ user: { name: userOf(o.userId!).name, city: userOf(o.userId!).address.city, orders: [{ id: ordersOfUser(o.userId!)[0]!._id }] } })),
+    );
   });
 
   it('fragments, inline fragments and @skip/@include with variables', async () => {
@@ -169,28 +187,68 @@ describe('prefetched joins answer exactly as lazily completed ones', () => {
     }
     fragment O on Order { id user @skip(if: $x) { name ...U } bigger { total } }
     fragment U on User { top { id } }`;
-    for (const x of [true, false]) for (const y of [true, false]) await same(query, { x, y });
+    for (const x of [true, false]) {
+      for (const y of [true, false]) {
+        const r = await same(query, { x, y });
+        expect(r.body.data.orders.map((o: { id: string }) => o.id)).toEqual(orders.slice(0, 10).map((o) => o._id));
+        const third = r.body.data.orders[3];
+        expect(third.bigger).toEqual([{ total: 13 }, { total: 23 }]);
+        if (x) expect(third).not.toHaveProperty('user');
+        else expect(third.user).toEqual({ name: 'user3', top: { id: 'o23' } });
+        if (y) expect(third.products.map((p: { id: string }) => p.id).sort()).toEqual(['p0', 'p3']);
+        else expect(third).not.toHaveProperty('products');
+      }
+    }
   });
 
   it('several root fields, and a single root field', async () => {
-    await same('{ orders(limit: 5) { user { name } } users(limit: 3) { orders(limit: 2) { user { name } } } one(id: "o03") { user { top { user { name } } } } }');
-    await same('{ one(id: "o04") { user { name friends { name } } } none: one(id: "zz") { user { name } } }');
+    const several = await same('{ orders(limit: 5) { user { name } } users(limit: 3) { orders(limit: 2) { user { name } } } one(id: "o03") { user { top { user { name } } } } }');
+    expect(several.body.data).toEqual({
+      orders: orders.slice(0, 5).map((o) => ({ user: { name: userOf(o.userId!).name } })),
+      users: users.slice(0, 3).map((x) => ({ orders: ordersOfUser(x._id).slice(0, 2).map(() => ({ user: { name: x.name } })) })),
+      one: { user: { top: { user: { name: 'user3' } } } },
+    });
+    const single = await same('{ one(id: "o04") { user { name friends { name } } } none: one(id: "zz") { user { name } } }');
+    expect(single.body.data).toEqual({ one: { user: { name: 'user4', friends: [{ name: 'user5' }, { name: 'user6' }] } }, none: null });
   });
 
   it('$or batches, finds read one by one, joins that match nothing, __typename', async () => {
-    await same('{ orders(limit: 6) { __typename id bigger { total user { name } } similar { id } ghost { id } user { __typename name } } }');
+    const r = await same('{ orders(limit: 6) { __typename id bigger { total user { name } } similar { id } ghost { id } user { __typename name } } }');
+    expect(r.body.data.orders).toEqual(
+      orders.slice(0, 6).map((o, i) => ({
+        __typename: 'Order',
+        id: o._id,
+        bigger: ordersOfUser(o.userId!).filter((b) => b.total > o.total).reverse().map((b) => ({ total: b.total, user: { name: userOf(o.userId!).name } })),
+        // Only o00 and o01 carry a pattern (^note0, ^note1): the two lowest totals with that note.
+        similar: i < 2 ? orders.filter((s) => s.note === `note${i}`).slice(0, 2).map((s) => ({ id: s._id })) : [],
+        ghost: null,
+        user: { __typename: 'User', name: userOf(o.userId!).name },
+      })),
+    );
   });
 
   it('errors: a denied collection, an operator object as a foreign value, a non-null field left null', async () => {
     const denied = await same('{ orders(limit: 4) { id secret { id } user { name } } }');
     expect(denied.body.errors).toHaveLength(4);
-    await same('{ badOrders { id user { name } } }');
-    await same('{ orders(limit: 8) { id strict user { name } } }');
-    await same('{ orders(limit: 8) { id user { name } strict } }');
+    expect(denied.body.errors.map((e: any) => e.path)).toEqual([0, 1, 2, 3].map((i) => ['orders', i, 'secret']));
+    expect(denied.body.data.orders).toEqual(orders.slice(0, 4).map((o) => ({ id: o._id, secret: null, user: { name: userOf(o.userId!).name } })));
+    const bad = await same('{ badOrders { id user { name } } }');
+    expect(bad.body.data).toEqual({ badOrders: [{ id: 'bad', user: null }, { id: 'good', user: { name: 'user4' } }] });
+    expect(bad.body.errors.map((e: any) => [e.path, e.extensions.code])).toEqual([[['badOrders', 0, 'user'], 'INVALID_FOREIGN_VALUE']]);
+    // o05 and o06 have no `strict` (Int!): each becomes null in the list, with an error at its field.
+    const strictOrders = orders.slice(0, 8).map((o) => (o.strict === undefined ? null : { id: o._id, strict: o.strict, user: o.userId ? { name: userOf(o.userId).name } : null }));
+    const strictFirst = await same('{ orders(limit: 8) { id strict user { name } } }');
+    expect(strictFirst.body.data.orders).toEqual(strictOrders);
+    expect(strictFirst.body.errors.map((e: any) => e.path)).toEqual([['orders', 5, 'strict'], ['orders', 6, 'strict']]);
+    const strictLast = await same('{ orders(limit: 8) { id user { name } strict } }');
+    expect(strictLast.body.data.orders).toEqual(strictOrders.map((o) => o && { id: o.id, user: o.user, strict: o.strict }));
   });
 
   it('where the lazy path stays: a non-null field before a join, non-null list items, a join inside an embedded object', async () => {
-    await same('{ strict { id user { name } } }');
+    const strict = await same('{ strict { id user { name } } }');
+    // The document without an _id (id: String!) becomes null; the other two join their users.
+    expect(strict.body.data.strict).toHaveLength(3);
+    expect(strict.body.data.strict.filter((x: unknown) => x !== null)).toEqual([{ id: 's1', user: { name: 'user1' } }, { id: 's3', user: { name: 'user3' } }]);
     await same('{ strictItems { id strict user { name } } }');
     await same('{ strictItems { id user { name } strict } }');
     // Lazily, the items after a failing one are still completed, and their errors reported.
@@ -199,6 +257,14 @@ describe('prefetched joins answer exactly as lazily completed ones', () => {
     await same('{ strictItems { id user { name } } }');
     const embedded = await same('{ users(limit: 10) { name address { city country { name } } nationality { name } top { id } } }');
     expect(embedded.backendReads).toBe(3);
+    expect(embedded.body.data.users).toEqual(
+      users.map((x) => ({
+        name: x.name,
+        address: { city: x.address.city, country: { name: countryName(x.address.countryCode) } },
+        nationality: { name: countryName(x.address.countryCode) },
+        top: { id: ordersOfUser(x._id)[0]!._id },
+      })),
+    );
   });
 });
 
