@@ -83,7 +83,7 @@ describe('Redis outage', () => {
       // Signed in (and cached) while Redis is up: the outage below is about the routes, not sign-in.
       expect((await call(proxy.url, '/_admin/webhooks', { auth: ROOT })).status).toBe(200);
       await redis.stop();
-      await eventually(async () => (await call(proxy.url, '/_health/ready')).status === 503, 10_000);
+      expect(await eventually(async () => (await call(proxy.url, '/_health/ready')).status === 503, 10_000), '/_health/ready answering 503 once Redis stopped').toBe(true);
     });
     afterAll(async () => {
       await proxy?.stop();
@@ -160,7 +160,7 @@ describe('Redis outage', () => {
       } finally {
         await redis.restart();
       }
-      await eventually(async () => (await call(proxy.url, '/_health/ready')).status === 200, 10_000);
+      expect(await eventually(async () => (await call(proxy.url, '/_health/ready')).status === 200, 10_000), '/_health/ready answering 200 once Redis restarted').toBe(true);
       // Still locked once Redis is back, and Redis now holds the count made during the outage.
       expect((await call(proxy.url, '/a', from('127.80.0.2', RIGHT))).status).toBe(429);
       expect(
@@ -181,7 +181,7 @@ describe('Redis outage', () => {
       } finally {
         await redis.restart();
       }
-      await eventually(async () => (await call(proxy.url, '/_health/ready')).status === 200, 10_000);
+      expect(await eventually(async () => (await call(proxy.url, '/_health/ready')).status === 200, 10_000), '/_health/ready answering 200 once Redis restarted').toBe(true);
       // Redis got the clear, then the one failure after it: not 9 + 1, which would lock alice out now.
       const settled = await eventually(async () => (await redis.client.get(key)) === '1', 5000);
       expect(settled, String(await redis.client.get(key))).toBe(true);
