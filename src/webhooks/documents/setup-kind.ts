@@ -16,7 +16,7 @@ import { validateWebhookDocument } from './validate.js';
 const RESERVED_IDS = new Set(['test', 'recording']);
 
 /** Write-time condition check: the parser's message with the position, or null. */
-export function webhookConditionProblem(text: string): string | null {
+function webhookConditionProblem(text: string): string | null {
   try {
     parseCondition(text);
     return null;
