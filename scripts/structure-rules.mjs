@@ -27,6 +27,11 @@ export const STAGED_FEATURES = {
   // template before documents: a document's templates are checked when it is written.
   // logs before deliver: the worker writes entries through the log store.
   webhooks: Object.assign(['template', 'documents', 'capture', 'logs', 'deliver', 'routes'], { entry: 'module.ts' }),
+  // values first: extended JSON, paths, local matching and $arg/$fk substitution, read by every stage.
+  // schema before document: a document's mappings are checked against the schema its SDL builds.
+  // reads before compile: compiling installs the resolvers that read; the reads know no compiled app.
+  // ui stays a folder of its own (scripts/build-assets.mjs bundles it from there), served by serve/.
+  graphql: Object.assign(['values', 'schema', 'document', 'backend', 'reads', 'limits', 'compile', 'ui', 'serve'], { entry: 'module.ts' }),
   // clients before sign-in: /authorize looks the client up.
   oauth: Object.assign(['clients', 'sign-in'], { entry: 'module.ts' }),
 };

@@ -1,7 +1,7 @@
 import { permissionSetupKind } from './access/permissions/setup.js';
 import type { OutriggerConfig } from './config/types.js';
 import type { SetupKind } from './setup/setup-kind.js';
-import { graphqlAppSetupKind } from './graphql/app-setup.js';
+import { graphqlAppSetupKind } from './graphql/document/setup-kind.js';
 import { webhookSetupKind } from './webhooks/documents/index.js';
 
 /**

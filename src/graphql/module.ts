@@ -6,11 +6,11 @@
 import type { AppContext } from '../app-context.js';
 import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import { DocumentStore } from '../store/document-store.js';
-import { graphqlAppSetupKind, type StoredApp } from './app-setup.js';
-import { createHttpBackendReader, type HttpBackendReader } from './backend-reader.js';
-import { createCallerReadPolicy } from './caller-identity.js';
-import { GraphqlAppRegistry } from './registry.js';
-import { createAppsRoute, createGraphqlRoute } from './server-routes.js';
+import { graphqlAppSetupKind, type StoredApp } from './document/setup-kind.js';
+import { createHttpBackendReader, type HttpBackendReader } from './backend/http-reader.js';
+import { createCallerReadPolicy } from './backend/caller-identity.js';
+import { GraphqlAppRegistry } from './compile/registry.js';
+import { createAppsRoute, createGraphqlRoute } from './serve/routes.js';
 
 export interface GraphqlModule extends FeatureModule {
   store: DocumentStore<StoredApp>;

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
-import { sha256Hex } from '../../src/graphql/trusted/documents.js';
+import { sha256Hex } from '../../src/graphql/document/trusted/documents.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
 import { call, gql, shopData } from './graphql-helpers.js';

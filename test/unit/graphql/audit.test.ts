@@ -6,7 +6,7 @@
  */
 import { auditServer } from 'graphql-http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileApp } from '../../../src/graphql/compile-app.js';
+import { compileApp } from '../../../src/graphql/compile/compile-app.js';
 import { serveApp, startEngine, type Engine } from './helpers.js';
 
 const appDoc = {

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { createHttpBackendReader, encodedQueryLength, encodeQueryComponent } from '../../../src/graphql/backend-reader.js';
+import { createHttpBackendReader, encodedQueryLength, encodeQueryComponent } from '../../../src/graphql/backend/http-reader.js';
 import { OutriggerError } from '../../../src/errors.js';
 import { oid } from './helpers.js';
 

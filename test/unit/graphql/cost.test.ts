@@ -1,8 +1,8 @@
 /** The cost estimate: windows multiplied along the path, through aliases, fragments and unions. */
 import { Kind, parse, type OperationDefinitionNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { compileApp } from '../../../src/graphql/compile-app.js';
-import { validateAppDocument } from '../../../src/graphql/validate-app.js';
+import { compileApp } from '../../../src/graphql/compile/compile-app.js';
+import { validateAppDocument } from '../../../src/graphql/document/validate-app.js';
 
 const doc = {
   _id: 'c',

@@ -4,12 +4,12 @@
  */
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { handleGraphqlHttp } from '../../../src/graphql/http-handler.js';
+import { handleGraphqlHttp } from '../../../src/graphql/serve/http-handler.js';
 import { startStandinBackend, type ReceivedRequest, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { createHttpBackendReader, type HttpBackendReader } from '../../../src/graphql/backend-reader.js';
-import { compileApp, type CompiledApp, type CompileOptions } from '../../../src/graphql/compile-app.js';
-import { executeGraphql } from '../../../src/graphql/execute.js';
-import { validateAppDocument } from '../../../src/graphql/validate-app.js';
+import { createHttpBackendReader, type HttpBackendReader } from '../../../src/graphql/backend/http-reader.js';
+import { compileApp, type CompiledApp, type CompileOptions } from '../../../src/graphql/compile/compile-app.js';
+import { executeGraphql } from '../../../src/graphql/serve/execute.js';
+import { validateAppDocument } from '../../../src/graphql/document/validate-app.js';
 import type { RequestContext } from '../../../src/graphql/types.js';
 
 export type Data = Record<string, Record<string, Array<Record<string, unknown>>>>;

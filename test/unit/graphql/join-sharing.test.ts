@@ -5,15 +5,15 @@
  * backend (real HTTP, mingo); entries are counted with a spy on `JoinBatcher.load`.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { JoinBatcher } from '../../../src/graphql/batch-joins.js';
-import { RequestState } from '../../../src/graphql/request-state.js';
+import { JoinBatcher } from '../../../src/graphql/reads/batch-joins.js';
+import { RequestState } from '../../../src/graphql/reads/request-state.js';
 import {
   compileQueryMapping,
   compileStaticInJoin,
   resolveQuery,
   staticInJoinQuery,
   type ResolvedQuery,
-} from '../../../src/graphql/translate.js';
+} from '../../../src/graphql/reads/translate.js';
 import { DEFAULT_LIMITS, type BackendRead } from '../../../src/graphql/types.js';
 import { startEngine, type Data, type Engine } from './helpers.js';
 

@@ -1,12 +1,12 @@
 /** Issue 25's output limits, piece by piece: sliced serialization, the alias cap, the parsed-query cache, the deadline. */
 import { buildSchema, parse, specifiedRules } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { compileApp } from '../../../src/graphql/compile-app.js';
-import { executeGraphql } from '../../../src/graphql/execute.js';
+import { compileApp } from '../../../src/graphql/compile/compile-app.js';
+import { executeGraphql } from '../../../src/graphql/serve/execute.js';
 import { aliasLimitError } from '../../../src/graphql/limits/aliases.js';
 import { DocumentCache, PARSED_BYTES_PER_TOKEN, tokenCount } from '../../../src/graphql/limits/document-cache.js';
 import { serializeJson } from '../../../src/graphql/limits/serialize.js';
-import { validateAppDocument } from '../../../src/graphql/validate-app.js';
+import { validateAppDocument } from '../../../src/graphql/document/validate-app.js';
 
 describe('serializeJson', () => {
   it('writes what JSON.stringify writes', async () => {

@@ -1,10 +1,10 @@
 import { Query } from 'mingo';
 import { describe, expect, it } from 'vitest';
-import { sortLocally } from '../../../src/graphql/batch-joins.js';
-import { canonicalKey, compareForSort, findOperatorKey } from '../../../src/graphql/ejson.js';
-import { compileMatcher } from '../../../src/graphql/local-match.js';
-import { planPages } from '../../../src/graphql/paging.js';
-import { candidateValues, readPath } from '../../../src/graphql/paths.js';
+import { sortLocally } from '../../../src/graphql/reads/batch-joins.js';
+import { canonicalKey, compareForSort, findOperatorKey } from '../../../src/graphql/values/ejson.js';
+import { compileMatcher } from '../../../src/graphql/values/local-match.js';
+import { planPages } from '../../../src/graphql/reads/paging.js';
+import { candidateValues, readPath } from '../../../src/graphql/values/paths.js';
 
 describe('planPages: skip/limit → page/pagesize', () => {
   it('reads one exact page when skip is a multiple of limit', () => {

@@ -5,10 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { projectionHides } from '../../../src/access/mongo-rules.js';
-import { blockedStageOperator } from '../../../src/graphql/aggregations/stage-rules.js';
-import { findOperatorKey, isEjsonLiteral } from '../../../src/graphql/ejson.js';
-import { hiddenReadKey } from '../../../src/graphql/read-keys.js';
-import { checkMappingLiterals } from '../../../src/graphql/validate-literals.js';
+import { blockedStageOperator } from '../../../src/graphql/document/aggregations.js';
+import { findOperatorKey, isEjsonLiteral } from '../../../src/graphql/values/ejson.js';
+import { hiddenReadKey } from '../../../src/graphql/reads/read-keys.js';
+import { checkMappingLiterals } from '../../../src/graphql/document/literals.js';
 
 describe('projectionHides', () => {
   it('an exclusion hides the excluded path, what is inside it and what holds it', () => {

@@ -1,10 +1,11 @@
 /** Substitution of $arg/$fk and resolution of a mapping call into one backend query (pure functions). */
 import { GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { findUriConflict, GraphqlAppRegistry } from '../../../src/graphql/registry.js';
-import { interpolateQuery, interpolateValue } from '../../../src/graphql/interpolate.js';
-import { buildAppSchema } from '../../../src/graphql/sdl.js';
-import { compileQueryMapping, resolveQuery } from '../../../src/graphql/translate.js';
+import { findUriConflict } from '../../../src/graphql/document/setup-kind.js';
+import { GraphqlAppRegistry } from '../../../src/graphql/compile/registry.js';
+import { interpolateQuery, interpolateValue } from '../../../src/graphql/values/interpolate.js';
+import { buildAppSchema } from '../../../src/graphql/schema/sdl.js';
+import { compileQueryMapping, resolveQuery } from '../../../src/graphql/reads/translate.js';
 import { DEFAULT_LIMITS, type BackendReader } from '../../../src/graphql/types.js';
 
 const notes = () => ({ nullForeignKey: false });

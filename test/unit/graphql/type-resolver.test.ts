@@ -3,8 +3,8 @@
  * test-interface, unchanged), against the stand-in backend; and the write-time checks.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parsePredicate, matches } from '../../../src/graphql/type-resolver/predicate.js';
-import { validateAppDocument } from '../../../src/graphql/validate-app.js';
+import { parsePredicate, matches } from '../../../src/graphql/document/type-resolver/predicate.js';
+import { validateAppDocument } from '../../../src/graphql/document/validate-app.js';
 import { startEngine, type Engine } from './helpers.js';
 
 const courses = [

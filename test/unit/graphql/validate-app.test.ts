@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { matchAppUri, normalizeUri } from '../../../src/graphql/app-document.js';
-import { validateAppDocument } from '../../../src/graphql/validate-app.js';
+import { validateAppDocument } from '../../../src/graphql/document/validate-app.js';
 
 const opts = { defaultDb: 'restheart', maxLimit: 1000 };
 

@@ -1,0 +1,174 @@
+/**
+ * Reads collections from a RESTHeart-style backend over HTTP:
+ * `GET {baseUrl}{collectionPath}?filter=&sort=&page=&pagesize=` through an undici keep-alive pool.
+ * Failures become `OutriggerError`s with stable codes: `BACKEND_UNAVAILABLE` (no connection, reset,
+ * timeout) and `BACKEND_ERROR` (a non-2xx answer; the message names the status, never the body).
+ */
+import { STATUS_CODES } from 'node:http';
+import { Pool, type Dispatcher } from 'undici';
+import { OutriggerError } from '../../errors.js';
+import type { BackendRead, BackendReader, RequestContext } from '../types.js';
+
+export interface HttpBackendReaderOptions {
+  /** Backend origin with an optional path prefix, e.g. `http://127.0.0.1:8081` or `http://rh:8080/api`. */
+  readonly baseUrl: string;
+  /** Where a collection lives under baseUrl; `{db}` and `{collection}` are substituted (default `/{db}/{collection}`). */
+  readonly collectionPath?: string;
+  /** An undici dispatcher to share (e.g. the proxy's Agent); by default the reader makes its own keep-alive Pool. */
+  readonly dispatcher?: Dispatcher;
+  /**
+   * Headers for the backend per request, e.g. the caller's identity (SPEC §3.4) or service
+   * credentials. Default: `ctx.backendHeaders`.
+   */
+  readonly headersFor?: (ctx: RequestContext) => Record<string, string>;
+  /** Connections of the reader's own pool (default 32). */
+  readonly connections?: number;
+  /** Largest response body accepted (default 32 MiB). */
+  readonly maxResponseBytes?: number;
+  /**
+   * A 404 on a collection read means "no such collection yet" and reads as empty, as MongoDB (and
+   * RESTHeart's GraphQL) treat a missing collection (default true).
+   */
+  readonly notFoundAsEmpty?: boolean;
+}
+
+export interface HttpBackendReader extends BackendReader {
+  /** Closes the reader's own pool (a dispatcher passed in is left open). */
+  close(): Promise<void>;
+}
+
+/**
+ * URL-encodes a query parameter value, leaving the characters a query may carry literally
+ * (`: , $ @ /`) readable and short: batched filters stay well under URL length limits.
+ */
+export function encodeQueryComponent(value: string): string {
+  return encodeURIComponent(value).replace(/%(3A|2C|24|40|2F)/g, (m) => KEPT_ESCAPES[m] as string);
+}
+
+const KEPT_ESCAPES: Readonly<Record<string, string>> = { '%3A': ':', '%2C': ',', '%24': '$', '%40': '@', '%2F': '/' };
+
+/** Length of `encodeQueryComponent(value)` without building it (batches size their filters with it). */
+export function encodedQueryLength(value: string): number {
+  let n = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x80) n += KEPT[c] ? 1 : 3;
+    else if (c < 0x800) n += 6;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 12; // a surrogate pair: 4 UTF-8 bytes
+      i++;
+    } else n += 9;
+  }
+  return n;
+}
+
+/** ASCII characters encodeQueryComponent leaves as they are. */
+const KEPT: boolean[] = Array.from({ length: 128 }, (_, c) => /[A-Za-z0-9\-_.!~*'():,$@/]/.test(String.fromCharCode(c)));
+
+/**
+ * The query string of a read, as the reader sends it: `filter=&sort=&page=&pagesize=`, or
+ * `avars=&page=&pagesize=` for a declared aggregation. The read policy decides on the same string.
+ */
+export function readQueryString(read: BackendRead): string {
+  const params: string[] = [];
+  const aggregation = read.aggregation;
+  if (aggregation) params.push(`avars=${encodeQueryComponent(JSON.stringify(aggregation.avars))}`);
+  else if (read.filter && Object.keys(read.filter).length > 0) params.push(`filter=${encodeQueryComponent(JSON.stringify(read.filter))}`);
+  if (!aggregation && read.sort && Object.keys(read.sort).length > 0) params.push(`sort=${encodeQueryComponent(JSON.stringify(read.sort))}`);
+  params.push(`page=${read.page}`, `pagesize=${read.pagesize}`);
+  return params.join('&');
+}
+
+export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBackendReader {
+  const base = new URL(opts.baseUrl);
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') {
+    throw new Error(`graphql backend url must be http(s), got ${opts.baseUrl}`);
+  }
+  const origin = base.origin;
+  const prefix = base.pathname.replace(/\/+$/, '');
+  const template = opts.collectionPath ?? '/{db}/{collection}';
+  const maxBytes = opts.maxResponseBytes ?? 32 * 1024 * 1024;
+  const notFoundAsEmpty = opts.notFoundAsEmpty ?? true;
+  const ownPool = opts.dispatcher ? undefined : new Pool(origin, { connections: opts.connections ?? 32 });
+  const dispatcher: Dispatcher = opts.dispatcher ?? (ownPool as Pool);
+  const headersFor = opts.headersFor ?? ((ctx: RequestContext) => ({ ...(ctx.backendHeaders ?? {}) }));
+
+  return {
+    async find(read: BackendRead, ctx: RequestContext): Promise<unknown[]> {
+      const path =
+        prefix +
+        template.replaceAll('{db}', encodeURIComponent(read.db)).replaceAll('{collection}', encodeURIComponent(read.collection));
+      const aggregation = read.aggregation;
+      const headers: Record<string, string> = { accept: 'application/json', ...headersFor(ctx) };
+      const what = aggregation ? `the aggregation ${aggregation.name} of ${read.db}/${read.collection}` : `${read.db}/${read.collection}`;
+      const target = aggregation ? `${path}/_aggrs/${encodeURIComponent(aggregation.name)}` : path;
+
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await dispatcher.request({
+          origin,
+          path: `${target}?${readQueryString(read)}`,
+          method: 'GET',
+          headers,
+          signal: ctx.signal,
+        });
+      } catch (error) {
+        if (ctx.signal?.aborted) throw error;
+        throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend could not be reached to read ${what}; try again later`), error);
+      }
+      const status = response.statusCode;
+      if (status < 200 || status > 299) {
+        await response.body.dump().catch(() => undefined);
+        // A missing declared aggregation is not an empty result: the app's save did not reach the backend.
+        if (status === 404 && notFoundAsEmpty && !aggregation) return [];
+        throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered ${status} ${STATUS_CODES[status] ?? ''} to a read of ${what}`.trimEnd());
+      }
+      let text: string;
+      try {
+        text = await readCapped(response.body, maxBytes);
+      } catch (error) {
+        if (ctx.signal?.aborted) throw error;
+        if (error instanceof OutriggerError) throw error;
+        throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend connection failed while reading ${what}`), error);
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered a read of ${what} with a body that is not JSON`);
+      }
+      if (Array.isArray(body)) return body;
+      // HAL representation (rep=hal): documents under _embedded.
+      if (body && typeof body === 'object' && '_embedded' in body) {
+        const embedded = (body as { _embedded: unknown })._embedded;
+        if (Array.isArray(embedded)) return embedded;
+        const docs = embedded && typeof embedded === 'object' ? (embedded as Record<string, unknown>)['rh:doc'] : undefined;
+        return Array.isArray(docs) ? docs : [];
+      }
+      throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered a read of ${what} with JSON that is not an array of documents`);
+    },
+    async close(): Promise<void> {
+      await ownPool?.close();
+    },
+  };
+}
+
+async function readCapped(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = chunk as Buffer;
+    size += buf.length;
+    if (size > maxBytes) {
+      body.destroy();
+      throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered with more than ${maxBytes} bytes for one page`);
+    }
+    chunks.push(buf);
+  }
+  return (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8');
+}
+
+function withCause(error: OutriggerError, cause: unknown): OutriggerError {
+  Object.defineProperty(error, 'cause', { value: cause, enumerable: false, configurable: true });
+  return error;
+}

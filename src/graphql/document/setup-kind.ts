@@ -1,0 +1,75 @@
+/**
+ * The one write validation of GraphQL app documents (SPEC §6.2), shared by every door: the
+ * `<appsPath>` routes, `outrigger apply`, `acl.bootstrap` and `outrigger check`.
+ */
+import type { OutriggerConfig } from '../../config/types.js';
+import { conflict } from '../../errors.js';
+import type { Validation } from '../../http/document-routes.js';
+import type { SetupKind } from '../../setup/setup-kind.js';
+import type { DocumentStore, StoredDocument } from '../../store/document-store.js';
+import type { GraphqlApp } from '../app-document.js';
+import { validateAppDocument } from './validate-app.js';
+
+/** An app as stored: validated and normalised (descriptor defaults filled, uri without slashes). */
+export type StoredApp = GraphqlApp & StoredDocument;
+
+/** Full validation of a candidate; answers the normalised document with `_id` first. */
+export function appValidator(config: OutriggerConfig) {
+  const opts = { defaultDb: config.graphql.defaultDb, maxLimit: config.graphql.maxLimit, aggregations: config.graphql.aggregations };
+  return (candidate: Record<string, unknown>): Validation<StoredApp> => {
+    const result = validateAppDocument(candidate, opts);
+    if (!result.ok) return result;
+    const { _id, ...rest } = result.app;
+    if (typeof _id !== 'string') return { ok: false, problems: ['_id must be a non-empty string'] };
+    return { ok: true, doc: { _id, ...rest } };
+  };
+}
+
+/**
+ * At write: another app (different `_id`) already served at the candidate's uri → 409
+ * "URI collision: another GraphQL app is already accessible at /graphql/<uri>".
+ * `candidate` must be validated (its uri normalised).
+ */
+export function findUriConflict(existing: Iterable<GraphqlApp>, candidate: GraphqlApp): GraphqlApp | undefined {
+  for (const app of existing) {
+    if (app._id !== undefined && app._id === candidate._id) continue;
+    if (app.descriptor.uri === candidate.descriptor.uri) return app;
+  }
+  return undefined;
+}
+
+/** 409 when another app (another `_id`) already serves the candidate's uri. */
+export function uriCollision(others: Iterable<GraphqlApp>, candidate: GraphqlApp, graphqlPrefix: string): Error | undefined {
+  const other = findUriConflict(others, candidate);
+  if (!other) return undefined;
+  return conflict(
+    `URI collision: the GraphQL app ${JSON.stringify(other._id)} is already served at ${graphqlPrefix}/${candidate.descriptor.uri}; choose another descriptor.uri`,
+    'URI_COLLISION',
+  );
+}
+
+/** Duplicate uris within a set of apps (a setup file together with the apps already stored). */
+export function duplicateUris(docs: StoredDocument[], graphqlPrefix: string): string[] {
+  const byUri = new Map<string, string>();
+  const problems: string[] = [];
+  for (const doc of docs) {
+    const uri = (doc as StoredApp).descriptor?.uri;
+    if (typeof uri !== 'string') continue;
+    const first = byUri.get(uri);
+    if (first !== undefined) problems.push(`apps ${JSON.stringify(first)} and ${JSON.stringify(doc._id)} are both served at ${graphqlPrefix}/${uri}; give each its own descriptor.uri`);
+    else byUri.set(uri, doc._id);
+  }
+  return problems;
+}
+
+/** The `apps` section of setup files; without a store it only validates (`outrigger check`). */
+export function graphqlAppSetupKind(config: OutriggerConfig, store?: DocumentStore<StoredApp>): SetupKind {
+  const validate = appValidator(config);
+  return {
+    section: 'apps',
+    noun: 'GraphQL app',
+    store: store as unknown as SetupKind['store'],
+    validate: (candidate) => validate(candidate) as unknown as Validation<StoredDocument>,
+    checkSet: (docs) => duplicateUris(docs, config.routes.graphql),
+  };
+}

@@ -1,0 +1,252 @@
+/**
+ * Executes one GraphQL request against a compiled app and decides its HTTP status (SPEC §6.3):
+ * 200 with data (partial data with errors included); 400 for syntax, validation, variable and
+ * operation-selection errors and for a request needing more than `maxBackendReads`; 405 for a
+ * mutation where only queries are allowed (GET); 413 for a query over 100 KiB; 502 when backend
+ * failures leave no data; 504 when the time limit passes. Errors are masked: only messages written
+ * for clients (GraphQL's own, ours, backend summaries) are shown; anything else becomes a generic
+ * message and goes to `onError`.
+ */
+import {
+  execute,
+  getOperationAST,
+  getVariableValues,
+  GraphQLError,
+  type ExecutionResult,
+  type GraphQLFormattedError,
+  type OperationDefinitionNode,
+} from 'graphql';
+import { setMaxListeners } from 'node:events';
+import { OutriggerError } from '../../errors.js';
+import type { CompiledApp, ExecutionContextValue } from '../compile/compile-app.js';
+import { BACKEND_ERROR_CODES, RequestState, budgetError, timeoutError } from '../reads/request-state.js';
+import { resolveTrusted } from '../document/trusted/documents.js';
+import { ExecutionDeadline } from '../limits/deadline.js';
+import { MAX_QUERY_BYTES, type RequestContext } from '../types.js';
+
+export interface GraphqlParams {
+  /** Absent when the client names a trusted document by its hash only. */
+  readonly query?: string;
+  readonly variables?: Readonly<Record<string, unknown>> | null;
+  readonly operationName?: string | null;
+  /** `sha256:<hex>` of a trusted document (GraphQL-over-HTTP persisted documents). */
+  readonly documentId?: string | null;
+  /** The request's extensions (Apollo's `persistedQuery.sha256Hash` is read from it). */
+  readonly extensions?: Readonly<Record<string, unknown>> | null;
+}
+
+export interface GraphqlResponseBody {
+  data?: Record<string, unknown> | null;
+  errors?: GraphQLFormattedError[];
+  extensions?: Record<string, unknown>;
+}
+
+export interface GraphqlOutcome {
+  readonly status: number;
+  readonly body: GraphqlResponseBody;
+  /** Extra response headers (`allow` on 405). */
+  readonly headers?: Record<string, string>;
+  /** Backend reads this request made (for metrics and logs); absent when it did not execute. */
+  readonly backendReads?: number;
+  /**
+   * A syntax, validation or variable error: a GraphQL request error, which GraphQL-over-HTTP
+   * answers with 200 when the response is application/json (see http-handler.ts).
+   */
+  readonly documentError?: true;
+}
+
+export interface ExecuteOptions {
+  /** GET: only queries may run; a mutation answers 405 (GraphQL-over-HTTP). */
+  readonly queriesOnly?: boolean;
+}
+
+export function errorBody(message: string, code: string): GraphqlResponseBody {
+  return { errors: [{ message, extensions: { code } }] };
+}
+
+export async function executeGraphql(
+  app: CompiledApp,
+  params: GraphqlParams,
+  ctx: RequestContext,
+  opts: ExecuteOptions = {},
+): Promise<GraphqlOutcome> {
+  const trusted = resolveTrusted(app.trusted, params.query, documentIdOf(params));
+  if (!trusted.ok) return { status: 400, body: errorBody(trusted.message, trusted.code) };
+  const query = trusted.query;
+  if (Buffer.byteLength(query, 'utf8') > MAX_QUERY_BYTES) {
+    return {
+      status: 413,
+      body: errorBody(`the query is larger than ${MAX_QUERY_BYTES / 1024} KiB; send a smaller query`, 'QUERY_TOO_LARGE'),
+    };
+  }
+  const prepared = app.prepare(query);
+  if (prepared.syntaxErrors) return { status: 400, documentError: true, body: { errors: prepared.syntaxErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_PARSE_FAILED')) } };
+  const document = prepared.document;
+  if (!document) return { status: 400, body: errorBody('the query could not be parsed', 'GRAPHQL_PARSE_FAILED') };
+
+  const operation: OperationDefinitionNode | null | undefined = getOperationAST(document, params.operationName ?? undefined);
+  if (operation?.operation === 'mutation' && opts.queriesOnly) {
+    return {
+      status: 405,
+      headers: { allow: 'POST' },
+      body: errorBody('mutations cannot be sent with GET; use POST', 'METHOD_NOT_ALLOWED'),
+    };
+  }
+  if (prepared.validationErrors) {
+    return { status: 400, documentError: true, body: { errors: prepared.validationErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_VALIDATION_FAILED')) } };
+  }
+  if (!operation) {
+    const message = params.operationName
+      ? `operationName "${params.operationName}" does not name an operation of the query`
+      : 'the query holds several operations; pass operationName to pick one';
+    return { status: 400, body: errorBody(message, 'OPERATION_NOT_FOUND') };
+  }
+  // GraphQL over HTTP: an operation type the schema lacks is a request error (400), not a 200 with errors.
+  if (operation.operation !== 'query' && !app.schema.getRootType(operation.operation)) {
+    return { status: 400, body: errorBody(`this app has no ${operation.operation} type; it answers queries only`, 'OPERATION_NOT_SUPPORTED') };
+  }
+  if (operation.operation === 'subscription') {
+    return { status: 400, body: errorBody('subscriptions are not supported; GraphQL apps are read-only queries', 'SUBSCRIPTIONS_NOT_SUPPORTED') };
+  }
+
+  // Variables coerced first (defaults, input-field defaults): the estimate must see what execution
+  // will, and a variable that does not coerce is the client's error (BAD_USER_INPUT).
+  const hideSuggestions = !app.introspection;
+  const coerced = getVariableValues(app.schema, operation.variableDefinitions ?? [], params.variables ?? {}, { maxErrors: 20, hideSuggestions });
+  if (coerced.errors) return { status: 400, documentError: true, body: { errors: coerced.errors.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) } };
+
+  if (operation.operation === 'query') {
+    // Refused before any read: the estimate needs only the document, the variables and the mappings.
+    const cost = app.estimate(document, operation, coerced.coerced);
+    const max = app.maxCost;
+    if (cost.reads > max.reads || cost.documents > max.documents || cost.output > max.output) {
+      // Infinity: the document expands past what the estimate walks (fragments spread in fragments).
+      const n = (x: number) => (Number.isFinite(x) ? String(x) : 'too many to count');
+      const message =
+        `this query may need ${n(cost.reads)} backend reads and ${n(cost.documents)} documents and produce ${n(cost.output)} values; ` +
+        `this app allows at most ${max.reads} reads, ${max.documents} documents and ${max.output} values per operation (maxCost); ask for smaller limits, fewer nested lists or fewer fields`;
+      return { status: 400, body: { errors: [{ message, extensions: { code: 'QUERY_TOO_COSTLY', cost, maxCost: max } }] } };
+    }
+  }
+
+  const limits = app.settings.limits;
+  const controller = new AbortController();
+  // Every concurrent backend read listens on this signal; up to maxBackendReads of them is expected.
+  setMaxListeners(limits.maxBackendReads + 10, controller.signal);
+  const state = new RequestState(app.settings, ctx, controller.signal);
+  if (app.verbose) state.readLog = [];
+  let timer: NodeJS.Timeout | undefined;
+  const aborted = new Promise<'aborted'>((resolve) => {
+    controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+    timer = setTimeout(() => {
+      state.timedOut = true;
+      controller.abort();
+    }, limits.timeoutMs);
+  });
+  // The deadline inside execution: synchronous completion reads the clock (limits/deadline.ts).
+  const deadline = new ExecutionDeadline(
+    performance.now() + limits.timeoutMs,
+    () => {
+      if (!controller.signal.aborted) state.timedOut = true;
+      controller.abort();
+    },
+    () => controller.signal.aborted,
+  );
+  // The client went away (the server aborts ctx.signal): stop reading for it.
+  const onClientAbort = () => controller.abort();
+  if (ctx.signal?.aborted) controller.abort();
+  else ctx.signal?.addEventListener('abort', onClientAbort, { once: true });
+
+  let result: ExecutionResult | 'aborted';
+  try {
+    const contextValue: ExecutionContextValue = { state, deadline };
+    result = await Promise.race([
+      Promise.resolve(
+        execute({
+          schema: app.schema,
+          document,
+          variableValues: params.variables ?? undefined,
+          operationName: params.operationName ?? undefined,
+          contextValue,
+          fieldResolver: deadline.fieldResolver,
+          hideSuggestions,
+        }),
+      ),
+      aborted,
+    ]);
+  } catch (error) {
+    app.onError?.(error, ctx);
+    return { status: 500, body: errorBody('internal error while executing the query', 'INTERNAL_SERVER_ERROR') };
+  } finally {
+    clearTimeout(timer);
+    ctx.signal?.removeEventListener('abort', onClientAbort);
+  }
+
+  const backendReads = state.reads;
+  if (result === 'aborted' || state.timedOut) {
+    if (state.timedOut) return { status: 504, body: { errors: [timeoutError(limits.timeoutMs).toJSON()] }, backendReads };
+    return { status: 499, body: errorBody('the client closed the request', 'REQUEST_ABORTED'), backendReads };
+  }
+  if (state.budgetExceeded) return { status: 400, body: { errors: [budgetError(limits.maxBackendReads).toJSON()] }, backendReads };
+
+  // No data entry: the request failed before execution (variables could not be coerced).
+  if (!('data' in result)) {
+    return { status: 400, documentError: true, body: { errors: (result.errors ?? []).map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) }, backendReads };
+  }
+  const errors = result.errors?.map((e) => maskError(e, app, ctx));
+
+  const data = result.data ?? null;
+  const body: GraphqlResponseBody = { data };
+  if (errors && errors.length > 0) body.errors = errors;
+  if (app.verbose) body.extensions = verboseExtensions(state);
+  const backendFailed = errors?.some((e) => BACKEND_ERROR_CODES.has(String(e.extensions?.code))) ?? false;
+  const noData = data === null || Object.values(data).every((v) => v === null);
+  return { status: backendFailed && noData ? 502 : 200, body, backendReads };
+}
+
+/** Keeps messages written for clients; replaces anything else with a generic message. */
+function maskError(error: GraphQLError, app: CompiledApp, ctx: RequestContext): GraphQLFormattedError {
+  const original = error.originalError;
+  if (original === undefined || original instanceof GraphQLError || original instanceof OutriggerError) {
+    const formatted = error.toJSON();
+    if (original instanceof OutriggerError && !formatted.extensions?.code) {
+      return { ...formatted, extensions: { ...(formatted.extensions ?? {}), code: original.code } };
+    }
+    return withCode(formatted, 'GRAPHQL_EXECUTION_FAILED');
+  }
+  app.onError?.(original, ctx);
+  const masked: GraphQLFormattedError = {
+    message: 'internal error while resolving this field',
+    ...(error.locations ? { locations: error.locations } : {}),
+    ...(error.path ? { path: error.path } : {}),
+    extensions: { code: 'INTERNAL_SERVER_ERROR' },
+  };
+  return masked;
+}
+
+/** The error with `extensions.code`, keeping a code it already has. */
+function withCode(error: GraphQLFormattedError, code: string): GraphQLFormattedError {
+  return error.extensions?.code ? error : { ...error, extensions: { ...(error.extensions ?? {}), code } };
+}
+
+/** `documentId`, or Apollo's `extensions.persistedQuery.sha256Hash` as one. */
+function documentIdOf(params: GraphqlParams): string | undefined {
+  if (typeof params.documentId === 'string') return params.documentId;
+  const pq = params.extensions?.persistedQuery;
+  if (pq !== null && typeof pq === 'object' && typeof (pq as Record<string, unknown>).sha256Hash === 'string') {
+    return `sha256:${String((pq as Record<string, unknown>).sha256Hash).toLowerCase()}`;
+  }
+  return undefined;
+}
+
+/**
+ * What `verbose` adds: the backend reads (collection, page, documents) and the join batching,
+ * with the counters under RESTHeart's names (its `dataloader.overall-statistics`).
+ */
+function verboseExtensions(state: RequestState): Record<string, unknown> {
+  const { loads, shared, batches } = state.joinStats;
+  return {
+    backendReads: { count: state.reads, reads: state.readLog ?? [] },
+    dataloader: { 'overall-statistics': { batchLoadCount: loads, batchInvokeCount: batches, cacheHitCount: shared, cacheMissCount: loads - shared } },
+  };
+}

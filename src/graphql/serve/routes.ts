@@ -1,0 +1,120 @@
+/**
+ * The two routes of the GraphQL feature:
+ * - `<routes.graphql>/<uri>` serves an app (SPEC §6.3), in this order: find the app (404 for an
+ *   unknown or disabled one, before the ACL, as RESTHeart answers); the ACL on the request path
+ *   (admin roles or an allowing permission; 401/403); the body, read up to 1 MiB (413 beyond);
+ *   then the engine's GraphQL-over-HTTP handler, whose answer is written as is.
+ * - `<graphql.appsPath>` stores the app documents (SPEC §6.1): the shared document CRUD, behind
+ *   the same "admin roles or an allowing permission" rule, with the 409 on a uri another app serves.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { AppContext } from '../../app-context.js';
+import { notFound } from '../../errors.js';
+import { readBody } from '../../http/body.js';
+import { createDocumentRoutes } from '../../http/document-routes.js';
+import type { OwnRoute } from '../../http/route-table.js';
+import type { RequestScope } from '../../http/scope.js';
+import type { DocumentStore } from '../../store/document-store.js';
+import { syncDeclaredAggregations } from '../reads/aggregations/sync.js';
+import { appValidator, uriCollision, type StoredApp } from '../document/setup-kind.js';
+import { backendHeadersFor, type CallerFacts } from '../backend/caller-identity.js';
+import { handleGraphqlHttp } from './http-handler.js';
+import type { GraphqlAppRegistry } from '../compile/registry.js';
+import { serveGraphiql, wantsGraphiql } from '../ui/graphiql-route.js';
+import { MAX_BODY_BYTES, type RequestContext } from '../types.js';
+import { logAdminChange } from '../../observability/admin-audit.js';
+
+export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegistry): OwnRoute {
+  const { config, acl, metrics } = context;
+  const prefix = config.routes.graphql;
+  const serviceAuth = config.graphql.backend.auth === 'service';
+
+  return {
+    kind: 'graphql',
+    prefix,
+    async handle(scope: RequestScope): Promise<void> {
+      const rest = scope.path.slice(prefix.length);
+      // 1. The app; unknown and disabled answer alike, so a caller learns nothing about disabled apps.
+      const found = rest.length > 1 ? registry.lookup(rest) : ({ found: false, reason: 'unknown' } as const);
+      if (!found.found) throw notFound(`no GraphQL app is served at ${scope.path}; the apps are listed at ${config.graphql.appsPath}`, 'APP_NOT_FOUND');
+
+      // 2. The ACL (a permission that looks at the body needs it read first).
+      const readsBody = scope.method === 'POST';
+      if (readsBody && acl.needsRequestBody(scope.principal)) scope.bufferedBody = await readBody(scope.req, MAX_BODY_BYTES);
+      context.authorizeOwnRoute(scope);
+
+      // GraphiQL for a browser (page and bundled assets), behind the same lookup and ACL.
+      if (wantsGraphiql(scope.method, typeof scope.req.headers.accept === 'string' ? scope.req.headers.accept : undefined, scope.query)) {
+        const ifNoneMatch = scope.req.headers['if-none-match'];
+        if (serveGraphiql(scope.res, `${prefix}/${found.app.uri}`, scope.query, typeof ifNoneMatch === 'string' ? ifNoneMatch : undefined)) return;
+        throw notFound(`GraphiQL is not available here (its assets were not built, or no such asset); run npm run build`, 'GRAPHIQL_NOT_BUILT');
+      }
+
+      // 3. The body, capped: past 1 MiB the request is refused without buffering the rest.
+      const body = readsBody ? (scope.bufferedBody ?? (await readBody(scope.req, MAX_BODY_BYTES))) : undefined;
+
+      // 4. The engine, aborted if the client goes away.
+      const { req, res, principal } = scope;
+      const controller = new AbortController();
+      const onClose = () => {
+        if (!res.writableFinished) controller.abort();
+      };
+      res.once('close', onClose);
+      const caller: CallerFacts = { principal, headers: req.headers, clientIp: scope.clientIp, secure: scope.secure };
+      const ctx: RequestContext = {
+        principal: principal.id === null ? undefined : { id: principal.id, roles: principal.roles, via: principal.via, ...(principal.keyId ? { keyId: principal.keyId } : {}) },
+        backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(principal), principal, req.headers),
+        signal: controller.signal,
+        requestId: scope.id,
+        caller,
+      };
+      let out;
+      try {
+        out = await handleGraphqlHttp({ method: scope.method, headers: req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined }, found.app, ctx);
+      } finally {
+        res.off('close', onClose);
+      }
+      if (out.backendReads) metrics.graphqlBackendReads.inc({}, out.backendReads);
+      if (controller.signal.aborted || res.destroyed) return; // the client left; nobody to answer
+      res.writeHead(out.status, { ...out.headers, 'content-length': Buffer.byteLength(out.body) });
+      res.end(out.body);
+    },
+  };
+}
+
+export function createAppsRoute(context: AppContext, store: DocumentStore<StoredApp>): OwnRoute {
+  const { config } = context;
+  const validate = appValidator(config);
+  // The request being served, for the identity the aggregation metadata write runs as.
+  const writer = new AsyncLocalStorage<RequestScope>();
+  const backend = config.graphql.backend;
+  const serviceHeaders: Record<string, string> = backend.serviceAuthorization ? { authorization: backend.serviceAuthorization } : {};
+  const documents = createDocumentRoutes<StoredApp>({
+    store,
+    noun: 'GraphQL app',
+    validate: (candidate) => validate(candidate),
+    async checkAgainstOthers(doc) {
+      const collision = uriCollision(await store.fetchAll(), doc, config.routes.graphql);
+      if (collision) throw collision;
+      const scope = writer.getStore();
+      if (config.graphql.aggregations && scope) {
+        const headers = backend.auth === 'service' ? serviceHeaders : backendHeadersFor(context.planIdentity(scope.principal), scope.principal, scope.req.headers);
+        await syncDeclaredAggregations(doc, { baseUrl: backend.url, collectionPath: backend.collectionPath, defaultDb: config.graphql.defaultDb, headers });
+      }
+    },
+    matchesSearch: (doc, term) =>
+      doc._id.toLowerCase().includes(term) ||
+      doc.descriptor.uri.toLowerCase().includes(term) ||
+      (doc.descriptor.name ?? '').toLowerCase().includes(term),
+  });
+  const prefix = config.graphql.appsPath;
+  return {
+    kind: 'graphql-apps',
+    prefix,
+    async handle(scope) {
+      context.authorizeOwnRoute(scope);
+      await writer.run(scope, () => documents(scope, scope.path.slice(prefix.length)));
+      logAdminChange(context.logger, scope);
+    },
+  };
+}
