@@ -6,6 +6,7 @@ import { request } from 'undici';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { rssOf, startCli, writeTempFile } from '../support/cli.js';
+import { waitFor } from '../support/wait.js';
 
 const MB = 1024 * 1024;
 // 160 MB, not 100: Node 24 leaves up to ~90 MB of 64 KiB socket buffers uncollected (Node 20
@@ -29,6 +30,8 @@ function digestOf(total: number): string {
 describe('the built CLI as a proxy', () => {
   let redis: TestRedis;
   let upstream: TestServer;
+  /** Requests to /slow the upstream has received (so a test knows one is in flight). */
+  let slowArrived = 0;
 
   beforeAll(async () => {
     redis = await startTestRedis();
@@ -49,6 +52,7 @@ describe('the built CLI as a proxy', () => {
         return;
       }
       if (req.url === '/slow') {
+        slowArrived++;
         setTimeout(() => res.end('finished despite SIGTERM'), 1500);
         return;
       }
@@ -106,8 +110,9 @@ describe('the built CLI as a proxy', () => {
 
   it('finishes in-flight requests on SIGTERM, then exits 0', async () => {
     const proxy = await startCli(config(), ['--no-worker']);
+    const before = slowArrived;
     const inFlight = request(`${proxy.url}/slow`);
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(() => slowArrived, (n) => n > before, 15_000, 'the upstream to receive /slow through the proxy');
     proxy.child.kill('SIGTERM');
     const res = await inFlight;
     expect(res.statusCode).toBe(200);

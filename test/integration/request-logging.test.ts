@@ -6,6 +6,7 @@ import { call } from '../support/http-client.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, staticUsers, testConfig } from '../support/outrigger.js';
+import { waitFor } from '../support/wait.js';
 
 /** Structured logs carry the request id, and no secret header value ever reaches them. */
 describe('request logging', () => {
@@ -52,9 +53,7 @@ describe('request logging', () => {
     });
     expect(res.status).toBe(200);
     expect(res.headers['x-request-id']).toBe('trace-123');
-    await new Promise((r) => setTimeout(r, 50));
-    const line = lines.find((l) => l.msg === 'request' && l.requestId === 'trace-123');
-    expect(line).toBeDefined();
+    const line = await waitFor(() => lines.find((l) => l.msg === 'request' && l.requestId === 'trace-123'), (l) => l !== undefined, 10_000, 'the request log line of trace-123');
     expect(line!.req.path).toBe('/some/path');
     expect(line!.res.statusCode).toBe(200);
     expect(line!.user).toBe('alice');

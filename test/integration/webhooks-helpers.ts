@@ -9,6 +9,8 @@ import type { RunningOutrigger } from '../../src/app.js';
 import type { WebhooksModule } from '../../src/webhooks/module.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { call, type CallResult } from '../support/http-client.js';
+import { sleep, waitFor } from '../support/wait.js';
+export { sleep, waitFor };
 export { call, type CallResult };
 
 export interface Received {
@@ -65,30 +67,10 @@ export async function startTarget(answer: Target['answer'] = () => ({ status: 20
   });
 }
 
-export async function waitFor<T>(read: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await read();
-  while (!done(value)) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last value: ${describe(value)}`);
-    await sleep(25);
-    value = await read();
-  }
-  return value;
-}
-
-function describe(value: unknown): string {
-  const shown = value instanceof Set ? { size: value.size, values: [...value] } : value;
-  return JSON.stringify(shown)?.slice(0, 2000) ?? String(shown);
-}
-
 /** The events a stream holds, in order (an entry of version 4 holds several). */
 export async function streamEvents(redis: Redis, key: string): Promise<StreamRecord[]> {
   const entries = await redis.xrangeBuffer(key, '-', '+');
   return entries.flatMap(([, fields]) => decodeStreamEntry(fields) ?? []);
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 export function webhooksOf(running: RunningOutrigger): WebhooksModule {
