@@ -57,6 +57,8 @@ export interface OutriggerConfig {
     queueTimeoutMs: number;
     /** Requests one client IP may have waiting for an upstream connection; more are answered 429. */
     maxQueuedPerClient: number;
+    /** Request bodies up to this many bytes are read in full before taking an upstream connection (0: stream all). */
+    bufferBodyBytes: number;
     identity: {
       mode: IdentityMode;
       jwt: { secret: string | null; algorithm: 'HS256' | 'HS384' | 'HS512'; issuer: string; audience: string | null; ttlSeconds: number };

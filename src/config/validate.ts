@@ -136,6 +136,7 @@ function readUpstream(u: SectionReader): OutriggerConfig['upstream'] {
     maxConnectionsPerClient: u.integer('maxConnectionsPerClient', 64, 1, 4096),
     queueTimeoutMs: u.integer('queueTimeoutMs', 10_000, 10, 600_000),
     maxQueuedPerClient: u.integer('maxQueuedPerClient', 256, 0, 100_000),
+    bufferBodyBytes: u.integer('bufferBodyBytes', 1024 * 1024, 0, 64 * 1024 * 1024),
     identity: {
       mode: identity.oneOf('mode', 'none', ['jwt', 'headers', 'none'] as const),
       jwt: {

@@ -46,6 +46,11 @@ export interface ForwarderOptions {
   maxQueuedPerClient: number;
   /** A streamed request body that sends nothing for this long is cut (listen.bodyIdleTimeoutMs). */
   bodyIdleTimeoutMs: number;
+  /**
+   * Request bodies up to this many bytes are read in full before the request asks for an upstream
+   * slot (upstream.bufferBodyBytes; 0 streams every body). Optional for callers that predate it.
+   */
+  bufferBodyBytes?: number;
 }
 
 /**
@@ -107,9 +112,21 @@ export class Forwarder {
       // A request from a client that went away must not keep an upstream socket busy.
       idempotent: f.method === 'GET' || f.method === 'HEAD',
     };
-    const handler = new ForwardHandler(f, this.options, failed, this, options, hasBody && !Buffer.isBuffer(f.body));
+    const streams = hasBody && !Buffer.isBuffer(f.body);
+    const handler = new ForwardHandler(f, this.options, failed, this, options, streams);
+    const bound = this.options.bufferBodyBytes ?? 0;
+    if (streams && bound > 0 && !f.req.complete && Number(f.req.headers['content-length'] ?? 0) <= bound) {
+      // Request buffering (SPEC §2): a trickling client holds a socket and this buffer, never a slot.
+      bufferBody(f, bound, this.options.bodyIdleTimeoutMs, handler);
+      return handler.clientClosed;
+    }
     handler.waiting = this.slots.acquire(f.clientIp, handler);
     return handler.clientClosed;
+  }
+
+  /** For ForwardHandler, once its body is read (or found to be larger than the bound). */
+  acquireSlot(handler: ForwardHandler): void {
+    handler.waiting = this.slots.acquire(handler.clientIp, handler);
   }
 
   /** For ForwardHandler, once it holds a slot. */
@@ -134,6 +151,83 @@ function replaceContentLength(headers: string[], length: number): void {
   }
 }
 
+/**
+ * Reads a body announced (or, chunked, found) to be at most `bound` bytes before the request asks
+ * for an upstream slot, then hands it over as one Buffer. A chunked body that passes the bound
+ * streams on: what was read first, then the rest. While it is read, the same body idle timer as
+ * the streaming path bounds it (408), and listen.requestTimeoutMs (node:http's own timer) still
+ * ends the whole request. A client that leaves meanwhile costs nothing more: the handler is
+ * cancelled (`clientClosed`) and no slot was ever taken.
+ */
+function bufferBody(f: ForwardRequest, bound: number, idleMs: number, handler: ForwardHandler): void {
+  const req = f.req;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let done = false;
+  const finish = () => {
+    done = true;
+    req.setTimeout(0);
+    req.off('data', onData).off('end', onEnd).off('error', failed);
+  };
+  const ready = (rest: AsyncIterator<Buffer> | null) => {
+    finish();
+    if (handler.cancelled) return;
+    if (rest === null) handler.bodyBuffered(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    else handler.bodyStreamsOn(resume(chunks, rest));
+  };
+  const stalled = () => {
+    if (done) return;
+    finish();
+    // Answered with Connection: close; whatever the client still sends is read and dropped.
+    req.resume();
+    handler.refuse(
+      new OutriggerError(408, 'REQUEST_BODY_TIMEOUT', `the request body stalled: nothing arrived for ${idleMs} ms (listen.bodyIdleTimeoutMs)`, { connection: 'close' }),
+    );
+  };
+  function failed(error: unknown): void {
+    if (done) return;
+    finish();
+    handler.refuse(new OutriggerError(400, 'BAD_REQUEST', `the request body could not be read (${(error as Error).message})`, { connection: 'close' }));
+  }
+  // The plain case, kept free of promises: one 'data' listener and one 'end'.
+  function onData(chunk: Buffer): void {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size > bound) {
+      req.off('data', onData).pause();
+      ready((req as AsyncIterable<Buffer>)[Symbol.asyncIterator]());
+    }
+  }
+  function onEnd(): void {
+    if (!done) ready(null);
+  }
+  // A client that leaves meanwhile is seen by the handler (clientClosed, from the response's
+  // 'close'); `ready` then finds it cancelled and takes no slot.
+  req.setTimeout(idleMs, stalled);
+  if (f.body === undefined) {
+    req.on('data', onData).once('end', onEnd).once('error', failed);
+    return;
+  }
+  // Already wrapped (an observer taps the chunks): read through the wrapper.
+  const iterator = (f.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  const next = (): void => {
+    iterator.next().then((step) => {
+      if (done) return;
+      if (step.done) return ready(null);
+      chunks.push(step.value);
+      size += step.value.length;
+      if (size > bound) return ready(iterator);
+      next();
+    }, failed);
+  };
+  next();
+}
+
+async function* resume(first: Buffer[], rest: AsyncIterator<Buffer>): AsyncIterable<Buffer> {
+  yield* first;
+  for (let step = await rest.next(); !step.done; step = await rest.next()) yield step.value;
+}
+
 class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest {
   private controller: Dispatcher.DispatchController | null = null;
   private started = false;
@@ -154,8 +248,26 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest {
     private readonly failed: (error: OutriggerError) => void,
     private readonly forwarder: Forwarder,
     private readonly dispatchOptions: Dispatcher.DispatchOptions,
-    private readonly streamsBody: boolean,
+    private streamsBody: boolean,
   ) {}
+
+  get clientIp(): string {
+    return this.f.clientIp;
+  }
+
+  /** Request buffering read the whole body: send it as one Buffer with its exact length. */
+  bodyBuffered(body: Buffer): void {
+    this.streamsBody = false;
+    this.dispatchOptions.body = body;
+    replaceContentLength(this.dispatchOptions.headers as string[], body.length);
+    this.forwarder.acquireSlot(this);
+  }
+
+  /** A chunked body passed the buffering bound: it streams, what was read first included. */
+  bodyStreamsOn(body: AsyncIterable<Buffer>): void {
+    this.dispatchOptions.body = body as Dispatcher.DispatchOptions['body'];
+    this.forwarder.acquireSlot(this);
+  }
 
   /** A slot is ours (at once, or after waiting in line). */
   start(): void {

@@ -14,8 +14,9 @@ const REQUEST_TIMEOUT_MS = 4000;
 const BODY_IDLE_MS = 1500;
 
 /**
- * Uploads that announce a large body and trickle it (one byte every 500 ms: too often for an idle
- * timeout), headers sent a byte at a time, bodies that stop: none may take the upstream from
+ * Uploads that announce a large body (past upstream.bufferBodyBytes, so they stream and take an
+ * upstream slot; smaller ones are read first: test/chaos/trickling-uploads.test.ts) and trickle
+ * it (one byte every 500 ms: too often for an idle timeout), headers sent a byte at a time, bodies that stop: none may take the upstream from
  * other clients, and each ends by a timer the client cannot stretch, answered in the error format.
  */
 describe('slow clients', () => {
@@ -48,7 +49,7 @@ describe('slow clients', () => {
   });
 
   async function trickler(clientIp: string): Promise<{ socket: Socket; answer: Promise<{ text: string; closed: boolean }> }> {
-    const socket = await rawClient(proxy.url, `POST /upload HTTP/1.1\r\nhost: slow\r\ncontent-length: 1000000\r\nx-forwarded-for: ${clientIp}\r\n\r\n`, 'x');
+    const socket = await rawClient(proxy.url, `POST /upload HTTP/1.1\r\nhost: slow\r\ncontent-length: 2000000\r\nx-forwarded-for: ${clientIp}\r\n\r\n`, 'x');
     open.add(socket);
     const timer = setInterval(() => socket.writable && socket.write('x'), 500);
     const answer = readUntilClosed(socket, REQUEST_TIMEOUT_MS + 8000).finally(() => {

@@ -1,0 +1,121 @@
+import type { Socket } from 'node:net';
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call } from '../support/http-client.js';
+import { startHttpServer, type TestServer } from '../support/http-servers.js';
+import { startTestOutrigger } from '../support/outrigger.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { eventually, rawClient, readUntilClosed, sleep, upstreamSlots } from '../adversarial/support.js';
+
+const TRICKLES = 140;
+const BODY_IDLE_MS = 4000;
+
+/**
+ * Issue 28 item 1: uploads that announce 100 KB and send a byte every 3 s, all from 127.0.0.1 (no
+ * listen.trustedProxies: behind an ingress every client is one address). With request buffering
+ * (upstream.bufferBodyBytes) they hold sockets and small buffers, never an upstream slot, so a
+ * normal GET from the same address is answered at once. The upstream settings are the defaults.
+ */
+describe('chaos: trickling uploads from one address', () => {
+  let redis: TestRedis;
+  let upstream: TestServer;
+  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
+  const open = new Set<Socket>();
+  const timers = new Set<NodeJS.Timeout>();
+
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    upstream = await startHttpServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ bytes: body.length, head: body.subarray(0, 16).toString(), te: req.headers['transfer-encoding'] ?? null, cl: req.headers['content-length'] ?? null }));
+      });
+      req.on('error', () => {});
+    });
+    proxy = await startTestOutrigger({
+      service: { id: 'chaos-trickle' },
+      upstream: { url: upstream.url },
+      listen: { bodyIdleTimeoutMs: BODY_IDLE_MS, requestTimeoutMs: 60_000 },
+      redis: { url: redis.url },
+      acl: { mode: 'own-routes' },
+    });
+  });
+  afterAll(async () => {
+    for (const timer of timers) clearInterval(timer);
+    for (const socket of open) socket.destroy();
+    await proxy?.stop();
+    await upstream?.close();
+    await redis?.close();
+  });
+
+  async function trickle(): Promise<Socket> {
+    const socket = await rawClient(proxy.url, `POST /upload HTTP/1.1\r\nhost: chaos\r\ncontent-length: 100000\r\n\r\n`, 'x');
+    open.add(socket);
+    const timer = setInterval(() => socket.writable && socket.write('x'), 3000);
+    timers.add(timer);
+    socket.once('close', () => {
+      clearInterval(timer);
+      timers.delete(timer);
+      open.delete(socket);
+    });
+    return socket;
+  }
+
+  it(`answers a GET from the same address in under 3 s beside ${TRICKLES} trickling uploads, three times out of three`, async () => {
+    for (let i = 0; i < TRICKLES; i++) await trickle();
+    await sleep(3500); // every trickle has sent its second byte
+    expect(open.size).toBe(TRICKLES);
+    expect(await upstreamSlots(proxy.url)).toEqual({ inUse: 0, waiting: 0 });
+    for (let round = 0; round < 3; round++) {
+      const startedAt = Date.now();
+      const res = await call(proxy.url, '/items');
+      expect(res.status).toBe(200);
+      expect(Date.now() - startedAt).toBeLessThan(3000);
+      await sleep(200);
+    }
+    for (const socket of open) socket.destroy();
+    expect(await eventually(() => open.size === 0, 2000)).toBe(true);
+  }, 30_000);
+
+  it('forwards a buffered body whole, with its exact Content-Length, chunked or not', async () => {
+    const sized = await call(proxy.url, '/upload', { method: 'POST', rawBody: 'hello buffered' });
+    expect(sized.json).toEqual({ bytes: 14, head: 'hello buffered', te: null, cl: '14' });
+    const chunked = await postChunked(proxy.url, [Buffer.from('part one, '), Buffer.from('part two')]);
+    expect(chunked).toEqual({ bytes: 18, head: 'part one, part t', te: null, cl: '18' });
+  });
+
+  it('streams a chunked body past upstream.bufferBodyBytes on, the bytes read first included', async () => {
+    const big = Buffer.alloc(1024 * 1024, 'a');
+    const res = await postChunked(proxy.url, [Buffer.from('0123456789abcdef'), big, big]);
+    expect(res).toMatchObject({ bytes: 16 + 2 * big.length, head: '0123456789abcdef', te: 'chunked', cl: null });
+  });
+
+  it('still ends a buffered body that stops arriving after listen.bodyIdleTimeoutMs, with 408', async () => {
+    const socket = await rawClient(proxy.url, `POST /upload HTTP/1.1\r\nhost: chaos\r\ncontent-length: 100\r\n\r\n`, '0123456789');
+    open.add(socket);
+    const startedAt = Date.now();
+    const { text, closed } = await readUntilClosed(socket, BODY_IDLE_MS + 4000);
+    expect(closed).toBe(true);
+    expect(text).toMatch(/^HTTP\/1\.1 408/);
+    expect(text).toMatch(/connection: close/i);
+    expect(text).toMatch(/listen\.bodyIdleTimeoutMs/);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(BODY_IDLE_MS - 100);
+    expect(await upstreamSlots(proxy.url)).toEqual({ inUse: 0, waiting: 0 });
+  }, 15_000);
+});
+
+function postChunked(base: string, parts: Buffer[]): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}/upload`, { method: 'POST', headers: { 'transfer-encoding': 'chunked' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString())));
+    });
+    req.on('error', reject);
+    for (const part of parts) req.write(part);
+    req.end();
+  });
+}
