@@ -18,7 +18,8 @@ import {
 } from 'graphql';
 import { setMaxListeners } from 'node:events';
 import { OutriggerError } from '../../errors.js';
-import type { CompiledApp, ExecutionContextValue } from '../compile/compile-app.js';
+import type { CompiledApp } from '../compile/compile-app.js';
+import type { ExecutionContextValue } from '../compile/resolvers.js';
 import { BACKEND_ERROR_CODES, RequestState, budgetError, timeoutError } from '../reads/request-state.js';
 import { resolveTrusted } from '../document/trusted/documents.js';
 import { ExecutionDeadline } from '../limits/deadline.js';

@@ -1,0 +1,189 @@
+/**
+ * The resolvers of a compiled app, from its mappings: query mappings read the backend (a root
+ * field its window, a join through the request's batcher, answered synchronously by the
+ * prefetcher where that changes nothing but the cost), aggregation mappings call their declared
+ * aggregation, string mappings read a dot path, enum mappings translate stored values
+ * (enum-mapping.ts), and with `rootDoc` every object remembers the root document above it.
+ */
+import {
+  getNamedType,
+  getNullableType,
+  isListType,
+  isObjectType,
+  type GraphQLField,
+  type GraphQLFieldResolver,
+  type GraphQLResolveInfo,
+  type GraphQLSchema,
+} from 'graphql';
+import { isPlainObject, ROOT_DOC_ARG, type GraphqlApp, type QueryMapping } from '../app-document.js';
+import { canonicalKey } from '../values/ejson.js';
+import type { ArgScope } from '../values/interpolate.js';
+import { readPath } from '../values/paths.js';
+import { aggregationCall } from '../reads/aggregations/call.js';
+import type { AggregationMapping } from '../reads/aggregations/declared.js';
+import { valuesKey } from '../reads/batch-joins.js';
+import { NOT_PREFETCHED, Prefetcher, type JoinStart } from '../reads/prefetch.js';
+import type { RequestState } from '../reads/request-state.js';
+import {
+  checkForeignValue,
+  compileQueryMapping,
+  compileStaticInJoin,
+  foreignValues,
+  readWindow,
+  resolveQuery,
+  staticInJoinQuery,
+} from '../reads/translate.js';
+import { notHalted, type ExecutionDeadline } from '../limits/deadline.js';
+import type { GraphqlLimits } from '../types.js';
+import { argsInternalizer, enumMappings, outputEnumMapper } from './enum-mapping.js';
+
+/** What resolvers receive as GraphQL context. */
+export interface ExecutionContextValue {
+  readonly state: RequestState;
+  /** Halts completion once `timeoutMs` has passed (limits/deadline.ts). */
+  readonly deadline?: ExecutionDeadline;
+}
+
+/** Sets `resolve` on every mapped field (and `isTypeOf` on every object type) of a freshly built schema. */
+export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: GraphqlLimits, prefetchJoins: boolean): void {
+  const queryType = schema.getQueryType();
+  const enumMaps = enumMappings(schema, app);
+  const usesRootDoc = JSON.stringify(app.mappings).includes(`"${ROOT_DOC_ARG}.`);
+  // Joins are answered synchronously where that changes nothing but the cost (prefetch.ts). Not
+  // with rootDoc: each parent then needs its own copies of the joined documents.
+  const prefetch = prefetchJoins && !usesRootDoc;
+  const loading = { joins: new Map<GraphQLField<unknown, unknown>, JoinStart<RequestState>>(), all: new Set<GraphQLField<unknown, unknown>>() };
+  const prefetcherOf = (state: RequestState, info: GraphQLResolveInfo): Prefetcher<RequestState> => (state.prefetcher ??= new Prefetcher(state, loading, info));
+
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (!isObjectType(type) || type.name.startsWith('__')) continue;
+    type.isTypeOf ??= notHalted;
+    const isRoot = type === queryType;
+    const mappings = app.mappings[type.name] ?? {};
+    for (const field of Object.values(type.getFields())) {
+      const mapping = mappings[field.name];
+      let resolve: GraphQLFieldResolver<unknown, ExecutionContextValue> | undefined;
+      if (isPlainObject(mapping) && 'stages' in mapping) {
+        const call = aggregationCall(app._id ?? app.descriptor.uri, type.name, field.name, mapping as unknown as AggregationMapping, limits.defaultDb);
+        const single = !isListType(getNullableType(field.type));
+        const internalize = argsInternalizer(field, enumMaps);
+        resolve = (source, args, context) => call(source, internalize(args), context.state).then((docs) => (single ? (docs[0] ?? null) : docs));
+      } else if (isPlainObject(mapping)) {
+        const compiled = compileQueryMapping(`${type.name}.${field.name}`, mapping as unknown as QueryMapping, limits.defaultDb);
+        const single = !isListType(getNullableType(field.type));
+        const internalize = argsInternalizer(field, enumMaps);
+        const fixed = isRoot ? undefined : compileStaticInJoin(compiled, limits, single);
+        /** A parent's join, with its own copies of the documents when the app uses rootDoc. */
+        const ownJoin = (state: RequestState, source: unknown, pending: Promise<unknown>): Promise<unknown> =>
+          !usesRootDoc
+            ? pending
+            : pending.then((shared) => {
+                // Batched joins share document objects between parents; each parent needs its own
+                // copies so that every object knows its one root document.
+                const own = structuredClone(shared);
+                const root = state.rootOf.get(source as object);
+                for (const doc of single ? [own] : (own as unknown[])) {
+                  if (doc !== null && typeof doc === 'object') state.rootOf.set(doc, root);
+                }
+                return own;
+              });
+        /** What the field resolves to: its value, a promise of it, or a thrown field error. */
+        const start: JoinStart<RequestState> = (source, args, state) => {
+          if (fixed !== undefined) {
+            // Everything but the foreign value was resolved at compile time (as resolveQuery would).
+            const fk = readPath(source, fixed.fkPath);
+            if (fk === undefined || fk === null) return single ? null : [];
+            let distinctKey: string;
+            let found: { values: unknown[]; valueKeys: string[] } | undefined;
+            if (fixed.shape.list && Array.isArray(fk)) {
+              found = foreignValues(fixed.shape, fk);
+              if (found === undefined) return single ? null : [];
+              distinctKey = valuesKey(found.valueKeys);
+            } else {
+              checkForeignValue(fixed.shape, fk);
+              distinctKey = canonicalKey(fk);
+            }
+            const pending =
+              state.joins.shared(fixed.groupKey, fixed.windowKey, distinctKey) ??
+              state.joins.load(
+                staticInJoinQuery(fixed, found?.values ?? [fk], found?.valueKeys ?? [distinctKey]),
+                single,
+                fixed.windowKey,
+                distinctKey,
+              );
+            return ownJoin(state, source, pending);
+          }
+          const scope: ArgScope = {
+            args: internalize(args),
+            parent: source,
+            rootDoc: !isRoot && usesRootDoc && source !== null && typeof source === 'object' ? state.rootOf.get(source) : undefined,
+          };
+          const r = resolveQuery(compiled, scope, state.limits, single);
+          if (r.empty) return single ? null : [];
+          if (!isRoot) return ownJoin(state, source, state.joins.load(r.query, single));
+          const read = readWindow(state, r.query);
+          if (!usesRootDoc && !single) return read;
+          return read.then((docs) => {
+            if (usesRootDoc) {
+              for (const doc of docs) {
+                if (doc !== null && typeof doc === 'object') state.rootOf.set(doc, doc);
+              }
+            }
+            return single ? (docs[0] ?? null) : docs;
+          });
+        };
+        loading.all.add(field);
+        if (!isRoot) loading.joins.set(field, start);
+        if (!prefetch) resolve = (source, args, context) => start(source, args, context.state);
+        else if (isRoot) {
+          resolve = (source, args, context, info) =>
+            loading.joins.size === 0 ? start(source, args, context.state) : prefetcherOf(context.state, info).afterLoad(start(source, args, context.state), info);
+        }
+        else {
+          resolve = (source, args, context, info) => {
+            const state = context.state;
+            const prefetcher = prefetcherOf(state, info);
+            const known = prefetcher.answer(info, source);
+            return known !== NOT_PREFETCHED ? known : prefetcher.afterLoad(start(source, args, state), info);
+          };
+        }
+      } else if (typeof mapping === 'string') {
+        const path = mapping.split('.');
+        resolve = usesRootDoc
+          ? (source, _args, context) => propagate(context, usesRootDoc, source, readPath(source, path))
+          : (source) => readPath(source, path);
+      } else if (usesRootDoc && isObjectType(getNamedType(field.type))) {
+        const name = field.name;
+        resolve = (source, _args, context) =>
+          propagate(context, usesRootDoc, source, source !== null && typeof source === 'object' ? (source as Record<string, unknown>)[name] : undefined);
+      }
+      const enumOut = outputEnumMapper(field.type, enumMaps);
+      if (enumOut) {
+        const inner = resolve;
+        const name = field.name;
+        resolve = (source, args, context, info) => {
+          const value = inner
+            ? inner(source, args, context, info)
+            : source !== null && typeof source === 'object'
+              ? (source as Record<string, unknown>)[name]
+              : undefined;
+          return value instanceof Promise ? value.then(enumOut) : enumOut(value);
+        };
+      }
+      if (resolve) field.resolve = resolve as GraphQLFieldResolver<unknown, unknown>;
+    }
+  }
+}
+
+/** Marks objects reached below a root document as belonging to it (for `rootDoc`). */
+function propagate(context: ExecutionContextValue, usesRootDoc: boolean, source: unknown, value: unknown): unknown {
+  if (!usesRootDoc || source === null || typeof source !== 'object') return value;
+  const root = context.state.rootOf.get(source);
+  if (root === undefined) return value;
+  const mark = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(mark);
+    else if (v !== null && typeof v === 'object' && !context.state.rootOf.has(v)) context.state.rootOf.set(v, root);
+  };
+  mark(value);
+  return value;
+}
