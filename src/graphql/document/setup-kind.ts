@@ -49,7 +49,7 @@ export function uriCollision(others: Iterable<GraphqlApp>, candidate: GraphqlApp
 }
 
 /** Duplicate uris within a set of apps (a setup file together with the apps already stored). */
-export function duplicateUris(docs: StoredDocument[], graphqlPrefix: string): string[] {
+function duplicateUris(docs: StoredDocument[], graphqlPrefix: string): string[] {
   const byUri = new Map<string, string>();
   const problems: string[] = [];
   for (const doc of docs) {

@@ -20,11 +20,11 @@ export interface PreparedDocument {
 /** Heap bytes one token of a parsed document holds (AST node, location, token), measured on graphql-js 16. */
 export const PARSED_BYTES_PER_TOKEN = 250;
 /** Largest number of tokens a query may have (protects the parser; 100 KiB of text is far below). */
-export const MAX_TOKENS = 50_000;
+const MAX_TOKENS = 50_000;
 
 /** Defaults for all apps together: 64 MiB of parsed documents, 2000 entries. */
-export const DOCUMENT_CACHE_BYTES = 64 * 1024 * 1024;
-export const DOCUMENT_CACHE_ENTRIES = 2000;
+const DOCUMENT_CACHE_BYTES = 64 * 1024 * 1024;
+const DOCUMENT_CACHE_ENTRIES = 2000;
 
 /** One cache shared by the apps of a registry; keys carry the app's version. */
 export class DocumentCache {

@@ -270,7 +270,7 @@ const SEVERAL = '\u0002';
  * canonicalKey, or the JSON of several values' keys), or its find (`$or` groups). Equal keys
  * mean equal documents.
  */
-export function distinctKeyOf(q: ResolvedQuery): string {
+function distinctKeyOf(q: ResolvedQuery): string {
   return q.inJoin ? valuesKey(q.inJoin.valueKeys) : canonicalKey(q.filter);
 }
 

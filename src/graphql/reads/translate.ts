@@ -22,7 +22,7 @@ import { readPath } from '../values/paths.js';
 import type { GraphqlLimits } from '../types.js';
 
 /** Sort used when a mapping has none: deterministic paging (the REST default would be `_id` descending). */
-export const DEFAULT_SORT: Readonly<Record<string, unknown>> = Object.freeze({ _id: 1 });
+const DEFAULT_SORT: Readonly<Record<string, unknown>> = Object.freeze({ _id: 1 });
 
 /** The `$in`-batchable shape of a join: `{path: {$fk}}` or `{path: {$in: {$fk}}}` plus fk-free entries. */
 export interface InJoinShape {
@@ -72,7 +72,7 @@ export function compileQueryMapping(label: string, mapping: QueryMapping, defaul
 }
 
 /** Joins with equal keys can share one backend read: same collection and sort, same batching shape. */
-export function groupKeyOf(
+function groupKeyOf(
   db: string,
   collection: string,
   sort: Readonly<Record<string, unknown>>,

@@ -11,7 +11,7 @@ import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { STRICT_CSP, StaticAssets } from '../../http/static-assets.js';
 
-export const ASSET_PARAM = 'graphiql-asset';
+const ASSET_PARAM = 'graphiql-asset';
 const SCRIPT = 'graphiql-page.js';
 const STYLE = 'graphiql-page.css';
 /** GraphiQL's fonts, taken out of its CSS at build time (scripts/extract-data-fonts.mjs). */

@@ -50,7 +50,7 @@ export interface CostLimits {
 }
 
 /** Documents one aggregation call may return (one page of the backend's largest size). */
-export const AGGREGATION_WINDOW = BACKEND_MAX_PAGESIZE;
+const AGGREGATION_WINDOW = BACKEND_MAX_PAGESIZE;
 
 /** Stops the walk on absurd documents (fragments are expanded): the estimate is then "too much". */
 const MAX_FIELDS = 20_000;

@@ -9,7 +9,7 @@ import { isPlainObject } from '../../app-document.js';
 import { analyzeResolver, resolveEntry, type ResolverEntry } from './analyze.js';
 import { parsePredicate, PredicateSyntaxError } from './predicate.js';
 
-export const TYPE_RESOLVER_KEY = '$typeResolver';
+const TYPE_RESOLVER_KEY = '$typeResolver';
 
 function possibleTypeNames(schema: GraphQLSchema, type: GraphQLAbstractType): string[] {
   return schema.getPossibleTypes(type).map((t) => t.name);

@@ -38,18 +38,13 @@ export interface AggregationVars {
 export const ARG_PREFIX = 'arg.';
 export const FK_PREFIX = 'fk.';
 /** Every declared aggregation Outrigger writes starts with this, so it never touches the others. */
-export const DECLARED_PREFIX = 'gql-';
+const DECLARED_PREFIX = 'gql-';
 
 /** `gql-<app>-<Type>-<field>` (non-name characters replaced), plus a short hash against collisions. */
 export function declaredName(appId: string, typeName: string, fieldName: string): string {
   const clean = (s: string) => s.replace(/[^A-Za-z0-9_-]/g, '_');
   const hash = createHash('sha256').update(`${appId}\u0000${typeName}\u0000${fieldName}`).digest('hex').slice(0, 8);
   return `${DECLARED_PREFIX}${clean(appId)}-${clean(typeName)}-${clean(fieldName)}-${hash}`;
-}
-
-/** The `aggrs` entries names of one app start with (to replace an app's own on save). */
-export function declaredPrefixOf(appId: string): string {
-  return `${DECLARED_PREFIX}${appId.replace(/[^A-Za-z0-9_-]/g, '_')}-`;
 }
 
 function varOf(spec: unknown, collect: { args: Set<string> }): unknown {
