@@ -1,7 +1,7 @@
 // Issue 17, item 7: building an app's executable schema with @graphql-tools/schema
 // (makeExecutableSchema + a resolver map, __resolveType for unions) against graphql-js alone
 // (buildASTSchema, then resolvers and resolveType set on the schema's fields and types, as
-// src/graphql/compile-app.ts does). Same SDL, same resolvers, same query; prints medians.
+// src/graphql/compile/ does). Same SDL, same resolvers, same query; prints medians.
 // Run: NODE_ENV=production node bench/schema-building.mjs (no build needed)
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { buildASTSchema, execute, parse } from 'graphql';

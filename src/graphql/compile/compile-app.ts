@@ -45,7 +45,7 @@ export interface CompileOptions extends Partial<GraphqlLimits>, Partial<OutputLi
   readonly onError?: (error: unknown, ctx: RequestContext) => void;
   /**
    * Answer joins synchronously where that changes nothing but the cost (default true; see
-   * prefetch.ts). False completes every join lazily, for tests and diagnosis.
+   * reads/prefetch.ts). False completes every join lazily, for tests and diagnosis.
    */
   readonly prefetchJoins?: boolean;
 }

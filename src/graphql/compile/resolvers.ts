@@ -49,8 +49,8 @@ export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits:
   const queryType = schema.getQueryType();
   const enumMaps = enumMappings(schema, app);
   const usesRootDoc = JSON.stringify(app.mappings).includes(`"${ROOT_DOC_ARG}.`);
-  // Joins are answered synchronously where that changes nothing but the cost (prefetch.ts). Not
-  // with rootDoc: each parent then needs its own copies of the joined documents.
+  // Joins are answered synchronously where that changes nothing but the cost (reads/prefetch.ts).
+  // Not with rootDoc: each parent then needs its own copies of the joined documents.
   const prefetch = prefetchJoins && !usesRootDoc;
   const loading = { joins: new Map<GraphQLField<unknown, unknown>, JoinStart<RequestState>>(), all: new Set<GraphQLField<unknown, unknown>>() };
   const prefetcherOf = (state: RequestState, info: GraphQLResolveInfo): Prefetcher<RequestState> => (state.prefetcher ??= new Prefetcher(state, loading, info));

@@ -4,8 +4,8 @@
  * `$dbPointer`, `$symbol`) are refused; a literal type (`$oid`, `$date`, `$numberLong`, ...) must
  * have exactly its content's shape (`{"$oid": {"$ne": null}}` is an operator wearing a literal's
  * name); `$regularExpression` must be `{pattern, options}` with known options. `$arg` defaults and
- * enum values are checked by validate-app (through `findOperatorKey`, which accepts only the
- * well-formed literals of ejson.ts).
+ * enum values are checked by references.ts and mappings.ts (through `findOperatorKey`, which
+ * accepts only the well-formed literals of values/ejson.ts).
  */
 import { isFkRef, isPlainObject } from '../app-document.js';
 import { isEjsonLiteral, LITERAL_KEYS, UNSAFE_EJSON_KEYS } from '../values/ejson.js';

@@ -5,7 +5,7 @@
  * - the default field resolver (every field without a mapping: the leaves, most of the work)
  *   reads the clock every CHECK_EVERY fields, and once the deadline has passed (or the request
  *   was aborted) marks the execution halted and answers null;
- * - every object type's `isTypeOf` (installed by compile-app.ts, one call per object) answers
+ * - every object type's `isTypeOf` (installed by compile/resolvers.ts, one call per object) answers
  *   false once halted, so graphql-js stops completing objects: each remaining object of a list
  *   becomes one error instead of all its fields being resolved. The answer is then a 504.
  */

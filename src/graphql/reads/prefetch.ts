@@ -19,7 +19,7 @@
  * - no join is reached through a field that is not a join (an embedded object, or an abstract
  *   type), and the same holds all the way down below every join (all or nothing: a level left to
  *   lazy completion would run later than it would have);
- * - the app does not use `rootDoc` (each parent then needs its own copies; see compile-app.ts).
+ * - the app does not use `rootDoc` (each parent then needs its own copies; see compile/resolvers.ts).
  */
 import {
   getArgumentValues,
