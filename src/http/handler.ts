@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { badRequest } from '../errors.js';
+import { badRequest, OutriggerError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Principal } from '../access/principal.js';
@@ -11,6 +11,10 @@ import { RequestScope } from './scope.js';
 import { hasDotSegments, type RouteTable } from './route-table.js';
 import { observeOwnRoute, tappedBody, type RequestObserver } from './observe.js';
 import { RequestMetrics } from '../observability/request-metrics.js';
+import { redisRefusal, type RedisRefusal } from '../store/redis-errors.js';
+
+/** A refusal of one reason is logged at once, then at most once per this long (with a count). */
+const REFUSAL_LOG_EVERY_MS = 10_000;
 
 /** Who the caller is; throws an OutriggerError for 401/429/503. */
 export type Authenticate = (scope: RequestScope) => Promise<Principal> | Principal;
@@ -40,6 +44,22 @@ export function createRequestHandler(parts: HandlerParts) {
   const requestMetrics = new RequestMetrics(metrics);
   // Decided once: at info level (the default) the request path builds no log objects at all.
   const logRequests = logger.isLevelEnabled('debug');
+  const refusalsLogged = new Map<string, { at: number; since: number }>();
+  // The client gets 503 (respond.ts); the operator gets a counter and a warning saying what Redis answered.
+  const reportRefusal = (refusal: RedisRefusal, error: Error, scope: RequestScope) => {
+    metrics.redisRefusals.inc({ reason: refusal.reason });
+    const now = Date.now();
+    const last = refusalsLogged.get(refusal.reason);
+    if (last !== undefined && now - last.at < REFUSAL_LOG_EVERY_MS) {
+      last.since++;
+      return;
+    }
+    refusalsLogged.set(refusal.reason, { at: now, since: 0 });
+    logger.warn(
+      { requestId: scope.id, method: scope.method, path: scope.rawPath, reason: refusal.reason, redis: error.message, alsoRefusedSinceLastLine: last?.since ?? 0 },
+      'Redis refused a command; answered 503 with Retry-After (outrigger_redis_refusals_total)',
+    );
+  };
 
   return function handleRequest(req: IncomingMessage, res: ServerResponse): void {
     const peer = req.socket.remoteAddress ?? '';
@@ -85,6 +105,10 @@ export function createRequestHandler(parts: HandlerParts) {
         metrics.upstreamErrors.inc({ kind: status === 504 ? 'timeout' : 'unreachable' });
         // Operators must see each upstream failure at the default level, not only as a counter.
         logger.info({ requestId: scope.id, method: scope.method, path: scope.rawPath, status, code: (error as { code?: string }).code, err: (error as Error).message }, 'upstream failure');
+      }
+      if (!(error instanceof OutriggerError)) {
+        const refusal = redisRefusal(error);
+        if (refusal !== null) reportRefusal(refusal, error as Error, scope);
       }
       if (!res.headersSent) res.setHeader('x-request-id', scope.id);
       sendError(res, error, logger, scope.id);

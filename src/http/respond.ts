@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import { OAuthProtocolError, OutriggerError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
-import { isRedisUnavailable } from '../store/redis-errors.js';
+import { redisRefusal } from '../store/redis-errors.js';
 import { afterUnreadBody } from './linger.js';
 
 /**
@@ -27,13 +27,16 @@ export function sendError(res: ServerResponse, error: unknown, log?: Logger, req
     status = error.status;
     message = error.message;
     headers = error.headers;
-  } else if (isRedisUnavailable(error)) {
-    // Whatever route needed Redis: the client can retry; nothing is wrong with its request.
-    status = 503;
-    message = "Outrigger's store (Redis) is unreachable right now; retry shortly";
-    headers = { 'retry-after': '5' };
   } else {
-    log?.error({ err: error, requestId }, 'unexpected error while handling a request');
+    // Whatever route needed Redis: the client can retry; nothing is wrong with its request.
+    const refusal = redisRefusal(error);
+    if (refusal !== null) {
+      status = 503;
+      message = refusal.message;
+      headers = { 'retry-after': String(refusal.retryAfterSeconds) };
+    } else {
+      log?.error({ err: error, requestId }, 'unexpected error while handling a request');
+    }
   }
   if (res.headersSent) {
     // Too late for an error body: cut the connection so the client sees a broken response, not a truncated success.

@@ -175,6 +175,7 @@ export function createMetrics() {
       0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
     ]),
     upstreamErrors: registry.counter('outrigger_upstream_errors_total', 'Upstream failures, by kind (unreachable, timeout, aborted).'),
+    redisRefusals: registry.counter('outrigger_redis_refusals_total', 'Requests answered 503 because Redis refused a command, by reason (unreachable, timeout, failover, oom, readonly, loading, masterdown, clusterdown, tryagain, busy, misconf, noreplicas).'),
     authFailures: registry.counter('outrigger_auth_failures_total', 'Rejected credentials, by scheme (basic, apikey) and reason.'),
     keyCache: registry.counter('outrigger_apikey_cache_total', 'API key verifications, by result (hit, miss, negative-hit, unavailable, unconfirmed-hit).'),
     webhookEventsQueued: registry.counter('outrigger_webhook_events_queued_total', 'Events accepted into the in-process webhook queue.'),

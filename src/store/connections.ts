@@ -67,6 +67,23 @@ const retryFollow = (times: number) => Math.min(100 * times, 1000);
  */
 const reconnectOnReadonly = (error: Error) => (error.message.startsWith('READONLY') ? 2 : false);
 
+/**
+ * One plain address (no Sentinel) that answers READONLY: a reconnect may reach a new master when
+ * the address is a service in front of a failover, so it is tried, but at most every 5 s and
+ * without resending. Reconnecting on every READONLY (as Sentinel mode does) churned the
+ * connection under steady writes, so reads failed too and every client was told "unreachable"
+ * instead of what Redis refused (issue 28 item 2); the refused command now fails with READONLY,
+ * answered 503 saying so.
+ */
+function reconnectOnReadonlyAtMostEvery(ms: number): (error: Error) => 1 | false {
+  let last = 0;
+  return (error) => {
+    if (!error.message.startsWith('READONLY') || Date.now() - last < ms) return false;
+    last = Date.now();
+    return 1;
+  };
+}
+
 export function openRedis(target: RedisTarget, connectionName: string, role: RoleOptions): Redis {
   const attempts = role.attempts;
   const retry = attempts !== undefined ? (times: number) => (times > attempts ? null : 200) : target.cluster || target.sentinel ? retryFollow : retryForever;
@@ -114,7 +131,7 @@ export function openRedis(target: RedisTarget, connectionName: string, role: Rol
       reconnectOnError: reconnectOnReadonly,
     });
   } else {
-    const options: RedisOptions = { ...common, retryStrategy: retry, lazyConnect: false, reconnectOnError: reconnectOnReadonly };
+    const options: RedisOptions = { ...common, retryStrategy: retry, lazyConnect: false, reconnectOnError: reconnectOnReadonlyAtMostEvery(5000) };
     conn = new Redis(target.url ?? '', options);
   }
   // Errors are reported through health/metrics and the callers; an unhandled 'error' event would crash.
