@@ -81,7 +81,10 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   let embedded: EmbeddedRedis | null = null;
   let target: RedisTarget = config.redis;
   if (config.redis.url === 'embedded') {
-    embedded = await startEmbeddedRedis({ dir: options.embeddedRedisDir ?? resolve('.outrigger', `redis-${config.service.id}`) }).catch(async (error: unknown) => {
+    embedded = await startEmbeddedRedis({
+      dir: options.embeddedRedisDir ?? resolve('.outrigger', `redis-${config.service.id}`),
+      onLeftover: (message) => logger.warn(message),
+    }).catch(async (error: unknown) => {
       await server?.drain(0);
       throw error;
     });
