@@ -4,13 +4,13 @@ import { redisKeys } from '../../src/store/keys.js';
 import { CLI, runCli, writeTempFile } from '../support/cli.js';
 import { call } from '../support/http-client.js';
 import { startTestCluster, type TestCluster } from '../support/redis-topology.js';
-import { ALICE, bearer, crossProxyChecks, expectNoRoutingErrors, failoverUnderTraffic, serviceBackChecks, startFleet, type Fleet } from './scale-helpers.js';
+import { ALICE, bearer, crossProxyChecks, expectNoRoutingErrors, failoverUnderTraffic, serviceBackChecks, startFleet, type CrossProxyResult, type Fleet } from './scale-helpers.js';
 import { waitFor } from './webhooks-helpers.js';
 
 const SERVICE = 'scale-cluster';
 
-/** The failover test's options: its own time bound, and no retry. */
-const NO_RETRY = { timeout: 150_000, retry: 0 };
+/** The failover tests' time bound. */
+const FAILOVER = { timeout: 150_000 };
 
 /**
  * A 3-master + 3-replica Redis Cluster with two proxies and two workers, then a SIGKILL of the
@@ -19,7 +19,16 @@ const NO_RETRY = { timeout: 150_000, retry: 0 };
 describe('Redis Cluster: two proxies, two workers, a master killed under traffic', () => {
   let cluster: TestCluster;
   let fleet: Fleet;
-  let key = '';
+  // Each test can run alone (`-t`): the cross-proxy set-up (permissions, a key, an app, the
+  // `orders` webhook) runs once, in whichever test comes first, and the others reuse its key.
+  let crossProxy: Promise<CrossProxyResult> | undefined;
+  const prepared = () => (crossProxy ??= crossProxyChecks(fleet, 'cluster'));
+  const slotKey = redisKeys('outrigger', SERVICE).features;
+  /** A master to kill must have a replica to promote: an earlier failover may have left the slot on one without. */
+  const onMasterWithReplica = async () => {
+    if ((await cluster.replicasOf(slotKey)) === 0) await cluster.moveSlotOf(slotKey);
+    expect(await cluster.replicasOf(slotKey)).toBeGreaterThan(0);
+  };
 
   beforeAll(async () => {
     cluster = await startTestCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 1000 });
@@ -33,8 +42,7 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
   });
 
   it('serves keys, apps, webhooks, logs and recording across proxies', async () => {
-    const result = await crossProxyChecks(fleet, 'cluster');
-    key = result.key;
+    const result = await prepared();
     console.log(`[cluster] revocation across proxies: ${Math.round(result.revocationMs)} ms`);
     expect(result.revocationMs).toBeLessThan(20_000);
     expectNoRoutingErrors(fleet);
@@ -42,6 +50,7 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
 
   // The built CLI (`npm test` builds first): `outrigger keys` and `outrigger check` on a cluster config.
   it.skipIf(!existsSync(CLI))('lists and revokes keys with `outrigger keys` on the cluster; `check` names a bad node', async () => {
+    await prepared();
     const [a, b] = fleet.proxies;
     const file = writeTempFile('outrigger.yaml', { service: { id: SERVICE }, upstream: { url: 'http://127.0.0.1:1' }, redis: { cluster: { nodes: cluster.seeds.join(',') } } });
     const issued = await call(a.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'cli-doomed', roles: ['reader'] } });
@@ -63,9 +72,8 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
     expectNoRoutingErrors(fleet);
   }, 60_000);
 
-  it('keeps serving while the service slot moves to another master (live resharding): 0 events lost, pub/sub follows', NO_RETRY, async () => {
-    expect(key).not.toBe('');
-    const slotKey = redisKeys('outrigger', SERVICE).features;
+  it('keeps serving while the service slot moves to another master (live resharding): 0 events lost, pub/sub follows', FAILOVER, async () => {
+    const { key } = await prepared();
     let moving: ReturnType<TestCluster['moveSlotOf']> | undefined;
     // The traffic goes on while the slot moves: started at a third of the requests, awaited after.
     const result = await failoverUnderTraffic(
@@ -88,11 +96,9 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
     expectNoRoutingErrors(fleet);
   });
 
-  // Run once even under CI's retry: the topology it kills is shared, so a second try would
-  // start from a promoted replica with none behind it and fail for that reason alone.
-  it('follows the promoted replica when the master of the service slot is SIGKILLed: 0 events lost', NO_RETRY, async () => {
-    expect(key).not.toBe('');
-    const slotKey = redisKeys('outrigger', SERVICE).features;
+  it('follows the promoted replica when the master of the service slot is SIGKILLed: 0 events lost', FAILOVER, async () => {
+    const { key } = await prepared();
+    await onMasterWithReplica();
     const oldMaster = await cluster.masterOf(slotKey);
     const result = await failoverUnderTraffic(
       fleet,
@@ -110,10 +116,9 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
     expectNoRoutingErrors(fleet);
   });
 
-  it('follows the promoted replica when the master of the service slot hangs (SIGSTOP): no request waits on it, 0 events lost', NO_RETRY, async () => {
-    const slotKey = redisKeys('outrigger', SERVICE).features;
-    // The failover above left the slot on a master without a replica: move it to one that has one.
-    await cluster.moveSlotOf(slotKey);
+  it('follows the promoted replica when the master of the service slot hangs (SIGSTOP): no request waits on it, 0 events lost', FAILOVER, async () => {
+    const { key } = await prepared();
+    await onMasterWithReplica();
     const frozen = await cluster.masterOf(slotKey);
     const result = await failoverUnderTraffic(
       fleet,

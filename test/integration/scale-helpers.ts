@@ -157,11 +157,11 @@ export interface FailoverResult {
   failedAnswers: string[];
   /** ms from the SIGKILL until the topology reported the promoted master. */
   promotionMs: number;
-  /** ms from the SIGKILL until a Redis read through each proxy (GET /_admin/webhooks/orders) answered 200 again. */
+  /** ms from the SIGKILL until a Redis read through the slower proxy (GET /_admin/webhooks/orders) answered 200 again (its last return to 200). */
   redisBackMs: number;
   /** The slowest of those reads: a read waits (ioredis retries against the refreshed slot map) rather than fails. */
   slowestReadMs: number;
-  /** ms from the SIGKILL until /_health/ready answered 200 again on both proxies, after answering 503 (0: it never did). */
+  /** ms from the SIGKILL until /_health/ready answered 200 again on both proxies, after answering 503 (0: neither ever answered 503). */
   readyBackMs: number;
   /** Longest stretch /_health/ready answered 503 on either proxy (0: never noticed). */
   notReadyMs: number;
@@ -201,7 +201,18 @@ export async function failoverUnderTraffic(
   const answers: Array<Promise<void>> = [];
 
   // From the kill on, each proxy's readiness and a Redis-backed read are polled, each on its own.
-  const watch = { stop: false, readyBack: [0, 0], notReadyMs: 0, redisBack: [0, 0], slowestReadMs: 0, lastFailedRead: '' };
+  // `ready` and `redisOk` hold each proxy's last observation; `readyBack` and `redisBack` the ms
+  // after the kill at which it last came back (0 until observed).
+  const watch = {
+    stop: false,
+    ready: [false, false],
+    readyBack: [0, 0],
+    notReadyMs: 0,
+    redisOk: [false, false],
+    redisBack: [0, 0],
+    slowestReadMs: 0,
+    lastFailedRead: ['', ''],
+  };
   const pollers = fleet.proxies.flatMap((p, i) => [
     (async () => {
       let notReadySince = 0;
@@ -209,6 +220,7 @@ export async function failoverUnderTraffic(
         if (killedAt) {
           const ok = (await call(p.url, '/_health/ready')).status === 200;
           const now = performance.now();
+          watch.ready[i] = ok;
           if (!ok) notReadySince ||= now;
           else if (notReadySince) {
             watch.notReadyMs = Math.max(watch.notReadyMs, now - notReadySince);
@@ -225,11 +237,11 @@ export async function failoverUnderTraffic(
           const started = performance.now();
           const read = await call(p.url, '/_admin/webhooks/orders', { auth: ROOT });
           const ok = read.status === 200;
-          if (!ok) watch.lastFailedRead = `${read.status} ${read.text.slice(0, 300)}`;
+          if (!ok) watch.lastFailedRead[i] = `${read.status} ${read.text.slice(0, 300)}`;
           const now = performance.now();
           watch.slowestReadMs = Math.max(watch.slowestReadMs, now - started);
-          if (ok) watch.redisBack[i] ||= now - killedAt;
-          else watch.redisBack[i] = 0;
+          if (ok && !watch.redisOk[i]) watch.redisBack[i] = now - killedAt;
+          watch.redisOk[i] = ok;
         }
         await sleep(100);
       }
@@ -266,15 +278,20 @@ export async function failoverUnderTraffic(
     return sent?.run === run;
   });
   const ns = () => new Set(thisRun().map((r) => runOf(r.body)!.n));
-  await waitFor(ns, (s) => s.size >= count, deliverWithinMs, `all ${count} events at the receiver`).catch(() => {});
+  // A wait that runs out is a failure, named after what it waited for; the figures below come
+  // only from what the pollers saw, so they are reported only when every wait succeeded.
+  const problems: string[] = [];
+  const wait = (what: string, check: () => boolean, ms: number, seen: () => string) =>
+    waitFor(check, (ok) => ok, ms, what).catch(() => void problems.push(`${what}: not within ${ms} ms (${seen()})`));
+  await wait(`all ${count} events of run ${run} at the receiver`, () => ns().size >= count, deliverWithinMs, () => `${ns().size} arrived`);
   const allDeliveredMs = performance.now() - killedAt;
-  // Both proxies must read Redis again, and answer ready, before the pollers stop.
-  await waitFor(
-    async () => watch.redisBack.every((t) => t > 0) && (await Promise.all(fleet.proxies.map((p) => call(p.url, '/_health/ready')))).every((r) => r.status === 200),
-    (ok) => ok,
-    20_000,
-    'both proxies ready again',
-  ).catch(() => {});
+  // Both proxies must read Redis again, and answer ready, as their pollers see it, before they stop.
+  const names = ['proxy A', 'proxy B'];
+  for (const [i, p] of fleet.proxies.entries()) {
+    const name = `${names[i]} (${p.url})`;
+    await wait(`${name}: a Redis read (GET /_admin/webhooks/orders) answering 200 after the kill`, () => watch.redisOk[i]!, 20_000, () => `last failed read: ${watch.lastFailedRead[i] || 'none'}`);
+    await wait(`${name}: /_health/ready answering 200 after the kill`, () => watch.ready[i]!, 20_000, () => 'it answered 503, or never answered');
+  }
   watch.stop = true;
   await Promise.all(pollers);
   // A short grace for late duplicates (a redelivery of an entry whose ack was lost).
@@ -282,11 +299,12 @@ export async function failoverUnderTraffic(
   const received = thisRun();
   const delivered = ns().size;
   if (strays.length) console.log(`deliveries without a request body: ${strays.length}; first: ${strays[0]!.slice(0, 1500)}`);
-  if (process.env.SCALE_DEBUG || delivered < count || failedRequests > 0) {
-    console.log(`last failed Redis read: ${watch.lastFailedRead}`);
+  if (process.env.SCALE_DEBUG || problems.length || delivered < count || failedRequests > 0) {
+    console.log(`last failed Redis reads: ${watch.lastFailedRead.join(' | ')}`);
     console.log(`failed requests: ${failedRequests}; first: ${failedAnswers.join(' | ')}`);
     console.log(fleet.logs().slice(-4000));
   }
+  if (problems.length) throw new Error(`the failover run did not recover:\n${problems.join('\n')}`);
   return {
     sent: count,
     delivered,

@@ -125,6 +125,8 @@ export interface TestCluster {
   /** The port of the master that now serves `key`'s slot (asked from a live node). */
   masterOf(key: string): Promise<number>;
   node(port: number): RedisNodeProcess;
+  /** How many live replicas the master serving `key`'s slot has (CLUSTER SLOTS leaves failed nodes out). */
+  replicasOf(key: string): Promise<number>;
   /** Waits until `key`'s slot is served by a master other than `oldPort` and the cluster is ok. */
   waitForFailover(key: string, oldPort: number, timeoutMs: number): Promise<number>;
   /**
@@ -203,6 +205,15 @@ export async function startTestCluster(options: { masters?: number; replicas?: n
     seeds: nodes.map((n) => `127.0.0.1:${n.port}`),
     masterOf,
     node: (port) => nodes.find((n) => n.port === port)!,
+    async replicasOf(key) {
+      const port = await masterOf(key);
+      return ask(port, async (r) => {
+        const slot = Number(await r.cluster('KEYSLOT', key));
+        const ranges = (await r.cluster('SLOTS')) as unknown as Array<[number, number, ...unknown[]]>;
+        const owner = ranges.find(([from, to]) => slot >= from && slot <= to);
+        return owner ? owner.length - 3 : 0;
+      });
+    },
     async waitForFailover(key, oldPort, timeoutMs) {
       const promoted = await until(
         async () => {
