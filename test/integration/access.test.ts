@@ -1,29 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { jwtVerify } from 'jose';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, type RawConfig, staticUsers } from '../support/outrigger.js';
+import { basic, startTestOutrigger } from '../support/outrigger.js';
 import { call } from '../support/http-client.js';
-
-const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
-type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
-
+import { as, JWT_SECRET, ROOT, type Running, useStack } from '../support/fixtures.js';
 
 describe('access: permissions, Basic sign-in, identity propagation', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
-  let proxy: Running;
-  let second: Running;
-  let base: RawConfig;
-  const ROOT = basic('root', 'root-password');
-  const ALICE = basic('alice', 'alice-password');
-  const STRANGER = basic('stranger', 'stranger-password');
-  const BOB = basic('bob', 'bob-password');
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({
-      jwt: { secret: JWT_SECRET },
+  const stack = useStack({
+    service: 'access',
+    jwtIdentity: true,
+    backend: {
       data: {
         shop: {
           orders: [
@@ -34,26 +19,20 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
           products: [{ _id: 'p1', name: 'boat', cost: 5 }],
         },
       },
-    });
-    base = {
-      service: { id: 'access' },
-      upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } },
-      redis: { url: redis.url },
-      users: await staticUsers({ root: ['root'], alice: ['user'], bob: ['user', 'auditor'], stranger: ['nobody-role'] }),
-      acl: { mode: 'enforce' },
-    };
-    proxy = await startTestOutrigger(base);
-    second = await startTestOutrigger(base);
+    },
+    users: { root: ['root'], alice: ['user'], bob: ['user', 'auditor'], stranger: ['nobody-role'] },
+    config: { acl: { mode: 'enforce' } },
   });
-
-  afterAll(async () => {
-    await proxy?.stop();
-    await second?.stop();
-    await backend?.close();
-    await redis?.close();
+  /** A second process on the same config. */
+  let second: Running;
+  beforeAll(async () => {
+    second = await stack.start();
   });
+  const ALICE = as('alice');
+  const STRANGER = as('stranger');
+  const BOB = as('bob');
 
-  const put = (id: string, doc: Record<string, unknown>) => call(proxy.url, `/_admin/acl/${id}`, { method: 'PUT', auth: ROOT, body: doc });
+  const put = (id: string, doc: Record<string, unknown>) => call(stack.proxy.url, `/_admin/acl/${id}`, { method: 'PUT', auth: ROOT, body: doc });
 
   describe('permission validation', () => {
     const cases: Array<[string, Record<string, unknown>, RegExp]> = [
@@ -90,9 +69,9 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
     });
 
     it('lets only admins write permissions', async () => {
-      const res = await call(proxy.url, '/_admin/acl/x', { method: 'PUT', auth: ALICE, body: { predicate: 'true', roles: ['user'] } });
+      const res = await call(stack.proxy.url, '/_admin/acl/x', { method: 'PUT', auth: ALICE, body: { predicate: 'true', roles: ['user'] } });
       expect(res.status).toBe(403);
-      const anonymous = await call(proxy.url, '/_admin/acl');
+      const anonymous = await call(stack.proxy.url, '/_admin/acl');
       expect(anonymous.status).toBe(401);
       expect(anonymous.headers['www-authenticate']).toBe('Basic realm="access"');
     });
@@ -110,63 +89,63 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
     });
 
     it('denies without a matching permission: 401 anonymous, 403 signed in', async () => {
-      expect((await call(proxy.url, '/shop/products')).status).toBe(401);
-      const res = await call(proxy.url, '/shop/products', { method: 'DELETE', auth: ALICE });
+      expect((await call(stack.proxy.url, '/shop/products')).status).toBe(401);
+      const res = await call(stack.proxy.url, '/shop/products', { method: 'DELETE', auth: ALICE });
       expect(res.status).toBe(403);
       expect(res.json.message).toMatch(/no permission allows/);
       // Which roles were considered, and whether any permission names them at all.
       expect(res.json.message).toMatch(/roles considered: user\b.*permissions? names? them, but none matches this request/);
-      const stranger = await call(proxy.url, '/shop/products', { auth: STRANGER });
+      const stranger = await call(stack.proxy.url, '/shop/products', { auth: STRANGER });
       expect(stranger.status).toBe(403);
       expect(stranger.json.message).toMatch(/roles considered: nobody-role\. No permission names any of them/);
     });
 
     it('answers wrong credentials 401, never anonymous, even where anonymous is allowed', async () => {
-      const res = await call(proxy.url, '/ping', { auth: basic('alice', 'wrong') });
+      const res = await call(stack.proxy.url, '/ping', { auth: basic('alice', 'wrong') });
       expect(res.status).toBe(401);
       expect(res.headers['www-authenticate']).toMatch(/^Basic realm=/);
-      expect((await call(proxy.url, '/ping')).status).not.toBe(401);
+      expect((await call(stack.proxy.url, '/ping')).status).not.toBe(401);
     });
 
     it('applies the highest-priority matching permission', async () => {
       // bob holds user (readFilter owner=bob, priority 10) and auditor (projection only, priority 20): auditor wins.
-      const res = await call(proxy.url, '/shop/orders', { auth: BOB });
+      const res = await call(stack.proxy.url, '/shop/orders', { auth: BOB });
       expect(res.status).toBe(200);
       expect(res.json.map((d: any) => d._id).sort()).toEqual(['o1', 'o2', 'o3']);
       expect(res.json[0]).toEqual({ _id: expect.any(String), total: expect.any(Number), nested: { a: expect.any(Number) } });
     });
 
     it('narrows collection reads with readFilter and applies projectResponse to arrays', async () => {
-      backend.clearRequests();
-      const res = await call(proxy.url, '/shop/orders?filter=' + encodeURIComponent('{"total":{"$gt":5}}'), { auth: ALICE });
+      stack.backend.clearRequests();
+      const res = await call(stack.proxy.url, '/shop/orders?filter=' + encodeURIComponent('{"total":{"$gt":5}}'), { auth: ALICE });
       expect(res.status).toBe(200);
       expect(res.json.map((d: any) => d._id).sort()).toEqual(['o1', 'o3']);
       for (const doc of res.json) {
         expect(doc.secret).toBeUndefined();
         expect(doc.nested).toEqual({ a: expect.any(Number) });
       }
-      const sent = backend.requests.at(-1)!;
+      const sent = stack.backend.requests.at(-1)!;
       expect(sent.query.getAll('filter')).toEqual(['{"total":{"$gt":5}}', '{"owner":"alice"}']);
     });
 
     it('narrows document reads with readFilter and projects the document', async () => {
-      const own = await call(proxy.url, '/shop/orders/o1', { auth: ALICE });
+      const own = await call(stack.proxy.url, '/shop/orders/o1', { auth: ALICE });
       expect(own.status).toBe(200);
       expect(own.json).toEqual({ _id: 'o1', owner: 'alice', total: 10, nested: { a: 1 } });
-      const other = await call(proxy.url, '/shop/orders/o2', { auth: ALICE });
+      const other = await call(stack.proxy.url, '/shop/orders/o2', { auth: ALICE });
       expect(other.status).toBe(404);
     });
 
     it('refuses other shapes under a filtered collection', async () => {
-      expect((await call(proxy.url, '/shop/orders/_size', { auth: ALICE })).status).toBe(403);
-      expect((await call(proxy.url, '/shop/orders/_aggrs/by-owner', { auth: ALICE })).status).toBe(403);
+      expect((await call(stack.proxy.url, '/shop/orders/_size', { auth: ALICE })).status).toBe(403);
+      expect((await call(stack.proxy.url, '/shop/orders/_aggrs/by-owner', { auth: ALICE })).status).toBe(403);
     });
 
     it('propagates identity as a JWT the backend verifies, with spoofed identity headers removed', async () => {
-      backend.clearRequests();
-      const res = await call(proxy.url, '/shop/products', { auth: ALICE, headers: { 'x-forwarded-user': 'root', 'x-forwarded-roles': 'root' } });
+      stack.backend.clearRequests();
+      const res = await call(stack.proxy.url, '/shop/products', { auth: ALICE, headers: { 'x-forwarded-user': 'root', 'x-forwarded-roles': 'root' } });
       expect(res.status).toBe(200);
-      const sent = backend.requests.at(-1)!;
+      const sent = stack.backend.requests.at(-1)!;
       expect(sent.identity).toMatchObject({ via: 'jwt', id: 'alice', roles: ['user'] });
       expect(sent.headers['x-forwarded-user']).toBeUndefined();
       expect(sent.headers['x-forwarded-roles']).toBeUndefined();
@@ -177,9 +156,9 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
     });
 
     it('takes the client IP from X-Forwarded-For only behind a trusted proxy', async () => {
-      const spoofed = await call(proxy.url, '/by-ip', { headers: { 'x-forwarded-for': '9.9.9.9' } });
+      const spoofed = await call(stack.proxy.url, '/by-ip', { headers: { 'x-forwarded-for': '9.9.9.9' } });
       expect(spoofed.status).toBe(401);
-      const behind = await startTestOutrigger({ ...base, service: { id: 'access' }, listen: { trustedProxies: ['127.0.0.0/8'] } });
+      const behind = await startTestOutrigger({ ...stack.raw, service: { id: 'access' }, listen: { trustedProxies: ['127.0.0.0/8'] } });
       try {
         const trusted = await call(behind.url, '/by-ip', { headers: { 'x-forwarded-for': '9.9.9.9, 127.0.0.5' } });
         expect(trusted.status).not.toBe(401);
@@ -206,7 +185,7 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
 
   describe('own-routes mode', () => {
     it('proxies without the ACL but still answers wrong credentials 401', async () => {
-      const open = await startTestOutrigger({ ...base, service: { id: 'access-own' }, acl: { mode: 'own-routes' } });
+      const open = await startTestOutrigger({ ...stack.raw, service: { id: 'access-own' }, acl: { mode: 'own-routes' } });
       try {
         expect((await call(open.url, '/shop/products')).status).toBe(200);
         expect((await call(open.url, '/shop/products', { auth: basic('alice', 'nope') })).status).toBe(401);
@@ -221,9 +200,9 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
   describe('brute-force guard', () => {
     it('answers 429 with Retry-After after 10 failures, across two processes sharing Redis', async () => {
       const wrong = basic('carol', 'guess');
-      for (let i = 0; i < 5; i++) expect((await call(proxy.url, '/ping', { auth: wrong })).status).toBe(401);
+      for (let i = 0; i < 5; i++) expect((await call(stack.proxy.url, '/ping', { auth: wrong })).status).toBe(401);
       for (let i = 0; i < 5; i++) expect((await call(second.url, '/ping', { auth: wrong })).status).toBe(401);
-      const locked = await call(proxy.url, '/ping', { auth: wrong });
+      const locked = await call(stack.proxy.url, '/ping', { auth: wrong });
       expect(locked.status).toBe(429);
       expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
       const lockedOther = await call(second.url, '/ping', { auth: wrong });

@@ -8,106 +8,89 @@
 import { auditServer } from 'graphql-http';
 import { jwtVerify } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, type RawConfig, staticUsers } from '../support/outrigger.js';
+import { basic, startTestOutrigger } from '../support/outrigger.js';
 import { call, collectionReads, filterOf, gql, shopApp, shopData } from './graphql-helpers.js';
+import { JWT_SECRET, ROOT, useStack } from '../support/fixtures.js';
 
-const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
 
-const ROOT = basic('root', 'root-password');
 const ALICE = basic('alice', 'alice-password');
 const CAROL = basic('carol', 'carol-password');
 const data = shopData();
 const ordersOf = (owner: string) => data.shop.orders.filter((o) => o.owner === owner).map((o) => o.number).sort((a, b) => a - b);
 
 describe('GraphQL reads as the caller, or as the service', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
-  let proxy: Running;
-  let base: RawConfig;
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({
+  const stack = useStack({
+    service: 'gql-access',
+    jwtIdentity: true,
+    backend: {
       data,
-      jwt: { secret: JWT_SECRET },
       users: [
         { id: 'svc', password: 'svc-password', roles: ['service'] },
         { id: 'dave', password: 'dave-password', roles: ['user'] },
       ],
-    });
-    base = {
-      service: { id: 'gql-access' },
-      upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } },
-      redis: { url: redis.url },
-      users: await staticUsers({ root: ['root'], alice: ['user'], carol: ['auditor'] }),
-      acl: { mode: 'enforce' },
-    };
-    proxy = await startTestOutrigger(base);
-    const put = async (path: string, doc: unknown) => expect((await call(proxy.url, path, { method: 'PUT', auth: ROOT, body: doc })).status).toBe(201);
-    await put('/_admin/acl/graphql', { predicate: 'path-prefix(/graphql/shop)', roles: ['user', 'auditor'], priority: 1 });
-    await put('/_admin/acl/own-orders', {
-      predicate: 'method(GET) and path-prefix(/shop/orders)',
-      roles: ['user'],
-      priority: 10,
-      mongo: { readFilter: { owner: '@user.id' }, projectResponse: { secret: 0 } },
-    });
-    await put('/_admin/acl/read-users', { predicate: 'method(GET) and path-prefix(/shop/users)', roles: ['user'], priority: 1 });
-    await put('/_admin/acl/keys', { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['user'] } });
-    // The audited app: open to anonymous callers, reading a collection they may read.
-    await put('/_admin/acl/anonymous-audit', { predicate: 'path-prefix(/graphql/audit) or (method(GET) and path-prefix(/shop/products))', roles: ['$unauthenticated'], priority: 1 });
-    await put('/gql-apps/shop', shopApp());
-    await put('/gql-apps/audit', {
-      descriptor: { uri: 'audit' },
-      schema: 'type Product { name: String, price: Int } type Query { products: [Product] }',
-      mappings: { Query: { products: { db: 'shop', collection: 'products' } } },
-    });
+    },
+    users: { root: ['root'], alice: ['user'], carol: ['auditor'] },
+    config: { acl: { mode: 'enforce' } },
+    permissions: {
+      graphql: { predicate: 'path-prefix(/graphql/shop)', roles: ['user', 'auditor'], priority: 1 },
+      'own-orders': {
+        predicate: 'method(GET) and path-prefix(/shop/orders)',
+        roles: ['user'],
+        priority: 10,
+        mongo: { readFilter: { owner: '@user.id' }, projectResponse: { secret: 0 } },
+      },
+      'read-users': { predicate: 'method(GET) and path-prefix(/shop/users)', roles: ['user'], priority: 1 },
+      keys: { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['user'] } },
+      // The audited app: open to anonymous callers, reading a collection they may read.
+      'anonymous-audit': { predicate: 'path-prefix(/graphql/audit) or (method(GET) and path-prefix(/shop/products))', roles: ['$unauthenticated'], priority: 1 },
+    },
+    apps: {
+      shop: shopApp(),
+      audit: {
+        descriptor: { uri: 'audit' },
+        schema: 'type Product { name: String, price: Int } type Query { products: [Product] }',
+        mappings: { Query: { products: { db: 'shop', collection: 'products' } } },
+      },
+    },
   });
 
-  afterAll(async () => {
-    await proxy?.stop();
-    await backend?.close();
-    await redis?.close();
-  });
-
-  beforeEach(() => backend.clearRequests());
+  beforeEach(() => stack.backend.clearRequests());
 
   describe('auth: caller (default)', () => {
     it("the caller's readFilter narrows GraphQL results and projectResponse hides fields, as on REST", async () => {
-      const res = await gql(proxy.url, 'shop', '{ orders(limit: 1000) { number owner secret } }', { auth: ALICE });
+      const res = await gql(stack.proxy.url, 'shop', '{ orders(limit: 1000) { number owner secret } }', { auth: ALICE });
       expect(res.status).toBe(200);
       const got = res.json.data.orders as Array<{ number: number; owner: string; secret: string | null }>;
       expect(got.map((o) => o.number)).toEqual(ordersOf('alice'));
       expect(got.every((o) => o.owner === 'alice' && o.secret === null)).toBe(true);
       // The read carried the readFilter, ANDed with the mapping's find (here: none).
-      const [read] = collectionReads(backend, 'orders');
+      const [read] = collectionReads(stack.backend, 'orders');
       expect(filterOf(read!)).toEqual({ owner: 'alice' });
 
       // The same caller over REST sees the same documents.
-      backend.clearRequests();
-      const rest = await call(proxy.url, '/shop/orders?pagesize=1000', { auth: ALICE });
+      stack.backend.clearRequests();
+      const rest = await call(stack.proxy.url, '/shop/orders?pagesize=1000', { auth: ALICE });
       expect(rest.status).toBe(200);
       expect((rest.json as Array<{ number: number }>).map((o) => o.number).sort((a, b) => a - b)).toEqual(ordersOf('alice'));
       expect((rest.json as Array<Record<string, unknown>>).some((o) => 'secret' in o)).toBe(false);
     });
 
     it('the readFilter is ANDed with the mapping find, and applies to batched joins too', async () => {
-      const res = await gql(proxy.url, 'shop', '{ orders(status: OPEN, limit: 1000) { owner } users(limit: 6) { id orders(limit: 10) { owner number } } }', { auth: ALICE });
+      const res = await gql(stack.proxy.url, 'shop', '{ orders(status: OPEN, limit: 1000) { owner } users(limit: 6) { id orders(limit: 10) { owner number } } }', { auth: ALICE });
       expect(res.status).toBe(200);
       expect(res.json.data.orders.every((o: { owner: string }) => o.owner === 'alice')).toBe(true);
       const joined = (res.json.data.users as Array<{ orders: Array<{ owner: string; number: number }> }>).flatMap((u) => u.orders);
       expect(joined.length).toBeGreaterThan(0);
       expect(joined.every((o) => o.owner === 'alice')).toBe(true);
-      const filters = collectionReads(backend, 'orders').map(filterOf);
+      const filters = collectionReads(stack.backend, 'orders').map(filterOf);
       expect(filters).toContainEqual({ $and: [{ status: 'open' }, { owner: 'alice' }] });
       expect(filters.every((f) => JSON.stringify(f).includes('"owner":"alice"'))).toBe(true);
     });
 
     it("the caller's identity reaches the backend as the JWT Outrigger mints", async () => {
-      await gql(proxy.url, 'shop', '{ order(number: 1) { number } }', { auth: ALICE });
-      const [read] = collectionReads(backend, 'orders');
+      await gql(stack.proxy.url, 'shop', '{ order(number: 1) { number } }', { auth: ALICE });
+      const [read] = collectionReads(stack.backend, 'orders');
       expect(read!.identity).toEqual({ via: 'jwt', id: 'alice', roles: ['user'] });
       const token = String(read!.headers.authorization).replace(/^Bearer /, '');
       const { payload } = await jwtVerify(token, new TextEncoder().encode(JWT_SECRET), { issuer: 'restheart.org' });
@@ -116,45 +99,45 @@ describe('GraphQL reads as the caller, or as the service', () => {
     });
 
     it('an API key reads with the key roles, exactly as a password sign-in of those roles', async () => {
-      const issued = await call(proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'graphql', roles: ['user'] } });
+      const issued = await call(stack.proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'graphql', roles: ['user'] } });
       expect(issued.status).toBe(201);
-      backend.clearRequests();
-      const res = await gql(proxy.url, 'shop', '{ orders(limit: 1000) { number } }', { auth: `Bearer ${issued.json.key}` });
+      stack.backend.clearRequests();
+      const res = await gql(stack.proxy.url, 'shop', '{ orders(limit: 1000) { number } }', { auth: `Bearer ${issued.json.key}` });
       expect(res.status).toBe(200);
       expect(res.json.data.orders.map((o: { number: number }) => o.number)).toEqual(ordersOf('alice'));
-      const [read] = collectionReads(backend, 'orders');
+      const [read] = collectionReads(stack.backend, 'orders');
       expect(read!.identity).toEqual({ via: 'jwt', id: 'alice', roles: ['user'] });
       expect(String(read!.headers.authorization)).not.toContain(issued.json.key);
     });
 
     it('admin roles read without a filter', async () => {
-      const res = await gql(proxy.url, 'shop', '{ orders(limit: 1000) { number } }', { auth: ROOT });
+      const res = await gql(stack.proxy.url, 'shop', '{ orders(limit: 1000) { number } }', { auth: ROOT });
       expect(res.json.data.orders).toHaveLength(data.shop.orders.length);
-      expect(collectionReads(backend, 'orders')[0]!.query.has('filter')).toBe(false);
-      expect(collectionReads(backend, 'orders')[0]!.identity).toMatchObject({ via: 'jwt', id: 'root' });
+      expect(collectionReads(stack.backend, 'orders')[0]!.query.has('filter')).toBe(false);
+      expect(collectionReads(stack.backend, 'orders')[0]!.identity).toMatchObject({ via: 'jwt', id: 'root' });
     });
 
     it('a collection the caller may not GET is a FORBIDDEN field error, and is never read', async () => {
-      const res = await gql(proxy.url, 'shop', '{ orders { number } }', { auth: CAROL });
+      const res = await gql(stack.proxy.url, 'shop', '{ orders { number } }', { auth: CAROL });
       expect(res.status).toBe(200);
       expect(res.json.data).toEqual({ orders: null });
       expect(res.json.errors[0].extensions.code).toBe('FORBIDDEN');
       expect(res.json.errors[0].message).toMatch(/\/shop\/orders/);
-      expect(collectionReads(backend)).toHaveLength(0);
+      expect(collectionReads(stack.backend)).toHaveLength(0);
     });
 
     it('anonymous callers read as anonymous (no identity invented)', async () => {
-      const res = await gql(proxy.url, 'audit', '{ products { name } }');
+      const res = await gql(stack.proxy.url, 'audit', '{ products { name } }');
       expect(res.status).toBe(200);
       expect(res.json.data.products).toHaveLength(5);
-      expect(collectionReads(backend, 'products')[0]!.identity).toEqual({ via: 'anonymous' });
+      expect(collectionReads(stack.backend, 'products')[0]!.identity).toEqual({ via: 'anonymous' });
     });
   });
 
   describe('auth: service', () => {
     let service: Running;
     beforeAll(async () => {
-      service = await startTestOutrigger({ ...base, graphql: { backend: { auth: 'service', serviceAuthorization: basic('svc', 'svc-password') } } });
+      service = await startTestOutrigger({ ...stack.raw, graphql: { backend: { auth: 'service', serviceAuthorization: basic('svc', 'svc-password') } } });
     });
     afterAll(async () => service?.stop());
 
@@ -163,7 +146,7 @@ describe('GraphQL reads as the caller, or as the service', () => {
       expect(res.status).toBe(200);
       expect(res.json.data.orders).toHaveLength(data.shop.orders.length);
       expect(res.json.data.orders[0].secret).toBe('secret-1');
-      const [read] = collectionReads(backend, 'orders');
+      const [read] = collectionReads(stack.backend, 'orders');
       expect(read!.identity).toEqual({ via: 'basic', id: 'svc', roles: ['service'] });
       expect(read!.query.has('filter')).toBe(false);
     });
@@ -176,7 +159,7 @@ describe('GraphQL reads as the caller, or as the service', () => {
   describe('users.source: upstream', () => {
     let upstreamUsers: Running;
     beforeAll(async () => {
-      upstreamUsers = await startTestOutrigger({ ...base, users: { source: 'upstream', static: [] } });
+      upstreamUsers = await startTestOutrigger({ ...stack.raw, users: { source: 'upstream', static: [] } });
     });
     afterAll(async () => upstreamUsers?.stop());
 
@@ -185,7 +168,7 @@ describe('GraphQL reads as the caller, or as the service', () => {
       const res = await gql(upstreamUsers.url, 'shop', '{ orders { number } users(limit: 1) { id } }', { auth: DAVE });
       expect(res.status).toBe(200);
       expect(res.json.data).toEqual({ orders: [], users: [{ id: 'u1' }] });
-      const reads = collectionReads(backend);
+      const reads = collectionReads(stack.backend);
       expect(reads.map((r) => r.identity)).toEqual([
         { via: 'basic', id: 'dave', roles: ['user'] },
         { via: 'basic', id: 'dave', roles: ['user'] },
@@ -197,7 +180,7 @@ describe('GraphQL reads as the caller, or as the service', () => {
 
   describe('the graphql-http server audit', () => {
     it('passes all 61 items (every MUST, SHOULD and MAY) against an app served by the running Outrigger', async () => {
-      const results = await auditServer({ url: `${proxy.url}/graphql/audit`, fetchFn: fetch });
+      const results = await auditServer({ url: `${stack.proxy.url}/graphql/audit`, fetchFn: fetch });
       const failures = results.filter((r) => r.status !== 'ok');
       const mustFailures = failures.filter((r) => r.name.startsWith('MUST'));
       expect(mustFailures.map((r) => `${r.id} ${r.name}: ${'reason' in r ? r.reason : ''}`)).toEqual([]);

@@ -1,55 +1,30 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { deliveryMessageId } from '../../src/webhooks/signature.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, type RawConfig, staticUsers } from '../support/outrigger.js';
-import { call, permitHookEditors, sleep, startTarget, untilKnown, waitFor, type Answer, type Target } from './webhooks-helpers.js';
-
-type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
+import { call, sleep, untilKnown, waitFor, type Answer } from './webhooks-helpers.js';
+import { HOOK_EDITORS, ROOT, useStack } from '../support/fixtures.js';
 
 describe('webhooks: from a proxied request to a delivery', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
-  let proxy: Running;
-  let target: Target;
-  let raw: RawConfig;
-  const ROOT = basic('root', 'root-password');
+  // alice may manage webhooks (but is no admin: no secrets, no test sends).
+  const stack = useStack({
+    service: 'wh-delivery',
+    backend: { data: { shop: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`orders${i + 1}`, []])) } },
+    target: true,
+    users: { root: ['root'], alice: ['hook-editor'] },
+    config: { acl: { mode: 'own-routes' }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['300ms', '300ms', '300ms'] } },
+    outrigger: { worker: true },
+    permissions: { 'hook-editors': HOOK_EDITORS },
+  });
   let counter = 0;
   const path = () => `/shop/orders${++counter}`;
 
-  async function createWebhook(doc: Record<string, unknown>, base = proxy.url) {
+  async function createWebhook(doc: Record<string, unknown>, base = stack.proxy.url) {
     const res = await call(base, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: doc });
     expect(res.status, JSON.stringify(res.json)).toBe(201);
-    await untilKnown([proxy], res.json._id);
+    await untilKnown([stack.proxy], res.json._id);
     return res.json;
   }
-  const logsOf = async (id: string, query = '') => (await call(proxy.url, `/_admin/webhooks/${id}/logs${query}`, { auth: ROOT })).json;
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({ data: { shop: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`orders${i + 1}`, []])) } });
-    target = await startTarget();
-    raw = {
-      service: { id: 'wh-delivery' },
-      upstream: { url: backend.url },
-      redis: { url: redis.url },
-      users: await staticUsers({ root: ['root'], alice: ['hook-editor'] }),
-      acl: { mode: 'own-routes' },
-      webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['300ms', '300ms', '300ms'] },
-    };
-    proxy = await startTestOutrigger(raw, { worker: true });
-    // alice may manage webhooks (but is no admin: no secrets, no test sends).
-    const perm = await permitHookEditors(proxy.url, ROOT);
-    expect(perm.status).toBe(201);
-  });
-
-  afterAll(async () => {
-    await proxy?.stop();
-    await target?.close();
-    await backend?.close();
-    await redis?.close();
-  });
+  const logsOf = async (id: string, query = '') => (await call(stack.proxy.url, `/_admin/webhooks/${id}/logs${query}`, { auth: ROOT })).json;
 
   it('delivers a matching request with the rendered template and a signature standardwebhooks verifies', async () => {
     const p = path();
@@ -57,7 +32,7 @@ describe('webhooks: from a proxied request to a delivery', () => {
       name: 'orders to target',
       type: 'http',
       condition: `method(POST) and path('${p}')`,
-      url: `${target.url}/signed`,
+      url: `${stack.target.url}/signed`,
       headers: { 'X-Custom': 'yes' },
       transform: {
         enabled: true,
@@ -66,10 +41,10 @@ describe('webhooks: from a proxied request to a delivery', () => {
     });
     expect(hook.secret).toMatch(/^whsec_/);
 
-    const res = await call(proxy.url, p, { method: 'POST', body: { name: 'O\'Brien "Bob"\n<b>', qty: 2 } });
+    const res = await call(stack.proxy.url, p, { method: 'POST', body: { name: 'O\'Brien "Bob"\n<b>', qty: 2 } });
     expect(res.status).toBe(201);
 
-    const [got] = await waitFor(() => target.on('/signed'), (r) => r.length === 1, 10_000, 'the delivery');
+    const [got] = await waitFor(() => stack.target.on('/signed'), (r) => r.length === 1, 10_000, 'the delivery');
     expect(JSON.parse(got!.body)).toEqual({ order: 'O\'Brien "Bob"\n<b>', qty: 2, status: 201, svc: 'wh-delivery', ct: 'application/json' });
     expect(got!.headers['x-custom']).toBe('yes');
     expect(got!.headers['content-type']).toBe('application/json');
@@ -82,13 +57,13 @@ describe('webhooks: from a proxied request to a delivery', () => {
 
     const logs = await waitFor(() => logsOf(hook._id), (l) => l.length === 1, 5000, 'the log entry');
     const entry = logs[0];
-    expect(entry).toMatchObject({ webhookId: hook._id, status: 'success', attempt: 1, summary: { method: 'POST', path: p, target: `${target.url}/signed`, statusCode: 200, error: null } });
+    expect(entry).toMatchObject({ webhookId: hook._id, status: 'success', attempt: 1, summary: { method: 'POST', path: p, target: `${stack.target.url}/signed`, statusCode: 200, error: null } });
     expect(got!.headers['webhook-id']).toBe(deliveryMessageId(entry.eventId, hook._id));
     expect(entry.detail.incomingRequest).toMatchObject({ method: 'POST', path: p, body: { name: 'O\'Brien "Bob"\n<b>', qty: 2 } });
     expect(entry.detail.condition).toMatchObject({ matched: true });
     expect(entry.detail.transformation.output).toBe(got!.body);
     expect(entry.detail.transformation.input.request.body).toEqual({ name: 'O\'Brien "Bob"\n<b>', qty: 2 });
-    expect(entry.detail.outgoingRequest).toMatchObject({ method: 'POST', url: `${target.url}/signed`, body: got!.body });
+    expect(entry.detail.outgoingRequest).toMatchObject({ method: 'POST', url: `${stack.target.url}/signed`, body: got!.body });
     expect(entry.detail.outgoingRequest.headers['webhook-signature']).toBe(got!.headers['webhook-signature']);
     expect(entry.detail.response).toMatchObject({ statusCode: 200, body: 'ok' });
     expect(typeof entry.durationMs).toBe('number');
@@ -97,9 +72,9 @@ describe('webhooks: from a proxied request to a delivery', () => {
 
   it('sends the default payload when no transform is enabled', async () => {
     const p = path();
-    const hook = await createWebhook({ name: 'default payload', type: 'http', condition: `path('${p}')`, url: `${target.url}/default` });
-    const answer = await call(proxy.url, `${p}?a=1&a=2&b=x`, { method: 'POST', body: { item: 'boat' }, headers: { 'x-trace': 't1' } });
-    const [got] = await waitFor(() => target.on('/default'), (r) => r.length === 1, 10_000, 'the delivery');
+    const hook = await createWebhook({ name: 'default payload', type: 'http', condition: `path('${p}')`, url: `${stack.target.url}/default` });
+    const answer = await call(stack.proxy.url, `${p}?a=1&a=2&b=x`, { method: 'POST', body: { item: 'boat' }, headers: { 'x-trace': 't1' } });
+    const [got] = await waitFor(() => stack.target.on('/default'), (r) => r.length === 1, 10_000, 'the delivery');
     const payload = JSON.parse(got!.body);
     expect(payload).toMatchObject({
       service: { id: 'wh-delivery' },
@@ -117,62 +92,62 @@ describe('webhooks: from a proxied request to a delivery', () => {
 
   it('logs a non-matching request as skipped, at most once per webhook per 10 s', async () => {
     const p = path();
-    const hook = await createWebhook({ name: 'never matches here', type: 'http', condition: `path('${p}') and method(DELETE)`, url: `${target.url}/never` });
-    await call(proxy.url, p, { method: 'POST', body: { a: 1 } });
+    const hook = await createWebhook({ name: 'never matches here', type: 'http', condition: `path('${p}') and method(DELETE)`, url: `${stack.target.url}/never` });
+    await call(stack.proxy.url, p, { method: 'POST', body: { a: 1 } });
     const logs = await waitFor(() => logsOf(hook._id), (l) => l.length >= 1, 5000, 'the skipped entry');
     expect(logs[0]).toMatchObject({ status: 'skipped', attempt: 0, summary: { method: 'POST', path: p }, detail: { condition: { matched: false } } });
     expect(logs[0].detail.condition.reason).toMatch(/did not match POST/);
     expect(logs[0].detail.incomingRequest.body).toEqual({ a: 1 });
-    for (let i = 0; i < 5; i++) await call(proxy.url, p, { method: 'POST', body: { a: i } });
+    for (let i = 0; i < 5; i++) await call(stack.proxy.url, p, { method: 'POST', body: { a: i } });
     await sleep(500);
     expect(await logsOf(hook._id)).toHaveLength(1);
-    expect(target.on('/never')).toHaveLength(0);
+    expect(stack.target.on('/never')).toHaveLength(0);
   });
 
   it('fires three webhooks matching one request in parallel; a slow target delays none of the others', async () => {
     const p = path();
     const slowAnswers: number[] = [];
-    target.answer = (req) => {
+    stack.target.answer = (req) => {
       if (req.url === '/parallel-slow') {
         slowAnswers.push(performance.now() + 5000);
         return { status: 200, delayMs: 5000 };
       }
       return { status: 200, body: 'fast' };
     };
-    const slow = await createWebhook({ name: 'slow', type: 'http', condition: `path('${p}')`, url: `${target.url}/parallel-slow`, timeout_ms: 10_000 });
-    const fast1 = await createWebhook({ name: 'fast 1', type: 'http', condition: `path('${p}')`, url: `${target.url}/parallel-fast-1` });
-    const fast2 = await createWebhook({ name: 'fast 2', type: 'http', condition: `path-prefix('${p}')`, url: `${target.url}/parallel-fast-2` });
-    await call(proxy.url, p, { method: 'POST', body: { n: 1 } });
+    const slow = await createWebhook({ name: 'slow', type: 'http', condition: `path('${p}')`, url: `${stack.target.url}/parallel-slow`, timeout_ms: 10_000 });
+    const fast1 = await createWebhook({ name: 'fast 1', type: 'http', condition: `path('${p}')`, url: `${stack.target.url}/parallel-fast-1` });
+    const fast2 = await createWebhook({ name: 'fast 2', type: 'http', condition: `path-prefix('${p}')`, url: `${stack.target.url}/parallel-fast-2` });
+    await call(stack.proxy.url, p, { method: 'POST', body: { n: 1 } });
     // Both fast deliveries are logged as successes while the slow target still holds its request.
     await waitFor(async () => [...(await logsOf(fast1._id)), ...(await logsOf(fast2._id))], (l) => l.length === 2, 4000, 'the fast deliveries');
     expect(await logsOf(slow._id)).toHaveLength(0);
-    expect(target.on('/parallel-slow')).toHaveLength(1);
-    const fastAt = [...target.on('/parallel-fast-1'), ...target.on('/parallel-fast-2')].map((r) => r.at);
+    expect(stack.target.on('/parallel-slow')).toHaveLength(1);
+    const fastAt = [...stack.target.on('/parallel-fast-1'), ...stack.target.on('/parallel-fast-2')].map((r) => r.at);
     expect(Math.max(...fastAt)).toBeLessThan(slowAnswers[0]!);
     // Another event behind the slow one is not held up either.
-    await call(proxy.url, `${p}/x`, { method: 'POST', body: { n: 2 } });
+    await call(stack.proxy.url, `${p}/x`, { method: 'POST', body: { n: 2 } });
     await waitFor(() => logsOf(fast2._id), (l) => l.length === 2, 4000, 'a second fast delivery');
     expect(await logsOf(slow._id, '?status=success')).toHaveLength(0);
     const slowLogs = await waitFor(() => logsOf(slow._id, '?status=success'), (l) => l.length === 1, 10_000, 'the slow delivery');
     expect(slowLogs[0]).toMatchObject({ status: 'success', summary: { statusCode: 200 } });
     expect(slowLogs[0].durationMs).toBeGreaterThanOrEqual(4500);
-    target.answer = () => ({ status: 200, body: 'ok' });
+    stack.target.answer = () => ({ status: 200, body: 'ok' });
   });
 
   it('logs targets answering 401 and 400 as final failures, and timeouts and redirects with what happened', async () => {
     const p = path();
-    target.answer = (req): Answer => {
+    stack.target.answer = (req): Answer => {
       if (req.url === '/f401') return { status: 401, headers: { 'www-authenticate': 'Bearer', 'set-cookie': 'sid=secret-cookie' }, body: 'no token' };
       if (req.url === '/f400') return { status: 400, headers: { 'content-type': 'application/json' }, body: '{"error":"bad field x"}' };
       if (req.url === '/fslow') return { status: 200, delayMs: 3000 };
       if (req.url === '/fredirect') return { status: 302, headers: { location: '/moved-here' } };
       return { status: 200 };
     };
-    const h401 = await createWebhook({ name: '401', type: 'http', condition: `path('${p}')`, url: `${target.url}/f401` });
-    const h400 = await createWebhook({ name: '400', type: 'http', condition: `path('${p}')`, url: `${target.url}/f400` });
-    const hSlow = await createWebhook({ name: 'timeout', type: 'http', condition: `path('${p}')`, url: `${target.url}/fslow`, timeout_ms: 1000 });
-    const hRedirect = await createWebhook({ name: 'redirect', type: 'http', condition: `path('${p}')`, url: `${target.url}/fredirect` });
-    await call(proxy.url, p, { method: 'POST', body: { n: 1 } });
+    const h401 = await createWebhook({ name: '401', type: 'http', condition: `path('${p}')`, url: `${stack.target.url}/f401` });
+    const h400 = await createWebhook({ name: '400', type: 'http', condition: `path('${p}')`, url: `${stack.target.url}/f400` });
+    const hSlow = await createWebhook({ name: 'timeout', type: 'http', condition: `path('${p}')`, url: `${stack.target.url}/fslow`, timeout_ms: 1000 });
+    const hRedirect = await createWebhook({ name: 'redirect', type: 'http', condition: `path('${p}')`, url: `${stack.target.url}/fredirect` });
+    await call(stack.proxy.url, p, { method: 'POST', body: { n: 1 } });
 
     const [e401] = await waitFor(() => logsOf(h401._id), (l) => l.length === 1, 5000, '401 log');
     expect(e401).toMatchObject({ status: 'failed', attempt: 1, summary: { statusCode: 401, error: 'the target answered 401' } });
@@ -197,23 +172,23 @@ describe('webhooks: from a proxied request to a delivery', () => {
     for (const e of slowLogs.slice(1)) expect(e.nextAttemptAt.$date).toBeGreaterThan(e.timestamp.$date);
 
     await sleep(500);
-    expect(target.on('/f401')).toHaveLength(1);
-    expect(target.on('/f400')).toHaveLength(1);
-    expect(target.on('/fredirect')).toHaveLength(1);
-    expect(target.on('/moved-here')).toHaveLength(0);
-    target.answer = () => ({ status: 200, body: 'ok' });
+    expect(stack.target.on('/f401')).toHaveLength(1);
+    expect(stack.target.on('/f400')).toHaveLength(1);
+    expect(stack.target.on('/fredirect')).toHaveLength(1);
+    expect(stack.target.on('/moved-here')).toHaveLength(0);
+    stack.target.answer = () => ({ status: 200, body: 'ok' });
   });
 
   it('retries with backoff until the target succeeds, honouring Retry-After, with one webhook-id throughout', async () => {
     const p = path();
-    target.answer = (req) => {
-      const n = target.on('/flaky').indexOf(req);
+    stack.target.answer = (req) => {
+      const n = stack.target.on('/flaky').indexOf(req);
       if (n === 0) return { status: 503, body: 'down' };
       if (n === 1) return { status: 429, headers: { 'retry-after': '1' }, body: 'slow down' };
       return { status: 204 };
     };
-    const hook = await createWebhook({ name: 'flaky', type: 'http', condition: `path('${p}')`, url: `${target.url}/flaky` });
-    await call(proxy.url, p, { method: 'POST', body: { n: 1 } });
+    const hook = await createWebhook({ name: 'flaky', type: 'http', condition: `path('${p}')`, url: `${stack.target.url}/flaky` });
+    await call(stack.proxy.url, p, { method: 'POST', body: { n: 1 } });
     const logs = await waitFor(() => logsOf(hook._id), (l) => l.length === 3, 10_000, 'three attempts');
     // Newest first.
     expect(logs.map((e: any) => [e.attempt, e.status, e.summary.statusCode])).toEqual([
@@ -223,29 +198,29 @@ describe('webhooks: from a proxied request to a delivery', () => {
     ]);
     expect(logs[2].nextAttemptAt.$date).toBeGreaterThanOrEqual(logs[2].timestamp.$date + 300);
     expect(logs[1].nextAttemptAt.$date - logs[1].timestamp.$date).toBeGreaterThanOrEqual(1000);
-    const got = target.on('/flaky');
+    const got = stack.target.on('/flaky');
     expect(got).toHaveLength(3);
     expect(got[2]!.at - got[1]!.at).toBeGreaterThanOrEqual(950);
     expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(1);
     for (const r of got) expect(() => new Webhook(hook.secret).verify(r.body, r.headers as Record<string, string>)).not.toThrow();
     await sleep(800);
-    expect(target.on('/flaky')).toHaveLength(3);
+    expect(stack.target.on('/flaky')).toHaveLength(3);
 
     // The logs API: status filter, pagination newest first, X-Total-Count, Clear Logs.
-    const failed = await call(proxy.url, `/_admin/webhooks/${hook._id}/logs?status=failed`, { auth: ROOT });
+    const failed = await call(stack.proxy.url, `/_admin/webhooks/${hook._id}/logs?status=failed`, { auth: ROOT });
     expect(failed.json.map((e: any) => e.attempt)).toEqual([2, 1]);
     expect(failed.headers['x-total-count']).toBe('2');
-    const page2 = await call(proxy.url, `/_admin/webhooks/${hook._id}/logs?pagesize=1&page=2`, { auth: ROOT });
+    const page2 = await call(stack.proxy.url, `/_admin/webhooks/${hook._id}/logs?pagesize=1&page=2`, { auth: ROOT });
     expect(page2.json.map((e: any) => e.attempt)).toEqual([2]);
     expect(page2.headers['x-total-count']).toBe('3');
-    expect((await call(proxy.url, `/_admin/webhooks/${hook._id}/logs?status=nope`, { auth: ROOT })).status).toBe(400);
+    expect((await call(stack.proxy.url, `/_admin/webhooks/${hook._id}/logs?status=nope`, { auth: ROOT })).status).toBe(400);
     const before = new Date(logs[1].timestamp.$date).toISOString();
-    expect((await call(proxy.url, `/_admin/webhooks/${hook._id}/logs?before=${before}`, { method: 'DELETE', auth: ROOT })).status).toBe(204);
+    expect((await call(stack.proxy.url, `/_admin/webhooks/${hook._id}/logs?before=${before}`, { method: 'DELETE', auth: ROOT })).status).toBe(204);
     expect((await logsOf(hook._id)).map((e: any) => e.attempt)).toEqual([3, 2]);
-    expect((await call(proxy.url, `/_admin/webhooks/${hook._id}/logs?status=failed`, { auth: ROOT })).json.map((e: any) => e.attempt)).toEqual([2]);
-    expect((await call(proxy.url, `/_admin/webhooks/${hook._id}/logs?before=yesterday-ish`, { method: 'DELETE', auth: ROOT })).status).toBe(400);
-    expect((await call(proxy.url, `/_admin/webhooks/${hook._id}/logs`, { method: 'DELETE', auth: ROOT })).status).toBe(204);
+    expect((await call(stack.proxy.url, `/_admin/webhooks/${hook._id}/logs?status=failed`, { auth: ROOT })).json.map((e: any) => e.attempt)).toEqual([2]);
+    expect((await call(stack.proxy.url, `/_admin/webhooks/${hook._id}/logs?before=yesterday-ish`, { method: 'DELETE', auth: ROOT })).status).toBe(400);
+    expect((await call(stack.proxy.url, `/_admin/webhooks/${hook._id}/logs`, { method: 'DELETE', auth: ROOT })).status).toBe(204);
     expect(await logsOf(hook._id)).toEqual([]);
-    target.answer = () => ({ status: 200, body: 'ok' });
+    stack.target.answer = () => ({ status: 200, body: 'ok' });
   });
 });

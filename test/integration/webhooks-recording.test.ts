@@ -1,50 +1,30 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { startTestOutrigger, type RawConfig } from '../support/outrigger.js';
-import { call, sleep, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
-
-type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
+import { beforeAll, describe, expect, it } from 'vitest';
+import { startTestOutrigger } from '../support/outrigger.js';
+import { call, sleep, untilKnown, waitFor, webhooksOf } from './webhooks-helpers.js';
+import { type Running, useStack } from '../support/fixtures.js';
 
 describe('webhooks: recording', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
-  let target: Target;
-  let base: RawConfig;
-  let r1: Running;
-  let r2: Running;
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({ data: { shop: { orders: [], items: [] } } });
-    target = await startTarget();
-    base = {
-      service: { id: 'wh-recording' },
-      upstream: { url: backend.url },
-      redis: { url: redis.url },
-      acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] },
-      webhooks: { allowPrivateTargets: ['127.0.0.0/8'], recordingSeconds: 3 },
-    };
-    r1 = await startTestOutrigger(base, { worker: true });
-    r2 = await startTestOutrigger(base);
+  const stack = useStack({
+    service: 'wh-recording',
+    backend: { data: { shop: { orders: [], items: [] } } },
+    target: true,
+    config: { acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'], recordingSeconds: 3 } },
+    outrigger: { worker: true },
   });
-
-  afterAll(async () => {
-    await r1?.stop();
-    await r2?.stop();
-    await target?.close();
-    await backend?.close();
-    await redis?.close();
+  /** A second replica (no worker) on the same config. */
+  let r2: Running;
+  beforeAll(async () => {
+    r2 = await stack.start();
   });
 
   it('captures every request on every replica for its window, with each webhook evaluation, then stops by itself', async () => {
-    const on = await call(r1.url, '/_admin/webhooks', { method: 'POST', body: { _id: 'orders', name: 'orders', type: 'http', condition: "path-prefix('/shop/orders')", url: `${target.url}/rec` } });
+    const on = await call(stack.proxy.url, '/_admin/webhooks', { method: 'POST', body: { _id: 'orders', name: 'orders', type: 'http', condition: "path-prefix('/shop/orders')", url: `${stack.target.url}/rec` } });
     expect(on.status).toBe(201);
-    const off = await call(r1.url, '/_admin/webhooks', { method: 'POST', body: { _id: 'paused', name: 'paused', type: 'http', enabled: false, condition: 'method(GET)', url: `${target.url}/paused` } });
+    const off = await call(stack.proxy.url, '/_admin/webhooks', { method: 'POST', body: { _id: 'paused', name: 'paused', type: 'http', enabled: false, condition: 'method(GET)', url: `${stack.target.url}/paused` } });
     expect(off.status).toBe(201);
-    await untilKnown([r1, r2], 'paused');
+    await untilKnown([stack.proxy, r2], 'paused');
 
-    const started = await call(r1.url, '/_admin/webhooks/recording', { method: 'POST' });
+    const started = await call(stack.proxy.url, '/_admin/webhooks/recording', { method: 'POST' });
     expect(started.status).toBe(201);
     expect(started.json).toMatchObject({ active: true, windowSeconds: 3, total: 0 });
     expect(started.json.endsAt.$date - started.json.startedAt.$date).toBe(3000);
@@ -53,16 +33,16 @@ describe('webhooks: recording', () => {
 
     const sent: Array<[string, string]> = [];
     for (let i = 0; i < 12; i++) {
-      const replica = i % 2 === 0 ? r1 : r2;
+      const replica = i % 2 === 0 ? stack.proxy : r2;
       const path = i % 3 === 0 ? `/shop/items?i=${i}` : `/shop/orders?i=${i}`;
       const method = i % 4 === 0 ? 'GET' : 'POST';
       const res = await call(replica.url, path, method === 'POST' ? { method, body: { i, customer: { name: `c${i}` } }, headers: { 'x-seq': String(i) } } : { headers: { 'x-seq': String(i) } });
       expect(res.status).toBeLessThan(500);
       sent.push([method, path]);
     }
-    await call(r1.url, '/_admin/webhooks'); // admin routes are never recorded
-    await call(r1.url, '/_health/live');
-    const view = await waitFor(async () => (await call(r1.url, '/_admin/webhooks/recording?pagesize=1000')).json, (v) => v.total === 12, 5000, 'twelve recorded requests');
+    await call(stack.proxy.url, '/_admin/webhooks'); // admin routes are never recorded
+    await call(stack.proxy.url, '/_health/live');
+    const view = await waitFor(async () => (await call(stack.proxy.url, '/_admin/webhooks/recording?pagesize=1000')).json, (v) => v.total === 12, 5000, 'twelve recorded requests');
     expect(view.requests).toHaveLength(12);
     const bySeq = new Map(view.requests.map((r: any) => [Number(r.headers['x-seq']), r]));
     sent.forEach(([method, path], i) => {
@@ -78,48 +58,48 @@ describe('webhooks: recording', () => {
     });
     // While recording, every non-matching evaluation is logged as skipped (no 10 s gate).
     const skipped = await waitFor(
-      async () => (await call(r1.url, '/_admin/webhooks/orders/logs?status=skipped')).json,
+      async () => (await call(stack.proxy.url, '/_admin/webhooks/orders/logs?status=skipped')).json,
       (l) => l.length === sent.filter(([, p]) => !p.startsWith('/shop/orders')).length,
       5000,
       'a skipped entry per non-matching request',
     );
     expect(skipped.every((e: any) => e.summary.path === '/shop/items')).toBe(true);
-    const page = await call(r1.url, '/_admin/webhooks/recording?pagesize=5&page=3');
+    const page = await call(stack.proxy.url, '/_admin/webhooks/recording?pagesize=5&page=3');
     expect(page.json.requests).toHaveLength(2);
     expect(page.headers['x-total-count']).toBe('12');
 
     // The window closes by itself; what it captured stays readable.
-    await waitFor(async () => (await call(r1.url, '/_admin/webhooks/recording?pagesize=1')).json.active, (a) => a === false, 5000, 'the window to end');
+    await waitFor(async () => (await call(stack.proxy.url, '/_admin/webhooks/recording?pagesize=1')).json.active, (a) => a === false, 5000, 'the window to end');
     await sleep(50);
-    await call(r1.url, '/shop/orders?late=1', { method: 'POST', body: { late: true } });
+    await call(stack.proxy.url, '/shop/orders?late=1', { method: 'POST', body: { late: true } });
     await call(r2.url, '/shop/items?late=1', { method: 'POST', body: { late: true } });
     await sleep(300);
-    const after = await call(r1.url, '/_admin/webhooks/recording?pagesize=1000');
+    const after = await call(stack.proxy.url, '/_admin/webhooks/recording?pagesize=1000');
     expect(after.json).toMatchObject({ active: false, total: 12 });
   });
 
   it('DELETE stops a recording at once; a new one starts empty', async () => {
-    await call(r1.url, '/_admin/webhooks/recording', { method: 'POST' });
+    await call(stack.proxy.url, '/_admin/webhooks/recording', { method: 'POST' });
     await waitFor(() => webhooksOf(r2).internals.recording.isActive(), (a) => a, 2000, 'replica 2 to record');
     await call(r2.url, '/shop/orders?n=1', { method: 'POST', body: { n: 1 } });
-    await waitFor(async () => (await call(r1.url, '/_admin/webhooks/recording')).json.total, (t) => t === 1, 3000, 'one request');
-    expect((await call(r1.url, '/_admin/webhooks/recording', { method: 'DELETE' })).status).toBe(204);
+    await waitFor(async () => (await call(stack.proxy.url, '/_admin/webhooks/recording')).json.total, (t) => t === 1, 3000, 'one request');
+    expect((await call(stack.proxy.url, '/_admin/webhooks/recording', { method: 'DELETE' })).status).toBe(204);
     await waitFor(() => webhooksOf(r2).internals.recording.isActive(), (a) => !a, 2000, 'replica 2 to stop');
     await call(r2.url, '/shop/orders?n=2', { method: 'POST', body: { n: 2 } });
-    await call(r1.url, '/shop/orders?n=3', { method: 'POST', body: { n: 3 } });
+    await call(stack.proxy.url, '/shop/orders?n=3', { method: 'POST', body: { n: 3 } });
     await sleep(300);
-    const view = (await call(r1.url, '/_admin/webhooks/recording')).json;
+    const view = (await call(stack.proxy.url, '/_admin/webhooks/recording')).json;
     expect(view).toMatchObject({ active: false, total: 1 });
     expect(view.requests[0].query).toEqual({ n: '1' });
   });
 
   it('records for 60 seconds by default', async () => {
-    const other = await startTestOutrigger({ ...base, service: { id: 'wh-recording-default' }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } });
+    const other = await startTestOutrigger({ ...stack.raw, service: { id: 'wh-recording-default' }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } });
     try {
       const started = await call(other.url, '/_admin/webhooks/recording', { method: 'POST' });
       expect(started.json.windowSeconds).toBe(60);
       expect(started.json.endsAt.$date - started.json.startedAt.$date).toBe(60_000);
-      expect(await redis.client.pttl(other.context.keys.recordingState)).toBeGreaterThan(60_000);
+      expect(await stack.redis.client.pttl(other.context.keys.recordingState)).toBeGreaterThan(60_000);
       await call(other.url, '/_admin/webhooks/recording', { method: 'DELETE' });
     } finally {
       await other.stop();

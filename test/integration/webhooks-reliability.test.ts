@@ -1,29 +1,34 @@
 import { Writable } from 'node:stream';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { startOutrigger } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import type { WebhookWorker } from '../../src/webhooks/deliver/worker.js';
 import { decodeStreamEntry } from '../../src/webhooks/stream-record.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { startTestOutrigger, testConfig, type RawConfig } from '../support/outrigger.js';
-import { call, sleep, startTarget, streamEvents, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
-
-type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
+import { call, sleep, streamEvents, untilKnown, waitFor, webhooksOf } from './webhooks-helpers.js';
+import { type Running, useStack } from '../support/fixtures.js';
 
 /** Deliveries, in-flight work and crashes across workers, and a Redis outage under traffic. */
 describe('webhooks: reliability', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
-  let target: Target;
-  let base: RawConfig;
+  // own-routes with no users: anonymous callers may use the admin API (tests only). Each test starts its own proxies.
+  const stack = useStack({
+    backend: { data: { shop: { orders: [] } } },
+    target: true,
+    config: { acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } },
+    outrigger: false,
+  });
   const running: Running[] = [];
   const workers: WebhookWorker[] = [];
+  afterAll(async () => {
+    for (const w of workers) w.kill();
+    stack.target.release();
+    for (const r of running) await r.stop().catch(() => {});
+  });
 
   let starts = 0;
-  /** A proxy on keys of its own: a test retried in CI never meets the entries of its failed try. */
+  /** A proxy on keys of its own: a test never meets the entries an earlier one left. */
   async function start(serviceId: string, webhooks: RawConfig, worker: boolean): Promise<Running> {
-    const r = await startTestOutrigger({ ...base, service: { id: `${serviceId}-${++starts}` }, webhooks: { ...base.webhooks, ...webhooks } }, { worker });
+    const r = await startTestOutrigger({ ...stack.raw, service: { id: `${serviceId}-${++starts}` }, webhooks: { ...stack.raw.webhooks, ...webhooks } }, { worker });
     running.push(r);
     return r;
   }
@@ -34,50 +39,28 @@ describe('webhooks: reliability', () => {
     return res.json;
   }
   const logsOf = async (r: Running, id: string) => (await call(r.url, `/_admin/webhooks/${id}/logs?pagesize=1000`)).json;
-  const pending = async (r: Running) => ((await redis.client.xpending(r.context.keys.events, r.context.keys.eventsGroup)) as [number])[0];
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({ data: { shop: { orders: [] } } });
-    target = await startTarget();
-    // own-routes with no users: anonymous callers may use the admin API (tests only).
-    base = {
-      upstream: { url: backend.url },
-      redis: { url: redis.url },
-      acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] },
-      webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
-    };
-  });
+  const pending = async (r: Running) => ((await stack.redis.client.xpending(r.context.keys.events, r.context.keys.eventsGroup)) as [number])[0];
 
   // Whatever an earlier test, or a failed try of this one, left running is stopped first, so it
   // cannot deliver into this test's counts.
   beforeEach(async () => {
     for (const w of workers.splice(0)) w.kill();
-    target.release();
+    stack.target.release();
     for (const r of running.splice(0)) await r.stop().catch(() => {});
-    target.received.length = 0;
-    target.answer = () => ({ status: 200, body: 'ok' });
-  });
-
-  afterAll(async () => {
-    for (const w of workers) w.kill();
-    target?.release();
-    for (const r of running) await r.stop().catch(() => {});
-    await target?.close();
-    await backend?.close();
-    await redis?.close();
+    stack.target.received.length = 0;
+    stack.target.answer = () => ({ status: 200, body: 'ok' });
   });
 
   it('a worker killed mid-delivery: another worker reclaims its event and delivers it', async () => {
     const proxy = await start('wh-kill', { reclaimIdleMs: 600 }, false);
     const module = webhooksOf(proxy);
-    const h = await hook(proxy, { name: 'kill', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/kill`, timeout_ms: 30_000 });
-    target.answer = (req, i) => (req.url === '/kill' && target.on('/kill').length === 1 && i >= 0 ? 'hang' : { status: 200, body: 'ok' });
+    const h = await hook(proxy, { name: 'kill', type: 'http', condition: "path('/shop/orders')", url: `${stack.target.url}/kill`, timeout_ms: 30_000 });
+    stack.target.answer = (req, i) => (req.url === '/kill' && stack.target.on('/kill').length === 1 && i >= 0 ? 'hang' : { status: 200, body: 'ok' });
     const a = module.internals.createWorker({ consumerName: 'worker-a' });
     workers.push(a);
     a.start();
     await call(proxy.url, '/shop/orders', { method: 'POST', body: { order: 1 } });
-    await waitFor(() => target.on('/kill'), (l) => l.length === 1, 5000, 'worker A to start delivering');
+    await waitFor(() => stack.target.on('/kill'), (l) => l.length === 1, 5000, 'worker A to start delivering');
     expect(a.inFlight).toBe(1);
     a.kill(); // dies while the target still holds its request
 
@@ -86,13 +69,13 @@ describe('webhooks: reliability', () => {
     b.start();
     const logs = await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 1, 10_000, 'worker B to deliver');
     expect(logs[0]).toMatchObject({ status: 'success', attempt: 1 });
-    const got = target.on('/kill');
+    const got = stack.target.on('/kill');
     expect(got).toHaveLength(2);
     expect(got[1]!.headers['webhook-id']).toBe(got[0]!.headers['webhook-id']);
     expect(JSON.parse(got[1]!.body).request.body).toEqual({ order: 1 });
     await waitFor(() => pending(proxy), (n) => n === 0, 5000, 'the entry to be acknowledged');
     // The dead worker's late answer changes nothing.
-    target.release();
+    stack.target.release();
     await sleep(300);
     expect(await logsOf(proxy, h._id)).toHaveLength(1);
     await b.stop();
@@ -102,23 +85,23 @@ describe('webhooks: reliability', () => {
     const proxy = await start('wh-half', { reclaimIdleMs: 600 }, false);
     const module = webhooksOf(proxy);
     const keys = proxy.context.keys;
-    const h = await hook(proxy, { name: 'half', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/half`, timeout_ms: 30_000 });
+    const h = await hook(proxy, { name: 'half', type: 'http', condition: "path('/shop/orders')", url: `${stack.target.url}/half`, timeout_ms: 30_000 });
     const orderOf = (r: { body: string }) => JSON.parse(r.body).request.body.order as number;
     await Promise.all(Array.from({ length: 20 }, (_, i) => call(proxy.url, '/shop/orders', { method: 'POST', body: { order: i + 1 } })));
-    await waitFor(() => streamEvents(redis.client, keys.events), (e) => e.length === 20, 5000, 'the twenty events in the stream');
+    await waitFor(() => streamEvents(stack.redis.client, keys.events), (e) => e.length === 20, 5000, 'the twenty events in the stream');
     // Requests at once: their events share entries. The first event of each shared entry hangs
     // on its first delivery, the others succeed: every shared entry is left half done.
-    const entries = (await redis.client.xrangeBuffer(keys.events, '-', '+')).map(([, f]) => decodeStreamEntry(f)!.map((r) => (r.event.request.body as { order: number }).order));
+    const entries = (await stack.redis.client.xrangeBuffer(keys.events, '-', '+')).map(([, f]) => decodeStreamEntry(f)!.map((r) => (r.event.request.body as { order: number }).order));
     const shared = entries.filter((orders) => orders.length > 1);
     expect(shared.length).toBeGreaterThan(0);
     const hanging = new Set(shared.map((orders) => orders[0]!));
-    target.answer = (req) => (req.url === '/half' && hanging.has(orderOf(req)) && target.on('/half').filter((r) => orderOf(r) === orderOf(req)).length === 1 ? 'hang' : { status: 200, body: 'ok' });
+    stack.target.answer = (req) => (req.url === '/half' && hanging.has(orderOf(req)) && stack.target.on('/half').filter((r) => orderOf(r) === orderOf(req)).length === 1 ? 'hang' : { status: 200, body: 'ok' });
 
     const a = module.internals.createWorker({ consumerName: 'half-a' });
     workers.push(a);
     a.start();
     await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 20 - hanging.size, 5000, 'worker A to finish the deliveries that answer');
-    expect(target.on('/half')).toHaveLength(20);
+    expect(stack.target.on('/half')).toHaveLength(20);
     // Entries of one event are acknowledged; a shared one waits for its hanging delivery.
     await waitFor(() => pending(proxy), (n) => n === shared.length, 5000, 'only the shared entries to stay pending');
     a.kill(); // dies while the hanging deliveries wait
@@ -128,14 +111,14 @@ describe('webhooks: reliability', () => {
     b.start();
     await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 20, 15_000, 'worker B to deliver the rest');
     await waitFor(() => pending(proxy), (n) => n === 0, 5000, 'the entries to be acknowledged');
-    const got = target.on('/half');
+    const got = stack.target.on('/half');
     expect(got).toHaveLength(20 + hanging.size);
     expect(got.slice(20).map(orderOf).sort((x, y) => x - y)).toEqual([...hanging].sort((x, y) => x - y));
     for (const again of got.slice(20)) expect(again.headers['webhook-id']).toBe(got.find((r) => orderOf(r) === orderOf(again))!.headers['webhook-id']);
     const logs = await logsOf(proxy, h._id);
     expect(logs.map((e: { status: string }) => e.status)).toEqual(Array(20).fill('success'));
-    expect(await redis.client.xlen(keys.events)).toBe(0);
-    target.release();
+    expect(await stack.redis.client.xlen(keys.events)).toBe(0);
+    stack.target.release();
     await sleep(300);
     expect(await logsOf(proxy, h._id)).toHaveLength(20); // A's late answers change nothing
     await b.stop();
@@ -144,8 +127,8 @@ describe('webhooks: reliability', () => {
   it('a retry scheduled for later survives a worker restart and is not sent twice by a reclaim', async () => {
     const proxy = await start('wh-retry-restart', { reclaimIdleMs: 500, retrySchedule: ['3s'] }, false);
     const module = webhooksOf(proxy);
-    const h = await hook(proxy, { name: 'later', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/later` });
-    target.answer = (req) => (req.url === '/later' && target.on('/later').length === 1 ? { status: 503, body: 'try later' } : { status: 200, body: 'ok' });
+    const h = await hook(proxy, { name: 'later', type: 'http', condition: "path('/shop/orders')", url: `${stack.target.url}/later` });
+    stack.target.answer = (req) => (req.url === '/later' && stack.target.on('/later').length === 1 ? { status: 503, body: 'try later' } : { status: 200, body: 'ok' });
     const keys = proxy.context.keys;
 
     // Worker A fails attempt 1, durably schedules the retry, then dies before acknowledging the entry.
@@ -156,7 +139,7 @@ describe('webhooks: reliability', () => {
     const first = await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 1, 5000, 'attempt 1');
     expect(first[0]).toMatchObject({ status: 'failed', attempt: 1, summary: { statusCode: 503 } });
     expect(first[0].nextAttemptAt.$date).toBeGreaterThanOrEqual(first[0].timestamp.$date + 3000);
-    expect(await redis.client.zcard(keys.retrySchedule)).toBe(1);
+    expect(await stack.redis.client.zcard(keys.retrySchedule)).toBe(1);
     expect(await pending(proxy)).toBe(1);
 
     // Worker B reclaims the unacknowledged entry: the delivery is already in the retry schedule, so it sends nothing.
@@ -164,7 +147,7 @@ describe('webhooks: reliability', () => {
     workers.push(b);
     b.start();
     await waitFor(() => pending(proxy), (n) => n === 0, 5000, 'B to reclaim and acknowledge');
-    expect(target.on('/later')).toHaveLength(1);
+    expect(stack.target.on('/later')).toHaveLength(1);
     // B is restarted (a deploy) before the retry is due; the retry is in Redis, not in B.
     await b.stop();
     expect(Date.now()).toBeLessThan(first[0].nextAttemptAt.$date);
@@ -175,9 +158,9 @@ describe('webhooks: reliability', () => {
     expect(logs[0]).toMatchObject({ status: 'success', attempt: 2 });
     expect(logs[0].timestamp.$date).toBeGreaterThanOrEqual(first[0].nextAttemptAt.$date);
     await sleep(1200); // further reclaim and retry rounds
-    expect(target.on('/later')).toHaveLength(2);
-    expect(new Set(target.on('/later').map((r) => r.headers['webhook-id'])).size).toBe(1);
-    expect(await redis.client.zcard(keys.retrySchedule)).toBe(0);
+    expect(stack.target.on('/later')).toHaveLength(2);
+    expect(new Set(stack.target.on('/later').map((r) => r.headers['webhook-id'])).size).toBe(1);
+    expect(await stack.redis.client.zcard(keys.retrySchedule)).toBe(0);
     expect(await logsOf(proxy, h._id)).toHaveLength(2);
     await c.stop();
   });
@@ -185,17 +168,17 @@ describe('webhooks: reliability', () => {
   it('a worker stopped while Redis is down with deliveries to record stops within seconds; another delivers its events later', async () => {
     const proxy = await start('wh-stop-outage', { reclaimIdleMs: 600 }, false);
     const module = webhooksOf(proxy);
-    await hook(proxy, { name: 'stop', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/stop`, timeout_ms: 30_000 });
+    await hook(proxy, { name: 'stop', type: 'http', condition: "path('/shop/orders')", url: `${stack.target.url}/stop`, timeout_ms: 30_000 });
     // The first delivery of each event hangs until Redis is gone; every later one is answered.
-    target.answer = (req) => (req.url === '/stop' && target.on('/stop').length <= 3 ? 'hang' : { status: 200, body: 'ok' });
+    stack.target.answer = (req) => (req.url === '/stop' && stack.target.on('/stop').length <= 3 ? 'hang' : { status: 200, body: 'ok' });
     const a = module.internals.createWorker({ consumerName: 'stop-a' });
     workers.push(a);
     a.start();
     for (let order = 1; order <= 3; order++) await call(proxy.url, '/shop/orders', { method: 'POST', body: { order } });
-    await waitFor(() => target.on('/stop'), (l) => l.length === 3, 5000, 'worker A to start every delivery');
-    await redis.stop();
+    await waitFor(() => stack.target.on('/stop'), (l) => l.length === 3, 5000, 'worker A to start every delivery');
+    await stack.redis.stop();
     try {
-      target.release(); // the deliveries succeed, and their logs and acknowledgements cannot be written
+      stack.target.release(); // the deliveries succeed, and their logs and acknowledgements cannot be written
       await sleep(200);
       const stopping = Date.now();
       await a.stop();
@@ -203,14 +186,14 @@ describe('webhooks: reliability', () => {
       console.log(`[worker] stop() with Redis down and 3 deliveries to record took ${stopMs} ms`);
       expect(stopMs).toBeLessThan(12_000);
     } finally {
-      await redis.restart();
+      await stack.redis.restart();
     }
     // Unacknowledged, the entries go to the next worker: at least once.
     const b = module.internals.createWorker({ consumerName: 'stop-b' });
     workers.push(b);
     b.start();
     await waitFor(() => pending(proxy), (n) => n === 0, 15_000, 'worker B to deliver and acknowledge the entries');
-    const orders = target.on('/stop').slice(3).map((r) => JSON.parse(r.body).request.body.order as number);
+    const orders = stack.target.on('/stop').slice(3).map((r) => JSON.parse(r.body).request.body.order as number);
     expect(orders.sort()).toEqual([1, 2, 3]);
     await b.stop();
   }, 60_000);
@@ -221,34 +204,34 @@ describe('webhooks: reliability', () => {
     const proxy = await start('wh-lost-reply', {}, false); // reclaimIdleMs stays at its default, 120 s
     const module = webhooksOf(proxy);
     const keys = proxy.context.keys;
-    await hook(proxy, { name: 'lost', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/lost` });
-    target.answer = () => ({ status: 200, body: 'ok' });
+    await hook(proxy, { name: 'lost', type: 'http', condition: "path('/shop/orders')", url: `${stack.target.url}/lost` });
+    stack.target.answer = () => ({ status: 200, body: 'ok' });
     for (const order of [1, 2, 3]) await call(proxy.url, '/shop/orders', { method: 'POST', body: { order } });
-    await waitFor(() => streamEvents(redis.client, keys.events), (e) => e.length === 3, 5000, 'the three events in the stream');
-    const entries = await redis.client.xlen(keys.events); // 1 to 3: events a few ms apart share an entry
-    await redis.client.xgroup('CREATE', keys.events, keys.eventsGroup, '0', 'MKSTREAM').catch(() => {});
-    const lost = (await redis.client.xreadgroup('GROUP', keys.eventsGroup, 'lost-a', 'COUNT', 10, 'STREAMS', keys.events, '>')) as Array<[string, unknown[]]>;
+    await waitFor(() => streamEvents(stack.redis.client, keys.events), (e) => e.length === 3, 5000, 'the three events in the stream');
+    const entries = await stack.redis.client.xlen(keys.events); // 1 to 3: events a few ms apart share an entry
+    await stack.redis.client.xgroup('CREATE', keys.events, keys.eventsGroup, '0', 'MKSTREAM').catch(() => {});
+    const lost = (await stack.redis.client.xreadgroup('GROUP', keys.eventsGroup, 'lost-a', 'COUNT', 10, 'STREAMS', keys.events, '>')) as Array<[string, unknown[]]>;
     expect(lost[0]![1]).toHaveLength(entries);
 
     const a = module.internals.createWorker({ consumerName: 'lost-a' });
     workers.push(a);
     const startedAt = Date.now();
     a.start();
-    await waitFor(() => target.on('/lost'), (l) => l.length === 3, 10_000, 'the worker to take its entries back');
+    await waitFor(() => stack.target.on('/lost'), (l) => l.length === 3, 10_000, 'the worker to take its entries back');
     console.log(`[worker] entries of a lost read reply delivered ${Date.now() - startedAt} ms after the worker started`);
-    const orders = target.on('/lost').map((r) => JSON.parse(r.body).request.body.order as number);
+    const orders = stack.target.on('/lost').map((r) => JSON.parse(r.body).request.body.order as number);
     expect(orders.sort()).toEqual([1, 2, 3]);
     await waitFor(() => pending(proxy), (n) => n === 0, 5000, 'the entries to be acknowledged');
     await sleep(2500); // another sweep: nothing is sent twice
-    expect(target.on('/lost')).toHaveLength(3);
+    expect(stack.target.on('/lost')).toHaveLength(3);
     await a.stop();
   });
 
   it('Redis stopped for 5 s under traffic: every event is delivered once it is back', async () => {
     const path = '/outage';
     const proxy = await start('wh-outage', {}, true);
-    const h = await hook(proxy, { name: 'outage', type: 'http', condition: "method(POST) and path('/shop/orders')", url: `${target.url}${path}` });
-    target.answer = () => ({ status: 200, body: 'ok' });
+    const h = await hook(proxy, { name: 'outage', type: 'http', condition: "method(POST) and path('/shop/orders')", url: `${stack.target.url}${path}` });
+    stack.target.answer = () => ({ status: 200, body: 'ok' });
     const sent: number[] = [];
     let n = 0;
     let stopTraffic = false;
@@ -262,11 +245,11 @@ describe('webhooks: reliability', () => {
       }
     })();
     await sleep(800);
-    await redis.stop();
+    await stack.redis.stop();
     const stoppedAt = Date.now();
     await sleep(5000);
     const sentDuringOutage = sent.length;
-    await redis.restart();
+    await stack.redis.restart();
     await sleep(800);
     stopTraffic = true;
     await traffic;
@@ -274,12 +257,12 @@ describe('webhooks: reliability', () => {
     expect(sentDuringOutage).toBeGreaterThan(50);
 
     const delivered = await waitFor(
-      () => new Set(target.on(path).map((r) => JSON.parse(r.body).request.body.i as number)),
+      () => new Set(stack.target.on(path).map((r) => JSON.parse(r.body).request.body.i as number)),
       (s) => s.size >= sent.length,
       30_000,
       'every event to be delivered',
     ).catch(async (error: Error) => {
-      const got = new Set(target.on(path).map((r) => JSON.parse(r.body).request.body.i as number));
+      const got = new Set(stack.target.on(path).map((r) => JSON.parse(r.body).request.body.i as number));
       const missing = sent.filter((i) => !got.has(i));
       const dropped = proxy.context.metrics.webhookEventsDropped.get();
       throw new Error(`${error.message.split(';')[0]}: ${missing.length} of ${sent.length} missing (${missing.slice(0, 20).join(', ')}), ${await pending(proxy)} pending, ${dropped} dropped`);
@@ -287,7 +270,7 @@ describe('webhooks: reliability', () => {
     expect([...delivered].sort((x, y) => x - y)).toEqual([...sent].sort((x, y) => x - y));
     expect(proxy.context.metrics.webhookEventsDropped.get()).toBe(0);
     await waitFor(() => logsOf(proxy, h._id), (l) => l.filter((e: any) => e.status === 'success').length >= sent.length, 10_000, 'the logs');
-    const duplicates = target.on(path).length - delivered.size;
+    const duplicates = stack.target.on(path).length - delivered.size;
     expect(duplicates).toBeLessThanOrEqual(2); // at-least-once: a lost EXEC reply may repeat a batch
   }, 60_000);
 
@@ -299,11 +282,11 @@ describe('webhooks: reliability', () => {
         done();
       },
     });
-    const config = testConfig({ ...base, service: { id: 'wh-queue' }, webhooks: { ...base.webhooks, queueCapacity: 10 } });
+    const config = testConfig({ ...stack.raw, service: { id: 'wh-queue' }, webhooks: { ...stack.raw.webhooks, queueCapacity: 10 } });
     const proxy = (await startOutrigger(config, { worker: false, logger: createLogger({ level: 'warn', destination: sink }) })) as Running;
-    const h = await hook(proxy, { name: 'queue', type: 'http', condition: "path('/shop/orders')", url: `${target.url}/queue` });
+    const h = await hook(proxy, { name: 'queue', type: 'http', condition: "path('/shop/orders')", url: `${stack.target.url}/queue` });
     void h;
-    await redis.stop();
+    await stack.redis.stop();
     try {
       for (let i = 0; i < 14; i++) expect((await call(proxy.url, '/shop/orders', { method: 'POST', body: { i } })).status).toBe(201);
       const module = webhooksOf(proxy);
@@ -315,14 +298,14 @@ describe('webhooks: reliability', () => {
       // SIGTERM while Redis is still down: stop() keeps flushing, and Redis comes back meanwhile.
       const stopping = proxy.stop();
       await sleep(700);
-      await redis.restart();
+      await stack.redis.restart();
       await stopping;
     } finally {
-      if ((await redis.client.ping().catch(() => null)) !== 'PONG') await redis.restart();
+      if ((await stack.redis.client.ping().catch(() => null)) !== 'PONG') await stack.redis.restart();
     }
-    const events = await waitFor(() => streamEvents(redis.client, proxy.context.keys.events), (e) => e.length === 10, 5000, 'the flushed events');
+    const events = await waitFor(() => streamEvents(stack.redis.client, proxy.context.keys.events), (e) => e.length === 10, 5000, 'the flushed events');
     expect(events.map((record) => (record.event.request.body as { i: number }).i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // Written in one batch once Redis was back: one entry holds them all.
-    expect(await redis.client.xlen(proxy.context.keys.events)).toBe(1);
+    expect(await stack.redis.client.xlen(proxy.context.keys.events)).toBe(1);
   }, 30_000);
 });
