@@ -88,6 +88,10 @@ export interface OutriggerConfig {
     maxLimit: number;
     maxDepth: number;
     maxBackendReads: number;
+    /** Backend writes one GraphQL request may make (mutations; SPEC §6.4). */
+    maxBackendWrites: number;
+    /** Documents one GraphQL request may insert in bulk (issue 27). */
+    maxBulkWrite: number;
     timeoutMs: number;
     introspection: boolean;
     /** Largest estimated cost of one operation; an app's `descriptor.maxCost` replaces reads and documents (output is service-wide). */

@@ -216,6 +216,8 @@ function readGraphql(g: SectionReader): OutriggerConfig['graphql'] {
     maxLimit: g.integer('maxLimit', 1000, 1, 1000),
     maxDepth: g.integer('maxDepth', 12, 1, 100),
     maxBackendReads: g.integer('maxBackendReads', 50, 1, 10_000),
+    maxBackendWrites: g.integer('maxBackendWrites', 100, 1, 10_000),
+    maxBulkWrite: g.integer('maxBulkWrite', 1000, 1, 100_000),
     timeoutMs: g.integer('timeoutMs', 10_000, 100, 600_000),
     introspection: g.boolean('introspection', true),
     maxCost: {
