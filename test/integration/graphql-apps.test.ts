@@ -5,14 +5,11 @@
  * a change within 1 s, and `outrigger apply` / `check` / `acl.bootstrap` accepting apps.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { runCli, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, type RawConfig, staticUsers } from '../support/outrigger.js';
+import { basic, startTestOutrigger } from '../support/outrigger.js';
 import { call, gql, pollUntil, shopData } from './graphql-helpers.js';
+import { ROOT, useStack } from '../support/fixtures.js';
 
-type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
-const ROOT = basic('root', 'root-password');
 const ALICE = basic('alice', 'alice-password');
 const WRITER = basic('writer', 'writer-password');
 
@@ -75,34 +72,18 @@ function mergePatch(from: Record<string, any>, to: Record<string, any>): Record<
 }
 
 describe('GraphQL app documents', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
-  let proxy: Running;
-  let base: RawConfig;
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({ data: shopData() });
-    base = {
-      service: { id: 'gql-apps' },
-      upstream: { url: backend.url },
-      redis: { url: redis.url },
-      users: await staticUsers({ root: ['root'], alice: ['user'], writer: ['app-writer'] }),
-      acl: { mode: 'own-routes' },
-    };
-    proxy = await startTestOutrigger(base);
-    const put = async (path: string, doc: unknown) => expect((await call(proxy.url, path, { method: 'PUT', auth: ROOT, body: doc })).status).toBe(201);
-    await put('/_admin/acl/app-writers', { predicate: 'path-prefix(/gql-apps)', roles: ['app-writer'], priority: 1 });
-    await put('/_admin/acl/graphql-users', { predicate: 'path-prefix(/graphql)', roles: ['user', '$unauthenticated'], priority: 1 });
+  const stack = useStack({
+    service: 'gql-apps',
+    backend: { data: shopData() },
+    users: { root: ['root'], alice: ['user'], writer: ['app-writer'] },
+    config: { acl: { mode: 'own-routes' } },
+    permissions: {
+      'app-writers': { predicate: 'path-prefix(/gql-apps)', roles: ['app-writer'], priority: 1 },
+      'graphql-users': { predicate: 'path-prefix(/graphql)', roles: ['user', '$unauthenticated'], priority: 1 },
+    },
   });
 
-  afterAll(async () => {
-    await proxy?.stop();
-    await backend?.close();
-    await redis?.close();
-  });
-
-  const apps = (path = '', init: Parameters<typeof call>[2] = {}) => call(proxy.url, `/gql-apps${path}`, { auth: ROOT, ...init });
+  const apps = (path = '', init: Parameters<typeof call>[2] = {}) => call(stack.proxy.url, `/gql-apps${path}`, { auth: ROOT, ...init });
 
   describe('validation at write: 400 naming the problem', () => {
     beforeAll(async () => {
@@ -131,7 +112,7 @@ describe('GraphQL app documents', () => {
         expect(patched.json.message).toMatch(message);
         // Nothing changed: the stored document and the served app are as before.
         expect((await apps('/stored')).json).toEqual({ _id: 'stored', ...miniApp('stored'), descriptor: { ...miniApp('stored').descriptor, enabled: true } });
-        expect((await gql(proxy.url, 'stored', '{ orders(limit: 1) { number } }', { auth: ALICE })).status).toBe(200);
+        expect((await gql(stack.proxy.url, 'stored', '{ orders(limit: 1) { number } }', { auth: ALICE })).status).toBe(200);
       });
     }
 
@@ -160,7 +141,7 @@ describe('GraphQL app documents', () => {
       });
       expect(ok.status).toBe(200);
       expect(ok.json.mappings).toEqual({ Query: { all: { db: 'shop', collection: 'orders', limit: 2 } } });
-      const served = await gql(proxy.url, 'stored', '{ all { number } }', { auth: ALICE });
+      const served = await gql(stack.proxy.url, 'stored', '{ all { number } }', { auth: ALICE });
       expect(served.status).toBe(200);
       expect(served.json.data.all).toHaveLength(2);
       expect((await apps('/stored', { method: 'PUT', body: miniApp('stored') })).status).toBe(200);
@@ -199,23 +180,23 @@ describe('GraphQL app documents', () => {
       expect(created.status).toBe(201);
       expect(created.json.descriptor.uri).toBe('shop/v2');
       expect(created.headers.location).toBe('/gql-apps/shop-v2');
-      const one = await gql(proxy.url, 'shop', '{ orders(limit: 3) { number } }');
+      const one = await gql(stack.proxy.url, 'shop', '{ orders(limit: 3) { number } }');
       expect(one.json.data.orders).toHaveLength(3);
-      const two = await gql(proxy.url, 'shop/v2', '{ orders { number } }');
+      const two = await gql(stack.proxy.url, 'shop/v2', '{ orders { number } }');
       expect(two.json.data.orders).toHaveLength(1);
-      expect((await gql(proxy.url, 'shopping', '{ orders { number } }')).status).toBe(404);
+      expect((await gql(stack.proxy.url, 'shopping', '{ orders { number } }')).status).toBe(404);
     });
   });
 
   describe('who may write', () => {
     it('admin roles or an allowing permission; others 401/403', async () => {
-      expect((await call(proxy.url, '/gql-apps')).status).toBe(401);
-      const denied = await call(proxy.url, '/gql-apps', { method: 'POST', auth: ALICE, body: miniApp('by-alice') });
+      expect((await call(stack.proxy.url, '/gql-apps')).status).toBe(401);
+      const denied = await call(stack.proxy.url, '/gql-apps', { method: 'POST', auth: ALICE, body: miniApp('by-alice') });
       expect(denied.status).toBe(403);
-      const byWriter = await call(proxy.url, '/gql-apps', { method: 'POST', auth: WRITER, body: miniApp('by-writer') });
+      const byWriter = await call(stack.proxy.url, '/gql-apps', { method: 'POST', auth: WRITER, body: miniApp('by-writer') });
       expect(byWriter.status).toBe(201);
       expect(byWriter.json._id).toBe('by-writer');
-      expect((await call(proxy.url, '/gql-apps/by-writer', { method: 'DELETE', auth: WRITER })).status).toBe(204);
+      expect((await call(stack.proxy.url, '/gql-apps/by-writer', { method: 'DELETE', auth: WRITER })).status).toBe(204);
     });
 
     it('lists with X-Total-Count and search, reads one, deletes (the app stops answering at once)', async () => {
@@ -227,9 +208,9 @@ describe('GraphQL app documents', () => {
       expect(list.json.map((a: { _id: string }) => a._id)).toContain('to-delete');
       const searched = await apps('?search=to-del');
       expect(searched.json.map((a: { _id: string }) => a._id)).toEqual(['to-delete']);
-      expect((await gql(proxy.url, 'to-delete', '{ orders(limit: 1) { number } }')).status).toBe(200);
+      expect((await gql(stack.proxy.url, 'to-delete', '{ orders(limit: 1) { number } }')).status).toBe(200);
       expect((await apps('/to-delete', { method: 'DELETE' })).status).toBe(204);
-      expect((await gql(proxy.url, 'to-delete', '{ orders(limit: 1) { number } }')).status).toBe(404);
+      expect((await gql(stack.proxy.url, 'to-delete', '{ orders(limit: 1) { number } }')).status).toBe(404);
       expect((await apps('/to-delete', { method: 'DELETE' })).status).toBe(404);
     });
   });
@@ -239,8 +220,8 @@ describe('GraphQL app documents', () => {
     let second: RunningCli | null = null;
 
     beforeAll(async () => {
-      const users = base.users.static.map((u: { id: string; password: string; roles: string[] }) => ({ ...u }));
-      configFile = writeTempFile('outrigger.yaml', { ...base, users: { source: 'static', static: users }, listen: { host: '127.0.0.1', port: 0 }, log: { level: 'info' } });
+      const users = stack.raw.users.static.map((u: { id: string; password: string; roles: string[] }) => ({ ...u }));
+      configFile = writeTempFile('outrigger.yaml', { ...stack.raw, users: { source: 'static', static: users }, listen: { host: '127.0.0.1', port: 0 }, log: { level: 'info' } });
       second = await startCli(configFile, ['--no-worker']);
     });
     afterAll(async () => {
@@ -275,7 +256,7 @@ describe('GraphQL app documents', () => {
       expect(first.stdout).toMatch(/created\s+apps\/applied\n/);
       expect(first.stdout).toMatch(/created\s+apps\/applied-too\n/);
       expect(first.stdout).toMatch(/2 created, 0 updated, 0 unchanged/);
-      await pollUntil(async () => (await gql(proxy.url, 'applied/too', '{ orders(limit: 1) { number } }')).status === 200, 1000, 5);
+      await pollUntil(async () => (await gql(stack.proxy.url, 'applied/too', '{ orders(limit: 1) { number } }')).status === 200, 1000, 5);
       await pollUntil(async () => (await gql(second!.url, 'applied', '{ orders(limit: 1) { number } }')).status === 200, 1000, 5);
       expect((await apps('/applied')).json.descriptor).toEqual({ name: 'App applied', uri: 'applied', enabled: true });
 
@@ -298,14 +279,14 @@ describe('GraphQL app documents', () => {
       const bad = miniApp('boot-bad');
       bad.mappings.Query.orders.limit = 5000;
       const badBootstrap = writeTempFile('bootstrap.yaml', { apps: [bad] });
-      const checked = await runCli(['check', '-c', writeTempFile('outrigger.yaml', { ...base, acl: { ...base.acl, bootstrap: badBootstrap } })]);
+      const checked = await runCli(['check', '-c', writeTempFile('outrigger.yaml', { ...stack.raw, acl: { ...stack.raw.acl, bootstrap: badBootstrap } })]);
       expect(checked.code).toBe(1);
       expect(checked.stderr).toMatch(/apps\[0\] \(boot-bad\): mappings\.Query\.orders\.limit must be at most 1000/);
 
       const bootstrap = writeTempFile('bootstrap.yaml', { apps: [miniApp('booted')] });
-      const okCheck = await runCli(['check', '-c', writeTempFile('outrigger.yaml', { ...base, acl: { ...base.acl, bootstrap } })]);
+      const okCheck = await runCli(['check', '-c', writeTempFile('outrigger.yaml', { ...stack.raw, acl: { ...stack.raw.acl, bootstrap } })]);
       expect(okCheck.code).toBe(0);
-      const booted = await startTestOutrigger({ ...base, acl: { ...base.acl, bootstrap } });
+      const booted = await startTestOutrigger({ ...stack.raw, acl: { ...stack.raw.acl, bootstrap } });
       try {
         const res = await gql(booted.url, 'booted', '{ orders(limit: 2) { number user { id } } }');
         expect(res.status).toBe(200);

@@ -4,16 +4,11 @@
  * batched join's read count, and enabling/disabling without a restart.
  */
 import { createServer } from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, type RawConfig, staticUsers } from '../support/outrigger.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { basic, startTestOutrigger } from '../support/outrigger.js';
 import { call, collectionReads, filterOf, gql, oid, pollUntil, shopApp, shopData } from './graphql-helpers.js';
+import { ROOT, useStack } from '../support/fixtures.js';
 
-const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
-type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
-
-const ROOT = basic('root', 'root-password');
 const ALICE = basic('alice', 'alice-password');
 const EVE = basic('eve', 'eve-password');
 const data = shopData();
@@ -30,38 +25,22 @@ async function deadPort(): Promise<number> {
 }
 
 describe('GraphQL apps served through Outrigger', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
-  let proxy: Running;
-  let base: RawConfig;
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({ data, jwt: { secret: JWT_SECRET } });
-    base = {
-      service: { id: 'gql-serving' },
-      upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } },
-      redis: { url: redis.url },
-      users: await staticUsers({ root: ['root'], alice: ['user'], eve: ['guest'] }),
-      acl: { mode: 'enforce' },
-      graphql: { maxDepth: 6, maxBackendReads: 20 },
-    };
-    proxy = await startTestOutrigger(base);
-    const put = (path: string, doc: unknown) => call(proxy.url, path, { method: 'PUT', auth: ROOT, body: doc });
-    expect((await put('/_admin/acl/users-graphql', { predicate: 'path-prefix(/graphql)', roles: ['user'], priority: 1 })).status).toBe(201);
-    expect((await put('/_admin/acl/users-read-shop', { predicate: 'method(GET) and path-prefix(/shop)', roles: ['user'], priority: 1 })).status).toBe(201);
-    expect((await put('/gql-apps/shop', shopApp())).status).toBe(201);
+  const stack = useStack({
+    service: 'gql-serving',
+    jwtIdentity: true,
+    backend: { data },
+    users: { root: ['root'], alice: ['user'], eve: ['guest'] },
+    config: { acl: { mode: 'enforce' }, graphql: { maxDepth: 6, maxBackendReads: 20 } },
+    permissions: {
+      'users-graphql': { predicate: 'path-prefix(/graphql)', roles: ['user'], priority: 1 },
+      'users-read-shop': { predicate: 'method(GET) and path-prefix(/shop)', roles: ['user'], priority: 1 },
+    },
+    apps: { shop: shopApp() },
   });
 
-  afterAll(async () => {
-    await proxy?.stop();
-    await backend?.close();
-    await redis?.close();
-  });
+  beforeEach(() => stack.backend.clearRequests());
 
-  beforeEach(() => backend.clearRequests());
-
-  const query = (q: string, variables?: Record<string, unknown>, auth = ALICE) => gql(proxy.url, 'shop', q, { variables, auth });
+  const query = (q: string, variables?: Record<string, unknown>, auth = ALICE) => gql(stack.proxy.url, 'shop', q, { variables, auth });
   const numbers = (list: Array<{ number: number }>) => list.map((o) => o.number);
   /** The orders the stand-in holds, as a client would compute them. */
   const expectedOrders = (where: (o: (typeof orders)[number]) => boolean) => orders.filter(where).sort((a, b) => a.number - b.number);
@@ -74,7 +53,7 @@ describe('GraphQL apps served through Outrigger', () => {
       const open = expectedOrders((o) => o.status === 'open');
       expect(numbers(res.json.data.orders)).toEqual(numbers(open.slice(10, 20)));
       expect(res.json.data.orders.every((o: { status: string }) => o.status === 'OPEN')).toBe(true);
-      const reads = collectionReads(backend, 'orders');
+      const reads = collectionReads(stack.backend, 'orders');
       expect(reads).toHaveLength(1);
       expect(filterOf(reads[0]!)).toEqual({ status: 'open' });
       expect(JSON.parse(reads[0]!.query.get('sort')!)).toEqual({ number: 1 });
@@ -84,14 +63,14 @@ describe('GraphQL apps served through Outrigger', () => {
     it('skip not a multiple of limit: one covering page, sliced', async () => {
       const res = await query('{ orders(skip: 5, limit: 10) { number } }');
       expect(numbers(res.json.data.orders)).toEqual(numbers(expectedOrders(() => true).slice(5, 15)));
-      const [read] = collectionReads(backend, 'orders');
+      const [read] = collectionReads(stack.backend, 'orders');
       expect([read!.query.get('page'), read!.query.get('pagesize')]).toEqual(['1', '15']);
     });
 
     it('an omitted optional argument drops its filter entry, and no filter at all is sent rather than filter={}', async () => {
       const res = await query('{ orders { number } }');
       expect(res.json.data.orders).toHaveLength(100);
-      const [read] = collectionReads(backend, 'orders');
+      const [read] = collectionReads(stack.backend, 'orders');
       expect(read!.query.has('filter')).toBe(false);
       expect(read!.query.get('pagesize')).toBe('100');
     });
@@ -101,28 +80,28 @@ describe('GraphQL apps served through Outrigger', () => {
       expect(byDefault.json.data.openOrders).toEqual(Array(5).fill({ status: 'OPEN' }));
       const explicit = await query('{ openOrders(status: CLOSED) { status } }');
       expect(explicit.json.data.openOrders).toEqual(Array(5).fill({ status: 'CLOSED' }));
-      expect(collectionReads(backend, 'orders').map(filterOf)).toEqual([{ status: 'open' }, { status: 'closed' }]);
-      expect(collectionReads(backend, 'orders').map((r) => r.query.get('pagesize'))).toEqual(['5', '5']);
+      expect(collectionReads(stack.backend, 'orders').map(filterOf)).toEqual([{ status: 'open' }, { status: 'closed' }]);
+      expect(collectionReads(stack.backend, 'orders').map((r) => r.query.get('pagesize'))).toEqual(['5', '5']);
     });
 
     it('$arg dot paths into an input object; an omitted one under an operator is a field error naming it', async () => {
       const res = await query('query($r: Range!) { ordersInRange(range: $r) { total } }', { r: { min: 100, max: 130 } });
       expect(res.json.data.ordersInRange.map((o: { total: number }) => o.total)).toEqual([100, 110, 120, 130]);
-      expect(filterOf(collectionReads(backend, 'orders')[0]!)).toEqual({ total: { $gte: 100, $lte: 130 } });
+      expect(filterOf(collectionReads(stack.backend, 'orders')[0]!)).toEqual({ total: { $gte: 100, $lte: 130 } });
 
-      backend.clearRequests();
+      stack.backend.clearRequests();
       const missing = await query('{ ordersInRange(range: {min: 100}) { total } }');
       expect(missing.status).toBe(200);
       expect(missing.json.data.ordersInRange).toBeNull();
       expect(missing.json.errors[0].extensions.code).toBe('MISSING_ARGUMENT');
       expect(missing.json.errors[0].message).toMatch(/range\.max/);
-      expect(collectionReads(backend)).toHaveLength(0);
+      expect(collectionReads(stack.backend)).toHaveLength(0);
     });
 
     it('a non-list type answers the first result or null, reading a page of one', async () => {
       const res = await query('{ seven: order(number: 7) { number total } none: order(number: 9999) { number } }');
       expect(res.json.data).toEqual({ seven: { number: 7, total: 70 }, none: null });
-      expect(collectionReads(backend, 'orders').map((r) => r.query.get('pagesize'))).toEqual(['1', '1']);
+      expect(collectionReads(stack.backend, 'orders').map((r) => r.query.get('pagesize'))).toEqual(['1', '1']);
     });
 
     it('string mappings: renames, nested dot paths and array indexes; enum values mapped both ways', async () => {
@@ -144,7 +123,7 @@ describe('GraphQL apps served through Outrigger', () => {
     it('a sort direction from an argument', async () => {
       const res = await query('{ ordersSorted(dir: -1) { number } }');
       expect(numbers(res.json.data.ordersSorted)).toEqual([1003, 1002, 1001]);
-      expect(JSON.parse(collectionReads(backend, 'orders')[0]!.query.get('sort')!)).toEqual({ number: -1 });
+      expect(JSON.parse(collectionReads(stack.backend, 'orders')[0]!.query.get('sort')!)).toEqual({ number: -1 });
     });
 
     it('argument values are literals: an object with a $-key is refused (400) before any read', async () => {
@@ -156,11 +135,11 @@ describe('GraphQL apps served through Outrigger', () => {
       expect(variables.json.errors[0].message).toMatch(/\$ne/);
       const deep = await query('query($f: BsonDocument) { search(filter: $f) { number } }', { f: { $and: [{ $where: 'sleep(1000)' }] } });
       expect(deep.status).toBe(400);
-      expect(collectionReads(backend)).toHaveLength(0);
+      expect(collectionReads(stack.backend)).toHaveLength(0);
       const plain = await query('query($f: BsonDocument) { search(filter: $f) { status } }', { f: { status: 'closed', 'items.qty': 2 } });
       expect(plain.status).toBe(200);
       expect(plain.json.data.search).toHaveLength(5);
-      expect(filterOf(collectionReads(backend, 'orders')[0]!)).toEqual({ $and: [{ status: 'closed', 'items.qty': 2 }] });
+      expect(filterOf(collectionReads(stack.backend, 'orders')[0]!)).toEqual({ $and: [{ status: 'closed', 'items.qty': 2 }] });
     });
 
     it('a 100-parent query with a $fk join costs exactly 2 backend reads ($in of the foreign values)', async () => {
@@ -168,12 +147,12 @@ describe('GraphQL apps served through Outrigger', () => {
       expect(res.status).toBe(200);
       expect(res.json.data.orders).toHaveLength(100);
       for (const o of res.json.data.orders) expect(o.user).toEqual({ id: `u${o.number}`, name: `User ${o.number}` });
-      const reads = collectionReads(backend);
+      const reads = collectionReads(stack.backend);
       expect(reads.map((r) => r.path)).toEqual(['/shop/orders', '/shop/users']);
       const userFilter = filterOf(reads[1]!) as { _id: { $in: string[] } };
       expect(userFilter._id.$in).toHaveLength(100);
       expect(new Set(userFilter._id.$in)).toEqual(new Set(Array.from({ length: 100 }, (_, i) => `u${i + 1}`)));
-      expect(proxy.context.metrics.graphqlBackendReads.get()).toBeGreaterThanOrEqual(2);
+      expect(stack.proxy.context.metrics.graphqlBackendReads.get()).toBeGreaterThanOrEqual(2);
     });
 
     it("a $fk join applies each parent's sort, skip and limit, in one read for all parents", async () => {
@@ -185,7 +164,7 @@ describe('GraphQL apps served through Outrigger', () => {
       ]);
       // One read for the users; the joins of all 3 parents are batched per find: "top" and "next"
       // share theirs (status omitted), so one read serves both; "open" has its own.
-      const reads = collectionReads(backend);
+      const reads = collectionReads(stack.backend);
       expect(reads.map((r) => r.path)).toEqual(['/shop/users', '/shop/orders', '/shop/orders']);
       expect(reads.slice(1).map(filterOf)).toEqual(
         expect.arrayContaining([{ userId: { $in: ['u1', 'u10', 'u100'] } }, { userId: { $in: ['u1', 'u10', 'u100'] }, status: 'open' }]),
@@ -201,19 +180,19 @@ describe('GraphQL apps served through Outrigger', () => {
         { name: 'oar', cheaper: [{ name: 'rope' }] },
         { name: 'rope', cheaper: [] },
       ]);
-      const reads = collectionReads(backend, 'products');
+      const reads = collectionReads(stack.backend, 'products');
       expect(reads).toHaveLength(2);
       expect(Object.keys(filterOf(reads[1]!) as object)).toEqual(['$or']);
     });
 
     it('GET serves queries too (GraphQL over HTTP)', async () => {
-      const res = await call(proxy.url, `/graphql/shop?query=${encodeURIComponent('{ order(number: 4) { total } }')}`, { auth: ALICE });
+      const res = await call(stack.proxy.url, `/graphql/shop?query=${encodeURIComponent('{ order(number: 4) { total } }')}`, { auth: ALICE });
       expect(res.status).toBe(200);
       expect(res.json).toEqual({ data: { order: { total: 40 } } });
     });
 
     it('application/graphql bodies, and application/json answers when that is what the client accepts', async () => {
-      const res = await call(proxy.url, '/graphql/shop', {
+      const res = await call(stack.proxy.url, '/graphql/shop', {
         method: 'POST',
         auth: ALICE,
         rawBody: '{ order(number: 5) { total } }',
@@ -243,7 +222,7 @@ describe('GraphQL apps served through Outrigger', () => {
     });
 
     it('502 when the backend cannot be reached (BACKEND_UNAVAILABLE), from a replica whose backend is down', async () => {
-      const down = await startTestOutrigger({ ...base, graphql: { ...base.graphql, backend: { url: `http://127.0.0.1:${await deadPort()}` } } });
+      const down = await startTestOutrigger({ ...stack.raw, graphql: { ...stack.raw.graphql, backend: { url: `http://127.0.0.1:${await deadPort()}` } } });
       try {
         const res = await gql(down.url, 'shop', '{ order(number: 1) { number } }', { auth: ALICE });
         expect(res.status).toBe(502);
@@ -256,7 +235,7 @@ describe('GraphQL apps served through Outrigger', () => {
     });
 
     it('400 for an unparseable body, a syntax error, a validation error', async () => {
-      const unparseable = await call(proxy.url, '/graphql/shop', { method: 'POST', auth: ALICE, rawBody: '{"query": ', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' } });
+      const unparseable = await call(stack.proxy.url, '/graphql/shop', { method: 'POST', auth: ALICE, rawBody: '{"query": ', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' } });
       expect(unparseable.status).toBe(400);
       expect(unparseable.json.errors[0].message).toMatch(/not valid JSON/);
       const syntax = await query('{ orders { number }');
@@ -266,58 +245,58 @@ describe('GraphQL apps served through Outrigger', () => {
       const validation = await query('{ orders { numbr } }');
       expect(validation.status).toBe(400);
       expect(validation.json.errors[0].message).toMatch(/Cannot query field "numbr".*Did you mean "number"/);
-      expect(collectionReads(backend)).toHaveLength(0);
+      expect(collectionReads(stack.backend)).toHaveLength(0);
     });
 
     it('400 for a query deeper than graphql.maxDepth (6 here)', async () => {
       const ok = await query('{ users(limit: 1) { orders { user { orders { user { id } } } } } }');
       expect(ok.status).toBe(200);
-      backend.clearRequests();
+      stack.backend.clearRequests();
       const deep = await query('{ users(limit: 1) { orders { user { orders { user { orders { number } } } } } } }');
       expect(deep.status).toBe(400);
       expect(deep.json.errors[0].message).toMatch(/depth/i);
-      expect(collectionReads(backend)).toHaveLength(0);
+      expect(collectionReads(stack.backend)).toHaveLength(0);
     });
 
     it('400 when a request needs more than graphql.maxBackendReads (20 here), without reading further', async () => {
       const aliases = (n: number) => Array.from({ length: n }, (_, i) => `o${i}: order(number: ${i + 1}) { number }`).join(' ');
       const fits = await query(`{ ${aliases(20)} }`);
       expect(fits.status).toBe(200);
-      expect(collectionReads(backend)).toHaveLength(20);
-      backend.clearRequests();
+      expect(collectionReads(stack.backend)).toHaveLength(20);
+      stack.backend.clearRequests();
       const tooMany = await query(`{ ${aliases(21)} }`);
       expect(tooMany.status).toBe(400);
       expect(tooMany.json.errors[0].extensions.code).toBe('TOO_MANY_BACKEND_READS');
       expect(tooMany.json.errors[0].message).toMatch(/more than 20 backend reads/);
-      expect(collectionReads(backend).length).toBeLessThanOrEqual(20);
+      expect(collectionReads(stack.backend).length).toBeLessThanOrEqual(20);
     });
 
     it('404 for an unknown app, before the ACL: anonymous callers get 404, wrong credentials still 401', async () => {
-      const anonymous = await call(proxy.url, '/graphql/nope', { method: 'POST', body: { query: '{ x }' } });
+      const anonymous = await call(stack.proxy.url, '/graphql/nope', { method: 'POST', body: { query: '{ x }' } });
       expect(anonymous.status).toBe(404);
       expect(anonymous.json['http status code']).toBe(404);
       expect(anonymous.json.message).toMatch(/no GraphQL app is served at \/graphql\/nope/);
-      expect((await call(proxy.url, '/graphql', { method: 'POST', body: { query: '{ x }' } })).status).toBe(404);
-      expect((await call(proxy.url, '/graphql/', { method: 'POST', body: { query: '{ x }' } })).status).toBe(404);
-      const wrong = await call(proxy.url, '/graphql/nope', { method: 'POST', auth: basic('alice', 'wrong'), body: { query: '{ x }' } });
+      expect((await call(stack.proxy.url, '/graphql', { method: 'POST', body: { query: '{ x }' } })).status).toBe(404);
+      expect((await call(stack.proxy.url, '/graphql/', { method: 'POST', body: { query: '{ x }' } })).status).toBe(404);
+      const wrong = await call(stack.proxy.url, '/graphql/nope', { method: 'POST', auth: basic('alice', 'wrong'), body: { query: '{ x }' } });
       expect(wrong.status).toBe(401);
     });
 
     it('401 and 403 from the ACL on /graphql/<uri>', async () => {
-      const anonymous = await call(proxy.url, '/graphql/shop', { method: 'POST', body: { query: '{ orders { number } }' } });
+      const anonymous = await call(stack.proxy.url, '/graphql/shop', { method: 'POST', body: { query: '{ orders { number } }' } });
       expect(anonymous.status).toBe(401);
       expect(anonymous.headers['www-authenticate']).toBe('Basic realm="gql-serving"');
-      const eve = await gql(proxy.url, 'shop', '{ orders { number } }', { auth: EVE });
+      const eve = await gql(stack.proxy.url, 'shop', '{ orders { number } }', { auth: EVE });
       expect(eve.status).toBe(403);
       expect(eve.json.message).toMatch(/no permission allows/);
-      expect(collectionReads(backend)).toHaveLength(0);
+      expect(collectionReads(stack.backend)).toHaveLength(0);
     });
 
     it('405 for other methods, with Allow', async () => {
-      const res = await call(proxy.url, '/graphql/shop', { method: 'PUT', auth: ALICE, body: { query: '{ orders { number } }' } });
+      const res = await call(stack.proxy.url, '/graphql/shop', { method: 'PUT', auth: ALICE, body: { query: '{ orders { number } }' } });
       expect(res.status).toBe(405);
       expect(res.headers.allow).toBe('GET, POST');
-      const del = await call(proxy.url, '/graphql/shop', { method: 'DELETE', auth: ROOT });
+      const del = await call(stack.proxy.url, '/graphql/shop', { method: 'DELETE', auth: ROOT });
       expect(del.status).toBe(405);
     });
 
@@ -328,30 +307,30 @@ describe('GraphQL apps served through Outrigger', () => {
       expect(big.json.errors[0].message).toMatch(/100 KiB/);
       const justUnder = await query(`#${'x'.repeat(100 * 1024 - 40)}\n{ order(number: 1) { number } }`);
       expect(justUnder.status).toBe(200);
-      const huge = await call(proxy.url, '/graphql/shop', { method: 'POST', auth: ALICE, body: { query: '{ orders { number } }', variables: { pad: 'y'.repeat(1024 * 1024) } } });
+      const huge = await call(stack.proxy.url, '/graphql/shop', { method: 'POST', auth: ALICE, body: { query: '{ orders { number } }', variables: { pad: 'y'.repeat(1024 * 1024) } } });
       expect(huge.status).toBe(413);
-      expect(collectionReads(backend).length).toBe(1); // only the query just under the limit read
+      expect(collectionReads(stack.backend).length).toBe(1); // only the query just under the limit read
     });
 
     it('415 for a POST of another content type', async () => {
-      const res = await call(proxy.url, '/graphql/shop', { method: 'POST', auth: ALICE, rawBody: 'query={orders{number}}', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const res = await call(stack.proxy.url, '/graphql/shop', { method: 'POST', auth: ALICE, rawBody: 'query={orders{number}}', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
       expect(res.status).toBe(415);
     });
   });
 
   describe('observed like every other request', () => {
     it('webhook recordings capture GraphQL requests with their body and status', async () => {
-      expect((await call(proxy.url, '/_admin/webhooks/recording', { method: 'POST', auth: ROOT })).status).toBe(201);
+      expect((await call(stack.proxy.url, '/_admin/webhooks/recording', { method: 'POST', auth: ROOT })).status).toBe(201);
       try {
         const q = '{ order(number: 6) { total } }';
         expect((await query(q)).status).toBe(200);
         await pollUntil(async () => {
-          const view = (await call(proxy.url, '/_admin/webhooks/recording', { auth: ROOT })).json;
+          const view = (await call(stack.proxy.url, '/_admin/webhooks/recording', { auth: ROOT })).json;
           const seen = view.requests.find((r: { path: string; body: { query?: string } }) => r.path === '/graphql/shop' && r.body?.query === q);
           return seen?.response.statusCode === 200 && seen.method === 'POST';
         });
       } finally {
-        await call(proxy.url, '/_admin/webhooks/recording', { method: 'DELETE', auth: ROOT });
+        await call(stack.proxy.url, '/_admin/webhooks/recording', { method: 'DELETE', auth: ROOT });
       }
     });
   });
@@ -360,16 +339,16 @@ describe('GraphQL apps served through Outrigger', () => {
     it('a disabled app answers 404; re-enabled (PATCH descriptor.enabled) it answers 200 at once', async () => {
       const q = '{ order(number: 1) { number } }';
       expect((await query(q)).status).toBe(200);
-      const disable = await call(proxy.url, '/gql-apps/shop', { method: 'PATCH', auth: ROOT, body: { descriptor: { enabled: false } } });
+      const disable = await call(stack.proxy.url, '/gql-apps/shop', { method: 'PATCH', auth: ROOT, body: { descriptor: { enabled: false } } });
       expect(disable.status).toBe(200);
       expect(disable.json.descriptor).toMatchObject({ enabled: false, uri: 'shop', name: 'Shop' });
       const disabled = await query(q);
       expect(disabled.status).toBe(404);
       expect(disabled.json.message).toMatch(/no GraphQL app is served at \/graphql\/shop/);
       // Not a hint for callers without rights either: same answer as an unknown app.
-      expect((await call(proxy.url, '/graphql/shop', { method: 'POST', body: { query: q } })).status).toBe(404);
+      expect((await call(stack.proxy.url, '/graphql/shop', { method: 'POST', body: { query: q } })).status).toBe(404);
 
-      const enable = await call(proxy.url, '/gql-apps/shop', { method: 'PATCH', auth: ROOT, headers: { 'content-type': 'application/merge-patch+json' }, rawBody: JSON.stringify({ descriptor: { enabled: true } }) });
+      const enable = await call(stack.proxy.url, '/gql-apps/shop', { method: 'PATCH', auth: ROOT, headers: { 'content-type': 'application/merge-patch+json' }, rawBody: JSON.stringify({ descriptor: { enabled: true } }) });
       expect(enable.status).toBe(200);
       const again = await query(q);
       expect(again.status).toBe(200);
