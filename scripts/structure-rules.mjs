@@ -31,7 +31,7 @@ export const STAGED_FEATURES = {
   // schema before document: a document's mappings are checked against the schema its SDL builds.
   // reads before compile: compiling installs the resolvers that read; the reads know no compiled app.
   // ui stays a folder of its own (scripts/build-assets.mjs bundles it from there), served by serve/.
-  graphql: Object.assign(['values', 'schema', 'document', 'backend', 'reads', 'limits', 'compile', 'ui', 'serve'], { entry: 'module.ts' }),
+  graphql: Object.assign(['values', 'schema', 'document', 'backend', 'reads', 'writes', 'limits', 'compile', 'ui', 'serve'], { entry: 'module.ts' }),
   // clients before sign-in: /authorize looks the client up.
   oauth: Object.assign(['clients', 'sign-in'], { entry: 'module.ts' }),
 };

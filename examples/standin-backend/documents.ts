@@ -1,6 +1,6 @@
 /**
- * Document requests: `POST /{db}/{coll}` and `GET|PUT|PATCH|DELETE /{db}/{coll}/{id}`, with
- * RESTHeart's status codes: 201 + Location on create, 200 on replace/update, 204 on delete,
+ * Document requests: `POST /{db}/{coll}` and `GET|PUT|PATCH|DELETE /{db}/{coll}/{id}` (a `filter`
+ * ANDed with the id on GET, PATCH and DELETE), with RESTHeart's status codes: 201 + Location on create, 200 on replace/update, 204 on delete,
  * 404 for a missing document, 409 for a duplicate `_id`, 412 for a failed If-Match. Write
  * answers have no body, as RESTHeart's do by default; they carry the new ETag.
  */
@@ -139,6 +139,7 @@ export function patchDocument(res: ServerResponse, req: DocumentRequest, store: 
     throw new HttpProblem(409, `duplicate key error: a document with _id ${describeId(id)} already exists in ${req.db}.${req.coll}`);
   }
   if (!existing && mode === 'update') throw notFound(req, id);
+  if (existing && !matchesFilter(req, existing.doc)) throw notFound(req, id);
   if (existing) checkIfMatch(req.headers, existing.doc);
 
   const updated = structuredClone(existing?.doc ?? { _id: id }) as Doc;
@@ -159,7 +160,7 @@ export function patchDocument(res: ServerResponse, req: DocumentRequest, store: 
   sendEmpty(res, 201, { etag, location: locationOf(req, id) });
 }
 
-function toModifier(changes: Doc): Record<string, Doc> {
+export function toModifier(changes: Doc): Record<string, Doc> {
   const modifier: Record<string, Doc> = {};
   const set: Doc = {};
   for (const [key, value] of Object.entries(changes)) {
@@ -179,8 +180,14 @@ function toModifier(changes: Doc): Record<string, Doc> {
 export function deleteDocument(res: ServerResponse, req: DocumentRequest, store: Store, rawId: string): void {
   const id = idFromSegment(rawId, req.query);
   const existing = store.findById(req.docs, id);
-  if (!existing) throw notFound(req, id);
+  if (!existing || !matchesFilter(req, existing.doc)) throw notFound(req, id);
   checkIfMatch(req.headers, existing.doc);
   req.docs.splice(existing.index, 1);
   sendEmpty(res, 204);
+}
+
+/** RESTHeart ANDs a `filter` with the id on document writes too (how a writeFilter guards them): no match is 404. */
+function matchesFilter(req: DocumentRequest, doc: Doc): boolean {
+  const criteria = parseFilters(req.query);
+  return !criteria || matchDocuments([doc], criteria).length > 0;
 }

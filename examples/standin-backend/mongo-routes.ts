@@ -1,13 +1,15 @@
 /**
  * The MongoDB REST namespace, mounted like RESTHeart with `mongo-mounts: {what: "*", where: /}`:
  * `/` lists dbs, `/{db}` lists collections, `/{db}/{coll}` reads or posts documents,
- * `/{db}/{coll}/_size` counts, `/{db}/{coll}/{id}` is a document.
+ * `/{db}/{coll}/_size` counts, `/{db}/{coll}/{id}` is a document, `/{db}/{coll}/*?filter=` bulk
+ * PATCH and DELETE (bulk.ts), and a POST of an array a bulk insert.
  *
  * A collection exists when it was seeded or created with `PUT /{db}/{coll}`; like RESTHeart,
  * reads and writes on a missing db or collection are 404 (a POST does not create a collection).
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { deleteDocument, getDocument, patchDocument, postDocument, putDocument, type DocumentRequest } from './documents.js';
+import { bulkDelete, bulkPatch, bulkPost, isBulkBody } from './bulk.js';
 import { HttpProblem, sendEmpty, sendJson, type Headers } from './http.js';
 import { matchDocuments, parseFilters, parseReadQuery, runRead } from './read-query.js';
 import type { Doc, Store } from './store.js';
@@ -78,6 +80,11 @@ export function handleMongo(res: ServerResponse, req: MongoRequest, store: Store
     const size = matchDocuments(docs, parseFilters(req.query)).length;
     return sendJson(res, 200, { _size: size }, { 'x-count-strategy': 'exact' });
   }
+  if (id === '*') {
+    if (req.method === 'PATCH') return bulkPatch(res, docReq);
+    if (req.method === 'DELETE') return bulkDelete(res, docReq);
+    throw methodNotAllowed(req.method, ['PATCH', 'DELETE']);
+  }
   switch (req.method) {
     case 'GET':
     case 'HEAD': return getDocument(res, docReq, store, id);
@@ -116,8 +123,10 @@ function handleCollection(res: ServerResponse, req: MongoRequest, store: Store, 
     case 'GET':
     case 'HEAD':
       return readCollection(res, req, existingCollection(store, db, coll));
-    case 'POST':
-      return postDocument(res, { ...req, db, coll, docs: existingCollection(store, db, coll) }, store);
+    case 'POST': {
+      const docReq: DocumentRequest = { ...req, db, coll, docs: existingCollection(store, db, coll) };
+      return isBulkBody(req.body) ? bulkPost(res, docReq) : postDocument(res, docReq, store);
+    }
     case 'PUT': {
       // The body is the collection's metadata (RESTHeart: PUT replaces it, PATCH merges into it).
       const meta = metadataBody(req.body);

@@ -9,6 +9,8 @@ import { DocumentStore } from '../store/document-store.js';
 import { graphqlAppSetupKind, type StoredApp } from './document/setup-kind.js';
 import { createHttpBackendReader, type HttpBackendReader } from './backend/http-reader.js';
 import { createCallerReadPolicy } from './backend/caller-identity.js';
+import { createHttpBackendWriter, type HttpBackendWriter } from './backend/http-writer.js';
+import { createCallerWritePolicy } from './backend/write-policy.js';
 import { GraphqlAppRegistry } from './compile/registry.js';
 import { createAppsRoute, createGraphqlRoute } from './serve/routes.js';
 
@@ -34,6 +36,12 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     collectionPath: settings.backend.collectionPath,
     ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),
   });
+  const writer: HttpBackendWriter = createHttpBackendWriter({
+    baseUrl: settings.backend.url,
+    collectionPath: settings.backend.collectionPath,
+    ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),
+  });
+  const writePolicy = serviceAuth ? undefined : createCallerWritePolicy({ acl: context.acl, mode: config.acl.mode });
   const readPolicy = serviceAuth ? undefined : createCallerReadPolicy({ acl: context.acl, collectionPath: settings.backend.collectionPath, mode: config.acl.mode });
   const registry = new GraphqlAppRegistry({
     reader,
@@ -42,6 +50,10 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     maxLimit: settings.maxLimit,
     maxDepth: settings.maxDepth,
     maxBackendReads: settings.maxBackendReads,
+    maxBackendWrites: settings.maxBackendWrites,
+    maxBulkWrite: settings.maxBulkWrite,
+    writer,
+    ...(writePolicy ? { writePolicy } : {}),
     timeoutMs: settings.timeoutMs,
     introspection: settings.introspection,
     maxCost: settings.maxCost,
@@ -70,6 +82,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     async stop() {
       store.stop();
       await reader.close();
+      await writer.close();
     },
   };
 }

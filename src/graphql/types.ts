@@ -74,6 +74,10 @@ export interface GraphqlLimits {
    * 400 for those errors whatever the media type, as RESTHeart answers.
    */
   readonly httpProfile: 'graphql-over-http' | 'restheart';
+  /** Backend writes one request may make (100); a mutation needing more is a 400 before the first (SPEC §6.4). */
+  readonly maxBackendWrites: number;
+  /** Documents one request may write in bulk (1000); more is a 400 before any write (issue 27). */
+  readonly maxBulkWrite: number;
 }
 
 export const DEFAULT_LIMITS: GraphqlLimits = {
@@ -88,6 +92,8 @@ export const DEFAULT_LIMITS: GraphqlLimits = {
   verbose: false,
   aggregations: false,
   httpProfile: 'graphql-over-http',
+  maxBackendWrites: 100,
+  maxBulkWrite: 1000,
 };
 
 /** Largest `pagesize` a RESTHeart backend accepts. */
@@ -123,3 +129,56 @@ export type ReadPolicy = (
   target: { readonly db: string; readonly collection: string; readonly aggregation?: string; readonly query?: string },
   ctx: RequestContext,
 ) => ReadDecision | Promise<ReadDecision>;
+
+/**
+ * One backend write a mutation makes (SPEC §6.4): the REST request a client of Outrigger would
+ * send. `id` is the document's path segment (with `idType` when RESTHeart needs `?id_type=`),
+ * `'*'` for a bulk write; `filter` goes in the query string.
+ */
+export interface BackendWrite {
+  readonly method: 'POST' | 'PATCH' | 'DELETE';
+  readonly db: string;
+  readonly collection: string;
+  /** Absent: the collection itself (POST); `*`: bulk PATCH/DELETE. */
+  readonly id?: string;
+  /** RESTHeart's `id_type` for an id segment that is not read as STRING_OID would read it. */
+  readonly idType?: 'STRING' | 'NUMBER';
+  readonly filter?: Record<string, unknown>;
+  readonly body?: unknown;
+}
+
+/** What the backend answered to a write (the body as text, for the webhooks too). */
+export interface BackendWriteResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+export interface BackendWriter {
+  /** The path (as a client of Outrigger addresses it) and query string of a write. */
+  target(write: BackendWrite): { path: string; query: string };
+  /** Sends one write; rejects with an `OutriggerError` coded `BACKEND_UNAVAILABLE` when no answer came. */
+  send(write: BackendWrite, ctx: RequestContext): Promise<BackendWriteResponse>;
+}
+
+/** The ACL's answer for the equivalent REST write (SPEC §6.4, §3.5, §3.6). */
+export type WriteDecision = { readonly allow: true } | { readonly allow: false; readonly message: string };
+
+/** Asked once per backend write, before it is sent, with the REST request it is. */
+export type WritePolicy = (
+  target: { readonly method: string; readonly path: string; readonly query: string; readonly body: unknown },
+  ctx: RequestContext,
+) => WriteDecision;
+
+/** Told of every backend write a mutation made, with what the backend answered (webhooks, recording). */
+export type WriteObserver = (
+  write: {
+    readonly method: string;
+    readonly path: string;
+    readonly query: string;
+    readonly body: unknown;
+    readonly response: BackendWriteResponse | undefined;
+    readonly operationName: string | null;
+  },
+  ctx: RequestContext,
+) => void;

@@ -47,7 +47,7 @@ const INVALID: Array<[string, (d: Record<string, any>) => void, RegExp]> = [
   ['$fk in a root type mapping', (d) => (d.mappings.Query.orders.find = { _id: { $fk: 'x' } }), /\$fk is only allowed in mappings of non-root types/],
   ['$where in a find', (d) => (d.mappings.Query.orders.find = { $where: 'true' }), /the operator \$where runs server-side JavaScript/],
   ['an aggregation mapping (stages)', (d) => (d.mappings.Query.orders = { db: 'shop', collection: 'orders', stages: [] }), /aggregation mappings are turned off: the HTTP backend cannot run ad-hoc pipelines.*graphql.aggregations: true/],
-  ['a Mutation mapping', (d) => ((d.schema += ' type Mutation { x: Int }'), (d.mappings.Mutation = { x: { collection: 'a' } })), /GraphQL apps are read-only/],
+  ['a Mutation mapping without insert, update or delete', (d) => ((d.schema += ' type Mutation { x: Int }'), (d.mappings.Mutation = { x: { collection: 'a' } })), /mappings\.Mutation\.x must have exactly one of insert, update or delete/],
   ['empty Query mappings', (d) => (d.mappings.Query = {}), /mappings\.Query must map at least one field/],
   ['a uri with characters outside [A-Za-z0-9._~-]', (d) => (d.descriptor.uri = 'shop v2'), /descriptor\.uri segment "shop v2" may only contain/],
   ['a uri with a .. segment', (d) => (d.descriptor.uri = 'shop/../admin'), /descriptor\.uri must not contain "\." or "\.\." segments/],

@@ -9,6 +9,7 @@ import {
   specifiedRules,
   type DocumentNode,
   type FragmentDefinitionNode,
+  type GraphQLError,
   type GraphQLSchema,
   type OperationDefinitionNode,
   type ValidationRule,
@@ -22,7 +23,9 @@ import type { EngineSettings } from '../reads/backend-reads.js';
 import { depthLimitRule } from '../limits/depth-limit.js';
 import { DocumentCache, type PreparedDocument } from '../limits/document-cache.js';
 import { DEFAULT_OUTPUT_LIMITS, type OutputLimits } from '../limits/settings.js';
-import { DEFAULT_LIMITS, type BackendReader, type GraphqlLimits, type ReadPolicy, type RequestContext } from '../types.js';
+import { DEFAULT_LIMITS, type BackendReader, type BackendWriter, type GraphqlLimits, type ReadPolicy, type RequestContext, type WriteObserver, type WritePolicy } from '../types.js';
+import { compileWrites } from '../writes/compile.js';
+import { checkMutationPlan } from '../writes/plan.js';
 import { estimateCost, type CostEstimate, type CostLimits } from './cost/estimate.js';
 import { installResolvers } from './resolvers.js';
 
@@ -41,6 +44,12 @@ export interface CompileOptions extends Partial<GraphqlLimits>, Partial<OutputLi
    * caller`); leave it out for `auth: service`, which applies no per-caller filter.
    */
   readonly readPolicy?: ReadPolicy;
+  /** Where mutations write (`createHttpBackendWriter(...)`); without one, mutation fields fail with BACKEND_UNAVAILABLE. */
+  readonly writer?: BackendWriter;
+  /** The ACL's decision per backend write (`auth: caller`); leave it out for `auth: service`. */
+  readonly writePolicy?: WritePolicy;
+  /** Told of every backend write (the webhooks' exchanges). */
+  readonly onWrite?: WriteObserver;
   /** Called with errors that are masked from the client (bugs, unexpected exceptions), for logging. */
   readonly onError?: (error: unknown, ctx: RequestContext) => void;
   /**
@@ -67,11 +76,19 @@ export interface CompiledApp {
   readonly maxCost: CostLimits;
   /** What one operation may produce (aliases, output values, response bytes). */
   readonly output: OutputLimits;
+  /** What is wrong with a mutation before its first write (write count, bulk size, argument values); empty when nothing. */
+  checkMutation(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown>): GraphQLError[];
   /** Estimated reads and documents of an operation (before anything is read). */
   estimate(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown>): CostEstimate;
   readonly onError: ((error: unknown, ctx: RequestContext) => void) | undefined;
   /** Parses and validates a query, from the cache when seen before. */
   prepare(query: string): PreparedDocument;
+}
+
+function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+  return fragments;
 }
 
 export function appVersion(app: GraphqlApp): string {
@@ -95,13 +112,16 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
     verbose: opts.verbose ?? DEFAULT_LIMITS.verbose,
     aggregations: opts.aggregations ?? DEFAULT_LIMITS.aggregations,
     httpProfile: opts.httpProfile ?? DEFAULT_LIMITS.httpProfile,
+    maxBackendWrites: opts.maxBackendWrites ?? DEFAULT_LIMITS.maxBackendWrites,
+    maxBulkWrite: opts.maxBulkWrite ?? DEFAULT_LIMITS.maxBulkWrite,
   };
   const checked = validateAppWithSchema(app, { defaultDb: limits.defaultDb, maxLimit: limits.maxLimit, aggregations: limits.aggregations });
   if (!checked.ok) throw new ValidationError(checked.problems);
   const { schema } = checked;
   const normalized = checked.app;
 
-  installResolvers(schema, normalized, limits, opts.prefetchJoins !== false);
+  const writes = compileWrites(schema, normalized, limits.defaultDb);
+  installResolvers(schema, normalized, limits, opts.prefetchJoins !== false, writes);
   installTypeResolvers(schema, normalized.mappings);
 
   const introspection = limits.introspection && normalized.descriptor.introspection !== false;
@@ -122,16 +142,26 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
     introspection,
     schema,
     version,
-    settings: { limits, reader: opts.reader, maxFilterBytes: opts.maxFilterBytes ?? 6144, readPolicy: opts.readPolicy },
+    settings: {
+      limits,
+      reader: opts.reader,
+      maxFilterBytes: opts.maxFilterBytes ?? 6144,
+      readPolicy: opts.readPolicy,
+      writer: opts.writer,
+      writePolicy: opts.writePolicy,
+      onWrite: opts.onWrite,
+    },
     onError: opts.onError,
     verbose: normalized.descriptor.verbose ?? limits.verbose,
     trusted: compileTrustedDocuments(normalized.descriptor.trustedDocuments),
     maxCost: { ...limits.maxCost, ...(normalized.descriptor.maxCost ?? {}), output: output.maxOutput },
     output,
     estimate(document, operation, variables) {
-      const fragments = new Map<string, FragmentDefinitionNode>();
-      for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
-      return estimateCost(schema, normalized, limits, operation, fragments, variables);
+      return estimateCost(schema, normalized, limits, operation, fragmentsOf(document), variables);
+    },
+    checkMutation(document, operation, variables) {
+      const mutationType = schema.getMutationType();
+      return mutationType ? checkMutationPlan(mutationType, writes, operation, fragmentsOf(document), variables, limits) : [];
     },
     prepare(query: string): PreparedDocument {
       // With introspection off, "did you mean" would name the schema's types and fields.

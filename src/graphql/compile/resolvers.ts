@@ -3,7 +3,7 @@
  * field its window, a join through the request's batcher, answered synchronously by the
  * prefetcher where that changes nothing but the cost), aggregation mappings call their declared
  * aggregation, string mappings read a dot path, enum mappings translate stored values
- * (enum-mapping.ts), and with `rootDoc` every object remembers the root document above it.
+ * (enum-mapping.ts), mutation fields write (writes/run.ts), and with `rootDoc` every object remembers the root document above it.
  */
 import {
   getNamedType,
@@ -35,6 +35,7 @@ import {
 } from '../reads/translate.js';
 import { notHalted, type ExecutionDeadline } from '../limits/deadline.js';
 import type { GraphqlLimits } from '../types.js';
+import { runWrite, type CompiledWrite } from '../writes/run.js';
 import { argsInternalizer, enumMappings, outputEnumMapper } from './enum-mapping.js';
 
 /** What resolvers receive as GraphQL context. */
@@ -45,8 +46,9 @@ export interface ExecutionContextValue {
 }
 
 /** Sets `resolve` on every mapped field (and `isTypeOf` on every object type) of a freshly built schema. */
-export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: GraphqlLimits, prefetchJoins: boolean): void {
+export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: GraphqlLimits, prefetchJoins: boolean, writes: ReadonlyMap<string, CompiledWrite>): void {
   const queryType = schema.getQueryType();
+  const mutationType = schema.getMutationType();
   const enumMaps = enumMappings(schema, app);
   const usesRootDoc = JSON.stringify(app.mappings).includes(`"${ROOT_DOC_ARG}.`);
   // Joins are answered synchronously where that changes nothing but the cost (reads/prefetch.ts).
@@ -62,6 +64,12 @@ export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits:
     const mappings = app.mappings[type.name] ?? {};
     for (const field of Object.values(type.getFields())) {
       const mapping = mappings[field.name];
+      const write = type === mutationType ? writes.get(field.name) : undefined;
+      if (write) {
+        const internalize = argsInternalizer(field, enumMaps);
+        field.resolve = ((_source, args, context: ExecutionContextValue) => runWrite(write, internalize(args), context.state, field)) as GraphQLFieldResolver<unknown, unknown>;
+        continue;
+      }
       let resolve: GraphQLFieldResolver<unknown, ExecutionContextValue> | undefined;
       if (isPlainObject(mapping) && 'stages' in mapping) {
         const call = aggregationCall(app._id ?? app.descriptor.uri, type.name, field.name, mapping as unknown as AggregationMapping, limits.defaultDb);

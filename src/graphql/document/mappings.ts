@@ -1,6 +1,7 @@
 /**
  * The mappings of an app document, checked against the schema its SDL builds: every mapped type
- * and field exists (with "did you mean"), roots are not mutations or subscriptions, enum value
+ * and field exists (with "did you mean"), mutation fields are write mappings (mutations.ts), no
+ * subscription is mapped, enum value
  * mappings are literals with one stored value each, unions and interfaces have a `$typeResolver`
  * (type-resolver/), and each field mapping is a dot path or a query mapping whose parts are
  * checked here (aggregation mappings in aggregations.ts; references and names in references.ts).
@@ -20,6 +21,7 @@ import { isPlainObject } from '../app-document.js';
 import { canonicalKey, findOperatorKey } from '../values/ejson.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 import { checkAggregationMapping } from './aggregations.js';
+import { checkMutationMappings } from './mutations.js';
 import { checkName, checkRefs, DOT_PATH, hasArgKey, type RefScope } from './references.js';
 import { abstractTypes, checkTypeResolver } from './type-resolver/index.js';
 
@@ -57,6 +59,9 @@ export function checkMappings(
     }
   }
 
+  const mutationType = schema?.getMutationType();
+  if (mutationType && mappings[mutationType.name] === undefined) checkMutationMappings(`mappings.${mutationType.name}`, mutationType, {}, problems);
+
   for (const [typeName, typeMappings] of Object.entries(mappings)) {
     const path = `mappings.${typeName}`;
     if (!isPlainObject(typeMappings)) {
@@ -68,8 +73,12 @@ export function checkMappings(
       const names = Object.keys(schema.getTypeMap()).filter((n) => !n.startsWith('__'));
       problems.push(`${path}: the schema has no type named ${typeName}${suggest(typeName, names)}`);
     }
-    if (type && (typeName === mutationName || typeName === subscriptionName)) {
-      problems.push(`${path}: GraphQL apps are read-only; mutations and subscriptions cannot be mapped`);
+    if (type && typeName === subscriptionName) {
+      problems.push(`${path}: subscriptions are not supported; map queries and mutations only`);
+      continue;
+    }
+    if (type && isObjectType(type) && typeName === mutationName) {
+      checkMutationMappings(path, type, typeMappings, problems);
       continue;
     }
     if (type && isEnumType(type)) {

@@ -4,7 +4,7 @@
  * implements it. They used to take `RequestState` itself, which constructs the batcher and holds
  * the prefetcher: a circle of four files (issue 26, circle 3).
  */
-import type { BackendRead, BackendReader, GraphqlLimits, ReadPolicy } from '../types.js';
+import type { BackendRead, BackendReader, BackendWriter, GraphqlLimits, ReadPolicy, WriteObserver, WritePolicy } from '../types.js';
 
 export interface EngineSettings {
   readonly limits: GraphqlLimits;
@@ -13,6 +13,12 @@ export interface EngineSettings {
   readonly maxFilterBytes: number;
   /** The caller's permission per read (readFilter, projectResponse); absent = read as the backend allows. */
   readonly readPolicy?: ReadPolicy | undefined;
+  /** Where mutations write (writes/); absent = the app's mutations answer BACKEND_UNAVAILABLE. */
+  readonly writer?: BackendWriter | undefined;
+  /** The ACL's decision per backend write (SPEC §6.4); absent = write as the backend allows. */
+  readonly writePolicy?: WritePolicy | undefined;
+  /** Told of each backend write (webhooks and recording see GraphQL writes). */
+  readonly onWrite?: WriteObserver | undefined;
 }
 
 /** One request's reads: counted, decided by the read policy, and shown to the client as it may see them. */

@@ -16,6 +16,10 @@ export const BACKEND_ERROR_CODES = new Set(['BACKEND_UNAVAILABLE', 'BACKEND_ERRO
 export class RequestState implements BackendReads {
   /** Backend reads made so far. */
   reads = 0;
+  /** Backend writes made so far (mutations, writes/). */
+  writes = 0;
+  /** The operation's name, for the exchanges a mutation's writes are (webhooks). */
+  operationName: string | null = null;
   /** Set when the request needed more reads than `maxBackendReads`: the whole request fails with 400. */
   budgetExceeded = false;
   /** Set when the time limit passed. */
@@ -57,7 +61,7 @@ export class RequestState implements BackendReads {
   /** One backend read, counted against the budget; failures become GraphQL field errors with a code. */
   async read(read: BackendRead): Promise<unknown[]> {
     if (this.signal.aborted) throw timeoutError(this.settings.limits.timeoutMs);
-    const decision = this.settings.readPolicy ? await this.decide(read) : undefined;
+    const decision = this.settings.readPolicy ? await this.decideRead(read) : undefined;
     if (decision && !decision.allow) {
       throw new GraphQLError(decision.message ?? `you may not read ${read.db}/${read.collection}`, { extensions: { code: 'FORBIDDEN' } });
     }
@@ -118,7 +122,9 @@ export class RequestState implements BackendReads {
     return project ? project(doc) : doc;
   }
 
-  private decide(read: BackendRead): Promise<ReadDecision> {
+  /** What the read policy says of `read` (decided once per distinct read); allowed when there is no policy. */
+  decideRead(read: BackendRead): Promise<ReadDecision> {
+    if (!this.settings.readPolicy) return Promise.resolve({ allow: true });
     const query = readQueryString(read);
     const aggregation = read.aggregation?.name;
     const key = `${read.db}\u0000${read.collection}\u0000${aggregation ?? ''}\u0000${query}`;

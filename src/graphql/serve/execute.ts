@@ -1,7 +1,8 @@
 /**
  * Executes one GraphQL request against a compiled app and decides its HTTP status (SPEC §6.3):
  * 200 with data (partial data with errors included); 400 for syntax, validation, variable and
- * operation-selection errors and for a request needing more than `maxBackendReads`; 405 for a
+ * operation-selection errors, for a request needing more than `maxBackendReads`, and for a
+ * mutation refused before its first write (writes/plan.ts); 405 for a
  * mutation where only queries are allowed (GET); 413 for a query over 100 KiB; 502 when backend
  * failures leave no data; 504 when the time limit passes. Errors are masked: only messages written
  * for clients (GraphQL's own, ours, backend summaries) are shown; anything else becomes a generic
@@ -49,6 +50,8 @@ export interface GraphqlOutcome {
   readonly headers?: Record<string, string>;
   /** Backend reads this request made (for metrics and logs); absent when it did not execute. */
   readonly backendReads?: number;
+  /** Backend writes this request made (mutations). */
+  readonly backendWrites?: number;
   /**
    * A syntax, validation or variable error: a GraphQL request error, which GraphQL-over-HTTP
    * answers with 200 when the response is application/json (see http-handler.ts).
@@ -107,7 +110,7 @@ export async function executeGraphql(
     return { status: 400, body: errorBody(`this app has no ${operation.operation} type; it answers queries only`, 'OPERATION_NOT_SUPPORTED') };
   }
   if (operation.operation === 'subscription') {
-    return { status: 400, body: errorBody('subscriptions are not supported; GraphQL apps are read-only queries', 'SUBSCRIPTIONS_NOT_SUPPORTED') };
+    return { status: 400, body: errorBody('subscriptions are not supported; GraphQL apps answer queries and mutations', 'SUBSCRIPTIONS_NOT_SUPPORTED') };
   }
 
   // Variables coerced first (defaults, input-field defaults): the estimate must see what execution
@@ -130,12 +133,19 @@ export async function executeGraphql(
     }
   }
 
+  if (operation.operation === 'mutation') {
+    // Refused before the first write: too many writes, bulk inserts past the bound, operator keys in arguments.
+    const problems = app.checkMutation(document, operation, coerced.coerced);
+    if (problems.length > 0) return { status: 400, body: { errors: problems.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) } };
+  }
+
   const limits = app.settings.limits;
   const controller = new AbortController();
   // Every concurrent backend read listens on this signal; up to maxBackendReads of them is expected.
   setMaxListeners(limits.maxBackendReads + 10, controller.signal);
   const state = new RequestState(app.settings, ctx, controller.signal);
   if (app.verbose) state.readLog = [];
+  state.operationName = operation.name?.value ?? null;
   let timer: NodeJS.Timeout | undefined;
   const aborted = new Promise<'aborted'>((resolve) => {
     controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
@@ -184,6 +194,7 @@ export async function executeGraphql(
   }
 
   const backendReads = state.reads;
+  const backendWrites = state.writes;
   if (result === 'aborted' || state.timedOut) {
     if (state.timedOut) return { status: 504, body: { errors: [timeoutError(limits.timeoutMs).toJSON()] }, backendReads };
     return { status: 499, body: errorBody('the client closed the request', 'REQUEST_ABORTED'), backendReads };
@@ -202,7 +213,7 @@ export async function executeGraphql(
   if (app.verbose) body.extensions = verboseExtensions(state);
   const backendFailed = errors?.some((e) => BACKEND_ERROR_CODES.has(String(e.extensions?.code))) ?? false;
   const noData = data === null || Object.values(data).every((v) => v === null);
-  return { status: backendFailed && noData ? 502 : 200, body, backendReads };
+  return { status: backendFailed && noData ? 502 : 200, body, backendReads, ...(backendWrites > 0 ? { backendWrites } : {}) };
 }
 
 /** Keeps messages written for clients; replaces anything else with a generic message. */

@@ -1,0 +1,166 @@
+/**
+ * One mutation field, run (SPEC §6.4): its mapping becomes the backend write a REST client would
+ * send, decided first by the ACL as that REST request (FORBIDDEN and no backend request when
+ * refused), sent with the caller's identity, observed for the webhooks, and answered by the
+ * field's declared type: the document read back (through the read policy: readFilter and
+ * projectResponse), the id(s), a count or a boolean.
+ */
+import { GraphQLError, type GraphQLField } from 'graphql';
+import { OutriggerError } from '../../errors.js';
+import type { RequestState } from '../reads/request-state.js';
+import type { WriteKind } from '../document/mutations.js';
+import type { BackendWrite, BackendWriteResponse } from '../types.js';
+import { bulkResult, idAsString, idFromSegment, lastSegment, partialWriteError, writeError } from './answers.js';
+import { writeValue, type Caller } from './values.js';
+
+export interface WriteMapping {
+  readonly db?: string;
+  readonly collection: string;
+  readonly insert?: unknown;
+  readonly update?: Record<string, unknown>;
+  readonly find?: Record<string, unknown>;
+  readonly many?: boolean;
+}
+
+export interface CompiledWrite {
+  readonly db: string;
+  readonly collection: string;
+  readonly kind: WriteKind;
+  readonly form: 'object' | 'id' | 'ids' | 'count' | 'boolean';
+  readonly mapping: WriteMapping;
+}
+
+const HEX24 = /^[0-9a-fA-F]{24}$/;
+
+/** Runs one mutation field; resolves to its value or throws a field error. */
+export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, unknown>>, state: RequestState, field: GraphQLField<unknown, unknown>): Promise<unknown> {
+  const p = state.ctx.principal;
+  const caller: Caller = { id: p?.id ?? null, roles: p?.roles ?? [] };
+  const what = `${w.db}/${w.collection}`;
+  switch (w.kind) {
+    case 'insert': {
+      const doc = writeValue(w.mapping.insert, args, caller);
+      if (!isObject(doc)) throw new GraphQLError(`the document ${field.name} inserts must be an object`, { extensions: { code: 'BAD_USER_INPUT' } });
+      const response = await send(state, { method: 'POST', db: w.db, collection: w.collection, body: doc });
+      if (response.status !== 201 && response.status !== 200) throw writeError(`an insert into ${what}`, response);
+      const location = response.headers.location ? lastSegment(response.headers.location) : undefined;
+      const id = doc._id !== undefined ? doc._id : location ? idFromSegment(location.segment, location.idType) : undefined;
+      if (id === undefined) throw new GraphQLError(`the backend stored the document in ${what} but named no Location for it`, { extensions: { code: 'BACKEND_ERROR' } });
+      if (w.form === 'id') return idAsString(id);
+      return readBack(state, w, id, true);
+    }
+    case 'insertMany': {
+      const docs = writeValue(w.mapping.insert, args, caller);
+      if (!Array.isArray(docs) || docs.some((d) => !isObject(d))) {
+        throw new GraphQLError(`a bulk insert into ${what} needs a list of documents`, { extensions: { code: 'BAD_USER_INPUT' } });
+      }
+      if (docs.length === 0) return w.form === 'count' ? 0 : [];
+      const response = await send(state, { method: 'POST', db: w.db, collection: w.collection, body: docs });
+      const result = response.status === 200 || response.status === 207 ? bulkResult(response.body) : undefined;
+      if (!result) throw writeError(`a bulk insert into ${what}`, response);
+      if (response.status === 207 || result.errors.length > 0) throw partialWriteError(`a bulk insert into ${what}`, result, response.status);
+      if (w.form === 'count') return result.inserted;
+      return result.links.map((l) => {
+        const last = lastSegment(l);
+        return last ? idAsString(idFromSegment(last.segment, last.idType)) : null;
+      });
+    }
+    case 'update':
+    case 'delete': {
+      const find = writeValue(w.mapping.find, args, caller) as Record<string, unknown>;
+      const { _id: id, ...rest } = find;
+      const target = documentTarget(id);
+      const filter = Object.keys(rest).length > 0 ? rest : undefined;
+      const readKey = { _id: target.filterId, ...(filter ?? {}) };
+      let before: unknown = null;
+      if (w.form === 'object') {
+        // The result is the document: the caller's read permission is checked before any write.
+        const read = { db: w.db, collection: w.collection, filter: readKey, sort: { _id: 1 }, page: 1, pagesize: 1 };
+        const decision = await state.decideRead(read);
+        if (!decision.allow) {
+          throw new GraphQLError(`${decision.message ?? `you may not read ${what}`}; this mutation returns the document, so it needs the read permission too`, { extensions: { code: 'FORBIDDEN' } });
+        }
+        if (w.kind === 'delete') before = await readBack(state, w, target.filterId, false, filter);
+      }
+      const write: BackendWrite =
+        w.kind === 'update'
+          ? { method: 'PATCH', db: w.db, collection: w.collection, id: target.segment, ...(target.idType ? { idType: target.idType } : {}), ...(filter ? { filter } : {}), body: writeValue(w.mapping.update, args, caller) }
+          : { method: 'DELETE', db: w.db, collection: w.collection, id: target.segment, ...(target.idType ? { idType: target.idType } : {}), ...(filter ? { filter } : {}) };
+      const response = await send(state, write);
+      if (response.status === 404) return w.form === 'boolean' ? false : null;
+      if (response.status < 200 || response.status > 299) throw writeError(`${w.kind === 'update' ? 'an update' : 'a delete'} of a document of ${what}`, response);
+      if (w.form === 'boolean') return true;
+      // The document after the update, by _id alone: the update may have changed what `filter` looked at.
+      return w.kind === 'delete' ? before : readBack(state, w, target.filterId, false);
+    }
+    case 'updateMany':
+    case 'deleteMany': {
+      const filter = writeValue(w.mapping.find, args, caller) as Record<string, unknown>;
+      const update = w.kind === 'updateMany';
+      const response = await send(state, {
+        method: update ? 'PATCH' : 'DELETE',
+        db: w.db,
+        collection: w.collection,
+        id: '*',
+        filter,
+        ...(update ? { body: writeValue(w.mapping.update, args, caller) } : {}),
+      });
+      const result = response.status === 200 || response.status === 207 ? bulkResult(response.body) : undefined;
+      const label = `a bulk ${update ? 'update' : 'delete'} of ${what}`;
+      if (!result) throw writeError(label, response);
+      if (response.status === 207 || result.errors.length > 0) throw partialWriteError(label, result, response.status);
+      return update ? result.modified : result.deleted;
+    }
+  }
+}
+
+/** How a document's `_id` is addressed: its path segment (RESTHeart's STRING_OID rule), and as a filter value. */
+function documentTarget(id: unknown): { segment: string; idType?: 'STRING' | 'NUMBER'; filterId: unknown } {
+  if (typeof id === 'string' && id !== '' && id !== '*' && !id.startsWith('_')) {
+    // A 24-hex string is an ObjectId to RESTHeart, as in a REST client's /orders/<hex>.
+    return { segment: id, filterId: HEX24.test(id) ? { $oid: id.toLowerCase() } : id };
+  }
+  if (typeof id === 'number' && Number.isFinite(id)) return { segment: String(id), idType: 'NUMBER', filterId: id };
+  if (isObject(id) && typeof id.$oid === 'string' && HEX24.test(id.$oid) && Object.keys(id).length === 1) return { segment: id.$oid.toLowerCase(), filterId: id };
+  throw new GraphQLError('the _id this mutation writes must be an ObjectId, a string (not starting with "_" and not "*") or a number', { extensions: { code: 'BAD_USER_INPUT' } });
+}
+
+/** The document by `_id` as the caller may read it: through the read policy and its projection; null when hidden. */
+async function readBack(state: RequestState, w: CompiledWrite, id: unknown, nullWhenRefused: boolean, filter?: Record<string, unknown>): Promise<unknown> {
+  try {
+    const docs = await state.read({ db: w.db, collection: w.collection, filter: { _id: id, ...(filter ?? {}) }, sort: { _id: 1 }, page: 1, pagesize: 1 });
+    return docs.length > 0 ? state.presentOne(docs[0]) : null;
+  } catch (error) {
+    if (nullWhenRefused && error instanceof GraphQLError && error.extensions.code === 'FORBIDDEN') return null;
+    throw error;
+  }
+}
+
+/** One backend write: counted, decided by the write policy, sent, and observed. */
+async function send(state: RequestState, write: BackendWrite): Promise<BackendWriteResponse> {
+  const { writer, writePolicy, onWrite, limits } = state.settings;
+  if (!writer) throw new GraphQLError('this server has no backend to write to (graphql.backend.url)', { extensions: { code: 'BACKEND_UNAVAILABLE' } });
+  const { path, query } = writer.target(write);
+  if (writePolicy) {
+    const decision = writePolicy({ method: write.method, path, query, body: write.body }, state.ctx);
+    if (!decision.allow) throw new GraphQLError(decision.message, { extensions: { code: 'FORBIDDEN' } });
+  }
+  if (state.writes >= limits.maxBackendWrites) {
+    throw new GraphQLError(`this mutation needs more than ${limits.maxBackendWrites} backend writes (graphql.maxBackendWrites)`, { extensions: { code: 'TOO_MANY_BACKEND_WRITES' } });
+  }
+  state.writes++;
+  let response: BackendWriteResponse | undefined;
+  try {
+    response = await writer.send(write, state.ctx);
+    return response;
+  } catch (error) {
+    if (error instanceof OutriggerError) throw new GraphQLError(error.message, { originalError: error, extensions: { code: error.code } });
+    throw error;
+  } finally {
+    onWrite?.({ method: write.method, path, query, body: write.body, response, operationName: state.operationName }, state.ctx);
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
