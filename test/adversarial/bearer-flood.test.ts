@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/keys/key-format.js';
 import { call } from '../support/http-client.js';
-import { startHttpServer, type TestServer } from '../support/http-servers.js';
-import { basic, startTestOutrigger, staticUsers, type RawConfig } from '../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { basic, startTestOutrigger } from '../support/outrigger.js';
+import { useStack } from '../support/fixtures.js';
 
 const LIMIT = 20;
 
@@ -13,67 +12,56 @@ const LIMIT = 20;
  * work at all; the count is shared by replicas through Redis and kept in-process while Redis is away.
  */
 describe('bearer flood', () => {
-  let redis: TestRedis;
-  let upstream: TestServer;
-  let config: RawConfig;
-  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
-  let validKey: string;
   const ALICE = basic('alice', 'alice-password');
   const from = (ip: string, auth: string) => ({ auth, headers: { 'x-forwarded-for': ip } });
   const randomKey = () => `Bearer ${generateApiKey('rig')}`;
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    upstream = await startHttpServer((_req, res) => res.end('upstream'));
-    config = {
-      service: { id: 'bearer-flood' },
-      upstream: { url: upstream.url },
+  const stack = useStack({
+    service: 'bearer-flood',
+    upstream: (_req, res) => res.end('upstream'),
+    users: { root: ['root'], alice: ['user'] },
+    config: {
       listen: { trustedProxies: ['127.0.0.1/32'] },
-      redis: { url: redis.url },
-      users: await staticUsers({ root: ['root'], alice: ['user'] }),
       acl: { mode: 'enforce' },
       apiKeys: { maxFailuresPerClient: LIMIT, failureWindowSeconds: 60 },
       features: { webhooks: 'disabled' },
-    };
-    proxy = await startTestOutrigger(config);
-    const root = basic('root', 'root-password');
-    await call(proxy.url, '/_admin/acl/keys', { method: 'PUT', auth: root, body: { predicate: 'path-prefix(/keys)', roles: ['user'], apiKeys: { roles: ['reader'] } } });
-    await call(proxy.url, '/_admin/acl/read', { method: 'PUT', auth: root, body: { predicate: 'method(GET) and path-prefix(/data)', roles: ['reader'] } });
-    const issued = await call(proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'flood', roles: ['reader'] } });
+    },
+    permissions: {
+      keys: { predicate: 'path-prefix(/keys)', roles: ['user'], apiKeys: { roles: ['reader'] } },
+      read: { predicate: 'method(GET) and path-prefix(/data)', roles: ['reader'] },
+    },
+  });
+  let validKey: string;
+  beforeAll(async () => {
+    const issued = await call(stack.proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'flood', roles: ['reader'] } });
     expect(issued.status).toBe(201);
     validKey = `Bearer ${issued.json.key}`;
-    expect((await call(proxy.url, '/data/x', from('127.70.0.1', validKey))).status).toBe(200);
-  });
-  afterAll(async () => {
-    await proxy?.stop();
-    await upstream?.close();
-    await redis?.close();
+    expect((await call(stack.proxy.url, '/data/x', from('127.70.0.1', validKey))).status).toBe(200);
   });
 
   it('answers 429 with Retry-After past the limit, costs Redis nothing then, and still lets a verified key through', async () => {
-    for (let i = 0; i < LIMIT; i++) expect((await call(proxy.url, '/data/x', from('127.70.0.1', randomKey()))).status).toBe(401);
+    for (let i = 0; i < LIMIT; i++) expect((await call(stack.proxy.url, '/data/x', from('127.70.0.1', randomKey()))).status).toBe(401);
     // The last failure's write to Redis is not awaited by its request.
-    await expect.poll(async () => (await call(proxy.url, '/data/x', from('127.70.0.1', randomKey()))).status, { timeout: 5000 }).toBe(429);
+    await expect.poll(async () => (await call(stack.proxy.url, '/data/x', from('127.70.0.1', randomKey()))).status, { timeout: 5000 }).toBe(429);
 
-    const limited = await call(proxy.url, '/data/x', from('127.70.0.1', randomKey()));
+    const limited = await call(stack.proxy.url, '/data/x', from('127.70.0.1', randomKey()));
     expect(limited.status).toBe(429);
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
     expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
     expect(limited.json).toMatchObject({ 'http status code': 429, message: expect.stringMatching(/apiKeys\.maxFailuresPerClient/) });
 
-    const before = await redis.commandsProcessed();
-    for (let i = 0; i < 100; i++) expect((await call(proxy.url, '/data/x', from('127.70.0.1', randomKey()))).status).toBe(429);
-    const spent = (await redis.commandsProcessed()) - before;
+    const before = await stack.redis.commandsProcessed();
+    for (let i = 0; i < 100; i++) expect((await call(stack.proxy.url, '/data/x', from('127.70.0.1', randomKey()))).status).toBe(429);
+    const spent = (await stack.redis.commandsProcessed()) - before;
     // Background polling only (permission and feature versions), nothing per refused key.
     expect(spent).toBeLessThan(40);
 
-    expect((await call(proxy.url, '/data/x', from('127.70.0.1', validKey))).status).toBe(200);
-    expect((await call(proxy.url, '/data/x', from('127.70.0.2', randomKey()))).status).toBe(401);
-    expect(Number(await redis.client.get('outrigger:{bearer-flood}:kf:ip:127.70.0.1'))).toBeGreaterThanOrEqual(LIMIT);
+    expect((await call(stack.proxy.url, '/data/x', from('127.70.0.1', validKey))).status).toBe(200);
+    expect((await call(stack.proxy.url, '/data/x', from('127.70.0.2', randomKey()))).status).toBe(401);
+    expect(Number(await stack.redis.client.get('outrigger:{bearer-flood}:kf:ip:127.70.0.1'))).toBeGreaterThanOrEqual(LIMIT);
   });
 
   it('shares the count with another replica through Redis', async () => {
-    const replica = await startTestOutrigger(config);
+    const replica = await startTestOutrigger(stack.raw);
     try {
       // The replica has not seen this address: one failure, whose write returns the shared total, then 429.
       expect((await call(replica.url, '/data/x', from('127.70.0.1', randomKey()))).status).toBe(401);
@@ -84,21 +72,21 @@ describe('bearer flood', () => {
   });
 
   it('holds the limit while Redis is away', async () => {
-    await redis.stop();
+    await stack.redis.stop();
     try {
-      const res = await call(proxy.url, '/data/x', from('127.70.0.1', randomKey()));
+      const res = await call(stack.proxy.url, '/data/x', from('127.70.0.1', randomKey()));
       expect(res.status).toBe(429);
       expect(res.headers['retry-after']).toBeDefined();
       // A malformed token fails without Redis and still counts, here, in-process.
-      for (let i = 0; i < LIMIT; i++) expect((await call(proxy.url, '/data/x', from('127.70.0.3', 'Bearer rig_not-a-key'))).status).toBe(401);
-      expect((await call(proxy.url, '/data/x', from('127.70.0.3', 'Bearer rig_not-a-key'))).status).toBe(429);
+      for (let i = 0; i < LIMIT; i++) expect((await call(stack.proxy.url, '/data/x', from('127.70.0.3', 'Bearer rig_not-a-key'))).status).toBe(401);
+      expect((await call(stack.proxy.url, '/data/x', from('127.70.0.3', 'Bearer rig_not-a-key'))).status).toBe(429);
     } finally {
-      await redis.restart();
+      await stack.redis.restart();
     }
     // What was counted during the outage reaches Redis with the next failure.
     await expect.poll(async () => {
-      await call(proxy.url, '/data/x', from('127.70.0.3', 'Bearer rig_not-a-key'));
-      return Number(await redis.client.get('outrigger:{bearer-flood}:kf:ip:127.70.0.3'));
+      await call(stack.proxy.url, '/data/x', from('127.70.0.3', 'Bearer rig_not-a-key'));
+      return Number(await stack.redis.client.get('outrigger:{bearer-flood}:kf:ip:127.70.0.3'));
     }, { timeout: 10_000 }).toBeGreaterThanOrEqual(LIMIT);
   });
 });

@@ -1,12 +1,11 @@
 import { execFile } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../support/http-client.js';
-import { startHttpServer, type TestServer } from '../support/http-servers.js';
-import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { basic } from '../support/outrigger.js';
 import { eventually, loopbackClientIp, rawClient, readUntilClosed, sleep, upstreamSlots } from './support.js';
+import { useStack } from '../support/fixtures.js';
 
 const STORM_CLIENTS = 300;
 const CONNECTIONS = 16;
@@ -30,16 +29,11 @@ function runStorm(base: string, count: number, leaveMs: number, prefix: string, 
  * at once, and the upstream never sees the requests that were still waiting.
  */
 describe('disconnect storm', () => {
-  let redis: TestRedis;
-  let upstream: TestServer;
-  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
-  const ALICE = basic('alice', 'alice-password');
   let slowOpen = 0;
   const upstreamPaths: string[] = [];
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    upstream = await startHttpServer((req, res) => {
+  const stack = useStack({
+    service: 'storm',
+    upstream: (req, res) => {
       upstreamPaths.push(req.url!);
       // Held until the client (Outrigger) goes away: slots that stay taken as long as a test needs.
       if (req.url!.startsWith('/hang')) return;
@@ -53,26 +47,22 @@ describe('disconnect storm', () => {
         return;
       }
       res.end('fast');
-    });
-    proxy = await startTestOutrigger({
-      service: { id: 'storm' },
-      upstream: { url: upstream.url, connections: CONNECTIONS, queueTimeoutMs: QUEUE_TIMEOUT_MS },
+    },
+    users: { alice: ['user'] },
+    config: {
+      upstream: { connections: CONNECTIONS, queueTimeoutMs: QUEUE_TIMEOUT_MS },
       listen: { trustedProxies: ['127.0.0.1/32'] },
-      redis: { url: redis.url },
-      users: await staticUsers({ alice: ['user'] }),
       acl: { mode: 'own-routes' },
-    });
-    // Sign-in is cached after the first success; the storm measures the proxy, not scrypt.
-    expect((await call(proxy.url, '/fast', { auth: ALICE })).status).toBe(200);
+    },
   });
-  afterAll(async () => {
-    await proxy?.stop();
-    await upstream?.close();
-    await redis?.close();
+  // Sign-in is cached after the first success; the storm measures the proxy, not scrypt.
+  beforeAll(async () => {
+    expect((await call(stack.proxy.url, '/fast', { auth: ALICE })).status).toBe(200);
   });
+  const ALICE = basic('alice', 'alice-password');
 
   it('cancels the requests of clients that left, queued or in flight, and answers the next request at once', async () => {
-    const storm = await runStorm(proxy.url, STORM_CLIENTS, 300, '/slow/storm-', ALICE, 0);
+    const storm = await runStorm(stack.proxy.url, STORM_CLIENTS, 300, '/slow/storm-', ALICE, 0);
     expect(storm.sent).toBe(STORM_CLIENTS);
 
     // Nothing is held for clients that left: every slot comes back and the upstream's slow
@@ -80,14 +70,14 @@ describe('disconnect storm', () => {
     // connection for SLOW_MS, over a minute in all. (Generous bound: on a loaded machine the
     // server may still be reading requests the storm left in its socket buffers.)
     expect(await eventually(async () => {
-      const slots = await upstreamSlots(proxy.url);
+      const slots = await upstreamSlots(stack.proxy.url);
       return slots.inUse === 0 && slots.waiting === 0;
     }, 30_000)).toBe(true);
     expect(await eventually(() => slowOpen === 0, 5000)).toBe(true);
 
     // And the next authorized request is answered at once.
     const startedAt = Date.now();
-    const res = await call(proxy.url, '/fast', { auth: ALICE });
+    const res = await call(stack.proxy.url, '/fast', { auth: ALICE });
     expect(res.status).toBe(200);
     expect(res.text).toBe('fast');
     expect(Date.now() - startedAt).toBeLessThan(2000);
@@ -96,32 +86,32 @@ describe('disconnect storm', () => {
   it('takes a waiting request out of the line when its client leaves: it never reaches the upstream', async () => {
     const holders: Socket[] = [];
     for (let i = 0; i < CONNECTIONS; i++)
-      holders.push(await rawClient(proxy.url, `GET /hang/hold-${i} HTTP/1.1\r\nhost: storm\r\nauthorization: ${ALICE}\r\nx-forwarded-for: ${loopbackClientIp(2000 + i)}\r\n\r\n`));
+      holders.push(await rawClient(stack.proxy.url, `GET /hang/hold-${i} HTTP/1.1\r\nhost: storm\r\nauthorization: ${ALICE}\r\nx-forwarded-for: ${loopbackClientIp(2000 + i)}\r\n\r\n`));
     try {
-      expect(await eventually(async () => (await upstreamSlots(proxy.url)).inUse === CONNECTIONS, 20_000)).toBe(true);
+      expect(await eventually(async () => (await upstreamSlots(stack.proxy.url)).inUse === CONNECTIONS, 20_000)).toBe(true);
       const queued: Socket[] = [];
       for (let i = 0; i < 50; i++)
-        queued.push(await rawClient(proxy.url, `GET /slow/queued-${i} HTTP/1.1\r\nhost: storm\r\nauthorization: ${ALICE}\r\nx-forwarded-for: ${loopbackClientIp(3000 + i)}\r\n\r\n`));
-      expect(await eventually(async () => (await upstreamSlots(proxy.url)).waiting === 50, 20_000)).toBe(true);
+        queued.push(await rawClient(stack.proxy.url, `GET /slow/queued-${i} HTTP/1.1\r\nhost: storm\r\nauthorization: ${ALICE}\r\nx-forwarded-for: ${loopbackClientIp(3000 + i)}\r\n\r\n`));
+      expect(await eventually(async () => (await upstreamSlots(stack.proxy.url)).waiting === 50, 20_000)).toBe(true);
       for (const socket of queued) socket.destroy();
       // Gone from the line well before upstream.queueTimeoutMs could have removed them.
-      expect(await eventually(async () => (await upstreamSlots(proxy.url)).waiting === 0, QUEUE_TIMEOUT_MS - 2000, 50)).toBe(true);
+      expect(await eventually(async () => (await upstreamSlots(stack.proxy.url)).waiting === 0, QUEUE_TIMEOUT_MS - 2000, 50)).toBe(true);
     } finally {
       for (const socket of holders) socket.destroy();
     }
-    expect(await eventually(async () => (await upstreamSlots(proxy.url)).inUse === 0, 5000)).toBe(true);
+    expect(await eventually(async () => (await upstreamSlots(stack.proxy.url)).inUse === 0, 5000)).toBe(true);
     expect(upstreamPaths.some((p) => p.startsWith('/slow/queued-'))).toBe(false);
-    expect((await call(proxy.url, '/fast', { auth: ALICE })).status).toBe(200);
+    expect((await call(stack.proxy.url, '/fast', { auth: ALICE })).status).toBe(200);
   });
 
   it('answers a request that waited past upstream.queueTimeoutMs with 503 in the error format', async () => {
     // Every connection held by clients that stay.
     const holders: Socket[] = [];
     for (let i = 0; i < CONNECTIONS; i++)
-      holders.push(await rawClient(proxy.url, `GET /hang/hold-${i} HTTP/1.1\r\nhost: storm\r\nauthorization: ${ALICE}\r\nx-forwarded-for: ${loopbackClientIp(1000 + i)}\r\n\r\n`));
-    expect(await eventually(async () => (await upstreamSlots(proxy.url)).inUse === CONNECTIONS, 20_000)).toBe(true);
+      holders.push(await rawClient(stack.proxy.url, `GET /hang/hold-${i} HTTP/1.1\r\nhost: storm\r\nauthorization: ${ALICE}\r\nx-forwarded-for: ${loopbackClientIp(1000 + i)}\r\n\r\n`));
+    expect(await eventually(async () => (await upstreamSlots(stack.proxy.url)).inUse === CONNECTIONS, 20_000)).toBe(true);
     try {
-      const res = await call(proxy.url, '/fast', { auth: ALICE });
+      const res = await call(stack.proxy.url, '/fast', { auth: ALICE });
       expect(res.status).toBe(503);
       expect(res.headers['retry-after']).toBe('1');
       expect(res.json).toMatchObject({ 'http status code': 503, message: expect.stringMatching(/upstream\.queueTimeoutMs/) });
@@ -130,11 +120,11 @@ describe('disconnect storm', () => {
     }
     // And once they leave, the pool is free again.
     await sleep(200);
-    expect((await call(proxy.url, '/fast', { auth: ALICE })).status).toBe(200);
+    expect((await call(stack.proxy.url, '/fast', { auth: ALICE })).status).toBe(200);
   });
 
   it('keeps a client that stays connected waiting only for its own answer', async () => {
-    const socket = await rawClient(proxy.url, `GET /fast HTTP/1.1\r\nhost: storm\r\nauthorization: ${ALICE}\r\nconnection: close\r\n\r\n`);
+    const socket = await rawClient(stack.proxy.url, `GET /fast HTTP/1.1\r\nhost: storm\r\nauthorization: ${ALICE}\r\nconnection: close\r\n\r\n`);
     const { text, closed } = await readUntilClosed(socket, 5000);
     expect(closed).toBe(true);
     expect(text).toMatch(/^HTTP\/1\.1 200/);

@@ -10,13 +10,11 @@
 import { spawn } from 'node:child_process';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { call } from '../support/http-client.js';
-import { basic, staticUsers, startTestOutrigger } from '../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { basic } from '../support/outrigger.js';
+import { useStack } from '../support/fixtures.js';
 
-const ROOT = basic('root', 'root-password');
 const ALICE = basic('alice', 'alice-password');
 const BLOB = 'x'.repeat(60_000);
 
@@ -80,37 +78,28 @@ function healthPoller(url: string, everyMs: number) {
 }
 
 describe('GraphQL output budgets (issue 25)', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
-  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
+  const stack = useStack(
+    {
+      service: 'gql-budgets',
+      backend: { data },
+      users: { root: ['root'], alice: ['user'] },
+      config: { upstream: { identity: { mode: 'headers' } }, acl: { mode: 'enforce' } },
+      permissions: {
+        'users-graphql': { predicate: 'path-prefix(/graphql)', roles: ['user'], priority: 1 },
+        'users-read-adv': { predicate: 'method(GET) and path-prefix(/adv)', roles: ['user'], priority: 1 },
+      },
+      apps: {
+        budget: { _id: 'budget', descriptor: { uri: 'budget' }, schema: SCHEMA, mappings: MAPPINGS },
+        closed: { _id: 'closed', descriptor: { uri: 'closed', introspection: false }, schema: SCHEMA, mappings: MAPPINGS },
+      },
+    },
+    60_000,
+  );
 
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({ data });
-    proxy = await startTestOutrigger({
-      service: { id: 'gql-budgets' },
-      upstream: { url: backend.url, identity: { mode: 'headers' } },
-      redis: { url: redis.url },
-      users: await staticUsers({ root: ['root'], alice: ['user'] }),
-      acl: { mode: 'enforce' },
-    });
-    const put = (path: string, doc: unknown) => call(proxy.url, path, { method: 'PUT', auth: ROOT, body: doc });
-    expect((await put('/_admin/acl/users-graphql', { predicate: 'path-prefix(/graphql)', roles: ['user'], priority: 1 })).status).toBe(201);
-    expect((await put('/_admin/acl/users-read-adv', { predicate: 'method(GET) and path-prefix(/adv)', roles: ['user'], priority: 1 })).status).toBe(201);
-    expect((await put('/gql-apps/budget', { _id: 'budget', descriptor: { uri: 'budget' }, schema: SCHEMA, mappings: MAPPINGS })).status).toBe(201);
-    expect((await put('/gql-apps/closed', { _id: 'closed', descriptor: { uri: 'closed', introspection: false }, schema: SCHEMA, mappings: MAPPINGS })).status).toBe(201);
-  }, 60_000);
-
-  afterAll(async () => {
-    await proxy?.stop();
-    await backend?.close();
-    await redis?.close();
-  });
-
-  beforeEach(() => backend.clearRequests());
-  const reads = () => backend.requests.filter((r) => r.method === 'GET' && r.path.startsWith('/adv/')).length;
+  beforeEach(() => stack.backend.clearRequests());
+  const reads = () => stack.backend.requests.filter((r) => r.method === 'GET' && r.path.startsWith('/adv/')).length;
   const query = (q: string, variables?: Record<string, unknown>, uri = 'budget') =>
-    call(proxy.url, `/graphql/${uri}`, { method: 'POST', auth: ALICE, headers: { accept: 'application/graphql-response+json' }, body: { query: q, ...(variables ? { variables } : {}) } });
+    call(stack.proxy.url, `/graphql/${uri}`, { method: 'POST', auth: ALICE, headers: { accept: 'application/graphql-response+json' }, body: { query: q, ...(variables ? { variables } : {}) } });
   const codeOf = (res: { json: any }) => res.json?.errors?.[0]?.extensions?.code as string | undefined;
 
   it('a normal join still answers (the budgets leave ordinary queries alone)', async () => {
@@ -240,7 +229,7 @@ describe('GraphQL output budgets (issue 25)', () => {
     // Warm-up (the first of each shape also compiles code), not measured.
     await Promise.all(shapes('w').map((q) => query(q)));
 
-    const poller = healthPoller(proxy.url, 20);
+    const poller = healthPoller(stack.proxy.url, 20);
     await new Promise((r) => setTimeout(r, 500));
     const started = performance.now();
     const statuses: number[] = [];

@@ -10,14 +10,11 @@
  * - extended-JSON literals are checked strictly: no regex, code, db pointer or operator smuggled
  *   inside a literal, in argument values or in app documents.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { basic } from '../support/outrigger.js';
 import { call, collectionReads, gql } from '../integration/graphql-helpers.js';
+import { ROOT, useStack } from '../support/fixtures.js';
 
-const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
-const ROOT = basic('root', 'root-password');
 const ALICE = basic('alice', 'alice-password'); // projectResponse hides orders.secret
 const LENA = basic('lena', 'lena-password'); // may read orders only without filter (qparams-blacklist)
 const CAROL = basic('carol', 'carol-password'); // reads orders unfiltered, unprojected
@@ -60,87 +57,73 @@ const readsApp = () => ({
 });
 
 describe('GraphQL reads authorized as REST reads (issue 25)', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
-  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({ data, jwt: { secret: JWT_SECRET } });
-    proxy = await startTestOutrigger({
-      service: { id: 'gql-reads' },
-      upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } },
-      redis: { url: redis.url },
-      users: await staticUsers({ root: ['root'], alice: ['user'], lena: ['limited'], carol: ['auditor'] }),
-      acl: { mode: 'enforce' },
-      graphql: { aggregations: true },
-    });
-    const put = async (path: string, doc: unknown) => expect((await call(proxy.url, path, { method: 'PUT', auth: ROOT, body: doc })).status).toBe(201);
-    await put('/_admin/acl/graphql', { predicate: 'path-prefix(/graphql/reads)', roles: ['user', 'limited', 'auditor'], priority: 1 });
-    await put('/_admin/acl/users', { predicate: 'method(GET) and path-prefix(/shop/users)', roles: ['user', 'limited', 'auditor'], priority: 1 });
-    await put('/_admin/acl/orders-projected', {
-      predicate: 'method(GET) and path-prefix(/shop/orders)',
-      roles: ['user'],
-      priority: 10,
-      mongo: { projectResponse: { secret: 0 } },
-    });
-    await put('/_admin/acl/orders-no-filter', { predicate: 'method(GET) and path-prefix(/shop/orders) and qparams-blacklist(filter)', roles: ['limited'], priority: 10 });
-    await put('/_admin/acl/orders-auditor', { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['auditor'], priority: 10 });
-    await put('/gql-apps/reads', readsApp());
+  const stack = useStack({
+    service: 'gql-reads',
+    jwtIdentity: true,
+    backend: { data },
+    users: { root: ['root'], alice: ['user'], lena: ['limited'], carol: ['auditor'] },
+    config: { acl: { mode: 'enforce' }, graphql: { aggregations: true } },
+    permissions: {
+      graphql: { predicate: 'path-prefix(/graphql/reads)', roles: ['user', 'limited', 'auditor'], priority: 1 },
+      users: { predicate: 'method(GET) and path-prefix(/shop/users)', roles: ['user', 'limited', 'auditor'], priority: 1 },
+      'orders-projected': {
+        predicate: 'method(GET) and path-prefix(/shop/orders)',
+        roles: ['user'],
+        priority: 10,
+        mongo: { projectResponse: { secret: 0 } },
+      },
+      'orders-no-filter': { predicate: 'method(GET) and path-prefix(/shop/orders) and qparams-blacklist(filter)', roles: ['limited'], priority: 10 },
+      'orders-auditor': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['auditor'], priority: 10 },
+    },
+    apps: { reads: readsApp() },
   });
 
-  afterAll(async () => {
-    await proxy?.stop();
-    await backend?.close();
-    await redis?.close();
-  });
-
-  beforeEach(() => backend.clearRequests());
+  beforeEach(() => stack.backend.clearRequests());
 
   const codes = (res: { json: { errors?: Array<{ extensions?: { code?: string } }> } }) => (res.json.errors ?? []).map((e) => e.extensions?.code);
 
   describe('item 4: a read is decided on the query string REST would carry', () => {
     it('a permission that forbids `filter` refuses the GraphQL read that filters, as it refuses the REST GET', async () => {
-      const rest = await call(proxy.url, `/shop/orders?filter=${encodeURIComponent('{"status":"open"}')}`, { auth: LENA });
+      const rest = await call(stack.proxy.url, `/shop/orders?filter=${encodeURIComponent('{"status":"open"}')}`, { auth: LENA });
       expect(rest.status).toBe(403);
-      const res = await gql(proxy.url, 'reads', '{ orders(status: "open") { number } }', { auth: LENA });
+      const res = await gql(stack.proxy.url, 'reads', '{ orders(status: "open") { number } }', { auth: LENA });
       expect(res.json.data?.orders ?? null).toBeNull();
       expect(codes(res)).toContain('FORBIDDEN');
-      expect(collectionReads(backend, 'orders')).toHaveLength(0);
+      expect(collectionReads(stack.backend, 'orders')).toHaveLength(0);
     });
 
     it('the same caller still reads without a filter, as REST allows', async () => {
-      expect((await call(proxy.url, '/shop/orders', { auth: LENA })).status).toBe(200);
-      const res = await gql(proxy.url, 'reads', '{ orders { number } }', { auth: LENA });
+      expect((await call(stack.proxy.url, '/shop/orders', { auth: LENA })).status).toBe(200);
+      const res = await gql(stack.proxy.url, 'reads', '{ orders { number } }', { auth: LENA });
       expect(res.json.errors).toBeUndefined();
       expect(res.json.data.orders).toHaveLength(6);
     });
 
     it('a filter on a field projectResponse hides is refused, with no backend read', async () => {
-      const res = await gql(proxy.url, 'reads', '{ bySecret(secret: "secret-3") { number } }', { auth: ALICE });
+      const res = await gql(stack.proxy.url, 'reads', '{ bySecret(secret: "secret-3") { number } }', { auth: ALICE });
       expect(res.json.data?.bySecret ?? null).toBeNull();
       expect(codes(res)).toContain('FORBIDDEN');
       expect(res.json.errors[0].message).toMatch(/secret/);
-      expect(collectionReads(backend, 'orders')).toHaveLength(0);
+      expect(collectionReads(stack.backend, 'orders')).toHaveLength(0);
     });
 
     it('a sort on a field projectResponse hides is refused', async () => {
-      const res = await gql(proxy.url, 'reads', '{ bySecretOrder { number } }', { auth: ALICE });
+      const res = await gql(stack.proxy.url, 'reads', '{ bySecretOrder { number } }', { auth: ALICE });
       expect(res.json.data?.bySecretOrder ?? null).toBeNull();
       expect(codes(res)).toContain('FORBIDDEN');
-      expect(collectionReads(backend, 'orders')).toHaveLength(0);
+      expect(collectionReads(stack.backend, 'orders')).toHaveLength(0);
     });
 
     it('a join keyed on a field projectResponse hides is refused', async () => {
-      const res = await gql(proxy.url, 'reads', '{ users { name matching { number } } }', { auth: ALICE });
+      const res = await gql(stack.proxy.url, 'reads', '{ users { name matching { number } } }', { auth: ALICE });
       const users = (res.json.data?.users ?? []) as Array<{ name: string; matching: unknown }>;
       expect(users.every((u) => u.matching === null)).toBe(true);
       expect(codes(res)).toContain('FORBIDDEN');
-      expect(collectionReads(backend, 'orders')).toHaveLength(0);
+      expect(collectionReads(stack.backend, 'orders')).toHaveLength(0);
     });
 
     it('a caller whose projection shows the field may filter and join on it', async () => {
-      const res = await gql(proxy.url, 'reads', '{ bySecret(secret: "secret-3") { number } users { name matching { number } } }', { auth: CAROL });
+      const res = await gql(stack.proxy.url, 'reads', '{ bySecret(secret: "secret-3") { number } users { name matching { number } } }', { auth: CAROL });
       expect(res.json.errors).toBeUndefined();
       expect(res.json.data.bySecret).toEqual([{ number: 3 }]);
       expect(res.json.data.users[0]).toEqual({ name: 'Ann', matching: [{ number: 1 }] });
@@ -160,7 +143,7 @@ describe('GraphQL reads authorized as REST reads (issue 25)', () => {
       ['$lookup inside $facet', [{ $facet: { a: [{ $lookup: { from: 'users', pipeline: [], as: 'u' } }] } }], 'stages.0.$facet.a.0.$lookup'],
       ['$unionWith inside $facet', [{ $facet: { a: [{ $unionWith: 'users' }] } }], 'stages.0.$facet.a.0.$unionWith'],
     ])('%s', async (_name, stages, where) => {
-      const res = await call(proxy.url, '/gql-apps/aggr', { method: 'PUT', auth: ROOT, body: stagesApp(stages) });
+      const res = await call(stack.proxy.url, '/gql-apps/aggr', { method: 'PUT', auth: ROOT, body: stagesApp(stages) });
       expect(res.status).toBe(400);
       expect(JSON.stringify(res.json)).toContain(`mappings.Query.rows.${where}`);
     });
@@ -178,14 +161,14 @@ describe('GraphQL reads authorized as REST reads (issue 25)', () => {
       ['an operator inside a $oid', { $oid: { $ne: null } }],
       ['a $oid that is not 24 hex digits', { $oid: '.*' }],
     ])('argument value: %s is refused before any backend read', async (_name, owner) => {
-      const res = await gql(proxy.url, 'reads', 'query($o: BsonDocument) { byOwner(owner: $o) { number } }', { auth: CAROL, variables: { o: owner } });
+      const res = await gql(stack.proxy.url, 'reads', 'query($o: BsonDocument) { byOwner(owner: $o) { number } }', { auth: CAROL, variables: { o: owner } });
       expect(res.json.data?.byOwner ?? null).toBeNull();
       expect(res.json.errors?.length).toBeGreaterThan(0);
-      expect(collectionReads(backend, 'orders')).toHaveLength(0);
+      expect(collectionReads(stack.backend, 'orders')).toHaveLength(0);
     });
 
     it('a well-formed literal still works as an equality', async () => {
-      const res = await gql(proxy.url, 'reads', 'query($o: BsonDocument) { byOwner(owner: $o) { number } }', { auth: CAROL, variables: { o: { $numberLong: '7' } } });
+      const res = await gql(stack.proxy.url, 'reads', 'query($o: BsonDocument) { byOwner(owner: $o) { number } }', { auth: CAROL, variables: { o: { $numberLong: '7' } } });
       expect(res.json.errors).toBeUndefined();
       expect(res.json.data.byOwner).toEqual([]);
     });
@@ -202,7 +185,7 @@ describe('GraphQL reads authorized as REST reads (issue 25)', () => {
       ['an operator inside a $oid in a find', { _id: { $oid: { $ne: null } } }, 'find._id.$oid'],
       ['a malformed $regularExpression', { owner: { $regularExpression: { pattern: 'a', options: 'q' } } }, 'find.owner.$regularExpression'],
     ])('app document: %s is refused at write', async (_name, find, where) => {
-      const res = await call(proxy.url, '/gql-apps/lit', { method: 'PUT', auth: ROOT, body: withFind(find) });
+      const res = await call(stack.proxy.url, '/gql-apps/lit', { method: 'PUT', auth: ROOT, body: withFind(find) });
       expect(res.status).toBe(400);
       expect(JSON.stringify(res.json)).toContain(`mappings.Query.bySecret.${where}`);
     });
@@ -213,7 +196,7 @@ describe('GraphQL reads authorized as REST reads (issue 25)', () => {
         schema: 'enum Who { ANY } type Order { number: Int } type Query { orders(who: Who): [Order] }',
         mappings: { Who: { ANY: { $regularExpression: { pattern: '.*', options: '' } } }, Query: { orders: { db: 'shop', collection: 'orders', find: { owner: { $arg: 'who' } } } } },
       };
-      const res = await call(proxy.url, '/gql-apps/lit', { method: 'PUT', auth: ROOT, body: app });
+      const res = await call(stack.proxy.url, '/gql-apps/lit', { method: 'PUT', auth: ROOT, body: app });
       expect(res.status).toBe(400);
       expect(JSON.stringify(res.json)).toContain('mappings.Who.ANY');
     });

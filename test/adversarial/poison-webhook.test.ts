@@ -8,67 +8,50 @@
  *   or broken producer could: an inline body nested 20,000 deep that no serializer can write).
  *   It ends as a `failed` log entry naming the reason, and it is acknowledged.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { redisKeys } from '../../src/store/keys.js';
 import { META_FIELD } from '../../src/webhooks/stream-record.js';
-import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { call, startTarget, untilKnown, waitFor, type Target } from '../integration/webhooks-helpers.js';
+import { call, untilKnown, waitFor } from '../integration/webhooks-helpers.js';
+import { ROOT, useStack } from '../support/fixtures.js';
 
-const ROOT = basic('root', 'root-password');
 const DELIVERY_DEADLINE_MS = 5000;
 
 describe('a poison webhook event', () => {
-  let redis: TestRedis;
-  let target: Target;
-  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
-  let upstream: Target;
+  const stack = useStack({
+    service: 'adv-poison',
+    upstream: (req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(201, { 'content-type': 'application/json' }).end('{"ok":true}'));
+    },
+    target: true,
+    users: { root: ['root'] },
+    config: { acl: { mode: 'own-routes' }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['300ms'] } },
+    outrigger: { worker: true },
+  });
   let hookId: string;
-
   beforeAll(async () => {
-    redis = await startTestRedis();
-    target = await startTarget();
-    upstream = await startTarget(() => ({ status: 201, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' }));
-    proxy = await startTestOutrigger(
-      {
-        service: { id: 'adv-poison' },
-        upstream: { url: upstream.url },
-        redis: { url: redis.url },
-        users: await staticUsers({ root: ['root'] }),
-        acl: { mode: 'own-routes' },
-        webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['300ms'] },
-      },
-      { worker: true },
-    );
-    const hook = await call(proxy.url, '/_admin/webhooks', {
+    const hook = await call(stack.proxy.url, '/_admin/webhooks', {
       method: 'POST',
       auth: ROOT,
-      body: { name: 'orders', type: 'http', condition: "method(POST) and path-prefix('/poison')", url: `${target.url}/hook` },
+      body: { name: 'orders', type: 'http', condition: "method(POST) and path-prefix('/poison')", url: `${stack.target.url}/hook` },
     });
     expect(hook.status, hook.text).toBe(201);
     hookId = hook.json._id;
-    await untilKnown([proxy], hookId);
+    await untilKnown([stack.proxy], hookId);
   });
 
-  afterAll(async () => {
-    await proxy?.stop();
-    await target?.close();
-    await upstream?.close();
-    await redis?.close();
-  });
-
-  const logsOf = async () => (await call(proxy.url, `/_admin/webhooks/${hookId}/logs?pagesize=100`, { auth: ROOT })).json as any[];
+  const logsOf = async () => (await call(stack.proxy.url, `/_admin/webhooks/${hookId}/logs?pagesize=100`, { auth: ROOT })).json as any[];
   const logEntryOf = (eventId: string, what: string) =>
     waitFor(async () => (await logsOf()).find((e) => e.eventId === eventId), (e) => e !== undefined, DELIVERY_DEADLINE_MS, what);
 
   async function normalEventsDelivered(tag: string): Promise<number> {
     const started = performance.now();
     for (let i = 0; i < 5; i++) {
-      const res = await call(proxy.url, `/poison/normal-${tag}-${i}`, { method: 'POST', body: { n: i } });
+      const res = await call(stack.proxy.url, `/poison/normal-${tag}-${i}`, { method: 'POST', body: { n: i } });
       expect(res.status).toBe(201);
     }
     await waitFor(
-      () => target.received.filter((r) => r.body.includes(`/poison/normal-${tag}-`)).length,
+      () => stack.target.received.filter((r) => r.body.includes(`/poison/normal-${tag}-`)).length,
       (n) => n === 5,
       DELIVERY_DEADLINE_MS,
       `the 5 normal events after the ${tag} poison`,
@@ -78,7 +61,7 @@ describe('a poison webhook event', () => {
 
   it('a body nested 5,000 deep is captured as text with bodyTooDeep, and later events are not delayed', async () => {
     const deep = '['.repeat(5000) + ']'.repeat(5000);
-    const res = await call(proxy.url, '/poison/deep', { method: 'POST', rawBody: deep, headers: { 'content-type': 'application/json' } });
+    const res = await call(stack.proxy.url, '/poison/deep', { method: 'POST', rawBody: deep, headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(201);
     await normalEventsDelivered('deep');
     const entry = await waitFor(
@@ -103,13 +86,13 @@ describe('a poison webhook event', () => {
     const tricky = ['{"a":1,"a":2}', '{ "spaced" : [ 1 , 2 ] }', '{"n":1.0,"e":1E3,"z":-0}', '{"s":"\\u0041\\/"}'];
     const bodies = [wide, decimals, long, ...tricky];
     for (const [i, body] of bodies.entries()) {
-      const res = await call(proxy.url, `/poison/shaped-${i}`, { method: 'POST', rawBody: body, headers: { 'content-type': 'application/json' } });
+      const res = await call(stack.proxy.url, `/poison/shaped-${i}`, { method: 'POST', rawBody: body, headers: { 'content-type': 'application/json' } });
       expect(res.status).toBe(201);
     }
     await normalEventsDelivered('shaped');
     for (const [i, body] of bodies.entries()) {
       const got = await waitFor(
-        () => target.received.find((r) => r.body.includes(`"path":"/poison/shaped-${i}"`)),
+        () => stack.target.received.find((r) => r.body.includes(`"path":"/poison/shaped-${i}"`)),
         (r) => r !== undefined,
         DELIVERY_DEADLINE_MS,
         `the delivery of shaped body ${i}`,
@@ -120,13 +103,13 @@ describe('a poison webhook event', () => {
   });
 
   it('an entry the worker cannot process ends as a failed log entry with its reason, is acknowledged, and delays nothing', async () => {
-    const keys = redisKeys(proxy.context.config.redis.keyPrefix, 'adv-poison');
+    const keys = redisKeys(stack.proxy.context.config.redis.keyPrefix, 'adv-poison');
     const eventId = `poison-${Date.now()}`;
     const depth = 20_000;
     const head = JSON.stringify({ v: 2, id: eventId, t: Date.now(), s: 'adv-poison', m: 'POST', p: '/poison/unprocessable', q: '', qh: {}, sc: 201, rh: {}, ma: [hookId] });
     // Written by hand: JSON.stringify itself cannot produce this body.
     const meta = `${head.slice(0, -1)},"qb":{"b":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
-    await redis.client.xadd(keys.events, '*', META_FIELD, meta);
+    await stack.redis.client.xadd(keys.events, '*', META_FIELD, meta);
 
     await normalEventsDelivered('unprocessable');
     const entry = await logEntryOf(eventId, 'the failed entry of the unprocessable event');
@@ -134,13 +117,13 @@ describe('a poison webhook event', () => {
     expect(entry.summary.error).toMatch(/the worker could not process this event: .*(call stack|serializ)/i);
     expect(entry.detail.incomingRequest.bodyTooDeep).toBe(true);
     // Acknowledged: nothing of it stays pending for a reclaim that would repeat the cycle.
-    await waitFor(async () => (await redis.client.xpending(keys.events, keys.eventsGroup)) as unknown[], (p) => Number(p[0]) === 0, DELIVERY_DEADLINE_MS, 'no pending entries');
-    const failed = await call(proxy.url, `/_admin/webhooks/${hookId}/logs?status=failed`, { auth: ROOT });
+    await waitFor(async () => (await stack.redis.client.xpending(keys.events, keys.eventsGroup)) as unknown[], (p) => Number(p[0]) === 0, DELIVERY_DEADLINE_MS, 'no pending entries');
+    const failed = await call(stack.proxy.url, `/_admin/webhooks/${hookId}/logs?status=failed`, { auth: ROOT });
     expect(failed.json.some((e: any) => e.eventId === eventId)).toBe(true);
   });
 
   it('an entry of several events (version 4) with a poison, a stranger and a forged count inside: the good event is delivered, the poison logged failed, the entry acknowledged', async () => {
-    const keys = redisKeys(proxy.context.config.redis.keyPrefix, 'adv-poison');
+    const keys = redisKeys(stack.proxy.context.config.redis.keyPrefix, 'adv-poison');
     const stamp = Date.now();
     const head = (id: string, path: string) => JSON.stringify({ v: 3, id, t: stamp, s: 'adv-poison', m: 'POST', p: path, q: '', qh: {}, sc: 201, rh: {}, ma: [hookId] });
     const depth = 20_000;
@@ -148,16 +131,16 @@ describe('a poison webhook event', () => {
     // Written by hand: JSON.stringify itself cannot produce this body.
     const poison = `${head(poisonId, '/poison/batch-unprocessable').slice(0, -1)},"qb":{"b":${'['.repeat(depth)}${']'.repeat(depth)}}}\n`;
     const good = `${head(`batch-good-${stamp}`, '/poison/batch-good')}\n`;
-    await redis.client.xadd(keys.events, '*', 'e', '{"v":4,"n":3}', 'e', poison, 'e', 'not an event', 'e', good);
+    await stack.redis.client.xadd(keys.events, '*', 'e', '{"v":4,"n":3}', 'e', poison, 'e', 'not an event', 'e', good);
     // A count that does not match its fields (a forged or cut entry): not ours, acknowledged, nothing sent.
-    await redis.client.xadd(keys.events, '*', 'e', '{"v":4,"n":999999}', 'e', good, 'e', good);
+    await stack.redis.client.xadd(keys.events, '*', 'e', '{"v":4,"n":999999}', 'e', good, 'e', good);
 
     await normalEventsDelivered('batch');
-    await waitFor(() => target.received.filter((r) => r.body.includes('"path":"/poison/batch-good"')).length, (n) => n === 1, DELIVERY_DEADLINE_MS, 'the good event of the batch');
+    await waitFor(() => stack.target.received.filter((r) => r.body.includes('"path":"/poison/batch-good"')).length, (n) => n === 1, DELIVERY_DEADLINE_MS, 'the good event of the batch');
     const entry = await logEntryOf(poisonId, 'the failed entry of the poison in the batch');
     expect(entry.status).toBe('failed');
-    await waitFor(async () => (await redis.client.xpending(keys.events, keys.eventsGroup)) as unknown[], (p) => Number(p[0]) === 0, DELIVERY_DEADLINE_MS, 'no pending entries');
+    await waitFor(async () => (await stack.redis.client.xpending(keys.events, keys.eventsGroup)) as unknown[], (p) => Number(p[0]) === 0, DELIVERY_DEADLINE_MS, 'no pending entries');
     await new Promise((r) => setTimeout(r, 300));
-    expect(target.received.filter((r) => r.body.includes('"path":"/poison/batch-good"'))).toHaveLength(1); // the forged entry sent nothing
+    expect(stack.target.received.filter((r) => r.body.includes('"path":"/poison/batch-good"'))).toHaveLength(1); // the forged entry sent nothing
   });
 });
