@@ -172,7 +172,7 @@ function bufferBody(f: ForwardRequest, bound: number, idleMs: number, handler: F
   const ready = (rest: AsyncIterator<Buffer> | null) => {
     finish();
     if (handler.cancelled) return;
-    if (rest === null) handler.bodyBuffered(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    if (rest === null) handler.bodyBuffered(chunks, size);
     else handler.bodyStreamsOn(resume(chunks, rest));
   };
   const stalled = () => {
@@ -228,6 +228,17 @@ async function* resume(first: Buffer[], rest: AsyncIterator<Buffer>): AsyncItera
   for (let step = await rest.next(); !step.done; step = await rest.next()) yield step.value;
 }
 
+/** The exact length of a body read in full (a chunked request had none; Transfer-Encoding is already stripped). */
+function setContentLength(headers: string[], length: number): void {
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i]!.toLowerCase() === 'content-length') {
+      headers[i + 1] = String(length);
+      return;
+    }
+  }
+  headers.push('content-length', String(length));
+}
+
 class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest {
   private controller: Dispatcher.DispatchController | null = null;
   private started = false;
@@ -255,11 +266,15 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest {
     return this.f.clientIp;
   }
 
-  /** Request buffering read the whole body: send it as one Buffer with its exact length. */
-  bodyBuffered(body: Buffer): void {
+  /**
+   * Request buffering read the whole body: sent with its exact length, as one Buffer when it came
+   * in one chunk, else as the chunks themselves (no copy into one Buffer: measured, a 1 MiB body
+   * concatenated cost more CPU than the rest of its trip).
+   */
+  bodyBuffered(chunks: Buffer[], size: number): void {
     this.streamsBody = false;
-    this.dispatchOptions.body = body;
-    replaceContentLength(this.dispatchOptions.headers as string[], body.length);
+    this.dispatchOptions.body = (chunks.length === 1 ? chunks[0]! : chunks) as Dispatcher.DispatchOptions['body'];
+    setContentLength(this.dispatchOptions.headers as string[], size);
     this.forwarder.acquireSlot(this);
   }
 

@@ -22,10 +22,12 @@ describe('chaos: trickling uploads from one address', () => {
   let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
   const open = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
+  let uploadsReceived = 0;
 
   beforeAll(async () => {
     redis = await startTestRedis();
     upstream = await startHttpServer((req, res) => {
+      if (req.url === '/upload') uploadsReceived++;
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -76,8 +78,12 @@ describe('chaos: trickling uploads from one address', () => {
       expect(Date.now() - startedAt).toBeLessThan(3000);
       await sleep(200);
     }
+    // Clients that leave before their body is complete never reached the upstream at all.
     for (const socket of open) socket.destroy();
     expect(await eventually(() => open.size === 0, 2000)).toBe(true);
+    await sleep(200);
+    expect(uploadsReceived).toBe(0);
+    expect(await upstreamSlots(proxy.url)).toEqual({ inUse: 0, waiting: 0 });
   }, 30_000);
 
   it('forwards a buffered body whole, with its exact Content-Length, chunked or not', async () => {

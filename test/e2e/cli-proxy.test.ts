@@ -130,10 +130,17 @@ describe('the built CLI as a proxy', () => {
     const ready = await request(`${proxy.url}/_health/ready`);
     expect(ready.statusCode).toBe(200);
     expect(((await ready.body.json()) as { checks: { redis: string } }).checks.redis).toBe('ok');
-    const children = execFileSync('ps', ['-o', 'pid=,comm=', '--ppid', String(proxy.child.pid)], { encoding: 'utf8' });
-    expect(children).toMatch(/redis-server/);
-    const redisPid = Number(/(\d+)\s+redis-server/.exec(children)![1]);
-    proxy.child.kill('SIGTERM');
+    let redisPid = 0;
+    try {
+      // redis-server runs under a watchdog (a node child of the CLI) that stops it when the CLI is gone.
+      const watchdog = execFileSync('ps', ['-o', 'pid=,comm=', '--ppid', String(proxy.child.pid)], { encoding: 'utf8' });
+      const watchdogPid = Number(/(\d+)\s+node/.exec(watchdog)?.[1]);
+      const children = execFileSync('ps', ['-o', 'pid=,comm=', '--ppid', String(watchdogPid)], { encoding: 'utf8' });
+      expect(children).toMatch(/redis-server/);
+      redisPid = Number(/(\d+)\s+redis-server/.exec(children)![1]);
+    } finally {
+      proxy.child.kill('SIGTERM');
+    }
     expect(await proxy.exited).toBe(0);
     expect(() => process.kill(redisPid, 0)).toThrow();
   });
