@@ -28,6 +28,8 @@ export const MUTATION_SCHEMA = /* GraphQL */ `
     purge(status: String!): Int
     setAnything(id: ID!, changes: BsonDocument): Boolean
     createIntoMissing(number: Int!): ID
+    purgeWhere(status: BsonDocument): Int
+    insertDoc(doc: BsonDocument!): ID
   }
 `;
 
@@ -60,6 +62,8 @@ export function mutationApp(id = 'writes', uri = 'writes'): Record<string, unkno
         removeOrder: { ...orders, find: { _id: { $arg: 'id' } }, delete: true },
         purge: { ...orders, find: { status: { $arg: 'status' } }, many: true, delete: true },
         setAnything: { ...orders, find: { _id: { $arg: 'id' } }, update: { $set: { $arg: 'changes' } } },
+        purgeWhere: { ...orders, find: { status: { $arg: 'status' } }, many: true, delete: true },
+        insertDoc: { ...orders, insert: { $arg: 'doc' } },
         createIntoMissing: { db: 'shop', collection: 'nowhere', insert: { number: { $arg: 'number' } } },
       },
     },
