@@ -4,15 +4,12 @@
  * is saved) and refused when turned off; trusted documents; the query cost limit (refused with no
  * backend read); verbose extensions.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/graphql/document/trusted/documents.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
+import { basic } from '../support/outrigger.js';
 import { call, gql, shopData } from './graphql-helpers.js';
+import { ROOT, type Running, useStack } from '../support/fixtures.js';
 
-const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
-const ROOT = basic('root', 'root-password');
 const ALICE = basic('alice', 'alice-password');
 
 const statsApp = {
@@ -62,46 +59,29 @@ const trustedApp = {
 const costlyApp = { ...trustedApp, _id: 'costly', descriptor: { uri: 'costly', maxCost: { documents: 500 }, verbose: true } };
 
 describe('RESTHeart app features through Outrigger', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
-  let on: Awaited<ReturnType<typeof startTestOutrigger>>;
-  let off: Awaited<ReturnType<typeof startTestOutrigger>>;
+  /** `on` (the stack's proxy) serves aggregation mappings; `off` is the same with graphql.aggregations: false. */
+  const stack = useStack({
+    service: 'gql-aggr-on',
+    jwtIdentity: true,
+    backend: { data: shopData() },
+    users: { root: ['root'], alice: ['user'] },
+    config: { acl: { mode: 'enforce' }, graphql: { aggregations: true } },
+    permissions: {
+      'users-graphql': { predicate: 'path-prefix(/graphql)', roles: ['user'], priority: 1 },
+      'users-read-shop': { predicate: 'method(GET) and path-prefix(/shop)', roles: ['user'], priority: 1 },
+    },
+    apps: Object.fromEntries([statsApp, trustedApp, costlyApp].map((app) => [app._id, app])),
+  });
+  let off: Running;
   beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({ data: shopData(), jwt: { secret: JWT_SECRET } });
-    const config = async (id: string, aggregations: boolean) => ({
-      service: { id },
-      upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } },
-      redis: { url: redis.url },
-      users: await staticUsers({ root: ['root'], alice: ['user'] }),
-      acl: { mode: 'enforce' },
-      graphql: { aggregations },
-    });
-    on = await startTestOutrigger(await config('gql-aggr-on', true));
-    off = await startTestOutrigger(await config('gql-aggr-off', false));
-    for (const [path, doc] of [
-      ['/_admin/acl/users-graphql', { predicate: 'path-prefix(/graphql)', roles: ['user'], priority: 1 }],
-      ['/_admin/acl/users-read-shop', { predicate: 'method(GET) and path-prefix(/shop)', roles: ['user'], priority: 1 }],
-    ] as const) {
-      expect((await call(on.url, path, { method: 'PUT', auth: ROOT, body: doc })).status).toBe(201);
-    }
-    for (const app of [statsApp, trustedApp, costlyApp]) {
-      const res = await call(on.url, `/gql-apps/${app._id}`, { method: 'PUT', auth: ROOT, body: app });
-      expect(res.status, JSON.stringify(res.json)).toBe(201);
-    }
+    off = await stack.start({ service: { id: 'gql-aggr-off' }, graphql: { aggregations: false } });
   });
-  afterAll(async () => {
-    await on?.stop();
-    await off?.stop();
-    await backend?.close();
-    await redis?.close();
-  });
-  beforeEach(() => backend.clearRequests());
-  const aggrReads = () => backend.requests.filter((r) => r.method === 'GET' && r.path.includes('/_aggrs/'));
+  beforeEach(() => stack.backend.clearRequests());
+  const aggrReads = () => stack.backend.requests.filter((r) => r.method === 'GET' && r.path.includes('/_aggrs/'));
 
   describe('aggregation mappings', () => {
     it('saving the app declared its aggregations in the collection metadata, as RESTHeart stores them', async () => {
-      const meta = await call(backend.url, '/shop/orders/_meta', {});
+      const meta = await call(stack.backend.url, '/shop/orders/_meta', {});
       const aggrs = meta.json.aggrs as Array<{ uri: string; type: string; stages: unknown[]; allowDiskUse: boolean }>;
       expect(aggrs.map((a) => a.type)).toEqual(['pipeline', 'pipeline', 'pipeline']);
       const totals = aggrs.find((a) => a.uri.startsWith('gql-stats-Query-totals-'))!;
@@ -112,7 +92,7 @@ describe('RESTHeart app features through Outrigger', () => {
     });
 
     it('a root aggregation runs through /{db}/{coll}/_aggrs/{name} with $arg as avars', async () => {
-      const res = await gql(on.url, 'stats', '{ all: totals { _id orders sum } open: totals(status: "open", min: 500) { _id orders } }', { auth: ALICE });
+      const res = await gql(stack.proxy.url, 'stats', '{ all: totals { _id orders sum } open: totals(status: "open", min: 500) { _id orders } }', { auth: ALICE });
       expect(res.status, JSON.stringify(res.json)).toBe(200);
       const orders = shopData().shop.orders;
       const count = (f: (o: (typeof orders)[number]) => boolean) => orders.filter(f).length;
@@ -127,10 +107,10 @@ describe('RESTHeart app features through Outrigger', () => {
     });
 
     it('@user in stages is the caller the backend authenticated; $fk per parent', async () => {
-      const mine = await gql(on.url, 'stats', '{ mine { _id n } }', { auth: ALICE });
+      const mine = await gql(stack.proxy.url, 'stats', '{ mine { _id n } }', { auth: ALICE });
       expect(mine.json.data.mine).toEqual([{ _id: 'alice', n: shopData().shop.orders.filter((o) => o.owner === 'alice').length }]);
       expect(aggrReads()[0]!.identity.id).toBe('alice');
-      const users = await gql(on.url, 'stats', '{ users(limit: 2) { _id totals { orders sum } } }', { auth: ALICE });
+      const users = await gql(stack.proxy.url, 'stats', '{ users(limit: 2) { _id totals { orders sum } } }', { auth: ALICE });
       expect(users.json.data.users).toEqual([
         { _id: 'u1', totals: [{ orders: 4, sum: 16 }] },
         { _id: 'u10', totals: [{ orders: 1, sum: 100 }] },
@@ -146,36 +126,36 @@ describe('RESTHeart app features through Outrigger', () => {
 
   describe('trusted documents', () => {
     it('runs listed texts, texts of listed hashes, and listed texts by hash only', async () => {
-      expect((await gql(on.url, 'trusted', listed, { auth: ALICE })).json.data.users).toHaveLength(2);
-      expect((await gql(on.url, 'trusted', hashed, { auth: ALICE })).json.data.users).toHaveLength(1);
-      const byId = await call(on.url, '/graphql/trusted', { method: 'POST', auth: ALICE, body: { documentId: `sha256:${sha256Hex(listed)}` } });
+      expect((await gql(stack.proxy.url, 'trusted', listed, { auth: ALICE })).json.data.users).toHaveLength(2);
+      expect((await gql(stack.proxy.url, 'trusted', hashed, { auth: ALICE })).json.data.users).toHaveLength(1);
+      const byId = await call(stack.proxy.url, '/graphql/trusted', { method: 'POST', auth: ALICE, body: { documentId: `sha256:${sha256Hex(listed)}` } });
       expect(byId.json.data.users).toHaveLength(2);
     });
     it('refuses any other query before reading', async () => {
-      const res = await gql(on.url, 'trusted', '{ users(limit: 3) { name } }', { auth: ALICE });
+      const res = await gql(stack.proxy.url, 'trusted', '{ users(limit: 3) { name } }', { auth: ALICE });
       expect(res.status).toBe(400);
       expect(res.json.errors[0].extensions.code).toBe('UNTRUSTED_DOCUMENT');
-      const unknown = await call(on.url, '/graphql/trusted', { method: 'POST', auth: ALICE, body: { documentId: `sha256:${sha256Hex(hashed)}` } });
+      const unknown = await call(stack.proxy.url, '/graphql/trusted', { method: 'POST', auth: ALICE, body: { documentId: `sha256:${sha256Hex(hashed)}` } });
       expect(unknown.json.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
-      expect(backend.requests.filter((r) => r.path.startsWith('/shop'))).toHaveLength(0);
+      expect(stack.backend.requests.filter((r) => r.path.startsWith('/shop'))).toHaveLength(0);
     });
   });
 
   describe('query cost', () => {
     it('a costly query is refused before any backend read, naming its estimate', async () => {
-      const res = await gql(on.url, 'costly', '{ users(limit: 50) { name orders(limit: 20) { number } } }', { auth: ALICE });
+      const res = await gql(stack.proxy.url, 'costly', '{ users(limit: 50) { name orders(limit: 20) { number } } }', { auth: ALICE });
       expect(res.status).toBe(400);
       expect(res.json.errors[0].extensions).toEqual({ code: 'QUERY_TOO_COSTLY', cost: { reads: 2, documents: 1050, output: 1101 }, maxCost: { reads: 50, documents: 500, output: 50_000 } });
-      expect(backend.requests).toHaveLength(0);
+      expect(stack.backend.requests).toHaveLength(0);
     });
     it('within the limit it runs, and verbose reports the reads and the batching', async () => {
-      const res = await gql(on.url, 'costly', '{ users(limit: 5) { name orders(limit: 2) { number } } }', { auth: ALICE });
+      const res = await gql(stack.proxy.url, 'costly', '{ users(limit: 5) { name orders(limit: 2) { number } } }', { auth: ALICE });
       expect(res.status).toBe(200);
       expect(res.json.data.users).toHaveLength(5);
       expect(res.json.extensions.backendReads.count).toBe(2);
       expect(res.json.extensions.backendReads.reads.map((r: { collection: string }) => r.collection)).toEqual(['users', 'orders']);
       expect(res.json.extensions.dataloader['overall-statistics']).toMatchObject({ batchLoadCount: 5, batchInvokeCount: 1 });
-      expect(backend.requests.filter((r) => r.path.startsWith('/shop'))).toHaveLength(2);
+      expect(stack.backend.requests.filter((r) => r.path.startsWith('/shop'))).toHaveLength(2);
     });
   });
 });

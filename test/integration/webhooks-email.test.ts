@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSmtpCapture, type SmtpCapture } from '../support/smtp.js';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import { redisKeys, utcDay } from '../../src/store/keys.js';
 import { EmailAllowance } from '../../src/webhooks/deliver/attempt/email-allowance.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { startTestOutrigger, type RawConfig } from '../support/outrigger.js';
 import { call, sleep, untilKnown, waitFor } from './webhooks-helpers.js';
-
-type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
+import { type Running, useStack } from '../support/fixtures.js';
 
 interface Mail {
   from: string;
@@ -38,19 +34,29 @@ function parseMail(raw: string): { headers: Record<string, string>; body: string
 }
 
 describe('webhooks: e-mail through a real SMTP server', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
-  let smtp: SmtpCapture;
-  let smtpPort: number;
-  /** What the SMTP server accepted, with headers and body decoded. */
-  const mails = (): Mail[] => smtp.mails.map((m) => ({ ...m, ...parseMail(m.raw) }));
   let refuseNext = 0;
-  let base: RawConfig;
+  const stack = useStack({
+    backend: { data: { shop: { orders: [], refunds: [], a: [], b: [], c: [], d: [] } } },
+    smtp: {
+      refuse: () => {
+        if (refuseNext <= 0) return null;
+        refuseNext--;
+        return Object.assign(new Error('mailbox busy, try again later'), { responseCode: 451 });
+      },
+    },
+    config: { acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] }, webhooks: { retrySchedule: ['300ms'] } },
+    outrigger: false,
+  });
   const running: Running[] = [];
+  afterAll(async () => {
+    for (const r of running) await r.stop().catch(() => {});
+  });
+  /** What the SMTP server accepted, with headers and body decoded. */
+  const mails = (): Mail[] => stack.smtp.mails.map((m) => ({ ...m, ...parseMail(m.raw) }));
 
   async function start(serviceId: string, email: RawConfig): Promise<Running> {
     const r = await startTestOutrigger(
-      { ...base, service: { id: serviceId }, webhooks: { ...base.webhooks, email: { smtp: { host: '127.0.0.1', port: smtpPort }, from: 'outrigger@example.com', ...email } } },
+      { ...stack.raw, service: { id: serviceId }, webhooks: { ...stack.raw.webhooks, email: { smtp: { host: '127.0.0.1', port: stack.smtp.port }, from: 'outrigger@example.com', ...email } } },
       { worker: true },
     );
     running.push(r);
@@ -65,32 +71,6 @@ describe('webhooks: e-mail through a real SMTP server', () => {
   /** Delivery attempts (skipped entries of requests to other paths left out). */
   const logsOf = async (r: Running, id: string) => (await call(r.url, `/_admin/webhooks/${id}/logs`)).json.filter((e: any) => e.status !== 'skipped');
   const mailsTo = (address: string) => mails().filter((m) => m.to.includes(address));
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({ data: { shop: { orders: [], refunds: [], a: [], b: [], c: [], d: [] } } });
-    smtp = await startSmtpCapture({
-      refuse: () => {
-        if (refuseNext <= 0) return null;
-        refuseNext--;
-        return Object.assign(new Error('mailbox busy, try again later'), { responseCode: 451 });
-      },
-    });
-    smtpPort = smtp.port;
-    base = {
-      upstream: { url: backend.url },
-      redis: { url: redis.url },
-      acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] },
-      webhooks: { retrySchedule: ['300ms'] },
-    };
-  });
-
-  afterAll(async () => {
-    for (const r of running) await r.stop().catch(() => {});
-    await smtp.close();
-    await backend?.close();
-    await redis?.close();
-  });
 
   it('sends a JSON body as text to every to and cc recipient, with a one-line plain-text subject', async () => {
     const proxy = await start('wh-mail', { dailyAllowance: 100 });
@@ -119,7 +99,7 @@ describe('webhooks: e-mail through a real SMTP server', () => {
     expect(entry).toMatchObject({ status: 'success', summary: { target: 'mailto:ops@example.com,sales@example.com,audit@example.com', statusCode: 250 } });
     expect(entry.detail.outgoingRequest).toMatchObject({ method: 'SMTP', headers: { subject: 'Order 7 created by <ann> & co', cc: 'audit@example.com' } });
     expect(entry.detail.transformation.output.body).toBe(mail!.body);
-    expect(await redis.client.get(proxy.context.keys.emailAllowance(utcDay()))).toBe('3');
+    expect(await stack.redis.client.get(proxy.context.keys.emailAllowance(utcDay()))).toBe('3');
   });
 
   it('sends HTML bodies with {{x}} HTML-escaped, and retries an SMTP 4xx', async () => {
@@ -141,7 +121,7 @@ describe('webhooks: e-mail through a real SMTP server', () => {
     ]);
     expect(logs[1].nextAttemptAt).toBeDefined();
     // The refused attempt gave its reservation back: one recipient counted, not two.
-    expect(await redis.client.get(proxy.context.keys.emailAllowance(utcDay()))).toBe('1');
+    expect(await stack.redis.client.get(proxy.context.keys.emailAllowance(utcDay()))).toBe('1');
   });
 
   it('reserves the daily allowance atomically, all recipients or none; ownServer lifts it', async () => {
@@ -154,17 +134,17 @@ describe('webhooks: e-mail through a real SMTP server', () => {
 
     await call(proxy.url, '/shop/a', { method: 'POST', body: {} });
     await waitFor(() => logsOf(proxy, first._id), (l) => l.length === 1, 5000, 'five sent');
-    expect(await redis.client.get(dayKey)).toBe('5');
+    expect(await stack.redis.client.get(dayKey)).toBe('5');
     // Five recipients with three left: nothing is sent, nothing reserved, and the failure is final.
     await call(proxy.url, '/shop/b', { method: 'POST', body: {} });
     const [refused] = await waitFor(() => logsOf(proxy, again._id), (l) => l.length === 1, 5000, 'the refusal');
     expect(refused).toMatchObject({ status: 'failed', summary: { error: 'daily email allowance exceeded' }, detail: { error: 'daily email allowance exceeded' } });
     expect(refused.nextAttemptAt).toBeUndefined();
-    expect(await redis.client.get(dayKey)).toBe('5');
+    expect(await stack.redis.client.get(dayKey)).toBe('5');
     // Three recipients with three left: sent.
     await call(proxy.url, '/shop/c', { method: 'POST', body: {} });
     await waitFor(() => logsOf(proxy, three._id), (l) => l.length === 1 && l[0].status === 'success', 5000, 'three sent');
-    expect(await redis.client.get(dayKey)).toBe('8');
+    expect(await stack.redis.client.get(dayKey)).toBe('8');
     await sleep(300);
     expect(mails().filter((m) => m.to.some((t) => t.startsWith('b')))).toHaveLength(0);
     expect(mailsTo('a1@example.com')).toHaveLength(1);
@@ -176,12 +156,12 @@ describe('webhooks: e-mail through a real SMTP server', () => {
     await call(own.url, '/shop/d', { method: 'POST', body: {} });
     await waitFor(() => logsOf(own, lifted._id), (l) => l.length === 1 && l[0].status === 'success', 5000, 'sent without allowance');
     expect(mailsTo('d3@example.com')).toHaveLength(1);
-    expect(await redis.client.get(own.context.keys.emailAllowance(utcDay()))).toBeNull();
+    expect(await stack.redis.client.get(own.context.keys.emailAllowance(utcDay()))).toBeNull();
   });
 
   it('never over-reserves when many workers reserve at once', async () => {
     const keys = redisKeys('outrigger', 'wh-mail-race');
-    const allowance = new EmailAllowance(redis.client, keys, 10);
+    const allowance = new EmailAllowance(stack.redis.client, keys, 10);
     const results = await Promise.all(Array.from({ length: 20 }, () => allowance.reserve(3)));
     expect(results.filter((r) => r.ok)).toHaveLength(3);
     expect(await allowance.used()).toBe(9);
@@ -189,6 +169,6 @@ describe('webhooks: e-mail through a real SMTP server', () => {
     expect(await allowance.used()).toBe(6);
     expect((await allowance.reserve(4)).ok).toBe(true);
     expect((await allowance.reserve(1)).ok).toBe(false);
-    expect(await redis.client.ttl(keys.emailAllowance(utcDay()))).toBeGreaterThan(86_400);
+    expect(await stack.redis.client.ttl(keys.emailAllowance(utcDay()))).toBeGreaterThan(86_400);
   });
 });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { buildConnector } from 'undici';
 import { createLogger } from '../../src/observability/logger.js';
 import { Deliverer } from '../../src/webhooks/deliver/attempt/deliverer.js';
@@ -7,12 +7,10 @@ import { webhookValidator } from '../../src/webhooks/documents/index.js';
 import type { HostLookup } from '../../src/net/ssrf-guard/index.js';
 import type { WebhookDocument } from '../../src/webhooks/webhook.js';
 import { decodeStreamRecord } from '../../src/webhooks/stream-record.js';
-import { startHttpServer, type TestServer } from '../support/http-servers.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, testConfig, type RawConfig, staticUsers } from '../support/outrigger.js';
-import { call, startTarget, untilKnown, waitFor, webhooksOf, type Target } from './webhooks-helpers.js';
-
-type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
+import { type TestRedis } from '../support/redis.js';
+import { basic, startTestOutrigger, testConfig } from '../support/outrigger.js';
+import { call, untilKnown, waitFor, webhooksOf } from './webhooks-helpers.js';
+import { ROOT, type Running, useStack } from '../support/fixtures.js';
 
 /** Every value stored under a key prefix, as text (strings, hashes, lists, sorted sets, streams). */
 async function dumpRedis(redis: TestRedis, match: string): Promise<string> {
@@ -35,49 +33,34 @@ async function dumpRedis(redis: TestRedis, match: string): Promise<string> {
 }
 
 describe('webhooks: SSRF guard at write and at send, and no secrets in events, payloads, recordings or logs', () => {
-  let redis: TestRedis;
-  let upstream: TestServer;
-  let target: Target;
-  let raw: RawConfig;
-  const running: Running[] = [];
-  const ALICE = basic('alice', 'alice-password');
-  const ROOT = basic('root', 'root-password');
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    upstream = await startHttpServer((req, res) => {
+  const stack = useStack({
+    upstream: (req, res) => {
       req.resume();
       req.on('end', () => {
         res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': 'session=setcookie-secret-value; HttpOnly', 'auth-token': 'backend-token-secret-value' });
         res.end(JSON.stringify({ ok: true, path: req.url }));
       });
-    });
-    target = await startTarget();
-    raw = {
-      upstream: { url: upstream.url },
-      redis: { url: redis.url },
-      users: await staticUsers({ root: ['root'], alice: ['user'] }),
-      acl: { mode: 'own-routes' },
-      log: { secretHeaders: ['X-Api-Secret'] },
-    };
+    },
+    target: true,
+    users: { root: ['root'], alice: ['user'] },
+    config: { acl: { mode: 'own-routes' }, log: { secretHeaders: ['X-Api-Secret'] } },
+    outrigger: false,
   });
-
+  const running: Running[] = [];
   afterAll(async () => {
     for (const r of running) await r.stop().catch(() => {});
-    await target?.close();
-    await upstream?.close();
-    await redis?.close();
   });
+  const ALICE = basic('alice', 'alice-password');
 
   it('refuses loopback, private, link-local and IPv4-mapped targets and names resolving to loopback when a webhook is written', async () => {
-    const proxy = await startTestOutrigger({ ...raw, service: { id: 'wh-ssrf-write' } });
+    const proxy = await startTestOutrigger({ ...stack.raw, service: { id: 'wh-ssrf-write' } });
     running.push(proxy);
     const cases: Array<[string, string]> = [
-      [`http://127.0.0.1:${target.port}/hook`, '127.0.0.1 (loopback'],
+      [`http://127.0.0.1:${stack.target.port}/hook`, '127.0.0.1 (loopback'],
       ['http://10.0.0.1/hook', '10.0.0.1 (private'],
       ['http://169.254.169.254/latest/meta-data/', '169.254.169.254 (link-local'],
-      [`http://[::ffff:127.0.0.1]:${target.port}/hook`, 'loopback'],
-      [`http://localhost:${target.port}/hook`, 'resolves to'],
+      [`http://[::ffff:127.0.0.1]:${stack.target.port}/hook`, 'loopback'],
+      [`http://localhost:${stack.target.port}/hook`, 'resolves to'],
     ];
     for (const [url, reason] of cases) {
       const res = await call(proxy.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { name: 'ssrf', type: 'http', condition: 'true', url } });
@@ -89,20 +72,20 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
     expect((await call(proxy.url, '/_admin/webhooks', { auth: ROOT })).json).toEqual([]);
     // A name that resolves to loopback through DNS (injected resolver: nothing leaves the machine).
     const lookup: HostLookup = async () => [{ address: '127.0.0.2', family: 4 }];
-    const validate = webhookValidator(testConfig({ ...raw, service: { id: 'x' } }), { lookup });
+    const validate = webhookValidator(testConfig({ ...stack.raw, service: { id: 'x' } }), { lookup });
     const result = await validate({ name: 'n', type: 'http', condition: 'true', url: 'https://hooks.attacker.example/x' }, undefined);
     expect(result.ok).toBe(false);
     expect(!result.ok && result.problems.join()).toContain('hooks.attacker.example" resolves to 127.0.0.2');
-    expect(target.received).toHaveLength(0);
+    expect(stack.target.received).toHaveLength(0);
   });
 
   it('refuses them again when sending: every resolved address is checked and only a checked one is connected to', async () => {
     // A webhook saved while 127.0.0.0/8 was allowed; the allowance is then removed from the config.
-    const allowed = await startTestOutrigger({ ...raw, service: { id: 'wh-ssrf-send' }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } });
-    const saved = await call(allowed.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { _id: 'was-allowed', name: 'n', type: 'http', condition: 'true', url: `${target.url}/was-allowed` } });
+    const allowed = await startTestOutrigger({ ...stack.raw, service: { id: 'wh-ssrf-send' }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } });
+    const saved = await call(allowed.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { _id: 'was-allowed', name: 'n', type: 'http', condition: 'true', url: `${stack.target.url}/was-allowed` } });
     expect(saved.status).toBe(201);
     await allowed.stop();
-    const proxy = await startTestOutrigger({ ...raw, service: { id: 'wh-ssrf-send' } }, { worker: true });
+    const proxy = await startTestOutrigger({ ...stack.raw, service: { id: 'wh-ssrf-send' } }, { worker: true });
     running.push(proxy);
     await untilKnown([proxy], 'was-allowed');
     await call(proxy.url, '/some/thing', { method: 'POST', body: { a: 1 } });
@@ -110,7 +93,7 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
     expect(entry).toMatchObject({ status: 'failed', attempt: 1, summary: { statusCode: null } });
     expect(entry.summary.error).toContain('127.0.0.1 (loopback');
     expect(entry.nextAttemptAt).toBeUndefined(); // final, never retried
-    expect(target.on('/was-allowed')).toHaveLength(0);
+    expect(stack.target.on('/was-allowed')).toHaveLength(0);
 
     // The delivery code itself, for addresses a stored document could hold (hand-edited, or
     // resolved differently later: DNS rebinding). Connects are watched and refused if they ever happen.
@@ -127,19 +110,19 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
       if (name === 'mixed.example') return [{ address: '93.184.216.34', family: 4 }, { address: '10.1.2.3', family: 4 }];
       throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
     };
-    const config = testConfig({ ...raw, service: { id: 'wh-ssrf-unit' } });
+    const config = testConfig({ ...stack.raw, service: { id: 'wh-ssrf-unit' } });
     const deliverer = new Deliverer({
       serviceId: 'wh-ssrf-unit',
       webhooks: config.webhooks,
       secretHeaders: [],
-      allowance: new EmailAllowance(redis.client, proxy.context.keys, 0),
+      allowance: new EmailAllowance(stack.redis.client, proxy.context.keys, 0),
       logger: createLogger({ level: 'silent' }),
       lookup,
       socketConnector: watching,
     });
     // Written when the name resolved to a public address:
     const validate = webhookValidator(config, { lookup });
-    const rebound = await validate({ _id: 'rebound', name: 'n', type: 'http', condition: 'true', url: `http://rebinding.example:${target.port}/rebound` }, undefined);
+    const rebound = await validate({ _id: 'rebound', name: 'n', type: 'http', condition: 'true', url: `http://rebinding.example:${stack.target.port}/rebound` }, undefined);
     expect(rebound.ok).toBe(true);
     const event = { id: 'evt_ssrf', timestamp: Date.now(), serviceId: 'x', request: { method: 'GET', path: '/', query: {}, headers: {}, body: null, bodyTruncated: false }, response: { statusCode: 200, headers: {}, body: null, bodyTruncated: false } };
     const docs: WebhookDocument[] = [
@@ -155,12 +138,12 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
       expect(result.entry.summary.error).toMatch(/which webhooks may not reach/);
     }
     expect(connects).toEqual([]);
-    expect(target.on('/rebound')).toHaveLength(0);
+    expect(stack.target.on('/rebound')).toHaveLength(0);
     await deliverer.close();
   });
 
   it('never lets Authorization, Cookie, Set-Cookie, secret headers or an issued key into events, payloads, recordings or logs', async () => {
-    const proxy = await startTestOutrigger({ ...raw, service: { id: 'wh-secrets' }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } }, { worker: false });
+    const proxy = await startTestOutrigger({ ...stack.raw, service: { id: 'wh-secrets' }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } }, { worker: false });
     running.push(proxy);
     const keysPermission = await call(proxy.url, '/_admin/acl/alice-keys', {
       method: 'PUT',
@@ -180,7 +163,7 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
         },
       ],
     ] as const) {
-      const res = await call(proxy.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { _id: id, name: id, type: 'http', condition: 'true', url: `${target.url}/${id}`, ...extra } });
+      const res = await call(proxy.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { _id: id, name: id, type: 'http', condition: 'true', url: `${stack.target.url}/${id}`, ...extra } });
       expect(res.status, JSON.stringify(res.json)).toBe(201);
     }
     await untilKnown([proxy], 'all-template');
@@ -214,20 +197,20 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
 
     // Events: no worker runs yet, so they wait in the stream.
     const events = proxy.context.keys.events;
-    await waitFor(() => redis.client.xlen(events), (n) => n === 3, 5000, 'three events in the stream');
-    const streamText = JSON.stringify(await redis.client.xrange(events, '-', '+'));
+    await waitFor(() => stack.redis.client.xlen(events), (n) => n === 3, 5000, 'three events in the stream');
+    const streamText = JSON.stringify(await stack.redis.client.xrange(events, '-', '+'));
     expectNoSecret(streamText, 'the event stream');
     expect(streamText).toContain('[redacted]');
-    const keysEvent = (await redis.client.xrange(events, '-', '+')).map(([, f]) => decodeStreamRecord(f)!).find((r) => r.event.request.path === '/keys')!;
+    const keysEvent = (await stack.redis.client.xrange(events, '-', '+')).map(([, f]) => decodeStreamRecord(f)!).find((r) => r.event.request.path === '/keys')!;
     expect(keysEvent.event.response.body).toEqual({ _id: issued.json._id, name: 'my key', roles: ['reader'], expiresAt: issued.json.expiresAt });
     expect(keysEvent.event.request.headers).toMatchObject({ authorization: '[redacted]', cookie: '[redacted]', 'x-api-secret': '[redacted]', 'proxy-authorization': '[redacted]' });
 
     // Deliveries: payloads as the targets receive them.
     const worker = webhooksOf(proxy).internals.createWorker();
     worker.start();
-    await waitFor(() => target.received.length, (n) => n === 6, 10_000, 'six deliveries');
-    for (const r of target.received) expectNoSecret(r.body, `the payload to ${r.url}`);
-    const templated = target.on('/all-template').map((r) => JSON.parse(r.body));
+    await waitFor(() => stack.target.received.length, (n) => n === 6, 10_000, 'six deliveries');
+    for (const r of stack.target.received) expectNoSecret(r.body, `the payload to ${r.url}`);
+    const templated = stack.target.on('/all-template').map((r) => JSON.parse(r.body));
     expect(templated.find((p) => p.whole?.path === '/shop/orders?x=1')).toMatchObject({ auth: '[redacted]', cookie: '[redacted]', setCookie: '[redacted]' });
     expect(templated.find((p) => p.whole?.name === 'my key')).toMatchObject({ key: '' });
     await worker.stop();
@@ -241,6 +224,6 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
       expect(logs.json.filter((e: any) => e.status === 'success')).toHaveLength(3);
       expectNoSecret(logs.text, `the logs of ${id}`);
     }
-    expectNoSecret(await dumpRedis(redis, `${proxy.context.keys.namespace}*`), 'Redis');
+    expectNoSecret(await dumpRedis(stack.redis, `${proxy.context.keys.namespace}*`), 'Redis');
   });
 });
