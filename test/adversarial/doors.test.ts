@@ -137,12 +137,15 @@ describe('every door answers bad input with a 4xx naming the problem', () => {
     }
   });
 
-  it('a mutation or subscription sent to an app without that root type answers 400, not 200', async () => {
-    for (const query of ['mutation { orders { number } }', 'subscription { orders { number } }']) {
-      const answer = await send(sys.url, 'POST', '/graphql/fuzzshop', { authorization: ROOT, 'content-type': 'application/json' }, JSON.stringify({ query }));
-      expect(answer.status, answer.text).toBe(400);
-      expect(answer.message).toMatch(/no (mutation|subscription) type/);
-    }
+  it('a subscription sent to an app without that root type answers 400, not 200; a mutation field the app lacks is a validation error', async () => {
+    const sub = await send(sys.url, 'POST', '/graphql/fuzzshop', { authorization: ROOT, 'content-type': 'application/json' }, JSON.stringify({ query: 'subscription { orders { number } }' }));
+    expect(sub.status, sub.text).toBe(400);
+    expect(sub.message).toMatch(/no subscription type/);
+    // The fuzz app has a Mutation type (issue 27): `orders` is not one of its fields.
+    const headers = { authorization: ROOT, 'content-type': 'application/json', accept: 'application/graphql-response+json' };
+    const mutation = await send(sys.url, 'POST', '/graphql/fuzzshop', headers, JSON.stringify({ query: 'mutation { orders { number } }' }));
+    expect(mutation.status, mutation.text).toBe(400);
+    expect(mutation.message).toMatch(/Cannot query field "orders" on type "Mutation"/);
   });
 
   it('webhook header names or values HTTP forbids are refused at write, naming the header', async () => {

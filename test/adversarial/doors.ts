@@ -17,7 +17,7 @@ export interface Door {
   path: string;
   body: BodyKind;
   /** What a body at this door is about, for the fuzzer (permission, webhook, app, key, patch, event). */
-  shape?: 'permission' | 'webhook' | 'app' | 'key' | 'test-send' | 'graphql' | 'condition' | 'any';
+  shape?: 'permission' | 'webhook' | 'app' | 'key' | 'test-send' | 'graphql' | 'graphql-mutation' | 'condition' | 'any';
   auth: string;
 }
 
@@ -48,6 +48,7 @@ export const DOORS: Door[] = [
   { name: 'patch an app', covers: '/gql-apps', method: 'PATCH', path: '/gql-apps/{id}', body: 'json', shape: 'app', auth: ROOT },
   { name: 'read an app', covers: '/gql-apps', method: 'GET', path: '/gql-apps/{id}', body: 'none', auth: ROOT },
   { name: 'GraphQL POST', covers: '/graphql', method: 'POST', path: `/graphql/${APP_URI}`, body: 'graphql', shape: 'graphql', auth: ROOT },
+  { name: 'GraphQL mutation POST', covers: '/graphql', method: 'POST', path: `/graphql/${APP_URI}`, body: 'graphql', shape: 'graphql-mutation', auth: ROOT },
   { name: 'GraphQL GET', covers: '/graphql', method: 'GET', path: `/graphql/${APP_URI}`, body: 'none', shape: 'graphql', auth: ROOT },
   { name: 'proxied write (webhook capture)', covers: 'proxy', method: 'POST', path: '/api/orders/{id}', body: 'json', shape: 'any', auth: ROOT },
   { name: 'health', covers: '/_health', method: 'GET', path: '/_health/ready', body: 'none', auth: '' },

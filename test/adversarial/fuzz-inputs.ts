@@ -167,6 +167,24 @@ export function fuzzGraphql(r: Rng): string {
   ])();
 }
 
+/** Mutations against the fuzz app's Mutation type (issue 27): injected operators, bulk sizes, deep inputs, fan-out. */
+export function fuzzMutation(r: Rng): string {
+  const n = r.depth();
+  const id = r.pick(['"0000000000000000000000aa"', '"*"', '"_null"', '""', '"a/b"', '1', 'null', JSON.stringify(text(r, 30))]);
+  return r.pick<() => string>([
+    () => `mutation { addOrder(number: ${r.pick(['1', '-1', '1e999', '"x"', 'null'])}, status: ${JSON.stringify(text(r, 40))}) }`,
+    () => `mutation { setStatus(id: ${id}, status: "x") }`,
+    () => `mutation { edit(id: ${id}, changes: ${r.pick(['{$where: "1"}', '{a: {$set: {b: 1}}}', '{"a.b": 1}', `${'{a: '.repeat(n)}1${'}'.repeat(n)}`, '{$expr: {$eq: [1, 1]}}', '{__proto__: {x: 1}}', '[]'])}) }`,
+    () => `mutation($d: BsonDocument) { edit(id: ${id}, changes: $d) purge(filter: $d) }`,
+    () => `mutation { purge(filter: ${r.pick(['{$ne: null}', '{}', '{status: {$function: {body: "x"}}}', '{"status.x": 1}', 'null'])}) }`,
+    () => `mutation { bulk(orders: [${Array.from({ length: r.int(0, 3000) }, (_, i) => `{number: ${i}}`).join(',')}]) }`,
+    () => `mutation { ${Array.from({ length: r.int(2, 300) }, (_, i) => `m${i}: addOrder(number: ${i})`).join(' ')} }`,
+    () => `fragment M on Mutation { a: addOrder(number: 1) b: purge(filter: {status: "x"}) } mutation { ...M ...M }`,
+    () => `mutation { addOrder(number: 1) @skip(if: ${r.pick(['true', 'false', '$x', '"x"'])}) }`,
+    () => `mutation { remove(id: ${id}) { number status } }`,
+  ])();
+}
+
 // ------------------------------------------------------------------------------------------------
 // Ids, query strings, headers
 
@@ -283,8 +301,9 @@ function shapedDocument(r: Rng, door: Door, targetUrl: string): unknown {
     case 'condition':
       return { condition: r.chance(0.85) ? fuzzPredicate(r) : value(r), ...(r.chance(0.5) ? { kind: r.pick(['webhook', 'permission', '', text(r, 8)]) } : {}) };
     case 'graphql':
+    case 'graphql-mutation':
       return {
-        query: r.chance(0.85) ? fuzzGraphql(r) : value(r),
+        query: r.chance(0.85) ? (door.shape === 'graphql-mutation' ? fuzzMutation(r) : fuzzGraphql(r)) : value(r),
         ...(r.chance(0.4) ? { variables: r.chance(0.5) ? '__RAW__' : value(r) } : {}),
         ...(r.chance(0.2) ? { operationName: value(r) } : {}),
         ...(r.chance(0.1) ? { extensions: value(r) } : {}),
@@ -364,7 +383,7 @@ export function fuzzRequest(r: Rng, door: Door, targetUrl: string): FuzzRequest 
   if (!sendsBody) return { method: door.method, path, headers, kind: kind || 'headers' };
   const body = fuzzBody(r, door, targetUrl);
   if (door.body === 'graphql' && headers['content-type'] === 'application/graphql') {
-    return { method: door.method, path, headers, body: fuzzGraphql(r), kind: 'graphql-document' };
+    return { method: door.method, path, headers, body: door.shape === 'graphql-mutation' ? fuzzMutation(r) : fuzzGraphql(r), kind: 'graphql-document' };
   }
   // Any body past the document limit (a deep document can be) may be refused and cut off unread.
   const oversized = body.oversized || Buffer.byteLength(body.body) > MAX_DOCUMENT_BODY_BYTES;

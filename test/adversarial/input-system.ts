@@ -41,7 +41,15 @@ function drain(req: IncomingMessage, done: (body: string) => void) {
 export async function startInputSystem(serviceId: string, extraYaml = ''): Promise<InputSystem> {
   const redis = await startTestRedis();
   const upstream = await startHttpServer((req: IncomingMessage, res: ServerResponse) =>
-    drain(req, () => {
+    drain(req, (body) => {
+      // Writes the GraphQL app's mutations make are answered as RESTHeart answers them.
+      const bulk = req.url?.split('?')[0]?.endsWith('/*') || body.trimStart().startsWith('[');
+      if (req.url?.startsWith('/shop/') && req.method !== 'GET' && req.method !== 'HEAD') {
+        if (bulk) res.writeHead(200, { 'content-type': 'application/json' }).end('{"inserted":1,"links":["/shop/orders/0000000000000000000000aa"],"deleted":1,"modified":1,"matched":1}');
+        else if (req.method === 'POST') res.writeHead(201, { location: 'http://upstream/shop/orders/0000000000000000000000aa' }).end();
+        else res.writeHead(req.method === 'DELETE' ? 204 : 200).end();
+        return;
+      }
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('[]');
     }),
@@ -85,8 +93,21 @@ export async function startInputSystem(serviceId: string, extraYaml = ''): Promi
   const app = await send(url, 'POST', '/gql-apps', { authorization: ROOT, 'content-type': 'application/json' }, JSON.stringify({
     _id: 'x1',
     descriptor: { name: 'fuzz shop', uri: APP_URI },
-    schema: 'type Order { number: Int, status: String } type Query { orders(status: String, limit: Int): [Order] }',
-    mappings: { Query: { orders: { db: 'shop', collection: 'orders', find: { status: { $arg: 'status' } }, limit: { $arg: 'limit' } } } },
+    schema:
+      'type Order { number: Int, status: String } input OrderIn { number: Int, status: String } type Query { orders(status: String, limit: Int): [Order] } ' +
+      'type Mutation { addOrder(number: Int, status: String): ID setStatus(id: ID!, status: String): Boolean edit(id: ID!, changes: BsonDocument): Boolean ' +
+      'bulk(orders: [OrderIn!]): Int purge(filter: BsonDocument): Int remove(id: ID!): Order }',
+    mappings: {
+      Query: { orders: { db: 'shop', collection: 'orders', find: { status: { $arg: 'status' } }, limit: { $arg: 'limit' } } },
+      Mutation: {
+        addOrder: { db: 'shop', collection: 'orders', insert: { number: { $arg: 'number' }, status: { $arg: ['status', 'new'] }, owner: '@user.id' } },
+        setStatus: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'id' } }, update: { $set: { status: { $arg: 'status' } } } },
+        edit: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'id' } }, update: { $set: { $arg: 'changes' } } },
+        bulk: { db: 'shop', collection: 'orders', insert: { $arg: 'orders' } },
+        purge: { db: 'shop', collection: 'orders', find: { status: { $arg: 'filter' } }, many: true, delete: true },
+        remove: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'id' } }, delete: true },
+      },
+    },
   }));
   if (app.status !== 201) throw new Error(`the GraphQL app was refused: ${app.status} ${app.text}`);
   const hook = await send(url, 'POST', '/_admin/webhooks', { authorization: ROOT, 'content-type': 'application/json' }, JSON.stringify({
