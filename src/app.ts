@@ -190,6 +190,8 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     const slots = (forwarder = new Forwarder({ ...config.upstream, bodyIdleTimeoutMs: config.listen.bodyIdleTimeoutMs })).slots;
     metrics.upstreamSlots.track(() => slots.activeCount, { state: 'in-use' });
     metrics.upstreamSlots.track(() => slots.waitingCount, { state: 'waiting' });
+    const buffering = forwarder;
+    metrics.requestBufferBytes.track(() => buffering.bufferedBytes);
     ownRoutePrefixes = routes.map((r) => r.prefix);
     handle = createRequestHandler({
       routes: new RouteTable(routes),

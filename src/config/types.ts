@@ -59,6 +59,8 @@ export interface OutriggerConfig {
     maxQueuedPerClient: number;
     /** Request bodies up to this many bytes are read in full before taking an upstream connection (0: stream all). */
     bufferBodyBytes: number;
+    /** What all bodies being buffered may take together; past it bodies stream. */
+    bufferTotalBytes: number;
     identity: {
       mode: IdentityMode;
       jwt: { secret: string | null; algorithm: 'HS256' | 'HS384' | 'HS512'; issuer: string; audience: string | null; ttlSeconds: number };

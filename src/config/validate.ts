@@ -137,6 +137,7 @@ function readUpstream(u: SectionReader): OutriggerConfig['upstream'] {
     queueTimeoutMs: u.integer('queueTimeoutMs', 10_000, 10, 600_000),
     maxQueuedPerClient: u.integer('maxQueuedPerClient', 256, 0, 100_000),
     bufferBodyBytes: u.integer('bufferBodyBytes', 1024 * 1024, 0, 64 * 1024 * 1024),
+    bufferTotalBytes: u.integer('bufferTotalBytes', 256 * 1024 * 1024, 0, 64 * 1024 * 1024 * 1024),
     identity: {
       mode: identity.oneOf('mode', 'none', ['jwt', 'headers', 'none'] as const),
       jwt: {

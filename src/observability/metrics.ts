@@ -186,6 +186,7 @@ export function createMetrics() {
     webhooksAutoDisabled: registry.counter('outrigger_webhooks_auto_disabled_total', 'Webhooks disabled after webhooks.disableAfterFailures consecutive failed events.'),
     graphqlBackendReads: registry.counter('outrigger_graphql_backend_reads_total', 'Backend collection reads made by GraphQL apps.'),
     upstreamSlots: registry.gauge('outrigger_upstream_slots', 'Upstream request slots, by state (in-use, waiting for a free one).'),
+    requestBufferBytes: registry.gauge('outrigger_request_buffer_bytes', 'Bytes reserved by request bodies read in full before they take an upstream slot (upstream.bufferBodyBytes, at most upstream.bufferTotalBytes).'),
     redisUp: registry.gauge('outrigger_redis_up', '1 when Redis is ready for this service (on a cluster or Sentinel: the probe behind /_health/ready).'),
   };
 }

@@ -51,6 +51,11 @@ export interface ForwarderOptions {
    * slot (upstream.bufferBodyBytes; 0 streams every body). Optional for callers that predate it.
    */
   bufferBodyBytes?: number;
+  /**
+   * What all bodies being read for buffering may reserve together (upstream.bufferTotalBytes);
+   * past it a body streams as if buffering were off, so memory stays bounded.
+   */
+  bufferTotalBytes?: number;
 }
 
 /**
@@ -115,13 +120,32 @@ export class Forwarder {
     const streams = hasBody && !Buffer.isBuffer(f.body);
     const handler = new ForwardHandler(f, this.options, failed, this, options, streams);
     const bound = this.options.bufferBodyBytes ?? 0;
-    if (streams && bound > 0 && !f.req.complete && Number(f.req.headers['content-length'] ?? 0) <= bound) {
+    if (streams && bound > 0 && !f.req.complete) {
       // Request buffering (SPEC §2): a trickling client holds a socket and this buffer, never a slot.
-      bufferBody(f, bound, this.options.bodyIdleTimeoutMs, handler);
-      return handler.clientClosed;
+      // A chunked body reserves the whole bound; all reservations together stay under bufferTotalBytes.
+      const declared = Number(f.req.headers['content-length'] ?? 0);
+      const reserve = declared > 0 ? declared : bound;
+      if (declared <= bound && this.buffered + reserve <= (this.options.bufferTotalBytes ?? Infinity)) {
+        this.buffered += reserve;
+        handler.bufferReserved = reserve;
+        bufferBody(f, bound, this.options.bodyIdleTimeoutMs, handler);
+        return handler.clientClosed;
+      }
     }
     handler.waiting = this.slots.acquire(f.clientIp, handler);
     return handler.clientClosed;
+  }
+
+  /** Bytes reserved by request bodies being read or held for buffering (a gauge). */
+  get bufferedBytes(): number {
+    return this.buffered;
+  }
+
+  private buffered = 0;
+
+  /** For ForwardHandler, when its buffered body is sent or given up. */
+  releaseBuffer(bytes: number): void {
+    this.buffered -= bytes;
   }
 
   /** For ForwardHandler, once its body is read (or found to be larger than the bound). */
@@ -249,6 +273,8 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest {
   cancelled: Error | null = null;
   /** Between the slot's grant and the exchange's end; released exactly once. */
   private slotHeld = false;
+  /** Bytes this request reserved for request buffering; given back once, when it ends. */
+  bufferReserved = 0;
   private buffered: Buffer[] | null = null;
   private bufferedHeaders: Record<string, string | string[] | undefined> = {};
   private bufferedStatus = 0;
@@ -288,7 +314,10 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest {
   start(): void {
     this.waiting = null;
     this.slotHeld = true;
-    if (this.cancelled) return this.releaseSlot();
+    if (this.cancelled) {
+      this.releaseBuffer();
+      return this.releaseSlot();
+    }
     if (this.streamsBody) this.watchBody();
     this.forwarder.dispatch(this.dispatchOptions, this);
   }
@@ -296,6 +325,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest {
   /** No slot: too many waiting from this client, or the wait passed upstream.queueTimeoutMs. */
   refuse(error: OutriggerError): void {
     this.waiting = null;
+    this.releaseBuffer();
     if (!this.cancelled) this.failed(error);
   }
 
@@ -396,6 +426,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest {
   private cancel(reason: Error): void {
     if (this.cancelled) return;
     this.cancelled = reason;
+    this.releaseBuffer();
     if (this.waiting) {
       this.waiting.cancel();
       this.waiting = null;
@@ -441,6 +472,13 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest {
   private settle(): void {
     this.settled = true;
     this.releaseSlot();
+    this.releaseBuffer();
+  }
+
+  private releaseBuffer(): void {
+    if (this.bufferReserved === 0) return;
+    this.forwarder.releaseBuffer(this.bufferReserved);
+    this.bufferReserved = 0;
   }
 }
 

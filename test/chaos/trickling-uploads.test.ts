@@ -71,6 +71,7 @@ describe('chaos: trickling uploads from one address', () => {
     await sleep(3500); // every trickle has sent its second byte
     expect(open.size).toBe(TRICKLES);
     expect(await upstreamSlots(proxy.url)).toEqual({ inUse: 0, waiting: 0 });
+    expect(await bufferBytes(proxy.url)).toBe(TRICKLES * 100_000);
     for (let round = 0; round < 3; round++) {
       const startedAt = Date.now();
       const res = await call(proxy.url, '/items');
@@ -84,6 +85,7 @@ describe('chaos: trickling uploads from one address', () => {
     await sleep(200);
     expect(uploadsReceived).toBe(0);
     expect(await upstreamSlots(proxy.url)).toEqual({ inUse: 0, waiting: 0 });
+    expect(await bufferBytes(proxy.url)).toBe(0);
   }, 30_000);
 
   it('forwards a buffered body whole, with its exact Content-Length, chunked or not', async () => {
@@ -112,6 +114,11 @@ describe('chaos: trickling uploads from one address', () => {
     expect(await upstreamSlots(proxy.url)).toEqual({ inUse: 0, waiting: 0 });
   }, 15_000);
 });
+
+async function bufferBytes(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/_metrics`)).text();
+  return Number(/outrigger_request_buffer_bytes (\d+)/.exec(text)?.[1] ?? NaN);
+}
 
 function postChunked(base: string, parts: Buffer[]): Promise<unknown> {
   return new Promise((resolve, reject) => {

@@ -5,7 +5,7 @@
  * the bound streams on with what was read first; the observer sees every chunk once.
  */
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Forwarder } from '../../../src/proxy/forwarder.js';
 import { startHttpServer, type TestServer } from '../../support/http-servers.js';
@@ -90,6 +90,56 @@ describe('request buffering through an observed body', () => {
   it('leaves every slot free between requests', () => {
     expect(forwarder.slots.activeCount).toBe(0);
     expect(slotsAtDispatch.every((n) => n >= 1)).toBe(true);
+  });
+});
+
+describe('request buffering stays under upstream.bufferTotalBytes', () => {
+  let upstream: TestServer;
+  let front: Server;
+  let forwarder: Forwarder;
+  let port = 0;
+  const sockets: Socket[] = [];
+
+  beforeAll(async () => {
+    upstream = await startHttpServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.end('ok'));
+    });
+    forwarder = new Forwarder({ url: upstream.url, timeoutMs: 5000, connections: 4, maxConnectionsPerClient: 4, queueTimeoutMs: 2000, maxQueuedPerClient: 8, bodyIdleTimeoutMs: 5000, bufferBodyBytes: BOUND, bufferTotalBytes: 2 * 60_000 });
+    front = createServer((req, res) => {
+      const cancel = forwarder.forward({ req, res, method: req.method!, target: req.url!, requestId: 'r', clientIp: '127.0.0.1', peerTrusted: false, secure: false }, (error) => {
+        res.writeHead(error.status).end(error.message);
+      });
+      res.once('close', () => {
+        if (!res.writableFinished) cancel();
+      });
+    });
+    await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+    port = (front.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => front?.close(resolve));
+    await forwarder?.close();
+    await upstream?.close();
+  });
+
+  it('buffers while the reservations fit, streams the next body, and gives every reservation back', async () => {
+    for (let i = 0; i < 3; i++) {
+      const socket = connect({ port, host: '127.0.0.1' });
+      socket.on('error', () => {});
+      socket.write('POST /up HTTP/1.1\r\nhost: x\r\ncontent-length: 60000\r\n\r\nabc');
+      sockets.push(socket);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // Two bodies reserved 60,000 bytes each; the third did not fit and streams, holding a slot.
+    expect(forwarder.bufferedBytes).toBe(120_000);
+    expect(forwarder.slots.activeCount).toBe(1);
+    for (const socket of sockets) socket.destroy();
+    const until = Date.now() + 2000;
+    while ((forwarder.bufferedBytes > 0 || forwarder.slots.activeCount > 0) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    expect(forwarder.bufferedBytes).toBe(0);
+    expect(forwarder.slots.activeCount).toBe(0);
   });
 });
 
