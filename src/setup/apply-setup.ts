@@ -12,6 +12,8 @@ import { didYouMean } from '../util/did-you-mean.js';
 export interface SetupSummary {
   counts: Record<string, number>;
   changes: Array<{ section: string; id: string; change: 'created' | 'updated' | 'unchanged' }>;
+  /** `<section>[i] (<id>): <warning>` for documents accepted with warnings (a `$typeResolver` overlap). */
+  warnings: string[];
 }
 
 /**
@@ -45,6 +47,7 @@ export async function applySetup(parsed: unknown, kinds: SetupKind[], options: {
   for (const key of Object.keys(root)) if (!known.has(key as SetupKind['section'])) problems.push(`${key}: not a setup section (use ${[...known].join(', ')})${didYouMean(key, known)}`);
 
   const plan: Array<{ kind: SetupKind; docs: StoredDocument[]; changes: SetupSummary['changes'] }> = [];
+  const warnings: string[] = [];
   for (const kind of kinds) {
     const list = root[kind.section];
     if (list === undefined || list === null) continue;
@@ -71,6 +74,7 @@ export async function applySetup(parsed: unknown, kinds: SetupKind[], options: {
         continue;
       }
       docs.push(result.doc);
+      warnings.push(...(kind.warnings?.(result.doc) ?? []).map((w) => `${where} (${entry._id}): ${w}`));
       // Compared as stored (JSON), so an absent optional field and `undefined` are the same.
       const stored = JSON.parse(JSON.stringify(result.doc)) as unknown;
       changes.push({ section: kind.section, id: entry._id, change: !existing ? 'created' : isDeepStrictEqual(existing, stored) ? 'unchanged' : 'updated' });
@@ -90,5 +94,5 @@ export async function applySetup(parsed: unknown, kinds: SetupKind[], options: {
   const all = plan.flatMap((p) => p.changes);
   const counts: Record<string, number> = { created: 0, updated: 0, unchanged: 0 };
   for (const c of all) counts[c.change]!++;
-  return { counts, changes: all };
+  return { counts, changes: all, warnings };
 }

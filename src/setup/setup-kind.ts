@@ -10,4 +10,6 @@ export interface SetupKind {
   validate(candidate: Record<string, unknown>, existing: StoredDocument | undefined): Promise<Validation<StoredDocument>> | Validation<StoredDocument>;
   /** Cross-document checks over the whole resulting set (duplicate uris); returns problems. */
   checkSet?(docs: StoredDocument[]): string[];
+  /** What is accepted but worth saying about a document `validate` answered (printed by check and apply). */
+  warnings?(doc: StoredDocument): string[];
 }

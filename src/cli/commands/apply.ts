@@ -17,6 +17,7 @@ export function registerApplyCommand(program: Command): void {
       try {
         const summary = await applySetupFile(running.context, opts.file, running.modules.flatMap((m) => m.setupKinds ?? []));
         for (const change of summary.changes) process.stdout.write(`${change.change.padEnd(9)} ${change.section}/${change.id}\n`);
+        for (const warning of summary.warnings) process.stdout.write(`warning: ${warning}\n`);
         const { created, updated, unchanged } = summary.counts;
         process.stdout.write(`${opts.file}: ${created} created, ${updated} updated, ${unchanged} unchanged\n`);
       } catch (error) {

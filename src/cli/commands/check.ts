@@ -11,13 +11,15 @@ export function registerCheckCommand(program: Command): void {
     .requiredOption('-c, --config <file>', 'the YAML config file')
     .action(async (opts: { config: string }) => {
       const problems: string[] = [];
+      const warnings: string[] = [];
       let bootstrap: string | null = null;
       try {
         const { config } = loadConfig(opts.config);
         bootstrap = config.acl.bootstrap;
         if (bootstrap) {
           try {
-            await applySetup(readSetupFile(bootstrap), offlineSetupKinds(config), { offline: true });
+            const summary = await applySetup(readSetupFile(bootstrap), offlineSetupKinds(config), { offline: true });
+            warnings.push(...summary.warnings.map((w) => `acl.bootstrap(${bootstrap}): warning: ${w}`));
           } catch (error) {
             if (!(error instanceof ValidationError)) throw error;
             problems.push(...error.problems.map((p) => `acl.bootstrap(${bootstrap}): ${p}`));
@@ -32,6 +34,7 @@ export function registerCheckCommand(program: Command): void {
         process.exitCode = 1;
         return;
       }
+      if (warnings.length) process.stdout.write(`${warnings.join('\n')}\n`);
       process.stdout.write(`${opts.config}: OK${bootstrap ? ` (bootstrap ${bootstrap}: OK)` : ''}\n`);
     });
 }

@@ -39,6 +39,7 @@ export function checkMappings(
   schema: GraphQLSchema | undefined,
   opts: MappingOptions,
   problems: string[],
+  warnings: string[] = [],
 ): void {
   const queryName = schema?.getQueryType()?.name ?? 'Query';
   const mutationName = schema?.getMutationType()?.name;
@@ -86,7 +87,7 @@ export function checkMappings(
       continue;
     }
     if (type && schema && (isUnionType(type) || isInterfaceType(type))) {
-      checkTypeResolver(path, schema, type, typeMappings, problems);
+      checkTypeResolver(path, schema, type, typeMappings, problems, warnings);
       continue;
     }
     if (type && !isObjectType(type)) {

@@ -13,6 +13,14 @@ import { validateAppDocument } from './validate-app.js';
 /** An app as stored: validated and normalised (descriptor defaults filled, uri without slashes). */
 export type StoredApp = GraphqlApp & StoredDocument;
 
+/** The warnings of each document a validator accepted (the same object the write goes on with). */
+const acceptedWarnings = new WeakMap<object, string[]>();
+
+/** What the write of `doc` answers beside it (`warnings`, SPEC §6.2); empty for a document no validator saw. */
+export function warningsOf(doc: object): string[] {
+  return acceptedWarnings.get(doc) ?? [];
+}
+
 /** Full validation of a candidate; answers the normalised document with `_id` first. */
 export function appValidator(config: OutriggerConfig) {
   const opts = { defaultDb: config.graphql.defaultDb, maxLimit: config.graphql.maxLimit, aggregations: config.graphql.aggregations };
@@ -21,7 +29,9 @@ export function appValidator(config: OutriggerConfig) {
     if (!result.ok) return result;
     const { _id, ...rest } = result.app;
     if (typeof _id !== 'string') return { ok: false, problems: ['_id must be a non-empty string'] };
-    return { ok: true, doc: { _id, ...rest } };
+    const doc: StoredApp = { _id, ...rest };
+    if (result.warnings.length > 0) acceptedWarnings.set(doc, result.warnings);
+    return { ok: true, doc };
   };
 }
 
@@ -71,5 +81,6 @@ export function graphqlAppSetupKind(config: OutriggerConfig, store?: DocumentSto
     store: store as unknown as SetupKind['store'],
     validate: (candidate) => validate(candidate) as unknown as Validation<StoredDocument>,
     checkSet: (docs) => duplicateUris(docs, config.routes.graphql),
+    warnings: (doc) => warningsOf(doc),
   };
 }

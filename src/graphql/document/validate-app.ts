@@ -23,7 +23,8 @@ export interface ValidateAppOptions {
   readonly aggregations?: boolean;
 }
 
-export type AppValidation = { ok: true; app: GraphqlApp } | { ok: false; problems: string[] };
+/** `warnings`: what is accepted but worth saying (a `$typeResolver` overlap and the type that wins it). */
+export type AppValidation = { ok: true; app: GraphqlApp; warnings: string[] } | { ok: false; problems: string[] };
 
 const TOP_LEVEL = ['_id', 'descriptor', 'schema', 'mappings'];
 /** RESTHeart stores `_etag`; documents copied from it are accepted and the field dropped. */
@@ -33,15 +34,16 @@ const DESCRIPTOR_FIELDS = ['name', 'description', 'enabled', 'uri', 'introspecti
 /** Validates an app document and returns it normalised (descriptor defaults, uri without slashes). */
 export function validateAppDocument(input: unknown, opts: ValidateAppOptions): AppValidation {
   const result = validateAppWithSchema(input, opts);
-  return result.ok ? { ok: true, app: result.app } : result;
+  return result.ok ? { ok: true, app: result.app, warnings: result.warnings } : result;
 }
 
 /** As validateAppDocument, also handing back the schema it built (compileApp reuses it). */
 export function validateAppWithSchema(
   input: unknown,
   opts: ValidateAppOptions,
-): { ok: true; app: GraphqlApp; schema: GraphQLSchema } | { ok: false; problems: string[] } {
+): { ok: true; app: GraphqlApp; schema: GraphQLSchema; warnings: string[] } | { ok: false; problems: string[] } {
   const problems: string[] = [];
+  const warnings: string[] = [];
   if (!isPlainObject(input)) {
     return { ok: false, problems: ['a GraphQL app document must be a JSON object {descriptor, schema, mappings}'] };
   }
@@ -69,7 +71,7 @@ export function validateAppWithSchema(
   if (!isPlainObject(mappings)) {
     problems.push('mappings must be an object keyed by type name, with at least the mappings of the Query fields');
   } else {
-    checkMappings(mappings, schema, opts, problems);
+    checkMappings(mappings, schema, opts, problems, warnings);
     checkMappingLiterals(mappings, problems);
   }
 
@@ -80,7 +82,7 @@ export function validateAppWithSchema(
     mappings: mappings as Record<string, TypeMappings>,
   };
   if (typeof id === 'string') app._id = id;
-  return { ok: true, app, schema };
+  return { ok: true, app, schema, warnings };
 }
 
 function checkDescriptor(raw: unknown, id: string | undefined, problems: string[]): GraphqlAppDescriptor | undefined {

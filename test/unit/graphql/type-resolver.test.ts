@@ -97,12 +97,26 @@ describe('write-time checks of $typeResolver', () => {
       expect.stringMatching(/^mappings.Course.\$typeResolver.Course: Course is not a member of union Course/),
     );
   });
-  it('names an ambiguous pair and an unreachable type, with a witness', () => {
-    expect(refuse({ InternalCourse: 'field-exists(title)', ExternalCourse: 'field-eq(field=sub.external, value=true)' })).toEqual([
-      'mappings.Course.$typeResolver.ExternalCourse: ambiguous with InternalCourse: a document can match both ("field-exists(title)" and "field-eq(field=sub.external, value=true)", e.g. when title exists, sub.external is true, sub.external exists); make the predicates exclusive',
+  const warningsOf = (resolver: unknown): string[] => {
+    const app = restheartApp('union');
+    (app.mappings as any).Course = { $typeResolver: resolver };
+    const r = validateAppDocument(app, { defaultDb: 'restheart', maxLimit: 1000 });
+    return r.ok ? r.warnings : [`refused: ${r.problems.join('; ')}`];
+  };
+  it('accepts an overlap (the first written wins, as RESTHeart) with a warning naming it and its winner, with a witness', () => {
+    const resolver = { InternalCourse: 'field-exists(title)', ExternalCourse: 'field-eq(field=sub.external, value=true)' };
+    expect(refuse(resolver)).toEqual([]);
+    expect(warningsOf(resolver)).toEqual([
+      'mappings.Course.$typeResolver.ExternalCourse: overlaps InternalCourse: a document can match both ("field-exists(title)" and "field-eq(field=sub.external, value=true)", e.g. when title exists, sub.external is true, sub.external exists); InternalCourse, written first, wins it',
     ]);
+    expect(warningsOf({ InternalCourse: 'field-eq(field=k, value=1)', ExternalCourse: 'field-eq(field=k, value=2)' })).toEqual([]);
+  });
+  it('refuses a type that can never be picked: a predicate that never holds, or one every match of which an earlier entry takes', () => {
     expect(refuse({ InternalCourse: 'field-exists(a) and not field-exists(a)', ExternalCourse: 'field-exists(b)' })).toEqual([
       'mappings.Course.$typeResolver.InternalCourse: the predicate "field-exists(a) and not field-exists(a)" can never hold, so InternalCourse is unreachable',
+    ]);
+    expect(refuse({ InternalCourse: 'field-exists(a)', ExternalCourse: 'field-exists(a) and field-exists(b)' })).toEqual([
+      'mappings.Course.$typeResolver.ExternalCourse: every document "field-exists(a) and field-exists(b)" matches is matched first by an entry written before it (InternalCourse), so ExternalCourse is unreachable; write it earlier or narrow the others',
     ]);
     expect(refuse({ InternalCourse: 'field-eq(field=k, value=1)', ExternalCourse: 'field-eq(field=k, value=2)' })).toEqual([]);
     expect(refuse({ InternalCourse: 'value-eq(value=1)', ExternalCourse: "field-eq(field=sub, value='{\"a\":1}') and not field-exists(sub.b)" })).toEqual([]);

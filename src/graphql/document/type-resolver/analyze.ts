@@ -1,7 +1,7 @@
 /**
  * Write-time analysis of a `$typeResolver`: which entries can never be chosen (their predicate
- * cannot hold, or every document it holds for is taken by an earlier entry) and which pairs are
- * ambiguous (one document satisfies both, so only the order of keys decides). Predicates are
+ * cannot hold, or every document it holds for is taken by an earlier entry: a 400) and which pairs
+ * overlap (one document satisfies both, so the order written decides: a warning). Predicates are
  * boolean formulas over a few atoms; we enumerate the atoms' truth assignments that a JSON
  * document could produce (field-eq implies field-exists, a field has one value, a.b exists only if
  * a does, value-eq fixes the whole value) and look for a witness.
@@ -125,14 +125,22 @@ export interface ResolverEntry {
   readonly predicate: Predicate;
 }
 
-/** Problems of a parsed resolver, each with `path.<Type>` in front. */
-export function analyzeResolver(path: string, entries: readonly ResolverEntry[]): string[] {
+/**
+ * What the write says of a parsed resolver, each with `path.<Type>` in front. RESTHeart's rule
+ * decides (SPEC §6.2): the first predicate in the order written that holds picks the type. So an
+ * overlap (one document matching two entries) is a warning naming the type that wins it; an
+ * entry that can never be picked (its predicate never holds, or every document it holds for is
+ * taken by an earlier entry) is a problem.
+ */
+export function analyzeResolver(path: string, entries: readonly ResolverEntry[]): { problems: string[]; warnings: string[] } {
   const atomMap = new Map<string, Atom>();
   for (const e of entries) collectAtoms(e.predicate, atomMap);
   const atoms = [...atomMap.values()];
-  if (atoms.length > MAX_ATOMS) return [];
+  if (atoms.length > MAX_ATOMS) return { problems: [], warnings: [] };
   const problems: string[] = [];
-  const satisfiable = entries.map(() => false);
+  const warnings: string[] = [];
+  const holds = entries.map(() => false);
+  const wins = entries.map(() => false);
   const overlaps = new Map<string, string>();
   for (let mask = 0; mask < 1 << atoms.length; mask++) {
     const truth = new Map<string, boolean>();
@@ -141,9 +149,10 @@ export function analyzeResolver(path: string, entries: readonly ResolverEntry[])
     const holding = entries.map((e) => evaluate(e.predicate, truth));
     const first = holding.indexOf(true);
     if (first < 0) continue;
+    wins[first] = true;
     holding.forEach((h, i) => {
       if (!h) return;
-      satisfiable[i] = true;
+      holds[i] = true;
       for (let j = i + 1; j < entries.length; j++) {
         if (!holding[j]) continue;
         const key = `${i}:${j}`;
@@ -152,17 +161,22 @@ export function analyzeResolver(path: string, entries: readonly ResolverEntry[])
     });
   }
   entries.forEach((e, i) => {
-    if (!satisfiable[i]) problems.push(`${path}.${e.type}: the predicate "${describe(e.predicate)}" can never hold, so ${e.type} is unreachable`);
+    if (!holds[i]) problems.push(`${path}.${e.type}: the predicate "${describe(e.predicate)}" can never hold, so ${e.type} is unreachable`);
+    else if (!wins[i]) {
+      const earlier = entries.slice(0, i).map((x) => x.type).join(', ');
+      problems.push(`${path}.${e.type}: every document "${describe(e.predicate)}" matches is matched first by an entry written before it (${earlier}), so ${e.type} is unreachable; write it earlier or narrow the others`);
+    }
   });
   for (const [key, example] of overlaps) {
     const [i, j] = key.split(':').map(Number) as [number, number];
     const a = entries[i] as ResolverEntry;
     const b = entries[j] as ResolverEntry;
-    problems.push(
-      `${path}.${b.type}: ambiguous with ${a.type}: a document can match both ("${describe(a.predicate)}" and "${describe(b.predicate)}", e.g. when ${example}); make the predicates exclusive`,
+    if (!wins[j]) continue; // already a problem
+    warnings.push(
+      `${path}.${b.type}: overlaps ${a.type}: a document can match both ("${describe(a.predicate)}" and "${describe(b.predicate)}", e.g. when ${example}); ${a.type}, written first, wins it`,
     );
   }
-  return problems;
+  return { problems, warnings };
 }
 
 /** The first entry whose predicate holds for `value`, as RESTHeart picks it. */

@@ -1,8 +1,9 @@
 /**
  * Unions and interfaces mapped as RESTHeart maps them: `{"Course": {"$typeResolver": {"InternalCourse":
  * "not field-exists(sub.external)", "ExternalCourse": "field-eq(field=sub.external, value=true)"}}}`.
- * Checked at write (every member mapped, predicates parse, none unreachable, none ambiguous) and
- * installed as graphql-js `resolveType` functions (first matching entry, in key order, as RESTHeart).
+ * Checked at write (every member mapped, predicates parse, none unreachable; overlaps are warnings
+ * naming the type that wins) and installed as graphql-js `resolveType` functions (first matching
+ * entry, in the order written, as RESTHeart).
  */
 import { GraphQLError, isInterfaceType, isUnionType, type GraphQLAbstractType, type GraphQLSchema } from 'graphql';
 import { isPlainObject } from '../../app-document.js';
@@ -22,6 +23,7 @@ export function checkTypeResolver(
   type: GraphQLAbstractType,
   mapping: Record<string, unknown>,
   problems: string[],
+  warnings: string[] = [],
 ): ResolverEntry[] | undefined {
   const kind = isUnionType(type) ? 'union' : 'interface';
   const members = possibleTypeNames(schema, type);
@@ -62,7 +64,11 @@ export function checkTypeResolver(
     const what = kind === 'union' ? 'all union members' : 'all objects implementing it';
     problems.push(`${rpath} for ${kind} ${type.name} does not map ${what}: ${missing.join(', ')} would be unreachable`);
   }
-  if (problems.length === before) problems.push(...analyzeResolver(rpath, entries));
+  if (problems.length === before) {
+    const analysis = analyzeResolver(rpath, entries);
+    problems.push(...analysis.problems);
+    warnings.push(...analysis.warnings);
+  }
   return problems.length === before ? entries : undefined;
 }
 
