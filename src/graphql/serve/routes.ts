@@ -16,7 +16,7 @@ import type { OwnRoute } from '../../http/route-table.js';
 import type { RequestScope } from '../../http/scope.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import { syncDeclaredAggregations } from '../reads/aggregations/sync.js';
-import { appValidator, uriCollision, type StoredApp } from '../document/setup-kind.js';
+import { appValidator, uriCollision, warningsOf, type StoredApp } from '../document/setup-kind.js';
 import { backendHeadersFor, type CallerFacts } from '../backend/caller-identity.js';
 import { handleGraphqlHttp } from './http-handler.js';
 import type { GraphqlAppRegistry } from '../compile/registry.js';
@@ -101,6 +101,12 @@ export function createAppsRoute(context: AppContext, store: DocumentStore<Stored
         const headers = backend.auth === 'service' ? serviceHeaders : backendHeadersFor(context.planIdentity(scope.principal), scope.principal, scope.req.headers);
         await syncDeclaredAggregations(doc, { baseUrl: backend.url, collectionPath: backend.collectionPath, defaultDb: config.graphql.defaultDb, headers });
       }
+    },
+    // A write answers the document with the warnings its validation gave (SPEC §6.2: $typeResolver
+    // overlaps and the type that wins each); reads answer the document as stored.
+    present: (doc, scope) => {
+      const warnings = scope.method === 'GET' ? [] : warningsOf(doc);
+      return warnings.length > 0 ? { ...doc, warnings } : doc;
     },
     matchesSearch: (doc, term) =>
       doc._id.toLowerCase().includes(term) ||
