@@ -132,3 +132,45 @@ function postChunked(base: string, parts: Buffer[]): Promise<unknown> {
     req.end();
   });
 }
+
+describe('chaos: a buffered upload that trickles forever', () => {
+  const REQUEST_TIMEOUT_MS = 3000;
+  let redis: TestRedis;
+  let upstream: TestServer;
+  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
+  let socket: Socket | null = null;
+
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    upstream = await startHttpServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.end('ok'));
+    });
+    proxy = await startTestOutrigger({
+      service: { id: 'chaos-trickle-forever' },
+      upstream: { url: upstream.url },
+      listen: { headersTimeoutMs: 1000, requestTimeoutMs: REQUEST_TIMEOUT_MS, bodyIdleTimeoutMs: 10_000 },
+      redis: { url: redis.url },
+      acl: { mode: 'own-routes' },
+    });
+  });
+  afterAll(async () => {
+    socket?.destroy();
+    await proxy?.stop();
+    await upstream?.close();
+    await redis?.close();
+  });
+
+  it('is ended by listen.requestTimeoutMs (408), however often it sends a byte', async () => {
+    socket = await rawClient(proxy.url, `POST /upload HTTP/1.1\r\nhost: chaos\r\ncontent-length: 100000\r\n\r\n`, 'x');
+    const s = socket;
+    const timer = setInterval(() => s.writable && s.write('x'), 300);
+    const startedAt = Date.now();
+    const { text, closed } = await readUntilClosed(s, REQUEST_TIMEOUT_MS + 8000).finally(() => clearInterval(timer));
+    expect(closed).toBe(true);
+    expect(text).toMatch(/^HTTP\/1\.1 408/);
+    expect(text).toMatch(/listen\.requestTimeoutMs/);
+    expect(Date.now() - startedAt).toBeLessThan(REQUEST_TIMEOUT_MS + 5000);
+    expect(await upstreamSlots(proxy.url)).toEqual({ inUse: 0, waiting: 0 });
+  }, 20_000);
+});
