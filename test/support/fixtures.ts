@@ -10,11 +10,14 @@
  * beforeAll ran) throws, naming it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { startStandinBackend, type StandinBackend, type StandinOptions } from '../../examples/standin-backend/index.js';
+import { startOutrigger } from '../../src/app.js';
+import { createLogger } from '../../src/observability/logger.js';
 import { call } from './http-client.js';
 import { startHttpServer, type TestServer } from './http-servers.js';
-import { basic, merge, startTestOutrigger, staticUsers, type RawConfig } from './outrigger.js';
+import { basic, merge, startTestOutrigger, staticUsers, testConfig, type RawConfig } from './outrigger.js';
 import { startTestRedis, type TestRedis } from './redis.js';
 import { startSmtpCapture, type SmtpCapture } from './smtp.js';
 import { startTarget, type Target } from './webhook-target.js';
@@ -50,6 +53,8 @@ export interface StackOptions {
   config?: RawConfig | ((stack: Stack) => RawConfig);
   /** Starts Outrigger on `stack.raw` (the default; `{ worker: true }` with a webhook worker). `false`: the file starts its own. */
   outrigger?: boolean | { worker?: boolean };
+  /** The stack's Outrigger logs at this level into `stack.logLines` / `stack.logText` (with its config's log.secretHeaders). */
+  captureLogs?: string;
   /** Permissions written as root once Outrigger runs (`PUT /_admin/acl/<id>`), each answered 201. */
   permissions?: Record<string, Record<string, unknown>>;
   /** GraphQL apps written as root after the permissions (`PUT /gql-apps/<id>`), each answered 201. */
@@ -65,6 +70,9 @@ export interface Stack {
   readonly smtp: SmtpCapture;
   /** The Outrigger `useStack` started. */
   readonly proxy: Running;
+  /** The stack's Outrigger's log lines, parsed, and as written (with `captureLogs`). */
+  readonly logLines: Array<Record<string, any>>;
+  readonly logText: string;
   /** The config it was started with (a test may start more from it). */
   readonly raw: RawConfig;
   /** Starts another Outrigger (on `stack.raw` merged with `over`), stopped with the stack. */
@@ -78,6 +86,8 @@ export interface Stack {
 class StackParts implements Stack {
   parts: Partial<Record<'redis' | 'backend' | 'upstream' | 'target' | 'smtp' | 'proxy' | 'raw', unknown>> = {};
   private stops: Array<() => Promise<unknown> | unknown> = [];
+  logLines: Array<Record<string, any>> = [];
+  logText = '';
 
   private part<T>(name: keyof StackParts['parts']): T {
     const value = this.parts[name];
@@ -162,7 +172,8 @@ async function fill(stack: StackParts, options: StackOptions): Promise<void> {
     const over = typeof options.config === 'function' ? options.config(stack) : (options.config ?? {});
     stack.parts.raw = merge(base, over);
     if (options.outrigger !== false) {
-      stack.parts.proxy = await stack.start({}, typeof options.outrigger === 'object' ? options.outrigger : {});
+      const worker = typeof options.outrigger === 'object' ? options.outrigger.worker : undefined;
+      stack.parts.proxy = options.captureLogs ? await startLogged(stack, options.captureLogs, worker ?? false) : await stack.start({}, { worker });
       for (const [id, doc] of Object.entries(options.permissions ?? {})) await stack.put(`/_admin/acl/${id}`, doc);
       for (const [id, doc] of Object.entries(options.apps ?? {})) await stack.put(`/gql-apps/${id}`, doc);
     }
@@ -170,4 +181,20 @@ async function fill(stack: StackParts, options: StackOptions): Promise<void> {
     await stack.stop();
     throw error;
   }
+}
+
+/** The stack's Outrigger with a logger writing into `stack.logLines` and `stack.logText`. */
+async function startLogged(stack: StackParts, level: string, worker: boolean): Promise<Running> {
+  const config = testConfig(stack.raw);
+  const destination = new Writable({
+    write(chunk, _encoding, done) {
+      const text = String(chunk);
+      stack.logText += text;
+      for (const line of text.split('\n').filter(Boolean)) stack.logLines.push(JSON.parse(line) as Record<string, any>);
+      done();
+    },
+  });
+  const running = (await startOutrigger(config, { worker, logger: createLogger({ level, secretHeaders: config.log.secretHeaders, destination }) })) as Running;
+  stack.onStop(() => running.stop());
+  return running;
 }
