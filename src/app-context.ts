@@ -9,6 +9,7 @@ import type { FeatureStates } from './features/feature-states.js';
 import type { RequestScope } from './http/scope.js';
 import type { Logger } from './observability/logger.js';
 import type { Metrics } from './observability/metrics.js';
+import type { Tracing } from './observability/tracing/tracing.js';
 import type { ChangeBus } from './store/change-bus.js';
 import type { RedisConnections } from './store/connections.js';
 import type { DocumentStore } from './store/document-store.js';
@@ -19,6 +20,8 @@ export interface AppContext {
   config: OutriggerConfig;
   logger: Logger;
   metrics: Metrics;
+  /** Traces (SPEC §9): propagation always, export when configured. */
+  tracing: Tracing;
   redis: Redis;
   connections: RedisConnections;
   keys: RedisKeys;

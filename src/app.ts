@@ -32,6 +32,8 @@ import { createMetrics } from './observability/metrics.js';
 import { logRedisTransitions } from './observability/redis-events.js';
 import { healthRoute, metricsRoute } from './observability/routes.js';
 import { startSummary } from './observability/start-summary.js';
+import { Tracing } from './observability/tracing/tracing.js';
+import { resolveTelemetry } from './config/telemetry.js';
 import { Forwarder } from './proxy/forwarder.js';
 import { ChangeBus } from './store/change-bus.js';
 import { createRedisConnections, describeTarget, waitForRedis, type RedisTarget } from './store/connections.js';
@@ -56,6 +58,8 @@ export interface StartOptions {
   embeddedRedisDir?: string;
   /** Apply `acl.bootstrap` (default true; `outrigger apply` applies only its own file). */
   bootstrap?: boolean;
+  /** Outrigger's version, for the traces' `service.version`. */
+  version?: string;
 }
 
 export interface RunningOutrigger {
@@ -71,6 +75,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   const logger = options.logger ?? createLogger({ level: config.log.level, secretHeaders: config.log.secretHeaders });
   const metrics = createMetrics();
   const serve = options.serve ?? true;
+  const tracing = Tracing.create(resolveTelemetry(config.telemetry, process.env).settings, options.version ?? process.env.npm_package_version, metrics, logger);
 
   // Bind first: a taken port must fail before anything (embedded Redis, the bootstrap) is
   // started or written. Until the parts below exist, requests get a 503.
@@ -149,7 +154,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   const signInBasic = basic;
 
   const context: AppContext = {
-    config, logger, metrics, redis, connections, keys, bus, features, permissions, acl,
+    config, logger, metrics, tracing, redis, connections, keys, bus, features, permissions, acl,
     exchangeFor: exchangeForScope,
     authorizeOwnRoute: policy.authorizeOwnRoute,
     planIdentity,
@@ -203,6 +208,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       observer: observers[0] ?? null,
       metrics,
       logger,
+      tracing,
     });
   }
   const loaded: Record<string, number> = { permissions: permissions.all().size };
@@ -240,6 +246,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
         await userVerifier?.close?.().catch(() => {});
         await connections.close();
         await embedded?.stop();
+        await tracing.shutdown();
         logger.info('Outrigger stopped');
       })();
       return stopping;

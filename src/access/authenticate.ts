@@ -23,7 +23,7 @@ export function createAuthenticator(options: {
     const header = scope.req.headers.authorization;
     if (!header) return ANONYMOUS;
     const scheme = header.slice(0, 7).toLowerCase();
-    if (scheme.startsWith('basic ')) return options.basic.authenticate(header, scope.clientIp);
+    if (scheme.startsWith('basic ')) return options.basic.authenticate(header, scope.clientIp, scope.trace);
     if (scheme === 'bearer ') {
       const token = header.slice(7).trim();
       if (!token.startsWith(bearerKeyPrefix)) return ANONYMOUS;

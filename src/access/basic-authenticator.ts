@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { unauthorized } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { RequestTrace } from '../observability/tracing/tracing.js';
 import { parseBasicAuthorization } from './basic-credentials.js';
 import type { BruteForceGuard } from './brute-force-guard.js';
 import type { Principal } from './principal.js';
@@ -23,7 +24,7 @@ export class BasicAuthenticator {
     private readonly log: Logger,
   ) {}
 
-  async authenticate(header: string, clientIp: string): Promise<Principal> {
+  async authenticate(header: string, clientIp: string, trace?: RequestTrace): Promise<Principal> {
     const cacheKey = createHash('sha256').update(header).digest('base64');
     const cached = this.cache.get(cacheKey);
     const now = Date.now();
@@ -41,7 +42,7 @@ export class BasicAuthenticator {
       // Redis unreachable: the guard cannot count, but the password is still checked; say so once per failure.
       this.log.warn({ err: (error as Error).message }, 'brute-force guard unavailable (Redis); verifying without it');
     }
-    const result = await this.verifier.verify(credentials.id, credentials.password, header);
+    const result = await this.verifier.verify(credentials.id, credentials.password, header, trace);
     if (!result) {
       this.metrics.authFailures.inc({ scheme: 'basic', reason: 'wrong-credentials' });
       await this.guard.recordFailure(credentials.id, clientIp).catch(() => {});

@@ -30,9 +30,20 @@ export function createProxyPolicy<X>(o: ProxyPolicyOptions<X>): { authorizeProxy
   const classify = createShapeClassifier(o.collectionPath);
 
   function authorizeOwnRoute(scope: RequestScope): void {
+    // The ACL decision's span (SPEC §9), only on a recorded trace.
+    const span = scope.trace?.recording ? scope.trace.child('authorize', 'internal') : undefined;
     const decision = o.acl.decide(scope.principal, o.exchangeFor(scope));
-    if (!decision.allowed) throw o.acl.denial(scope.principal);
+    if (!decision.allowed) {
+      span?.set('outrigger.acl.allowed', false);
+      span?.end();
+      throw o.acl.denial(scope.principal);
+    }
     scope.permission = decision.permission?.doc;
+    if (span) {
+      span.set('outrigger.acl.allowed', true);
+      span.set('outrigger.acl.permission', decision.admin ? '(admin role)' : String((decision.permission?.doc as { _id?: unknown } | undefined)?._id ?? ''));
+      span.end();
+    }
   }
 
   /** Synchronous unless a permission's predicate needs the request body read first. */

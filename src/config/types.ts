@@ -1,4 +1,6 @@
 /** The validated, defaulted configuration. Field names are the YAML names (SPEC §1). */
+import type { TelemetryConfig } from './telemetry.js';
+
 export type FeatureState = 'not-installed' | 'enabled' | 'disabled';
 export type IdentityMode = 'jwt' | 'headers' | 'none';
 
@@ -142,6 +144,8 @@ export interface OutriggerConfig {
       ownServer: boolean;
     };
   };
+  /** Traces (SPEC §9): export settings; propagation needs none. */
+  telemetry: TelemetryConfig;
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'; secretHeaders: string[] };
   mcp: {
     /** What agent sign-in hands out (SPEC §5.6); `off` answers 404 on every OAuth route. */

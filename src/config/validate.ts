@@ -2,6 +2,7 @@ import type { OutriggerConfig, StaticUser } from './types.js';
 import { parseCidr } from '../net/cidr.js';
 import { SectionReader } from './reader.js';
 import { readRedis } from './redis-config.js';
+import { readTelemetry, resolveTelemetry } from './telemetry.js';
 
 import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from './retry-schedule.js';
 
@@ -81,6 +82,7 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
       return out;
     })(),
     webhooks: readWebhooks(root.section('webhooks')),
+    telemetry: readTelemetry(root.section('telemetry')),
     log: (() => {
       const l = root.section('log');
       const out = {
@@ -122,6 +124,8 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
   root.finish();
 
   crossCheck(config, problems);
+  // The OTEL_* variables are part of what `check` checks: `start` would refuse them the same way.
+  problems.push(...resolveTelemetry(config.telemetry, process.env).problems);
   return { config, problems };
 }
 

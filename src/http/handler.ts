@@ -12,6 +12,7 @@ import { hasDotSegments, type RouteTable } from './route-table.js';
 import { observeOwnRoute, tappedBody, type RequestObserver } from './observe.js';
 import { RequestMetrics } from '../observability/request-metrics.js';
 import { redisRefusal, type RedisRefusal } from '../store/redis-errors.js';
+import { Tracing, type RequestTrace, type SpanHandle } from '../observability/tracing/tracing.js';
 
 /** A refusal of one reason is logged at once, then at most once per this long (with a count). */
 const REFUSAL_LOG_EVERY_MS = 10_000;
@@ -33,6 +34,8 @@ export interface HandlerParts {
   observer: RequestObserver | null;
   metrics: Metrics;
   logger: Logger;
+  /** Traces (SPEC §9); propagation only when absent. */
+  tracing?: Tracing;
 }
 
 /**
@@ -45,6 +48,9 @@ export function createRequestHandler(parts: HandlerParts) {
   // Decided once: at info level (the default) the request path builds no log objects at all.
   const logRequests = logger.isLevelEnabled('debug');
   const refusalsLogged = new Map<string, { at: number; since: number }>();
+  const tracing = parts.tracing ?? Tracing.propagationOnly();
+  const upstream = new URL(forwarder.origin);
+  const upstreamPort = Number(upstream.port || (upstream.protocol === 'https:' ? 443 : 80));
   // The client gets 503 (respond.ts); the operator gets a counter and a warning saying what Redis answered.
   const reportRefusal = (refusal: RedisRefusal, error: Error, scope: RequestScope) => {
     metrics.redisRefusals.inc({ reason: refusal.reason });
@@ -56,7 +62,7 @@ export function createRequestHandler(parts: HandlerParts) {
     }
     refusalsLogged.set(refusal.reason, { at: now, since: 0 });
     logger.warn(
-      { requestId: scope.id, method: scope.method, path: scope.rawPath, reason: refusal.reason, redis: error.message, alsoRefusedSinceLastLine: last?.since ?? 0 },
+      { requestId: scope.id, trace_id: scope.trace?.traceId, method: scope.method, path: scope.rawPath, reason: refusal.reason, redis: error.message, alsoRefusedSinceLastLine: last?.since ?? 0 },
       'Redis refused a command; answered 503 with Retry-After (outrigger_redis_refusals_total)',
     );
   };
@@ -65,27 +71,49 @@ export function createRequestHandler(parts: HandlerParts) {
     const peer = req.socket.remoteAddress ?? '';
     const { ip, peerTrusted } = parts.clientIp(peer, req.headers['x-forwarded-for']);
     const scope = new RequestScope(req, res, ip, (req.socket as TLSSocket).encrypted === true);
+    const h = req.headers;
+    const trace: RequestTrace = (scope.trace = tracing.begin({
+      method: scope.method,
+      path: scope.rawPath,
+      scheme: scope.secure ? 'https' : 'http',
+      clientIp: ip,
+      traceparent: h.traceparent,
+      tracestate: h.tracestate,
+      userAgent: h['user-agent'],
+      host: h.host,
+    }));
 
     // Decided on the canonical path; a path without one matches nothing and is refused in run().
     const route = scope.pathProblem === undefined ? routes.match(scope.path) : undefined;
     if (route) {
       scope.routeKind = route.kind;
       res.setHeader('x-request-id', scope.id);
+      trace.rename(`${scope.method} ${route.prefix}`, route.prefix);
     }
     const observed = route?.unobserved || !parts.observer ? null : parts.observer.begin(scope);
     if (observed && route) observeOwnRoute(scope, observed);
 
     let abortUpstream: (() => void) | undefined;
+    /** The upstream call's client span (only while one is recorded). */
+    let upstreamSpan: SpanHandle | undefined;
     // One listener per request for everything that happens at the end ('close' follows 'finish').
     res.once('close', () => {
       const completed = res.writableFinished;
       if (!completed) abortUpstream?.();
       if (completed) requestMetrics.record(scope.routeKind, res.statusCode, scope.elapsedSeconds());
-      observed?.finish(scope, completed);
+      upstreamSpan?.end(completed ? res.statusCode : undefined);
+      if (observed) {
+        const tee = trace.recording ? trace.child('webhook tee', 'internal') : undefined;
+        observed.finish(scope, completed);
+        tee?.end();
+      }
+      if (trace.recording) endServerSpan(trace, scope, completed);
+      else trace.end();
       if (logRequests) {
         logger.debug(
           {
             requestId: scope.id,
+            trace_id: trace.traceId,
             req: { method: scope.method, path: scope.rawPath, headers: req.headers, clientIp: scope.clientIp },
             res: { statusCode: res.statusCode },
             user: scope.principal.id,
@@ -99,19 +127,24 @@ export function createRequestHandler(parts: HandlerParts) {
     });
 
     const fail = (error: unknown) => {
-      if ((error as { status?: number }).status === 499) return; // the client left; nobody to answer
       const status = (error as { status?: number }).status;
+      if (upstreamSpan) {
+        upstreamSpan.fail((error as { code?: string }).code ?? 'error', (error as Error).message);
+        upstreamSpan.end();
+        upstreamSpan = undefined;
+      }
+      if (status === 499) return; // the client left; nobody to answer
       if (status === 502 || status === 504) {
         metrics.upstreamErrors.inc({ kind: status === 504 ? 'timeout' : 'unreachable' });
         // Operators must see each upstream failure at the default level, not only as a counter.
-        logger.info({ requestId: scope.id, method: scope.method, path: scope.rawPath, status, code: (error as { code?: string }).code, err: (error as Error).message }, 'upstream failure');
+        logger.info({ requestId: scope.id, trace_id: trace.traceId, method: scope.method, path: scope.rawPath, status, code: (error as { code?: string }).code, err: (error as Error).message }, 'upstream failure');
       }
       if (!(error instanceof OutriggerError)) {
         const refusal = redisRefusal(error);
         if (refusal !== null) reportRefusal(refusal, error as Error, scope);
       }
       if (!res.headersSent) res.setHeader('x-request-id', scope.id);
-      sendError(res, error, logger, scope.id);
+      sendError(res, error, logger, scope.id, trace.traceId);
     };
     // The stages return a promise only when they have something to wait for (a cold key, a body
     // to read, the upstream); a known caller goes from request to dispatch without a microtask.
@@ -126,6 +159,7 @@ export function createRequestHandler(parts: HandlerParts) {
       if (hasDotSegments(scope.rawPath)) throw badRequest('the path contains "." or ".." segments; send the normalised path');
       if (scope.pathProblem !== undefined) throw badRequest(scope.pathProblem);
       if (route?.public) return route.handle(scope);
+      if (trace.recording) return tracedAuthentication();
       const principal = parts.authenticate(scope);
       if (principal instanceof Promise)
         return principal.then((p) => {
@@ -134,6 +168,36 @@ export function createRequestHandler(parts: HandlerParts) {
         });
       scope.principal = principal;
       return afterAuthentication();
+    }
+
+    /** The same, with a span: `outrigger.auth.source` says whether it waited (Redis, a users lookup) or not (a cache). */
+    function tracedAuthentication(): Promise<void> | void {
+      const span = trace.child('authenticate', 'internal');
+      const done = (p: Principal, source: string) => {
+        scope.principal = p;
+        span.set('outrigger.auth.via', p.via);
+        span.set('outrigger.auth.source', p.via === 'anonymous' ? 'none' : source);
+        span.end();
+      };
+      const failed = (error: unknown) => {
+        span.fail(String((error as { status?: number }).status ?? 'error'), (error as Error).message);
+        span.end();
+        throw error;
+      };
+      let principal;
+      try {
+        principal = parts.authenticate(scope);
+      } catch (error) {
+        return failed(error);
+      }
+      if (!(principal instanceof Promise)) {
+        done(principal, 'cache');
+        return afterAuthentication();
+      }
+      return principal.then((p) => {
+        done(p, p.via === 'apikey' ? 'redis' : 'verified');
+        return afterAuthentication();
+      }, failed);
     }
 
     function afterAuthentication(): Promise<void> | void {
@@ -146,6 +210,17 @@ export function createRequestHandler(parts: HandlerParts) {
       const plan = parts.planProxy(scope);
       if (res.destroyed) return; // the client left while we were deciding
       if (observed && Buffer.isBuffer(plan.body)) observed.onRequestData(plan.body);
+      // SPEC §9: the backend's traceparent names our client span, or is the one we started.
+      let traceparent: string | undefined;
+      if (trace.recording) {
+        upstreamSpan = trace.child(`${scope.method} upstream`, 'client', {
+          'http.request.method': scope.method,
+          'server.address': upstream.hostname,
+          'server.port': upstreamPort,
+          'url.full': upstream.origin + scope.rawPath,
+        });
+        traceparent = upstreamSpan.traceparent;
+      } else if (trace.replacesClientHeader) traceparent = trace.traceparent;
       abortUpstream = forwarder.forward(
         {
           req,
@@ -160,11 +235,21 @@ export function createRequestHandler(parts: HandlerParts) {
           // After the plan: its `body` key is present (undefined) when no feature read the body.
           body: plan.body ?? (observed && hasBody(req) ? tappedBody(req, observed) : undefined),
           observer: observed ?? undefined,
+          ...(traceparent ? { setRequestHeaders: { ...plan.setRequestHeaders, traceparent } } : {}),
         },
         fail,
       );
     }
   };
+}
+
+/** Attributes known only at the end, set on a recorded server span only. */
+function endServerSpan(trace: RequestTrace, scope: RequestScope, completed: boolean): void {
+  trace.set('outrigger.request_id', scope.id);
+  trace.set('outrigger.route', scope.routeKind);
+  trace.set('outrigger.auth.via', scope.principal.via);
+  if (!completed) trace.fail('client_closed', 'the client closed the connection before the answer was complete');
+  trace.end(completed ? scope.res.statusCode : undefined);
 }
 
 function hasBody(req: IncomingMessage): boolean {

@@ -19,7 +19,7 @@ export function errorBody(status: number, message: string): string {
   });
 }
 
-export function sendError(res: ServerResponse, error: unknown, log?: Logger, requestId?: string): void {
+export function sendError(res: ServerResponse, error: unknown, log?: Logger, requestId?: string, traceId?: string): void {
   let status = 500;
   let message = 'internal error; the request id in the X-Request-Id header identifies it in the logs';
   let headers: Record<string, string> | undefined;
@@ -35,7 +35,7 @@ export function sendError(res: ServerResponse, error: unknown, log?: Logger, req
       message = refusal.message;
       headers = { 'retry-after': String(refusal.retryAfterSeconds) };
     } else {
-      log?.error({ err: error, requestId }, 'unexpected error while handling a request');
+      log?.error({ err: error, requestId, ...(traceId ? { trace_id: traceId } : {}) }, 'unexpected error while handling a request');
     }
   }
   if (res.headersSent) {

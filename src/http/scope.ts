@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { ANONYMOUS, type Principal } from '../access/principal.js';
+import type { RequestTrace } from '../observability/tracing/tracing.js';
 import { canonicalPath } from './canonical-path.js';
 
 /**
@@ -53,6 +54,11 @@ export class RequestScope {
    * rather than a WeakMap: per-request weak entries cost the garbage collector on every request.
    */
   exchange: object | undefined = undefined;
+  /**
+   * The request's trace (SPEC §9): its server span when exporting, else the propagated context.
+   * Set by the handler before anything else runs; own routes and features start children from it.
+   */
+  trace: RequestTrace | undefined = undefined;
   private parsedQuery: URLSearchParams | undefined;
 
   constructor(

@@ -12,15 +12,21 @@ export function createUpstreamUserVerifier(options: { upstreamUrl: string; path:
   const prefix = base.pathname.replace(/\/$/, '');
   return {
     verifiedLocally: false,
-    async verify(id, _password, authorization) {
+    async verify(id, _password, authorization, trace) {
       let response;
+      const path = prefix + options.path.replace('{id}', encodeURIComponent(id));
+      // SPEC §9: the lookup carries the request's trace; a client span of its own when recorded.
+      const span = trace?.child('GET users lookup', 'client', { 'http.request.method': 'GET', 'server.address': base.hostname, 'url.full': base.origin + prefix + options.path });
       try {
         response = await pool.request({
           method: 'GET',
-          path: prefix + options.path.replace('{id}', encodeURIComponent(id)),
-          headers: { authorization, accept: 'application/json' },
+          path,
+          headers: span ? { authorization, accept: 'application/json', traceparent: span.traceparent } : { authorization, accept: 'application/json' },
         });
+        span?.end(response.statusCode);
       } catch (error) {
+        span?.fail((error as { code?: string }).code ?? 'error');
+        span?.end();
         throw new OutriggerError(502, 'USER_CHECK_UNAVAILABLE', `cannot check the credentials: the backend is unreachable (${(error as { code?: string }).code ?? 'error'})`);
       }
       if (response.statusCode === 401 || response.statusCode === 403) {

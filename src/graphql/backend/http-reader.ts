@@ -7,6 +7,7 @@
 import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../../errors.js';
+import type { RequestTrace } from '../../observability/tracing/tracing.js';
 import type { BackendRead, BackendReader, RequestContext } from '../types.js';
 
 export interface HttpBackendReaderOptions {
@@ -103,6 +104,15 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
       const what = aggregation ? `the aggregation ${aggregation.name} of ${read.db}/${read.collection}` : `${read.db}/${read.collection}`;
       const target = aggregation ? `${path}/_aggrs/${encodeURIComponent(aggregation.name)}` : path;
 
+      // SPEC §9: each read carries the request's trace, in a client span of its own when recorded
+      // (the query string stays out of the span: filters are the caller's data).
+      const span = (ctx.trace as RequestTrace | undefined)?.child(`GET ${read.db}/${read.collection}`, 'client', {
+        'http.request.method': 'GET',
+        'server.address': base.hostname,
+        'url.full': origin + target,
+        ...(aggregation ? { 'outrigger.graphql.aggregation': aggregation.name } : {}),
+      });
+      if (span) headers.traceparent = span.traceparent;
       let response: Dispatcher.ResponseData;
       try {
         response = await dispatcher.request({
@@ -112,7 +122,10 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
           headers,
           signal: ctx.signal,
         });
+        span?.end(response.statusCode);
       } catch (error) {
+        span?.fail((error as { code?: string }).code ?? 'error');
+        span?.end();
         if (ctx.signal?.aborted) throw error;
         throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend could not be reached to read ${what}; try again later`), error);
       }

@@ -67,6 +67,8 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
         signal: controller.signal,
         requestId: scope.id,
         caller,
+        // SPEC §9: backend reads and writes carry the request's trace.
+        trace: scope.trace,
       };
       let out;
       try {
