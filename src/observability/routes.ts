@@ -3,6 +3,7 @@ import type { OwnRoute } from '../http/route-table.js';
 import type { RequestScope } from '../http/scope.js';
 import { methodNotAllowed, notFound } from '../errors.js';
 import type { Metrics } from './metrics.js';
+import { ProcessMetrics } from './process-metrics.js';
 
 /** `/_health/live`, `/_health/ready` (Redis reachable, config loaded): public, never proxied. */
 export function healthRoute(prefix: string, isReady: () => { ready: boolean; checks: Record<string, string> }): OwnRoute {
@@ -25,6 +26,7 @@ export function healthRoute(prefix: string, isReady: () => { ready: boolean; che
 }
 
 export function metricsRoute(prefix: string, metrics: Metrics): OwnRoute {
+  const processMetrics = new ProcessMetrics();
   return {
     kind: 'metrics',
     prefix,
@@ -32,7 +34,7 @@ export function metricsRoute(prefix: string, metrics: Metrics): OwnRoute {
     unobserved: true,
     handle(scope: RequestScope) {
       if (scope.method !== 'GET') throw methodNotAllowed(['GET']);
-      const body = metrics.registry.render();
+      const body = metrics.registry.render() + processMetrics.render();
       scope.res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(body) });
       scope.res.end(body);
     },

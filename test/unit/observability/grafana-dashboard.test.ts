@@ -2,14 +2,15 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../../src/observability/metrics.js';
+import { ProcessMetrics } from '../../../src/observability/process-metrics.js';
 
 const dashboard = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../../docs/grafana-dashboard.json'), 'utf8'));
 const exprs: string[] = dashboard.panels.flatMap((p: any) => p.targets.map((t: any) => t.expr));
 
-/** The names /_metrics exposes: each `# TYPE` line, plus a histogram's _bucket, _sum and _count series. */
+/** The names /_metrics exposes (the registry and the process metrics): each `# TYPE` line, plus a histogram's _bucket, _sum and _count series. */
 function exportedNames(): Set<string> {
   const names = new Set<string>();
-  for (const m of createMetrics().registry.render().matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
+  for (const m of (createMetrics().registry.render() + new ProcessMetrics().render()).matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
     names.add(m[1]!);
     if (m[2] === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(`${m[1]}${suffix}`);
   }
