@@ -46,6 +46,8 @@ export interface CapturedEvent {
   serviceId: string;
   request: CapturedRequest;
   response: CapturedResponse;
+  /** The originating request's trace context, a W3C traceparent (SPEC §9): each delivery attempt is a span in that trace. */
+  traceparent?: string;
 }
 
 /** The default cap on each captured body (SPEC §7.2.6). */

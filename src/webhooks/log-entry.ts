@@ -49,6 +49,8 @@ export interface WebhookLogEntry {
   durationMs: number;
   /** Set on the answer of a test send (which is never stored). */
   test?: true;
+  /** The originating request's traceparent (SPEC §9): resend and recover deliver in that trace. */
+  traceparent?: string;
   summary: {
     method: string;
     path: string;

@@ -66,6 +66,7 @@ export async function createWebhooksModule(context: AppContext, options: Feature
     logger,
     lookup: extras.lookup,
     socketConnector: extras.socketConnector,
+    tracing: context.tracing,
   });
 
   // Conditions are parsed once per definition change, never per request.

@@ -118,6 +118,8 @@ export interface StreamMeta {
   /** Ids of the webhooks whose condition matched. */
   ma: string[];
   sk?: SkippedWebhook[];
+  /** The request's traceparent (SPEC §9); absent in entries of an older proxy (the deliveries then start a trace). */
+  tp?: string;
 }
 
 /** The field/value pairs of one stream entry, in XADD order. */
@@ -151,6 +153,7 @@ export function encodeCapturedEvent(event: CapturedEvent, matched: readonly stri
     ...(response.body === null && !response.bodyTruncated ? {} : { rb: capturedBodyRef(response.body, response.bodyTruncated) }),
     ma: [...matched],
     ...(skipped.length > 0 ? { sk: [...skipped] } : {}),
+    ...(event.traceparent ? { tp: event.traceparent } : {}),
   };
   return [META_FIELD, JSON.stringify(meta)];
 }
@@ -335,6 +338,7 @@ function recordFromMeta(parsed: StreamMeta, requestBody: string | Buffer | undef
       id: parsed.id,
       timestamp: parsed.t,
       serviceId: parsed.s,
+      ...(typeof parsed.tp === 'string' ? { traceparent: parsed.tp } : {}),
       request: withCapturedBody({ method: parsed.m, path: parsed.p, query, headers: parsed.qh ?? {} }, request),
       response: withCapturedBody({ statusCode: parsed.sc, headers: parsed.rh ?? {} }, response),
     },

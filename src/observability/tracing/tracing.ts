@@ -108,7 +108,7 @@ export class Tracing {
   /** The request's trace: its server span when exporting, else the propagated context. */
   begin(r: IncomingRequestFacts): RequestTrace {
     const parent = parseTraceparent(r.traceparent);
-    if (this.tracer === null) return new PropagatedTrace(parent, r.traceparent as string);
+    if (this.tracer === null) return new PropagatedTrace(parent);
     const span = this.tracer.startSpan(r.method, { kind: SpanKind.SERVER }, parentContext(parent, r.tracestate));
     return new RecordedTrace(this.tracer, span, r);
   }
@@ -245,10 +245,12 @@ class PropagatedTrace implements RequestTrace {
   readonly replacesClientHeader: boolean;
   readonly recording = false;
 
-  constructor(parent: ReturnType<typeof parseTraceparent>, header: string) {
+  constructor(parent: ReturnType<typeof parseTraceparent>) {
     if (parent !== null) {
       this.traceId = parent.traceId;
-      this.traceparent = header.trim();
+      // The client's header itself goes to the backend; this (version 00, no trailing fields) is
+      // what Outrigger stores and sends elsewhere (webhook events, GraphQL reads).
+      this.traceparent = formatTraceparent(parent.traceId, parent.spanId, parent.flags === 1);
       this.replacesClientHeader = false;
     } else {
       this.traceId = newTraceId();

@@ -144,6 +144,7 @@ export class WebhookObserver implements RequestObserver, RequestCompletion {
       return;
     }
     const event = this.capture(observed, scope, now);
+    if (scope.trace) event.traceparent = scope.trace.traceparent;
     this.o.producer.offer({
       ...(matched || skipped ? { stream: encodeCapturedEvent(event, matched ?? [], skipped ?? [], scope.rawQuery) } : {}),
       recorded: JSON.stringify(recordedRequest(event, completed, set.all, results!)),
@@ -175,7 +176,7 @@ export class WebhookObserver implements RequestObserver, RequestCompletion {
     const meta =
       `{"v":3,"id":"${newEventId(now)}","t":${now},"s":${this.serviceIdJson},"m":${jsonString(scope.method)},"p":${jsonString(scope.path)},` +
       `"q":${jsonString(scope.rawQuery)},"qh":${this.headersJson(reqHeaders)}${qb ? `,"qb":${bodyJson(qb)}` : ''},"sc":${observed.statusCode},` +
-      `"rh":${this.headersJson(responseHeaders)}${rb ? `,"rb":${bodyJson(rb)}` : ''},"ma":${JSON.stringify(matched)}${skipped.length > 0 ? `,"sk":${JSON.stringify(skipped)}` : ''}}`;
+      `"rh":${this.headersJson(responseHeaders)}${rb ? `,"rb":${bodyJson(rb)}` : ''},"ma":${JSON.stringify(matched)}${skipped.length > 0 ? `,"sk":${JSON.stringify(skipped)}` : ''}${scope.trace ? `,"tp":"${scope.trace.traceparent}"` : ''}}`;
     return [ENTRY_FIELD, encodeEntry(meta, bodies)];
   }
 

@@ -197,6 +197,7 @@ export function eventFromLogEntry(entry: WebhookLogEntry): CapturedEvent | null 
   const timestamp = typeof source.timestamp === 'string' ? Date.parse(source.timestamp) : NaN;
   return {
     id: entry.eventId,
+    ...(typeof entry.traceparent === 'string' ? { traceparent: entry.traceparent } : {}),
     timestamp: Number.isNaN(timestamp) ? entry.timestamp.$date : timestamp,
     serviceId: typeof source.service?.id === 'string' ? source.service.id : '',
     request: {

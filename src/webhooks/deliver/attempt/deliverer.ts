@@ -8,6 +8,7 @@ import type { buildConnector } from 'undici';
 import type { OutriggerConfig } from '../../../config/types.js';
 import type { HostLookup } from '../../../net/ssrf-guard/index.js';
 import type { Logger } from '../../../observability/logger.js';
+import type { Tracing } from '../../../observability/tracing/tracing.js';
 import type { AttemptContext, AttemptResult, WebhookAttempts } from '../../delivery-contract.js';
 import type { CapturedEvent } from '../../event.js';
 import { incomingRequestSection, newLogId, webhookTarget, type WebhookLogEntry } from '../../log-entry.js';
@@ -27,6 +28,8 @@ export interface DelivererOptions {
   lookup?: HostLookup;
   /** Opens sockets once an address passed the guard (tests wrap it to watch connects). */
   socketConnector?: buildConnector.connector;
+  /** Each attempt is a span in the originating request's trace (SPEC §9). */
+  tracing?: Tracing;
 }
 
 export class Deliverer implements WebhookAttempts {
@@ -41,13 +44,18 @@ export class Deliverer implements WebhookAttempts {
   async attempt(webhook: WebhookDocument, event: CapturedEvent, context: AttemptContext): Promise<AttemptResult> {
     const started = Date.now();
     const t0 = performance.now();
+    const span = this.o.tracing?.startSpan(`webhook deliver ${webhook.name}`, 'client', event.traceparent, () => deliverySpanAttributes(webhook, event, context.attempt));
     let outcome: SendOutcome;
     try {
-      outcome = webhook.type === 'http' ? await this.http.send(webhook, event) : await this.email.send(webhook, event);
+      outcome = webhook.type === 'http' ? await this.http.send(webhook, event, span?.traceparent) : await this.email.send(webhook, event);
     } catch (error) {
       // A bug, not a target problem: final, and said so.
       this.o.logger.error({ err: String(error), webhook: webhook._id }, 'unexpected error while delivering a webhook');
       outcome = { status: 'failed', statusCode: null, error: `internal error: ${(error as Error).message}`, retryable: false, retryAfterMs: null };
+    }
+    if (span) {
+      if (outcome.status !== 'success') span.fail(outcome.statusCode === null ? 'delivery_failed' : String(outcome.statusCode), outcome.error ?? undefined);
+      span.end(outcome.statusCode ?? undefined);
     }
     const entry: WebhookLogEntry = {
       _id: newLogId(started),
@@ -58,6 +66,7 @@ export class Deliverer implements WebhookAttempts {
       attempt: context.attempt,
       durationMs: Math.round(performance.now() - t0),
       ...(context.test ? { test: true as const } : {}),
+      ...(event.traceparent ? { traceparent: event.traceparent } : {}),
       summary: {
         method: event.request.method,
         path: event.request.path,
@@ -86,4 +95,26 @@ export class Deliverer implements WebhookAttempts {
     this.email.close();
     await this.http.close();
   }
+}
+
+/**
+ * A delivery span's attributes (SPEC §9), built only for a recorded span. The target appears as
+ * its scheme, host and port only: a webhook URL's path or query often is its credential (Slack,
+ * Teams), and no secret goes into a span.
+ */
+function deliverySpanAttributes(webhook: WebhookDocument, event: CapturedEvent, attempt: number): Record<string, string | number> {
+  const out: Record<string, string | number> = {
+    'outrigger.webhook.id': webhook._id,
+    'outrigger.webhook.attempt': attempt,
+    'outrigger.webhook.type': webhook.type,
+    'outrigger.event.id': event.id,
+  };
+  if (webhook.type === 'http') {
+    const url = new URL(webhook.url);
+    out['http.request.method'] = 'POST';
+    out['url.scheme'] = url.protocol.slice(0, -1);
+    out['server.address'] = url.hostname;
+    out['server.port'] = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  }
+  return out;
 }

@@ -61,7 +61,8 @@ export class HttpSender {
     });
   }
 
-  async send(webhook: HttpWebhookDocument, event: CapturedEvent): Promise<SendOutcome> {
+  /** `traceparent`: the attempt span's (SPEC §9), so a receiver that traces joins the request's trace. */
+  async send(webhook: HttpWebhookDocument, event: CapturedEvent, traceparent?: string): Promise<SendOutcome> {
     const ref = { id: webhook._id, name: webhook.name };
     let body: string;
     /** What is signed and sent, when built as bytes (the default payload). */
@@ -91,7 +92,7 @@ export class HttpSender {
 
     const prepared = this.prepared(webhook);
     const signing = buildStandardWebhookHeaders({ secret: webhook.secret, msgId: deliveryMessageId(event.id, webhook._id), body: bytes ?? body });
-    const headers: Record<string, string> = { ...prepared.headers, ...signing };
+    const headers: Record<string, string> = traceparent ? { ...prepared.headers, ...signing, traceparent } : { ...prepared.headers, ...signing };
     const outgoingRequest: OutgoingRequestSection = {
       method: 'POST',
       url: webhook.url,
