@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { startHttpServer, type TestServer } from '../support/http-servers.js';
+import { answerBodyDigest, startHttpServer, type TestServer } from '../support/http-servers.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { rssOf, startCli, writeTempFile } from '../support/cli.js';
 import { waitFor } from '../support/wait.js';
@@ -36,16 +36,7 @@ describe('the built CLI as a proxy', () => {
   beforeAll(async () => {
     redis = await startTestRedis();
     upstream = await startHttpServer((req, res) => {
-      if (req.url === '/upload') {
-        const hash = createHash('sha256');
-        let bytes = 0;
-        req.on('data', (c: Buffer) => {
-          bytes += c.length;
-          hash.update(c);
-        });
-        req.on('end', () => res.end(JSON.stringify({ bytes, sha256: hash.digest('hex') })));
-        return;
-      }
+      if (req.url === '/upload') return answerBodyDigest(req, res);
       if (req.url === '/download') {
         res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': TRANSFER });
         Readable.from(bigBody(TRANSFER)).pipe(res);

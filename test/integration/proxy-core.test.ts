@@ -1,23 +1,20 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { rawRequest, startHttpServer, type TestServer } from '../support/http-servers.js';
+import { startTestRedis } from '../support/redis.js';
+import { answerBodyDigest, rawRequest, startHttpServer } from '../support/http-servers.js';
 import { startTestOutrigger } from '../support/outrigger.js';
+import { useStack } from '../support/fixtures.js';
 
 /** The pass-through path against a real upstream: bodies, headers, status codes, failures. */
 describe('proxy core', () => {
-  let redis: TestRedis;
-  let upstream: TestServer;
-  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
   let seen: { url: string; headers: Record<string, string | string[] | undefined>; rawHeaders: string[] }[] = [];
   let releaseChunked: (() => void) | null = null;
   let releaseLateBody: (() => void) | null = null;
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    upstream = await startHttpServer((req, res) => {
+  const stack = useStack({
+    service: 'proxy-core',
+    upstream: (req, res) => {
       seen.push({ url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders });
       const path = req.url!.split('?')[0];
       if (path === '/echo') {
@@ -25,16 +22,7 @@ describe('proxy core', () => {
         req.pipe(res);
         return;
       }
-      if (path === '/digest') {
-        const hash = createHash('sha256');
-        let bytes = 0;
-        req.on('data', (c: Buffer) => {
-          bytes += c.length;
-          hash.update(c);
-        });
-        req.on('end', () => res.end(JSON.stringify({ bytes, sha256: hash.digest('hex') })));
-        return;
-      }
+      if (path === '/digest') return answerBodyDigest(req, res);
       if (path === '/chunked') {
         res.writeHead(200, { 'content-type': 'text/plain' });
         res.write('first chunk\n');
@@ -68,31 +56,20 @@ describe('proxy core', () => {
       }
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ url: req.url }));
-    });
-    proxy = await startTestOutrigger({
-      service: { id: 'proxy-core' },
-      upstream: { url: upstream.url, timeoutMs: 1000 },
-      redis: { url: redis.url },
-      acl: { mode: 'own-routes' },
-    });
-  });
-
-  afterAll(async () => {
-    await proxy?.stop();
-    await upstream?.close();
-    await redis?.close();
+    },
+    config: { upstream: { timeoutMs: 1000 }, acl: { mode: 'own-routes' } },
   });
 
   it('passes binary bodies byte-exact both ways', async () => {
     const body = randomBytes(1024 * 1024 + 7);
-    const res = await request(`${proxy.url}/echo`, { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
+    const res = await request(`${stack.proxy.url}/echo`, { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
     expect(res.statusCode).toBe(200);
     const back = Buffer.from(await res.body.arrayBuffer());
     expect(back.equals(body)).toBe(true);
   });
 
   it('delivers the first chunk of a streaming response before the upstream finishes', async () => {
-    const res = await request(`${proxy.url}/chunked`);
+    const res = await request(`${stack.proxy.url}/chunked`);
     expect(res.statusCode).toBe(200);
     const iterator = res.body[Symbol.asyncIterator]();
     const first = await iterator.next();
@@ -108,7 +85,7 @@ describe('proxy core', () => {
   it('shows the status and headers of a response whose body has not started yet', async () => {
     // The upstream sent only its head and waits: the client must get the head now, not with the body.
     const head = await Promise.race([
-      request(`${proxy.url}/late-body`),
+      request(`${stack.proxy.url}/late-body`),
       new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no response head within 2 s')), 2000)),
     ]);
     expect(head.statusCode).toBe(200);
@@ -119,22 +96,22 @@ describe('proxy core', () => {
   });
 
   it('answers HEAD, 204 and 304 without bodies', async () => {
-    const head = await request(`${proxy.url}/head`, { method: 'HEAD' });
+    const head = await request(`${stack.proxy.url}/head`, { method: 'HEAD' });
     expect(head.statusCode).toBe(200);
     expect(head.headers['content-length']).toBe('11');
     expect(head.headers['x-head']).toBe('yes');
     expect(await head.body.text()).toBe('');
-    const noContent = await request(`${proxy.url}/no-content`, { method: 'DELETE' });
+    const noContent = await request(`${stack.proxy.url}/no-content`, { method: 'DELETE' });
     expect(noContent.statusCode).toBe(204);
     expect(await noContent.body.text()).toBe('');
-    const notModified = await request(`${proxy.url}/not-modified`, { headers: { 'if-none-match': '"v1"' } });
+    const notModified = await request(`${stack.proxy.url}/not-modified`, { headers: { 'if-none-match': '"v1"' } });
     expect(notModified.statusCode).toBe(304);
     expect(notModified.headers.etag).toBe('"v1"');
     expect(await notModified.body.text()).toBe('');
   });
 
   it('keeps several Set-Cookie headers apart', async () => {
-    const res = await request(`${proxy.url}/cookies`);
+    const res = await request(`${stack.proxy.url}/cookies`);
     await res.body.text();
     expect(res.headers['set-cookie']).toEqual(['a=1; Path=/', 'b=2; HttpOnly', 'c=3; Secure']);
   });
@@ -143,7 +120,7 @@ describe('proxy core', () => {
     const target = '/q?a=%2F%20+b&c=%E2%9C%93&empty=&flag&x=1%26y%3D2&filter={"a":%20{"$gt":1}}';
     // node:http sends the target byte for byte (undici/fetch would normalise it).
     const url = await new Promise<string>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: Number(new URL(proxy.url).port), path: target }, (res) => {
+      const req = httpRequest({ host: '127.0.0.1', port: Number(new URL(stack.proxy.url).port), path: target }, (res) => {
         let text = '';
         res.on('data', (c) => (text += c));
         res.on('end', () => resolve((JSON.parse(text) as { url: string }).url));
@@ -156,7 +133,7 @@ describe('proxy core', () => {
 
   it('strips hop-by-hop headers both ways and adds X-Forwarded-*', async () => {
     seen = [];
-    const res = await rawRequest(proxy.url, '/hop', {
+    const res = await rawRequest(stack.proxy.url, '/hop', {
       headers: {
         connection: 'keep-alive, x-drop-me',
         'x-drop-me': '1',
@@ -185,26 +162,26 @@ describe('proxy core', () => {
 
   it('answers 504 past upstream.timeoutMs in the error body format and keeps serving', async () => {
     const started = Date.now();
-    const res = await request(`${proxy.url}/slow`);
+    const res = await request(`${stack.proxy.url}/slow`);
     const body = (await res.body.json()) as Record<string, unknown>;
     expect(res.statusCode).toBe(504);
     expect(body['http status code']).toBe(504);
     expect(body['http status description']).toBe('Gateway Timeout');
     expect(String(body.message)).toMatch(/did not answer within 1000 ms/);
     expect(Date.now() - started).toBeLessThan(2900);
-    const after = await request(`${proxy.url}/still-alive`);
+    const after = await request(`${stack.proxy.url}/still-alive`);
     expect(after.statusCode).toBe(200);
     await after.body.text();
   });
 
   it('counts answered requests by route kind and status class in /_metrics, with a duration histogram', async () => {
-    const before = await (await request(`${proxy.url}/_metrics`)).body.text();
+    const before = await (await request(`${stack.proxy.url}/_metrics`)).body.text();
     const count = (text: string, pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? 0);
     const ok = /^outrigger_requests_total\{route="proxy",status="2xx"\} (\d+)$/m;
     const notFound = /^outrigger_requests_total\{route="proxy",status="4xx"\} (\d+)$/m;
-    for (let i = 0; i < 3; i++) await (await request(`${proxy.url}/head`)).body.text();
-    expect((await rawRequest(proxy.url, '/public/../x')).status).toBe(400);
-    const after = await (await request(`${proxy.url}/_metrics`)).body.text();
+    for (let i = 0; i < 3; i++) await (await request(`${stack.proxy.url}/head`)).body.text();
+    expect((await rawRequest(stack.proxy.url, '/public/../x')).status).toBe(400);
+    const after = await (await request(`${stack.proxy.url}/_metrics`)).body.text();
     expect(count(after, ok) - count(before, ok)).toBe(3);
     expect(count(after, notFound) - count(before, notFound)).toBe(1);
     // Cumulative buckets: each is at least the one before, and +Inf equals the count.
@@ -215,14 +192,14 @@ describe('proxy core', () => {
   });
 
   it('sends X-Request-Id on proxied answers, on errors and on its own routes, keeping a well-formed id from the client', async () => {
-    const proxied = await request(`${proxy.url}/head`, { headers: { 'x-request-id': 'client-id.1' } });
+    const proxied = await request(`${stack.proxy.url}/head`, { headers: { 'x-request-id': 'client-id.1' } });
     await proxied.body.text();
     expect(proxied.headers['x-request-id']).toBe('client-id.1');
     expect(proxied.headers['x-head']).toBe('yes');
-    const refused = await rawRequest(proxy.url, '/a/../b', { headers: { 'x-request-id': 'bad id with spaces' } });
+    const refused = await rawRequest(stack.proxy.url, '/a/../b', { headers: { 'x-request-id': 'bad id with spaces' } });
     expect(refused.status).toBe(400);
     expect(refused.headers['x-request-id']).toMatch(/^[0-9a-f]{12}-[0-9a-z]+$/);
-    const own = await request(`${proxy.url}/_health/live`);
+    const own = await request(`${stack.proxy.url}/_health/live`);
     await own.body.text();
     expect(own.headers['x-request-id']).toMatch(/^[0-9a-f]{12}-[0-9a-z]+$/);
     expect(new Set([refused.headers['x-request-id'], own.headers['x-request-id']]).size).toBe(2);
@@ -230,11 +207,11 @@ describe('proxy core', () => {
 
   it('refuses paths with dot segments instead of letting them past the ACL', async () => {
     for (const path of ['/public/../private', '/a/%2e%2e/b', '/a/./b', '/a/%2E/b', '/a/..']) {
-      const res = await rawRequest(proxy.url, path);
+      const res = await rawRequest(stack.proxy.url, path);
       expect(res.status).toBe(400);
       expect(JSON.parse(res.body).message).toMatch(/dot segments|"\."/);
     }
-    expect((await rawRequest(proxy.url, '/a/..b/c.d')).status).toBe(200);
+    expect((await rawRequest(stack.proxy.url, '/a/..b/c.d')).status).toBe(200);
   });
 });
 

@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { redisKeys } from '../../src/store/keys.js';
 import { CLI, runCli, writeTempFile } from '../support/cli.js';
 import { call } from '../support/http-client.js';
 import { startTestCluster, type TestCluster } from '../support/redis-topology.js';
-import { ALICE, bearer, crossProxyChecks, expectNoRoutingErrors, failoverUnderTraffic, serviceBackChecks, startFleet, type CrossProxyResult, type Fleet } from './scale-helpers.js';
+import { ALICE, bearer, expectNoRoutingErrors, failoverUnderTraffic, serviceBackChecks, useFleet } from './scale-helpers.js';
 import { waitFor } from './webhooks-helpers.js';
 
 const SERVICE = 'scale-cluster';
@@ -17,42 +17,31 @@ const FAILOVER = { timeout: 150_000 };
  * master that holds the service's slot while traffic flows. Prints the figures the issue asks for.
  */
 describe('Redis Cluster: two proxies, two workers, a master killed under traffic', () => {
-  let cluster: TestCluster;
-  let fleet: Fleet;
-  // Each test can run alone (`-t`): the cross-proxy set-up (permissions, a key, an app, the
-  // `orders` webhook) runs once, in whichever test comes first, and the others reuse its key.
-  let crossProxy: Promise<CrossProxyResult> | undefined;
-  const prepared = () => (crossProxy ??= crossProxyChecks(fleet, 'cluster'));
+  // Each test can run alone (`-t`): scale.prepared() runs the cross-proxy set-up once.
+  const scale = useFleet(SERVICE, 'cluster', () => startTestCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 1000 }), (cluster) => [
+    // Both spellings of the node list: a YAML list and one comma-separated string.
+    { cluster: { nodes: cluster.seeds } },
+    { cluster: { nodes: cluster.seeds.slice(0, 2).join(',') } },
+  ]);
   const slotKey = redisKeys('outrigger', SERVICE).features;
   /** A master to kill must have a replica to promote: an earlier failover may have left the slot on one without. */
   const onMasterWithReplica = async () => {
-    if ((await cluster.replicasOf(slotKey)) === 0) await cluster.moveSlotOf(slotKey);
-    expect(await cluster.replicasOf(slotKey)).toBeGreaterThan(0);
+    if ((await scale.topology.replicasOf(slotKey)) === 0) await scale.topology.moveSlotOf(slotKey);
+    expect(await scale.topology.replicasOf(slotKey)).toBeGreaterThan(0);
   };
 
-  beforeAll(async () => {
-    cluster = await startTestCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 1000 });
-    // Both spellings of the node list: a YAML list and one comma-separated string.
-    fleet = await startFleet(SERVICE, [{ cluster: { nodes: cluster.seeds } }, { cluster: { nodes: cluster.seeds.slice(0, 2).join(',') } }]);
-  }, 90_000);
-
-  afterAll(async () => {
-    await fleet?.stop();
-    await cluster?.close();
-  });
-
   it('serves keys, apps, webhooks, logs and recording across proxies', async () => {
-    const result = await prepared();
+    const result = await scale.prepared();
     console.log(`[cluster] revocation across proxies: ${Math.round(result.revocationMs)} ms`);
     expect(result.revocationMs).toBeLessThan(20_000);
-    expectNoRoutingErrors(fleet);
+    expectNoRoutingErrors(scale.fleet);
   }, 60_000);
 
   // The built CLI (`npm test` builds first): `outrigger keys` and `outrigger check` on a cluster config.
   it.skipIf(!existsSync(CLI))('lists and revokes keys with `outrigger keys` on the cluster; `check` names a bad node', async () => {
-    await prepared();
-    const [a, b] = fleet.proxies;
-    const file = writeTempFile('outrigger.yaml', { service: { id: SERVICE }, upstream: { url: 'http://127.0.0.1:1' }, redis: { cluster: { nodes: cluster.seeds.join(',') } } });
+    await scale.prepared();
+    const [a, b] = scale.fleet.proxies;
+    const file = writeTempFile('outrigger.yaml', { service: { id: SERVICE }, upstream: { url: 'http://127.0.0.1:1' }, redis: { cluster: { nodes: scale.topology.seeds.join(',') } } });
     const issued = await call(a.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'cli-doomed', roles: ['reader'] } });
     expect(issued.status).toBe(201);
     expect((await call(b.url, '/shop/users', { auth: bearer(issued.json.key) })).status).toBe(200);
@@ -65,73 +54,73 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
     await waitFor(() => call(b.url, '/shop/users', { auth: bearer(issued.json.key) }), (r) => r.status === 401, 20_000, 'proxy B to refuse the key revoked by the CLI');
     console.log(`[cluster] revocation by \`outrigger keys revoke\` seen by a proxy after ${Math.round(performance.now() - at)} ms`);
 
-    const bad = writeTempFile('bad.yaml', { service: { id: SERVICE }, upstream: { url: 'http://127.0.0.1:1' }, redis: { url: cluster.seeds.slice(0, 2).join(',') } });
+    const bad = writeTempFile('bad.yaml', { service: { id: SERVICE }, upstream: { url: 'http://127.0.0.1:1' }, redis: { url: scale.topology.seeds.slice(0, 2).join(',') } });
     const checked = await runCli(['check', '-c', bad]);
     expect(checked.code).toBe(1);
     expect(checked.stdout + checked.stderr).toMatch(/redis\.url: takes one node; for several use redis\.cluster\.nodes/);
-    expectNoRoutingErrors(fleet);
+    expectNoRoutingErrors(scale.fleet);
   }, 60_000);
 
   it('keeps serving while the service slot moves to another master (live resharding): 0 events lost, pub/sub follows', FAILOVER, async () => {
-    const { key } = await prepared();
+    const { key } = await scale.prepared();
     let moving: ReturnType<TestCluster['moveSlotOf']> | undefined;
     // The traffic goes on while the slot moves: started at a third of the requests, awaited after.
     const result = await failoverUnderTraffic(
-      fleet,
+      scale.fleet,
       key,
-      async () => void (moving = cluster.moveSlotOf(slotKey)),
+      async () => void (moving = scale.topology.moveSlotOf(slotKey)),
       () => moving!,
     );
     const moved = await moving;
     // promotionMs here: from the start of the move until every node named the new owner.
     console.log(`[cluster] resharding: ${JSON.stringify({ ...moved, ...result })}`);
     expect(moved!.toPort).not.toBe(moved!.fromPort);
-    expect(await cluster.masterOf(slotKey)).toBe(moved!.toPort);
+    expect(await scale.topology.masterOf(slotKey)).toBe(moved!.toPort);
     expect(result.lost).toBe(0);
     expect(result.failedAnswers).toEqual([]);
     // The change bus's sharded subscription moved with the slot: a revocation still reaches the other proxy at once.
-    const revocationMs = await serviceBackChecks(fleet);
+    const revocationMs = await serviceBackChecks(scale.fleet);
     console.log(`[cluster] revocation across proxies after the resharding: ${Math.round(revocationMs)} ms`);
     expect(revocationMs).toBeLessThan(2_000);
-    expectNoRoutingErrors(fleet);
+    expectNoRoutingErrors(scale.fleet);
   });
 
   it('follows the promoted replica when the master of the service slot is SIGKILLed: 0 events lost', FAILOVER, async () => {
-    const { key } = await prepared();
+    const { key } = await scale.prepared();
     await onMasterWithReplica();
-    const oldMaster = await cluster.masterOf(slotKey);
+    const oldMaster = await scale.topology.masterOf(slotKey);
     const result = await failoverUnderTraffic(
-      fleet,
+      scale.fleet,
       key,
-      () => cluster.node(oldMaster).kill('SIGKILL'),
-      () => cluster.waitForFailover(slotKey, oldMaster, 30_000),
+      () => scale.topology.node(oldMaster).kill('SIGKILL'),
+      () => scale.topology.waitForFailover(slotKey, oldMaster, 30_000),
     );
     console.log(`[cluster] failover: ${JSON.stringify(result)}`);
     expect(result.lost).toBe(0);
     expect(result.failedAnswers).toEqual([]);
     expect(result.failedRequests).toBe(0);
-    const revocationMs = await serviceBackChecks(fleet);
+    const revocationMs = await serviceBackChecks(scale.fleet);
     console.log(`[cluster] revocation across proxies after the failover: ${Math.round(revocationMs)} ms`);
     expect(revocationMs).toBeLessThan(20_000);
-    expectNoRoutingErrors(fleet);
+    expectNoRoutingErrors(scale.fleet);
   });
 
   it('follows the promoted replica when the master of the service slot hangs (SIGSTOP): no request waits on it, 0 events lost', FAILOVER, async () => {
-    const { key } = await prepared();
+    const { key } = await scale.prepared();
     await onMasterWithReplica();
-    const frozen = await cluster.masterOf(slotKey);
+    const frozen = await scale.topology.masterOf(slotKey);
     const result = await failoverUnderTraffic(
-      fleet,
+      scale.fleet,
       key,
-      async () => void cluster.node(frozen).child.kill('SIGSTOP'),
-      () => cluster.waitForFailover(slotKey, frozen, 30_000),
+      async () => void scale.topology.node(frozen).child.kill('SIGSTOP'),
+      () => scale.topology.waitForFailover(slotKey, frozen, 30_000),
     );
     console.log(`[cluster] hung master: ${JSON.stringify(result)}`);
     expect(result.lost).toBe(0);
     expect(result.failedAnswers).toEqual([]);
     expect(result.redisBackMs).toBeLessThan(result.promotionMs + 12_000);
     expect(result.slowestReadMs).toBeLessThan(15_000);
-    const revocationMs = await serviceBackChecks(fleet);
+    const revocationMs = await serviceBackChecks(scale.fleet);
     console.log(`[cluster] revocation across proxies after the hung master's failover: ${Math.round(revocationMs)} ms`);
     expect(revocationMs).toBeLessThan(2_000);
   });

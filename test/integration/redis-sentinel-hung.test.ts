@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSentinel, type TestSentinel } from '../support/redis-topology.js';
-import { crossProxyChecks, failoverUnderTraffic, serviceBackChecks, startFleet, type Fleet } from './scale-helpers.js';
+import { describe, expect, it } from 'vitest';
+import { startTestSentinel } from '../support/redis-topology.js';
+import { failoverUnderTraffic, serviceBackChecks, useFleet } from './scale-helpers.js';
 
 /**
  * A master that hangs instead of dying (SIGSTOP: its sockets stay open and the kernel keeps
@@ -9,31 +9,20 @@ import { crossProxyChecks, failoverUnderTraffic, serviceBackChecks, startFleet, 
  * no error will ever come from it.
  */
 describe('Redis Sentinel: the master hangs (SIGSTOP) under traffic', () => {
-  let sentinel: TestSentinel;
-  let fleet: Fleet;
-
-  beforeAll(async () => {
-    sentinel = await startTestSentinel({ downAfterMs: 1000, failoverTimeoutMs: 3000 });
-    const nodes = sentinel.seeds;
-    fleet = await startFleet('scale-hung', [
-      { sentinel: { masterName: sentinel.masterName, nodes } },
-      { sentinel: { masterName: sentinel.masterName, nodes } },
-    ]);
-  }, 90_000);
-
-  afterAll(async () => {
-    await fleet?.stop();
-    await sentinel?.close(); // SIGKILL ends a stopped process too
-  });
+  // The topology's close SIGKILLs its processes, which ends a stopped one too.
+  const scale = useFleet('scale-hung', 'sentinel', () => startTestSentinel({ downAfterMs: 1000, failoverTimeoutMs: 3000 }), (sentinel) => [
+    { sentinel: { masterName: sentinel.masterName, nodes: sentinel.seeds } },
+    { sentinel: { masterName: sentinel.masterName, nodes: sentinel.seeds } },
+  ]);
 
   it('follows the promoted replica; no request waits on the hung master; 0 events lost', { timeout: 150_000 }, async () => {
-    const { key } = await crossProxyChecks(fleet, 'sentinel');
-    const oldMaster = await sentinel.masterPort();
+    const { key } = await scale.prepared();
+    const oldMaster = await scale.topology.masterPort();
     const result = await failoverUnderTraffic(
-      fleet,
+      scale.fleet,
       key,
-      async () => void sentinel.master.child.kill('SIGSTOP'),
-      () => sentinel.waitForFailover(oldMaster, 30_000),
+      async () => void scale.topology.master.child.kill('SIGSTOP'),
+      () => scale.topology.waitForFailover(oldMaster, 30_000),
     );
     console.log(`[sentinel, hung master] ${JSON.stringify(result)}`);
     expect(result.lost).toBe(0);
@@ -41,7 +30,7 @@ describe('Redis Sentinel: the master hangs (SIGSTOP) under traffic', () => {
     // Reads that need Redis answered again soon after the promotion, and none hung for long.
     expect(result.redisBackMs).toBeLessThan(result.promotionMs + 12_000);
     expect(result.slowestReadMs).toBeLessThan(15_000);
-    const revocationMs = await serviceBackChecks(fleet);
+    const revocationMs = await serviceBackChecks(scale.fleet);
     console.log(`[sentinel, hung master] revocation across proxies after the failover: ${Math.round(revocationMs)} ms`);
     expect(revocationMs).toBeLessThan(2_000);
   });

@@ -5,7 +5,7 @@
  * a loopback receiver.
  */
 import { Writable } from 'node:stream';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { hashPassword } from '../../src/access/password-hash.js';
 import { startOutrigger, type RunningOutrigger } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
@@ -65,6 +65,53 @@ export async function startFleet(serviceId: string, redis: RawConfig[]): Promise
       await target.close();
       await backend.close();
     },
+  };
+}
+
+export interface ScaleSetUp<T> {
+  /** The Redis topology the fleet runs on. */
+  readonly topology: T;
+  readonly fleet: Fleet;
+  /**
+   * crossProxyChecks, run once in whichever test asks first, so that any test can run alone
+   * (`-t`) and still find the permissions, the key, the app and the `orders` webhook it needs.
+   */
+  prepared(): Promise<CrossProxyResult>;
+}
+
+/**
+ * A topology and a fleet on it for one describe: started in a beforeAll, the fleet stopped and the
+ * topology closed in an afterAll. `redis` gives each instance's `redis` config sections.
+ */
+export function useFleet<T extends { close(): Promise<void> }>(
+  serviceId: string,
+  topologyName: string,
+  startTopology: () => Promise<T>,
+  redis: (topology: T) => RawConfig[],
+): ScaleSetUp<T> {
+  let topology: T | undefined;
+  let fleet: Fleet | undefined;
+  let crossProxy: Promise<CrossProxyResult> | undefined;
+  beforeAll(async () => {
+    topology = await startTopology();
+    fleet = await startFleet(serviceId, redis(topology));
+  }, 90_000);
+  afterAll(async () => {
+    await fleet?.stop();
+    await topology?.close();
+  });
+  const started = <V>(value: V | undefined): V => {
+    if (value === undefined) throw new Error('the fleet is read before its beforeAll ran');
+    return value;
+  };
+  return {
+    get topology() {
+      return started(topology);
+    },
+    get fleet() {
+      return started(fleet);
+    },
+    prepared: () => (crossProxy ??= crossProxyChecks(started(fleet), topologyName)),
   };
 }
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -42,4 +43,15 @@ export function rawRequest(
     req.on('error', reject);
     req.end();
   });
+}
+
+/** Answers `{ bytes, sha256 }` of the request body it read whole (an upstream that checks what arrived, byte for byte). */
+export function answerBodyDigest(req: IncomingMessage, res: ServerResponse): void {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  req.on('data', (c: Buffer) => {
+    bytes += c.length;
+    hash.update(c);
+  });
+  req.on('end', () => res.end(JSON.stringify({ bytes, sha256: hash.digest('hex') })));
 }
