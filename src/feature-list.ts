@@ -9,8 +9,12 @@ import { createOAuthModule } from './oauth/module.js';
 export async function createFeatureModules(context: AppContext, options: FeatureModuleOptions): Promise<FeatureModule[]> {
   const modules: FeatureModule[] = [];
   modules.push(await createApiKeysModule(context, options));
-  modules.push(await createGraphqlModule(context, options));
-  modules.push(await createWebhooksModule(context, options));
+  const graphql = await createGraphqlModule(context, options);
+  modules.push(graphql);
+  const webhooks = await createWebhooksModule(context, options);
+  modules.push(webhooks);
+  // Each backend write a GraphQL mutation makes is an exchange for the webhooks (SPEC §6.4).
+  if (options.serve) graphql.observeWrites?.((exchange) => webhooks.internals.observer.observeBackendExchange(exchange));
   modules.push(await createOAuthModule(context, options));
   return modules;
 }

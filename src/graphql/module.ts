@@ -8,7 +8,8 @@ import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import { DocumentStore } from '../store/document-store.js';
 import { graphqlAppSetupKind, type StoredApp } from './document/setup-kind.js';
 import { createHttpBackendReader, type HttpBackendReader } from './backend/http-reader.js';
-import { createCallerReadPolicy } from './backend/caller-identity.js';
+import { createCallerReadPolicy, type CallerFacts } from './backend/caller-identity.js';
+import type { WriteExchange, WriteObserver } from './types.js';
 import { createHttpBackendWriter, type HttpBackendWriter } from './backend/http-writer.js';
 import { createCallerWritePolicy } from './backend/write-policy.js';
 import { GraphqlAppRegistry } from './compile/registry.js';
@@ -18,6 +19,8 @@ export interface GraphqlModule extends FeatureModule {
   store: DocumentStore<StoredApp>;
   /** Null when this process does not serve HTTP (`apply`, `worker`). */
   registry: GraphqlAppRegistry | null;
+  /** Where each backend write a mutation makes goes as an exchange (the webhooks' observer; feature-list.ts). */
+  observeWrites?(sink: (exchange: WriteExchange) => void): void;
 }
 
 export async function createGraphqlModule(context: AppContext, options: FeatureModuleOptions): Promise<GraphqlModule> {
@@ -42,6 +45,33 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),
   });
   const writePolicy = serviceAuth ? undefined : createCallerWritePolicy({ acl: context.acl, mode: config.acl.mode });
+  let writeExchanges: ((exchange: WriteExchange) => void) | undefined;
+  const onWrite: WriteObserver = (w, ctx) => {
+    if (!writeExchanges) return;
+    const caller = ctx.caller as CallerFacts | undefined;
+    const requestHeaders: Record<string, string | string[] | undefined> = { ...(caller?.headers ?? {}) };
+    delete requestHeaders['content-length'];
+    delete requestHeaders['transfer-encoding'];
+    if (w.body !== undefined) requestHeaders['content-type'] = 'application/json';
+    else delete requestHeaders['content-type'];
+    const principal = caller?.principal;
+    writeExchanges({
+      method: w.method,
+      path: w.path,
+      query: w.query,
+      requestHeaders,
+      requestBody: w.body,
+      status: w.response?.status ?? 0,
+      responseHeaders: { ...(w.response?.headers ?? {}) },
+      responseBody: w.response?.body ?? '',
+      ...(principal && principal.id !== null ? { user: { id: principal.id, roles: principal.roles } } : {}),
+      ...(principal?.via === 'basic' ? { authenticationType: 'BASIC' } : principal?.via === 'apikey' ? { authenticationType: 'API_KEY' } : {}),
+      remoteIp: caller?.clientIp ?? '127.0.0.1',
+      secure: caller?.secure ?? false,
+      via: 'graphql',
+      graphql: { app: w.app, operation: w.operationName },
+    });
+  };
   const readPolicy = serviceAuth ? undefined : createCallerReadPolicy({ acl: context.acl, collectionPath: settings.backend.collectionPath, mode: config.acl.mode });
   const registry = new GraphqlAppRegistry({
     reader,
@@ -53,6 +83,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     maxBackendWrites: settings.maxBackendWrites,
     maxBulkWrite: settings.maxBulkWrite,
     writer,
+    onWrite,
     ...(writePolicy ? { writePolicy } : {}),
     timeoutMs: settings.timeoutMs,
     introspection: settings.introspection,
@@ -76,6 +107,9 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     registry,
     setupKinds,
     routes: [createAppsRoute(context, store), createGraphqlRoute(context, registry)],
+    observeWrites(sink) {
+      writeExchanges = sink;
+    },
     async start() {
       await store.start();
     },

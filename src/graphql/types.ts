@@ -179,6 +179,30 @@ export type WriteObserver = (
     readonly body: unknown;
     readonly response: BackendWriteResponse | undefined;
     readonly operationName: string | null;
+    /** The app's uri. */
+    readonly app: string;
   },
   ctx: RequestContext,
 ) => void;
+
+/**
+ * A mutation's backend write as the webhooks and recordings see it (SPEC §6.4): the REST
+ * exchange a client would have made through the proxy, with where it came from. The wiring
+ * (feature-list.ts) hands these to the webhooks' observer.
+ */
+export interface WriteExchange {
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  readonly requestHeaders: Record<string, string | string[] | undefined>;
+  readonly requestBody: unknown;
+  readonly status: number;
+  readonly responseHeaders: Record<string, string>;
+  readonly responseBody: string;
+  readonly user?: { readonly id: string; readonly roles: readonly string[] };
+  readonly authenticationType?: string;
+  readonly remoteIp: string;
+  readonly secure: boolean;
+  readonly via: 'graphql';
+  readonly graphql: { readonly app: string; readonly operation: string | null };
+}

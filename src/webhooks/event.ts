@@ -29,6 +29,16 @@ export interface CapturedRequest {
   bodyTruncated: boolean;
   /** The body was JSON nested past the bound (input-limits): kept as its text, not parsed. */
   bodyTooDeep?: true;
+  /** Set on a backend write a GraphQL mutation made (SPEC §6.4); other events have neither. */
+  via?: 'graphql';
+  /** The app (its uri) and the operation name of that mutation. */
+  graphql?: GraphqlOrigin;
+}
+
+/** Where a backend write a GraphQL mutation made came from (SPEC §6.4). */
+export interface GraphqlOrigin {
+  app: string;
+  operation: string | null;
 }
 
 export interface CapturedResponse {

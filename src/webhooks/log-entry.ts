@@ -100,7 +100,7 @@ export function incomingRequestSection(event: CapturedEvent): IncomingRequestSec
   let section: IncomingRequestSection;
   if (json !== undefined) {
     // A complete JSON body kept as its text: never truncated nor too deep, so `body` is the last member.
-    section = { method: request.method, path: request.path, query: request.query, headers: request.headers } as IncomingRequestSection;
+    section = { method: request.method, path: request.path, query: request.query, headers: request.headers, ...originOf(request) } as IncomingRequestSection;
     defineJsonBody(section, json);
     Object.defineProperty(event, SECTION, { value: section });
     return section;
@@ -110,12 +110,18 @@ export function incomingRequestSection(event: CapturedEvent): IncomingRequestSec
     path: request.path,
     query: request.query,
     headers: request.headers,
+    ...originOf(request),
     body: request.body === undefined ? null : request.body,
     ...(request.bodyTruncated ? { bodyTruncated: true as const } : {}),
     ...(request.bodyTooDeep ? { bodyTooDeep: true as const } : {}),
   };
   Object.defineProperty(event, SECTION, { value: section });
   return section;
+}
+
+/** `via` and `graphql` when the request was a backend write of a GraphQL mutation (SPEC §6.4). */
+function originOf(request: Pick<IncomingRequestSection, 'via' | 'graphql'>): Pick<IncomingRequestSection, 'via' | 'graphql'> {
+  return request.via === undefined ? {} : { via: request.via, ...(request.graphql ? { graphql: request.graphql } : {}) };
 }
 
 /** The section as JSON, serialized once per event however many payloads and log entries embed it. */
@@ -126,7 +132,7 @@ export function incomingRequestText(section: IncomingRequestSection): string {
     text =
       json === undefined
         ? JSON.stringify(section)
-        : `${JSON.stringify({ method: section.method, path: section.path, query: section.query, headers: section.headers }).slice(0, -1)},"body":${json}}`;
+        : `${JSON.stringify({ method: section.method, path: section.path, query: section.query, headers: section.headers, ...originOf(section) }).slice(0, -1)},"body":${json}}`;
     Object.defineProperty(section, SECTION_TEXT, { value: text });
   }
   return text;

@@ -36,7 +36,16 @@
  * entries written by an older proxy are delivered by a newer worker.
  */
 import type { EpochDate } from '../util/epoch-date.js';
-import { captureBody, queryObject, withCapturedBody, type CapturedBody, type CapturedBodyResult, type CapturedEvent, type CapturedHeaders } from './event.js';
+import {
+  captureBody,
+  queryObject,
+  withCapturedBody,
+  type CapturedBody,
+  type CapturedBodyResult,
+  type CapturedEvent,
+  type CapturedHeaders,
+  type GraphqlOrigin,
+} from './event.js';
 
 export interface MatchedWebhook {
   id: string;
@@ -77,6 +86,9 @@ export interface RecordedRequest {
   completed: boolean;
   /** Each webhook's evaluation of this request. */
   webhooks: Array<{ id: string; name: string; enabled: boolean; matched: boolean }>;
+  /** A backend write a GraphQL mutation made (SPEC §6.4). */
+  via?: 'graphql';
+  graphql?: GraphqlOrigin;
 }
 
 /** The field of a version 1 entry. */
@@ -120,6 +132,12 @@ export interface StreamMeta {
   sk?: SkippedWebhook[];
   /** The request's traceparent (SPEC §9); absent in entries of an older proxy (the deliveries then start a trace). */
   tp?: string;
+  /**
+   * `graphql` for a backend write a GraphQL mutation made, with `gq` its app and operation
+   * (SPEC §6.4). Optional members: a worker from before them decodes the entry and leaves them out.
+   */
+  vi?: 'graphql';
+  gq?: { a: string; o: string | null };
 }
 
 /** The field/value pairs of one stream entry, in XADD order. */
@@ -154,6 +172,8 @@ export function encodeCapturedEvent(event: CapturedEvent, matched: readonly stri
     ma: [...matched],
     ...(skipped.length > 0 ? { sk: [...skipped] } : {}),
     ...(event.traceparent ? { tp: event.traceparent } : {}),
+    ...(request.via === 'graphql' ? { vi: 'graphql' as const } : {}),
+    ...(request.graphql ? { gq: { a: request.graphql.app, o: request.graphql.operation } } : {}),
   };
   return [META_FIELD, JSON.stringify(meta)];
 }
@@ -339,12 +359,20 @@ function recordFromMeta(parsed: StreamMeta, requestBody: string | Buffer | undef
       timestamp: parsed.t,
       serviceId: parsed.s,
       ...(typeof parsed.tp === 'string' ? { traceparent: parsed.tp } : {}),
-      request: withCapturedBody({ method: parsed.m, path: parsed.p, query, headers: parsed.qh ?? {} }, request),
+      request: withCapturedBody({ method: parsed.m, path: parsed.p, query, headers: parsed.qh ?? {}, ...origin(parsed) }, request),
       response: withCapturedBody({ statusCode: parsed.sc, headers: parsed.rh ?? {} }, response),
     },
     matched: parsed.ma.map((id) => ({ id, reason: matchedReason(parsed.m, parsed.p, parsed.sc) })),
     skipped: Array.isArray(parsed.sk) ? parsed.sk : [],
   };
+}
+
+/** `via` and `graphql` of a backend write a GraphQL mutation made; nothing for any other event. */
+function origin(parsed: StreamMeta): { via?: 'graphql'; graphql?: GraphqlOrigin } {
+  if (parsed.vi !== 'graphql') return {};
+  const gq = parsed.gq;
+  const graphql = gq && typeof gq.a === 'string' ? { app: gq.a, operation: typeof gq.o === 'string' ? gq.o : null } : undefined;
+  return { via: 'graphql', ...(graphql ? { graphql } : {}) };
 }
 
 function decodeVersion1(value: string | Buffer): StreamRecord | null {

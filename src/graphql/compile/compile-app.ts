@@ -150,6 +150,7 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
       writer: opts.writer,
       writePolicy: opts.writePolicy,
       onWrite: opts.onWrite,
+      appUri: normalized.descriptor.uri,
     },
     onError: opts.onError,
     verbose: normalized.descriptor.verbose ?? limits.verbose,

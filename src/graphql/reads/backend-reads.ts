@@ -19,6 +19,8 @@ export interface EngineSettings {
   readonly writePolicy?: WritePolicy | undefined;
   /** Told of each backend write (webhooks and recording see GraphQL writes). */
   readonly onWrite?: WriteObserver | undefined;
+  /** The app's uri (for the exchanges its writes are). */
+  readonly appUri?: string;
 }
 
 /** One request's reads: counted, decided by the read policy, and shown to the client as it may see them. */

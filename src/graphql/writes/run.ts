@@ -157,7 +157,7 @@ async function send(state: RequestState, write: BackendWrite): Promise<BackendWr
     if (error instanceof OutriggerError) throw new GraphQLError(error.message, { originalError: error, extensions: { code: error.code } });
     throw error;
   } finally {
-    onWrite?.({ method: write.method, path, query, body: write.body, response, operationName: state.operationName }, state.ctx);
+    onWrite?.({ method: write.method, path, query, body: write.body, response, operationName: state.operationName, app: state.settings.appUri ?? '' }, state.ctx);
   }
 }
 

@@ -15,6 +15,7 @@ import type { Condition, Exchange } from '../../condition/index.js';
 import type { ObservedRequest, RequestObserver } from '../../http/observe.js';
 import type { RequestScope } from '../../http/scope.js';
 import { captureBody, newEventId, queryObject, type CapturedBody, type CapturedEvent } from '../event.js';
+import { backendExchange, type BackendExchangeParts } from './backend-exchange.js';
 import type { EventProducer } from './event-producer.js';
 import { ObservedExchange } from './observed-exchange.js';
 import { ObservedWebhookRequest, type BodyTap, type RequestCompletion } from './observed-request.js';
@@ -148,6 +149,63 @@ export class WebhookObserver implements RequestObserver, RequestCompletion {
     this.o.producer.offer({
       ...(matched || skipped ? { stream: encodeCapturedEvent(event, matched ?? [], skipped ?? [], scope.rawQuery) } : {}),
       recorded: JSON.stringify(recordedRequest(event, completed, set.all, results!)),
+    });
+  }
+
+  /**
+   * A backend write made for a client (SPEC §6.4): evaluated and queued like an observed request
+   * (the same gate for skipped entries, recordings too), as a version 2 entry whose request
+   * carries `via` and `graphql`. Off the client's response path: the mutation is still running.
+   */
+  observeBackendExchange(x: BackendExchangeParts): void {
+    if (!this.o.webhooksEnabled()) return;
+    const now = Date.now();
+    const recording = this.o.recordingActive(now);
+    const set = this.o.webhooks();
+    if (set.enabled.length === 0 && !recording) return;
+    const requestText = x.requestBody === undefined ? '' : JSON.stringify(x.requestBody);
+    const exchange = backendExchange(x, requestText);
+    let matched: string[] | undefined;
+    let skipped: SkippedWebhook[] | undefined;
+    const results = recording ? new Map<string, boolean>() : undefined;
+    const evaluated = recording ? set.all : set.enabled;
+    const gate = recording ? null : this.skipGateFor(set);
+    for (let i = 0; i < evaluated.length; i++) {
+      const webhook = evaluated[i]!;
+      const ok = evaluate(webhook, exchange);
+      results?.set(webhook.id, ok);
+      if (!webhook.enabled) continue;
+      if (ok) (matched ??= []).push(webhook.id);
+      else if (recording || this.skippedDue(gate!, i, webhook.id, now)) {
+        const reason = webhook.condition
+          ? `the condition did not match ${x.method} ${x.path} (response ${x.status}, a write of the GraphQL app ${x.graphql.app})`
+          : `the stored condition cannot be evaluated: ${webhook.conditionError}`;
+        (skipped ??= []).push({ id: webhook.id, reason, always: recording });
+      }
+    }
+    if (!matched && !skipped && !recording) return;
+    const limit = this.o.captureBytes;
+    const request = captureBody(Buffer.from(requestText), { contentType: 'application/json', limit });
+    const response = captureBody(Buffer.from(x.responseBody), { contentType: x.responseHeaders['content-type'], limit });
+    const event: CapturedEvent = {
+      id: newEventId(now),
+      timestamp: now,
+      serviceId: this.o.serviceId,
+      request: {
+        method: x.method,
+        path: x.path,
+        query: queryObject(x.query),
+        headers: this.redact(x.requestHeaders),
+        body: request.body,
+        bodyTruncated: request.truncated,
+        via: x.via,
+        graphql: x.graphql,
+      },
+      response: { statusCode: x.status, headers: this.redact(x.responseHeaders), body: response.body, bodyTruncated: response.truncated },
+    };
+    this.o.producer.offer({
+      ...(matched || skipped ? { stream: encodeCapturedEvent(event, matched ?? [], skipped ?? [], x.query) } : {}),
+      ...(recording ? { recorded: JSON.stringify({ ...recordedRequest(event, true, set.all, results!), via: x.via, graphql: x.graphql }) } : {}),
     });
   }
 

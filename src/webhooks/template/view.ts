@@ -33,6 +33,9 @@ interface TemplateView {
     headers: Record<string, string>;
     body: unknown;
     bodyTruncated: boolean;
+    /** A backend write a GraphQL mutation made (SPEC §6.4): `graphql`, with its app and operation. */
+    via?: 'graphql';
+    graphql?: { app: string; operation: string | null };
   };
   response: { statusCode: number; headers: Record<string, string>; body: unknown; bodyTruncated: boolean };
 }
@@ -51,6 +54,8 @@ export function buildTemplateView(event: CapturedEvent, webhook?: WebhookRef): T
       headers: templateHeaders(event.request.headers),
       body: event.request.body === undefined ? null : event.request.body,
       bodyTruncated: event.request.bodyTruncated,
+      ...(event.request.via ? { via: event.request.via } : {}),
+      ...(event.request.graphql ? { graphql: event.request.graphql } : {}),
     },
     response: {
       statusCode: event.response.statusCode,

@@ -72,7 +72,7 @@ describe('POST /{db}/{coll}', () => {
     const text = await getJson(things, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
     expect(text.status).toBe(415);
     expectRestheartError(text.body, 415);
-    expect((await getJson(things, sendJsonBody('POST', [{ a: 1 }]))).status).toBe(400);
+    expect((await getJson(things, sendJsonBody('POST', [42]))).status).toBe(400);
     expect((await getJson(things, sendJsonBody('POST', 42))).status).toBe(406);
     expect(backend.collection('restheart', 'things')).toHaveLength(3);
   });
