@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { redisKeys } from '../../src/store/keys.js';
 import { CLI, runCli, writeTempFile } from '../support/cli.js';
 import { call } from '../support/http-client.js';
-import { startTestCluster, type TestCluster } from '../support/redis-topology.js';
+import { startTestCluster, type RedisNodeProcess, type TestCluster } from '../support/redis-topology.js';
 import { ALICE, bearer, expectNoRoutingErrors, failoverUnderTraffic, serviceBackChecks, useFleet } from './scale-helpers.js';
 import { waitFor } from './webhooks-helpers.js';
 
@@ -28,6 +28,13 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
   const onMasterWithReplica = async () => {
     if ((await scale.topology.replicasOf(slotKey)) === 0) await scale.topology.moveSlotOf(slotKey);
     expect(await scale.topology.replicasOf(slotKey)).toBeGreaterThan(0);
+  };
+  /** Traffic through both proxies while `fail` befalls the master of the service slot (one with a replica), until the replica takes over. */
+  const masterFailsUnderTraffic = async (fail: (master: RedisNodeProcess) => Promise<void>) => {
+    const { key } = await scale.prepared();
+    await onMasterWithReplica();
+    const master = await scale.topology.masterOf(slotKey);
+    return failoverUnderTraffic(scale.fleet, key, () => fail(scale.topology.node(master)), () => scale.topology.waitForFailover(slotKey, master, 30_000));
   };
 
   it('serves keys, apps, webhooks, logs and recording across proxies', async () => {
@@ -86,15 +93,7 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
   });
 
   it('follows the promoted replica when the master of the service slot is SIGKILLed: 0 events lost', FAILOVER, async () => {
-    const { key } = await scale.prepared();
-    await onMasterWithReplica();
-    const oldMaster = await scale.topology.masterOf(slotKey);
-    const result = await failoverUnderTraffic(
-      scale.fleet,
-      key,
-      () => scale.topology.node(oldMaster).kill('SIGKILL'),
-      () => scale.topology.waitForFailover(slotKey, oldMaster, 30_000),
-    );
+    const result = await masterFailsUnderTraffic((master) => master.kill('SIGKILL'));
     console.log(`[cluster] failover: ${JSON.stringify(result)}`);
     expect(result.lost).toBe(0);
     expect(result.failedAnswers).toEqual([]);
@@ -106,15 +105,7 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
   });
 
   it('follows the promoted replica when the master of the service slot hangs (SIGSTOP): no request waits on it, 0 events lost', FAILOVER, async () => {
-    const { key } = await scale.prepared();
-    await onMasterWithReplica();
-    const frozen = await scale.topology.masterOf(slotKey);
-    const result = await failoverUnderTraffic(
-      scale.fleet,
-      key,
-      async () => void scale.topology.node(frozen).child.kill('SIGSTOP'),
-      () => scale.topology.waitForFailover(slotKey, frozen, 30_000),
-    );
+    const result = await masterFailsUnderTraffic(async (master) => void master.child.kill('SIGSTOP'));
     console.log(`[cluster] hung master: ${JSON.stringify(result)}`);
     expect(result.lost).toBe(0);
     expect(result.failedAnswers).toEqual([]);
