@@ -1,23 +1,17 @@
-import { Writable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { connect } from 'node:net';
-import { hashPassword } from '../../src/access/password-hash.js';
-import { startOutrigger } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { ChangeBus } from '../../src/store/change-bus.js';
 import { redisKeys } from '../../src/store/keys.js';
 import { ApiKeyIssuer } from '../../src/keys/issuer.js';
 import { ApiKeyStore } from '../../src/keys/key-store.js';
 import { checksumOf } from '../../src/keys/key-format.js';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { basic, startTestOutrigger, testConfig, type RawConfig } from '../support/outrigger.js';
+import { startTestOutrigger } from '../support/outrigger.js';
+import { waitFor } from '../support/wait.js';
 import { call } from '../support/http-client.js';
+import { as, type Running, useStack } from '../support/fixtures.js';
 
-const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
 const DAY = 86_400_000;
-type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
-
 
 const bearer = (key: string) => `Bearer ${key}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -63,13 +57,6 @@ const isPollerRead = (args: string[]) =>
 const touchesKeys = (args: string[]) => /^eval/i.test(args[0] ?? '') || args.some((a) => /apikey/.test(a));
 
 describe('API keys: issue, list, revoke, verify', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
-  let a1: Running; // service keys-a, replica 1 (its log is captured)
-  let a2: Running; // service keys-a, replica 2
-  let b: Running; // service keys-b on the same Redis
-  let logText = '';
-  let rawA: RawConfig;
   const users: Array<[string, string[]]> = [
     ['root', ['root']],
     ['sam', ['srv-admin', 'user']],
@@ -81,13 +68,10 @@ describe('API keys: issue, list, revoke, verify', () => {
       (id) => [id, ['user']] as [string, string[]],
     ),
   ];
-  const as = (id: string) => basic(id, `${id}-password`);
-  const issueAs = (id: string, body: unknown, base = () => a1.url) => call(base(), '/keys', { method: 'POST', auth: as(id), body });
-
-  beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({
-      jwt: { secret: JWT_SECRET },
+  const stack = useStack({
+    service: 'keys-a',
+    jwtIdentity: true,
+    backend: {
       data: {
         shop: {
           orders: [
@@ -97,48 +81,31 @@ describe('API keys: issue, list, revoke, verify', () => {
           ],
         },
       },
-    });
-    const staticUsers = await Promise.all(users.map(async ([id, roles]) => ({ id, password: await hashPassword(`${id}-password`), roles })));
-    rawA = {
-      service: { id: 'keys-a' },
-      upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } },
-      redis: { url: redis.url },
-      users: { source: 'static', static: staticUsers },
-      acl: { mode: 'enforce' },
-      apiKeys: { maxExpiresInDays: 60, maxKeysPerUser: 4 },
-      features: { webhooks: 'disabled' },
-    };
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        logText += chunk.toString();
-        done();
-      },
-    });
-    a1 = (await startOutrigger(testConfig(rawA), { worker: false, logger: createLogger({ level: 'trace', destination: sink }) })) as Running;
-    a2 = await startTestOutrigger(rawA);
-    b = await startTestOutrigger({ ...rawA, service: { id: 'keys-b' }, apiKeys: {} });
-
-    const put = async (base: string, id: string, doc: Record<string, unknown>) =>
-      expect((await call(base, `/_admin/acl/${id}`, { method: 'PUT', auth: as('root'), body: doc })).status).toBe(201);
-    await put(a1.url, 'users-keys', { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 10, apiKeys: { roles: ['reader', 'writer'], 'max-expires-in-days': 30, 'max-keys-per-user': 2 } });
-    await put(a1.url, 'auditors-keys', { predicate: 'path(/keys) and method(POST)', roles: ['auditor'], priority: 20, apiKeys: { roles: ['auditor-ro'] } });
-    await put(a1.url, 'plain-keys', { predicate: 'path-prefix(/keys)', roles: ['plain'], priority: 10 });
-    await put(a1.url, 'admins-everything', { predicate: 'true', roles: ['root', 'srv-admin'], priority: 1000, apiKeys: { roles: ['reader'] } });
-    await put(a1.url, 'readers-own-orders', { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['reader'], priority: 5, mongo: { readFilter: { owner: '@user.id' }, projectResponse: { secret: 0 } } });
-    await put(b.url, 'b-users-keys', { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 10, apiKeys: { roles: ['reader'] } });
-    await put(b.url, 'b-readers', { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['reader'], priority: 5 });
+    },
+    users: Object.fromEntries(users),
+    config: { acl: { mode: 'enforce' }, apiKeys: { maxExpiresInDays: 60, maxKeysPerUser: 4 }, features: { webhooks: 'disabled' } },
+    // stack.proxy is replica 1 of service keys-a; its log is captured.
+    captureLogs: 'trace',
+    permissions: {
+      'users-keys': { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 10, apiKeys: { roles: ['reader', 'writer'], 'max-expires-in-days': 30, 'max-keys-per-user': 2 } },
+      'auditors-keys': { predicate: 'path(/keys) and method(POST)', roles: ['auditor'], priority: 20, apiKeys: { roles: ['auditor-ro'] } },
+      'plain-keys': { predicate: 'path-prefix(/keys)', roles: ['plain'], priority: 10 },
+      'admins-everything': { predicate: 'true', roles: ['root', 'srv-admin'], priority: 1000, apiKeys: { roles: ['reader'] } },
+      'readers-own-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['reader'], priority: 5, mongo: { readFilter: { owner: '@user.id' }, projectResponse: { secret: 0 } } },
+    },
+  });
+  let a2: Running; // service keys-a, replica 2
+  let b: Running; // service keys-b on the same Redis
+  beforeAll(async () => {
+    a2 = await stack.start();
+    b = await startTestOutrigger({ ...stack.raw, service: { id: 'keys-b' }, apiKeys: {} });
+    stack.onStop(() => b.stop());
+    await stack.put('/_admin/acl/b-users-keys', { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 10, apiKeys: { roles: ['reader'] } }, b.url);
+    await stack.put('/_admin/acl/b-readers', { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['reader'], priority: 5 }, b.url);
     // The second replica learns of the permissions through the change bus.
-    for (let i = 0; i < 100 && a2.context.permissions.all().size < 5; i++) await sleep(20);
-    expect(a2.context.permissions.all().size).toBe(5);
+    await waitFor(() => a2.context.permissions.all().size, (n) => n === 5, 15_000, 'replica 2 to learn the five permissions');
   });
-
-  afterAll(async () => {
-    await a1?.stop();
-    await a2?.stop();
-    await b?.stop();
-    await backend?.close();
-    await redis?.close();
-  });
+  const issueAs = (id: string, body: unknown, base = () => stack.proxy.url) => call(base(), '/keys', { method: 'POST', auth: as(id), body });
 
   describe('issuing: the checks of SPEC §5.3, in order', () => {
     it('answers 201 {_id, name, roles, expiresAt, key} with a well-formed key', async () => {
@@ -154,16 +121,16 @@ describe('API keys: issue, list, revoke, verify', () => {
     });
 
     it('refuses anonymous callers 401 with a Basic challenge, and key-authenticated callers 403', async () => {
-      const anonymous = await call(a1.url, '/keys', { method: 'POST', body: { name: 'x' } });
+      const anonymous = await call(stack.proxy.url, '/keys', { method: 'POST', body: { name: 'x' } });
       expect(anonymous.status).toBe(401);
       expect(anonymous.headers['www-authenticate']).toBe('Basic realm="keys-a"');
       expect(anonymous.json.message).toMatch(/sign in with your Basic credentials/);
       const { json } = await issueAs('u-order', { name: 'k', roles: ['reader'] });
-      const withKey = await call(a1.url, '/keys', { method: 'POST', auth: bearer(json.key), body: { name: 'from a key' } });
+      const withKey = await call(stack.proxy.url, '/keys', { method: 'POST', auth: bearer(json.key), body: { name: 'from a key' } });
       expect(withKey.status).toBe(403);
       expect(withKey.json.message).toMatch(/an API key cannot issue API keys; sign in with your Basic credentials/);
-      expect((await call(a1.url, '/keys', { auth: bearer(json.key) })).status).toBe(403);
-      await call(a1.url, `/keys/${json._id}`, { method: 'DELETE', auth: as('u-order') });
+      expect((await call(stack.proxy.url, '/keys', { auth: bearer(json.key) })).status).toBe(403);
+      await call(stack.proxy.url, `/keys/${json._id}`, { method: 'DELETE', auth: as('u-order') });
     });
 
     it('2. refuses root and srv-admin even though a permission with an apiKeys block applies to them', async () => {
@@ -172,8 +139,8 @@ describe('API keys: issue, list, revoke, verify', () => {
         expect(res.status).toBe(403);
         expect(res.json.message).toMatch(/admin roles never get API keys \(you hold (root|srv-admin)\)/);
       }
-      expect(await redis.client.hlen('outrigger:{keys-a}:apikeys')).toBeGreaterThanOrEqual(0);
-      const all = await call(a1.url, '/_admin/keys', { auth: as('root') });
+      expect(await stack.redis.client.hlen('outrigger:{keys-a}:apikeys')).toBeGreaterThanOrEqual(0);
+      const all = await call(stack.proxy.url, '/_admin/keys', { auth: as('root') });
       expect(all.json.filter((k: any) => k.owner === 'root' || k.owner === 'sam')).toEqual([]);
     });
 
@@ -201,11 +168,11 @@ describe('API keys: issue, list, revoke, verify', () => {
         expect(res.status, JSON.stringify(body)).toBe(400);
         expect(res.json.message).toMatch(message);
       }
-      const notJson = await call(a1.url, '/keys', { method: 'POST', auth: as('u-body'), rawBody: '{"name":', headers: { 'content-type': 'application/json' } });
+      const notJson = await call(stack.proxy.url, '/keys', { method: 'POST', auth: as('u-body'), rawBody: '{"name":', headers: { 'content-type': 'application/json' } });
       expect(notJson.status).toBe(400);
       expect(notJson.json.message).toMatch(/not valid JSON/);
-      expect((await call(a1.url, '/keys', { method: 'POST', auth: as('u-body') })).status).toBe(400);
-      expect((await call(a1.url, '/keys', { method: 'GET', auth: as('u-body') })).json).toEqual([]);
+      expect((await call(stack.proxy.url, '/keys', { method: 'POST', auth: as('u-body') })).status).toBe(400);
+      expect((await call(stack.proxy.url, '/keys', { method: 'GET', auth: as('u-body') })).json).toEqual([]);
     });
 
     it('runs the checks in the order of SPEC §5.3', async () => {
@@ -271,25 +238,25 @@ describe('API keys: issue, list, revoke, verify', () => {
       expect(third.status).toBe(409);
       expect(third.json.message).toMatch(/^key limit reached: revoke a key first/);
 
-      expect((await call(a1.url, `/keys/${first.json._id}`, { method: 'DELETE', auth: as('u-limit') })).status).toBe(204);
+      expect((await call(stack.proxy.url, `/keys/${first.json._id}`, { method: 'DELETE', auth: as('u-limit') })).status).toBe(204);
       const again = await issueAs('u-limit', { name: 'three' });
       expect(again.status).toBe(201);
       expect((await issueAs('u-limit', { name: 'four' })).status).toBe(409);
 
       // An expired key stays listed but no longer counts.
-      const text = await redis.client.hget('outrigger:{keys-a}:apikeys', again.json._id);
-      await redis.client.hset('outrigger:{keys-a}:apikeys', again.json._id, JSON.stringify({ ...JSON.parse(text!), expiresAt: Date.now() - 1000 }));
+      const text = await stack.redis.client.hget('outrigger:{keys-a}:apikeys', again.json._id);
+      await stack.redis.client.hset('outrigger:{keys-a}:apikeys', again.json._id, JSON.stringify({ ...JSON.parse(text!), expiresAt: Date.now() - 1000 }));
       expect((await issueAs('u-limit', { name: 'four' })).status).toBe(201);
-      const listed = await call(a1.url, '/keys', { auth: as('u-limit') });
+      const listed = await call(stack.proxy.url, '/keys', { auth: as('u-limit') });
       expect(listed.json.map((k: any) => k.name).sort()).toEqual(['four', 'three', 'two']);
     });
 
     it('never lets concurrent requests at the limit exceed it, across replicas', async () => {
-      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => issueAs('u-race', { name: `race ${i}` }, () => (i % 2 ? a1.url : a2.url))));
+      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => issueAs('u-race', { name: `race ${i}` }, () => (i % 2 ? stack.proxy.url : a2.url))));
       const statuses = results.map((r) => r.status).sort();
       expect(statuses.filter((s) => s === 201)).toHaveLength(2);
       expect(statuses.filter((s) => s === 409)).toHaveLength(10);
-      expect(await redis.client.scard('outrigger:{keys-a}:apikeys-of:u-race')).toBe(2);
+      expect(await stack.redis.client.scard('outrigger:{keys-a}:apikeys-of:u-race')).toBe(2);
     });
   });
 
@@ -297,14 +264,14 @@ describe('API keys: issue, list, revoke, verify', () => {
     it('is in no answer after issuance, in no Redis key or value, and in no log line', async () => {
       const issued = await issueAs('u-secret', { name: 'secret', roles: ['reader'] });
       const { key, _id } = issued.json;
-      expect((await call(a1.url, '/shop/orders', { auth: bearer(key) })).status).toBe(200);
+      expect((await call(stack.proxy.url, '/shop/orders', { auth: bearer(key) })).status).toBe(200);
       expect((await call(a2.url, '/shop/orders', { auth: bearer(key) })).status).toBe(200);
-      await call(a1.url, `/keys/${_id}`, { auth: as('u-secret') });
+      await call(stack.proxy.url, `/keys/${_id}`, { auth: as('u-secret') });
       const answers = [
-        await call(a1.url, '/keys', { auth: as('u-secret') }),
-        await call(a1.url, `/keys/${_id}`, { auth: as('u-secret') }),
-        await call(a1.url, '/_admin/keys', { auth: as('root') }),
-        await call(a1.url, `/_admin/keys/${_id}`, { auth: as('root') }),
+        await call(stack.proxy.url, '/keys', { auth: as('u-secret') }),
+        await call(stack.proxy.url, `/keys/${_id}`, { auth: as('u-secret') }),
+        await call(stack.proxy.url, '/_admin/keys', { auth: as('root') }),
+        await call(stack.proxy.url, `/_admin/keys/${_id}`, { auth: as('root') }),
       ];
       const randomPart = key.slice(4, 47);
       for (const answer of answers) {
@@ -317,25 +284,25 @@ describe('API keys: issue, list, revoke, verify', () => {
       let everything = '';
       let cursor = '0';
       do {
-        const [next, names] = await redis.client.scan(cursor, 'COUNT', 1000);
+        const [next, names] = await stack.redis.client.scan(cursor, 'COUNT', 1000);
         cursor = next;
         for (const name of names) {
           everything += `${name}\n`;
-          const type = await redis.client.type(name);
-          if (type === 'string') everything += await redis.client.get(name);
-          else if (type === 'hash') everything += JSON.stringify(await redis.client.hgetall(name));
-          else if (type === 'set') everything += (await redis.client.smembers(name)).join('\n');
-          else if (type === 'list') everything += (await redis.client.lrange(name, 0, -1)).join('\n');
-          else if (type === 'zset') everything += (await redis.client.zrange(name, 0, -1)).join('\n');
-          else if (type === 'stream') everything += JSON.stringify(await redis.client.xrange(name, '-', '+'));
+          const type = await stack.redis.client.type(name);
+          if (type === 'string') everything += await stack.redis.client.get(name);
+          else if (type === 'hash') everything += JSON.stringify(await stack.redis.client.hgetall(name));
+          else if (type === 'set') everything += (await stack.redis.client.smembers(name)).join('\n');
+          else if (type === 'list') everything += (await stack.redis.client.lrange(name, 0, -1)).join('\n');
+          else if (type === 'zset') everything += (await stack.redis.client.zrange(name, 0, -1)).join('\n');
+          else if (type === 'stream') everything += JSON.stringify(await stack.redis.client.xrange(name, '-', '+'));
         }
       } while (cursor !== '0');
       expect(everything).toContain(_id);
       expect(everything).not.toContain(randomPart);
       expect(everything).not.toContain(key);
 
-      expect(logText).toContain('issued an API key');
-      expect(logText).not.toContain(randomPart);
+      expect(stack.logText).toContain('issued an API key');
+      expect(stack.logText).not.toContain(randomPart);
     });
   });
 
@@ -345,7 +312,7 @@ describe('API keys: issue, list, revoke, verify', () => {
       await sleep(5);
       await issueAs('u-list', { name: 'second', roles: ['writer'], expiresIn: 3 });
       await issueAs('u-other', { name: 'someone else' });
-      const res = await call(a1.url, '/keys', { auth: as('u-list') });
+      const res = await call(stack.proxy.url, '/keys', { auth: as('u-list') });
       expect(res.status).toBe(200);
       expect(res.headers['x-total-count']).toBe('2');
       expect(res.json.map((k: any) => k.name)).toEqual(['second', 'first']);
@@ -359,23 +326,23 @@ describe('API keys: issue, list, revoke, verify', () => {
         expiresAt: first.json.expiresAt,
         via: 'api',
       });
-      const page = await call(a1.url, '/keys?page=2&pagesize=1', { auth: as('u-list') });
+      const page = await call(stack.proxy.url, '/keys?page=2&pagesize=1', { auth: as('u-list') });
       expect(page.json.map((k: any) => k.name)).toEqual(['first']);
       expect(page.headers['x-total-count']).toBe('2');
-      expect((await call(a1.url, `/keys/${first.json._id}`, { auth: as('u-list') })).json.name).toBe('first');
+      expect((await call(stack.proxy.url, `/keys/${first.json._id}`, { auth: as('u-list') })).json.name).toBe('first');
     });
 
     it('DELETE /keys/<id> answers 404 for a key of someone else, 204 for one’s own, and the key stops working', async () => {
       const mine = await issueAs('u-revoke', { name: 'mine', roles: ['reader'] });
       const theirs = await issueAs('u-other', { name: 'theirs', roles: ['reader'] });
-      const notMine = await call(a1.url, `/keys/${theirs.json._id}`, { method: 'DELETE', auth: as('u-revoke') });
+      const notMine = await call(stack.proxy.url, `/keys/${theirs.json._id}`, { method: 'DELETE', auth: as('u-revoke') });
       expect(notMine.status).toBe(404);
       expect(notMine.json.message).toMatch(/you have no key/);
-      expect((await call(a1.url, '/shop/orders', { auth: bearer(theirs.json.key) })).status).toBe(200);
-      expect((await call(a1.url, '/shop/orders', { auth: bearer(mine.json.key) })).status).toBe(200);
-      expect((await call(a1.url, `/keys/${mine.json._id}`, { method: 'DELETE', auth: as('u-revoke') })).status).toBe(204);
-      expect((await call(a1.url, `/keys/${mine.json._id}`, { method: 'DELETE', auth: as('u-revoke') })).status).toBe(404);
-      const refused = await call(a1.url, '/shop/orders', { auth: bearer(mine.json.key) });
+      expect((await call(stack.proxy.url, '/shop/orders', { auth: bearer(theirs.json.key) })).status).toBe(200);
+      expect((await call(stack.proxy.url, '/shop/orders', { auth: bearer(mine.json.key) })).status).toBe(200);
+      expect((await call(stack.proxy.url, `/keys/${mine.json._id}`, { method: 'DELETE', auth: as('u-revoke') })).status).toBe(204);
+      expect((await call(stack.proxy.url, `/keys/${mine.json._id}`, { method: 'DELETE', auth: as('u-revoke') })).status).toBe(404);
+      const refused = await call(stack.proxy.url, '/shop/orders', { auth: bearer(mine.json.key) });
       expect(refused.status).toBe(401);
       expect(refused.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
       expect(refused.json.message).toMatch(/revoked/);
@@ -384,30 +351,30 @@ describe('API keys: issue, list, revoke, verify', () => {
     it('/_admin/keys lists every key with owner, filters by owner and client, pages; DELETE revokes', async () => {
       // An agent sign-in key (via oauth, with a client) issued through the same issuer the agent sign-in uses.
       const keys = redisKeys('outrigger', 'keys-a');
-      const issuer = new ApiKeyIssuer(new ApiKeyStore(redis.client, keys), new ChangeBus(redis.client, redis.client, keys.changes), { prefix: 'rig', serviceId: 'keys-a' }, createLogger({ level: 'silent' }));
+      const issuer = new ApiKeyIssuer(new ApiKeyStore(stack.redis.client, keys), new ChangeBus(stack.redis.client, stack.redis.client, keys.changes), { prefix: 'rig', serviceId: 'keys-a' }, createLogger({ level: 'silent' }));
       const agent = await issuer.issue({ owner: 'u-other', name: 'claude sign-in', roles: ['reader'], lifetimeDays: 1, maxKeys: 10, via: 'oauth', client: 'claude-desktop' });
 
-      const all = await call(a1.url, '/_admin/keys', { auth: as('root') });
+      const all = await call(stack.proxy.url, '/_admin/keys', { auth: as('root') });
       expect(all.status).toBe(200);
       expect(Number(all.headers['x-total-count'])).toBe(all.json.length);
       expect(all.json.length).toBeGreaterThan(5);
-      const byOwner = await call(a1.url, '/_admin/keys?owner=u-other', { auth: as('root') });
+      const byOwner = await call(stack.proxy.url, '/_admin/keys?owner=u-other', { auth: as('root') });
       expect(byOwner.json.map((k: any) => k.owner)).toEqual(expect.arrayContaining(['u-other']));
       expect(new Set(byOwner.json.map((k: any) => k.owner))).toEqual(new Set(['u-other']));
-      const byClient = await call(a1.url, '/_admin/keys?client=claude-desktop', { auth: as('root') });
+      const byClient = await call(stack.proxy.url, '/_admin/keys?client=claude-desktop', { auth: as('root') });
       expect(byClient.json).toEqual([
         { _id: agent.record._id, owner: 'u-other', name: 'claude sign-in', roles: ['reader'], createdAt: { $date: agent.record.createdAt }, expiresAt: { $date: agent.record.expiresAt }, via: 'oauth', client: 'claude-desktop' },
       ]);
-      const paged = await call(a1.url, '/_admin/keys?pagesize=2&page=1', { auth: as('root') });
+      const paged = await call(stack.proxy.url, '/_admin/keys?pagesize=2&page=1', { auth: as('root') });
       expect(paged.json).toHaveLength(2);
       expect(paged.headers['x-total-count']).toBe(all.headers['x-total-count']);
 
-      expect((await call(a1.url, '/_admin/keys', { auth: as('u-other') })).status).toBe(403);
-      expect((await call(a1.url, `/_admin/keys/${agent.record._id}`, { method: 'DELETE', auth: as('u-other') })).status).toBe(403);
-      expect((await call(a1.url, '/shop/orders', { auth: bearer(agent.key) })).status).toBe(200);
-      expect((await call(a1.url, `/_admin/keys/${agent.record._id}`, { method: 'DELETE', auth: as('root') })).status).toBe(204);
-      expect((await call(a1.url, `/_admin/keys/${agent.record._id}`, { method: 'DELETE', auth: as('root') })).status).toBe(404);
-      expect((await call(a1.url, '/shop/orders', { auth: bearer(agent.key) })).status).toBe(401);
+      expect((await call(stack.proxy.url, '/_admin/keys', { auth: as('u-other') })).status).toBe(403);
+      expect((await call(stack.proxy.url, `/_admin/keys/${agent.record._id}`, { method: 'DELETE', auth: as('u-other') })).status).toBe(403);
+      expect((await call(stack.proxy.url, '/shop/orders', { auth: bearer(agent.key) })).status).toBe(200);
+      expect((await call(stack.proxy.url, `/_admin/keys/${agent.record._id}`, { method: 'DELETE', auth: as('root') })).status).toBe(204);
+      expect((await call(stack.proxy.url, `/_admin/keys/${agent.record._id}`, { method: 'DELETE', auth: as('root') })).status).toBe(404);
+      expect((await call(stack.proxy.url, '/shop/orders', { auth: bearer(agent.key) })).status).toBe(401);
     });
   });
 
@@ -415,26 +382,26 @@ describe('API keys: issue, list, revoke, verify', () => {
     it('runs as the owner with the key’s roles only, under the same readFilter and projectResponse as a password sign-in', async () => {
       const issued = await issueAs('u-use', { name: 'reader key', roles: ['reader'] });
       // u-use's own roles (user) grant no read of orders: the key's roles (reader) do.
-      expect((await call(a1.url, '/shop/orders', { auth: as('u-use') })).status).toBe(403);
-      backend.clearRequests();
-      const withKey = await call(a1.url, '/shop/orders', { auth: bearer(issued.json.key) });
+      expect((await call(stack.proxy.url, '/shop/orders', { auth: as('u-use') })).status).toBe(403);
+      stack.backend.clearRequests();
+      const withKey = await call(stack.proxy.url, '/shop/orders', { auth: bearer(issued.json.key) });
       expect(withKey.status).toBe(200);
       expect(withKey.json.map((d: any) => d._id).sort()).toEqual(['o1', 'o3']);
       for (const doc of withKey.json) expect(doc.secret).toBeUndefined();
-      const sent = backend.requests.at(-1)!;
+      const sent = stack.backend.requests.at(-1)!;
       expect(sent.identity).toEqual({ via: 'jwt', id: 'u-use', roles: ['reader'] });
       expect(sent.query.getAll('filter')).toEqual(['{"owner":"u-use"}']);
       expect(String(sent.headers.authorization)).not.toContain(issued.json.key);
 
       // rita signs in with a password and holds the same role: the same rules, for her own documents.
-      backend.clearRequests();
-      const withPassword = await call(a1.url, '/shop/orders', { auth: as('rita') });
+      stack.backend.clearRequests();
+      const withPassword = await call(stack.proxy.url, '/shop/orders', { auth: as('rita') });
       expect(withPassword.json).toEqual([{ _id: 'o2', owner: 'rita', total: 20 }]);
-      expect(backend.requests.at(-1)!.query.getAll('filter')).toEqual(['{"owner":"rita"}']);
+      expect(stack.backend.requests.at(-1)!.query.getAll('filter')).toEqual(['{"owner":"rita"}']);
 
       // A key without roles authenticates but is allowed nothing.
       const noRoles = await issueAs('u-use', { name: 'no roles', roles: [] });
-      const denied = await call(a1.url, '/shop/orders', { auth: bearer(noRoles.json.key) });
+      const denied = await call(stack.proxy.url, '/shop/orders', { auth: bearer(noRoles.json.key) });
       expect(denied.status).toBe(403);
     });
 
@@ -443,11 +410,11 @@ describe('API keys: issue, list, revoke, verify', () => {
       const key: string = json.key;
       const flipped = key.slice(0, 10) + (key[10] === 'A' ? 'B' : 'A') + key.slice(11);
       const longer = `rig_${'Q'.repeat(50)}${checksumOf('Q'.repeat(49))}`;
-      const watch = await monitor(redis.port);
+      const watch = await monitor(stack.redis.port);
       await sleep(20);
       try {
         for (const bad of [flipped, key.slice(0, -1), `${key}x`, 'rig_short', longer]) {
-          const res = await call(a1.url, '/shop/orders', { auth: bearer(bad) });
+          const res = await call(stack.proxy.url, '/shop/orders', { auth: bearer(bad) });
           expect(res.status, bad).toBe(401);
           expect(res.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
         }
@@ -457,7 +424,7 @@ describe('API keys: issue, list, revoke, verify', () => {
       }
       expect(watch.seen.filter((c) => touchesKeys(c.args))).toEqual([]);
       const wellFormedUnknown = `rig_${'Q'.repeat(43)}${checksumOf('Q'.repeat(43))}`;
-      const unknown = await call(a1.url, '/shop/orders', { auth: bearer(wellFormedUnknown) });
+      const unknown = await call(stack.proxy.url, '/shop/orders', { auth: bearer(wellFormedUnknown) });
       expect(unknown.status).toBe(401);
       expect(unknown.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
     });
@@ -466,11 +433,11 @@ describe('API keys: issue, list, revoke, verify', () => {
       const onA = await issueAs('u-scope', { name: 'a', roles: ['reader'] });
       const onB = await issueAs('u-scope', { name: 'b', roles: ['reader'] }, () => b.url);
       expect(onB.status).toBe(201);
-      expect((await call(a1.url, '/shop/orders', { auth: bearer(onA.json.key) })).status).toBe(200);
+      expect((await call(stack.proxy.url, '/shop/orders', { auth: bearer(onA.json.key) })).status).toBe(200);
       const refused = await call(b.url, '/shop/orders', { auth: bearer(onA.json.key) });
       expect(refused.status).toBe(401);
       expect(refused.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
-      expect((await call(a1.url, '/shop/orders', { auth: bearer(onB.json.key) })).status).toBe(401);
+      expect((await call(stack.proxy.url, '/shop/orders', { auth: bearer(onB.json.key) })).status).toBe(401);
       expect((await call(b.url, '/shop/orders', { auth: bearer(onB.json.key) })).status).toBe(200);
       // Neither lists the other's keys.
       expect((await call(b.url, '/keys', { auth: as('u-scope') })).json.map((k: any) => k.name)).toEqual(['b']);
@@ -484,7 +451,7 @@ describe('API keys: issue, list, revoke, verify', () => {
       expect((await call(a2.url, '/shop/orders', { auth: bearer(issued.json.key) })).status).toBe(200);
       expect((await call(a2.url, '/shop/orders', { auth: bearer(issued.json.key) })).status).toBe(200);
       const revokedAt = Date.now();
-      expect((await call(a1.url, `/keys/${issued.json._id}`, { method: 'DELETE', auth: as('u-revoke') })).status).toBe(204);
+      expect((await call(stack.proxy.url, `/keys/${issued.json._id}`, { method: 'DELETE', auth: as('u-revoke') })).status).toBe(204);
       let status = 200;
       while (status === 200 && Date.now() - revokedAt < 5000) {
         status = (await call(a2.url, '/shop/orders', { auth: bearer(issued.json.key) })).status;
@@ -501,11 +468,11 @@ describe('API keys: issue, list, revoke, verify', () => {
       // Shorten its life in Redis (a test-only edit) and announce the change so replicas reload it.
       const recordsKey = 'outrigger:{keys-a}:apikeys';
       const expiresAt = Date.now() + 1500;
-      await redis.client.hset(recordsKey, _id, JSON.stringify({ ...JSON.parse((await redis.client.hget(recordsKey, _id))!), expiresAt }));
-      await redis.client.publish('outrigger:{keys-a}:changes', JSON.stringify({ kind: 'apikeys', id: _id }));
+      await stack.redis.client.hset(recordsKey, _id, JSON.stringify({ ...JSON.parse((await stack.redis.client.hget(recordsKey, _id))!), expiresAt }));
+      await stack.redis.client.publish('outrigger:{keys-a}:changes', JSON.stringify({ kind: 'apikeys', id: _id }));
       await sleep(100);
       expect((await call(a2.url, '/shop/orders', { auth: bearer(key) })).status).toBe(200);
-      const watch = await monitor(redis.port);
+      const watch = await monitor(stack.redis.port);
       try {
         expect((await call(a2.url, '/shop/orders', { auth: bearer(key) })).status).toBe(200);
         await sleep(expiresAt - Date.now());
@@ -518,7 +485,7 @@ describe('API keys: issue, list, revoke, verify', () => {
       }
       // Refused from memory: the replica did not ask Redis about the key.
       expect(watch.seen.filter((c) => touchesKeys(c.args) && !c.args.some((a) => a.endsWith('apikeys-last-used')))).toEqual([]);
-      const listed = await call(a1.url, '/keys', { auth: as('u-expire') });
+      const listed = await call(stack.proxy.url, '/keys', { auth: as('u-expire') });
       expect(listed.json[0].expiresAt).toEqual({ $date: expiresAt });
     });
   });
@@ -527,15 +494,15 @@ describe('API keys: issue, list, revoke, verify', () => {
     it('verifies a known key with zero Redis commands in the steady state', async () => {
       const issued = await issueAs('u-steady', { name: 'steady', roles: ['reader'] });
       const key = issued.json.key;
-      for (let i = 0; i < 3; i++) expect((await call(a1.url, '/shop/orders', { auth: bearer(key) })).status).toBe(200); // warm-up: first read, first lastUsedAt
+      for (let i = 0; i < 3; i++) expect((await call(stack.proxy.url, '/shop/orders', { auth: bearer(key) })).status).toBe(200); // warm-up: first read, first lastUsedAt
       await sleep(50);
       const N = 300;
-      const watch = await monitor(redis.port);
+      const watch = await monitor(stack.redis.port);
       await sleep(20);
-      const before = await redis.commandsProcessed();
+      const before = await stack.redis.commandsProcessed();
       const started = Date.now();
-      for (let i = 0; i < N; i += 10) await Promise.all(Array.from({ length: 10 }, () => call(a1.url, '/shop/orders', { auth: bearer(key) }).then((r) => expect(r.status).toBe(200))));
-      const after = await redis.commandsProcessed();
+      for (let i = 0; i < N; i += 10) await Promise.all(Array.from({ length: 10 }, () => call(stack.proxy.url, '/shop/orders', { auth: bearer(key) }).then((r) => expect(r.status).toBe(200))));
+      const after = await stack.redis.commandsProcessed();
       const windowMs = Date.now() - started;
       await sleep(50); // MONITOR streams asynchronously: let it deliver the INFO that read `after`
       await watch.stop();
@@ -553,19 +520,19 @@ describe('API keys: issue, list, revoke, verify', () => {
 
     it('writes lastUsedAt on first use and then at most once a minute per key per replica', async () => {
       const issued = await issueAs('u-used', { name: 'used', roles: ['reader'] });
-      expect((await call(a1.url, '/keys', { auth: as('u-used') })).json[0].lastUsedAt).toBeUndefined();
-      const watch = await monitor(redis.port);
+      expect((await call(stack.proxy.url, '/keys', { auth: as('u-used') })).json[0].lastUsedAt).toBeUndefined();
+      const watch = await monitor(stack.redis.port);
       await sleep(20);
       const firstUse = Date.now();
       try {
-        for (let i = 0; i < 40; i++) expect((await call(i % 2 ? a1.url : a2.url, '/shop/orders', { auth: bearer(issued.json.key) })).status).toBe(200);
+        for (let i = 0; i < 40; i++) expect((await call(i % 2 ? stack.proxy.url : a2.url, '/shop/orders', { auth: bearer(issued.json.key) })).status).toBe(200);
         await sleep(50);
       } finally {
         await watch.stop();
       }
       const writes = watch.seen.filter((c) => /^evalsha|^eval$/i.test(c.args[0] ?? '') && c.args.some((a) => a.endsWith('apikeys-last-used')) && c.args.includes(issued.json._id));
       expect(writes).toHaveLength(2); // one per replica
-      const listed = (await call(a1.url, '/keys', { auth: as('u-used') })).json[0];
+      const listed = (await call(stack.proxy.url, '/keys', { auth: as('u-used') })).json[0];
       expect(listed.lastUsedAt.$date).toBeGreaterThanOrEqual(firstUse);
       expect(listed.lastUsedAt.$date).toBeLessThanOrEqual(Date.now());
     });
@@ -575,19 +542,19 @@ describe('API keys: issue, list, revoke, verify', () => {
     const dump = async () => {
       const out: Record<string, unknown> = {};
       // Every key record and index (lastUsedAt, usage data written by requests, aside).
-      for (const name of (await redis.client.keys('outrigger:{keys-a}:apikey*')).filter((n) => !n.endsWith('apikeys-last-used')).sort()) {
-        const type = await redis.client.type(name);
-        out[name] = type === 'hash' ? await redis.client.hgetall(name) : type === 'set' ? (await redis.client.smembers(name)).sort() : await redis.client.get(name);
+      for (const name of (await stack.redis.client.keys('outrigger:{keys-a}:apikey*')).filter((n) => !n.endsWith('apikeys-last-used')).sort()) {
+        const type = await stack.redis.client.type(name);
+        out[name] = type === 'hash' ? await stack.redis.client.hgetall(name) : type === 'set' ? (await stack.redis.client.smembers(name)).sort() : await stack.redis.client.get(name);
       }
       return out;
     };
-    const feature = (action: string) => call(a1.url, `/_admin/features/api-keys/${action}`, { method: 'POST', auth: as('root') });
+    const feature = (action: string) => call(stack.proxy.url, `/_admin/features/api-keys/${action}`, { method: 'POST', auth: as('root') });
 
     it('disable and uninstall refuse issuing and every key; enable and install find every key as it was', async () => {
       const issued = await issueAs('u-life', { name: 'survivor', roles: ['reader'] });
-      expect((await call(a1.url, '/shop/orders', { auth: bearer(issued.json.key) })).status).toBe(200);
+      expect((await call(stack.proxy.url, '/shop/orders', { auth: bearer(issued.json.key) })).status).toBe(200);
       const before = await dump();
-      const listed = async () => (await call(a1.url, '/_admin/keys', { auth: as('root') })).json.map(({ lastUsedAt: _, ...k }: any) => k);
+      const listed = async () => (await call(stack.proxy.url, '/_admin/keys', { auth: as('root') })).json.map(({ lastUsedAt: _, ...k }: any) => k);
       const listedBefore = await listed();
 
       for (const [off, on] of [
@@ -600,15 +567,15 @@ describe('API keys: issue, list, revoke, verify', () => {
           expect(res.status).toBe(403);
           expect(res.json.message).toBe('API keys are disabled on this service');
         }
-        const refused = await call(a1.url, '/shop/orders', { auth: bearer(issued.json.key) });
+        const refused = await call(stack.proxy.url, '/shop/orders', { auth: bearer(issued.json.key) });
         expect(refused.status).toBe(401);
         await expect.poll(async () => (await call(a2.url, '/shop/orders', { auth: bearer(issued.json.key) })).status, { timeout: 5000 }).toBe(401);
         // Owners can still see (and revoke) their keys while the feature is off.
-        expect((await call(a1.url, '/keys', { auth: as('u-life') })).json.map((k: any) => k.name)).toEqual(['survivor']);
+        expect((await call(stack.proxy.url, '/keys', { auth: as('u-life') })).json.map((k: any) => k.name)).toEqual(['survivor']);
         expect(await dump()).toEqual(before);
 
         expect((await feature(on)).status).toBe(200);
-        expect((await call(a1.url, '/shop/orders', { auth: bearer(issued.json.key) })).status).toBe(200);
+        expect((await call(stack.proxy.url, '/shop/orders', { auth: bearer(issued.json.key) })).status).toBe(200);
         await expect.poll(async () => (await call(a2.url, '/shop/orders', { auth: bearer(issued.json.key) })).status, { timeout: 5000 }).toBe(200);
       }
       expect(await listed()).toEqual(listedBefore);
