@@ -48,7 +48,8 @@ export function createRequestHandler(parts: HandlerParts) {
   // Decided once: at info level (the default) the request path builds no log objects at all.
   const logRequests = logger.isLevelEnabled('debug');
   const refusalsLogged = new Map<string, { at: number; since: number }>();
-  const tracing = parts.tracing ?? Tracing.propagationOnly();
+  const unrecorded = Tracing.propagationOnly();
+  const tracing = parts.tracing ?? unrecorded;
   const upstream = new URL(forwarder.origin);
   const upstreamPort = Number(upstream.port || (upstream.protocol === 'https:' ? 443 : 80));
   // The client gets 503 (respond.ts); the operator gets a counter and a warning saying what Redis answered.
@@ -71,8 +72,11 @@ export function createRequestHandler(parts: HandlerParts) {
     const peer = req.socket.remoteAddress ?? '';
     const { ip, peerTrusted } = parts.clientIp(peer, req.headers['x-forwarded-for']);
     const scope = new RequestScope(req, res, ip, (req.socket as TLSSocket).encrypted === true);
+    // Decided on the canonical path; a path without one matches nothing and is refused in run().
+    const route = scope.pathProblem === undefined ? routes.match(scope.path) : undefined;
     const h = req.headers;
-    const trace: RequestTrace = (scope.trace = tracing.begin({
+    // Probes and scrapes (every few seconds, from the platform) are propagated, never recorded.
+    const trace: RequestTrace = (scope.trace = (route?.kind === 'health' || route?.kind === 'metrics' ? unrecorded : tracing).begin({
       method: scope.method,
       path: scope.rawPath,
       scheme: scope.secure ? 'https' : 'http',
@@ -83,8 +87,6 @@ export function createRequestHandler(parts: HandlerParts) {
       host: h.host,
     }));
 
-    // Decided on the canonical path; a path without one matches nothing and is refused in run().
-    const route = scope.pathProblem === undefined ? routes.match(scope.path) : undefined;
     if (route) {
       scope.routeKind = route.kind;
       res.setHeader('x-request-id', scope.id);
