@@ -4,6 +4,8 @@
  * `npm run demo -- --reset` first deletes what the demo stored (keys, webhooks, changes).
  */
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,7 +64,38 @@ const outrigger = await startOutrigger(config, { embeddedRedisDir: redisDir, log
 });
 
 const u = outrigger.url;
+
+// A webhook target of the demo's own: it prints what the demo's webhook "new orders" delivers
+// (fired by a REST POST /restheart/orders and by the GraphQL mutation createOrder alike).
+const hooks = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    res.end('ok');
+    try {
+      const event = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { request?: { method?: string; path?: string; via?: string; graphql?: { app: string; operation: string | null } } };
+      const r = event.request ?? {};
+      const via = r.via === 'graphql' ? ` (via GraphQL app ${r.graphql?.app}, operation ${r.graphql?.operation ?? 'anonymous'})` : '';
+      process.stdout.write(`webhook "new orders" delivered: ${r.method} ${r.path}${via}\n`);
+    } catch {
+      process.stdout.write('webhook "new orders" delivered (a body that is not JSON)\n');
+    }
+  });
+});
+await new Promise<void>((done) => hooks.listen(0, '127.0.0.1', done));
+const hookUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/new-orders`;
+const admin = `Basic ${Buffer.from('admin:admin-password').toString('base64')}`;
+const webhook = await fetch(`${u}/_admin/webhooks/demo-new-orders`, {
+  method: 'PUT',
+  headers: { authorization: admin, 'content-type': 'application/json' },
+  body: JSON.stringify({ name: 'new orders', type: 'http', condition: "path-prefix('/restheart/orders') and method(POST)", url: hookUrl }),
+}).catch((error: unknown) => error as Error);
+if (webhook instanceof Error || !webhook.ok) {
+  process.stderr.write(`outrigger demo: the webhook "new orders" could not be saved (${webhook instanceof Error ? webhook.message : webhook.status}); the rest of the demo runs without it\n`);
+}
+
 const query = `'{"query":"{ orders(limit: 3) { status total user { name city } } }"}'`;
+const mutation = `'{"query":"mutation { createOrder(total: 24.5, items: [{productId: \\"p-espresso\\", qty: 1}]) { _id status total user { name } } }"}'`;
 process.stdout.write(`
 Outrigger demo is running.
   Outrigger (call this):      ${u}
@@ -78,6 +111,9 @@ Try:
   curl -s ${u}/restheart/orders                                      # 401: sign in first
   curl -s -u alice:alice-password ${u}/graphql/shop -H 'content-type: application/json' -d ${query}
                                                                      # GraphQL: alice's orders with their user joined
+  curl -s -u alice:alice-password ${u}/graphql/shop -H 'content-type: application/json' -d ${mutation}
+                                                                     # GraphQL mutation: POST /restheart/orders as alice; the webhook
+                                                                     # "new orders" fires (printed here, logged at ${u}/_admin/ → Webhooks)
   curl -s -u alice:alice-password -X POST ${u}/keys -H 'content-type: application/json' -d '{"name":"laptop","roles":["reader"]}'
   curl -s -H "Authorization: Bearer <the key printed above>" ${u}/restheart/orders
   curl -s -u admin:admin-password ${u}/_admin/acl                    # the permissions applied from examples/demo/setup.yaml
@@ -87,6 +123,7 @@ Ctrl-C stops the demo. \`npm run demo -- --reset\` starts again from empty stora
 `);
 
 stopOnSignals(async () => {
+  hooks.close();
   await outrigger.stop();
   await backend.close();
 }, logger);
