@@ -11,7 +11,7 @@ const DEMO = resolve(import.meta.dirname, '../../dist/examples/demo/main.js');
 const README = readFileSync(resolve(import.meta.dirname, '../../README.md'), 'utf8');
 
 /** Runs the built demo in `cwd` until it exits or prints that it runs (then stops it). */
-function runDemo(env: NodeJS.ProcessEnv, cwd: string, args: string[] = [], onRunning?: (stdout: string) => Promise<void>) {
+function runDemo(env: NodeJS.ProcessEnv, cwd: string, args: string[] = [], onRunning?: (stdout: string, live: () => string) => Promise<void>) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((done, reject) => {
     const child = spawn(process.execPath, [DEMO, ...args], { cwd, env: { ...process.env, OUTRIGGER_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -22,7 +22,7 @@ function runDemo(env: NodeJS.ProcessEnv, cwd: string, args: string[] = [], onRun
       stdout += chunk.toString();
       if (!running && stdout.includes('Ctrl-C stops the demo')) {
         running = true;
-        void (onRunning ?? (async () => {}))(stdout).then(
+        void (onRunning ?? (async () => {}))(stdout, () => stdout).then(
           () => child.kill('SIGTERM'),
           (error: unknown) => {
             child.kill('SIGKILL');
@@ -79,6 +79,29 @@ describe('npm run demo (built)', () => {
     // alice sees her own orders only (her readFilter applies to GraphQL reads), with her user joined.
     expect(answer.json.data.orders.length).toBeGreaterThan(0);
     for (const order of answer.json.data.orders) expect(order.user).toEqual({ name: 'Alice Rossi', city: 'Rome' });
+  }, 90_000);
+
+  it('the GraphQL mutation curl it prints (the README shows the same) creates an order as alice, and the demo prints the webhook it fired', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
+    const env = { OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
+    let answer: any;
+    let delivered = '';
+    const result = await runDemo(env, cwd, [], async (stdout, live) => {
+      const line = stdout.split('\n').find((l) => l.includes('curl') && l.includes('/graphql/shop') && l.includes('mutation'));
+      const match = /-u (\w+):(\S+) (http:\/\/\S+\/graphql\/shop) .*-d '([^']+)'/.exec(line ?? '');
+      expect(match, `no GraphQL mutation curl in:\n${stdout}`).not.toBeNull();
+      const [, user, password, url, body] = match!;
+      expect(README).toContain(body!);
+      const res = await call(url!, '', { method: 'POST', auth: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`, body: body! });
+      answer = { status: res.status, json: res.json };
+      const until = Date.now() + 15_000;
+      while (!live().includes('webhook "new orders" delivered') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      delivered = live().split('\n').find((l) => l.startsWith('webhook "new orders" delivered')) ?? '';
+    });
+    expect(result.code).toBe(0);
+    expect(answer.status).toBe(200);
+    expect(answer.json.data.createOrder).toMatchObject({ status: 'pending', total: 24.5, user: { name: 'Alice Rossi' } });
+    expect(delivered).toBe('webhook "new orders" delivered: POST /restheart/orders (via GraphQL app shop, operation anonymous)');
   }, 90_000);
 
   it('a taken port: the CLI message naming the port, and OUTRIGGER_DEMO_PORT; no stack trace', async () => {
