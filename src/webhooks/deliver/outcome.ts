@@ -70,7 +70,12 @@ export class DeliveryOutcomes {
     if (!retrying && entry.status === 'failed') {
       const { target, statusCode, error } = entry.summary;
       // The target without its query string, which may carry a token.
-      this.o.logger.info({ webhook: webhook._id, event: event.id, attempt, target: target.split('?')[0], statusCode, err: error }, 'webhook delivery ended failed (no retry left)');
+      // trace_id: the originating request's trace, in which this delivery's attempts are spans (SPEC §9).
+      const traceId = /^00-([0-9a-f]{32})-/.exec(event.traceparent ?? '')?.[1];
+      this.o.logger.info(
+        { webhook: webhook._id, event: event.id, attempt, target: target.split('?')[0], statusCode, err: error, ...(traceId ? { trace_id: traceId } : {}) },
+        'webhook delivery ended failed (no retry left)',
+      );
     }
   }
 
