@@ -61,7 +61,8 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
       query: w.query,
       requestHeaders,
       requestBody: w.body,
-      status: w.response?.status ?? 0,
+      // No answer from the backend: what the proxy would have answered a REST client (502).
+      status: w.response?.status ?? 502,
       responseHeaders: { ...(w.response?.headers ?? {}) },
       responseBody: w.response?.body ?? '',
       ...(principal && principal.id !== null ? { user: { id: principal.id, roles: principal.roles } } : {}),
