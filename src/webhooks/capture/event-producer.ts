@@ -24,6 +24,7 @@ import type { RedisKeys } from '../../store/keys.js';
 import { ENTRY_FIELD, packEntries, type StreamFields } from '../stream-record.js';
 import { backoffMs } from '../../util/backoff.js';
 import { xaddEach } from '../../store/scripts/xadd-each.js';
+import { isRedisUnavailable } from '../../store/redis-errors.js';
 
 export interface QueuedEvent {
   /** The stream entry's fields for the workers (stream-record.ts), when a webhook matched or a skipped entry is due. */
@@ -260,8 +261,7 @@ export class EventProducer {
     }
     const results = await multi.exec();
     if (!results) throw new Error('the transaction was discarded');
-    const failed = results.find(([error]) => error);
-    if (failed) this.refused(String(failed[0]), batch.length);
+    this.refusedIn(results, batch.length);
   }
 
   private async writeEvents(batch: QueuedEvent[]): Promise<void> {
@@ -288,8 +288,9 @@ export class EventProducer {
       try {
         await redis.xadd(keys.events, 'MAXLEN', '~', maxLength, '*', ...entries[0]!);
       } catch (error) {
-        // A connection problem, or out of memory (nothing was written): the batch stays queued.
-        if (!(error instanceof ReplyError) || String((error as Error).message).startsWith('OOM')) throw error;
+        // A connection problem, or a refusal that says "not now" (out of memory, a read-only
+        // replica, loading...): nothing was written, and the batch stays queued.
+        if (!(error instanceof ReplyError) || isRedisUnavailable(error)) throw error;
         this.refused(String((error as Error).message), batch.length);
       }
       return;
@@ -299,11 +300,10 @@ export class EventProducer {
       if (i < last) multi.xadd(keys.events, '*', ...entry);
       else multi.xadd(keys.events, 'MAXLEN', '~', maxLength, '*', ...entry);
     });
-    // Out of memory refuses the whole MULTI (EXECABORT): that throws, and the batch stays queued.
+    // Out of memory or a read-only replica refuses the whole MULTI (EXECABORT): that throws, and the batch stays queued.
     const results = await multi.exec();
     if (!results) throw new Error('the transaction was discarded');
-    const failed = results.find(([error]) => error);
-    if (failed) this.refused(String(failed[0]), batch.length);
+    this.refusedIn(results, batch.length);
   }
 
   /** Entries of any other shape (tests, tools, older callers): the xaddEach script, one entry per event. */
@@ -318,10 +318,23 @@ export class EventProducer {
     const reply = await xaddEach.runWith(redis, args);
     const [refusedCount, firstError] = Array.isArray(reply) ? (reply as [number, string?]) : [0];
     if (refusedCount > 0) {
-      // Out of memory: nothing (or hardly anything) was written; keep the batch, as a MULTI refused with EXECABORT would.
-      if (String(firstError).startsWith('OOM')) throw new Error(String(firstError));
+      // Out of memory, a read-only replica...: nothing (or hardly anything) was written; keep the
+      // batch, as a MULTI refused with EXECABORT would.
+      const error = new Error(String(firstError));
+      if (isRedisUnavailable(error)) throw error;
       this.refused(String(firstError), batch.length);
     }
+  }
+
+  /**
+   * A MULTI whose commands ran, some refused: a refusal that says "not now" (a replica turned
+   * read-only between queueing and EXEC) throws so the batch stays queued; others are reported.
+   */
+  private refusedIn(results: Array<[Error | null, unknown]>, events: number): void {
+    const failed = results.find(([error]) => error);
+    if (!failed) return;
+    if (isRedisUnavailable(failed[0])) throw failed[0];
+    this.refused(String(failed[0]), events);
   }
 
   /**
