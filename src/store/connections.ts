@@ -68,19 +68,30 @@ const retryFollow = (times: number) => Math.min(100 * times, 1000);
 const reconnectOnReadonly = (error: Error) => (error.message.startsWith('READONLY') ? 2 : false);
 
 /**
- * One plain address (no Sentinel) that answers READONLY: a reconnect may reach a new master when
- * the address is a service in front of a failover, so it is tried, but at most every 5 s and
- * without resending. Reconnecting on every READONLY (as Sentinel mode does) churned the
- * connection under steady writes, so reads failed too and every client was told "unreachable"
- * instead of what Redis refused (issue 28 item 2); the refused command now fails with READONLY,
- * answered 503 saying so.
+ * One plain address (no Sentinel) that answers READONLY: the address may be a service in front
+ * of a failover that now leads to a new master, which only a new connection reaches. So, at most
+ * every 5 s, a short-lived probe connects to the same address and asks ROLE; only when it finds a
+ * master does the connection reconnect. A blind reconnect on READONLY (as Sentinel mode does)
+ * churned the connection while the server stayed a replica: every write retried (the webhook
+ * tee keeps its batch on a refusal) dropped it again, and meanwhile every command failed as
+ * "unreachable" instead of saying what Redis refused (issue 28 item 2).
  */
-function reconnectOnReadonlyAtMostEvery(ms: number): (error: Error) => 1 | false {
+function probeOnReadonly(url: string, options: RedisOptions, every: number, reconnect: () => void): (error: Error) => false {
   let last = 0;
   return (error) => {
-    if (!error.message.startsWith('READONLY') || Date.now() - last < ms) return false;
+    if (!error.message.startsWith('READONLY') || Date.now() - last < every) return false;
     last = Date.now();
-    return 1;
+    const probe = new Redis(url, { ...options, connectionName: 'outrigger-readonly-probe', lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null, reconnectOnError: null, connectTimeout: 2000 });
+    probe.on('error', () => {});
+    probe
+      .connect()
+      .then(() => probe.role())
+      .then((role) => {
+        if (Array.isArray(role) && role[0] === 'master') reconnect();
+      })
+      .catch(() => {})
+      .finally(() => probe.disconnect());
+    return false;
   };
 }
 
@@ -131,8 +142,9 @@ export function openRedis(target: RedisTarget, connectionName: string, role: Rol
       reconnectOnError: reconnectOnReadonly,
     });
   } else {
-    const options: RedisOptions = { ...common, retryStrategy: retry, lazyConnect: false, reconnectOnError: reconnectOnReadonlyAtMostEvery(5000) };
-    conn = new Redis(target.url ?? '', options);
+    const url = target.url ?? '';
+    const options: RedisOptions = { ...common, retryStrategy: retry, lazyConnect: false, reconnectOnError: probeOnReadonly(url, common, 5000, () => conn.disconnect(true)) };
+    conn = new Redis(url, options);
   }
   // Errors are reported through health/metrics and the callers; an unhandled 'error' event would crash.
   conn.on('error', () => {});

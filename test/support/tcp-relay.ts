@@ -1,0 +1,64 @@
+import { connect, createServer, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+
+export interface TcpRelay {
+  port: number;
+  url(scheme?: string): string;
+  /** Delay added to every chunk in each direction from now on (bytes keep their order). */
+  setDelay(ms: number): void;
+  /** Where new connections go from now on (open ones stay where they are, as behind a Service's NAT). */
+  retarget(port: number): void;
+  close(): Promise<void>;
+}
+
+/**
+ * A TCP relay on loopback in front of a server (Redis here), adding a delay to each direction
+ * while keeping the byte order: what `tc netem` would do, which these machines do not have.
+ * Each direction has its own queue: a chunk leaves `delayMs` after it arrived, and never before
+ * the one ahead of it.
+ */
+export async function startTcpRelay(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpRelay> {
+  let delayMs = 0;
+  const sockets = new Set<Socket>();
+  const pipeDelayed = (from: Socket, to: Socket) => {
+    let last = 0;
+    from.on('data', (chunk: Buffer) => {
+      if (delayMs === 0 && last <= Date.now()) {
+        to.write(chunk);
+        return;
+      }
+      const at = Math.max(Date.now() + delayMs, last);
+      last = at;
+      setTimeout(() => to.writable && to.write(chunk), at - Date.now());
+    });
+    from.on('end', () => setTimeout(() => to.end(), Math.max(0, last - Date.now())));
+  };
+  let port0 = targetPort;
+  const server = createServer((client) => {
+    const upstream = connect(port0, targetHost);
+    sockets.add(client).add(upstream);
+    pipeDelayed(client, upstream);
+    pipeDelayed(upstream, client);
+    const done = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', done).on('close', done);
+    upstream.on('error', done).on('close', done);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    url: (scheme = 'redis') => `${scheme}://127.0.0.1:${port}`,
+    setDelay: (ms) => (delayMs = ms),
+    retarget: (p) => (port0 = p),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
