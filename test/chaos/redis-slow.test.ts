@@ -1,0 +1,97 @@
+/**
+ * Chaos (issue 28 item 3): Redis slow, 300 ms each way, through a relay that keeps the byte order.
+ * Nothing on the request path waits for Redis once it knows the caller: a cached API key, a
+ * Basic user already verified and a teed POST answer as fast as with Redis at full speed (the
+ * tee queues in process), and every teed event is delivered once Redis is fast again.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
+import { call } from '../support/http-client.js';
+import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { startTcpRelay, type TcpRelay } from '../support/tcp-relay.js';
+import { until } from '../support/wait.js';
+import { startTarget, type Target } from '../support/webhook-target.js';
+
+const ALICE = basic('alice', 'alice-password');
+const ROOT = basic('root', 'root-password');
+/** Far below a Redis round trip through the slow relay (600 ms), far above a normal answer here. */
+const FAST_MS = 200;
+
+describe('chaos: Redis 300 ms slow each way', () => {
+  let redis: TestRedis;
+  let relay: TcpRelay;
+  let backend: StandinBackend;
+  let target: Target;
+  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
+  let key: string;
+
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    relay = await startTcpRelay(redis.port);
+    backend = await startStandinBackend({ data: { shop: { orders: [{ _id: 'o1', total: 5 }] } } });
+    target = await startTarget();
+    proxy = await startTestOutrigger(
+      {
+        service: { id: 'chaos-slow' },
+        upstream: { url: backend.url },
+        redis: { url: relay.url() },
+        users: await staticUsers({ alice: ['user'], root: ['root'] }),
+        acl: { mode: 'own-routes' },
+        webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
+      },
+      { worker: true },
+    );
+    const permission = await call(proxy.url, '/_admin/acl/keys', { method: 'PUT', auth: ROOT, body: { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['user'] } } });
+    expect(permission.status).toBe(201);
+    const issued = await call(proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'chaos', roles: ['user'] } });
+    expect(issued.status, JSON.stringify(issued.json)).toBe(201);
+    key = issued.json.key;
+    const hook = await call(proxy.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { name: 'orders', type: 'http', url: `${target.url}/hook`, condition: "method(POST) and path-prefix('/shop/orders')" } });
+    expect(hook.status, JSON.stringify(hook.json)).toBe(201);
+    // Warm every cache the way a live service is warm: the key, the user, the webhook list.
+    await until(async () => (await call(proxy.url, '/shop/orders', { auth: `Bearer ${key}` })).status === 200, 'the key to verify');
+    expect((await call(proxy.url, '/shop/orders', { auth: ALICE })).status).toBe(200);
+    await call(proxy.url, '/shop/orders', { method: 'POST', auth: `Bearer ${key}`, body: { _id: 'warm', total: 1 } });
+    await until(() => target.received.length >= 1, 'the warm-up event to be delivered');
+  }, 60_000);
+
+  afterAll(async () => {
+    relay?.setDelay(0);
+    await proxy?.stop();
+    await relay?.close();
+    await target?.close();
+    await backend?.close();
+    await redis?.close();
+  });
+
+  it('a cached key, a verified Basic user and a teed POST answer fast; every event arrives once Redis is fast again', async () => {
+    relay.setDelay(300);
+    const timings: Array<{ what: string; ms: number; status: number }> = [];
+    const timed = async (what: string, path: string, init: Parameters<typeof call>[2]) => {
+      const t0 = performance.now();
+      const res = await call(proxy.url, path, init);
+      timings.push({ what, ms: performance.now() - t0, status: res.status });
+    };
+    for (let i = 0; i < 5; i++) {
+      await timed('key', '/shop/orders', { auth: `Bearer ${key}` });
+      await timed('basic', '/shop/orders', { auth: ALICE });
+      await timed('teed POST', '/shop/orders', { method: 'POST', auth: `Bearer ${key}`, body: { _id: `slow-${i}`, total: i } });
+    }
+    // The control: issuing a key must write Redis, so it does wait for the slow relay.
+    const t0 = performance.now();
+    const issued = await call(proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'slow', roles: ['user'] } });
+    const issueMs = performance.now() - t0;
+    relay.setDelay(0);
+    expect(issued.status).toBe(201);
+    expect(issueMs, 'POST /keys, which writes Redis, must see the relay delay').toBeGreaterThanOrEqual(600);
+    for (const t of timings) {
+      expect(t.status, `${t.what} answered ${t.status}`).toBeLessThan(300);
+      expect(t.ms, `${t.what} took ${t.ms.toFixed(0)} ms with Redis 300 ms slow each way`).toBeLessThan(FAST_MS);
+    }
+    // Nothing lost: the five teed events (and the warm-up one) reach the target.
+    await until(() => target.received.filter((r) => r.body.includes('slow-')).length >= 5, 'the five teed events to be delivered', 30_000);
+    const ids = target.received.map((r) => JSON.parse(r.body).request.body._id).filter((id: string) => id.startsWith('slow-'));
+    expect(new Set(ids).size).toBe(5);
+  }, 60_000);
+});
