@@ -280,6 +280,7 @@ describe('GraphQL mutations (SPEC §6.4)', () => {
       m.removeOrder = { collection: 'orders', find: { _id: { $fk: 'x' } }, delete: true };
       m.touchOwn = { collection: 'orders', find: { _id: { $arg: 'id' } }, update: [{ $set: { a: 1 } }] };
       m.importOrderCount = { collection: 'orders', insert: { number: 1 } };
+      m.setAnything = { collection: 'orders', find: { _id: { $in: ['a', 'b'] } }, update: { $set: { a: 1 } } };
       delete m.deleteOrder;
       const res = await call(proxy.url, '/gql-apps/bad', { method: 'PUT', auth: ROOT, body: app });
       expect(res.status).toBe(400);
@@ -294,6 +295,7 @@ describe('GraphQL mutations (SPEC §6.4)', () => {
         'mappings.Mutation.touchOwn.update: an aggregation pipeline',
         'mappings.Mutation.importOrderCount: the field returns Int, but a single-document insert returns',
         'mappings.Mutation.deleteOrder: the mutation field deleteOrder has no mapping',
+        'mappings.Mutation.setAnything.find._id must be one id',
       ]) expect(message).toContain(expected);
       const many = mutationApp('bad2', 'bad2');
       ((many.mappings as any).Mutation as Record<string, any>).setStatus = { collection: 'orders', find: { status: 'x' }, many: true, update: { $set: { status: 'y' } } };

@@ -151,6 +151,9 @@ function checkFind(path: string, find: unknown, many: boolean, scope: RefScope):
     return;
   }
   if (!many && !('_id' in find)) scope.problems.push(`${path}.find must bind _id for a single-document write; to write every match set many: true`);
+  else if (!many && isPlainObject(find._id) && !('$arg' in find._id) && !isEjsonLiteral(find._id as unknown)) {
+    scope.problems.push(`${path}.find._id must be one id (a value, "@user.id" or {"$arg": ...}) for a single-document write; to write several set many: true`);
+  }
   checkWriteValue(`${path}.find`, find, scope, 'find');
 }
 
