@@ -7,6 +7,7 @@
  */
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../../errors.js';
+import type { RequestTrace } from '../../observability/tracing/tracing.js';
 import type { BackendWrite, BackendWriteResponse, BackendWriter, RequestContext } from '../types.js';
 import { encodeQueryComponent } from './http-reader.js';
 
@@ -58,10 +59,20 @@ export function createHttpBackendWriter(opts: HttpBackendWriterOptions): HttpBac
       const headers: Record<string, string> = { accept: 'application/json', ...headersFor(ctx) };
       const body = write.body === undefined ? undefined : JSON.stringify(write.body);
       if (body !== undefined) headers['content-type'] = 'application/json';
+      // SPEC §9: each write carries the request's trace, in a client span of its own when recorded (no query: filters are data).
+      const span = (ctx.trace as RequestTrace | undefined)?.child(`${write.method} ${write.db}/${write.collection}`, 'client', {
+        'http.request.method': write.method,
+        'server.address': base.hostname,
+        'url.full': origin + prefix + path,
+      });
+      if (span) headers.traceparent = span.traceparent;
       let response: Dispatcher.ResponseData;
       try {
         response = await pool.request({ origin, path: `${prefix}${path}${query ? `?${query}` : ''}`, method: write.method, headers, body, signal: ctx.signal });
+        span?.end(response.statusCode);
       } catch (error) {
+        span?.fail((error as { code?: string }).code ?? 'error');
+        span?.end();
         if (ctx.signal?.aborted) throw error;
         throw new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend could not be reached to write ${write.db}/${write.collection}; nothing was written by this field`);
       }
