@@ -6,54 +6,40 @@
  * stays a replica is not reconnected to over and over (tests in redis-refusals.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { freePort } from '../../src/util/free-port.js';
-import { call } from '../support/http-client.js';
-import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { startTcpRelay, type TcpRelay } from '../support/tcp-relay.js';
 import { until } from '../support/wait.js';
-
-const ALICE = basic('alice', 'alice-password');
-const ROOT = basic('root', 'root-password');
+import { startChaosStack, type ChaosStack } from './support.js';
 
 describe('chaos: the Redis address fails over to a new master', () => {
-  let oldMaster: TestRedis;
   let newMaster: TestRedis;
   let service: TcpRelay;
-  let backend: StandinBackend;
-  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
+  let stack: ChaosStack;
 
   beforeAll(async () => {
-    oldMaster = await startTestRedis();
     newMaster = await startTestRedis();
-    service = await startTcpRelay(oldMaster.port);
-    backend = await startStandinBackend({ data: { shop: { orders: [] } } });
-    proxy = await startTestOutrigger({
-      service: { id: 'chaos-address' },
-      upstream: { url: backend.url },
-      redis: { url: service.url() },
-      users: await staticUsers({ alice: ['user'], root: ['root'] }),
-      acl: { mode: 'own-routes' },
+    stack = await startChaosStack({
+      service: 'chaos-address',
+      redisUrl: async (oldMaster) => {
+        service = await startTcpRelay(oldMaster.port);
+        return service.url();
+      },
     });
-    expect((await call(proxy.url, '/_admin/acl/keys', { method: 'PUT', auth: ROOT, body: { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['user'], 'max-keys-per-user': 100 } } })).status).toBe(201);
   }, 60_000);
 
   afterAll(async () => {
-    await oldMaster?.client.replicaof('NO', 'ONE').catch(() => {});
-    await proxy?.stop();
-    await backend?.close();
+    await stack?.stop();
     await service?.close();
     await newMaster?.close();
-    await oldMaster?.close();
   });
 
   it('writes answer 503 READONLY at first, then succeed on the new master without a restart', async () => {
-    const issue = () => call(proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'after failover', roles: ['user'] } });
+    const issue = () => stack.issueKey('after failover');
     expect((await issue()).status).toBe(201);
     // The failover: the old master becomes a replica (of an address that is gone, so it keeps its
     // data), and the service now leads new connections to the new master.
-    await oldMaster.client.replicaof('127.0.0.1', String(await freePort()));
+    await stack.redis.client.replicaof('127.0.0.1', String(await freePort()));
     service.retarget(newMaster.port);
     const first = await issue();
     expect(first.status).toBe(503);

@@ -5,50 +5,37 @@
  * tee queues in process), and every teed event is delivered once Redis is fast again.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { call } from '../support/http-client.js';
-import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { startTcpRelay, type TcpRelay } from '../support/tcp-relay.js';
 import { until } from '../support/wait.js';
 import { startTarget, type Target } from '../support/webhook-target.js';
+import { ALICE, startChaosStack, type ChaosStack } from './support.js';
 
-const ALICE = basic('alice', 'alice-password');
-const ROOT = basic('root', 'root-password');
 /** Far below a Redis round trip through the slow relay (600 ms), far above a normal answer here. */
 const FAST_MS = 200;
 
 describe('chaos: Redis 300 ms slow each way', () => {
-  let redis: TestRedis;
   let relay: TcpRelay;
-  let backend: StandinBackend;
   let target: Target;
-  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
+  let stack: ChaosStack;
+  let proxy: ChaosStack['proxy'];
   let key: string;
 
   beforeAll(async () => {
-    redis = await startTestRedis();
-    relay = await startTcpRelay(redis.port);
-    backend = await startStandinBackend({ data: { shop: { orders: [{ _id: 'o1', total: 5 }] } } });
     target = await startTarget();
-    proxy = await startTestOutrigger(
-      {
-        service: { id: 'chaos-slow' },
-        upstream: { url: backend.url },
-        redis: { url: relay.url() },
-        users: await staticUsers({ alice: ['user'], root: ['root'] }),
-        acl: { mode: 'own-routes' },
-        webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
+    stack = await startChaosStack({
+      service: 'chaos-slow',
+      worker: true,
+      redisUrl: async (redis) => {
+        relay = await startTcpRelay(redis.port);
+        return relay.url();
       },
-      { worker: true },
-    );
-    const permission = await call(proxy.url, '/_admin/acl/keys', { method: 'PUT', auth: ROOT, body: { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['user'] } } });
-    expect(permission.status).toBe(201);
-    const issued = await call(proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'chaos', roles: ['user'] } });
+    });
+    proxy = stack.proxy;
+    const issued = await stack.issueKey('chaos');
     expect(issued.status, JSON.stringify(issued.json)).toBe(201);
     key = issued.json.key;
-    const hook = await call(proxy.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { name: 'orders', type: 'http', url: `${target.url}/hook`, condition: "method(POST) and path-prefix('/shop/orders')" } });
-    expect(hook.status, JSON.stringify(hook.json)).toBe(201);
+    await stack.ordersWebhook(`${target.url}/hook`);
     // Warm every cache the way a live service is warm: the key, the user, the webhook list.
     await until(async () => (await call(proxy.url, '/shop/orders', { auth: `Bearer ${key}` })).status === 200, 'the key to verify');
     expect((await call(proxy.url, '/shop/orders', { auth: ALICE })).status).toBe(200);
@@ -58,11 +45,9 @@ describe('chaos: Redis 300 ms slow each way', () => {
 
   afterAll(async () => {
     relay?.setDelay(0);
-    await proxy?.stop();
+    await stack?.stop();
     await relay?.close();
     await target?.close();
-    await backend?.close();
-    await redis?.close();
   });
 
   it('a cached key, a verified Basic user and a teed POST answer fast; every event arrives once Redis is fast again', async () => {
@@ -80,7 +65,7 @@ describe('chaos: Redis 300 ms slow each way', () => {
     }
     // The control: issuing a key must write Redis, so it does wait for the slow relay.
     const t0 = performance.now();
-    const issued = await call(proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'slow', roles: ['user'] } });
+    const issued = await stack.issueKey('slow');
     const issueMs = performance.now() - t0;
     relay.setDelay(0);
     expect(issued.status).toBe(201);

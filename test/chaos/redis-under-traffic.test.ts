@@ -6,54 +6,33 @@
  * delivered once the fault ends (nothing lost).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
-import { call, type CallResult } from '../support/http-client.js';
-import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
 import { freePort } from '../../src/util/free-port.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { call, type CallResult } from '../support/http-client.js';
 import { sleep, until } from '../support/wait.js';
 import { startTarget, type Target } from '../support/webhook-target.js';
-
-const ALICE = basic('alice', 'alice-password');
-const ROOT = basic('root', 'root-password');
+import { startChaosStack, type ChaosStack } from './support.js';
 
 describe('chaos: Redis read-only, then restarted, under traffic', () => {
-  let redis: TestRedis;
-  let backend: StandinBackend;
   let target: Target;
-  let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
+  let stack: ChaosStack;
+  let proxy: ChaosStack['proxy'];
+  let redis: ChaosStack['redis'];
   let key: string;
 
   beforeAll(async () => {
-    redis = await startTestRedis();
-    backend = await startStandinBackend({ data: { shop: { orders: [] } } });
     target = await startTarget();
-    proxy = await startTestOutrigger(
-      {
-        service: { id: 'chaos-traffic' },
-        upstream: { url: backend.url },
-        redis: { url: redis.url },
-        users: await staticUsers({ alice: ['user'], root: ['root'] }),
-        acl: { mode: 'own-routes' },
-        webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['300ms'] },
-      },
-      { worker: true },
-    );
-    expect((await call(proxy.url, '/_admin/acl/keys', { method: 'PUT', auth: ROOT, body: { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['user'], 'max-keys-per-user': 1000 } } })).status).toBe(201);
-    const issued = await call(proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'traffic', roles: ['user'] } });
+    stack = await startChaosStack({ service: 'chaos-traffic', worker: true });
+    ({ proxy, redis } = stack);
+    const issued = await stack.issueKey('traffic');
     expect(issued.status).toBe(201);
     key = issued.json.key;
-    const hook = await call(proxy.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { name: 'orders', type: 'http', url: `${target.url}/hook`, condition: "method(POST) and path-prefix('/shop/orders')" } });
-    expect(hook.status).toBe(201);
+    await stack.ordersWebhook(`${target.url}/hook`);
     await until(async () => (await call(proxy.url, '/shop/orders', { auth: `Bearer ${key}` })).status === 200, 'the key to verify');
   }, 60_000);
 
   afterAll(async () => {
-    await redis?.client.replicaof('NO', 'ONE').catch(() => {});
-    await proxy?.stop();
+    await stack?.stop();
     await target?.close();
-    await backend?.close();
-    await redis?.close();
   });
 
   /** Traffic until `stop()`: a teed POST, a GET with the key and a key issue, in turn, 10 ms apart. */
@@ -70,7 +49,7 @@ describe('chaos: Redis read-only, then restarted, under traffic', () => {
             ? await call(proxy.url, '/shop/orders', { method: 'POST', auth: `Bearer ${key}`, body: { _id: `${tag}-${i}`, total: i } })
             : what === 'get'
               ? await call(proxy.url, '/shop/orders?pagesize=1', { auth: `Bearer ${key}` })
-              : await call(proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: `${tag}-${i}`, roles: ['user'] } });
+              : await stack.issueKey(`${tag}-${i}`);
         answers.push({ what, res });
         await sleep(10);
       }
@@ -96,10 +75,8 @@ describe('chaos: Redis read-only, then restarted, under traffic', () => {
     }
     // The pass-through for a known key never needed Redis.
     expect(answers.filter((a) => a.what === 'get').every((a) => a.res.status === 200)).toBe(true);
-    const teed = answers.filter((a) => a.what === 'teed' && a.res.status === 201).map((a) => JSON.parse(a.res.text || '{}'));
     const expected = answers.filter((a) => a.what === 'teed' && a.res.status === 201).length;
     expect(expected, 'some teed requests were answered').toBeGreaterThan(5);
-    void teed;
     const delivered = () => new Set(target.received.map((r) => JSON.parse(r.body).request.body._id as string).filter((id) => id.startsWith(`${tag}-`)));
     await until(() => delivered().size >= expected, `${expected} teed events of ${tag} to be delivered`, 30_000);
     expect(delivered().size).toBe(expected);
