@@ -10,6 +10,7 @@ import { graphqlAppSetupKind, type StoredApp } from './document/setup-kind.js';
 import { createHttpBackendReader, type HttpBackendReader } from './backend/http-reader.js';
 import { createCallerReadPolicy, type CallerFacts } from './backend/caller-identity.js';
 import type { WriteExchange, WriteObserver } from './types.js';
+import type { RequestTrace } from '../observability/tracing/tracing.js';
 import { createHttpBackendWriter, type HttpBackendWriter } from './backend/http-writer.js';
 import { createCallerWritePolicy } from './backend/write-policy.js';
 import { GraphqlAppRegistry } from './compile/registry.js';
@@ -71,6 +72,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
       secure: caller?.secure ?? false,
       via: 'graphql',
       graphql: { app: w.app, operation: w.operationName },
+      ...(ctx.trace ? { traceparent: (ctx.trace as RequestTrace).traceparent } : {}),
     });
   };
   const readPolicy = serviceAuth ? undefined : createCallerReadPolicy({ acl: context.acl, collectionPath: settings.backend.collectionPath, mode: config.acl.mode });

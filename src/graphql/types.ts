@@ -205,4 +205,6 @@ export interface WriteExchange {
   readonly secure: boolean;
   readonly via: 'graphql';
   readonly graphql: { readonly app: string; readonly operation: string | null };
+  /** The GraphQL request's traceparent (SPEC §9): the deliveries this write causes are spans in its trace. */
+  readonly traceparent?: string;
 }

@@ -31,6 +31,8 @@ export interface BackendExchangeParts {
   secure: boolean;
   via: 'graphql';
   graphql: GraphqlOrigin;
+  /** The originating request's traceparent (SPEC §9). */
+  traceparent?: string;
 }
 
 /** The exchange conditions are evaluated on; `requestText` is the body as sent. */

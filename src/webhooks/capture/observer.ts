@@ -202,6 +202,7 @@ export class WebhookObserver implements RequestObserver, RequestCompletion {
         graphql: x.graphql,
       },
       response: { statusCode: x.status, headers: this.redact(x.responseHeaders), body: response.body, bodyTruncated: response.truncated },
+      ...(x.traceparent ? { traceparent: x.traceparent } : {}),
     };
     this.o.producer.offer({
       ...(matched || skipped ? { stream: encodeCapturedEvent(event, matched ?? [], skipped ?? [], x.query) } : {}),
