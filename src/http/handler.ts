@@ -215,12 +215,12 @@ export function createRequestHandler(parts: HandlerParts) {
       // SPEC §9: the backend's traceparent names our client span, or is the one we started.
       let traceparent: string | undefined;
       if (trace.recording) {
-        upstreamSpan = trace.child(`${scope.method} upstream`, 'client', {
+        upstreamSpan = trace.child(`${scope.method} upstream`, 'client', () => ({
           'http.request.method': scope.method,
           'server.address': upstream.hostname,
           'server.port': upstreamPort,
           'url.full': upstream.origin + scope.rawPath,
-        });
+        }));
         traceparent = upstreamSpan.traceparent;
       } else if (trace.replacesClientHeader) traceparent = trace.traceparent;
       abortUpstream = forwarder.forward(

@@ -16,7 +16,7 @@ export function createUpstreamUserVerifier(options: { upstreamUrl: string; path:
       let response;
       const path = prefix + options.path.replace('{id}', encodeURIComponent(id));
       // SPEC §9: the lookup carries the request's trace; a client span of its own when recorded.
-      const span = trace?.child('GET users lookup', 'client', { 'http.request.method': 'GET', 'server.address': base.hostname, 'url.full': base.origin + prefix + options.path });
+      const span = trace?.child('GET users lookup', 'client', () => ({ 'http.request.method': 'GET', 'server.address': base.hostname, 'url.full': base.origin + prefix + options.path }));
       try {
         response = await pool.request({
           method: 'GET',

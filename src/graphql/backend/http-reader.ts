@@ -106,12 +106,12 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
 
       // SPEC §9: each read carries the request's trace, in a client span of its own when recorded
       // (the query string stays out of the span: filters are the caller's data).
-      const span = (ctx.trace as RequestTrace | undefined)?.child(`GET ${read.db}/${read.collection}`, 'client', {
+      const span = (ctx.trace as RequestTrace | undefined)?.child(`GET ${read.db}/${read.collection}`, 'client', () => ({
         'http.request.method': 'GET',
         'server.address': base.hostname,
         'url.full': origin + target,
         ...(aggregation ? { 'outrigger.graphql.aggregation': aggregation.name } : {}),
-      });
+      }));
       if (span) headers.traceparent = span.traceparent;
       let response: Dispatcher.ResponseData;
       try {

@@ -60,11 +60,11 @@ export function createHttpBackendWriter(opts: HttpBackendWriterOptions): HttpBac
       const body = write.body === undefined ? undefined : JSON.stringify(write.body);
       if (body !== undefined) headers['content-type'] = 'application/json';
       // SPEC §9: each write carries the request's trace, in a client span of its own when recorded (no query: filters are data).
-      const span = (ctx.trace as RequestTrace | undefined)?.child(`${write.method} ${write.db}/${write.collection}`, 'client', {
+      const span = (ctx.trace as RequestTrace | undefined)?.child(`${write.method} ${write.db}/${write.collection}`, 'client', () => ({
         'http.request.method': write.method,
         'server.address': base.hostname,
         'url.full': origin + prefix + path,
-      });
+      }));
       if (span) headers.traceparent = span.traceparent;
       let response: Dispatcher.ResponseData;
       try {

@@ -45,8 +45,12 @@ export interface RequestTrace extends SpanHandle {
    * passes unchanged.
    */
   readonly replacesClientHeader: boolean;
-  /** A child span of the request (authentication, ACL, upstream call, backend read, tee). */
-  child(name: string, kind: SpanKindName, attributes?: Attributes): SpanHandle;
+  /**
+   * A child span of the request (authentication, ACL, upstream call, backend read, tee). The
+   * attributes are a function, called only for a span that is recorded: nothing is built for
+   * one that is not.
+   */
+  child(name: string, kind: SpanKindName, attributes?: () => Attributes): SpanHandle;
   /** Names the server span once the route is known (`GET /graphql`). */
   rename(name: string, route?: string): void;
 }
@@ -220,10 +224,10 @@ class RecordedTrace extends SpanWrapper implements RequestTrace {
     });
   }
 
-  child(name: string, kind: SpanKindName, attributes?: Attributes): SpanHandle {
+  child(name: string, kind: SpanKindName, attributes?: () => Attributes): SpanHandle {
     // Not sampled: no child spans at all; outgoing requests carry the server span's context.
     if (!this.recording) return this.asContextOnly();
-    return new SpanWrapper(this.tracer.startSpan(name, { kind: KINDS[kind], ...(attributes ? { attributes } : {}) }, this.context), kind === 'client');
+    return new SpanWrapper(this.tracer.startSpan(name, { kind: KINDS[kind], ...(attributes ? { attributes: attributes() } : {}) }, this.context), kind === 'client');
   }
 
   rename(name: string, route?: string): void {
