@@ -1,6 +1,6 @@
 /**
  * The backend misbehaves (for docs/reliability.md): it resets the connection, answers bytes that
- * are not HTTP, never answers, or cuts its body short. Each is answered in the error format (502,
+ * are not HTTP, never answers, cuts its body short, or drips it slowly. Each is answered in the error format (502,
  * 504) or, once the head is out, by a broken connection (never a truncated body that looks
  * whole), and the proxy keeps serving with every upstream slot given back.
  */
@@ -38,6 +38,15 @@ describe('chaos: the backend resets, hangs, answers garbage, cuts its body', () 
         else if (path === '/cut') {
           socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 1000\r\n\r\n0123456789');
           setTimeout(() => socket.destroy(), 50);
+        } else if (path === '/drip') {
+          // 20 bytes, one every 100 ms: a response that trickles but never stalls.
+          socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 20\r\n\r\n');
+          let sent = 0;
+          const timer = setInterval(() => {
+            if (socket.destroyed) return clearInterval(timer);
+            socket.write(String(sent % 10));
+            if (++sent === 20) clearInterval(timer);
+          }, 100);
         } else socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
       });
     });
@@ -93,6 +102,20 @@ describe('chaos: the backend resets, hangs, answers garbage, cuts its body', () 
     expect(outcome.status).toBe(200);
     expect(outcome.complete).toBe(false);
     expect(outcome.bytes).toBeLessThan(1000);
+  });
+
+  it('a response that drips slowly streams through whole, and does not hold up other requests', async () => {
+    const started = Date.now();
+    const drip = call(proxy.url, '/drip');
+    // While it drips (2 s), another request is answered at once.
+    const t0 = Date.now();
+    expect((await call(proxy.url, '/fine')).status).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(1000);
+    const res = await drip;
+    expect(res.status).toBe(200);
+    expect(res.text).toBe('01234567890123456789');
+    // Each byte's gap (100 ms) is below upstream.timeoutMs: the whole answer takes longer than the timeout and is still complete.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS);
   });
 
   it('keeps serving afterwards, every upstream slot given back', async () => {
