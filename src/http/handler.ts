@@ -90,7 +90,7 @@ export function createRequestHandler(parts: HandlerParts) {
     if (route) {
       scope.routeKind = route.kind;
       res.setHeader('x-request-id', scope.id);
-      trace.rename(`${scope.method} ${route.prefix}`, route.prefix);
+      if (trace.recording) trace.rename(`${scope.method} ${route.prefix}`, route.prefix);
     }
     const observed = route?.unobserved || !parts.observer ? null : parts.observer.begin(scope);
     if (observed && route) observeOwnRoute(scope, observed);
