@@ -14,24 +14,39 @@ export interface TcpRelay {
 /**
  * A TCP relay on loopback in front of a server (Redis here), adding a delay to each direction
  * while keeping the byte order: what `tc netem` would do, which these machines do not have.
- * Each direction has its own queue: a chunk leaves `delayMs` after it arrived, and never before
- * the one ahead of it.
+ * Each direction has its own queue: a chunk leaves `delayMs` after it arrived (a lowered delay
+ * never lets a chunk overtake the ones ahead of it).
  */
 export async function startTcpRelay(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpRelay> {
   let delayMs = 0;
   const sockets = new Set<Socket>();
+  // One FIFO per direction, drained by one timer at a time: chunks leave in arrival order. (A
+  // timer per chunk could fire out of order under load, since each timer's start is the event
+  // loop's cached clock: that reorders bytes, which a Redis client reads as garbled replies.)
   const pipeDelayed = (from: Socket, to: Socket) => {
-    let last = 0;
-    from.on('data', (chunk: Buffer) => {
-      if (delayMs === 0 && last <= Date.now()) {
-        to.write(chunk);
+    const queue: Array<{ at: number; chunk: Buffer | null }> = [];
+    let timer: NodeJS.Timeout | null = null;
+    const pump = () => {
+      timer = null;
+      const now = Date.now();
+      while (queue.length > 0 && queue[0]!.at <= now) {
+        const { chunk } = queue.shift()!;
+        if (chunk === null) to.end();
+        else if (to.writable) to.write(chunk);
+      }
+      if (queue.length > 0) timer = setTimeout(pump, queue[0]!.at - now);
+    };
+    const push = (chunk: Buffer | null) => {
+      if (delayMs === 0 && queue.length === 0) {
+        if (chunk === null) to.end();
+        else to.write(chunk);
         return;
       }
-      const at = Math.max(Date.now() + delayMs, last);
-      last = at;
-      setTimeout(() => to.writable && to.write(chunk), at - Date.now());
-    });
-    from.on('end', () => setTimeout(() => to.end(), Math.max(0, last - Date.now())));
+      queue.push({ at: Date.now() + delayMs, chunk });
+      if (timer === null) timer = setTimeout(pump, queue[0]!.at - Date.now());
+    };
+    from.on('data', (chunk: Buffer) => push(chunk));
+    from.on('end', () => push(null));
   };
   let port0 = targetPort;
   const server = createServer((client) => {
