@@ -108,16 +108,13 @@ export class WebhookObserver implements RequestObserver, RequestCompletion {
   private gateSet: CompiledWebhooks | null = null;
   private gate = new Float64Array(0);
 
-  complete(observed: ObservedWebhookRequest, scope: RequestScope, completed: boolean): void {
-    const now = Date.now();
-    const recording = this.o.recordingActive(now);
-    if (!completed && !recording) return;
-    if (!this.o.webhooksEnabled()) return;
-    const set = this.o.webhooks();
-    const exchange = new ObservedExchange(this.o.exchangeFor(scope), observed);
-
-    // Runs for every observed request: allocate only what a match, a due skip or a recording needs.
-    // A match's reason is built by the worker from the event (stream-record.ts `matchedReason`).
+  /**
+   * Every webhook's condition on one exchange: the ones that matched, the ones due to be logged
+   * as skipped (at most once per SKIPPED_LOG_INTERVAL_MS each, always while recording), and while
+   * recording every result. `what` names the exchange in a skipped entry's reason; it is called
+   * only for one.
+   */
+  private evaluateWebhooks(set: CompiledWebhooks, exchange: Exchange, now: number, recording: boolean, completed: boolean, what: () => string) {
     let matched: string[] | undefined;
     let skipped: SkippedWebhook[] | undefined;
     const results = recording ? new Map<string, boolean>() : undefined;
@@ -131,12 +128,24 @@ export class WebhookObserver implements RequestObserver, RequestCompletion {
       if (!completed || !webhook.enabled) continue;
       if (ok) (matched ??= []).push(webhook.id);
       else if (recording || this.skippedDue(gate!, i, webhook.id, now)) {
-        const reason = webhook.condition
-          ? `the condition did not match ${scope.method} ${scope.path} (response ${observed.statusCode})`
-          : `the stored condition cannot be evaluated: ${webhook.conditionError}`;
+        const reason = webhook.condition ? `the condition did not match ${what()}` : `the stored condition cannot be evaluated: ${webhook.conditionError}`;
         (skipped ??= []).push({ id: webhook.id, reason, always: recording });
       }
     }
+    return { matched, skipped, results };
+  }
+
+  complete(observed: ObservedWebhookRequest, scope: RequestScope, completed: boolean): void {
+    const now = Date.now();
+    const recording = this.o.recordingActive(now);
+    if (!completed && !recording) return;
+    if (!this.o.webhooksEnabled()) return;
+    const set = this.o.webhooks();
+    const exchange = new ObservedExchange(this.o.exchangeFor(scope), observed);
+
+    // Runs for every observed request: allocate only what a match, a due skip or a recording needs.
+    // A match's reason is built by the worker from the event (stream-record.ts `matchedReason`).
+    const { matched, skipped, results } = this.evaluateWebhooks(set, exchange, now, recording, completed, () => `${scope.method} ${scope.path} (response ${observed.statusCode})`);
     if (!matched && !skipped && !recording) return;
 
     if (!recording) {
@@ -165,24 +174,7 @@ export class WebhookObserver implements RequestObserver, RequestCompletion {
     if (set.enabled.length === 0 && !recording) return;
     const requestText = x.requestBody === undefined ? '' : JSON.stringify(x.requestBody);
     const exchange = backendExchange(x, requestText);
-    let matched: string[] | undefined;
-    let skipped: SkippedWebhook[] | undefined;
-    const results = recording ? new Map<string, boolean>() : undefined;
-    const evaluated = recording ? set.all : set.enabled;
-    const gate = recording ? null : this.skipGateFor(set);
-    for (let i = 0; i < evaluated.length; i++) {
-      const webhook = evaluated[i]!;
-      const ok = evaluate(webhook, exchange);
-      results?.set(webhook.id, ok);
-      if (!webhook.enabled) continue;
-      if (ok) (matched ??= []).push(webhook.id);
-      else if (recording || this.skippedDue(gate!, i, webhook.id, now)) {
-        const reason = webhook.condition
-          ? `the condition did not match ${x.method} ${x.path} (response ${x.status}, a write of the GraphQL app ${x.graphql.app})`
-          : `the stored condition cannot be evaluated: ${webhook.conditionError}`;
-        (skipped ??= []).push({ id: webhook.id, reason, always: recording });
-      }
-    }
+    const { matched, skipped, results } = this.evaluateWebhooks(set, exchange, now, recording, true, () => `${x.method} ${x.path} (response ${x.status}, a write of the GraphQL app ${x.graphql.app})`);
     if (!matched && !skipped && !recording) return;
     const limit = this.o.captureBytes;
     const request = captureBody(Buffer.from(requestText), { contentType: 'application/json', limit });
