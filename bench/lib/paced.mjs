@@ -10,7 +10,18 @@ import { Pool } from 'undici';
 import { cpuMicrosOf } from './processes.mjs';
 import { percentile } from './load.mjs';
 
-export async function runPaced({ url, headers = {}, rate, seconds, connections = 50, cpu = {} }) {
+/**
+ * @param {object} o
+ * @param {string} o.url  origin and path of every request (GET)
+ * @param {number} o.rate  requests per second, evenly spaced
+ * @param {number} o.seconds
+ * @param {(pool: Pool) => Promise<number>} [o.exchange]  instead of one GET of `url`: what one
+ *   "request" is (e.g. a POST, or two reads in sequence); resolves with the status code that
+ *   decides 2xx, and its whole time is the latency recorded
+ * @param {number} [o.maxInflight]  when this many are in flight, a due request is not sent but
+ *   counted in `skipped` (bounds a run against a server slower than the rate; default: no bound)
+ */
+export async function runPaced({ url, headers = {}, rate, seconds, connections = 50, cpu = {}, exchange, maxInflight = Infinity }) {
   const target = new URL(url);
   const pool = new Pool(target.origin, { connections, pipelining: 1 });
   const total = Math.round(rate * seconds);
@@ -19,6 +30,7 @@ export async function runPaced({ url, headers = {}, rate, seconds, connections =
   let ok = 0;
   let failed = 0;
   let sent = 0;
+  let skipped = 0;
   const inflight = new Set();
   const cpuBefore = {};
   for (const [group, pids] of Object.entries(cpu)) cpuBefore[group] = cpuMicrosOf(pids);
@@ -26,9 +38,14 @@ export async function runPaced({ url, headers = {}, rate, seconds, connections =
   const one = async () => {
     const t0 = performance.now();
     try {
-      const res = await pool.request({ method: 'GET', path: target.pathname + target.search, headers });
-      await res.body.dump();
-      if (res.statusCode >= 200 && res.statusCode < 300) {
+      let status;
+      if (exchange) status = await exchange(pool);
+      else {
+        const res = await pool.request({ method: 'GET', path: target.pathname + target.search, headers });
+        await res.body.dump();
+        status = res.statusCode;
+      }
+      if (status >= 200 && status < 300) {
         ok++;
         latencies.push(performance.now() - t0);
       } else failed++;
@@ -40,6 +57,10 @@ export async function runPaced({ url, headers = {}, rate, seconds, connections =
     const due = Math.min(total, Math.floor((performance.now() - started) / interval) + 1);
     while (sent < due) {
       sent++;
+      if (inflight.size >= maxInflight) {
+        skipped++;
+        continue;
+      }
       const p = one();
       inflight.add(p);
       p.finally(() => inflight.delete(p));
@@ -61,6 +82,7 @@ export async function runPaced({ url, headers = {}, rate, seconds, connections =
     errors: 0,
     timeouts: 0,
     offeredRate: rate,
+    skipped,
     elapsedSec,
     reqPerSec: ok / elapsedSec,
     p50: percentile(latencies, 50),
