@@ -124,8 +124,10 @@ describe('the built CLI as a proxy', () => {
     let redisPid = 0;
     try {
       // redis-server runs under a watchdog (a node child of the CLI) that stops it when the CLI is gone.
-      const watchdog = execFileSync('ps', ['-o', 'pid=,comm=', '--ppid', String(proxy.child.pid)], { encoding: 'utf8' });
-      const watchdogPid = Number(/(\d+)\s+node/.exec(watchdog)?.[1]);
+      // Found by its command line: Node 24 names its main thread "MainThread", so `comm` is no longer "node".
+      const watchdog = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(proxy.child.pid)], { encoding: 'utf8' });
+      const watchdogPid = Number(/^\s*(\d+)\s.*outrigger-embedded-redis-watchdog/m.exec(watchdog)?.[1]);
+      expect(watchdogPid, `no watchdog among the CLI's children:\n${watchdog}`).toBeGreaterThan(0);
       const children = execFileSync('ps', ['-o', 'pid=,comm=', '--ppid', String(watchdogPid)], { encoding: 'utf8' });
       expect(children).toMatch(/redis-server/);
       redisPid = Number(/(\d+)\s+redis-server/.exec(children)![1]);
