@@ -56,6 +56,8 @@ const { values: opts } = parseArgs({
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' },
     'wait-idle-min': { type: 'string', default: '0' },
+    /** e.g. `rest,graphql`: only these rows (a row's baseline must be among them for its added latency) */
+    rows: { type: 'string', default: 'direct,key,webhook,rest,graphql' },
   },
 });
 const rates = opts.rates.split(',').map(Number);
@@ -148,7 +150,7 @@ async function main() {
     return second.statusCode;
   };
 
-  const rows = [
+  const allRows = [
     { id: 'direct', label: 'GET 1 KiB, direct to the upstream', url: `${upstreamUrl}${PASS_PATH}`, pids: { upstream: [upstream.pid] } },
     { id: 'key', label: 'GET 1 KiB through Outrigger, API key (c)', url: `${keyProxy.url}${PASS_PATH}`, headers: keyHeaders, baseline: 'direct', pids: { proxy: [keyProxy.pid] }, rss: { proxy: keyProxy.pid } },
     {
@@ -159,6 +161,7 @@ async function main() {
     { id: 'graphql', label: 'GraphQL query through Outrigger (100 orders + users, 2 backend reads)', url: gqlTarget.href, exchange: graphqlExchange, baseline: 'rest', pids: { proxy: [gqlProxy.pid], backend: [standin.pid] }, rss: { proxy: gqlProxy.pid } },
   ];
 
+  const rows = allRows.filter((row) => opts.rows.split(',').includes(row.id));
   await checkAnswers({ upstreamUrl, keyProxy, keyHeaders, hookProxy, hookHeaders, receiver, standin, gqlTarget, gqlBody });
 
   // One warm-up of every row before round 1 (JIT of the long-lived processes), at the lowest rate.
@@ -254,10 +257,14 @@ function summarise(rows, runs, rss) {
         entry.vcpuPer1k[group] = { median: median(values), min: Math.min(...values), max: Math.max(...values) };
       }
       if (row.baseline) {
+        const base = runs.filter((x) => x.row === row.baseline && x.rate === rate);
         const added = (q) => mine.map((x) => x[q] - runs.find((b) => b.row === row.baseline && b.rate === rate && b.round === x.round)[q]);
+        if (base.length === 0) {
+          out.push(entry);
+          continue;
+        }
         const a50 = added('p50');
         const a99 = added('p99');
-        const base = runs.filter((x) => x.row === row.baseline && x.rate === rate);
         entry.direct = { p50: median(base.map((x) => x.p50)), p99: median(base.map((x) => x.p99)), achieved: median(base.map((x) => x.achieved)) };
         entry.added = { p50: median(a50), p50Min: Math.min(...a50), p50Max: Math.max(...a50), p99: median(a99), p99Min: Math.min(...a99), p99Max: Math.max(...a99) };
       }
@@ -277,7 +284,7 @@ function render(summary, meta, delivered) {
     '|---|---|---|---|---|---|---|---|',
   ];
   const range = (m, lo, hi, d = 2) => `${fmt(m, d)} (${fmt(lo, d)} – ${fmt(hi, d)})`;
-  for (const e of summary.filter((x) => x.baseline)) {
+  for (const e of summary.filter((x) => x.baseline && summary.some((b) => b.row === x.baseline))) {
     const cpu = Object.entries(e.vcpuPer1k).filter(([k]) => k === 'proxy' || k === 'worker').map(([k, v]) => `${k === 'worker' ? 'worker ' : ''}${range(v.median, v.min, v.max, 3)}`).join('; ');
     const mem = Object.entries(e.rss ?? {}).map(([k, v]) => `${k === 'worker' ? 'worker ' : ''}${v.rssMb.toFixed(0)} MB (${v.peakRssMb.toFixed(0)})`).join('; ');
     const base = summary.find((x) => x.row === e.baseline && x.rate === e.rate);
@@ -288,13 +295,13 @@ function render(summary, meta, delivered) {
     const added = both ? `${range(e.added.p50, e.added.p50Min, e.added.p50Max)} | ${range(e.added.p99, e.added.p99Min, e.added.p99Max)}` : '– † | – †';
     lines.push(`| ${e.label} | ${rateCell(e)}${note ? ` (${note})` : ''} | ${fmt(e.direct.p50)} / ${fmt(e.direct.p99)}${mark(held(base))} | ${fmt(e.p50)} / ${fmt(e.p99)}${mark(held(e))} | ${added} | ${cpu} | ${mem} |`);
   }
-  lines.push('', `† did not hold the offered rate (achieved < 97 % of it in some round, or requests left unsent because ${meta.settings.maxInflight} were in flight): its latency is mostly the load generator's own queue, so no added latency is given; CPU per request is still measured over the requests answered.`);
+  if (lines.some((l) => l.includes('†'))) lines.push('', `† did not hold the offered rate (achieved < 97 % of it in some round, or requests left unsent because ${meta.settings.maxInflight} were in flight): its latency is mostly the load generator's own queue, so no added latency is given; CPU per request is still measured over the requests answered.`);
   const hook = summary.filter((x) => x.row === 'webhook');
-  lines.push('', `Webhook row: Redis ${hook.map((e) => `${fmt(e.vcpuPer1k.redis?.median, 3)} vCPU per 1,000 req/s at ${e.rate}/s`).join(', ')}; ${delivered} webhook deliveries received over the run.`);
+  if (hook.length) lines.push('', `Webhook row: Redis ${hook.map((e) => `${fmt(e.vcpuPer1k.redis?.median, 3)} vCPU per 1,000 req/s at ${e.rate}/s`).join(', ')}; ${delivered} webhook deliveries received over the run.`);
   const direct = summary.filter((x) => x.row === 'direct');
-  lines.push(`Direct row (how fast the machine was): the upstream ${direct.map((e) => `${fmt(e.vcpuPer1k.upstream?.median * 1000, 1)} µs of CPU per request at ${e.rate}/s`).join(', ')}.`);
+  if (direct.length) lines.push(`Direct row (how fast the machine was): the upstream ${direct.map((e) => `${fmt(e.vcpuPer1k.upstream?.median * 1000, 1)} µs of CPU per request at ${e.rate}/s`).join(', ')}.`);
   const rest = summary.filter((x) => x.row === 'graphql');
-  lines.push(`GraphQL rows: the stand-in backend ${rest.map((e) => `${fmt(e.vcpuPer1k.backend?.median, 3)} vCPU per 1,000 queries/s at ${e.rate}/s through Outrigger`).join(', ')}.`);
+  if (rest.length) lines.push(`GraphQL rows: the stand-in backend ${rest.map((e) => `${fmt(e.vcpuPer1k.backend?.median, 3)} vCPU per 1,000 queries/s at ${e.rate}/s through Outrigger`).join(', ')}.`);
   return `${lines.join('\n')}\n`;
 }
 
