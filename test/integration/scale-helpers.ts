@@ -387,7 +387,15 @@ export async function serviceBackChecks(fleet: Fleet): Promise<number> {
   return performance.now() - at;
 }
 
-/** No command was misrouted: no CROSSSLOT, MOVED or ASK error anywhere in the instances' logs. */
+/**
+ * No command was misrouted: no CROSSSLOT, MOVED or ASK error anywhere in the instances' logs,
+ * except ioredis' "Too many Cluster redirections" while a failover is under way. Then the nodes
+ * disagree for a moment on who holds the slot, and the client gives up after 16 redirections:
+ * the command was routed by the slot map ioredis had, the caller kept what it was writing and
+ * wrote it again (each test also asserts that nothing was lost). A misrouted key (a missing hash
+ * tag) answers CROSSSLOT or MOVED on its own, outside such a line.
+ */
 export function expectNoRoutingErrors(fleet: Fleet): void {
-  expect(fleet.logs()).not.toMatch(/CROSSSLOT|MOVED|\bASK\b/);
+  const lines = fleet.logs().split('\n').filter((line) => !line.includes('Too many Cluster redirections'));
+  expect(lines.join('\n')).not.toMatch(/CROSSSLOT|MOVED|\bASK\b/);
 }
