@@ -30,7 +30,7 @@
  * table and writes it with the raw JSON to bench/.work/overhead-<time>/; RESULTS.md is written
  * by hand from it.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -41,6 +41,7 @@ import { median, shuffle } from './lib/load.mjs';
 import { issueKey, startOutrigger } from './lib/outrigger.mjs';
 import { runPaced } from './lib/paced.mjs';
 import { forkServer, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { gitDescribe } from './lib/git.mjs';
 import { startRedis } from './lib/redis.mjs';
 import { until } from './lib/drain.mjs';
 import { GRAPHQL_APP, GRAPHQL_PERMISSION, GRAPHQL_QUERY, PASS_PATH, passThroughScenarios } from './lib/scenarios.mjs';
@@ -307,16 +308,6 @@ function render(summary, meta, delivered) {
 
 function fmt(value, digits = 2) {
   return value === null || value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits);
-}
-
-function gitDescribe() {
-  try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
-    return `${head}${dirty ? ' (with uncommitted changes)' : ''}`;
-  } catch {
-    return null;
-  }
 }
 
 main().catch(async (error) => {

@@ -6,7 +6,7 @@
  * Prints a table and writes bench/RESULTS.md; raw JSON per run under bench/.work/.
  * Scenarios, settings and how to read the table: bench/README.md.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -18,6 +18,7 @@ import { runPaced } from './lib/paced.mjs';
 import { basic, issueKey, startOutrigger } from './lib/outrigger.mjs';
 import { startMinimalWorker } from './lib/minimal-worker.mjs';
 import { forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { gitDescribe } from './lib/git.mjs';
 import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/redis.mjs';
 import { renderResults } from './lib/report.mjs';
 import { measureDeliveryLatency, measureDrain, until } from './lib/drain.mjs';
@@ -522,16 +523,6 @@ function fmt(value, digits) {
 function pkgVersion(name) {
   try {
     return JSON.parse(readFileSync(`node_modules/${name}/package.json`, 'utf8')).version;
-  } catch {
-    return null;
-  }
-}
-
-function gitDescribe() {
-  try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
-    return `${head}${dirty ? ' (with uncommitted changes)' : ''}`;
   } catch {
     return null;
   }
