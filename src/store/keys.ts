@@ -58,6 +58,12 @@ export function redisKeys(prefix: string, serviceId: string) {
     webhookThrottle: (webhookId: string, second: number) => `${ns}:wh-throttle:${webhookId}:${second}`,
     /** string: a delivery already final, so a reclaimed entry is not delivered twice. */
     deliveryDone: (eventId: string, webhookId: string) => `${ns}:delivered:${eventId}:${webhookId}`,
+    /**
+     * hash with TTL: the same markers for the first attempts of one stream entry's deliveries,
+     * field `<eventId>:<webhookId>` (one HSET per entry and commit instead of one SET per
+     * delivery); deleted when the entry is acknowledged.
+     */
+    entryDeliveries: (entryId: string) => `${ns}:entry-delivered:${entryId}`,
     /** sorted set of log ids by timestamp, per webhook; entries as hashes with TTL. */
     webhookLogIndex: (webhookId: string) => `${ns}:wh-logs:${webhookId}`,
     webhookLogEntry: (logId: string) => `${ns}:wh-log:${logId}`,

@@ -24,15 +24,29 @@ export class WorkerKilled extends Error {
   }
 }
 
+/**
+ * Where a delivery's marker goes: its own `deliveryDone` key, or (`field` set) a field of its
+ * stream entry's `entryDeliveries` hash.
+ */
+export interface MarkerAt {
+  key: string;
+  field?: string;
+}
+
 /** One delivery's (or entry's) writes. */
 export interface CommitPart {
   logs?: WebhookLogEntry[];
-  /** `deliveryDone` markers: key, value (TTL: `markerTtlMs`). */
-  markers?: Array<[key: string, value: string]>;
+  /**
+   * Markers: key, value and, for a field of an entry's hash, the field (TTL: `markerTtlMs`).
+   * The fields of one hash in one commit are one HSET and one PEXPIRE.
+   */
+  markers?: Array<[key: string, value: string, field?: string]>;
   retryAdd?: Array<[dueAt: number, member: string]>;
   retryRemove?: string[];
   /** Stream entries to acknowledge (XACK + XDEL). */
   acks?: string[];
+  /** Entry marker hashes to delete (with `acks`: their entries are done). */
+  dropMarkers?: string[];
   /** A final outcome for the consecutive-failure count of one webhook version. */
   outcome?: { webhookId: string; counterKey: string; failed: boolean };
 }
@@ -136,12 +150,27 @@ export class GroupCommit {
     const retryAdd: Array<number | string> = [];
     const retryRemove: string[] = [];
     const acks: string[] = [];
+    const dropMarkers: string[] = [];
+    /** Per entry hash: its markers' fields and values. */
+    let fields: Map<string, string[]> | undefined;
     /** Per failure counter, in order: whether a success reset it, and the failures after the last reset. */
     const counters = new Map<string, { webhookId: string; reset: boolean; failed: number }>();
     for (const { part, texts: partTexts } of batch) {
       if (part.logs) for (const e of part.logs) entries.push(e);
       if (partTexts) for (const t of partTexts) texts.push(t);
-      if (part.markers) for (const [key, value] of part.markers) multi.set(key, value, 'PX', markerTtlMs);
+      if (part.markers) {
+        for (const [key, value, field] of part.markers) {
+          if (field === undefined) {
+            multi.set(key, value, 'PX', markerTtlMs);
+            continue;
+          }
+          fields ??= new Map();
+          const list = fields.get(key);
+          if (list) list.push(field, value);
+          else fields.set(key, [field, value]);
+        }
+      }
+      if (part.dropMarkers) for (const key of part.dropMarkers) dropMarkers.push(key);
       if (part.retryAdd) for (const [at, member] of part.retryAdd) retryAdd.push(at, member);
       if (part.retryRemove) for (const member of part.retryRemove) retryRemove.push(member);
       if (part.acks) for (const id of part.acks) acks.push(id);
@@ -154,6 +183,12 @@ export class GroupCommit {
           c.reset = true;
           c.failed = 0;
         }
+      }
+    }
+    if (fields) {
+      for (const [key, list] of fields) {
+        multi.hset(key, ...list);
+        multi.pexpire(key, markerTtlMs);
       }
     }
     if (entries.length > 0) logs.addMany(multi, entries, Date.now(), texts);
@@ -176,6 +211,8 @@ export class GroupCommit {
       multi.xack(keys.events, keys.eventsGroup, ...acks);
       multi.xdel(keys.events, ...acks);
     }
+    // After the HSETs above: a hash whose entry this commit acknowledges is not left behind.
+    if (dropMarkers.length > 0) multi.del(...dropMarkers);
     const results = await multi.exec();
     if (!results) throw new Error('the transaction was discarded');
     const failed = results.find(([error]) => error);

@@ -14,7 +14,7 @@ import type { AttemptResult, RetryJob } from '../delivery-contract.js';
 import type { CapturedEvent } from '../event.js';
 import type { WebhookLogEntry } from '../log-entry.js';
 import type { WebhookDocument } from '../webhook.js';
-import type { CommitPart } from './group-commit.js';
+import type { CommitPart, MarkerAt } from './group-commit.js';
 import { retryJobMember } from './retry-jobs.js';
 import { nextRetryDelayMs } from './retry-policy.js';
 
@@ -44,7 +44,7 @@ export class DeliveryOutcomes {
     event: CapturedEvent,
     condition: RetryJob['condition'],
     attempt: number,
-    marker: string,
+    marker: MarkerAt,
     done: string[] | undefined,
     result: AttemptResult,
   ): CommitPart {
@@ -55,7 +55,7 @@ export class DeliveryOutcomes {
     }
     const entry = result.entry;
     if (nextAt !== null) entry.nextAttemptAt = { $date: nextAt };
-    const part: CommitPart = { logs: [entry], markers: [[marker, nextAt === null ? entry.status : 'retry']], retryRemove: done };
+    const part: CommitPart = { logs: [entry], markers: [[marker.key, nextAt === null ? entry.status : 'retry', marker.field]], retryRemove: done };
     if (nextAt !== null) {
       part.retryAdd = [[nextAt, retryJobMember(event, webhook._id, attempt + 1, condition)]];
     } else if (this.o.disableAfterFailures) {

@@ -27,19 +27,24 @@ export interface WorkerState {
   killed: boolean;
 }
 
-/** An entry's acknowledgement handed to its only delivery, to commit with it; `done` once it did. */
-export interface AckCarrier {
+/**
+ * The stream entry a first attempt comes from. With `ack`, the entry's only delivery: its commit
+ * acknowledges the entry too (`done` once it did), without a marker. Otherwise its marker is a
+ * field of the entry's `entryDeliveries` hash.
+ */
+export interface EntryRef {
   id: string;
+  ack: boolean;
   done: boolean;
 }
 
 /** What the read loop asks of the worker for each entry. */
 export interface EntryWork {
-  deliver(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null, ack?: AckCarrier): Promise<void>;
-  finalizeUnprocessable(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null, error: unknown, ack?: AckCarrier): Promise<void>;
+  deliver(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null, entry?: EntryRef): Promise<void>;
+  finalizeUnprocessable(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null, error: unknown, entry?: EntryRef): Promise<void>;
   logSkipped(event: CapturedEvent, skipped: SkippedWebhook): Promise<void>;
-  /** Acknowledges the entry (XACK + XDEL, through the group commit). */
-  acknowledge(id: string): Promise<void>;
+  /** Acknowledges the entry (XACK + XDEL, through the group commit); with `markers`, deletes its markers' hash too. */
+  acknowledge(id: string, markers: boolean): Promise<void>;
 }
 
 export interface StreamReaderOptions {
@@ -192,17 +197,23 @@ export class StreamReader {
     if (fresh.length === 0) return;
     this.eventsPerEntry = 0.75 * this.eventsPerEntry + 0.25 * (events / fresh.length);
     const markerKeys: string[] = [];
+    const markerFields: string[][] = [];
     const starts: number[][] = [];
     for (const records of decoded) {
       const at: number[] = [];
+      const fields: string[] = [];
       for (const record of records) {
         at.push(markerKeys.length);
-        for (const m of record.matched) markerKeys.push(this.o.keys.deliveryDone(record.event.id, m.id));
+        for (const m of record.matched) {
+          markerKeys.push(this.o.keys.deliveryDone(record.event.id, m.id));
+          fields.push(entryMarkerField(record.event.id, m.id));
+        }
       }
       at.push(markerKeys.length);
       starts.push(at);
+      markerFields.push(fields);
     }
-    const markers = markerKeys.length > 0 ? this.o.redis.mget(markerKeys) : NO_MARKERS;
+    const markers = markerKeys.length > 0 ? this.readMarkers(fresh, markerKeys, markerFields) : NO_MARKERS;
     fresh.forEach(([id], i) => {
       const at = starts[i]!;
       // Only entries with markers to read wait for the MGET: a reply nobody awaits would be an unhandled rejection.
@@ -214,6 +225,31 @@ export class StreamReader {
         .finally(() => this.inflight.delete(id));
       this.inflight.set(id, work);
     });
+  }
+
+  /**
+   * The markers of a batch's deliveries, in `keys` order: a delivery's own key (retries,
+   * throttled or resent deliveries, workers before the entry hashes) or its field in its
+   * entry's hash, whichever exists. One MGET and one HMGET per entry with deliveries, pipelined.
+   */
+  private async readMarkers(entries: readonly StreamEntry[], keys: string[], fieldsOf: readonly string[][]): Promise<Array<string | null>> {
+    const pipeline = this.o.redis.pipeline();
+    pipeline.mget(keys);
+    entries.forEach(([id], i) => {
+      if (fieldsOf[i]!.length > 0) pipeline.hmget(this.o.keys.entryDeliveries(id), ...fieldsOf[i]!);
+    });
+    const replies = (await pipeline.exec()) ?? [];
+    const failed = replies.find(([error]) => error);
+    if (failed) throw failed[0] as Error;
+    const markers = replies[0]![1] as Array<string | null>;
+    let at = 0;
+    let reply = 1;
+    for (const fields of fieldsOf) {
+      if (fields.length === 0) continue;
+      const values = replies[reply++]![1] as Array<string | null>;
+      for (let i = 0; i < values.length; i++, at++) markers[at] ??= values[i]!;
+    }
+    return markers;
   }
 
   /**
@@ -254,6 +290,7 @@ export class StreamReader {
    */
   private async processEntry(id: string, records: StreamRecord[], markersOf: Promise<Array<string | null>>, at: number[]): Promise<void> {
     const { work, state } = this.o;
+    let marked = false;
     if (records.length > 0) {
       const markers = await markersOf; // [] when the entry has no delivery to make
       const only = records.length === 1 ? records[0]! : null;
@@ -266,18 +303,20 @@ export class StreamReader {
       if (only && due.length === 1 && only.skipped.length === 0 && !this.o.beforeAck) {
         const m = due[0]!;
         const condition = { matched: true, reason: m.reason };
-        const ack: AckCarrier = { id, done: false };
-        await this.inSlot(() => work.deliver(only.event, m.id, condition, 1, null, ack).catch((e: unknown) => work.finalizeUnprocessable(only.event, m.id, condition, 1, null, e, ack)));
-        if (ack.done) return;
+        const ref: EntryRef = { id, ack: true, done: false };
+        await this.inSlot(() => work.deliver(only.event, m.id, condition, 1, null, ref).catch((e: unknown) => work.finalizeUnprocessable(only.event, m.id, condition, 1, null, e, ref)));
+        if (ref.done) return;
       } else {
-        const events = records.map((record, r) => this.inSlot(() => this.processEvent(record, markers, at[r]!)));
+        const ref: EntryRef = { id, ack: false, done: false };
+        const events = records.map((record, r) => this.inSlot(() => this.processEvent(record, markers, at[r]!, ref)));
         await allSettledOrThrow(events);
+        marked = true;
       }
     }
     if (state.killed) throw new WorkerKilled();
     await this.o.beforeAck?.(id);
     if (state.killed) throw new WorkerKilled();
-    await work.acknowledge(id);
+    await work.acknowledge(id, marked);
   }
 
   /** Runs one event's work in an event slot, waiting for one if none is free. */
@@ -293,16 +332,21 @@ export class StreamReader {
   }
 
   /** One event of an entry that has more to do than one delivery: each delivery commits with its marker (`from`: its first in `markers`). */
-  private async processEvent(record: StreamRecord, markers: Array<string | null>, from: number): Promise<void> {
+  private async processEvent(record: StreamRecord, markers: Array<string | null>, from: number, ref: EntryRef): Promise<void> {
     const { work } = this.o;
     const tasks: Array<Promise<void>> = record.skipped.map((s) => work.logSkipped(record.event, s));
     record.matched.forEach((m, i) => {
       if (markers[from + i] != null) return;
       const condition = { matched: true, reason: m.reason };
-      tasks.push(work.deliver(record.event, m.id, condition, 1, null).catch((e: unknown) => work.finalizeUnprocessable(record.event, m.id, condition, 1, null, e)));
+      tasks.push(work.deliver(record.event, m.id, condition, 1, null, ref).catch((e: unknown) => work.finalizeUnprocessable(record.event, m.id, condition, 1, null, e, ref)));
     });
     await allSettledOrThrow(tasks);
   }
+}
+
+/** A delivery's field in its entry's `entryDeliveries` hash (event ids hold no `:`). */
+export function entryMarkerField(eventId: string, webhookId: string): string {
+  return `${eventId}:${webhookId}`;
 }
 
 type RawStreamEntry = [id: Buffer | string, fields: Buffer[] | null];

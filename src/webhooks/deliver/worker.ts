@@ -22,9 +22,9 @@ import { skippedLogEntry } from '../log-entry.js';
 import type { WebhookLogStore } from '../logs/log-store.js';
 import { SKIPPED_LOG_INTERVAL_MS, type SkippedWebhook } from '../stream-record.js';
 import type { WebhookDocument } from '../webhook.js';
-import { GroupCommit, WorkerKilled, type CommitPart } from './group-commit.js';
+import { GroupCommit, WorkerKilled, type CommitPart, type MarkerAt } from './group-commit.js';
 import { DeliveryOutcomes } from './outcome.js';
-import { StreamReader, type AckCarrier, type EntryWork, type WorkerState } from './read-loop.js';
+import { StreamReader, entryMarkerField, type EntryRef, type EntryWork, type WorkerState } from './read-loop.js';
 import { Reclaim } from './reclaim.js';
 import { RetryJobs, retryJobMember } from './retry-jobs.js';
 import { throttledUntil } from './throttle.js';
@@ -138,18 +138,27 @@ export class WebhookWorker implements EntryWork {
     this.reclaim.stop();
   }
 
-  acknowledge(id: string): Promise<void> {
-    return this.commits.commit({ acks: [id] });
+  acknowledge(id: string, markers: boolean): Promise<void> {
+    return this.commits.commit(markers ? { acks: [id], dropMarkers: [this.o.keys.entryDeliveries(id)] } : { acks: [id] });
   }
 
   /**
-   * Commits a delivery's writes; with `ack`, in the same commit as the entry's acknowledgement and
-   * without the delivery's marker (which only guards the window between the two commits).
+   * Commits a delivery's writes; for an entry's only delivery (`entry.ack`), in the same commit as
+   * the entry's acknowledgement and without the delivery's marker (which only guards the window
+   * between the two commits).
    */
-  private async commitCarrying(part: CommitPart, ack: AckCarrier | undefined): Promise<void> {
-    if (!ack) return this.commits.commit(part);
-    await this.commits.commit({ ...part, markers: undefined, acks: [ack.id] });
-    ack.done = true;
+  private async commitCarrying(part: CommitPart, entry: EntryRef | undefined): Promise<void> {
+    if (!entry?.ack) return this.commits.commit(part);
+    part.markers = undefined;
+    part.acks = [entry.id];
+    await this.commits.commit(part);
+    entry.done = true;
+  }
+
+  /** Where a delivery's marker goes: a field of its stream entry's hash for a first attempt from an entry, else its own key. */
+  private markerAt(eventId: string, webhookId: string, entry: EntryRef | undefined): MarkerAt {
+    if (entry && !entry.ack) return { key: this.o.keys.entryDeliveries(entry.id), field: entryMarkerField(eventId, webhookId) };
+    return { key: this.o.keys.deliveryDone(eventId, webhookId) };
   }
 
   async logSkipped(event: CapturedEvent, skipped: SkippedWebhook): Promise<void> {
@@ -177,19 +186,20 @@ export class WebhookWorker implements EntryWork {
     attempt: number,
     jobMember: string | null,
     error: unknown,
-    ack?: AckCarrier,
+    entry?: EntryRef,
   ): Promise<void> {
     if (error instanceof WorkerKilled || (!(error instanceof UnprocessableEvent) && this.o.redis.status !== 'ready')) throw error;
     const webhook = this.o.webhook(webhookId);
     if (!webhook) return;
-    const entry = unprocessableLogEntry(event, webhook, condition, attempt, error);
-    this.o.logger.error({ err: entry.summary.error, webhook: webhookId, event: event.id }, 'a webhook event could not be processed; logged as failed');
-    await this.commitCarrying({ logs: [entry], markers: [[this.o.keys.deliveryDone(event.id, webhookId), 'failed']], retryRemove: jobMember ? [jobMember] : undefined }, ack);
+    const log = unprocessableLogEntry(event, webhook, condition, attempt, error);
+    this.o.logger.error({ err: log.summary.error, webhook: webhookId, event: event.id }, 'a webhook event could not be processed; logged as failed');
+    const marker = this.markerAt(event.id, webhookId, entry);
+    await this.commitCarrying({ logs: [log], markers: [[marker.key, 'failed', marker.field]], retryRemove: jobMember ? [jobMember] : undefined }, entry);
     this.o.metrics.webhookDeliveries.inc({ type: webhook.type, outcome: 'failed' });
   }
 
   /** One delivery of an event to one webhook (from the stream, or a retry job's `jobMember`). */
-  async deliver(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null, ack?: AckCarrier): Promise<void> {
+  async deliver(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null, entry?: EntryRef): Promise<void> {
     const webhook = this.o.webhook(webhookId);
     const done = jobMember ? [jobMember] : undefined;
     if (!webhook || !webhook.enabled) {
@@ -197,13 +207,13 @@ export class WebhookWorker implements EntryWork {
       if (jobMember) await this.commits.commit({ retryRemove: done });
       return;
     }
-    const marker = this.o.keys.deliveryDone(event.id, webhookId);
+    const marker = this.markerAt(event.id, webhookId, entry);
     if (webhook.maxPerSecond) {
       const waitUntil = await throttledUntil(this.o.redis, this.o.keys, webhookId, webhook.maxPerSecond, this.random);
       if (waitUntil !== null) {
         // Over the webhook's rate: the delivery waits in the retry set, its attempt unused.
         const member = retryJobMember(event, webhookId, attempt, condition, true);
-        await this.commitCarrying({ markers: [[marker, 'retry']], retryRemove: done, retryAdd: [[waitUntil, member]] }, ack);
+        await this.commitCarrying({ markers: [[marker.key, 'retry', marker.field]], retryRemove: done, retryAdd: [[waitUntil, member]] }, entry);
         this.o.metrics.webhookDeliveries.inc({ type: webhook.type, outcome: 'throttled' });
         return;
       }
@@ -211,7 +221,7 @@ export class WebhookWorker implements EntryWork {
     const result = await this.o.deliverer.attempt(webhook, event, { attempt, condition });
     if (this.state.killed) throw new WorkerKilled();
     const part = this.outcomes.settle(webhook, event, condition, attempt, marker, done, result);
-    await this.commitCarrying(part, ack);
+    await this.commitCarrying(part, entry);
     this.outcomes.report(webhook, event, attempt, result.entry, part.retryAdd !== undefined);
   }
 }
