@@ -11,7 +11,8 @@ import type { IncomingHttpHeaders } from 'undici/types/header.js';
 export interface PostRequest {
   origin: string;
   path: string;
-  headers: Record<string, string>;
+  /** An object, or name, value pairs. */
+  headers: Record<string, string> | string[];
   body: string | Buffer;
   timeoutMs: number;
   /** Body bytes kept at most. */

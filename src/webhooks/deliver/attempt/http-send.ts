@@ -35,8 +35,10 @@ interface PreparedHttpWebhook {
   /** The target's origin and path with query, as undici takes them. */
   origin: string;
   path: string;
-  /** The webhook's own headers over the defaults (the signing headers are added per attempt). */
-  headers: Record<string, string>;
+  /** The webhook's own headers over the defaults, as name, value pairs (the signing headers are added per attempt). */
+  headers: string[];
+  /** Where in `headers` the value of a header of the webhook's own named `traceparent` is (-1: none): the attempt's replaces it. */
+  traceparentAt: number;
   /** The same, redacted, for the log entry. */
   loggedHeaders: Record<string, string>;
 }
@@ -92,23 +94,30 @@ export class HttpSender {
 
     const prepared = this.prepared(webhook);
     const signing = buildStandardWebhookHeaders({ secret: webhook.secret, msgId: deliveryMessageId(event.id, webhook._id), body: bytes ?? body });
-    const headers: Record<string, string> = traceparent ? { ...prepared.headers, ...signing, traceparent } : { ...prepared.headers, ...signing };
-    const outgoingRequest: OutgoingRequestSection = {
-      method: 'POST',
-      url: webhook.url,
-      headers: {
-        ...prepared.loggedHeaders,
-        ...(this.signingHeadersSecret ? (this.redact(signing as unknown as Record<string, string>) as Record<string, string>) : signing),
-      },
-      body,
-    };
+    // Built by assignment, not spread: spreading objects costs several times more per attempt.
+    const headers = prepared.headers.slice();
+    headers.push('webhook-id', signing['webhook-id'], 'webhook-timestamp', signing['webhook-timestamp'], 'webhook-signature', signing['webhook-signature']);
+    if (traceparent) {
+      if (prepared.traceparentAt >= 0) headers[prepared.traceparentAt] = traceparent;
+      else headers.push('traceparent', traceparent);
+    }
+    const loggedHeaders: Record<string, string | string[]> = Object.assign({}, prepared.loggedHeaders);
+    if (this.signingHeadersSecret) Object.assign(loggedHeaders, this.redact(signing as unknown as Record<string, string>));
+    else {
+      loggedHeaders['webhook-id'] = signing['webhook-id'];
+      loggedHeaders['webhook-timestamp'] = signing['webhook-timestamp'];
+      loggedHeaders['webhook-signature'] = signing['webhook-signature'];
+    }
+    const outgoingRequest: OutgoingRequestSection = { method: 'POST', url: webhook.url, headers: loggedHeaders, body };
     if (parts) notePayloadParts(outgoingRequest, parts);
-    const base = { transformation, outgoingRequest };
 
     const timeoutMs = webhook.timeout_ms;
     const limit = this.o.webhooks.captureBodyBytes;
     const res = await postOnce(this.dispatcher, { origin: prepared.origin, path: prepared.path, headers, body: bytes ?? body, timeoutMs, limit });
-    if (!res.ok) return { ...base, ...this.networkFailure(res.error, res.timedOut, timeoutMs) };
+    if (!res.ok) {
+      const failure = this.networkFailure(res.error, res.timedOut, timeoutMs);
+      return { transformation, outgoingRequest, status: failure.status, statusCode: failure.statusCode, error: failure.error, retryable: failure.retryable, retryAfterMs: failure.retryAfterMs };
+    }
     const bodyError =
       res.bodyError === 'timeout'
         ? `the response body was cut: timed out after ${timeoutMs} ms`
@@ -122,21 +131,18 @@ export class HttpSender {
       limit,
       totalBytes: res.total,
     });
-    const response: TargetResponseSection = {
-      statusCode: res.statusCode,
-      headers: this.redact(res.headers as Record<string, string | string[]>),
-      body: captured.body,
-      ...(captured.truncated ? { bodyTruncated: true as const } : {}),
-    };
+    const response: TargetResponseSection = { statusCode: res.statusCode, headers: this.redact(res.headers as Record<string, string | string[]>), body: captured.body };
+    if (captured.truncated) response.bodyTruncated = true;
     const code = res.statusCode;
-    if (code >= 200 && code < 300) return { ...base, response, status: 'success', statusCode: code, error: bodyError, retryable: false, retryAfterMs: null };
+    if (code >= 200 && code < 300) return { transformation, outgoingRequest, response, status: 'success', statusCode: code, error: bodyError, retryable: false, retryAfterMs: null };
     const retryable = code === 429 || code >= 500;
     const error =
       code >= 300 && code < 400
         ? `the target answered ${code} (a redirect${res.headers.location ? ` to ${headerText(res.headers.location)}` : ''}); redirects are not followed: point the webhook at the final URL`
         : `the target answered ${code}`;
     return {
-      ...base,
+      transformation,
+      outgoingRequest,
       response,
       status: 'failed',
       statusCode: code,
@@ -169,7 +175,15 @@ export class HttpSender {
         headers[name] = value;
       }
       const url = new URL(webhook.url);
-      p = { origin: url.origin, path: `${url.pathname}${url.search}`, headers, loggedHeaders: this.redact(headers) as Record<string, string> };
+      const flat = Object.entries(headers).flat();
+      const traceparentName = flat.findIndex((item, i) => i % 2 === 0 && item === 'traceparent');
+      p = {
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        headers: flat,
+        traceparentAt: traceparentName < 0 ? -1 : traceparentName + 1,
+        loggedHeaders: this.redact(headers) as Record<string, string>,
+      };
       this.preparedByDoc.set(webhook, p);
     }
     return p;
