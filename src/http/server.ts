@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { LinkedSet } from '../util/linked-set.js';
 import { answerClientError, type ServerTimeouts } from './client-error.js';
 
 export interface ListeningServer {
@@ -47,10 +48,11 @@ export async function listen(
     handler,
   );
   server.on('clientError', answerClientError(timeouts));
-  const inFlight = new Set<ServerResponse>();
+  // Not a Set: its rehashed tables keep finished requests alive past young collections (util/linked-set.ts).
+  const inFlight = new LinkedSet<ServerResponse>();
   server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
-    inFlight.add(res);
-    res.once('close', () => inFlight.delete(res));
+    const node = inFlight.add(res);
+    res.once('close', () => inFlight.remove(node));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => reject(new ListenError(host, port, error.code ?? error.message)));

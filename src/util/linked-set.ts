@@ -1,0 +1,58 @@
+/**
+ * A set of short-lived members (requests in flight) kept as a doubly linked list: `add` answers
+ * the member's node, `remove(node)` unlinks it in O(1).
+ *
+ * Why not a `Set`: V8's hash tables (Set, Map) rehash into a new table once deleted entries fill
+ * the old one, and the old table keeps its stale entries and a pointer to its successor (for
+ * live iterators). A table that reaches the old generation then keeps every later table, and
+ * every request they held, alive through young-generation collections until the next full one.
+ * Measured on the pass-through path (issue 30): with one `Set` of in-flight responses, 17–20 % of
+ * what a process allocated survived each scavenge instead of 2–3 %, and most of it was promoted,
+ * in some processes for their whole life. A removed node here points nowhere, so garbage stays
+ * young.
+ */
+export interface LinkedSetNode<T> {
+  readonly value: T;
+  /** @internal */ prev: LinkedSetNode<T> | null;
+  /** @internal */ next: LinkedSetNode<T> | null;
+  /** @internal */ linked: boolean;
+}
+
+export class LinkedSet<T> implements Iterable<T> {
+  private head: LinkedSetNode<T> | null = null;
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  add(value: T): LinkedSetNode<T> {
+    const node: LinkedSetNode<T> = { value, prev: null, next: this.head, linked: true };
+    if (this.head !== null) this.head.prev = node;
+    this.head = node;
+    this.count++;
+    return node;
+  }
+
+  /** Unlinks the node; a second call for the same node does nothing. */
+  remove(node: LinkedSetNode<T>): void {
+    if (!node.linked) return;
+    node.linked = false;
+    if (node.prev !== null) node.prev.next = node.next;
+    else this.head = node.next;
+    if (node.next !== null) node.next.prev = node.prev;
+    node.prev = null;
+    node.next = null;
+    this.count--;
+  }
+
+  /** Members from the newest; removing the current member while iterating is allowed. */
+  *[Symbol.iterator](): Iterator<T> {
+    let node = this.head;
+    while (node !== null) {
+      const next = node.next;
+      yield node.value;
+      node = next;
+    }
+  }
+}
