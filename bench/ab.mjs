@@ -5,14 +5,19 @@
  * rounds in a new shuffled order each. For checking one change (README "Comparing two builds").
  *
  *   node bench/ab.mjs --base /tmp/before [--with .] [--scenarios c,e] [--requests 40000]
- *                     [--rounds 5] [--processes 2] [--cpu-prof] [--node-args=--trace-gc]
+ *                     [--rounds 5] [--processes 2] [--cpu-prof] [--node-args=--trace-gc] [--with-node-args=...] [--forwarder]
  *
  * A build is a directory holding package.json, dist/ and node_modules/ (e.g. a `git worktree`
  * with `npm ci && npm run build`, or a copy of dist/ beside a symlinked node_modules/).
  * `--processes N` starts N processes of each build and scenario: on this kind of machine one
  * process may run 10-20% slower than another of the same build for its whole life, so a
  * difference smaller than that needs several processes and runs to be believed; an A/A run
- * (`--base . --with .`) shows how large that noise is today.
+ * (`--base . --with .`) shows how large that noise is today. `--with-node-args='--flag'` starts
+ * only the `with` side with those Node/V8 flags (a flag against the same build: `--base . --with .`).
+ *
+ * `--forwarder` adds the minimal undici forwarder (servers/undici-forwarder.mjs, the floor of
+ * issue 30's target 3) as a third side, N processes like the builds, with the same flags, and
+ * reads every build against it too.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -37,7 +42,9 @@ const { values: opts } = parseArgs({
     connections: { type: 'string', default: '50' },
     'cpu-prof': { type: 'boolean', default: false },
     'node-args': { type: 'string', default: '' },
+    'with-node-args': { type: 'string', default: '' },
     'no-pin': { type: 'boolean', default: false },
+    forwarder: { type: 'boolean', default: false },
   },
 });
 if (!opts.base) {
@@ -80,12 +87,24 @@ async function main() {
     for (let p = 1; p <= processes; p++) {
       for (const [build, root] of Object.entries(builds)) {
         const name = `${id}-${build}-${p}`;
-        const nodeArgs = [...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : []), ...opts['node-args'].split(' ').filter(Boolean)];
+        const nodeArgs = [
+          ...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : []),
+          ...opts['node-args'].split(' ').filter(Boolean),
+          ...(build === 'with' ? opts['with-node-args'].split(' ').filter(Boolean) : []),
+        ];
         // Each process its own service id: no shared keys, webhooks or stream between them.
         const o = await startOutrigger({ name, workDir: work, redisUrl: redis.url, upstreamUrl, setup: scenario.setup, config: scenario.config, root, nodeArgs });
         const headers = scenario.auth === 'key' ? { authorization: `Bearer ${await issueKey(o.url)}` } : scenario.auth === 'basic' ? { authorization: basic('alice') } : {};
         targets.push({ id, build, name, url: o.url, pid: o.pid, headers });
       }
+    }
+  }
+  if (opts.forwarder) {
+    for (let p = 1; p <= processes; p++) {
+      const name = `undici-${p}`;
+      const execArgv = [...(opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : []), ...opts['node-args'].split(' ').filter(Boolean)];
+      const f = await forkServer(name, 'bench/servers/undici-forwarder.mjs', { env: { UPSTREAM: upstreamUrl }, execArgv, log: join(work, `${name}.log`) });
+      targets.push({ id: 'undici', build: 'forwarder', name, url: `http://127.0.0.1:${f.port}`, pid: f.pid, headers: {} });
     }
   }
   if (!opts['no-pin']) {
@@ -116,15 +135,18 @@ async function main() {
     }
   }
 
-  process.stdout.write('\n| scenario | build | CPU µs/request, median (min–max) | user | sys | ÷ base |\n|---|---|---|---|---|---|\n');
-  for (const id of opts.scenarios.split(',')) {
-    const baseTotal = median(samples.get(`${id} base`).map((s) => s.user + s.sys));
-    for (const build of Object.keys(builds)) {
+  const forwarderTotal = opts.forwarder ? median(samples.get('undici forwarder').map((s) => s.user + s.sys)) : null;
+  process.stdout.write(`\n| scenario | build | CPU µs/request, median (min–max) | user | sys | ÷ base |${opts.forwarder ? ' forwarder ÷ this |' : ''}\n|---|---|---|---|---|---|${opts.forwarder ? '---|' : ''}\n`);
+  const rows = opts.scenarios.split(',').map((id) => [id, Object.keys(builds)]);
+  if (opts.forwarder) rows.push(['undici', ['forwarder']]);
+  for (const [id, buildNames] of rows) {
+    const baseTotal = median(samples.get(`${id} ${buildNames[0]}`).map((s) => s.user + s.sys));
+    for (const build of buildNames) {
       const list = samples.get(`${id} ${build}`);
       const totals = list.map((s) => s.user + s.sys);
       const total = median(totals);
       process.stdout.write(
-        `| ${id} | ${build} (${builds[build]}) | ${total.toFixed(1)} (${Math.min(...totals).toFixed(1)}–${Math.max(...totals).toFixed(1)}) | ${median(list.map((s) => s.user)).toFixed(1)} | ${median(list.map((s) => s.sys)).toFixed(1)} | ${(total / baseTotal).toFixed(3)} |\n`,
+        `| ${id} | ${build} (${builds[build] ?? 'bench/servers/undici-forwarder.mjs'}) | ${total.toFixed(1)} (${Math.min(...totals).toFixed(1)}–${Math.max(...totals).toFixed(1)}) | ${median(list.map((s) => s.user)).toFixed(1)} | ${median(list.map((s) => s.sys)).toFixed(1)} | ${(total / baseTotal).toFixed(3)} |${forwarderTotal ? ` ${(forwarderTotal / total).toFixed(3)} |` : ''}\n`,
       );
     }
   }
