@@ -44,6 +44,13 @@ interface ClientSlots {
  * IP never holds more than `perClient` slots, so a few slow or hostile clients cannot starve
  * the others. A request that finds a free slot costs one Map lookup and two counters.
  */
+/**
+ * Idle clients (nothing in flight or waiting) are kept until there are this many entries, then
+ * swept all at once: deleting each as it went idle would churn the Map on every request at low
+ * load, and V8's rehashed tables then keep finished requests' garbage alive (util/linked-set.ts).
+ */
+const IDLE_CLIENTS_KEPT = 1024;
+
 export class UpstreamSlots {
   private active = 0;
   private readonly clients = new Map<string, ClientSlots>();
@@ -63,6 +70,7 @@ export class UpstreamSlots {
     let client = this.clients.get(ip);
     if (this.active < this.o.total && (client === undefined || client.active < this.o.perClient)) {
       if (client === undefined) {
+        if (this.clients.size >= IDLE_CLIENTS_KEPT) this.sweepIdle();
         client = { ip, active: 0, waiting: null };
         this.clients.set(ip, client);
       }
@@ -80,10 +88,12 @@ export class UpstreamSlots {
           1,
         ),
       );
-      if (client.active === 0 && waiting.size === 0) this.clients.delete(ip);
       return null;
     }
-    this.clients.set(ip, client);
+    if (!this.clients.has(ip)) {
+      if (this.clients.size >= IDLE_CLIENTS_KEPT) this.sweepIdle();
+      this.clients.set(ip, client);
+    }
     const waiter: Waiter = {
       client,
       request,
@@ -110,11 +120,7 @@ export class UpstreamSlots {
     this.active--;
     if (client === undefined) return;
     client.active--;
-    if (client.waiting !== null && client.waiting.size > 0) {
-      if (client.active < this.o.perClient) this.ready.add(client);
-    } else if (client.active === 0) {
-      this.clients.delete(ip);
-    }
+    if (client.waiting !== null && client.waiting.size > 0 && client.active < this.o.perClient) this.ready.add(client);
     if (this.ready.size > 0 && !this.pumpScheduled) {
       // Not from inside undici's callback that released the slot: the next dispatch runs after it.
       this.pumpScheduled = true;
@@ -154,9 +160,16 @@ export class UpstreamSlots {
     const { client } = waiter;
     if (!client.waiting?.delete(waiter)) return;
     clearTimeout(waiter.timer);
-    if (client.waiting.size === 0) {
-      this.ready.delete(client);
-      if (client.active === 0) this.clients.delete(client.ip);
-    }
+    if (client.waiting.size === 0) this.ready.delete(client);
+  }
+
+  /** Forgets the clients with nothing in flight and nothing waiting. */
+  private sweepIdle(): void {
+    for (const [ip, client] of this.clients) if (client.active === 0 && (client.waiting === null || client.waiting.size === 0)) this.clients.delete(ip);
+  }
+
+  /** Client entries held (idle ones included, up to IDLE_CLIENTS_KEPT), for tests. */
+  get clientCount(): number {
+    return this.clients.size;
   }
 }

@@ -68,4 +68,19 @@ describe('UpstreamSlots', () => {
     expect(refused[1]![1].headers).toEqual({ 'retry-after': '1' });
     expect(slots.waitingCount).toBe(0);
   });
+
+  it('keeps idle clients up to a bound, then forgets them all at once, never one in flight or waiting', () => {
+    const { slots, started, ask } = harness({ total: 2, perClient: 1 });
+    ask('busy', 'busy1');
+    ask('busy', 'busy2'); // waits: its client is at perClient
+    for (let i = 0; i < 3000; i++) {
+      ask(`10.0.${i >> 8}.${i & 255}`, `r${i}`);
+      slots.release(`10.0.${i >> 8}.${i & 255}`);
+    }
+    expect(started).toHaveLength(3001);
+    expect(slots.clientCount).toBeLessThanOrEqual(1025);
+    expect(slots.waitingCount).toBe(1);
+    slots.release('busy');
+    expect(slots.activeCount).toBe(0);
+  });
 });
