@@ -15,6 +15,10 @@
  * (`--base . --with .`) shows how large that noise is today. `--with-node-args='--flag'` starts
  * only the `with` side with those Node/V8 flags (a flag against the same build: `--base . --with .`).
  *
+ * `--rate R [--seconds S]` measures at a fixed, evenly paced rate instead of saturating (issue
+ * 30's target 4: CPU per request and p99 at a steady 1,000 requests/s): each run is S seconds
+ * at R requests/s (lib/paced.mjs), and the table adds the latency p50/p99 (medians of the runs).
+ *
  * `--forwarder` adds the minimal undici forwarder (servers/undici-forwarder.mjs, the floor of
  * issue 30's target 3) as a third side, N processes like the builds, with the same flags, and
  * reads every build against it too.
@@ -26,6 +30,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { median, shuffle } from './lib/load.mjs';
+import { runPaced } from './lib/paced.mjs';
 import { issueKey, basic, startOutrigger } from './lib/outrigger.mjs';
 import { forkServer, stopAll, stopAllOnExit } from './lib/processes.mjs';
 import { startRedis } from './lib/redis.mjs';
@@ -45,6 +50,8 @@ const { values: opts } = parseArgs({
     'with-node-args': { type: 'string', default: '' },
     'no-pin': { type: 'boolean', default: false },
     forwarder: { type: 'boolean', default: false },
+    rate: { type: 'string', default: '0' },
+    seconds: { type: 'string', default: '10' },
   },
 });
 if (!opts.base) {
@@ -55,6 +62,7 @@ const requests = Number(opts.requests);
 const rounds = Number(opts.rounds);
 const processes = Number(opts.processes);
 const builds = { base: resolve(opts.base), with: resolve(opts.with) };
+const WARM_UP = 20_000;
 const work = resolve('bench/.work', `ab-${new Date().toISOString().replace(/[:.]/g, '-')}`);
 
 /** utime and stime of a process, in µs (clock ticks are 10 ms on Linux). */
@@ -63,7 +71,11 @@ function cpuTimes(pid) {
   return { user: Number(fields[11]) * 10_000, sys: Number(fields[12]) * 10_000 };
 }
 
-function load(target, amount) {
+async function load(target, amount) {
+  if (Number(opts.rate) > 0 && amount !== WARM_UP) {
+    const r = await runPaced({ url: `${target.url}${PASS_PATH}`, headers: target.headers, rate: Number(opts.rate), seconds: Number(opts.seconds), connections: Number(opts.connections) });
+    return { '2xx': r.ok, expected: r.ok + r.non2xx + r.skipped, p50: r.p50, p99: r.p99 };
+  }
   return new Promise((resolvePromise, reject) =>
     autocannon({ url: `${target.url}${PASS_PATH}`, connections: Number(opts.connections), amount, headers: target.headers }, (error, result) =>
       error ? reject(error) : resolvePromise(result),
@@ -117,7 +129,7 @@ async function main() {
     process.stdout.write(`ab: proxies pinned to CPU ${last}, load generator, upstream and Redis to CPU ${others}\n`);
   }
   process.stdout.write(`ab: ${targets.length} processes; warming up (20,000 requests each)\n`);
-  for (const t of targets) await load(t, 20_000);
+  for (const t of targets) await load(t, WARM_UP);
 
   const samples = new Map();
   for (let round = 1; round <= rounds; round++) {
@@ -126,17 +138,22 @@ async function main() {
       const result = await load(t, requests);
       const after = cpuTimes(t.pid);
       const ok = result['2xx'];
-      if (ok !== requests) throw new Error(`${t.name}: ${ok} of ${requests} answers were 2xx`);
-      const sample = { user: (after.user - before.user) / ok, sys: (after.sys - before.sys) / ok };
+      const expected = result.expected ?? requests;
+      if (ok !== expected) throw new Error(`${t.name}: ${ok} of ${expected} answers were 2xx`);
+      const sample = { user: (after.user - before.user) / ok, sys: (after.sys - before.sys) / ok, p50: result.p50, p99: result.p99 };
       const key = `${t.id} ${t.build}`;
       if (!samples.has(key)) samples.set(key, []);
       samples.get(key).push(sample);
-      process.stdout.write(`  round ${round} ${t.name.padEnd(12)} ${(sample.user + sample.sys).toFixed(1)} µs/request (user ${sample.user.toFixed(1)}, sys ${sample.sys.toFixed(1)})\n`);
+      process.stdout.write(`  round ${round} ${t.name.padEnd(12)} ${(sample.user + sample.sys).toFixed(1)} µs/request (user ${sample.user.toFixed(1)}, sys ${sample.sys.toFixed(1)})${sample.p99 !== undefined ? ` p50 ${sample.p50.toFixed(2)} ms p99 ${sample.p99.toFixed(2)} ms` : ''}\n`);
     }
   }
 
   const forwarderTotal = opts.forwarder ? median(samples.get('undici forwarder').map((s) => s.user + s.sys)) : null;
-  process.stdout.write(`\n| scenario | build | CPU µs/request, median (min–max) | user | sys | ÷ base |${opts.forwarder ? ' forwarder ÷ this |' : ''}\n|---|---|---|---|---|---|${opts.forwarder ? '---|' : ''}\n`);
+  const paced = Number(opts.rate) > 0;
+  if (paced) process.stdout.write(`\nat ${opts.rate} requests/s, evenly paced, ${opts.seconds} s per run`);
+  process.stdout.write(
+    `\n| scenario | build | CPU µs/request, median (min–max) | user | sys | ÷ base |${opts.forwarder ? ' forwarder ÷ this |' : ''}${paced ? ' p50 ms | p99 ms (min–max) |' : ''}\n|---|---|---|---|---|---|${opts.forwarder ? '---|' : ''}${paced ? '---|---|' : ''}\n`,
+  );
   const rows = opts.scenarios.split(',').map((id) => [id, Object.keys(builds)]);
   if (opts.forwarder) rows.push(['undici', ['forwarder']]);
   for (const [id, buildNames] of rows) {
@@ -146,7 +163,7 @@ async function main() {
       const totals = list.map((s) => s.user + s.sys);
       const total = median(totals);
       process.stdout.write(
-        `| ${id} | ${build} (${builds[build] ?? 'bench/servers/undici-forwarder.mjs'}) | ${total.toFixed(1)} (${Math.min(...totals).toFixed(1)}–${Math.max(...totals).toFixed(1)}) | ${median(list.map((s) => s.user)).toFixed(1)} | ${median(list.map((s) => s.sys)).toFixed(1)} | ${(total / baseTotal).toFixed(3)} |${forwarderTotal ? ` ${(forwarderTotal / total).toFixed(3)} |` : ''}\n`,
+        `| ${id} | ${build} (${builds[build] ?? 'bench/servers/undici-forwarder.mjs'}) | ${total.toFixed(1)} (${Math.min(...totals).toFixed(1)}–${Math.max(...totals).toFixed(1)}) | ${median(list.map((s) => s.user)).toFixed(1)} | ${median(list.map((s) => s.sys)).toFixed(1)} | ${(total / baseTotal).toFixed(3)} |${forwarderTotal ? ` ${(forwarderTotal / total).toFixed(3)} |` : ''}${paced ? ` ${median(list.map((s) => s.p50)).toFixed(2)} | ${median(list.map((s) => s.p99)).toFixed(2)} (${Math.min(...list.map((s) => s.p99)).toFixed(2)}–${Math.max(...list.map((s) => s.p99)).toFixed(2)}) |` : ''}\n`,
       );
     }
   }
