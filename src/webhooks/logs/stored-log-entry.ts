@@ -38,7 +38,7 @@ export function notePayloadParts(outgoing: OutgoingRequestSection, parts: Payloa
 export function serializeLogEntry(entry: WebhookLogEntry): string {
   const { detail } = entry;
   if (!detail?.incomingRequest) return JSON.stringify(entry);
-  return logEntryPieces(entry).join('');
+  return logEntryText(entry);
 }
 
 /**
@@ -48,61 +48,56 @@ export function serializeLogEntry(entry: WebhookLogEntry): string {
  * it, so the collector neither copies nor counts them.
  */
 export function serializeLogEntryBytes(entry: WebhookLogEntry): Buffer {
-  // Joined, then encoded in one call: one Buffer.write per piece costs more in call overhead than the short-lived joined string.
+  // Built as one string (a rope), then encoded in one call: one Buffer.write per piece costs more in call overhead than the short-lived string.
   return Buffer.from(serializeLogEntry(entry), 'utf8');
 }
 
-function logEntryPieces(entry: WebhookLogEntry): string[] {
-  const out: string[] = ['{'];
+/** `"name":` for each member name met (a handful: the entry's own), so the names are not serialized per entry. */
+const MEMBER_PREFIX = new Map<string, string>();
+
+function memberPrefix(name: string): string {
+  let prefix = MEMBER_PREFIX.get(name);
+  if (prefix === undefined) {
+    prefix = `${JSON.stringify(name)}:`;
+    if (MEMBER_PREFIX.size < 256) MEMBER_PREFIX.set(name, prefix);
+  }
+  return prefix;
+}
+
+/** Members in the entry's own order (as JSON.stringify), each value serialized alone; the detail section by `detailText`. */
+function logEntryText(entry: WebhookLogEntry): string {
+  let out = '';
   for (const key of Object.keys(entry) as Array<keyof WebhookLogEntry>) {
-    if (key === 'detail') {
-      out.push(out.length > 1 ? ',"detail":' : '"detail":');
-      detailPieces(entry.detail, out);
-      continue;
-    }
-    const value = JSON.stringify(entry[key]);
+    const value = key === 'detail' ? detailText(entry.detail) : JSON.stringify(entry[key]);
     if (value === undefined) continue;
-    out.push(`${out.length > 1 ? ',' : ''}${JSON.stringify(key)}:${value}`);
+    out = `${out}${out === '' ? '{' : ','}${memberPrefix(key)}${value}`;
   }
-  out.push('}');
-  return out;
+  return out === '' ? '{}' : `${out}}`;
 }
 
-function detailPieces(detail: WebhookLogEntry['detail'], out: string[]): void {
-  out.push('{');
-  let first = true;
+function detailText(detail: WebhookLogEntry['detail']): string {
+  let out = '';
   for (const key of Object.keys(detail) as Array<keyof WebhookLogEntry['detail']>) {
-    const name = `${first ? '' : ','}${JSON.stringify(key)}:`;
-    if (key === 'incomingRequest') {
-      out.push(name, incomingRequestText(detail.incomingRequest));
-    } else if (key === 'outgoingRequest') {
-      const before = out.length;
-      out.push(name);
-      if (!outgoingPieces(detail.outgoingRequest!, detail.incomingRequest, out)) out.length = before;
-    } else {
-      const value = JSON.stringify(detail[key]);
-      if (value === undefined) continue;
-      out.push(name, value);
-    }
-    first = false;
+    let value: string | undefined;
+    if (key === 'incomingRequest') value = incomingRequestText(detail.incomingRequest);
+    else if (key === 'outgoingRequest') value = outgoingText(detail.outgoingRequest!, detail.incomingRequest);
+    else value = JSON.stringify(detail[key]);
+    if (value === undefined) continue;
+    out = `${out}${out === '' ? '{' : ','}${memberPrefix(key)}${value}`;
   }
-  out.push('}');
+  return out === '' ? '{}' : `${out}}`;
 }
 
-/** Appends the outgoing section's text; false (nothing appended) when it serializes to nothing. */
-function outgoingPieces(outgoing: OutgoingRequestSection, incoming: IncomingRequestSection, out: string[]): boolean {
+/** The outgoing section's text (undefined when it serializes to nothing). */
+function outgoingText(outgoing: OutgoingRequestSection, incoming: IncomingRequestSection): string | undefined {
   const parts = (outgoing as WithParts)[PAYLOAD_PARTS];
   // Only when the body is still the payload of this entry's own request section (nobody replaced either).
   if (!parts || parts.section !== incoming || outgoing.body.length !== parts.head.length + incomingRequestText(incoming).length + parts.tail.length) {
-    const text = JSON.stringify(outgoing);
-    if (text === undefined) return false;
-    out.push(text);
-    return true;
+    return JSON.stringify(outgoing);
   }
   const text = JSON.stringify({ method: outgoing.method, url: outgoing.url, headers: outgoing.headers });
   // `{...}` of at least method, url and headers: the payload goes last, before the closing brace.
-  out.push(text.slice(0, -1), ',"payload":', parts.head, '0', parts.tail, '}');
-  return true;
+  return `${text.slice(0, -1)},"payload":${parts.head}0${parts.tail}}`;
 }
 
 /** An entry as stored (either form) to the entry of SPEC §7.3. Throws on text that is not JSON. */
