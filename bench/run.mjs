@@ -39,6 +39,12 @@ const settings = {
   /** Also per round: a run at this fixed offered rate (unsaturated), for CPU per request at equal load; 0 turns it off. */
   fixedRate: env.BENCH_FIXED_RATE === '0' ? 0 : int(env.BENCH_FIXED_RATE, 4000),
   fixedSeconds: num(env.BENCH_FIXED_SECONDS, quick ? 2 : 3),
+  /**
+   * Also per round, for the configurations in LOW_RATE_CONFIGS: a run at this steady, low rate
+   * (issue 30 target 4: CPU and p99 at 1,000 req/s against the bare forwarder's); 0 turns it off.
+   */
+  lowRate: env.BENCH_LOW_RATE === '0' ? 0 : int(env.BENCH_LOW_RATE, 1000),
+  lowSeconds: num(env.BENCH_LOW_SECONDS, quick ? 2 : 5),
   coldKeys: int(env.BENCH_COLD_KEYS, quick ? 3000 : 10000),
   pipelineEvents: int(env.BENCH_PIPELINE_EVENTS, quick ? 2000 : 20000),
   pipelineWarmupEvents: count(env.BENCH_PIPELINE_WARMUP_EVENTS, quick ? 0 : 4000),
@@ -50,6 +56,8 @@ const settings = {
   configs: env.BENCH_CONFIGS ? new Set(env.BENCH_CONFIGS.split(',').map((s) => s.trim())) : null,
   cpuProf: env.BENCH_CPU_PROF ?? '',
 };
+/** The configurations measured at the steady low rate too: the baselines and the key path, with and without the tee. */
+const LOW_RATE_CONFIGS = new Set(['direct', 'undici', 'c', 'e']);
 /** BENCH_CPU_PROF=a,c,e,graphql,pipeline,pipeline-worker: those Outrigger processes run with --cpu-prof. */
 let profileDir = null;
 const prof = (id) => (profileDir && settings.cpuProf.split(',').includes(id) ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, id)}`] } : {});
@@ -261,6 +269,7 @@ async function passThroughAndKeys(ctx) {
     }
     const rounds = Object.fromEntries(targets.map((t) => [t.id, []]));
     const fixed = Object.fromEntries(targets.map((t) => [t.id, []]));
+    const low = Object.fromEntries(targets.map((t) => [t.id, []]));
     for (let r = 0; r < settings.rounds; r++) {
       noteLoad(`pass-through round ${r + 1}`);
       for (const t of shuffle(targets)) {
@@ -277,7 +286,12 @@ async function passThroughAndKeys(ctx) {
             atRate = await withRedisCommands(redis, () => runPaced({ url: `${live.url}${PASS_PATH}`, headers: live.headers, connections: settings.connections, seconds: settings.fixedSeconds, rate: settings.fixedRate, cpu: cpuGroups(live) }));
             fixed[t.id].push(atRate);
           }
-          say(`  round ${r + 1} ${t.id.padEnd(7)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  proxy ${live.proxyPids.length ? `${fmt(result.cpuMicrosPerRequest.proxy, 1)} µs/req${atRate ? ` (${fmt(atRate.cpuMicrosPerRequest.proxy, 1)} at ${settings.fixedRate}/s)` : ''}` : '–'}${result.non2xx || result.errors ? `  non-2xx ${result.non2xx} errors ${result.errors}` : ''}`);
+          let atLowRate = null;
+          if (settings.lowRate && LOW_RATE_CONFIGS.has(t.id)) {
+            atLowRate = await runPaced({ url: `${live.url}${PASS_PATH}`, headers: live.headers, connections: settings.connections, seconds: settings.lowSeconds, rate: settings.lowRate, cpu: cpuGroups(live) });
+            low[t.id].push(atLowRate);
+          }
+          say(`  round ${r + 1} ${t.id.padEnd(7)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  proxy ${live.proxyPids.length ? `${fmt(result.cpuMicrosPerRequest.proxy, 1)} µs/req${atRate ? ` (${fmt(atRate.cpuMicrosPerRequest.proxy, 1)} at ${settings.fixedRate}/s)` : ''}${atLowRate ? ` (${fmt(atLowRate.cpuMicrosPerRequest.proxy, 1)} µs/req, p99 ${fmt(atLowRate.p99, 2)} ms at ${settings.lowRate}/s)` : ''}` : '–'}${result.non2xx || result.errors ? `  non-2xx ${result.non2xx} errors ${result.errors}` : ''}`);
         } finally {
           if (t.launch) await live.stop();
         }
@@ -287,7 +301,7 @@ async function passThroughAndKeys(ctx) {
     const eKey = serviceIdOf.e ? redisKeys('outrigger', serviceIdOf.e).events : null;
     const xlen = eKey ? await redis.client.xlen(eKey).catch(() => null) : null;
     const eventsAfterE = eKey ? await streamEvents(redis.client, eKey).catch(() => null) : null;
-    out.passThrough = { path: PASS_PATH, fixedRate: settings.fixedRate, rows: targets.map((t) => ({ id: t.id, label: t.label, rounds: rounds[t.id], fixedRate: fixed[t.id] })), streamLengthAfterE: xlen, streamEventsAfterE: eventsAfterE, processPerRound: true };
+    out.passThrough = { path: PASS_PATH, fixedRate: settings.fixedRate, lowRate: settings.lowRate, rows: targets.map((t) => ({ id: t.id, label: t.label, rounds: rounds[t.id], fixedRate: fixed[t.id], lowRate: low[t.id] })), streamLengthAfterE: xlen, streamEventsAfterE: eventsAfterE, processPerRound: true };
   }
 
   if (wanted('keys')) {
