@@ -147,12 +147,13 @@ export class WebhookWorker implements EntryWork {
    * the entry's acknowledgement and without the delivery's marker (which only guards the window
    * between the two commits).
    */
-  private async commitCarrying(part: CommitPart, entry: EntryRef | undefined): Promise<void> {
+  private commitCarrying(part: CommitPart, entry: EntryRef | undefined): Promise<void> {
     if (!entry?.ack) return this.commits.commit(part);
     part.markers = undefined;
     part.acks = [entry.id];
-    await this.commits.commit(part);
-    entry.done = true;
+    return this.commits.commit(part).then(() => {
+      entry.done = true;
+    });
   }
 
   /** Where a delivery's marker goes: a field of its stream entry's hash for a first attempt from an entry, else its own key. */
