@@ -1,4 +1,3 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
 import { BasicAuthenticator } from './access/basic-authenticator.js';
 import { BruteForceGuard } from './access/brute-force-guard.js';
@@ -25,7 +24,7 @@ import { createRequestHandler } from './http/handler.js';
 import type { RequestObserver } from './http/observe.js';
 import { RouteTable, type OwnRoute } from './http/route-table.js';
 import { sendError } from './http/respond.js';
-import { listen, type ListeningServer } from './http/server.js';
+import { listen, type ListeningServer, type RequestHandler } from './http/server.js';
 import { serviceUnavailable } from './errors.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
@@ -79,9 +78,11 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
 
   // Bind first: a taken port must fail before anything (embedded Redis, the bootstrap) is
   // started or written. Until the parts below exist, requests get a 503.
-  let handle: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) =>
+  let handle: RequestHandler = (_req, res, finished) => {
+    res.once('close', finished);
     sendError(res, serviceUnavailable('Outrigger is starting; try again in a moment', 'STARTING'));
-  const server: ListeningServer | null = serve ? await listen((req, res) => handle(req, res), config.listen.host, config.listen.port, config.listen) : null;
+  };
+  const server: ListeningServer | null = serve ? await listen((req, res, finished) => handle(req, res, finished), config.listen.host, config.listen.port, config.listen) : null;
 
   let embedded: EmbeddedRedis | null = null;
   let target: RedisTarget = config.redis;

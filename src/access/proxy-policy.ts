@@ -2,7 +2,7 @@ import { forbidden } from '../errors.js';
 import { readBody } from '../http/body.js';
 import type { AuthorizeProxy, PlanProxy } from '../http/handler.js';
 import type { RequestScope } from '../http/scope.js';
-import type { ForwardRequest } from '../proxy/forwarder.js';
+import type { ProxyPlan } from '../proxy/forwarder.js';
 import { withoutBackendCredentials, type IdentityPlan } from './identity/identity-propagation.js';
 import { createShapeClassifier, interpolateUserVariables, projectResponse } from './mongo-rules.js';
 import type { AccessControl } from './permissions/access-control.js';
@@ -60,9 +60,9 @@ export function createProxyPolicy<X>(o: ProxyPolicyOptions<X>): { authorizeProxy
     authorizeOwnRoute(scope);
   }
 
-  function planProxy(scope: RequestScope): Partial<ForwardRequest> {
+  function planProxy(scope: RequestScope): ProxyPlan {
     const identity = o.planIdentity(scope.principal);
-    const plan: Partial<ForwardRequest> = {
+    const plan: ProxyPlan = {
       removeRequestHeaders: identity.removeRequestHeaders,
       setRequestHeaders: identity.setRequestHeaders,
       body: scope.bufferedBody,

@@ -4,7 +4,7 @@ import { badRequest, OutriggerError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Principal } from '../access/principal.js';
-import type { ForwardRequest, Forwarder } from '../proxy/forwarder.js';
+import type { Forwarder, ProxyPlan } from '../proxy/forwarder.js';
 import type { ClientIpResolver } from './client-ip.js';
 import { sendError } from './respond.js';
 import { RequestScope } from './scope.js';
@@ -22,7 +22,7 @@ export type Authenticate = (scope: RequestScope) => Promise<Principal> | Princip
 /** May the principal make this proxied request? Throws 401/403; sets scope.permission. */
 export type AuthorizeProxy = (scope: RequestScope) => Promise<void> | void;
 /** What the features change about a proxied request (identity headers, readFilter, projection). Synchronous. */
-export type PlanProxy = (scope: RequestScope) => Partial<ForwardRequest>;
+export type PlanProxy = (scope: RequestScope) => ProxyPlan;
 
 export interface HandlerParts {
   routes: RouteTable;
@@ -68,7 +68,7 @@ export function createRequestHandler(parts: HandlerParts) {
     );
   };
 
-  return function handleRequest(req: IncomingMessage, res: ServerResponse): void {
+  return function handleRequest(req: IncomingMessage, res: ServerResponse, finished?: () => void): void {
     const peer = req.socket.remoteAddress ?? '';
     const { ip, peerTrusted } = parts.clientIp(peer, req.headers['x-forwarded-for']);
     const scope = new RequestScope(req, res, ip, (req.socket as TLSSocket).encrypted === true);
@@ -100,6 +100,7 @@ export function createRequestHandler(parts: HandlerParts) {
     let upstreamSpan: SpanHandle | undefined;
     // One listener per request for everything that happens at the end ('close' follows 'finish').
     res.once('close', () => {
+      finished?.();
       const completed = res.writableFinished;
       if (!completed) abortUpstream?.();
       if (completed) requestMetrics.record(scope.routeKind, res.statusCode, scope.elapsedSeconds());
@@ -223,21 +224,23 @@ export function createRequestHandler(parts: HandlerParts) {
         }));
         traceparent = upstreamSpan.traceparent;
       } else if (trace.replacesClientHeader) traceparent = trace.traceparent;
+      // Field by field rather than spreading the plan: one object shape for every request.
       abortUpstream = forwarder.forward(
         {
           req,
           res,
           method: scope.method,
-          target: scope.rawUrl,
+          target: plan.target ?? scope.rawUrl,
           requestId: scope.id,
           clientIp: scope.clientIp,
           peerTrusted,
           secure: scope.secure,
-          ...plan,
-          // After the plan: its `body` key is present (undefined) when no feature read the body.
+          removeRequestHeaders: plan.removeRequestHeaders,
+          setRequestHeaders: traceparent ? { ...plan.setRequestHeaders, traceparent } : plan.setRequestHeaders,
           body: plan.body ?? (observed && hasBody(req) ? tappedBody(req, observed) : undefined),
+          filterResponseHeader: plan.filterResponseHeader,
+          rewrite: plan.rewrite,
           observer: observed ?? undefined,
-          ...(traceparent ? { setRequestHeaders: { ...plan.setRequestHeaders, traceparent } } : {}),
         },
         fail,
       );

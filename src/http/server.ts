@@ -30,13 +30,22 @@ export class ListenError extends Error {
   }
 }
 
+/**
+ * Handles one request and calls `finished` once its response has closed (the in-flight list that
+ * shutdown drains). A callback rather than a second 'close' listener of the server's own: the
+ * handler listens for 'close' anyway, and one listener per request costs less than two.
+ */
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse, finished: () => void) => void;
+
 export async function listen(
-  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  handler: RequestHandler,
   host: string,
   port: number,
   timeouts: ServerTimeouts,
 ): Promise<ListeningServer> {
   // Both timers run from a request's first byte, so a slow client cannot stretch them by trickling.
+  // Not a Set: its rehashed tables keep finished requests alive past young collections (util/linked-set.ts).
+  const inFlight = new LinkedSet<ServerResponse>();
   const server = createServer(
     {
       keepAliveTimeout: 65_000,
@@ -45,15 +54,12 @@ export async function listen(
       // How often Node checks those two timers (its default, 30 s, would let a short timeout run long).
       connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(Math.min(timeouts.headersTimeoutMs, timeouts.requestTimeoutMs) / 4))),
     },
-    handler,
+    (req, res) => {
+      const node = inFlight.add(res);
+      handler(req, res, () => inFlight.remove(node));
+    },
   );
   server.on('clientError', answerClientError(timeouts));
-  // Not a Set: its rehashed tables keep finished requests alive past young collections (util/linked-set.ts).
-  const inFlight = new LinkedSet<ServerResponse>();
-  server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
-    const node = inFlight.add(res);
-    res.once('close', () => inFlight.remove(node));
-  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => reject(new ListenError(host, port, error.code ?? error.message)));
     server.listen(port, host, () => {

@@ -35,6 +35,9 @@ export interface ForwardRequest {
   observer?: ResponseObserver;
 }
 
+/** What the features may decide about a proxied request (access/proxy-policy.ts); the handler copies these fields, and only these. */
+export type ProxyPlan = Partial<Pick<ForwardRequest, 'target' | 'removeRequestHeaders' | 'setRequestHeaders' | 'body' | 'filterResponseHeader' | 'rewrite'>>;
+
 export interface ForwarderOptions {
   url: string;
   timeoutMs: number;
