@@ -60,7 +60,9 @@ const settings = {
 const LOW_RATE_CONFIGS = new Set(['direct', 'undici', 'c', 'e']);
 /** BENCH_CPU_PROF=a,c,e,graphql,pipeline,pipeline-worker: those Outrigger processes run with --cpu-prof. */
 let profileDir = null;
-const prof = (id) => (profileDir && settings.cpuProf.split(',').includes(id) ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, id)}`] } : {});
+/** BENCH_NODE_ARGS='--trace-gc-nvp': Node/V8 flags for every Outrigger process (diagnostics; the figures then include their cost). */
+const extraNodeArgs = (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const prof = (id) => ({ nodeArgs: [...(profileDir && settings.cpuProf.split(',').includes(id) ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, id)}`] : []), ...extraNodeArgs] });
 const wanted = (phase) => !settings.only || settings.only.has(phase);
 
 function int(value, fallback) {
