@@ -10,7 +10,7 @@
  * A build is a directory holding package.json, dist/ and node_modules/ (e.g. a `git worktree`
  * with `npm ci && npm run build`, or a copy of dist/ beside a symlinked node_modules/).
  * `--processes N` starts N processes of each build and scenario: on this kind of machine one
- * process may run 10-20% slower than another of the same build for its whole life, so a
+ * process may run up to 10-20% slower than another of the same build for its whole life, so a
  * difference smaller than that needs several processes and runs to be believed; an A/A run
  * (`--base . --with .`) shows how large that noise is today. `--with-node-args='--flag'` starts
  * only the `with` side with those Node/V8 flags (a flag against the same build: `--base . --with .`).
