@@ -209,7 +209,7 @@ async function passThroughAndKeys(ctx) {
   }
 
   // The Node proxies run in a new process every round: on these machines one process of a build
-  // can cost 10-20% more per request than another for its whole life (bench/README.md), and a
+  // can cost more per request than another for its whole life (bench/README.md), and a
   // median over rounds only averages that out when the rounds do not share a process.
   targets.push({
     id: 'undici',
