@@ -9,6 +9,26 @@ import type { KeyVerificationCache, Verification } from './verification-cache.js
 
 const INVALID_TOKEN = { 'www-authenticate': 'Bearer error="invalid_token"' };
 
+/**
+ * The last key hashed on a connection, and its hash, kept on the socket: a keep-alive client
+ * sends the same key on every request, and SHA-256 of it was about 1 µs of each request's CPU.
+ * Only the socket that carried the key holds it, for as long as that connection lives, never a
+ * process-wide table of raw keys; and the hash is a pure function of the key, so nothing about
+ * the key's validity is remembered here (the verification cache decides that, by hash).
+ */
+const LAST_KEY = Symbol('outrigger.lastKeyHash');
+type KeyCarrier = { [LAST_KEY]?: { token: string; hash: string } };
+
+function keyHashOf(token: string, socket: object | null | undefined): string {
+  if (!socket) return hashApiKey(token);
+  const carrier = socket as KeyCarrier;
+  const last = carrier[LAST_KEY];
+  if (last !== undefined && last.token === token) return last.hash;
+  const hash = hashApiKey(token);
+  carrier[LAST_KEY] = { token, hash };
+  return hash;
+}
+
 export interface KeyAuthenticatorParts {
   prefix: string;
   /** Limits failed verifications per client IP; a key already verified is never held up by it. */
@@ -56,9 +76,9 @@ export function createKeyAuthenticator(parts: KeyAuthenticatorParts): ApiKeyAuth
   }
 
   return {
-    authenticate(token: string, scope: { clientIp: string }): Promise<Principal> | Principal {
+    authenticate(token: string, scope: { clientIp: string; req?: { socket?: object | null } }): Promise<Principal> | Principal {
       const ip = scope.clientIp;
-      const keyHash = hashApiKey(token);
+      const keyHash = keyHashOf(token, scope.req?.socket);
       const known = cache.has(keyHash);
       // A client that has failed too often is refused before any shape check or Redis read.
       if (!known) parts.failures?.check(ip);
