@@ -41,7 +41,7 @@ describe('key authenticator: the per-connection key hash', () => {
   it('asks the cache about the hash of the key each request carries, when keys change on one connection', () => {
     const { auth, asked } = authenticator(hashApiKey(good));
     const socket = {};
-    const scope = { clientIp: '127.0.0.1', req: { socket } };
+    const scope = { clientIp: '127.0.0.1', req: { socket } } as never;
     expect(auth.authenticate(good, scope)).toMatchObject({ id: 'alice' });
     expect(() => auth.authenticate(other, scope)).toThrow(/not valid on this service/);
     expect(auth.authenticate(good, scope)).toMatchObject({ id: 'alice' });
@@ -50,8 +50,9 @@ describe('key authenticator: the per-connection key hash', () => {
 
   it('never answers one connection with the hash remembered on another', () => {
     const { auth, asked } = authenticator(hashApiKey(good));
-    auth.authenticate(good, { clientIp: '127.0.0.1', req: { socket: {} } });
-    expect(() => auth.authenticate(other, { clientIp: '127.0.0.1', req: { socket: {} } })).toThrow(/not valid/);
+    const connection = () => ({ clientIp: '127.0.0.1', req: { socket: {} } }) as never;
+    auth.authenticate(good, connection());
+    expect(() => auth.authenticate(other, connection())).toThrow(/not valid/);
     expect(asked).toEqual([hashApiKey(good), hashApiKey(other)]);
   });
 });
