@@ -76,16 +76,19 @@ export function createRequestHandler(parts: HandlerParts) {
     const route = scope.pathProblem === undefined ? routes.match(scope.path) : undefined;
     const h = req.headers;
     // Probes and scrapes (every few seconds, from the platform) are propagated, never recorded.
-    const trace: RequestTrace = (scope.trace = (route?.kind === 'health' || route?.kind === 'metrics' ? unrecorded : tracing).begin({
-      method: scope.method,
-      path: scope.rawPath,
-      scheme: scope.secure ? 'https' : 'http',
-      clientIp: ip,
-      traceparent: h.traceparent,
-      tracestate: h.tracestate,
-      userAgent: h['user-agent'],
-      host: h.host,
-    }));
+    const tracer = route?.kind === 'health' || route?.kind === 'metrics' ? unrecorded : tracing;
+    const trace: RequestTrace = (scope.trace = !tracer.exporting
+      ? tracer.propagate(h.traceparent)
+      : tracer.begin({
+          method: scope.method,
+          path: scope.rawPath,
+          scheme: scope.secure ? 'https' : 'http',
+          clientIp: ip,
+          traceparent: h.traceparent,
+          tracestate: h.tracestate,
+          userAgent: h['user-agent'],
+          host: h.host,
+        }));
 
     if (route) {
       scope.routeKind = route.kind;

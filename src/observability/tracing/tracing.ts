@@ -109,6 +109,11 @@ export class Tracing {
     return this.tracer !== null;
   }
 
+  /** Without export, all a request's trace needs is the client's `traceparent`: no facts object per request. */
+  propagate(traceparent: string | string[] | undefined): RequestTrace {
+    return new PropagatedTrace(parseTraceparent(traceparent));
+  }
+
   /** The request's trace: its server span when exporting, else the propagated context. */
   begin(r: IncomingRequestFacts): RequestTrace {
     const parent = parseTraceparent(r.traceparent);
