@@ -102,7 +102,8 @@ export function createRequestHandler(parts: HandlerParts) {
     /** The upstream call's client span (only while one is recorded). */
     let upstreamSpan: SpanHandle | undefined;
     // One listener per request for everything that happens at the end ('close' follows 'finish').
-    res.once('close', () => {
+    // `on`, not `once`: a response closes once, and `once` allocates a wrapper per request.
+    res.on('close', () => {
       finished?.();
       const completed = res.writableFinished;
       if (!completed) abortUpstream?.();
