@@ -56,3 +56,38 @@ export class LinkedSet<T> implements Iterable<T> {
     }
   }
 }
+
+/**
+ * The same list with a key per member, for work in flight that is looked up by id now and then
+ * (bounded by a concurrency setting, so `has` walks at most that many nodes). Mirrors the read
+ * side of a Map (`has`, `keys`, `values`, `size`) so callers read it as one.
+ */
+export class LinkedMap<K, V> {
+  private readonly list = new LinkedSet<readonly [K, V]>();
+
+  get size(): number {
+    return this.list.size;
+  }
+
+  /** Adds the pair and answers its node, for `remove`. */
+  set(key: K, value: V): LinkedSetNode<readonly [K, V]> {
+    return this.list.add([key, value]);
+  }
+
+  remove(node: LinkedSetNode<readonly [K, V]>): void {
+    this.list.remove(node);
+  }
+
+  has(key: K): boolean {
+    for (const [k] of this.list) if (k === key) return true;
+    return false;
+  }
+
+  *keys(): IterableIterator<K> {
+    for (const [k] of this.list) yield k;
+  }
+
+  *values(): IterableIterator<V> {
+    for (const [, v] of this.list) yield v;
+  }
+}

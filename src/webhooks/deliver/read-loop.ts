@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../../observability/logger.js';
 import type { RedisKeys } from '../../store/keys.js';
 import { backoffMs } from '../../util/backoff.js';
+import { LinkedMap } from '../../util/linked-set.js';
 import type { RetryJob } from '../delivery-contract.js';
 import type { CapturedEvent } from '../event.js';
 import { decodeStreamEntry, isNewerEntry, type SkippedWebhook, type StreamRecord } from '../stream-record.js';
@@ -68,8 +69,12 @@ export type StreamEntry = [id: string, fields: Buffer[] | null];
 
 export class StreamReader {
   groupReady = false;
-  /** Entries read and not acknowledged yet, by id (their events may still wait for a slot). */
-  readonly inflight = new Map<string, Promise<void>>();
+  /**
+   * Entries read and not acknowledged yet, by id (their events may still wait for a slot). A
+   * linked list, not a Map: a Map written and deleted per entry keeps finished entries alive
+   * past young collections (util/linked-set.ts).
+   */
+  readonly inflight = new LinkedMap<string, Promise<void>>();
   /** What `concurrency` counts: events being delivered. */
   readonly slots: EventSlots;
   /** Entries of a newer version, left pending (see `leftForNewer`). */
@@ -223,8 +228,8 @@ export class StreamReader {
           if (error instanceof WorkerKilled) return;
           this.o.logger.warn({ err: String(error), entry: id }, 'a webhook event stays pending; it will be reclaimed and tried again');
         })
-        .finally(() => this.inflight.delete(id));
-      this.inflight.set(id, work);
+        .finally(() => this.inflight.remove(node));
+      const node = this.inflight.set(id, work);
     });
   }
 

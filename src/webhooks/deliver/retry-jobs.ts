@@ -11,6 +11,7 @@ import type { ChainableCommander, Redis } from 'ioredis';
 import type { Logger } from '../../observability/logger.js';
 import type { RedisKeys } from '../../store/keys.js';
 import { leaseDueRetries } from '../../store/scripts/lease-due-retries.js';
+import { LinkedMap } from '../../util/linked-set.js';
 import type { RetryJob } from '../delivery-contract.js';
 import type { CapturedEvent } from '../event.js';
 import { WorkerKilled, type GroupCommit } from './group-commit.js';
@@ -40,7 +41,8 @@ export interface RetryJobsOptions {
 
 export class RetryJobs {
   /** Leased jobs being delivered, by member. */
-  readonly inflight = new Map<string, Promise<void>>();
+  /** Retries being delivered, by member; a linked list for the reason read-loop.ts gives. */
+  readonly inflight = new LinkedMap<string, Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private busy = false;
 
@@ -79,8 +81,8 @@ export class RetryJobs {
             if (error instanceof WorkerKilled) return;
             this.o.logger.warn({ err: String(error) }, 'a webhook retry failed to complete; it will be leased again');
           })
-          .finally(() => this.inflight.delete(member));
-        this.inflight.set(member, work);
+          .finally(() => this.inflight.remove(node));
+        const node = this.inflight.set(member, work);
       }
     } catch {
       // Redis unreachable: the next tick tries again.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LinkedSet } from '../../../src/util/linked-set.js';
+import { LinkedMap, LinkedSet } from '../../../src/util/linked-set.js';
 
 describe('LinkedSet', () => {
   it('adds, removes in any order and iterates what is left, newest first', () => {
@@ -49,5 +49,21 @@ describe('LinkedSet', () => {
     // A removed node that outlives its request must not hold the ones added after it (see the file's comment).
     expect(first.prev).toBeNull();
     expect(first.next).toBeNull();
+  });
+});
+
+describe('LinkedMap', () => {
+  it('answers has, keys, values and size as a Map would, and forgets a removed pair', () => {
+    const map = new LinkedMap<string, number>();
+    const a = map.set('a', 1);
+    map.set('b', 2);
+    expect(map.has('a')).toBe(true);
+    expect(map.has('c')).toBe(false);
+    expect([...map.keys()].sort()).toEqual(['a', 'b']);
+    expect([...map.values()].sort()).toEqual([1, 2]);
+    map.remove(a);
+    expect(map.has('a')).toBe(false);
+    expect(map.size).toBe(1);
+    expect([...map.keys()]).toEqual(['b']);
   });
 });
