@@ -36,6 +36,15 @@ interface ClientSlots {
 }
 
 /**
+ * Idle clients (nothing in flight or waiting) are kept until there are this many entries, then
+ * swept all at once: deleting each as it went idle would churn the Map on every request at low
+ * load, and V8's rehashed tables then keep finished requests' garbage alive (util/linked-set.ts).
+ * The next sweep waits until the Map has doubled again, so a Map full of clients that are not
+ * idle (many addresses waiting) is not walked on every new arrival.
+ */
+const IDLE_CLIENTS_KEPT = 1024;
+
+/**
  * Admission in front of the undici Pool. undici queues a request it cannot start yet with no way
  * to cancel it and no deadline, so a burst of clients that leave keeps the upstream busy with work
  * nobody waits for. Here at most `total` requests are ever handed to the Pool (each starts at
@@ -44,16 +53,11 @@ interface ClientSlots {
  * IP never holds more than `perClient` slots, so a few slow or hostile clients cannot starve
  * the others. A request that finds a free slot costs one Map lookup and two counters.
  */
-/**
- * Idle clients (nothing in flight or waiting) are kept until there are this many entries, then
- * swept all at once: deleting each as it went idle would churn the Map on every request at low
- * load, and V8's rehashed tables then keep finished requests' garbage alive (util/linked-set.ts).
- */
-const IDLE_CLIENTS_KEPT = 1024;
-
 export class UpstreamSlots {
   private active = 0;
   private readonly clients = new Map<string, ClientSlots>();
+  /** The Map size at which idle clients are swept next. */
+  private sweepAt = IDLE_CLIENTS_KEPT;
   /** Clients with a request waiting and a slot of their own free, in serving order. */
   private readonly ready = new Set<ClientSlots>();
   private pumpScheduled = false;
@@ -69,11 +73,7 @@ export class UpstreamSlots {
   acquire(ip: string, request: SlotRequest): Waiting | null {
     let client = this.clients.get(ip);
     if (this.active < this.o.total && (client === undefined || client.active < this.o.perClient)) {
-      if (client === undefined) {
-        if (this.clients.size >= IDLE_CLIENTS_KEPT) this.sweepIdle();
-        client = { ip, active: 0, waiting: null };
-        this.clients.set(ip, client);
-      }
+      client ??= this.remember({ ip, active: 0, waiting: null });
       client.active++;
       this.active++;
       request.start();
@@ -90,10 +90,7 @@ export class UpstreamSlots {
       );
       return null;
     }
-    if (!this.clients.has(ip)) {
-      if (this.clients.size >= IDLE_CLIENTS_KEPT) this.sweepIdle();
-      this.clients.set(ip, client);
-    }
+    if (!this.clients.has(ip)) this.remember(client);
     const waiter: Waiter = {
       client,
       request,
@@ -163,9 +160,14 @@ export class UpstreamSlots {
     if (client.waiting.size === 0) this.ready.delete(client);
   }
 
-  /** Forgets the clients with nothing in flight and nothing waiting. */
-  private sweepIdle(): void {
-    for (const [ip, client] of this.clients) if (client.active === 0 && (client.waiting === null || client.waiting.size === 0)) this.clients.delete(ip);
+  /** Adds a client's entry, first forgetting the idle ones when the Map has grown to `sweepAt`. */
+  private remember(client: ClientSlots): ClientSlots {
+    if (this.clients.size >= this.sweepAt) {
+      for (const [ip, c] of this.clients) if (c.active === 0 && (c.waiting === null || c.waiting.size === 0)) this.clients.delete(ip);
+      this.sweepAt = Math.max(IDLE_CLIENTS_KEPT, 2 * this.clients.size);
+    }
+    this.clients.set(client.ip, client);
+    return client;
   }
 
   /** Client entries held (idle ones included, up to IDLE_CLIENTS_KEPT), for tests. */

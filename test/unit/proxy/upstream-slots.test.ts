@@ -83,4 +83,21 @@ describe('UpstreamSlots', () => {
     slots.release('busy');
     expect(slots.activeCount).toBe(0);
   });
+
+  it('with more clients in flight than the bound, keeps them all and holds at most twice their number', () => {
+    const { slots, started, ask } = harness({ total: 2000, perClient: 1 });
+    const live = Array.from({ length: 1500 }, (_, i) => `10.1.${i >> 8}.${i & 255}`);
+    for (const ip of live) ask(ip, ip);
+    for (let i = 0; i < 5000; i++) {
+      const ip = `10.2.${i >> 8}.${i & 255}`;
+      ask(ip, ip);
+      slots.release(ip);
+    }
+    expect(started).toHaveLength(6500);
+    expect(slots.activeCount).toBe(1500);
+    expect(slots.clientCount).toBeGreaterThanOrEqual(1500);
+    expect(slots.clientCount).toBeLessThanOrEqual(3000);
+    for (const ip of live) slots.release(ip);
+    expect(slots.activeCount).toBe(0);
+  });
 });
