@@ -43,9 +43,9 @@ export async function listen(
   port: number,
   timeouts: ServerTimeouts,
 ): Promise<ListeningServer> {
-  // Both timers run from a request's first byte, so a slow client cannot stretch them by trickling.
   // Not a Set: its rehashed tables keep finished requests alive past young collections (util/linked-set.ts).
   const inFlight = new LinkedSet<ServerResponse>();
+  // Both timers run from a request's first byte, so a slow client cannot stretch them by trickling.
   const server = createServer(
     {
       keepAliveTimeout: 65_000,
