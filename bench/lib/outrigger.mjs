@@ -27,8 +27,9 @@ const cliOf = (root) => resolve(root ?? process.env.BENCH_OUTRIGGER_ROOT ?? '.',
  * @param {string} [o.serviceId]  default `bench-<name>`
  * @param {string[]} [o.nodeArgs]  e.g. --cpu-prof
  * @param {string} [o.root]  the build to run (default: BENCH_OUTRIGGER_ROOT, else this checkout)
+ * @param {Record<string, string>} [o.env]  added to the process's environment
  */
-export async function startOutrigger({ name, workDir: dir, redisUrl, upstreamUrl, config = {}, setup, mode = 'start', serviceId, nodeArgs = [], root }) {
+export async function startOutrigger({ name, workDir: dir, redisUrl, upstreamUrl, config = {}, setup, mode = 'start', serviceId, nodeArgs = [], root, env = {} }) {
   const workDir = resolve(dir);
   const port = mode === 'start' ? await freePort() : 0;
   const setupFile = join(workDir, `${name}.setup.json`);
@@ -51,7 +52,7 @@ export async function startOutrigger({ name, workDir: dir, redisUrl, upstreamUrl
   const log = join(workDir, `${name}.${mode}.log`);
   const cli = cliOf(root);
   const args = [...nodeArgs, ...(mode === 'start' ? [cli, 'start', '-c', configFile, '--no-worker'] : [cli, 'worker', '-c', configFile])];
-  const proc = spawnProcess(`outrigger ${name} (${mode})`, process.execPath, args, { env: { NODE_ENV: 'production' }, log });
+  const proc = spawnProcess(`outrigger ${name} (${mode})`, process.execPath, args, { env: { NODE_ENV: 'production', ...env }, log });
   const url = mode === 'start' ? `http://127.0.0.1:${port}` : null;
   // A worker has no port: callers watch its deliveries instead.
   if (url) await waitReady(url, proc, log);
