@@ -100,9 +100,9 @@ async function main() {
       headers: { authorization: `Bearer ${key}` },
       streamKey,
       startWorker: async () => {
-        if (build === 'minimal') return startMinimalWorker({ redisUrl: redis.url, streamKey, targetUrl: `${receiverUrl}/hook`, log: join(work, `wab-worker-minimal-${++workers}.log`) });
         const name = `wab-worker-${build}-${++workers}`;
         const nodeArgs = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : [];
+        if (build === 'minimal') return startMinimalWorker({ redisUrl: redis.url, streamKey, targetUrl: `${receiverUrl}/hook`, log: join(work, `${name}.log`), nodeArgs });
         if (build === 'with' && opts['with-node-args']) nodeArgs.push(...opts['with-node-args'].split(' '));
         return startOutrigger({ name, mode: 'worker', ...common, setup: undefined, nodeArgs });
       },

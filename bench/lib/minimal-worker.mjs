@@ -9,7 +9,8 @@ import { spawnProcess } from './processes.mjs';
 
 export const MINIMAL_WORKER = resolve(fileURLToPath(new URL('../servers/minimal-worker.mjs', import.meta.url)));
 
-export function startMinimalWorker({ redisUrl, streamKey, targetUrl, log }) {
-  const proc = spawnProcess('minimal worker', process.execPath, [MINIMAL_WORKER, '--redis', redisUrl, '--stream', streamKey, '--target', targetUrl], { log });
+/** `nodeArgs`: Node/V8 flags before the script (e.g. --cpu-prof, to profile the floor beside Outrigger's worker). */
+export function startMinimalWorker({ redisUrl, streamKey, targetUrl, log, nodeArgs = [] }) {
+  const proc = spawnProcess('minimal worker', process.execPath, [...nodeArgs, MINIMAL_WORKER, '--redis', redisUrl, '--stream', streamKey, '--target', targetUrl], { log });
   return { pid: proc.pid, log, stop: () => proc.stop() };
 }
