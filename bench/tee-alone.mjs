@@ -7,12 +7,18 @@
  * round by round. Steadier than ab.mjs for changes to the tee's own code, but blind to what the
  * tee does to the rest of a proxy (its GC above all; bench/RESULTS.md, "The tee").
  *
- *   node bench/tee-alone.mjs DIR [DIR...] [--events 100000] [--rounds 4] [--stream-node-max-bytes 4096]
+ * `--rate R` feeds the events evenly paced instead, one per turn of the event loop, R per second
+ * (a 1 ms timer, then R/1000 turns): what a proxy at a fixed, unsaturated rate sees, where each
+ * request arrives on its own wake-up and the producer's linger decides how many events share a
+ * write. A pseudo-build `(loop only)` runs the same pacing without a tee, so the difference is
+ * the tee's cost at that rate: its own work, the writes and the replies' wake-ups.
+ *
+ *   node bench/tee-alone.mjs DIR [DIR...] [--events 100000] [--rounds 4] [--stream-node-max-bytes 4096] [--rate 4000]
  */
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
-import { PerformanceObserver } from 'node:perf_hooks';
+import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { median } from './lib/load.mjs';
 import { cpuMicros, freePort, sleep, waitForPort } from './lib/processes.mjs';
@@ -23,13 +29,15 @@ const { values: opts, positionals } = parseArgs({
     events: { type: 'string', default: '100000' },
     rounds: { type: 'string', default: '4' },
     'stream-node-max-bytes': { type: 'string', default: '4096' },
+    rate: { type: 'string', default: '0' },
   },
 });
 if (positionals.length === 0) {
   process.stderr.write('usage: node bench/tee-alone.mjs DIR [DIR...] [--events N] [--rounds N] [--stream-node-max-bytes N]\n');
   process.exit(2);
 }
-const EVENTS = Number(opts.events);
+const RATE = Number(opts.rate);
+const EVENTS = RATE > 0 && opts.events === '100000' ? RATE * 5 : Number(opts.events);
 /** Requests finished per turn of the event loop (the proxy's 50 connections answer in bursts). */
 const PER_TURN = 25;
 
@@ -92,7 +100,22 @@ function request(observer, i) {
   observed.onResponseData(socketBuffer.subarray(offset, offset + 1024));
   observed.finish(scope, true);
 }
+async function runPaced(build, n) {
+  const perMs = RATE / 1000;
+  const started = performance.now();
+  for (let i = 0; i < n; ) {
+    // Catch up to the schedule, one event per turn of the event loop.
+    const due = Math.min(n, Math.floor((performance.now() - started) * perMs) + 1);
+    for (; i < due; i++) {
+      if (build.observer) request(build.observer, i);
+      await new Promise((r) => setImmediate(r));
+    }
+    await sleep(1);
+  }
+  while (build.producer && build.producer.depth > 0) await sleep(2);
+}
 async function run(build, n) {
+  if (RATE > 0) return runPaced(build, n);
   for (let i = 0; i < n; i += PER_TURN) {
     for (let j = 0; j < PER_TURN; j++) request(build.observer, i + j);
     await new Promise((r) => setImmediate(r));
@@ -102,7 +125,8 @@ async function run(build, n) {
   while (build.producer.depth > 0) await sleep(2);
 }
 
-for (const build of builds) await run(build, 20_000); // JIT warm-up
+if (RATE > 0) builds.push({ dir: '(loop only)', observer: null, producer: null, redis: null, key: null, samples: [] });
+for (const build of builds) await run(build, RATE > 0 ? RATE : 20_000); // JIT warm-up
 for (let round = 1; round <= Number(opts.rounds); round++) {
   for (const build of round % 2 ? builds : [...builds].reverse()) {
     const cpu0 = process.cpuUsage();
@@ -113,7 +137,7 @@ for (let round = 1; round <= Number(opts.rounds); round++) {
     const sample = { proxy: (cpu.user + cpu.system) / EVENTS, redis: (cpuMicros(redisProc.pid) - redis0) / EVENTS, gc: ((gcMs - gc0) * 1000) / EVENTS };
     build.samples.push(sample);
     process.stdout.write(
-      `round ${round} ${build.dir}: this process ${sample.proxy.toFixed(2)} µs/event, Redis ${sample.redis.toFixed(2)}, GC pauses ${sample.gc.toFixed(2)} (stream length ${await build.redis.xlen(build.key)})\n`,
+      `round ${round} ${build.dir}: this process ${sample.proxy.toFixed(2)} µs/event, Redis ${sample.redis.toFixed(2)}, GC pauses ${sample.gc.toFixed(2)} (stream length ${build.redis ? await build.redis.xlen(build.key) : '–'})\n`,
     );
   }
 }
@@ -122,8 +146,12 @@ for (const build of builds) {
   const m = (k) => median(build.samples.map((s) => s[k])).toFixed(2);
   process.stdout.write(`| ${build.dir} | ${m('proxy')} | ${m('redis')} | ${m('gc')} |\n`);
 }
+if (RATE > 0) {
+  const loop = median(builds.at(-1).samples.map((x) => x.proxy));
+  for (const build of builds.slice(0, -1)) process.stdout.write(`${build.dir}: the tee at ${RATE}/s, paced: ${(median(build.samples.map((x) => x.proxy)) - loop).toFixed(2)} µs/event beyond the loop\n`);
+}
 for (const build of builds) {
-  build.producer.close();
-  build.redis.disconnect();
+  build.producer?.close();
+  build.redis?.disconnect();
 }
 process.exit(0);
