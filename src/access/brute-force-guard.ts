@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { tooManyRequests } from '../errors.js';
+import { clientAddressBucket } from '../net/client-address.js';
 import { utcDay, type RedisKeys } from '../store/keys.js';
 import { FailureCounters } from './failure-counters.js';
 
@@ -10,7 +11,8 @@ const USER_IP_WINDOW_SECONDS = 15 * 60;
 
 /**
  * SPEC §3.2: 10 consecutive failures for a (user, client IP), or 100 failures from one IP in a
- * UTC day, answer 429. The counters live in Redis so every replica sees the same numbers; a
+ * UTC day, answer 429. An IPv6 client counts as its /64 (net/client-address.ts): one subscriber
+ * holds the whole /64, and counting its single addresses would give it 2^64 fresh allowances. The counters live in Redis so every replica sees the same numbers; a
  * success clears the (user, IP) counter ("consecutive"). While Redis is away each process keeps
  * counting and keeps the locks it knows of (FailureCounters), and Redis learns the counts back.
  */
@@ -25,7 +27,8 @@ export class BruteForceGuard {
   }
 
   /** Throws 429 with Retry-After when the caller is locked out. One round trip (GETs and a TTL in a pipeline). */
-  async check(user: string, ip: string): Promise<void> {
+  async check(user: string, clientIp: string): Promise<void> {
+    const ip = clientAddressBucket(clientIp);
     const [userIp, perIp] = await this.counters.read([this.keys.basicFailuresUserIp(user, ip), this.keys.basicFailuresIp(ip, utcDay())]);
     if (userIp!.count >= MAX_CONSECUTIVE_FAILURES) {
       const seconds = userIp!.remainingMs > 0 ? Math.ceil(userIp!.remainingMs / 1000) : USER_IP_WINDOW_SECONDS;
@@ -37,15 +40,16 @@ export class BruteForceGuard {
     }
   }
 
-  async recordFailure(user: string, ip: string): Promise<void> {
+  async recordFailure(user: string, clientIp: string): Promise<void> {
+    const ip = clientAddressBucket(clientIp);
     await Promise.all([
       this.counters.add(this.keys.basicFailuresUserIp(user, ip), USER_IP_WINDOW_SECONDS * 1000),
       this.counters.add(this.keys.basicFailuresIp(ip, utcDay()), (86_400 + 3600) * 1000),
     ]);
   }
 
-  async recordSuccess(user: string, ip: string): Promise<void> {
-    await this.counters.clear(this.keys.basicFailuresUserIp(user, ip));
+  async recordSuccess(user: string, clientIp: string): Promise<void> {
+    await this.counters.clear(this.keys.basicFailuresUserIp(user, clientAddressBucket(clientIp)));
   }
 
   /**
@@ -53,8 +57,8 @@ export class BruteForceGuard {
    * failures this process counted, so that "consecutive" means consecutive for cached callers
    * too. Failures only another replica counted are not seen here; they expire with their window.
    */
-  recordCachedSuccess(user: string, ip: string): void {
-    const key = this.keys.basicFailuresUserIp(user, ip);
+  recordCachedSuccess(user: string, clientIp: string): void {
+    const key = this.keys.basicFailuresUserIp(user, clientAddressBucket(clientIp));
     if (this.counters.knows(key)) void this.counters.clear(key);
   }
 }

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { OutriggerError } from '../errors.js';
+import { clientAddressBucket } from '../net/client-address.js';
 import type { RedisKeys } from '../store/keys.js';
 import { FailureCounters } from './failure-counters.js';
 
@@ -12,7 +13,7 @@ export interface KeyFailureLimits {
 
 /**
  * Bearer floods (random well-formed keys each cost a Redis read): past `maxFailures` failed key
- * verifications from one client IP, its further unknown keys are answered 429 without any I/O
+ * verifications from one client IP (an IPv6 client: its /64, net/client-address.ts), its further unknown keys are answered 429 without any I/O
  * until the window has passed. The count is shared through Redis, written at most one round trip
  * at a time per IP (failures that arrive meanwhile go with the next write); each replica learns
  * the shared total from its own writes' replies, so a replica the flood had not reached yet lets
@@ -33,7 +34,7 @@ export class KeyFailureGuard {
 
   /** Throws 429 with Retry-After when the client IP has used up its failures. No I/O. */
   check(ip: string): void {
-    const { count, remainingMs } = this.counters.peek(this.keys.apiKeyFailuresIp(ip));
+    const { count, remainingMs } = this.counters.peek(this.keys.apiKeyFailuresIp(clientAddressBucket(ip)));
     if (count < this.limits.maxFailures) return;
     const seconds = Math.max(1, Math.ceil(remainingMs / 1000));
     throw new OutriggerError(
@@ -46,6 +47,6 @@ export class KeyFailureGuard {
 
   /** Never awaited by the request: the refusal goes out at once. */
   recordFailure(ip: string): void {
-    void this.counters.add(this.keys.apiKeyFailuresIp(ip), this.windowMs);
+    void this.counters.add(this.keys.apiKeyFailuresIp(clientAddressBucket(ip)), this.windowMs);
   }
 }

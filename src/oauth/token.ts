@@ -3,6 +3,7 @@ import type { FeatureStates } from '../features/feature-states.js';
 import { sendJson } from '../http/respond.js';
 import type { RequestScope } from '../http/scope.js';
 import type { ApiKeyIssuer } from '../keys/issuer.js';
+import { clientAddressBucket } from '../net/client-address.js';
 import type { Logger } from '../observability/logger.js';
 import type { OAuthEndpoints } from './endpoints.js';
 import { readForm } from './form.js';
@@ -34,7 +35,7 @@ const oauthError = (error: string, description: string, status = 400) =>
  */
 export function createTokenHandler(p: TokenParts) {
   async function fail(scope: RequestScope, error: OAuthProtocolError): Promise<never> {
-    await p.store.recordTokenFailure(scope.clientIp).catch(() => {});
+    await p.store.recordTokenFailure(clientAddressBucket(scope.clientIp)).catch(() => {});
     throw error;
   }
 
@@ -45,7 +46,7 @@ export function createTokenHandler(p: TokenParts) {
       return;
     }
     if (scope.method !== 'POST') throw oauthError('invalid_request', 'use POST with an application/x-www-form-urlencoded body');
-    const failures = await p.store.tokenFailures(scope.clientIp);
+    const failures = await p.store.tokenFailures(clientAddressBucket(scope.clientIp));
     if (failures.count >= MAX_TOKEN_FAILURES)
       throw new OAuthProtocolError(429, 'invalid_request', `too many failed token requests from your address; try again in ${failures.retryAfter} s`, {
         ...CORS_HEADERS,

@@ -29,12 +29,12 @@ export function redisKeys(prefix: string, serviceId: string) {
     /** hash: key record id -> last use (epoch ms), written at most once a minute per key per replica. */
     apiKeyLastUsed: `${ns}:apikeys-last-used`,
 
-    /** counter with TTL: consecutive Basic failures of one user from one client IP. */
+    /** counter with TTL: consecutive Basic failures of one user from one client address (IPv6: its /64). */
     basicFailuresUserIp: (user: string, ip: string) => `${ns}:bf:u:${user}:${ip}`,
-    /** counter with TTL: Basic failures from one client IP within a UTC day. */
+    /** counter with TTL: Basic failures from one client address (IPv6: its /64) within a UTC day. */
     basicFailuresIp: (ip: string, day: string) => `${ns}:bf:ip:${ip}:${day}`,
 
-    /** counter with TTL: failed API key verifications from one client IP (window restarts with each). */
+    /** counter with TTL: failed API key verifications from one client address (IPv6: its /64; window restarts with each). */
     apiKeyFailuresIp: (ip: string) => `${ns}:kf:ip:${ip}`,
 
     /** hash: app _id -> JSON document; plus a version counter for change detection. */
@@ -90,7 +90,7 @@ export function redisKeys(prefix: string, serviceId: string) {
     oauthRegistrationsDay: (day: string) => `${ns}:oauth-reg-day:${day}`,
     /** counter with TTL: authorization requests started from one address (IPv6: its /64) in a 10-minute window. */
     oauthAuthorizeIp: (address: string) => `${ns}:oauth-authorize:${address}`,
-    /** counter with TTL: failed token requests from one client IP (10-minute window). */
+    /** counter with TTL: failed token requests from one client address (IPv6: its /64; 10-minute window). */
     oauthTokenFailuresIp: (ip: string) => `${ns}:oauth-token-fail:${ip}`,
     /** sorted set: ids of users' own sign-in tokens by expiry, so expired ones are swept. */
     signInTokensByExpiry: `${ns}:signin-tokens`,

@@ -98,6 +98,31 @@ describe('agent sign-in abuse (issue 25)', () => {
     expect(a.log()).toContain('mcp.authorizeRequestsPerAddress');
   });
 
+  it('counts failed /token requests and failed Basic sign-ins of an IPv6 client by its /64 too', async () => {
+    const a = await start('abuse-v6-limits');
+    // A fresh address of 2001:db8:9:1::/64 for every guess, as one subscriber holding that /64 can send them.
+    const guess = (ip: string, i: number) =>
+      fetch(`${a.url}/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': ip },
+        body: new URLSearchParams({ grant_type: 'authorization_code', code: `guess-${i}`, code_verifier: pkcePair().verifier, redirect_uri: callback, client_id: 'c' }),
+      });
+    const tokenStatuses: number[] = [];
+    for (let i = 1; i <= 21; i++) tokenStatuses.push((await guess(`2001:db8:9:1::${i.toString(16)}`, i)).status);
+    expect(tokenStatuses.slice(0, 20)).toEqual(Array(20).fill(400));
+    expect(tokenStatuses[20]).toBe(429);
+    expect((await guess('2001:db8:9:2::1', 99)).status).toBe(400);
+
+    // Basic: 10 consecutive failures for one user from one /64, each from another address of it.
+    const wrong = (ip: string) => fetch(`${a.url}/echo`, { headers: { authorization: basic('alice', 'guess'), 'x-forwarded-for': ip } });
+    const basicStatuses: number[] = [];
+    for (let i = 1; i <= 11; i++) basicStatuses.push((await wrong(`2001:db8:9:1:${i.toString(16)}::1`)).status);
+    expect(basicStatuses.slice(0, 10)).toEqual(Array(10).fill(401));
+    expect(basicStatuses[10]).toBe(429);
+    expect((await wrong('2001:db8:9:2::1')).status).toBe(401);
+    expect(await inspect.get('outrigger:{abuse-v6-limits}:bf:u:alice:2001:db8:9:1::/64')).toBe('10');
+  });
+
   it('never redirects a bad request of a self-registered or metadata-document client before the user acted (RFC 9700 §4.11.2)', async () => {
     const a = await start('abuse-redirect');
     const clientId = await registerClient(a.url, callback);

@@ -60,6 +60,15 @@ describe('bearer flood', () => {
     expect(Number(await stack.redis.client.get('outrigger:{bearer-flood}:kf:ip:127.70.0.1'))).toBeGreaterThanOrEqual(LIMIT);
   });
 
+  it('counts an IPv6 client as its /64: a new address in the same /64 per key does not buy new tries', async () => {
+    // Each failure from a fresh address of 2001:db8:70:1::/64, as an attacker holding that /64 would send them.
+    for (let i = 1; i <= LIMIT; i++) expect((await call(stack.proxy.url, '/data/x', from(`2001:db8:70:1::${i.toString(16)}`, randomKey()))).status).toBe(401);
+    await expect.poll(async () => (await call(stack.proxy.url, '/data/x', from('2001:db8:70:1:abcd::99', randomKey()))).status, { timeout: 5000 }).toBe(429);
+    expect(Number(await stack.redis.client.get('outrigger:{bearer-flood}:kf:ip:2001:db8:70:1::/64'))).toBeGreaterThanOrEqual(LIMIT);
+    // The next /64 is someone else.
+    expect((await call(stack.proxy.url, '/data/x', from('2001:db8:70:2::1', randomKey()))).status).toBe(401);
+  });
+
   it('shares the count with another replica through Redis', async () => {
     const replica = await startTestOutrigger(stack.raw);
     try {

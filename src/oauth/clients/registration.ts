@@ -4,7 +4,7 @@ import { isPlainObject, readJsonBody } from '../../http/body.js';
 import { sendJson } from '../../http/respond.js';
 import type { RequestScope } from '../../http/scope.js';
 import type { Logger } from '../../observability/logger.js';
-import { clientAddressBucket } from '../client-address.js';
+import { clientAddressBucket } from '../../net/client-address.js';
 import { CORS_HEADERS } from '../metadata.js';
 import type { OAuthStore, RegisteredClient } from '../oauth-store.js';
 import { redirectUriProblem } from './redirect-uris.js';

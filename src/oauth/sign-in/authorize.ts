@@ -5,7 +5,7 @@ import type { RequestScope } from '../../http/scope.js';
 import type { Logger } from '../../observability/logger.js';
 import type { ApiKeyIssuer } from '../../keys/issuer.js';
 import { checkRequestedRoles, keyLifetimeDays } from '../../keys/issuing-rules.js';
-import { clientAddressBucket } from '../client-address.js';
+import { clientAddressBucket } from '../../net/client-address.js';
 import { ClientMetadataError } from '../clients/client-metadata-document.js';
 import type { ClientDirectory } from '../clients/client-directory.js';
 import type { OAuthEndpoints } from '../endpoints.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clientAddressBucket } from '../../../src/oauth/client-address.js';
+import { clientAddressBucket } from '../../../src/net/client-address.js';
 import { upstreamRequestHeaders, withoutOwnCookies } from '../../../src/proxy/headers.js';
 
 describe('clientAddressBucket: what the sign-in limits count by', () => {

@@ -1,7 +1,8 @@
-import { formatIp, parseIp } from '../net/cidr.js';
+import { formatIp, parseIp } from './cidr.js';
 
 /**
- * The unit the sign-in limits count by: an IPv4 address, or the /64 an IPv6 address lies in.
+ * The unit every per-address limit counts by (sign-in, /token, Basic and API-key failures): an
+ * IPv4 address, or the /64 an IPv6 address lies in.
  * One IPv6 subscriber usually holds a whole /64 (often far more), so counting single IPv6
  * addresses would give each attacker 2^64 fresh allowances.
  */
