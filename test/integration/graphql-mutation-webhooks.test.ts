@@ -85,4 +85,30 @@ describe('webhooks: GraphQL mutations are exchanges too', () => {
     expect(payload.response.statusCode).toBe(200);
     expect(payload.response.body).toMatchObject({ modified: res.json.data.closeAll });
   });
+
+  it("a recording captures the mutation's backend write beside the client's GraphQL request, with via, graphql and each webhook's evaluation", async () => {
+    expect((await call(stack.proxy.url, '/_admin/webhooks/recording', { method: 'POST', auth: ROOT })).status).toBe(201);
+    try {
+      const res = await gql(stack.proxy.url, 'writes', 'mutation Recorded { createOrder(number: 902, total: 3) { number } }', { auth: as('alice'), operationName: 'Recorded' });
+      expect(res.json.data.createOrder).toEqual({ number: 902 });
+      const view = await waitFor(
+        async () => (await call(stack.proxy.url, '/_admin/webhooks/recording?pagesize=100', { auth: ROOT })).json,
+        (v) => v.requests?.some((r: any) => r.via === 'graphql') && v.requests?.some((r: any) => r.path === '/graphql/writes'),
+        5000,
+        'the GraphQL request and its backend write in the recording',
+      );
+      const write = view.requests.find((r: any) => r.via === 'graphql');
+      expect(write).toMatchObject({ method: 'POST', path: '/shop/orders', body: { number: 902, owner: 'alice' }, response: { statusCode: 201 }, completed: true, graphql: { app: 'writes', operation: 'Recorded' } });
+      expect(write.headers.authorization).toBe('[redacted]');
+      const byName = Object.fromEntries(write.webhooks.map((w: any) => [w.name, w.matched]));
+      expect(byName).toEqual({ 'new orders': true, 'status changes': false });
+      // The client's own request is recorded as what it was: a POST of the GraphQL app, not a write.
+      const client = view.requests.find((r: any) => r.path === '/graphql/writes');
+      expect(client).toMatchObject({ method: 'POST', completed: true, response: { statusCode: 200 } });
+      expect(client.via).toBeUndefined();
+      expect(client.webhooks.every((w: any) => w.matched === false)).toBe(true);
+    } finally {
+      await call(stack.proxy.url, '/_admin/webhooks/recording', { method: 'DELETE', auth: ROOT });
+    }
+  });
 });
