@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { median, shuffle } from './lib/load.mjs';
 import { startOutrigger } from './lib/outrigger.mjs';
-import { forkServer, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { forkServer, runThenStopAll, stopAllOnExit } from './lib/processes.mjs';
 import { startRedis } from './lib/redis.mjs';
 import { PASS_PATH } from './lib/scenarios.mjs';
 
@@ -95,12 +95,6 @@ async function main() {
     }
   }
   for (const s of sides) say(`peak RSS (VmHWM) ${s.id}: ${peakRssMb(s.pid).toFixed(0)} MB`);
-  say(`load average at end ${loadavg().map((x) => x.toFixed(2)).join(' / ')}`);
 }
 
-try {
-  await main();
-} finally {
-  await stopAll();
-}
-process.exit(0);
+await runThenStopAll(main, say);

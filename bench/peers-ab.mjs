@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { median, shuffle } from './lib/load.mjs';
 import { issueKey, startOutrigger } from './lib/outrigger.mjs';
-import { forkServer, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { forkServer, runThenStopAll, stopAllOnExit } from './lib/processes.mjs';
 import { startRedis } from './lib/redis.mjs';
 import { PASS_PATH, passThroughScenarios } from './lib/scenarios.mjs';
 
@@ -69,12 +69,6 @@ async function main() {
     const m = median(samples[t.id]);
     say(`| ${t.id} | ${m.toFixed(1)} (${Math.min(...samples[t.id]).toFixed(1)}–${Math.max(...samples[t.id]).toFixed(1)}) | ${(m / undici).toFixed(2)} |`);
   }
-  say(`load average at end ${loadavg().map((x) => x.toFixed(2)).join(' / ')}`);
 }
 
-try {
-  await main();
-} finally {
-  await stopAll();
-}
-process.exit(0);
+await runThenStopAll(main, say);

@@ -38,7 +38,7 @@ import { median, shuffle } from './lib/load.mjs';
 import { issueKey, startOutrigger } from './lib/outrigger.mjs';
 import { runPaced } from './lib/paced.mjs';
 import { MINIMAL_WORKER, startMinimalWorker } from './lib/minimal-worker.mjs';
-import { forkServer, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { forkServer, runThenStopAll, stopAllOnExit } from './lib/processes.mjs';
 import { startRedis } from './lib/redis.mjs';
 import { measureDeliveryLatency, measureDrain, until } from './lib/drain.mjs';
 import { KEYS_PERMISSION, PASS_PATH, matchingWebhook } from './lib/scenarios.mjs';
@@ -154,12 +154,6 @@ async function main() {
     say(`minimal ÷ base: ${compare(sides.minimal, base)}`);
     say(`with ÷ minimal: ${compare(w, sides.minimal)}`);
   }
-  say(`load average at end ${loadavg().map((x) => x.toFixed(2)).join(' / ')}`);
 }
 
-try {
-  await main();
-} finally {
-  await stopAll();
-}
-process.exit(0);
+await runThenStopAll(main, say);

@@ -5,6 +5,7 @@
 import { fork, spawn } from 'node:child_process';
 import { readFileSync, openSync, closeSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
+import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const running = new Set();
@@ -101,6 +102,20 @@ export async function stopProcess(entry, signal = 'SIGTERM', graceMs = 5000) {
 
 export async function stopAll() {
   await Promise.all([...running].reverse().map((entry) => stopProcess(entry)));
+}
+
+/**
+ * How an A/B script ends: `main()`, then the load average (what else ran shows there), every
+ * process stopped whatever happened, and exit 0 (a failure of `main` propagates instead).
+ */
+export async function runThenStopAll(main, say) {
+  try {
+    await main();
+    say(`load average at end ${loadavg().map((x) => x.toFixed(2)).join(' / ')}`);
+  } finally {
+    await stopAll();
+  }
+  process.exit(0);
 }
 
 let hooked = false;
