@@ -64,6 +64,8 @@ export function redisKeys(prefix: string, serviceId: string) {
      * delivery); deleted when the entry is acknowledged.
      */
     entryDeliveries: (entryId: string) => `${ns}:entry-delivered:${entryId}`,
+    /** A delivery's field in its entry's `entryDeliveries` hash (event ids hold no `:`). */
+    entryDeliveryField: (eventId: string, webhookId: string) => `${eventId}:${webhookId}`,
     /** sorted set of log ids by timestamp, per webhook; entries as hashes with TTL. */
     webhookLogIndex: (webhookId: string) => `${ns}:wh-logs:${webhookId}`,
     webhookLogEntry: (logId: string) => `${ns}:wh-log:${logId}`,

@@ -212,7 +212,7 @@ export class StreamReader {
         at.push(markerKeys.length);
         for (const m of record.matched) {
           markerKeys.push(this.o.keys.deliveryDone(record.event.id, m.id));
-          fields.push(entryMarkerField(record.event.id, m.id));
+          fields.push(this.o.keys.entryDeliveryField(record.event.id, m.id));
         }
       }
       at.push(markerKeys.length);
@@ -368,11 +368,6 @@ export class StreamReader {
     });
     return allSettledOrThrow(tasks);
   }
-}
-
-/** A delivery's field in its entry's `entryDeliveries` hash (event ids hold no `:`). */
-export function entryMarkerField(eventId: string, webhookId: string): string {
-  return `${eventId}:${webhookId}`;
 }
 
 type RawStreamEntry = [id: Buffer | string, fields: Buffer[] | null];

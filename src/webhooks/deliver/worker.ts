@@ -24,7 +24,7 @@ import { SKIPPED_LOG_INTERVAL_MS, type SkippedWebhook } from '../stream-record.j
 import type { WebhookDocument } from '../webhook.js';
 import { GroupCommit, WorkerKilled, type CommitPart, type MarkerAt } from './group-commit.js';
 import { DeliveryOutcomes } from './outcome.js';
-import { StreamReader, entryMarkerField, type EntryRef, type EntryWork, type WorkerState } from './read-loop.js';
+import { StreamReader, type EntryRef, type EntryWork, type WorkerState } from './read-loop.js';
 import { Reclaim } from './reclaim.js';
 import { RetryJobs, retryJobMember } from './retry-jobs.js';
 import { throttledUntil } from './throttle.js';
@@ -158,7 +158,7 @@ export class WebhookWorker implements EntryWork {
 
   /** Where a delivery's marker goes: a field of its stream entry's hash for a first attempt from an entry, else its own key. */
   private markerAt(eventId: string, webhookId: string, entry: EntryRef | undefined): MarkerAt {
-    if (entry && !entry.ack) return { key: this.o.keys.entryDeliveries(entry.id), field: entryMarkerField(eventId, webhookId) };
+    if (entry && !entry.ack) return { key: this.o.keys.entryDeliveries(entry.id), field: this.o.keys.entryDeliveryField(eventId, webhookId) };
     return { key: this.o.keys.deliveryDone(eventId, webhookId) };
   }
 
