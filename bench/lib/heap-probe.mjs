@@ -6,7 +6,7 @@
  * before a full collection), so a 60 s run can show +30 % that is no leak; what survives a full
  * collection is what the process really keeps.
  */
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 
 const file = process.env.OUTRIGGER_HEAP_PROBE_FILE;
 if (file && typeof globalThis.gc === 'function') {
@@ -14,8 +14,8 @@ if (file && typeof globalThis.gc === 'function') {
     globalThis.gc();
     // A second pass collects what the first one's finalizers and weak callbacks let go.
     globalThis.gc();
+    // `rss` is the resident set size the soak reads from /proc for its other samples.
     const { heapUsed, rss, external, arrayBuffers } = process.memoryUsage();
-    const vmRss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) * 1024;
-    appendFileSync(file, `${JSON.stringify({ at: Date.now(), heapUsed, rss: vmRss || rss, external, arrayBuffers })}\n`);
+    appendFileSync(file, `${JSON.stringify({ at: Date.now(), heapUsed, rss, external, arrayBuffers })}\n`);
   });
 }
