@@ -64,8 +64,6 @@ export function redisKeys(prefix: string, serviceId: string) {
      * delivery); deleted when the entry is acknowledged.
      */
     entryDeliveries: (entryId: string) => `${ns}:entry-delivered:${entryId}`,
-    /** A delivery's field in its entry's `entryDeliveries` hash (event ids hold no `:`). */
-    entryDeliveryField: (eventId: string, webhookId: string) => `${eventId}:${webhookId}`,
     /** sorted set of log ids by timestamp, per webhook; entries as hashes with TTL. */
     webhookLogIndex: (webhookId: string) => `${ns}:wh-logs:${webhookId}`,
     webhookLogEntry: (logId: string) => `${ns}:wh-log:${logId}`,
@@ -100,6 +98,11 @@ export function redisKeys(prefix: string, serviceId: string) {
 }
 
 export type RedisKeys = ReturnType<typeof redisKeys>;
+
+/** A delivery's field in its entry's `entryDeliveries` hash (event ids hold no `:`): not a key, so outside `redisKeys`. */
+export function entryDeliveryField(eventId: string, webhookId: string): string {
+  return `${eventId}:${webhookId}`;
+}
 
 /** UTC day stamp used in daily counters, e.g. 2026-11-21. */
 export function utcDay(now = Date.now()): string {

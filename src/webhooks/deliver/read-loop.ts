@@ -7,7 +7,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../observability/logger.js';
-import type { RedisKeys } from '../../store/keys.js';
+import { entryDeliveryField, type RedisKeys } from '../../store/keys.js';
 import { backoffMs } from '../../util/backoff.js';
 import { LinkedMap } from '../../util/linked-set.js';
 import type { RetryJob } from '../delivery-contract.js';
@@ -212,7 +212,7 @@ export class StreamReader {
         at.push(markerKeys.length);
         for (const m of record.matched) {
           markerKeys.push(this.o.keys.deliveryDone(record.event.id, m.id));
-          fields.push(this.o.keys.entryDeliveryField(record.event.id, m.id));
+          fields.push(entryDeliveryField(record.event.id, m.id));
         }
       }
       at.push(markerKeys.length);

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
-import type { RedisKeys } from '../../store/keys.js';
+import { entryDeliveryField, type RedisKeys } from '../../store/keys.js';
 import { deliveryMarkerTtlMs, type RetryJob, type WebhookAttempts } from '../delivery-contract.js';
 import type { CapturedEvent } from '../event.js';
 import { skippedLogEntry } from '../log-entry.js';
@@ -158,7 +158,7 @@ export class WebhookWorker implements EntryWork {
 
   /** Where a delivery's marker goes: a field of its stream entry's hash for a first attempt from an entry, else its own key. */
   private markerAt(eventId: string, webhookId: string, entry: EntryRef | undefined): MarkerAt {
-    if (entry && !entry.ack) return { key: this.o.keys.entryDeliveries(entry.id), field: this.o.keys.entryDeliveryField(eventId, webhookId) };
+    if (entry && !entry.ack) return { key: this.o.keys.entryDeliveries(entry.id), field: entryDeliveryField(eventId, webhookId) };
     return { key: this.o.keys.deliveryDone(eventId, webhookId) };
   }
 
