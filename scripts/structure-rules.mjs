@@ -10,11 +10,13 @@ export const LAYERS = [
   ['net', 'input-limits', 'condition', 'config'],
   ['store', 'proxy'],
   // The request chain: transport, identity and access decisions, the operator's view.
-  ['http', 'access', 'observability', 'features', 'admin', 'setup', 'app-context'],
+  ['http', 'access', 'limits', 'observability', 'features', 'admin', 'setup', 'app-context'],
   ['feature-module'],
   ['keys', 'webhooks'],
   ['oauth', 'graphql'],
-  ['feature-list', 'offline-setup-kinds', 'app', 'main'],
+  // Tools for agents: call the GraphQL door as a client would, behind the sign-in's challenge.
+  ['mcp'],
+  ['feature-list', 'offline-setup-kinds', 'shutdown', 'app', 'main'],
   ['cli'],
 ];
 

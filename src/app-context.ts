@@ -14,6 +14,7 @@ import type { ChangeBus } from './store/change-bus.js';
 import type { RedisConnections } from './store/connections.js';
 import type { DocumentStore } from './store/document-store.js';
 import type { RedisKeys } from './store/keys.js';
+import type { Draining } from './util/draining.js';
 
 /** What every feature module is built from: the shared parts, created once in app.ts. */
 export interface AppContext {
@@ -33,6 +34,11 @@ export interface AppContext {
   /** Admin roles or an allowing permission; throws 401/403. */
   authorizeOwnRoute(scope: RequestScope): void;
   planIdentity(principal: Principal): IdentityPlan;
+  /**
+   * The graceful shutdown as features see it (src/shutdown.ts): `draining` from the first SIGTERM;
+   * `onStopAccepting(cb)` to end long-lived streams (subscriptions) with a reconnect hint.
+   */
+  draining: Draining;
   /** Checks a user id and password like a Basic sign-in (brute-force guard included); throws 401/429. Only in a serving process. */
   signIn?(id: string, password: string, clientIp: string): Promise<Principal>;
 }

@@ -46,6 +46,9 @@ import { oauthEndpoints } from './oauth/endpoints.js';
 import type { FeatureModule } from './feature-module.js';
 import { createFeatureModules } from './feature-list.js';
 import { offlineSetupKinds } from './offline-setup-kinds.js';
+import { runShutdown } from './shutdown.js';
+import { Draining } from './util/draining.js';
+import type { WebhooksModule } from './webhooks/module.js';
 
 export interface StartOptions {
   /** Run the webhook worker in this process (default true; `start --no-worker` turns it off). */
@@ -65,7 +68,7 @@ export interface RunningOutrigger {
   url: string | null;
   context: AppContext;
   modules: FeatureModule[];
-  /** SIGTERM behaviour: stop accepting, finish in-flight (bounded), flush webhook events, close. */
+  /** SIGTERM behaviour (src/shutdown.ts): drain, stop accepting, finish in-flight (bounded), flush webhook events, close. */
   stop(): Promise<void>;
 }
 
@@ -74,6 +77,8 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   const logger = options.logger ?? createLogger({ level: config.log.level, secretHeaders: config.log.secretHeaders });
   const metrics = createMetrics();
   const serve = options.serve ?? true;
+  if (config.shutdown.deprecation) logger.warn(config.shutdown.deprecation);
+  const draining = new Draining();
   const tracing = Tracing.create(resolveTelemetry(config.telemetry, process.env).settings, options.version ?? process.env.npm_package_version, metrics, logger);
 
   // Bind first: a taken port must fail before anything (embedded Redis, the bootstrap) is
@@ -155,7 +160,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   const signInBasic = basic;
 
   const context: AppContext = {
-    config, logger, metrics, tracing, redis, connections, keys, bus, features, permissions, acl,
+    config, logger, metrics, tracing, redis, connections, keys, bus, features, permissions, acl, draining,
     exchangeFor: exchangeForScope,
     authorizeOwnRoute: policy.authorizeOwnRoute,
     planIdentity,
@@ -184,8 +189,10 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     };
     for (const module of modules) Object.assign(adminAreas, module.adminAreas);
     const routes: OwnRoute[] = [
-      healthRoute(config.routes.health, () => {
+      healthRoute(config.routes.health, (): { ready: boolean; checks: Record<string, string> } => {
         const { ready, detail } = readiness.report();
+        // From the first SIGTERM on, so the endpoint leaves rotation while requests are still served.
+        if (draining.draining) return { ready: false, checks: { redis: detail, config: 'loaded', shutdown: 'draining' } };
         return { ready, checks: { redis: detail, config: 'loaded' } };
       }),
       metricsRoute(config.routes.metrics, metrics),
@@ -226,30 +233,36 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   });
   logger.info(summary.fields, summary.message);
 
+  // Everything the shutdown sequence does not name, in the reverse order of its start.
+  const closeRest = async () => {
+    bootstrap?.stop();
+    for (const module of [...modules].reverse()) await module.stop?.().catch((error: unknown) => logger.error({ err: String(error) }, 'error while stopping'));
+    permissions.stop();
+    features.stop();
+    readiness.stop();
+    unwatchRedis();
+    await forwarder?.close().catch(() => {});
+    await userVerifier?.close?.().catch(() => {});
+    await connections.close();
+    await embedded?.stop();
+    await tracing.shutdown();
+  };
+  const webhooks = modules.find((m): m is WebhooksModule => m.name === 'webhooks');
   let stopping: Promise<void> | null = null;
   return {
     url: server?.url ?? null,
     context,
     modules,
     stop() {
-      stopping ??= (async () => {
-        if (server) {
-          const { forced } = await server.drain(config.listen.shutdownGraceMs);
-          if (forced) logger.warn({ forced }, 'shutdown grace period ended; cut the requests still in flight');
-        }
-        bootstrap?.stop();
-        for (const module of [...modules].reverse()) await module.stop?.().catch((error: unknown) => logger.error({ err: String(error) }, 'error while stopping'));
-        permissions.stop();
-        features.stop();
-        readiness.stop();
-        unwatchRedis();
-        await forwarder?.close().catch(() => {});
-        await userVerifier?.close?.().catch(() => {});
-        await connections.close();
-        await embedded?.stop();
-        await tracing.shutdown();
-        logger.info('Outrigger stopped');
-      })();
+      stopping ??= runShutdown({
+        settings: config.shutdown,
+        server,
+        draining,
+        events: server ? (webhooks?.internals.producer ?? null) : null,
+        worker: webhooks?.internals.worker ?? null,
+        logger,
+        closeRest,
+      });
       return stopping;
     },
   };

@@ -1,4 +1,7 @@
 /** The validated, defaulted configuration. Field names are the YAML names (SPEC §1). */
+import type { ShutdownConfig } from './shutdown-config.js';
+import type { LimitsConfig } from './limits-config.js';
+import type { SubscriptionsConfig } from './subscriptions-config.js';
 import type { TelemetryConfig } from './telemetry.js';
 
 export type FeatureState = 'not-installed' | 'enabled' | 'disabled';
@@ -41,7 +44,6 @@ export interface OutriggerConfig {
     host: string;
     port: number;
     trustedProxies: string[];
-    shutdownGraceMs: number;
     /** A request's headers must arrive within this long of its first byte. */
     headersTimeoutMs: number;
     /** The whole request (headers and body) must arrive within this long of its first byte. */
@@ -49,6 +51,8 @@ export interface OutriggerConfig {
     /** A streamed request body that sends nothing for this long is cut (408). */
     bodyIdleTimeoutMs: number;
   };
+  /** SIGTERM: drain, then close (SPEC §2; src/shutdown.ts). */
+  shutdown: ShutdownConfig;
   upstream: {
     url: string;
     timeoutMs: number;
@@ -146,8 +150,14 @@ export interface OutriggerConfig {
   };
   /** Traces (SPEC §9): export settings; propagation needs none. */
   telemetry: TelemetryConfig;
+  /** Rate limits and quotas (SPEC §10; src/limits/). */
+  limits: LimitsConfig;
+  /** GraphQL subscriptions: the change feed's retention and the bounds (SPEC §6.5; src/graphql/subscribe/). */
+  subscriptions: SubscriptionsConfig;
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'; secretHeaders: string[] };
   mcp: {
+    /** Who answers `mcp.path` (SPEC §11): the backend's MCP server (proxied) or Outrigger's own, whose tools are the GraphQL apps' operations. */
+    server: 'backend' | 'outrigger';
     /** What agent sign-in hands out (SPEC §5.6); `off` answers 404 on every OAuth route. */
     signIn: 'key-or-token' | 'key-only' | 'token-only' | 'off';
     /** The protected resource: its 401 carries the resource_metadata challenge. */

@@ -2,7 +2,10 @@ import type { OutriggerConfig, StaticUser } from './types.js';
 import { parseCidr } from '../net/cidr.js';
 import { SectionReader } from './reader.js';
 import { readRedis } from './redis-config.js';
+import { readShutdown } from './shutdown-config.js';
 import { readTelemetry, resolveTelemetry } from './telemetry.js';
+import { readLimits } from './limits-config.js';
+import { readSubscriptions } from './subscriptions-config.js';
 
 import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from './retry-schedule.js';
 
@@ -43,11 +46,11 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
       host: listen.string('host', '0.0.0.0'),
       port,
       trustedProxies: listen.strings('trustedProxies', [], cidr),
-      shutdownGraceMs: listen.integer('shutdownGraceMs', 10_000, 0, 600_000),
       headersTimeoutMs: listen.integer('headersTimeoutMs', 30_000, 100, 600_000),
       requestTimeoutMs: listen.integer('requestTimeoutMs', 300_000, 100, 86_400_000),
       bodyIdleTimeoutMs: listen.integer('bodyIdleTimeoutMs', 30_000, 100, 3_600_000),
     },
+    shutdown: readShutdown(root.section('shutdown'), listen),
     upstream: readUpstream(root.section('upstream')),
     redis: readRedis(root.section('redis')),
     users: readUsers(root.section('users')),
@@ -83,6 +86,8 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
     })(),
     webhooks: readWebhooks(root.section('webhooks')),
     telemetry: readTelemetry(root.section('telemetry')),
+    limits: readLimits(root.section('limits')),
+    subscriptions: readSubscriptions(root.section('subscriptions')),
     log: (() => {
       const l = root.section('log');
       const out = {
@@ -96,6 +101,7 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
       const m = root.section('mcp');
       const c = m.section('clientMetadata');
       const out = {
+        server: m.oneOf('server', 'backend', ['backend', 'outrigger'] as const),
         signIn: m.oneOf('signIn', 'key-or-token', ['key-or-token', 'key-only', 'token-only', 'off'] as const),
         path: m.string('path', '/mcp', routePath),
         tokenTtlMinutes: m.integer('tokenTtlMinutes', 60, 1, 24 * 60),

@@ -6,6 +6,8 @@ import { answerClientError, type ServerTimeouts } from './client-error.js';
 export interface ListeningServer {
   server: Server;
   url: string;
+  /** The drain (SPEC §2): every answer from now on, and those in flight, carries `Connection: close`. */
+  beginDrain(): void;
   /** Stops accepting, lets in-flight requests finish for up to `graceMs`, then cuts what is left. */
   drain(graceMs: number): Promise<{ forced: number }>;
 }
@@ -45,6 +47,7 @@ export async function listen(
 ): Promise<ListeningServer> {
   // Not a Set: its rehashed tables keep finished requests alive past young collections (util/linked-set.ts).
   const inFlight = new LinkedSet<ServerResponse>();
+  let draining = false;
   // Both timers run from a request's first byte, so a slow client cannot stretch them by trickling.
   const server = createServer(
     {
@@ -56,6 +59,8 @@ export async function listen(
     },
     (req, res) => {
       const node = inFlight.add(res);
+      // Kept-alive clients must learn to go elsewhere: the connection ends with this answer.
+      if (draining) res.setHeader('connection', 'close');
       handler(req, res, () => inFlight.remove(node));
     },
   );
@@ -69,13 +74,17 @@ export async function listen(
   });
   const address = server.address() as AddressInfo;
   const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const beginDrain = () => {
+    draining = true;
+    for (const res of inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
+  };
   return {
     server,
     url: `http://${shownHost}:${address.port}`,
+    beginDrain,
     async drain(graceMs) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Keep-alive clients must learn to go elsewhere: answer what is in flight with Connection: close.
-      for (const res of inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
+      beginDrain();
       server.closeIdleConnections();
       let forced = 0;
       const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs).unref());

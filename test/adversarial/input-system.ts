@@ -70,7 +70,8 @@ export async function startInputSystem(serviceId: string, extraYaml = ''): Promi
       // Trusted, so a fuzzer can give each request its own client IP (X-Forwarded-For): the
       // brute-force guard's per-IP daily limit would otherwise answer 429 to everything after
       // a hundred bad sign-ins, and the rest of the run would only test that.
-      "listen: { host: 127.0.0.1, port: 0, shutdownGraceMs: 2000, trustedProxies: ['127.0.0.0/8'] }",
+      "listen: { host: 127.0.0.1, port: 0, trustedProxies: ['127.0.0.0/8'] }",
+      'shutdown: { drainSeconds: 0, timeoutSeconds: 2 }',
       `upstream: { url: ${upstream.url}, timeoutMs: 5000 }`,
       `redis: { url: ${redis.url} }`,
       'acl: { mode: own-routes }',

@@ -15,7 +15,7 @@ export function merge(base: RawConfig, over: RawConfig): RawConfig {
 }
 
 export function testConfig(raw: RawConfig): OutriggerConfig {
-  const { config, problems } = validateConfig(merge({ listen: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000 }, log: { level: 'silent' } }, raw));
+  const { config, problems } = validateConfig(merge({ listen: { host: '127.0.0.1', port: 0 }, shutdown: { drainSeconds: 0, timeoutSeconds: 2 }, log: { level: 'silent' } }, raw));
   if (problems.length) throw new Error(`test config invalid:\n${problems.join('\n')}`);
   return config;
 }

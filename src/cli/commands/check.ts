@@ -16,6 +16,7 @@ export function registerCheckCommand(program: Command): void {
       try {
         const { config } = loadConfig(opts.config);
         bootstrap = config.acl.bootstrap;
+        if (config.shutdown.deprecation) warnings.push(`warning: ${config.shutdown.deprecation}`);
         if (bootstrap) {
           try {
             const summary = await applySetup(readSetupFile(bootstrap), offlineSetupKinds(config), { offline: true });

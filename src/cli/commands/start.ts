@@ -26,13 +26,22 @@ export function registerStartCommands(program: Command): void {
     });
 }
 
-/** SIGTERM/SIGINT: stop gracefully once and exit 0; a second signal exits at once. Logs as JSON, like every other line. */
+/**
+ * SIGTERM/SIGINT: run the shutdown sequence once (src/shutdown.ts: drain, then close) and exit 0.
+ * A second signal exits at once, with 128 + the signal's number as a shell reports a killed
+ * process (143 for SIGTERM, 130 for SIGINT): every webhook event the tee had written is in Redis
+ * already (its stream is the queue), and an attempt cut short stays pending there until another
+ * worker reclaims it. Logs as JSON, like every other line.
+ */
 export function stopOnSignals(stop: () => Promise<void>, logger: Logger): void {
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(1);
+    if (stopping) {
+      logger.warn({ signal }, `received ${signal} again: exiting at once`);
+      process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+    }
     stopping = true;
-    logger.info({ signal }, `received ${signal}: finishing in-flight requests, then stopping`);
+    logger.info({ signal }, `received ${signal}: draining, then finishing in-flight requests (send it again to exit at once)`);
     stop().then(
       () => process.exit(0),
       (error: unknown) => {
