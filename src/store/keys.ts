@@ -94,6 +94,15 @@ export function redisKeys(prefix: string, serviceId: string) {
     oauthTokenFailuresIp: (ip: string) => `${ns}:oauth-token-fail:${ip}`,
     /** sorted set: ids of users' own sign-in tokens by expiry, so expired ones are swept. */
     signInTokensByExpiry: `${ns}:signin-tokens`,
+
+    /**
+     * hash with TTL (the window's end): one rate-limit allowance (SPEC §10), `w` its window's id on
+     * Redis's clock, `n` the units handed out to replicas in it. `window` is `60s`, `day` or
+     * `month`, so an override with another window starts a fresh allowance.
+     */
+    rateLimit: (policy: string, window: string, subject: string) => `${ns}:rl:${policy}:${window}:${subject}`,
+    /** hash with TTL (100 days): one key's usage in one UTC day (`requests`, `units`, `refused`). */
+    keyUsage: (keyId: string, day: string) => `${ns}:key-usage:${keyId}:${day}`,
   };
 }
 
