@@ -4,6 +4,7 @@ import { createGraphqlModule } from './graphql/module.js';
 import { createWebhooksModule } from './webhooks/module.js';
 import { createApiKeysModule } from './keys/api-keys-module.js';
 import { createOAuthModule } from './oauth/module.js';
+import { createMcpModule } from './mcp/module.js';
 
 /** Every feature, in the order their routes and observers are consulted. */
 export async function createFeatureModules(context: AppContext, options: FeatureModuleOptions): Promise<FeatureModule[]> {
@@ -16,5 +17,7 @@ export async function createFeatureModules(context: AppContext, options: Feature
   // Each backend write a GraphQL mutation makes is an exchange for the webhooks (SPEC §6.4).
   if (options.serve) graphql.observeWrites?.((exchange) => webhooks.internals.observer.observeBackendExchange(exchange));
   modules.push(await createOAuthModule(context, options));
+  // Outrigger's own MCP server (mcp.server: outrigger): tools from the GraphQL apps (SPEC §11).
+  modules.push(createMcpModule(context, options, graphql.store));
   return modules;
 }

@@ -54,6 +54,21 @@ export interface GraphqlApp {
   descriptor: GraphqlAppDescriptor;
   schema: string;
   mappings: Record<string, TypeMappings>;
+  /** Tools for agents (SPEC §11): curated operations Outrigger's MCP server offers. */
+  mcp?: McpToolsBlock;
+}
+
+/** One tool: a name agents call, what it does, and the one GraphQL operation it runs. */
+export interface McpToolDefinition {
+  name: string;
+  description: string;
+  query: string;
+}
+
+/** An app's `mcp` block; mutation operations are tools only with `mutations: true`. */
+export interface McpToolsBlock {
+  mutations?: boolean;
+  tools: McpToolDefinition[];
 }
 
 const URI_SEGMENT = /^[A-Za-z0-9._~-]+$/;

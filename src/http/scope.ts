@@ -14,7 +14,7 @@ function nextRequestId(): string {
   return `${ID_PREFIX}-${(++idCounter).toString(36)}`;
 }
 
-export type RouteKind = 'proxy' | 'keys' | 'graphql' | 'graphql-apps' | 'admin' | 'oauth' | 'health' | 'metrics';
+export type RouteKind = 'proxy' | 'keys' | 'graphql' | 'graphql-apps' | 'admin' | 'oauth' | 'mcp' | 'health' | 'metrics';
 
 /**
  * Everything known about one request while it is handled. Built once per request with plain

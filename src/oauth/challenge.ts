@@ -34,18 +34,24 @@ export function withMcpChallenge(parts: { authenticate: Authenticate; authorizeP
 
   const authorizeProxy: AuthorizeProxy = (scope) => {
     // Any bearer token Outrigger did not issue counts as none here: no token passthrough to the MCP server.
-    if (scope.principal.via === 'anonymous' && isMcp(scope.path))
-      throw unauthorized(
-        hasBearer(scope)
-          ? 'this bearer token was not issued by this service; sign in again to get a key'
-          : `sign in to use the MCP server: an MCP client finds how in ${resourceMetadataUrl}`,
-        { 'www-authenticate': challenge(scope, false) },
-        'MCP_SIGN_IN_REQUIRED',
-      );
+    if (scope.principal.via === 'anonymous' && isMcp(scope.path)) throw mcpSignInRequired(scope, resourceMetadataUrl);
     return parts.authorizeProxy(scope);
   };
 
   return { authenticate, authorizeProxy };
+}
+
+/**
+ * The 401 an anonymous request to the MCP server gets, for the proxied `/mcp` above and for
+ * Outrigger's own MCP server (SPEC §11), which is an own route and so never reaches authorizeProxy.
+ */
+export function mcpSignInRequired(scope: RequestScope, resourceMetadataUrl: string): OutriggerError {
+  const bearer = hasBearer(scope);
+  return unauthorized(
+    bearer ? 'this bearer token was not issued by this service; sign in again to get a key' : `sign in to use the MCP server: an MCP client finds how in ${resourceMetadataUrl}`,
+    { 'www-authenticate': `Bearer resource_metadata="${resourceMetadataUrl}"${bearer ? ', error="invalid_token"' : ''}` },
+    'MCP_SIGN_IN_REQUIRED',
+  );
 }
 
 function hasBearer(scope: RequestScope): boolean {

@@ -3,12 +3,13 @@
  * `<appsPath>` routes, `outrigger apply`, `acl.bootstrap` and `outrigger check`.
  */
 import type { OutriggerConfig } from '../../config/types.js';
-import { conflict } from '../../errors.js';
+import { conflict, ValidationError } from '../../errors.js';
 import type { Validation } from '../../http/document-routes.js';
 import type { SetupKind } from '../../setup/setup-kind.js';
 import type { DocumentStore, StoredDocument } from '../../store/document-store.js';
 import type { GraphqlApp } from '../app-document.js';
 import { validateAppDocument } from './validate-app.js';
+import { toolNameClashes } from './mcp-tools.js';
 
 /** An app as stored: validated and normalised (descriptor defaults filled, uri without slashes). */
 export type StoredApp = GraphqlApp & StoredDocument;
@@ -58,6 +59,12 @@ export function uriCollision(others: Iterable<GraphqlApp>, candidate: GraphqlApp
   );
 }
 
+/** 400 when an enabled candidate names a tool another enabled app already offers (SPEC §11). */
+export function toolNameCollision(others: Iterable<GraphqlApp>, candidate: GraphqlApp): Error | undefined {
+  const problems = toolNameClashes(others, candidate);
+  return problems.length > 0 ? new ValidationError(problems) : undefined;
+}
+
 /** Duplicate uris within a set of apps (a setup file together with the apps already stored). */
 function duplicateUris(docs: StoredDocument[], graphqlPrefix: string): string[] {
   const byUri = new Map<string, string>();
@@ -69,6 +76,11 @@ function duplicateUris(docs: StoredDocument[], graphqlPrefix: string): string[] 
     if (first !== undefined) problems.push(`apps ${JSON.stringify(first)} and ${JSON.stringify(doc._id)} are both served at ${graphqlPrefix}/${uri}; give each its own descriptor.uri`);
     else byUri.set(uri, doc._id);
   }
+  // Tool names, across the set's enabled apps (each against the ones before it).
+  const apps = docs as unknown as StoredApp[];
+  apps.forEach((app, i) => {
+    for (const clash of toolNameClashes(apps.slice(0, i), app)) problems.push(`app ${JSON.stringify(app._id)}: ${clash}`);
+  });
   return problems;
 }
 

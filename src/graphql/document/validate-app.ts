@@ -12,6 +12,7 @@ import { buildAppSchema } from '../schema/sdl.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 import { checkMappingLiterals } from './literals.js';
 import { checkMappings } from './mappings.js';
+import { checkMcpBlock } from './mcp-tools.js';
 import { checkTrustedDocuments } from './trusted/documents.js';
 
 export interface ValidateAppOptions {
@@ -26,7 +27,7 @@ export interface ValidateAppOptions {
 /** `warnings`: what is accepted but worth saying (a `$typeResolver` overlap and the type that wins it). */
 export type AppValidation = { ok: true; app: GraphqlApp; warnings: string[] } | { ok: false; problems: string[] };
 
-const TOP_LEVEL = ['_id', 'descriptor', 'schema', 'mappings'];
+const TOP_LEVEL = ['_id', 'descriptor', 'schema', 'mappings', 'mcp'];
 /** RESTHeart stores `_etag`; documents copied from it are accepted and the field dropped. */
 const TOP_LEVEL_IGNORED = ['_etag'];
 const DESCRIPTOR_FIELDS = ['name', 'description', 'enabled', 'uri', 'introspection', 'verbose', 'trustedDocuments', 'maxCost'];
@@ -74,6 +75,8 @@ export function validateAppWithSchema(
     checkMappings(mappings, schema, opts, problems, warnings);
     checkMappingLiterals(mappings, problems);
   }
+  // Tools for agents (SPEC §11): checked against the schema built above.
+  const mcp = input.mcp === undefined ? undefined : checkMcpBlock(input.mcp, schema, problems, warnings);
 
   if (problems.length > 0 || !descriptor || schema === undefined || !isPlainObject(mappings)) return { ok: false, problems };
   const app: GraphqlApp = {
@@ -82,6 +85,7 @@ export function validateAppWithSchema(
     mappings: mappings as Record<string, TypeMappings>,
   };
   if (typeof id === 'string') app._id = id;
+  if (mcp) app.mcp = mcp;
   return { ok: true, app, schema, warnings };
 }
 

@@ -16,7 +16,7 @@ import type { OwnRoute } from '../../http/route-table.js';
 import type { RequestScope } from '../../http/scope.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import { syncDeclaredAggregations } from '../reads/aggregations/sync.js';
-import { appValidator, uriCollision, warningsOf, type StoredApp } from '../document/setup-kind.js';
+import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredApp } from '../document/setup-kind.js';
 import { backendHeadersFor, type CallerFacts } from '../backend/caller-identity.js';
 import { handleGraphqlHttp } from './http-handler.js';
 import type { GraphqlAppRegistry } from '../compile/registry.js';
@@ -96,7 +96,8 @@ export function createAppsRoute(context: AppContext, store: DocumentStore<Stored
     noun: 'GraphQL app',
     validate: (candidate) => validate(candidate),
     async checkAgainstOthers(doc) {
-      const collision = uriCollision(await store.fetchAll(), doc, config.routes.graphql);
+      const stored = await store.fetchAll();
+      const collision = uriCollision(stored, doc, config.routes.graphql) ?? toolNameCollision(stored, doc);
       if (collision) throw collision;
       const scope = writer.getStore();
       if (config.graphql.aggregations && scope) {

@@ -1,0 +1,129 @@
+/**
+ * The tools this replica offers (SPEC §11): built from the GraphQL app documents each time the
+ * app store loads (at start, on this replica's writes, and on the change bus's notices from other
+ * replicas, the same path that keeps the GraphQL registry fresh), so a saved, disabled or deleted
+ * app shows in `tools/list` as soon as it is served or stops being served. An app's tools are
+ * derived once per app version. Hidden: disabled apps, documents that no longer validate, and
+ * mutations of apps without `mcp.mutations: true`. A name two enabled apps both use (refused at
+ * write; possible only through hand edits) goes to the app first in `_id` order.
+ */
+import { Kind, parse, type OperationDefinitionNode } from 'graphql';
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { GraphqlApp, McpToolDefinition } from '../graphql/app-document.js';
+import { appVersion } from '../graphql/compile/compile-app.js';
+import { validateAppWithSchema, type ValidateAppOptions } from '../graphql/document/validate-app.js';
+import { inputSchemaOf, type JsonSchema } from './input-schema.js';
+
+export interface CatalogueTool {
+  readonly name: string;
+  readonly description: string;
+  /** The app's `_id` and the uri it is served at (`/graphql/<uri>`). */
+  readonly app: { readonly id: string; readonly uri: string };
+  readonly query: string;
+  readonly operationName: string | null;
+  readonly kind: 'query' | 'mutation';
+  readonly inputSchema: JsonSchema & { type: 'object' };
+  readonly annotations: ToolAnnotations;
+}
+
+/** Update operators whose repetition leaves the document as the first application left it. */
+const IDEMPOTENT_UPDATES = new Set(['$set', '$unset']);
+
+export class ToolCatalogue {
+  private byName = new Map<string, CatalogueTool>();
+  private readonly perApp = new Map<string, { version: string; tools: CatalogueTool[] }>();
+
+  constructor(
+    private readonly options: ValidateAppOptions,
+    private readonly onProblem: (appId: string, problem: string) => void = () => {},
+  ) {}
+
+  /** Replaces every tool from the apps as stored. */
+  rebuild(apps: Iterable<GraphqlApp & { _id: string }>): void {
+    const byName = new Map<string, CatalogueTool>();
+    const keep = new Set<string>();
+    for (const app of [...apps].sort((a, b) => a._id.localeCompare(b._id))) {
+      keep.add(app._id);
+      if (app.descriptor?.enabled === false || !app.mcp) continue;
+      for (const tool of this.toolsOf(app)) {
+        const owner = byName.get(tool.name);
+        if (owner) this.onProblem(app._id, `the tool name ${JSON.stringify(tool.name)} is also a tool of the app ${JSON.stringify(owner.app.id)}, which keeps it`);
+        else byName.set(tool.name, tool);
+      }
+    }
+    for (const id of [...this.perApp.keys()]) if (!keep.has(id)) this.perApp.delete(id);
+    this.byName = byName;
+  }
+
+  list(): Iterable<CatalogueTool> {
+    return this.byName.values();
+  }
+
+  get(name: string): CatalogueTool | undefined {
+    return this.byName.get(name);
+  }
+
+  get size(): number {
+    return this.byName.size;
+  }
+
+  private toolsOf(app: GraphqlApp & { _id: string }): CatalogueTool[] {
+    const version = appVersion(app);
+    const cached = this.perApp.get(app._id);
+    if (cached?.version === version) return cached.tools;
+    const tools = this.derive(app);
+    this.perApp.set(app._id, { version, tools });
+    return tools;
+  }
+
+  private derive(app: GraphqlApp & { _id: string }): CatalogueTool[] {
+    const validated = validateAppWithSchema(app, this.options);
+    if (!validated.ok) {
+      this.onProblem(app._id, `the app does not validate, so its tools are not offered: ${validated.problems.join('; ')}`);
+      return [];
+    }
+    const { schema } = validated;
+    const block = validated.app.mcp;
+    const tools: CatalogueTool[] = [];
+    for (const definition of block?.tools ?? []) {
+      const document = parse(definition.query);
+      const operation = document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
+      if (operation.operation === 'mutation' && block?.mutations !== true) continue;
+      tools.push({
+        name: definition.name,
+        description: definition.description,
+        app: { id: app._id, uri: validated.app.descriptor.uri },
+        query: definition.query,
+        operationName: operation.name?.value ?? null,
+        kind: operation.operation === 'mutation' ? 'mutation' : 'query',
+        inputSchema: inputSchemaOf(schema, document, operation),
+        annotations: annotationsOf(definition, operation, app),
+      });
+    }
+    return tools;
+  }
+}
+
+/**
+ * SPEC §11: a query is read-only; a mutation is destructive when one of its root fields updates or
+ * deletes, not when it only inserts; idempotent when every root field deletes or only sets/unsets.
+ * No tool reaches beyond this service's backend (`openWorldHint: false`).
+ */
+function annotationsOf(definition: McpToolDefinition, operation: OperationDefinitionNode, app: GraphqlApp): ToolAnnotations {
+  const title = operation.name?.value ?? definition.name;
+  if (operation.operation !== 'mutation') return { title, readOnlyHint: true, idempotentHint: true, openWorldHint: false };
+  const mappings = (app.mappings.Mutation ?? {}) as Record<string, Record<string, unknown> | undefined>;
+  let destructive = false;
+  let idempotent = true;
+  for (const selection of operation.selectionSet.selections) {
+    if (selection.kind !== Kind.FIELD || selection.name.value.startsWith('__')) continue;
+    const mapping = mappings[selection.name.value] ?? {};
+    if (mapping.delete !== undefined) destructive = true;
+    else if (mapping.update !== undefined) {
+      destructive = true;
+      const operators = Object.keys((mapping.update as Record<string, unknown> | null) ?? {});
+      if (!operators.every((o) => IDEMPOTENT_UPDATES.has(o))) idempotent = false;
+    } else idempotent = false; // an insert makes a new document each time
+  }
+  return { title, readOnlyHint: false, destructiveHint: destructive, idempotentHint: idempotent, openWorldHint: false };
+}

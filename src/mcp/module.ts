@@ -1,0 +1,30 @@
+/**
+ * Tools for agents (SPEC §11), wired: with `mcp.server: outrigger` the MCP route answers
+ * `mcp.path` itself, its tools rebuilt from the GraphQL app store each time the store loads (the
+ * store's change-bus notices reach every replica, as they do for the GraphQL registry). With
+ * `mcp.server: backend` (the default) this module adds nothing and `/mcp` is proxied as before.
+ */
+import type { AppContext } from '../app-context.js';
+import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
+import type { StoredApp } from '../graphql/document/setup-kind.js';
+import { oauthEndpoints } from '../oauth/endpoints.js';
+import type { DocumentStore } from '../store/document-store.js';
+import { ToolCatalogue } from './catalogue.js';
+import { createMcpRoute } from './route.js';
+
+export interface McpModule extends FeatureModule {
+  /** Null unless this process serves Outrigger's own MCP server. */
+  catalogue: ToolCatalogue | null;
+}
+
+export function createMcpModule(context: AppContext, options: FeatureModuleOptions, apps: DocumentStore<StoredApp>): McpModule {
+  const { config, logger } = context;
+  if (config.mcp.server !== 'outrigger' || !options.serve) return { name: 'mcp-tools', catalogue: null };
+  const catalogue = new ToolCatalogue(
+    { defaultDb: config.graphql.defaultDb, maxLimit: config.graphql.maxLimit, aggregations: config.graphql.aggregations },
+    (app, problem) => logger.warn({ app, problem }, 'a GraphQL app offers a tool agents cannot use'),
+  );
+  apps.onLoaded((docs) => catalogue.rebuild(docs.values()));
+  const resourceMetadataUrl = config.mcp.signIn === 'off' ? null : oauthEndpoints(config).resourceMetadata;
+  return { name: 'mcp-tools', catalogue, routes: [createMcpRoute(context, { catalogue, resourceMetadataUrl })] };
+}

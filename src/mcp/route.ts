@@ -1,0 +1,143 @@
+/**
+ * `mcp.path` answered by Outrigger itself (`mcp.server: outrigger`, SPEC §11): the official MCP
+ * TypeScript SDK's low-level `Server` behind its Streamable HTTP transport, stateless (no session
+ * id generator, so no `Mcp-Session-Id`; `initialize` is still answered for the clients that send
+ * it) and answering JSON rather than an event stream (no server-to-client requests exist here).
+ * Both are built per request, the SDK's way for stateless servers: the handlers close over the
+ * request's caller, and nothing outlives the answer.
+ *
+ * In front, in this order: authentication has run (the request chain; an invalid key already got
+ * §5.6's challenge); an anonymous caller gets the 401 challenge so an SDK client signs in through
+ * the browser; `GET` (the stream a stateful server would open) and other methods get 405; the
+ * body is read up to the GraphQL request's bound (1 MiB, 413 beyond) and a JSON-RPC batch holds
+ * at most MAX_BATCH messages. Any authenticated caller may use the server itself; what each tool
+ * may do is decided by the GraphQL door it calls (call-graphql.ts).
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { AppContext } from '../app-context.js';
+import { exchangeFromParts } from '../condition/index.js';
+import { methodNotAllowed } from '../errors.js';
+import { readBody } from '../http/body.js';
+import type { OwnRoute } from '../http/route-table.js';
+import type { RequestScope } from '../http/scope.js';
+import { parseBoundedJson } from '../input-limits/json-depth.js';
+import { mcpSignInRequired } from '../oauth/challenge.js';
+import { MAX_BODY_BYTES } from '../graphql/types.js';
+import { callThroughGraphql, failure } from './call-graphql.js';
+import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
+import { checkArguments } from './check-arguments.js';
+
+/** JSON-RPC messages one POST may carry (batches are 2025-03-26's; later revisions send one). */
+export const MAX_BATCH = 10;
+const SERVER_INFO = { name: 'outrigger', version: process.env.npm_package_version ?? '0.1.0' };
+/** Headers the transport reads; the rest of the request stays with the request chain. */
+const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
+
+export interface McpRouteOptions {
+  readonly catalogue: ToolCatalogue;
+  /** `oauthEndpoints(config).resourceMetadata`, or null when agent sign-in is off. */
+  readonly resourceMetadataUrl: string | null;
+}
+
+export function createMcpRoute(context: AppContext, options: McpRouteOptions): OwnRoute {
+  const { config, acl } = context;
+  const { catalogue } = options;
+  const graphqlPrefix = config.routes.graphql;
+  const door = { graphqlPrefix, timeoutMs: config.graphql.timeoutMs + 5000 };
+
+  /** Would `POST /graphql/<uri>` with this tool's operation pass the ACL for this caller? (The call itself is decided by the real request.) */
+  const mayCall = (scope: RequestScope, tool: CatalogueTool): boolean => {
+    const { principal } = scope;
+    if (acl.isAdmin(principal)) return true;
+    const exchange = exchangeFromParts({
+      method: 'POST',
+      path: `${graphqlPrefix}/${tool.app.uri}`,
+      headers: Object.entries(scope.req.headers).flatMap(([k, v]) => (v === undefined ? [] : [v].flat().map((one) => [k, one] as const))),
+      body: { query: tool.query, operationName: tool.operationName },
+      remoteIp: scope.clientIp,
+      secure: scope.secure,
+      ...(principal.id !== null ? { user: { id: principal.id, _id: principal.id, roles: principal.roles } } : {}),
+      ...(principal.via === 'apikey' ? { authenticationType: 'API_KEY' } : principal.via === 'basic' ? { authenticationType: 'BASIC' } : {}),
+    });
+    return acl.decide(principal, exchange).allowed;
+  };
+
+  function serverFor(scope: RequestScope, signal: AbortSignal): Server {
+    const server = new Server(SERVER_INFO, {
+      capabilities: { tools: { listChanged: false } },
+      instructions: 'Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.',
+    });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool),
+    }));
+    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+      const tool = catalogue.get(request.params.name);
+      if (!tool || !mayCall(scope, tool)) throw new McpError(ErrorCode.InvalidParams, `no tool named ${JSON.stringify(request.params.name)} is offered to you; tools/list names the ones you may call`);
+      const args = request.params.arguments ?? {};
+      // Before any backend read (MCP 2025-11-25: input errors are tool results the model can correct).
+      const problems = checkArguments(tool.inputSchema, args);
+      if (problems.length > 0) return failure(`invalid arguments for ${tool.name}: ${problems.join('; ')}`);
+      return callThroughGraphql(door, scope, tool, args, signal);
+    });
+    return server;
+  }
+
+  return {
+    kind: 'mcp',
+    prefix: config.mcp.path,
+    async handle(scope) {
+      if (scope.principal.via === 'anonymous') throw options.resourceMetadataUrl ? mcpSignInRequired(scope, options.resourceMetadataUrl) : acl.denial(scope.principal);
+      if (scope.path !== config.mcp.path) return void answer(scope, 404, rpcError(-32600, `nothing at ${scope.path}; the MCP endpoint is ${config.mcp.path}`));
+      // Stateless: no stream to open (GET) and no session to end (DELETE).
+      if (scope.method !== 'POST') throw methodNotAllowed(['POST']);
+      const body = await readBody(scope.req, MAX_BODY_BYTES);
+      const parsed = parseBoundedJson(body.toString('utf8'));
+      if (!parsed.ok) return void answer(scope, 400, rpcError(-32700, parsed.tooDeep ? `the request body ${parsed.message}` : 'the request body is not valid JSON'));
+      if (Array.isArray(parsed.value) && parsed.value.length > MAX_BATCH)
+        return void answer(scope, 400, rpcError(-32600, `a batch of ${parsed.value.length} JSON-RPC messages; at most ${MAX_BATCH} in one request`));
+
+      const controller = new AbortController();
+      const onClose = () => {
+        if (!scope.res.writableFinished) controller.abort();
+      };
+      scope.res.once('close', onClose);
+      const server = serverFor(scope, controller.signal);
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      try {
+        await server.connect(transport);
+        const headers = new Headers();
+        for (const name of TRANSPORT_HEADERS) {
+          const value = scope.req.headers[name];
+          if (typeof value === 'string') headers.set(name, value);
+        }
+        const response = await transport.handleRequest(new Request(`http://outrigger${config.mcp.path}`, { method: 'POST', headers }), { parsedBody: parsed.value });
+        const text = await response.text();
+        if (controller.signal.aborted || scope.res.destroyed) return;
+        const out: Record<string, string> = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
+        response.headers.forEach((value, name) => (out[name] = value));
+        if (text.length > 0) out['content-length'] = String(Buffer.byteLength(text));
+        scope.res.writeHead(response.status, out);
+        scope.res.end(text);
+      } finally {
+        scope.res.off('close', onClose);
+        await transport.close().catch(() => {});
+        await server.close().catch(() => {});
+      }
+    },
+  };
+}
+
+function describeTool(tool: CatalogueTool): Tool {
+  return { name: tool.name, title: tool.annotations.title, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'], annotations: tool.annotations };
+}
+
+function rpcError(code: number, message: string): string {
+  return JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+function answer(scope: RequestScope, status: number, body: string): void {
+  scope.res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store' });
+  scope.res.end(body);
+}

@@ -1,0 +1,193 @@
+/**
+ * Outrigger's own MCP server (SPEC §11), driven by the official SDK client through the real
+ * proxy: tools from app documents (input schemas from the operations' variables, annotations,
+ * structuredContent), the same door as POST /graphql/<uri> (ACL, readFilter, projectResponse, cost
+ * limit), tools/list per caller, arguments checked before any read, and app changes seen by a
+ * second replica. The browser sign-in and the adversarial rows have their own files.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { basic } from '../support/outrigger.js';
+import { useStack } from '../support/fixtures.js';
+import { call, collectionReads, pollUntil, shopApp, shopData } from './graphql-helpers.js';
+
+const ROOT = basic('root', 'root-password');
+const ALICE = basic('alice', 'alice-password');
+const data = shopData();
+
+/** The shop app with tools: two queries, an input object, an enum, a mutation (hidden until allowed). */
+export function shopAppWithTools(mcp: Record<string, unknown> = {}): Record<string, unknown> {
+  const app = shopApp();
+  return {
+    ...app,
+    schema: `${app.schema as string}
+      """Changes to the shop"""
+      type Mutation { setStatus(number: Int!, status: Status!): Boolean, addProduct(name: String!, price: Int): ID }`,
+    mappings: {
+      ...(app.mappings as Record<string, unknown>),
+      Mutation: {
+        setStatus: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'number' } }, update: { $set: { status: { $arg: 'status' } } } },
+        addProduct: { db: 'shop', collection: 'products', insert: { name: { $arg: 'name' }, price: { $arg: 'price' } } },
+      },
+    },
+    mcp: {
+      tools: [
+        {
+          name: 'list_orders',
+          description: 'Orders by status, oldest first',
+          query: 'query ListOrders($status: Status, $limit: Int = 3) { orders(status: $status, limit: $limit) { number status total secret } }',
+        },
+        { name: 'order_by_number', description: 'One order', query: 'query OneOrder($number: Int!) { order(number: $number) { number owner total } }' },
+        { name: 'orders_in_range', description: 'Orders whose total is in a range', query: 'query InRange($range: Range!) { ordersInRange(range: $range) { number total } }' },
+        { name: 'add_product', description: 'Adds a product', query: 'mutation AddProduct($name: String!, $price: Int) { addProduct(name: $name, price: $price) }' },
+        { name: 'set_status', description: 'Sets an order status', query: 'mutation SetStatus($number: Int!, $status: Status!) { setStatus(number: $number, status: $status) }' },
+      ],
+      ...mcp,
+    },
+  };
+}
+
+export async function mcpClient(url: string, authorization: string): Promise<Client> {
+  const client = new Client({ name: 'outrigger-mcp-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization } } }));
+  return client;
+}
+
+describe('Outrigger MCP server: tools from GraphQL apps', () => {
+  const stack = useStack({
+    service: 'mcp-tools',
+    backend: { data },
+    users: { root: ['root'], alice: ['user'], nora: ['nobody'] },
+    config: { acl: { mode: 'enforce' }, mcp: { server: 'outrigger' } },
+    permissions: {
+      graphql: { predicate: 'path-prefix(/graphql/shop)', roles: ['user'], priority: 1 },
+      'own-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10, mongo: { readFilter: { owner: '@user.id' }, projectResponse: { secret: 0 } } },
+      'write-products': { predicate: 'method(POST) and path-prefix(/shop/products)', roles: ['user'], priority: 1 },
+    },
+    apps: { shop: shopAppWithTools() },
+  });
+  const clients: Client[] = [];
+  const connect = async (auth: string, url = stack.proxy.url) => {
+    const client = await mcpClient(url, auth);
+    clients.push(client);
+    return client;
+  };
+  beforeEach(() => stack.backend.clearRequests());
+  const save = async (doc: Record<string, unknown>) => {
+    const res = await call(stack.proxy.url, '/gql-apps/shop', { method: 'PUT', auth: ROOT, body: doc });
+    expect(res.status, res.text.slice(0, 300)).toBeLessThan(300);
+  };
+  afterAll(async () => {
+    for (const c of clients) await c.close().catch(() => {});
+  });
+
+  it('initializes over the SDK (protocol 2025-11-25, stateless: no session id) and lists the query tools with input schemas derived from the variables', async () => {
+    const client = await connect(ALICE);
+    expect(client.getServerVersion()?.name).toBe('outrigger');
+    expect(client.getServerCapabilities()?.tools).toBeDefined();
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['list_orders', 'order_by_number', 'orders_in_range']);
+    const list = tools.find((t) => t.name === 'list_orders')!;
+    expect(list.description).toBe('Orders by status, oldest first');
+    expect(list.inputSchema).toEqual({
+      type: 'object',
+      properties: {
+        status: { type: ['string', 'null'], enum: ['OPEN', 'CLOSED', null] },
+        limit: { type: ['integer', 'null'], minimum: -2147483648, maximum: 2147483647, default: 3 },
+      },
+      additionalProperties: false,
+    });
+    expect(list.annotations).toEqual({ title: 'ListOrders', readOnlyHint: true, idempotentHint: true, openWorldHint: false });
+    const one = tools.find((t) => t.name === 'order_by_number')!;
+    expect(one.inputSchema.required).toEqual(['number']);
+    const range = tools.find((t) => t.name === 'orders_in_range')!;
+    expect(range.inputSchema.properties!.range).toEqual({
+      type: 'object',
+      properties: { min: { type: ['integer', 'null'], minimum: -2147483648, maximum: 2147483647 }, max: { type: ['integer', 'null'], minimum: -2147483648, maximum: 2147483647 } },
+      additionalProperties: false,
+    });
+  });
+
+  it('a call is POST /graphql/shop as the caller: readFilter and projectResponse apply; data is structuredContent with its JSON text', async () => {
+    const client = await connect(ALICE);
+    const result = await client.callTool({ name: 'list_orders', arguments: { limit: 5 } });
+    expect(result.isError).toBeFalsy();
+    const orders = (result.structuredContent as { orders: Array<Record<string, unknown>> }).orders;
+    expect(orders).toHaveLength(5);
+    // alice sees only her own orders, without the secret (projectResponse)
+    expect(orders.map((o) => o.number)).toEqual([1, 4, 7, 10, 13]);
+    expect(orders.every((o) => o.secret === null)).toBe(true);
+    expect(JSON.parse((result.content as Array<{ text: string }>)[0]!.text)).toEqual(result.structuredContent);
+    expect(collectionReads(stack.backend, 'orders')).toHaveLength(1);
+  });
+
+  it('arguments are checked against the input schema before any backend read: isError naming the argument', async () => {
+    const client = await connect(ALICE);
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ limit: 'ten' }, /limit must be an integer or null \(got "ten"\)/],
+      [{ status: 'LOST' }, /status must be one of "OPEN", "CLOSED", null/],
+      [{ limit: 1, extra: true }, /extra is not an argument of this tool/],
+      [{ limit: 2 ** 40 }, /limit must be at most 2147483647/],
+    ];
+    for (const [args, message] of cases) {
+      const result = await client.callTool({ name: 'list_orders', arguments: args });
+      expect(result.isError, JSON.stringify(args)).toBe(true);
+      expect((result.content as Array<{ text: string }>)[0]!.text).toMatch(message);
+    }
+    const missing = await client.callTool({ name: 'order_by_number', arguments: {} });
+    expect((missing.content as Array<{ text: string }>)[0]!.text).toMatch(/number is required/);
+    const injected = await client.callTool({ name: 'orders_in_range', arguments: { range: { min: 1, $where: 'sleep(1000)' } } });
+    expect((injected.content as Array<{ text: string }>)[0]!.text).toMatch(/range\.\$where is not a field of range \(allowed: min, max\)/);
+    expect(stack.backend.requests).toHaveLength(0);
+  });
+
+  it('GraphQL errors are isError with their messages; an unknown tool is JSON-RPC -32602', async () => {
+    const client = await connect(ROOT);
+    const result = await client.callTool({ name: 'order_by_number', arguments: { number: 2 } });
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual({ order: { number: 2, owner: 'bob', total: 20 } });
+    await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/-32602|no tool named/);
+  });
+
+  it('tools/list lists only the tools of apps the caller holds a permission on; nora gets none and cannot call one', async () => {
+    const nora = await connect(basic('nora', 'nora-password'));
+    expect((await nora.listTools()).tools).toEqual([]);
+    await expect(nora.callTool({ name: 'list_orders', arguments: {} })).rejects.toThrow(/no tool named/);
+    expect(stack.backend.requests).toHaveLength(0);
+  });
+
+  it('mutations are tools only with mcp.mutations: true, annotated; saving the app shows in tools/list on another replica within 1 s', async () => {
+    const other = await stack.start();
+    const client = await connect(ALICE, other.url);
+    expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('add_product');
+    await save(shopAppWithTools({ mutations: true }));
+    const ms = await pollUntil(async () => (await client.listTools()).tools.some((t) => t.name === 'add_product'), 5000, 20);
+    expect(ms).toBeLessThan(1000);
+    const tools = (await client.listTools()).tools;
+    expect(tools.find((t) => t.name === 'add_product')!.annotations).toEqual({ title: 'AddProduct', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false });
+    expect(tools.find((t) => t.name === 'set_status')!.annotations).toEqual({ title: 'SetStatus', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false });
+    const added = await client.callTool({ name: 'add_product', arguments: { name: 'sail', price: 90 } });
+    expect(added.isError).toBeFalsy();
+    expect(stack.backend.collection('shop', 'products').some((p) => p.name === 'sail')).toBe(true);
+    // Disabling the app removes its tools everywhere.
+    const disabled = shopAppWithTools({ mutations: true });
+    (disabled.descriptor as Record<string, unknown>).enabled = false;
+    await save(disabled);
+    const gone = await pollUntil(async () => (await client.listTools()).tools.length === 0, 5000, 20);
+    expect(gone).toBeLessThan(1000);
+    await save(shopAppWithTools());
+  });
+
+  it('answers GET /mcp 405, an anonymous POST 401 with the sign-in challenge, a batch over 10 messages 400', async () => {
+    const get = await call(stack.proxy.url, '/mcp', { auth: ALICE });
+    expect(get.status).toBe(405);
+    const anonymous = await call(stack.proxy.url, '/mcp', { method: 'POST', body: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers['www-authenticate']).toMatch(/^Bearer resource_metadata="http:\/\/[^"]+\/.well-known\/oauth-protected-resource\/mcp"$/);
+    const batch = Array.from({ length: 11 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/list' }));
+    const big = await call(stack.proxy.url, '/mcp', { method: 'POST', auth: ALICE, headers: { accept: 'application/json, text/event-stream' }, body: batch });
+    expect(big.status).toBe(400);
+    expect(big.text).toMatch(/at most 10/);
+  });
+});
