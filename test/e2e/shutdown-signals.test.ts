@@ -1,0 +1,225 @@
+/**
+ * SIGTERM on the built CLI, step by step (SPEC §2; the sequence is src/shutdown.ts): readiness
+ * 503 at once, requests still served during the drain with `Connection: close`, new connections
+ * refused after it while an in-flight request finishes, the teed events in Redis, exit 0; a
+ * request still running at shutdown.timeoutSeconds is cut; a second signal exits at once and
+ * the delivery it cut is reclaimed by another worker. `outrigger check` validates both settings.
+ */
+import { spawn } from 'node:child_process';
+import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redisKeys } from '../../src/store/keys.js';
+import { CLI, runCli, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
+import { startHttpServer, type TestServer } from '../support/http-servers.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { until, waitFor } from '../support/wait.js';
+import { startTarget, type Answer, type Target } from '../support/webhook-target.js';
+
+interface Answered {
+  status: number;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+/** One request over `agent` (false: a connection of its own), its answer read whole. */
+function send(url: string, agent: Agent | false, method = 'GET'): Promise<Answered> {
+  return new Promise((resolve, reject) => {
+    httpRequest(url, { agent, method }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+/** Whether the server accepts a new TCP connection. */
+function accepts(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+const SERVICE = 'e2e-shutdown';
+const keys = redisKeys('outrigger', SERVICE);
+
+describe('SIGTERM on the built CLI: drain, then close', () => {
+  let redis: TestRedis;
+  let upstream: TestServer;
+  let target: Target;
+  let answer: (index: number) => Answer = () => ({ status: 200 });
+  const held: Array<() => void> = [];
+
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    upstream = await startHttpServer((req, res) => {
+      req.resume();
+      if (req.url?.startsWith('/held')) return held.push(() => res.end('finished after the drain'));
+      res.end('ok');
+    });
+    target = await startTarget((_req, index) => answer(index));
+  });
+  afterAll(async () => {
+    for (const release of held.splice(0)) release();
+    await target?.close();
+    await upstream?.close();
+    await redis?.close();
+  });
+
+  function configFile(shutdown: Record<string, number>, extra: Record<string, unknown> = {}): string {
+    const setup = writeTempFile('setup.yaml', {
+      webhooks: [{ _id: 'posts', name: 'posts', type: 'http', condition: 'method(POST)', url: `${target.url}/hook` }],
+    });
+    return writeTempFile('outrigger.yaml', {
+      service: { id: SERVICE },
+      listen: { host: '127.0.0.1', port: 0 },
+      upstream: { url: upstream.url },
+      redis: { url: redis.url },
+      acl: { mode: 'own-routes', bootstrap: setup },
+      webhooks: { allowPrivateTargets: ['127.0.0.0/8'], reclaimIdleMs: 500, retrySchedule: [] },
+      log: { level: 'info' },
+      shutdown,
+      ...extra,
+    });
+  }
+
+  const events = () => redis.client.xlen(keys.events);
+
+  it('fails readiness at once, serves the drain with Connection: close, then refuses new connections while an in-flight request finishes, keeps every teed event, exits 0', async () => {
+    await redis.client.del(keys.events);
+    // The drain is long enough for the few requests made in it on a busy machine; nothing waits it out idly.
+    const cli = await startCli(configFile({ drainSeconds: 4, timeoutSeconds: 30 }), ['--no-worker']);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const before = await send(`${cli.url}/_health/ready`, agent);
+      expect([before.status, before.headers.connection]).toEqual([200, 'keep-alive']);
+      const inFlight = send(`${cli.url}/held`, false, 'POST');
+      await until(() => held.length === 1, 'the upstream to hold POST /held');
+
+      cli.child.kill('SIGTERM');
+      await until(() => cli.output().includes('received SIGTERM'), 'the log line of the signal');
+      // The drain begins in the same tick as that line: the very next probe fails.
+      const ready = await send(`${cli.url}/_health/ready`, agent);
+      expect(ready.status).toBe(503);
+      expect(JSON.parse(ready.body).checks.shutdown).toBe('draining');
+      expect(ready.headers.connection).toBe('close');
+
+      // Still served, each answer closing its connection (the agent opens a new one each time).
+      for (let i = 0; i < 3; i++) {
+        const served = await send(`${cli.url}/during-drain-${i}`, agent, 'POST');
+        expect([served.status, served.body, served.headers.connection]).toEqual([200, 'ok', 'close']);
+      }
+
+      await until(async () => !(await accepts(cli.url)), 'new connections to be refused after the drain', 20_000);
+      expect(cli.output()).toContain('stopped accepting connections');
+      let settled = false;
+      void inFlight.finally(() => (settled = true));
+      expect(settled).toBe(false);
+      await waitFor(events, (n) => n === 3, 15_000, 'the three events of the drain in Redis');
+
+      held.shift()!();
+      const finished = await inFlight;
+      expect([finished.status, finished.body, finished.headers.connection]).toEqual([200, 'finished after the drain', 'close']);
+      expect(await cli.exited).toBe(0);
+      // The held POST's event was queued after the server stopped accepting: the flush wrote it.
+      expect(await events()).toBe(4);
+      expect(cli.output()).toContain('Outrigger stopped');
+    } finally {
+      agent.destroy();
+      stop(cli);
+    }
+  }, 60_000);
+
+  it('cuts a request still in flight when shutdown.timeoutSeconds runs out, and still exits 0', async () => {
+    const cli = await startCli(configFile({ drainSeconds: 0, timeoutSeconds: 1 }), ['--no-worker']);
+    try {
+      const inFlight = send(`${cli.url}/held-forever`, false).then(
+        () => 'answered',
+        (error: NodeJS.ErrnoException) => error.code ?? error.message,
+      );
+      await until(() => held.length === 1, 'the upstream to hold /held-forever');
+      cli.child.kill('SIGTERM');
+      expect(await inFlight).toBe('ECONNRESET');
+      expect(await cli.exited).toBe(0);
+      expect(cli.output()).toMatch(/shutdown.timeoutSeconds ran out; cut the requests still in flight/);
+    } finally {
+      held.splice(0);
+      stop(cli);
+    }
+  }, 60_000);
+
+  it('exits at once on a second signal; the delivery it cut is still in Redis and another worker delivers it', async () => {
+    await redis.client.del(keys.events);
+    answer = (index) => (index === 0 ? 'hang' : { status: 200 });
+    const deliveries = target.received.length;
+    // A drain of a minute: only the second signal can end this process within the test's time.
+    const cli = await startCli(configFile({ drainSeconds: 60, timeoutSeconds: 120 }));
+    let worker: RunningCli | null = null;
+    try {
+      const posted = await send(`${cli.url}/orders`, false, 'POST');
+      expect(posted.status).toBe(200);
+      await until(() => target.received.length === deliveries + 1, 'the in-process worker to start delivering the event');
+      const eventId = target.received.at(-1)!.headers['webhook-id'];
+
+      cli.child.kill('SIGTERM');
+      await until(() => cli.output().includes('received SIGTERM'), 'the log line of the first signal');
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(143);
+      expect(cli.output()).toContain('received SIGTERM again: exiting at once');
+
+      // The event is in its stream, its delivery pending (never acknowledged), so not lost.
+      expect(await events()).toBe(1);
+      const pending = (await redis.client.xpending(keys.events, keys.eventsGroup)) as [number, ...unknown[]];
+      expect(pending[0]).toBe(1);
+
+      worker = await startWorker(configFile({ drainSeconds: 60, timeoutSeconds: 120 }));
+      await until(() => target.received.length === deliveries + 2, 'another worker to reclaim and deliver the event', 30_000);
+      expect(target.received.at(-1)!.headers['webhook-id']).toBe(eventId);
+      await waitFor(async () => ((await redis.client.xpending(keys.events, keys.eventsGroup)) as [number])[0], (n) => n === 0, 15_000, 'the delivery to be acknowledged');
+      // `outrigger worker` serves nothing, so it has nothing to drain: SIGTERM stops it at once, exit 0.
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toBe(0);
+    } finally {
+      target.release();
+      answer = () => ({ status: 200 });
+      stop(cli);
+      if (worker) stop(worker);
+    }
+  }, 90_000);
+
+  it('outrigger check validates shutdown.drainSeconds and shutdown.timeoutSeconds, and names the deprecated listen.shutdownGraceMs', async () => {
+    const bad = await runCli(['check', '-c', configFile({ drainSeconds: 40, timeoutSeconds: -2 })]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('shutdown.timeoutSeconds: must be a number of seconds from 0 to 3600 (got -2)');
+    expect(bad.stderr).toContain('shutdown.drainSeconds: must not exceed shutdown.timeoutSeconds (25)');
+
+    const old = writeTempFile('old.yaml', { service: { id: SERVICE }, listen: { shutdownGraceMs: 10_000 }, upstream: { url: upstream.url }, redis: { url: redis.url } });
+    const deprecated = await runCli(['check', '-c', old]);
+    expect(deprecated.code).toBe(0);
+    expect(deprecated.stdout).toContain('warning: listen.shutdownGraceMs is deprecated: write shutdown: { drainSeconds: 5, timeoutSeconds: 15 }');
+    expect(deprecated.stdout).toMatch(/old\.yaml: OK/);
+  }, 60_000);
+});
+
+function stop(cli: RunningCli): void {
+  if (cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill('SIGKILL');
+}
+
+/** `outrigger worker -c FILE`, resolved once it logs that its worker started. */
+async function startWorker(file: string): Promise<RunningCli> {
+  const child = spawn(process.execPath, [CLI, 'worker', '-c', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  await until(() => output.includes('webhook worker started') || child.exitCode !== null, 'outrigger worker to start');
+  return { child, url: '', output: () => output, exited };
+}
