@@ -1,4 +1,6 @@
 /** Who a request runs as (SPEC §3.1). */
+import type { LimitAmount } from '../config/limits-config.js';
+
 export interface Principal {
   id: string | null;
   roles: readonly string[];
@@ -7,6 +9,8 @@ export interface Principal {
   keyId?: string;
   /** True when Outrigger itself verified the credentials (static users, keys): it may then speak for the caller upstream. */
   verifiedLocally: boolean;
+  /** The key's own limits for named `by: key` policies (SPEC §10, set by an admin), for key-authenticated requests. */
+  keyLimits?: Readonly<Record<string, LimitAmount>>;
 }
 
 export const UNAUTHENTICATED_ROLE = '$unauthenticated';

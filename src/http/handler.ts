@@ -5,6 +5,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Principal } from '../access/principal.js';
 import type { Forwarder, ProxyPlan } from '../proxy/forwarder.js';
+import type { ResponseHeaderFilter } from '../proxy/headers.js';
 import type { ClientIpResolver } from './client-ip.js';
 import { sendError } from './respond.js';
 import { RequestScope } from './scope.js';
@@ -31,6 +32,8 @@ export interface HandlerParts {
   authenticate: Authenticate;
   authorizeProxy: AuthorizeProxy;
   planProxy: PlanProxy;
+  /** Rate limits and quotas (SPEC §10; src/limits/): after authentication, before the route or the forwarder; throws 429/503. */
+  limit?: (scope: RequestScope) => Promise<void> | void;
   observer: RequestObserver | null;
   metrics: Metrics;
   logger: Logger;
@@ -43,7 +46,7 @@ export interface HandlerParts {
  * scope → public routes → authentication → own route | (authorization → proxy) → observers.
  */
 export function createRequestHandler(parts: HandlerParts) {
-  const { routes, forwarder, metrics, logger } = parts;
+  const { routes, forwarder, metrics, logger, limit } = parts;
   const requestMetrics = new RequestMetrics(metrics);
   // Decided once: at info level (the default) the request path builds no log objects at all.
   const logRequests = logger.isLevelEnabled('debug');
@@ -165,7 +168,11 @@ export function createRequestHandler(parts: HandlerParts) {
     function run(): Promise<void> | void {
       if (hasDotSegments(scope.rawPath)) throw badRequest('the path contains "." or ".." segments; send the normalised path');
       if (scope.pathProblem !== undefined) throw badRequest(scope.pathProblem);
-      if (route?.public) return route.handle(scope);
+      if (route?.public) {
+        // Answered before authentication (sign-in, metadata): only `by: client` and `by: service` policies cover them.
+        const limited = limit?.(scope);
+        return limited ? limited.then(() => route.handle(scope)) : route.handle(scope);
+      }
       if (trace.recording) return tracedAuthentication();
       const principal = parts.authenticate(scope);
       if (principal instanceof Promise)
@@ -208,6 +215,11 @@ export function createRequestHandler(parts: HandlerParts) {
     }
 
     function afterAuthentication(): Promise<void> | void {
+      const limited = limit?.(scope);
+      return limited ? limited.then(afterLimits) : afterLimits();
+    }
+
+    function afterLimits(): Promise<void> | void {
       if (route) return route.handle(scope);
       const authorized = parts.authorizeProxy(scope);
       return authorized instanceof Promise ? authorized.then(proxy) : proxy();
@@ -242,7 +254,8 @@ export function createRequestHandler(parts: HandlerParts) {
           removeRequestHeaders: plan.removeRequestHeaders,
           setRequestHeaders: traceparent ? { ...plan.setRequestHeaders, traceparent } : plan.setRequestHeaders,
           body: plan.body ?? (observed && hasBody(req) ? tappedBody(req, observed) : undefined),
-          filterResponseHeader: plan.filterResponseHeader,
+          // A covered response carries our RateLimit headers, not the backend's (SPEC §10).
+          filterResponseHeader: limit && res.hasHeader('ratelimit') ? withoutRateLimitHeaders(plan.filterResponseHeader) : plan.filterResponseHeader,
           rewrite: plan.rewrite,
           observer: observed ?? undefined,
         },
@@ -259,6 +272,11 @@ function endServerSpan(trace: RequestTrace, scope: RequestScope, completed: bool
   trace.set('outrigger.auth.via', scope.principal.via);
   if (!completed) trace.fail('client_closed', 'the client closed the connection before the answer was complete');
   trace.end(completed ? scope.res.statusCode : undefined);
+}
+
+const dropRateLimitHeaders: ResponseHeaderFilter = (name, value) => (name === 'ratelimit' || name === 'ratelimit-policy' ? undefined : value);
+function withoutRateLimitHeaders(filter: ResponseHeaderFilter | undefined): ResponseHeaderFilter {
+  return filter ? (name, value) => (name === 'ratelimit' || name === 'ratelimit-policy' ? undefined : filter(name, value)) : dropRateLimitHeaders;
 }
 
 function hasBody(req: IncomingMessage): boolean {

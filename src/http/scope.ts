@@ -47,6 +47,8 @@ export class RequestScope {
   routeKind: RouteKind = 'proxy';
   /** Set when the ACL allowed the request: the permission that applied (readFilter, projectResponse). */
   permission: unknown = undefined;
+  /** The rate limits that covered the request when one counts GraphQL cost (src/limits/), charged once estimated. */
+  rateLimits: object | undefined = undefined;
   /** The request body, when a feature had to read it whole (bson-request-* predicates); forwarded as is. */
   bufferedBody: Buffer | undefined = undefined;
   /**

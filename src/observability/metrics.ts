@@ -190,6 +190,8 @@ export function createMetrics() {
     traceSpansExported: registry.counter('outrigger_trace_spans_exported_total', 'Trace spans the OTLP collector accepted (telemetry: configured).'),
     traceSpansDropped: registry.counter('outrigger_trace_spans_dropped_total', 'Trace spans lost: the export queue was full (telemetry.maxQueueSize), or the collector refused, failed or did not answer in time.'),
     redisUp: registry.gauge('outrigger_redis_up', '1 when Redis is ready for this service (on a cluster or Sentinel: the probe behind /_health/ready).'),
+    rateLimited: registry.counter('outrigger_rate_limited_total', 'Requests refused by a rate limit or quota (429), by policy name (never a key, user or address).'),
+    rateLimitRedisUnavailable: registry.counter('outrigger_rate_limit_redis_unavailable_total', 'Times rate limits lost Redis and fell back to limits.onRedisUnavailable (local counters, allow or deny).'),
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;
