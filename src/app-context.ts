@@ -14,6 +14,7 @@ import type { ChangeBus } from './store/change-bus.js';
 import type { RedisConnections } from './store/connections.js';
 import type { DocumentStore } from './store/document-store.js';
 import type { RedisKeys } from './store/keys.js';
+import type { RateLimiter } from './limits/limiter.js';
 import type { Draining } from './util/draining.js';
 
 /** What every feature module is built from: the shared parts, created once in app.ts. */
@@ -34,6 +35,8 @@ export interface AppContext {
   /** Admin roles or an allowing permission; throws 401/403. */
   authorizeOwnRoute(scope: RequestScope): void;
   planIdentity(principal: Principal): IdentityPlan;
+  /** Rate limits and key usage (SPEC §10; src/limits/); only in a serving process. */
+  limits?: RateLimiter;
   /**
    * The graceful shutdown as features see it (src/shutdown.ts): `draining` from the first SIGTERM;
    * `onStopAccepting(cb)` to end long-lived streams (subscriptions) with a reconnect hint.

@@ -22,6 +22,7 @@ import { createClientIpResolver } from './http/client-ip.js';
 import { exchangeForScope } from './http/exchange.js';
 import { createRequestHandler } from './http/handler.js';
 import type { RequestObserver } from './http/observe.js';
+import type { RequestScope } from './http/scope.js';
 import { RouteTable, type OwnRoute } from './http/route-table.js';
 import { sendError } from './http/respond.js';
 import { listen, type ListeningServer, type RequestHandler } from './http/server.js';
@@ -47,6 +48,7 @@ import type { FeatureModule } from './feature-module.js';
 import { createFeatureModules } from './feature-list.js';
 import { offlineSetupKinds } from './offline-setup-kinds.js';
 import { runShutdown } from './shutdown.js';
+import { RateLimiter } from './limits/limiter.js';
 import { Draining } from './util/draining.js';
 import type { WebhooksModule } from './webhooks/module.js';
 
@@ -158,12 +160,16 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     );
   }
   const signInBasic = basic;
+  // Rate limits and key usage (SPEC §10): before the features, which read usage and charge GraphQL cost.
+  const limiter = serve ? new RateLimiter({ config: config.limits, redis, keys, metrics, logger, adminPrefix: config.routes.admin }) : null;
+  limiter?.start();
 
   const context: AppContext = {
     config, logger, metrics, tracing, redis, connections, keys, bus, features, permissions, acl, draining,
     exchangeFor: exchangeForScope,
     authorizeOwnRoute: policy.authorizeOwnRoute,
     planIdentity,
+    ...(limiter ? { limits: limiter } : {}),
     ...(signInBasic ? { signIn: (id: string, password: string, ip: string) => signInBasic.authenticate(basicHeader(id, password), ip) } : {}),
   };
 
@@ -213,6 +219,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       authenticate,
       authorizeProxy,
       planProxy: policy.planProxy,
+      ...(limiter ? { limit: (scope: RequestScope) => limiter.check(scope) } : {}),
       observer: observers[0] ?? null,
       metrics,
       logger,
@@ -243,6 +250,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     unwatchRedis();
     await forwarder?.close().catch(() => {});
     await userVerifier?.close?.().catch(() => {});
+    await limiter?.stop().catch(() => {});
     await connections.close();
     await embedded?.stop();
     await tracing.shutdown();
