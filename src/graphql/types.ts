@@ -17,6 +17,8 @@ export interface RequestContext {
   readonly signal?: AbortSignal;
   /** Correlation id for logs. */
   readonly requestId?: string;
+  /** Rate limits counting GraphQL cost (SPEC §10): charges the estimate's documents; throws 429. */
+  readonly chargeCost?: (documents: number) => Promise<void> | void;
   /** Anything else the server wants `headersFor` to see. */
   readonly [key: string]: unknown;
 }

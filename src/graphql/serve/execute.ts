@@ -131,6 +131,9 @@ export async function executeGraphql(
         `this app allows at most ${max.reads} reads, ${max.documents} documents and ${max.output} values per operation (maxCost); ask for smaller limits, fewer nested lists or fewer fields`;
       return { status: 400, body: { errors: [{ message, extensions: { code: 'QUERY_TOO_COSTLY', cost, maxCost: max } }] } };
     }
+    // SPEC §10: a rate limit with `units: cost` counts the estimate, refused (429) here before any read.
+    const charged = ctx.chargeCost?.(cost.documents);
+    if (charged) await charged;
   }
 
   if (operation.operation === 'mutation') {

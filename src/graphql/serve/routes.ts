@@ -69,6 +69,8 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
         caller,
         // SPEC §9: backend reads and writes carry the request's trace.
         trace: scope.trace,
+        // SPEC §10: a policy with `units: cost` covered the request; its estimate is charged once known.
+        ...(scope.rateLimits && context.limits ? { chargeCost: (documents: number) => context.limits!.chargeCost(scope, documents) } : {}),
       };
       let out;
       try {
