@@ -18,7 +18,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AppContext } from '../app-context.js';
 import { exchangeFromParts } from '../condition/index.js';
-import { methodNotAllowed } from '../errors.js';
+import { forbidden, methodNotAllowed } from '../errors.js';
 import { readBody } from '../http/body.js';
 import type { OwnRoute } from '../http/route-table.js';
 import type { RequestScope } from '../http/scope.js';
@@ -46,6 +46,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
   const { catalogue } = options;
   const graphqlPrefix = config.routes.graphql;
   const door = { graphqlPrefix, timeoutMs: config.graphql.timeoutMs + 5000 };
+  const ownOrigin = new URL(config.service.publicUrl).origin;
 
   /** Would `POST /graphql/<uri>` with this tool's operation pass the ACL for this caller? (The call itself is decided by the real request.) */
   const mayCall = (scope: RequestScope, tool: CatalogueTool): boolean => {
@@ -88,6 +89,9 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
     kind: 'mcp',
     prefix: config.mcp.path,
     async handle(scope) {
+      // MCP transports: a browser's request from a page of another site (DNS rebinding) is 403.
+      const origin = scope.req.headers.origin;
+      if (typeof origin === 'string' && !originAllowed(origin, ownOrigin)) throw forbidden(`requests from pages of ${origin} are refused (the MCP server accepts its own origin and loopback pages)`);
       if (scope.principal.via === 'anonymous') throw options.resourceMetadataUrl ? mcpSignInRequired(scope, options.resourceMetadataUrl) : acl.denial(scope.principal);
       if (scope.path !== config.mcp.path) return void answer(scope, 404, rpcError(-32600, `nothing at ${scope.path}; the MCP endpoint is ${config.mcp.path}`));
       // Stateless: no stream to open (GET) and no session to end (DELETE).
@@ -127,6 +131,18 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       }
     },
   };
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** Its own origin (publicUrl), or a page served from this machine (a local inspector); never another site's. */
+function originAllowed(origin: string, ownOrigin: string): boolean {
+  if (origin === ownOrigin) return true;
+  try {
+    return LOOPBACK_HOSTS.has(new URL(origin).hostname);
+  } catch {
+    return false;
+  }
 }
 
 function describeTool(tool: CatalogueTool): Tool {

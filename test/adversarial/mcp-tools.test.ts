@@ -156,6 +156,16 @@ describe('Outrigger MCP server: abuse', () => {
     expect(stack.backend.requests).toHaveLength(0);
   });
 
+  it('DNS rebinding: a request whose Origin is another site is 403; its own origin and loopback pages are answered', async () => {
+    const init = { jsonrpc: '2.0', id: 1, method: 'ping' };
+    const evil = await call(stack.proxy.url, '/mcp', { method: 'POST', auth: ALICE, headers: { accept: 'application/json, text/event-stream', origin: 'http://evil.example.com', host: 'evil.example.com' }, body: init });
+    expect(evil.status).toBe(403);
+    for (const origin of ['http://localhost:6274', 'http://127.0.0.1:9', new URL(stack.proxy.url).origin]) {
+      const ok = await call(stack.proxy.url, '/mcp', { method: 'POST', auth: ALICE, headers: { accept: 'application/json, text/event-stream', origin }, body: init });
+      expect(ok.status, origin).toBe(200);
+    }
+  });
+
   it("an operation over the app's cost limit is isError QUERY_TOO_COSTLY with no read", async () => {
     const client = await connect(ALICE);
     const result = await client.callTool({ name: 'list_orders', arguments: { limit: 500 } });
