@@ -1,0 +1,131 @@
+/**
+ * Per key and UTC day: requests admitted, units, requests refused (SPEC §10, "Usage"). Counted
+ * in process (one Map lookup per request) and written every few seconds in one pipeline, so a
+ * request pays no Redis round trip. A crash loses what was counted since the last write (at
+ * most FLUSH_EVERY_MS of traffic); a write Redis refuses is kept and retried, up to a bound.
+ */
+import type { Redis } from 'ioredis';
+import type { RedisKeys } from '../store/keys.js';
+import { utcDay } from '../store/keys.js';
+
+export const FLUSH_EVERY_MS = 5000;
+/** Usage kept at least 90 days (SPEC §10): each day's hash lives this long after its last write. */
+const KEPT_SECONDS = 100 * 86_400;
+/** Keys whose counts wait for Redis at most; past it the oldest counts are dropped (and said so in docs). */
+const MAX_PENDING_KEYS = 100_000;
+
+interface Cell {
+  requests: number;
+  units: number;
+  refused: number;
+}
+
+export interface UsageDay {
+  day: string;
+  requests: number;
+  units: number;
+  refused: number;
+}
+
+export class UsageCounter {
+  private cells = new Map<string, Cell>();
+  private day: string;
+  private dayEnds: number;
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly onWriteFailed: (error: Error) => void = () => {},
+  ) {
+    this.day = utcDay();
+    this.dayEnds = nextUtcMidnight(Date.now());
+  }
+
+  /** One request made with `keyId`: admitted (units > 0) or refused; `requests` may be -1 to correct an admission. */
+  record(keyId: string, requests: number, units: number, refused: number, now: number): void {
+    if (now >= this.dayEnds) this.rollDay(now);
+    let cell = this.cells.get(keyId);
+    if (cell === undefined) {
+      cell = { requests: 0, units: 0, refused: 0 };
+      this.cells.set(keyId, cell);
+    }
+    cell.requests += requests;
+    cell.units += units;
+    cell.refused += refused;
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => void this.flush(), FLUSH_EVERY_MS);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.flush();
+  }
+
+  /** Writes what was counted (one pipeline: HINCRBY × 3 and EXPIRE per key and day). */
+  flush(): Promise<void> {
+    this.flushing ??= this.write().finally(() => (this.flushing = null));
+    return this.flushing;
+  }
+
+  private pendingDays: Array<{ day: string; cells: Map<string, Cell> }> = [];
+
+  private rollDay(now: number): void {
+    if (this.cells.size > 0) this.pendingDays.push({ day: this.day, cells: this.cells });
+    this.cells = new Map();
+    this.day = utcDay(now);
+    this.dayEnds = nextUtcMidnight(now);
+  }
+
+  private async write(): Promise<void> {
+    const batches = this.pendingDays.splice(0);
+    if (this.cells.size > 0) {
+      batches.push({ day: this.day, cells: this.cells });
+      this.cells = new Map();
+    }
+    if (batches.length === 0) return;
+    const pipeline = this.redis.pipeline();
+    for (const { day, cells } of batches) {
+      for (const [keyId, c] of cells) {
+        const key = this.keys.keyUsage(keyId, day);
+        if (c.requests) pipeline.hincrby(key, 'requests', c.requests);
+        if (c.units) pipeline.hincrby(key, 'units', c.units);
+        if (c.refused) pipeline.hincrby(key, 'refused', c.refused);
+        pipeline.expire(key, KEPT_SECONDS);
+      }
+    }
+    try {
+      const results = await pipeline.exec();
+      const failed = results?.find(([error]) => error);
+      if (failed) throw failed[0];
+    } catch (error) {
+      // Kept for the next write (HINCRBY is not idempotent: a pipeline half applied counts twice; rare, and said so in docs).
+      let kept = 0;
+      for (const b of batches) kept += b.cells.size;
+      if (kept <= MAX_PENDING_KEYS) this.pendingDays.unshift(...batches);
+      this.onWriteFailed(error as Error);
+    }
+  }
+}
+
+/** Days from `from` to `to` (YYYY-MM-DD, inclusive) of one key, oldest first; days without use are zeros. */
+export async function readUsage(redis: Redis, keys: RedisKeys, keyId: string, days: string[]): Promise<UsageDay[]> {
+  const pipeline = redis.pipeline();
+  for (const day of days) pipeline.hgetall(keys.keyUsage(keyId, day));
+  const results = (await pipeline.exec()) ?? [];
+  return days.map((day, i) => {
+    const [error, value] = results[i] ?? [null, {}];
+    if (error) throw error;
+    const h = (value ?? {}) as Record<string, string>;
+    return { day, requests: Number(h.requests ?? 0), units: Number(h.units ?? 0), refused: Number(h.refused ?? 0) };
+  });
+}
+
+function nextUtcMidnight(now: number): number {
+  return (Math.floor(now / 86_400_000) + 1) * 86_400_000;
+}
