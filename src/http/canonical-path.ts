@@ -15,6 +15,11 @@
  *   upper-case hex. A double encoding stays one level deep (`%2574oken` reads `%74oken`, which is
  *   what a backend that decodes once sees). Malformed escapes and invalid UTF-8 are refused;
  * - an encoded `/` or `\` (`%2F`, `%5C`) is refused: decoded, it would move segment boundaries.
+ *   A raw `\` is refused the same way (issue 34): some backends read it as `/`, others as a
+ *   character of the segment, so it is decided as its encoding is;
+ * - a raw `#` is refused: RFC 9112 allows none in a request target, and a backend that parses the
+ *   target as a URL would cut the path (and anything appended to the query) there. RequestScope
+ *   refuses one in the query the same way.
  * - a target that is no path (`http://host/token`, which Undertow reads as `/token`; `*`) is refused;
  * - a trailing slash is kept (the backend sees it; the route table and the guards match on whole
  *   segments, so `/token/` is under `/token` for them), and dot segments are refused before this
@@ -30,9 +35,12 @@ export class PathProblem {
 /** The canonical form of a raw (still percent-encoded) path, or why it has none. */
 export function canonicalPath(raw: string): string | PathProblem {
   const originForm = raw.charCodeAt(0) === 47; /* / */
-  if (originForm && !raw.includes('%') && !raw.includes(';') && !raw.includes('//')) return raw;
+  if (originForm && !raw.includes('%') && !raw.includes(';') && !raw.includes('//') && !raw.includes('\\') && !raw.includes('#')) return raw;
   // `GET http://host/token` (absolute form) is `/token` to Undertow: not forwarded undecided.
   if (!originForm) return new PathProblem('the request target must be a path starting with "/"; absolute URLs and "*" are not proxied');
+  if (raw.includes('#')) return new PathProblem(RAW_HASH);
+  if (raw.includes('\\'))
+    return new PathProblem('the path has a raw "\\", which backends read as "/" or as a character, changing its segments; send the path without it');
   let path = raw;
   const semicolon = path.indexOf(';');
   if (semicolon !== -1) {
@@ -54,6 +62,9 @@ export function canonicalPath(raw: string): string | PathProblem {
   }
   return decoded.replace(MUST_ENCODE, encodeURIComponent);
 }
+
+/** The 400's message for a raw `#` anywhere in the target (the path here, the query in RequestScope). */
+export const RAW_HASH = 'the request target has a raw "#", which HTTP does not allow in a request (RFC 9112 §3.2); encode it as %23';
 
 /** What cannot stand literally in a path segment: `%`, `;`, `?`, `#`, and runs of controls, spaces and non-ASCII. */
 const MUST_ENCODE = /[%;?#]|[^\x21-\x7e]+/g;

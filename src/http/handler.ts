@@ -5,7 +5,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Principal } from '../access/principal.js';
 import type { Forwarder, ProxyPlan } from '../proxy/forwarder.js';
-import type { ResponseHeaderFilter } from '../proxy/headers.js';
+import { repeatedSingleHeader, type ResponseHeaderFilter } from '../proxy/headers.js';
 import type { ClientIpResolver } from './client-ip.js';
 import { sendError } from './respond.js';
 import { RequestScope } from './scope.js';
@@ -168,6 +168,9 @@ export function createRequestHandler(parts: HandlerParts) {
     function run(): Promise<void> | void {
       if (hasDotSegments(scope.rawPath)) throw badRequest('the path contains "." or ".." segments; send the normalised path');
       if (scope.pathProblem !== undefined) throw badRequest(scope.pathProblem);
+      // Decisions read the first of each; the forwarded raw list would carry every copy (issue 34).
+      const repeated = repeatedSingleHeader(req.rawHeaders);
+      if (repeated !== undefined) throw badRequest(`the request has more than one ${repeated === 'host' ? 'Host' : 'Authorization'} header; send exactly one`);
       if (route?.public) {
         // Answered before authentication (sign-in, metadata): only `by: client` and `by: service` policies cover them.
         const limited = limit?.(scope);

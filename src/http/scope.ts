@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { ANONYMOUS, type Principal } from '../access/principal.js';
 import type { RequestTrace } from '../observability/tracing/tracing.js';
-import { canonicalPath } from './canonical-path.js';
+import { canonicalPath, RAW_HASH } from './canonical-path.js';
 
 /**
  * Request ids: a random per-process prefix and a counter. Unique across replicas in practice,
@@ -77,7 +77,8 @@ export class RequestScope {
     const rawPath = (this.rawPath = q === -1 ? this.rawUrl : this.rawUrl.slice(0, q));
     const canonical = canonicalPath(rawPath);
     this.path = typeof canonical === 'string' ? canonical : rawPath;
-    this.pathProblem = typeof canonical === 'string' ? undefined : canonical.message;
+    // A raw `#` in the query is refused as in the path: a readFilter appended to it would land in a fragment.
+    this.pathProblem = typeof canonical !== 'string' ? canonical.message : q !== -1 && this.rawUrl.includes('#', q) ? RAW_HASH : undefined;
     const semicolon = canonical === rawPath ? -1 : rawPath.indexOf(';');
     this.pathParameters = semicolon === -1 ? '' : rawPath.slice(semicolon);
     this.rawQuery = q === -1 ? '' : this.rawUrl.slice(q + 1);

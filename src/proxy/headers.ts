@@ -33,6 +33,26 @@ export function withoutOwnCookies(header: string): string {
     .join('; ');
 }
 
+/**
+ * Headers a request may carry once (issue 34). Node keeps only the first of each in
+ * `req.headers`, which every decision reads, while the raw list (what is forwarded) keeps them
+ * all: a second `Authorization` would reach the backend undecided (a bad Bearer, then a Basic
+ * password the backend checks and Outrigger never counted), and a second `Host` makes the
+ * upstream call fail. Such a request is refused with 400. Answers the first repeated name.
+ */
+export function repeatedSingleHeader(rawHeaders: string[]): 'authorization' | 'host' | undefined {
+  let hosts = 0;
+  let authorizations = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    // Only names of the right length are lowercased: nearly every header costs one comparison.
+    if (name.length === 4) {
+      if (name.toLowerCase() === 'host' && ++hosts > 1) return 'host';
+    } else if (name.length === 13 && name.toLowerCase() === 'authorization' && ++authorizations > 1) return 'authorization';
+  }
+  return undefined;
+}
+
 /** Header names listed in `Connection` are hop-by-hop too. */
 function connectionTokens(value: string | string[] | undefined): Set<string> | null {
   if (!value) return null;
