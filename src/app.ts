@@ -21,7 +21,7 @@ import { createFeatureRoutes } from './features/routes.js';
 import { createClientIpResolver } from './http/client-ip.js';
 import { exchangeForScope } from './http/exchange.js';
 import { createRequestHandler } from './http/handler.js';
-import type { RequestObserver } from './http/observe.js';
+import { combineObservers, type RequestObserver } from './http/observe.js';
 import type { RequestScope } from './http/scope.js';
 import { RouteTable, type OwnRoute } from './http/route-table.js';
 import { sendError } from './http/respond.js';
@@ -47,7 +47,7 @@ import { oauthEndpoints } from './oauth/endpoints.js';
 import type { FeatureModule } from './feature-module.js';
 import { createFeatureModules } from './feature-list.js';
 import { offlineSetupKinds } from './offline-setup-kinds.js';
-import { runShutdown } from './shutdown.js';
+import { beginDrain, runShutdown } from './shutdown.js';
 import { RateLimiter } from './limits/limiter.js';
 import { Draining } from './util/draining.js';
 import type { WebhooksModule } from './webhooks/module.js';
@@ -72,6 +72,8 @@ export interface RunningOutrigger {
   modules: FeatureModule[];
   /** SIGTERM behaviour (src/shutdown.ts): drain, stop accepting, finish in-flight (bounded), flush webhook events, close. */
   stop(): Promise<void>;
+  /** SIGUSR2 (a native sidecar's preStop): the drain alone, readiness 503 and Connection: close, until stop(). */
+  beginDrain(): void;
 }
 
 /** The composition root: builds every part once, in dependency order, and starts them. */
@@ -220,10 +222,15 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       authorizeProxy,
       planProxy: policy.planProxy,
       ...(limiter ? { limit: (scope: RequestScope) => limiter.check(scope) } : {}),
-      observer: observers[0] ?? null,
+      observer: combineObservers(observers),
       metrics,
       logger,
       tracing,
+    });
+    // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; anything else is refused.
+    for (const module of modules) module.useAuthenticator?.(authenticate);
+    server?.server.on('upgrade', (req, socket, head: Buffer) => {
+      if (!modules.some((m) => m.upgrade?.(req, socket, head))) socket.destroy();
     });
   }
   const loaded: Record<string, number> = { permissions: permissions.all().size };
@@ -273,6 +280,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       });
       return stopping;
     },
+    beginDrain: () => beginDrain({ server, draining }),
   };
 }
 

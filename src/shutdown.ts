@@ -15,6 +15,10 @@
  *
  * A second signal is handled by the caller (cli/commands/start.ts): it exits at once. Every
  * event the tee had written is in Redis by then, and a delivery cut short is reclaimed.
+ *
+ * `beginDrain` is the first step alone (SIGUSR2): a native sidecar's preStop hook runs when the
+ * Pod starts terminating, while its SIGTERM comes only after the backend has exited, so the
+ * drain starts early and the SIGTERM then skips the part of it already spent.
  */
 import type { ShutdownConfig } from './config/shutdown-config.js';
 import type { ListeningServer } from './http/server.js';
@@ -40,20 +44,27 @@ const FLUSH_AT_LEAST_MS = 2000;
 /** The worker's last acknowledgements; an attempt not done by then is left to be reclaimed. */
 const WORKER_AT_LEAST_MS = 1000;
 
+/** Readiness fails and answers carry `Connection: close` from now on; requests are still served. */
+export function beginDrain(parts: Pick<ShutdownParts, 'server' | 'draining'>): void {
+  parts.draining.begin();
+  parts.server?.beginDrain();
+}
+
 export async function runShutdown(parts: ShutdownParts): Promise<void> {
   const { settings, server, draining, events, worker, logger } = parts;
   const started = Date.now();
   const deadline = started + settings.timeoutSeconds * 1000;
   const left = () => Math.max(0, deadline - Date.now());
 
-  draining.begin();
-  if (server && settings.drainSeconds > 0) {
-    server.beginDrain();
+  // What an earlier beginDrain (a preStop hook) already spent of the drain is not waited again.
+  const drainLeftMs = Math.max(0, settings.drainSeconds * 1000 - draining.elapsedMs());
+  beginDrain(parts);
+  if (server && drainLeftMs > 0) {
     logger.info(
-      { drainSeconds: settings.drainSeconds, timeoutSeconds: settings.timeoutSeconds },
-      `draining: readiness fails and answers carry Connection: close for ${settings.drainSeconds} s, then Outrigger stops accepting`,
+      { drainSeconds: settings.drainSeconds, timeoutSeconds: settings.timeoutSeconds, drainLeftMs },
+      `draining: readiness fails and answers carry Connection: close for ${drainLeftMs / 1000} s more, then Outrigger stops accepting`,
     );
-    await new Promise((resolve) => setTimeout(resolve, settings.drainSeconds * 1000));
+    await new Promise((resolve) => setTimeout(resolve, drainLeftMs));
   }
 
   // Stop accepting first, so nothing new starts while streams are ended and the worker halts.

@@ -22,6 +22,8 @@ export const RECONNECT_AFTER_MS = 1000;
 
 export class Draining {
   private began = false;
+  /** When the drain began (Date.now()), 0 before. */
+  private beganAt = 0;
   private readonly callbacks: StopAcceptingCallback[] = [];
 
   /** True from the first signal on: readiness fails, answers carry `Connection: close`. */
@@ -42,14 +44,21 @@ export class Draining {
     };
   }
 
-  /** Called by the shutdown sequence only. */
+  /** Milliseconds since the drain began (0 before it did). */
+  elapsedMs(): number {
+    return this.began ? Date.now() - this.beganAt : 0;
+  }
+
+  /** Called by the shutdown sequence only; a second call keeps the first moment. */
   begin(): void {
+    if (this.began) return;
     this.began = true;
+    this.beganAt = Date.now();
   }
 
   /** Called by the shutdown sequence only: every callback, each failure reported and not thrown. */
   async stopAccepting(onError: (error: unknown) => void): Promise<void> {
-    this.began = true;
+    this.begin();
     const hint: ReconnectHint = { reason: 'shutdown', retryAfterMs: RECONNECT_AFTER_MS };
     await Promise.all(
       this.callbacks.splice(0).map(async (callback) => {

@@ -13,7 +13,7 @@ import { redisKeys } from '../../src/store/keys.js';
 import { CLI, runCli, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { until, waitFor } from '../support/wait.js';
+import { sleep, until, waitFor } from '../support/wait.js';
 import { startTarget, type Answer, type Target } from '../support/webhook-target.js';
 
 interface Answered {
@@ -132,6 +132,30 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
       // The held POST's event was queued after the server stopped accepting: the flush wrote it.
       expect(await events()).toBe(4);
       expect(cli.output()).toContain('Outrigger stopped');
+    } finally {
+      agent.destroy();
+      stop(cli);
+    }
+  }, 60_000);
+
+  it('SIGUSR2 (a native sidecar\'s preStop) drains without stopping; the SIGTERM that follows skips the drain time spent', async () => {
+    const cli = await startCli(configFile({ drainSeconds: 1, timeoutSeconds: 10 }), ['--no-worker']);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      cli.child.kill('SIGUSR2');
+      await until(() => cli.output().includes('received SIGUSR2'), 'the log line of SIGUSR2');
+      const ready = await send(`${cli.url}/_health/ready`, agent);
+      expect([ready.status, ready.headers.connection]).toEqual([503, 'close']);
+      // Past drainSeconds, still serving: only SIGTERM (after the backend has exited) ends it.
+      await sleep(1500);
+      const served = await send(`${cli.url}/after-drain-seconds`, agent);
+      expect([served.status, served.headers.connection]).toEqual([200, 'close']);
+      expect(await accepts(cli.url)).toBe(true);
+
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+      expect(cli.output()).toContain('stopped accepting connections');
+      expect(cli.output()).not.toContain('s more, then Outrigger stops accepting');
     } finally {
       agent.destroy();
       stop(cli);

@@ -13,6 +13,7 @@ export function registerStartCommands(program: Command): void {
       const config = loadConfigOrExit(opts.config);
       const running = await startOutrigger(config, { worker: opts.worker });
       stopOnSignals(() => running.stop(), running.context.logger);
+      drainOnSignal(() => running.beginDrain(), running.context.logger);
     });
 
   program
@@ -24,6 +25,18 @@ export function registerStartCommands(program: Command): void {
       const running = await startOutrigger(config, { worker: true, serve: false });
       stopOnSignals(() => running.stop(), running.context.logger);
     });
+}
+
+/**
+ * SIGUSR2: begin the drain without stopping (readiness 503, `Connection: close`), for a native
+ * sidecar's preStop hook, which runs when the Pod starts terminating while the SIGTERM comes only
+ * after the backend has exited (docs/kubernetes.md). The SIGTERM then skips the drain time spent.
+ */
+export function drainOnSignal(drain: () => void, logger: Logger): void {
+  process.on('SIGUSR2', () => {
+    logger.info({ signal: 'SIGUSR2' }, 'received SIGUSR2: draining (readiness fails, answers carry Connection: close) until SIGTERM');
+    drain();
+  });
 }
 
 /**
