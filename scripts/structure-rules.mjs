@@ -33,7 +33,8 @@ export const STAGED_FEATURES = {
   // schema before document: a document's mappings are checked against the schema its SDL builds.
   // reads before compile: compiling installs the resolvers that read; the reads know no compiled app.
   // ui stays a folder of its own (scripts/build-assets.mjs bundles it from there), served by serve/.
-  graphql: Object.assign(['values', 'schema', 'document', 'backend', 'reads', 'writes', 'limits', 'compile', 'ui', 'serve'], { entry: 'module.ts' }),
+  // subscribe after compile: a subscription runs its selection on a compiled app; serve hands it SSE requests.
+  graphql: Object.assign(['values', 'schema', 'document', 'backend', 'reads', 'writes', 'limits', 'compile', 'subscribe', 'ui', 'serve'], { entry: 'module.ts' }),
   // clients before sign-in: /authorize looks the client up.
   oauth: Object.assign(['clients', 'sign-in'], { entry: 'module.ts' }),
 };

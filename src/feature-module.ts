@@ -1,4 +1,8 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { ApiKeyAuthenticator } from './access/authenticate.js';
+import type { Principal } from './access/principal.js';
+import type { RequestScope } from './http/scope.js';
 import type { SubRouteHandler } from './admin/admin-route.js';
 import type { RequestObserver } from './http/observe.js';
 import type { OwnRoute } from './http/route-table.js';
@@ -15,6 +19,10 @@ export interface FeatureModule {
   observer?: RequestObserver;
   apiKeyAuthenticator?: () => ApiKeyAuthenticator | null;
   setupKinds?: SetupKind[];
+  /** A WebSocket upgrade request: true when the module took the socket (GraphQL subscriptions). */
+  upgrade?(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /** The proxy's authenticator, once built (for credentials checked outside a request: upgrades, open subscriptions). */
+  useAuthenticator?(authenticate: (scope: RequestScope) => Promise<Principal> | Principal): void;
   start?(): Promise<void>;
   stop?(): Promise<void>;
 }

@@ -15,6 +15,11 @@ import { createHttpBackendWriter, type HttpBackendWriter } from './backend/http-
 import { createCallerWritePolicy } from './backend/write-policy.js';
 import { GraphqlAppRegistry } from './compile/registry.js';
 import { createAppsRoute, createGraphqlRoute } from './serve/routes.js';
+import { SubscriptionService } from './subscribe/service.js';
+import { createCallers, type Authenticate } from './subscribe/caller.js';
+import { createSseTransport } from './subscribe/sse.js';
+import { createWsTransport } from './subscribe/ws.js';
+import { createClientIpResolver } from '../http/client-ip.js';
 
 export interface GraphqlModule extends FeatureModule {
   store: DocumentStore<StoredApp>;
@@ -47,7 +52,23 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
   });
   const writePolicy = serviceAuth ? undefined : createCallerWritePolicy({ acl: context.acl, mode: config.acl.mode });
   let writeExchanges: ((exchange: WriteExchange) => void) | undefined;
+  const readPolicy = serviceAuth ? undefined : createCallerReadPolicy({ acl: context.acl, collectionPath: settings.backend.collectionPath, mode: config.acl.mode });
+  // Subscriptions (SPEC §6.5): the change feed, the hub and the two transports (subscribe/).
+  const subscriptions = new SubscriptionService({
+    redis,
+    blocking: context.connections.blocking('subscription-feed', 1000),
+    bus,
+    feedKey: keys.subscriptionFeed,
+    claimsKey: keys.subscribedCollections,
+    settings: config.subscriptions,
+    collectionPath: settings.backend.collectionPath,
+    reader,
+    readPolicy,
+    onError: (error, what) => logger.warn({ err: String(error) }, `error while ${what}`),
+    counted: (outcome) => context.metrics.subscriptionEvents.inc({ outcome }),
+  });
   const onWrite: WriteObserver = (w, ctx) => {
+    subscriptions.observeWrite(w, ctx);
     if (!writeExchanges) return;
     const caller = ctx.caller as CallerFacts | undefined;
     const requestHeaders: Record<string, string | string[] | undefined> = { ...(caller?.headers ?? {}) };
@@ -75,7 +96,6 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
       ...(ctx.trace ? { traceparent: (ctx.trace as RequestTrace).traceparent } : {}),
     });
   };
-  const readPolicy = serviceAuth ? undefined : createCallerReadPolicy({ acl: context.acl, collectionPath: settings.backend.collectionPath, mode: config.acl.mode });
   const registry = new GraphqlAppRegistry({
     reader,
     defaultDb: settings.defaultDb,
@@ -102,21 +122,55 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     onInvalidApp: (app, problems) => logger.error({ app: app._id, problems }, 'a stored GraphQL app is not valid and is not served; fix it with PUT or PATCH'),
   });
   // Compiled once per app version: a reload recompiles only the apps whose document changed.
-  store.onLoaded((docs) => registry.replaceAll(docs.values()));
+  store.onLoaded((docs) => {
+    subscriptions.updateApps(docs.values());
+    registry.replaceAll(docs.values());
+  });
+  let authenticate: Authenticate | undefined;
+  const callerOf = createCallers({ context, registry, authenticate: () => authenticate });
+  const serveSse = createSseTransport(subscriptions);
+  const clientIp = createClientIpResolver(config.listen.trustedProxies);
+  const upgrade = createWsTransport({
+    service: subscriptions,
+    prefix: config.routes.graphql,
+    heartbeatMs: config.subscriptions.heartbeatSeconds * 1000,
+    lookup: (path) => {
+      const found = registry.lookup(path);
+      return found.found ? { app: found.app, appPath: path } : undefined;
+    },
+    clientIp: (req) => clientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for']).ip,
+    authenticate: () => authenticate,
+    authorize: (scope) => context.authorizeOwnRoute(scope),
+    callerOf,
+  });
+  context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('sse'), { transport: 'sse' });
+  context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('ws'), { transport: 'ws' });
+  // SIGTERM (src/shutdown.ts): when accepting stops, subscribers get their reconnect hint.
+  context.draining.onStopAccepting((hint) => subscriptions.closeAll(hint.retryAfterMs));
 
   return {
     name: 'graphql',
     store,
     registry,
     setupKinds,
-    routes: [createAppsRoute(context, store), createGraphqlRoute(context, registry)],
+    routes: [
+      createAppsRoute(context, store),
+      createGraphqlRoute(context, registry, (scope, app, appPath, body) => serveSse(scope.req, scope.res, body, callerOf(scope, app, appPath))),
+    ],
+    observer: subscriptions.observer,
+    upgrade,
+    useAuthenticator(fn) {
+      authenticate = fn;
+    },
     observeWrites(sink) {
       writeExchanges = sink;
     },
     async start() {
       await store.start();
+      await subscriptions.start();
     },
     async stop() {
+      await subscriptions.stop();
       store.stop();
       await reader.close();
       await writer.close();

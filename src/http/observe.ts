@@ -74,3 +74,28 @@ export function observeOwnRoute(scope: RequestScope, observed: ObservedRequest):
     return (end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
   } as ServerResponse['end'];
 }
+
+/** Several observers as one (webhooks, subscriptions): each `begin` decides alone; none costs more than its own. */
+export function combineObservers(observers: readonly RequestObserver[]): RequestObserver | null {
+  if (observers.length <= 1) return observers[0] ?? null;
+  return {
+    begin(scope) {
+      let one: ObservedRequest | null = null;
+      let many: ObservedRequest[] | null = null;
+      for (const observer of observers) {
+        const observed = observer.begin(scope);
+        if (!observed) continue;
+        if (!one) one = observed;
+        else (many ??= [one]).push(observed);
+      }
+      if (!many) return one;
+      const all = many;
+      return {
+        onRequestData: (chunk) => all.forEach((o) => o.onRequestData(chunk)),
+        onResponseHead: (status, headers) => all.forEach((o) => o.onResponseHead(status, headers)),
+        onResponseData: (chunk) => all.forEach((o) => o.onResponseData(chunk)),
+        finish: (s, completed) => all.forEach((o) => o.finish(s, completed)),
+      };
+    },
+  };
+}

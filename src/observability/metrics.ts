@@ -184,6 +184,8 @@ export function createMetrics() {
     webhookQueueDepth: registry.gauge('outrigger_webhook_queue_depth', 'Events waiting in the in-process queue for Redis.'),
     webhookDeliveries: registry.counter('outrigger_webhook_deliveries_total', 'Webhook delivery attempts, by type and outcome.'),
     webhooksAutoDisabled: registry.counter('outrigger_webhooks_auto_disabled_total', 'Webhooks disabled after webhooks.disableAfterFailures consecutive failed events.'),
+    subscriptionsOpen: registry.gauge('outrigger_graphql_subscriptions_open', 'Open GraphQL subscriptions on this replica, by transport (sse, ws).'),
+    subscriptionEvents: registry.counter('outrigger_graphql_subscription_events_total', 'Subscription events, by outcome (delivered; dropped: a subscriber closed because it did not read).'),
     graphqlBackendReads: registry.counter('outrigger_graphql_backend_reads_total', 'Backend collection reads made by GraphQL apps.'),
     upstreamSlots: registry.gauge('outrigger_upstream_slots', 'Upstream request slots, by state (in-use, waiting for a free one).'),
     requestBufferBytes: registry.gauge('outrigger_request_buffer_bytes', 'Bytes reserved by request bodies read in full before they take an upstream slot (upstream.bufferBodyBytes, at most upstream.bufferTotalBytes).'),

@@ -77,6 +77,11 @@ export function redisKeys(prefix: string, serviceId: string) {
     recordingState: `${ns}:recording`,
     recordingEntries: `${ns}:recording:entries`,
 
+    /** stream: GraphQL subscriptions' change feed `{db, collection, op, _id, document?}`, capped (`subscriptions.retention`). */
+    subscriptionFeed: `${ns}:sub-feed`,
+    /** sorted set: `<db>/<collection>` some replica has subscribers for, scored by when that claim expires (ms). */
+    subscribedCollections: `${ns}:sub-collections`,
+
     /** OAuth (agent sign-in): registered clients (JSON with TTL), authorization codes (JSON, 60 s, by SHA-256 of the code). */
     oauthClient: (clientId: string) => `${ns}:oauth-client:${clientId}`,
     oauthCode: (codeHash: string) => `${ns}:oauth-code:${codeHash}`,

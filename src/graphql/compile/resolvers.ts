@@ -60,6 +60,8 @@ export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits:
   for (const type of Object.values(schema.getTypeMap())) {
     if (!isObjectType(type) || type.name.startsWith('__')) continue;
     type.isTypeOf ??= notHalted;
+    // Subscription fields read nothing: the change is their root value (subscribe/, SPEC §6.5).
+    if (type === schema.getSubscriptionType()) continue;
     const isRoot = type === queryType;
     const mappings = app.mappings[type.name] ?? {};
     for (const field of Object.values(type.getFields())) {

@@ -1,7 +1,7 @@
 /**
  * The mappings of an app document, checked against the schema its SDL builds: every mapped type
- * and field exists (with "did you mean"), mutation fields are write mappings (mutations.ts), no
- * subscription is mapped, enum value
+ * and field exists (with "did you mean"), mutation fields are write mappings (mutations.ts),
+ * subscription fields are change mappings (subscriptions.ts), enum value
  * mappings are literals with one stored value each, unions and interfaces have a `$typeResolver`
  * (type-resolver/), and each field mapping is a dot path or a query mapping whose parts are
  * checked here (aggregation mappings in aggregations.ts; references and names in references.ts).
@@ -22,6 +22,7 @@ import { canonicalKey, findOperatorKey } from '../values/ejson.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 import { checkAggregationMapping } from './aggregations.js';
 import { checkMutationMappings } from './mutations.js';
+import { checkSubscriptionMappings } from './subscriptions.js';
 import { checkName, checkRefs, DOT_PATH, hasArgKey, type RefScope } from './references.js';
 import { abstractTypes, checkTypeResolver } from './type-resolver/index.js';
 
@@ -62,6 +63,8 @@ export function checkMappings(
 
   const mutationType = schema?.getMutationType();
   if (mutationType && mappings[mutationType.name] === undefined) checkMutationMappings(`mappings.${mutationType.name}`, mutationType, {}, problems);
+  const subscriptionType = schema?.getSubscriptionType();
+  if (subscriptionType && mappings[subscriptionType.name] === undefined) checkSubscriptionMappings(`mappings.${subscriptionType.name}`, subscriptionType, {}, problems);
 
   for (const [typeName, typeMappings] of Object.entries(mappings)) {
     const path = `mappings.${typeName}`;
@@ -74,8 +77,8 @@ export function checkMappings(
       const names = Object.keys(schema.getTypeMap()).filter((n) => !n.startsWith('__'));
       problems.push(`${path}: the schema has no type named ${typeName}${suggest(typeName, names)}`);
     }
-    if (type && typeName === subscriptionName) {
-      problems.push(`${path}: subscriptions are not supported; map queries and mutations only`);
+    if (type && isObjectType(type) && typeName === subscriptionName) {
+      checkSubscriptionMappings(path, type, typeMappings, problems);
       continue;
     }
     if (type && isObjectType(type) && typeName === mutationName) {

@@ -110,7 +110,13 @@ export async function executeGraphql(
     return { status: 400, body: errorBody(`this app has no ${operation.operation} type; it answers queries only`, 'OPERATION_NOT_SUPPORTED') };
   }
   if (operation.operation === 'subscription') {
-    return { status: 400, body: errorBody('subscriptions are not supported; GraphQL apps answer queries and mutations', 'SUBSCRIPTIONS_NOT_SUPPORTED') };
+    return {
+      status: 400,
+      body: errorBody(
+        'a subscription needs a streaming transport: GraphQL over SSE (this path with Accept: text/event-stream) or GraphQL over WebSocket (the graphql-transport-ws subprotocol)',
+        'SUBSCRIPTION_NEEDS_STREAM',
+      ),
+    };
   }
 
   // Variables coerced first (defaults, input-field defaults): the estimate must see what execution

@@ -20,11 +20,15 @@ import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredA
 import { backendHeadersFor, type CallerFacts } from '../backend/caller-identity.js';
 import { handleGraphqlHttp } from './http-handler.js';
 import type { GraphqlAppRegistry } from '../compile/registry.js';
+import type { CompiledApp } from '../compile/compile-app.js';
 import { serveGraphiql, wantsGraphiql } from '../ui/graphiql-route.js';
 import { MAX_BODY_BYTES, type RequestContext } from '../types.js';
 import { logAdminChange } from '../../observability/admin-audit.js';
 
-export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegistry): OwnRoute {
+/** Serves a subscription over SSE (subscribe/sse.ts) to its end; the request is authenticated and allowed. */
+export type ServeSse = (scope: RequestScope, app: CompiledApp, appPath: string, body: Buffer | undefined) => Promise<void>;
+
+export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegistry, serveSse?: ServeSse): OwnRoute {
   const { config, acl, metrics } = context;
   const prefix = config.routes.graphql;
   const serviceAuth = config.graphql.backend.auth === 'service';
@@ -42,6 +46,14 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       const readsBody = scope.method === 'POST';
       if (readsBody && acl.needsRequestBody(scope.principal)) scope.bufferedBody = await readBody(scope.req, MAX_BODY_BYTES);
       context.authorizeOwnRoute(scope);
+
+      // GraphQL over SSE (SPEC §6.5): subscriptions, streamed until they end.
+      const accept = scope.req.headers.accept;
+      if (serveSse && (scope.method === 'GET' || scope.method === 'POST') && typeof accept === 'string' && accept.includes('text/event-stream')) {
+        const body = scope.method === 'POST' ? (scope.bufferedBody ?? (await readBody(scope.req, MAX_BODY_BYTES))) : undefined;
+        await serveSse(scope, found.app, rest, body);
+        return;
+      }
 
       // GraphiQL for a browser (page and bundled assets), behind the same lookup and ACL.
       if (wantsGraphiql(scope.method, typeof scope.req.headers.accept === 'string' ? scope.req.headers.accept : undefined, scope.query)) {

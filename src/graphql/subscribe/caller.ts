@@ -1,0 +1,92 @@
+/**
+ * Who a subscription runs as, for both transports (SPEC §6.5: "credentials as for queries"): the
+ * principal the request authenticated as, the ACL as for a `POST` to `/graphql/<uri>`, and the
+ * backend identity of its re-reads (SPEC §3.4, as `graphql.backend.auth` says). Checked again
+ * every second with the same credentials, so a revoked or expired key, a lost permission or a
+ * disabled, deleted or changed app ends the subscription within about a second (SPEC: 1 s goal).
+ */
+import type { AppContext } from '../../app-context.js';
+import type { Principal } from '../../access/principal.js';
+import { OutriggerError } from '../../errors.js';
+import type { RequestScope } from '../../http/scope.js';
+import { backendHeadersFor, type CallerFacts } from '../backend/caller-identity.js';
+import type { CompiledApp } from '../compile/compile-app.js';
+import type { GraphqlAppRegistry } from '../compile/registry.js';
+import type { RequestContext } from '../types.js';
+import type { SseOpen } from './sse.js';
+import type { EndReason } from './subscription.js';
+
+export type Authenticate = (scope: RequestScope) => Promise<Principal> | Principal;
+
+export interface CallerParts {
+  readonly context: AppContext;
+  readonly registry: GraphqlAppRegistry;
+  /** The proxy's authenticator (set when the server is attached; app.ts). */
+  authenticate(): Authenticate | undefined;
+}
+
+/** Re-authentications share one answer per credentials for this long (one per check round). */
+const REAUTH_MS = 900;
+
+export function createCallers(parts: CallerParts) {
+  const { context, registry } = parts;
+  const serviceAuth = context.config.graphql.backend.auth === 'service';
+  const recent = new Map<string, { at: number; principal: Promise<Principal> }>();
+
+  const reauthenticate = (scope: RequestScope): Promise<Principal> => {
+    const header = scope.req.headers.authorization ?? '';
+    const now = Date.now();
+    const hit = recent.get(header);
+    if (hit && now - hit.at < REAUTH_MS) return hit.principal;
+    if (recent.size > 10_000) recent.clear();
+    const authenticate = parts.authenticate();
+    const principal = authenticate ? Promise.resolve().then(() => authenticate(scope)) : Promise.resolve(scope.principal);
+    principal.catch(() => {});
+    recent.set(header, { at: now, principal });
+    return principal;
+  };
+
+  /** The subscription's caller parts for a request already authenticated and allowed (`scope.principal`). */
+  return function callerOf(scope: RequestScope, app: CompiledApp, appPath: string): SseOpen {
+    const original = scope.principal;
+    const ctxFor = (principal: Principal): RequestContext => {
+      const caller: CallerFacts = { principal, headers: scope.req.headers, clientIp: scope.clientIp, secure: scope.secure };
+      return {
+        principal: principal.id === null ? undefined : { id: principal.id, roles: principal.roles, via: principal.via, ...(principal.keyId ? { keyId: principal.keyId } : {}) },
+        backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(principal), principal, scope.req.headers),
+        requestId: scope.id,
+        caller,
+      };
+    };
+    return {
+      app,
+      principal: original,
+      clientIp: scope.clientIp,
+      ctx: () => ctxFor(scope.principal),
+      currentApp: () => {
+        const found = registry.lookup(appPath);
+        return found.found && found.app.uri === app.uri ? found.app : undefined;
+      },
+      check: async (): Promise<EndReason | null> => {
+        let principal: Principal;
+        try {
+          principal = await reauthenticate(scope);
+        } catch (error) {
+          const message = error instanceof OutriggerError ? error.message : 'the credentials could not be checked';
+          return { message: `your credentials no longer authenticate (${message}); the subscription ended`, code: 'UNAUTHENTICATED' };
+        }
+        if (principal.id !== original.id || (principal.keyId ?? null) !== (original.keyId ?? null)) {
+          return { message: 'your credentials now name another caller; the subscription ended', code: 'UNAUTHENTICATED' };
+        }
+        scope.principal = principal;
+        try {
+          context.authorizeOwnRoute(scope);
+        } catch (error) {
+          const message = error instanceof OutriggerError ? error.message : 'not allowed';
+          return { message: `you may no longer use this app (${message}); the subscription ended`, code: 'FORBIDDEN' };
+        }
+        return null;
+      },
+    };
+  };
+}

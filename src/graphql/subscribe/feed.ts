@@ -1,0 +1,227 @@
+/**
+ * The change feed through Redis (SPEC §6.5, "every replica sees every change"): the replica that
+ * proxied a write appends its changes to one stream per service (`keys.subscriptionFeed`, capped
+ * by `subscriptions.retention`: `MAXLEN ~ changes`, and `MINID` for the minutes), and every replica
+ * reads the stream on a blocking connection of its own and hands each change, in stream order, to
+ * its hub. Positions are the stream ids.
+ *
+ * Nothing is published for a collection nobody subscribes to: replicas claim the collections they
+ * have subscribers for in a sorted set (`keys.subscribedCollections`, scored by when the claim
+ * lapses, renewed every few seconds) and announce a new claim on the change bus, so the writing
+ * replica's check is one lookup in a local Set. A claim is written and announced before the
+ * subscription is answered.
+ */
+import type { Redis } from 'ioredis';
+import type { ChangeBus } from '../../store/change-bus.js';
+import type { Change, FeedChange } from './change.js';
+import { comparePositions, isPosition, positionTime } from './positions.js';
+
+export interface FeedOptions {
+  readonly redis: Redis;
+  /** A connection of its own for XREAD BLOCK. */
+  readonly blocking: Redis;
+  readonly bus: ChangeBus;
+  readonly feedKey: string;
+  readonly claimsKey: string;
+  readonly retention: { readonly changes: number; readonly minutes: number };
+  readonly onError: (error: unknown, what: string) => void;
+}
+
+const BLOCK_MS = 1000;
+const READ_COUNT = 500;
+const CLAIM_RENEW_MS = 5000;
+const CLAIM_TTL_MS = 20_000;
+
+/** What a resume finds: the missed changes, or why they cannot be given. */
+export type Missed = { ok: true; changes: FeedChange[] } | { ok: false; code: 'INVALID_LAST_EVENT_ID' | 'LAST_EVENT_ID_AHEAD' | 'BEYOND_RETENTION'; message: string };
+
+export class ChangeFeed {
+  private readonly claimed = new Set<string>();
+  private readonly localCounts = new Map<string, number>();
+  private queue: Change[] = [];
+  private flushing: Promise<void> | null = null;
+  private position = '0-0';
+  private running = false;
+  private renewTimer: NodeJS.Timeout | undefined;
+  private unsubscribeBus: (() => void) | undefined;
+  private listener: ((c: FeedChange) => void) | undefined;
+
+  constructor(private readonly o: FeedOptions) {}
+
+  /** The last position handed to the hub: a resume reads up to it, live changes come after it. */
+  get current(): string {
+    return this.position;
+  }
+
+  /** Does some replica subscribe to this collection? One Set lookup, on the write path. */
+  wants(db: string, collection: string): boolean {
+    return this.claimed.size > 0 && this.claimed.has(claimMember(db, collection));
+  }
+
+  async start(listener: (c: FeedChange) => void): Promise<void> {
+    this.listener = listener;
+    this.running = true;
+    const last = (await this.o.redis.xrevrange(this.o.feedKey, '+', '-', 'COUNT', 1).catch(() => [])) as Array<[string, string[]]>;
+    this.position = last[0]?.[0] ?? '0-0';
+    this.unsubscribeBus = this.o.bus.on((m) => {
+      if (m === 'resync') void this.refreshClaims();
+      else if (m.kind === 'subscribed-collections' && m.id) this.claimed.add(m.id); // at once: the claimer answers its subscriber next
+    });
+    await this.refreshClaims();
+    this.renewTimer = setInterval(() => void this.renew(), CLAIM_RENEW_MS);
+    this.renewTimer.unref();
+    void this.readLoop();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    clearInterval(this.renewTimer);
+    this.unsubscribeBus?.();
+    await this.flushing;
+    if (this.localCounts.size > 0) {
+      const members = [...this.localCounts.keys()];
+      await this.o.redis.zrem(this.o.claimsKey, ...members).catch(() => {});
+    }
+  }
+
+  /** A local subscriber for the collection: claimed (and announced) before the subscription is answered. */
+  async claim(db: string, collection: string): Promise<void> {
+    const member = claimMember(db, collection);
+    const count = this.localCounts.get(member) ?? 0;
+    this.localCounts.set(member, count + 1);
+    if (count > 0 && this.claimed.has(member)) return;
+    this.claimed.add(member);
+    await this.o.redis.zadd(this.o.claimsKey, Date.now() + CLAIM_TTL_MS, member);
+    await this.o.bus.publish({ kind: 'subscribed-collections', id: member });
+  }
+
+  /** The subscriber left; the claim lapses by itself when no local subscriber renews it. */
+  release(db: string, collection: string): void {
+    const member = claimMember(db, collection);
+    const count = (this.localCounts.get(member) ?? 1) - 1;
+    if (count <= 0) this.localCounts.delete(member);
+    else this.localCounts.set(member, count);
+  }
+
+  /** Queues changes for the stream; written together on the next turn of the event loop. */
+  publish(changes: readonly Change[]): void {
+    if (changes.length === 0) return;
+    this.queue.push(...changes);
+    this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queue;
+    this.queue = [];
+    try {
+      const multi = this.o.redis.multi();
+      batch.forEach((change, i) => {
+        const text = JSON.stringify(change);
+        if (i === batch.length - 1) multi.xadd(this.o.feedKey, 'MAXLEN', '~', this.o.retention.changes, '*', 'c', text);
+        else multi.xadd(this.o.feedKey, '*', 'c', text);
+      });
+      await multi.exec();
+    } catch (error) {
+      this.o.onError(error, 'publishing subscription changes');
+    } finally {
+      this.flushing = null;
+      if (this.queue.length > 0) this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
+    }
+  }
+
+  private async readLoop(): Promise<void> {
+    while (this.running) {
+      try {
+        const reply = (await this.o.blocking.xread('COUNT', READ_COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', this.o.feedKey, this.position)) as Array<[string, Array<[string, string[]]>]> | null;
+        if (!reply) continue;
+        for (const [, entries] of reply) {
+          for (const [id, fields] of entries) {
+            this.position = id;
+            const change = decode(fields);
+            if (change) this.listener?.({ position: id, change });
+          }
+        }
+      } catch (error) {
+        if (!this.running) return;
+        this.o.onError(error, 'reading the subscription feed');
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+  }
+
+  /** The changes after `since` up to the current position, or why not (garbage, from the future, trimmed away). */
+  async missedSince(since: string): Promise<Missed> {
+    if (!isPosition(since)) return { ok: false, code: 'INVALID_LAST_EVENT_ID', message: 'Last-Event-ID is not an event id this server gave; live changes follow' };
+    const upTo = this.position;
+    if (comparePositions(since, upTo) > 0) return { ok: false, code: 'LAST_EVENT_ID_AHEAD', message: 'Last-Event-ID is later than any change this server has; live changes follow' };
+    if (comparePositions(since, upTo) === 0) return { ok: true, changes: [] };
+    const cutoff = Date.now() - this.o.retention.minutes * 60_000;
+    const first = (await this.o.redis.xrange(this.o.feedKey, '-', '+', 'COUNT', 1)) as Array<[string, string[]]>;
+    const firstId = first[0]?.[0];
+    // Retained means: not older than the minutes, and nothing after it was trimmed away (the first entry kept is at or before the next one).
+    const trimmed = firstId === undefined || comparePositions(firstId, since) > 0 ? await this.trimmedAfter(since) : false;
+    if (positionTime(since) < cutoff || trimmed) {
+      return { ok: false, code: 'BEYOND_RETENTION', message: `the changes after Last-Event-ID are no longer retained (subscriptions.retention: ${this.o.retention.changes} changes or ${this.o.retention.minutes} minutes); live changes follow` };
+    }
+    const entries = (await this.o.redis.xrange(this.o.feedKey, `(${since}`, upTo, 'COUNT', this.o.retention.changes)) as Array<[string, string[]]>;
+    const changes: FeedChange[] = [];
+    for (const [id, fields] of entries) {
+      const change = decode(fields);
+      if (change) changes.push({ position: id, change });
+    }
+    return { ok: true, changes };
+  }
+
+  /** Were entries after `since` trimmed? Redis 7 keeps the largest deleted id (XINFO STREAM). */
+  private async trimmedAfter(since: string): Promise<boolean> {
+    const info = (await this.o.redis.call('XINFO', 'STREAM', this.o.feedKey).catch(() => null)) as unknown[] | null;
+    if (!info) return true;
+    const at = info.indexOf('max-deleted-entry-id');
+    const maxDeleted = at >= 0 ? String(info[at + 1]) : undefined;
+    if (maxDeleted === undefined || !isPosition(maxDeleted)) return true;
+    return comparePositions(maxDeleted, since) > 0;
+  }
+
+  private async renew(): Promise<void> {
+    try {
+      const now = Date.now();
+      if (this.localCounts.size > 0) {
+        const args: Array<string | number> = [];
+        for (const member of this.localCounts.keys()) args.push(now + CLAIM_TTL_MS, member);
+        await this.o.redis.zadd(this.o.claimsKey, ...args);
+      }
+      await this.o.redis.zremrangebyscore(this.o.claimsKey, '-inf', now);
+      // The minutes of retention: entries older than them go.
+      await this.o.redis.xtrim(this.o.feedKey, 'MINID', '~', `${now - this.o.retention.minutes * 60_000}-0`);
+      await this.refreshClaims();
+    } catch (error) {
+      this.o.onError(error, 'renewing subscription claims');
+    }
+  }
+
+  private async refreshClaims(): Promise<void> {
+    try {
+      const members = await this.o.redis.zrangebyscore(this.o.claimsKey, Date.now(), '+inf');
+      this.claimed.clear();
+      for (const m of members) this.claimed.add(m);
+      for (const m of this.localCounts.keys()) this.claimed.add(m);
+    } catch (error) {
+      this.o.onError(error, 'reading subscription claims');
+    }
+  }
+}
+
+function claimMember(db: string, collection: string): string {
+  return JSON.stringify([db, collection]);
+}
+
+function decode(fields: string[]): Change | undefined {
+  const at = fields.indexOf('c');
+  if (at < 0) return undefined;
+  try {
+    const c = JSON.parse(fields[at + 1]!) as Change;
+    return typeof c.db === 'string' && typeof c.collection === 'string' && typeof c.op === 'string' ? c : undefined;
+  } catch {
+    return undefined;
+  }
+}

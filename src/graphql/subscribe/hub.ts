@@ -1,0 +1,248 @@
+/**
+ * The subscriptions of one replica (SPEC §6.5): registered under their collection, bounded per
+ * principal and per process, and fed every change of the feed in order. For each change, the
+ * subscribers whose `on` holds its op are grouped by identity: one re-read of the document by
+ * `_id` serves every subscriber of the same identity (its readFilter, projectResponse and the
+ * backend's ACL decide, reads/ and backend/ as for a query), then each subscriber's find is
+ * matched on what that identity may see and its selection is executed on the change.
+ *
+ * Deletes carry no document: `{op: "delete", _id}` reaches only subscribers whose find binds
+ * nothing but `_id` and whose read permission has no readFilter. A GraphQL delete carries the
+ * document it read first; it is matched against the readFilter and the find (no re-read), with
+ * projectResponse applied.
+ *
+ * Every second each subscription is checked again (its credentials, the ACL, its app): a revoked
+ * key, a lost permission or a changed app ends it with an error naming why.
+ */
+import type { ExecutionResult } from 'graphql';
+import { compileMatcher } from '../values/local-match.js';
+import { readQueryString } from '../backend/http-reader.js';
+import type { BackendReader, ReadDecision, ReadPolicy, RequestContext } from '../types.js';
+import type { ChangeOp } from '../document/subscriptions.js';
+import type { Change, FeedChange } from './change.js';
+import type { ChangeFeed } from './feed.js';
+import type { EndReason, SubscriptionStream, Transport } from './subscription.js';
+
+export interface ActiveSubscription {
+  readonly stream: SubscriptionStream;
+  readonly db: string;
+  readonly collection: string;
+  readonly on: ReadonlySet<ChangeOp>;
+  /** The field's find with the subscriber's arguments and `@user.*`, on a document the identity may see. */
+  readonly matches: (doc: unknown) => boolean;
+  /** The find binds nothing but `_id`: the only subscribers a delete without document may reach. */
+  readonly onlyId: boolean;
+  /** Who the re-read is made as (headers and permission): equal keys share one re-read. */
+  readonly identityKey: string;
+  /** Whose limit it counts against (`maxPerPrincipal`). */
+  readonly principalKey: string;
+  readonly transport: Transport;
+  readonly ctx: RequestContext;
+  /** The subscriber's selection executed on one change value. */
+  build(value: ChangeValue): Promise<ExecutionResult>;
+  /** Is it still allowed (credentials, the ACL, the app)? The reason to end it, or null. */
+  check(): Promise<EndReason | null> | EndReason | null;
+}
+
+/** What a subscription field resolves from: the change (`id` is `_id` as a string, for an `ID` field). */
+export interface ChangeValue {
+  readonly op: ChangeOp;
+  readonly _id: unknown;
+  readonly id: string | null;
+  readonly document: unknown;
+}
+
+export interface HubOptions {
+  readonly feed: ChangeFeed;
+  readonly reader: BackendReader;
+  readonly readPolicy: ReadPolicy | undefined;
+  readonly maxPerPrincipal: number;
+  readonly maxPerProcess: number;
+  readonly onError: (error: unknown, what: string) => void;
+  readonly counted: (outcome: 'delivered' | 'dropped') => void;
+}
+
+const RECHECK_MS = 1000;
+
+export class SubscriptionHub {
+  private readonly byCollection = new Map<string, Set<ActiveSubscription>>();
+  private readonly perPrincipal = new Map<string, number>();
+  private readonly all = new Set<ActiveSubscription>();
+  private readonly timer: NodeJS.Timeout;
+  private checking = false;
+  private closing = false;
+
+  constructor(private readonly o: HubOptions) {
+    this.timer = setInterval(() => void this.recheck(), RECHECK_MS);
+    this.timer.unref();
+  }
+
+  count(transport?: Transport): number {
+    if (!transport) return this.all.size;
+    let n = 0;
+    for (const s of this.all) if (s.transport === transport) n++;
+    return n;
+  }
+
+  /** Room for one more subscription of this principal? The error naming the bound, or null. */
+  refusal(principalKey: string): EndReason | null {
+    if (this.closing) return { message: 'this replica is shutting down; reconnect', code: 'SHUTTING_DOWN' };
+    if (this.all.size >= this.o.maxPerProcess) return { message: `this replica holds its most subscriptions (subscriptions.maxPerProcess: ${this.o.maxPerProcess}); retry later or elsewhere`, code: 'TOO_MANY_SUBSCRIPTIONS' };
+    if ((this.perPrincipal.get(principalKey) ?? 0) >= this.o.maxPerPrincipal) {
+      return { message: `you hold the most subscriptions one caller may hold (subscriptions.maxPerPrincipal: ${this.o.maxPerPrincipal}); end one first`, code: 'TOO_MANY_SUBSCRIPTIONS' };
+    }
+    return null;
+  }
+
+  /** Registers a subscription (its collection claimed across replicas first); null when a bound refuses it. */
+  async add(sub: ActiveSubscription): Promise<EndReason | null> {
+    const refused = this.refusal(sub.principalKey);
+    if (refused) return refused;
+    this.perPrincipal.set(sub.principalKey, (this.perPrincipal.get(sub.principalKey) ?? 0) + 1);
+    this.all.add(sub);
+    const key = collectionKey(sub.db, sub.collection);
+    let set = this.byCollection.get(key);
+    if (!set) this.byCollection.set(key, (set = new Set()));
+    set.add(sub);
+    await this.o.feed.claim(sub.db, sub.collection);
+    return null;
+  }
+
+  remove(sub: ActiveSubscription, reason: EndReason | null): void {
+    if (!this.all.delete(sub)) return;
+    const n = (this.perPrincipal.get(sub.principalKey) ?? 1) - 1;
+    if (n <= 0) this.perPrincipal.delete(sub.principalKey);
+    else this.perPrincipal.set(sub.principalKey, n);
+    const key = collectionKey(sub.db, sub.collection);
+    const set = this.byCollection.get(key);
+    set?.delete(sub);
+    if (set && set.size === 0) this.byCollection.delete(key);
+    this.o.feed.release(sub.db, sub.collection);
+    if (reason?.code === 'SLOW_SUBSCRIBER') this.o.counted('dropped');
+  }
+
+  /** One change from the feed, to every local subscriber allowed to see it, in feed order. */
+  dispatch(fc: FeedChange, only?: ActiveSubscription): void {
+    const { change } = fc;
+    const subs = only ? [only] : this.byCollection.get(collectionKey(change.db, change.collection));
+    if (!subs) return;
+    const identities = new Map<string, Identity>();
+    for (const sub of subs) {
+      if (!sub.on.has(change.op) || !sub.stream.open) continue;
+      let identity = identities.get(sub.identityKey);
+      if (!identity) identities.set(sub.identityKey, (identity = new Identity(this.o, change, sub.ctx)));
+      const value = this.valueFor(change, sub, identity).then((v) => {
+        if (v === null) return null;
+        this.o.counted('delivered');
+        return sub.build(v);
+      });
+      if (only) sub.stream.pushMissed(fc.position, value);
+      else sub.stream.push(fc.position, value);
+    }
+  }
+
+  private async valueFor(change: Change, sub: ActiveSubscription, identity: Identity): Promise<ChangeValue | null> {
+    const id = idText(change._id);
+    if (change.op === 'delete' && change.document === undefined) {
+      // No document to match a readFilter or a find on: only `_id`-only finds without a readFilter.
+      if (!sub.onlyId) return null;
+      const decision = await identity.decision();
+      if (!decision.allow || decision.filter) return null;
+      return sub.matches({ _id: change._id }) ? { op: 'delete', _id: change._id, id, document: null } : null;
+    }
+    const doc = change.document !== undefined ? await identity.presented(change.document) : await identity.reread();
+    if (doc === null || !sub.matches(doc)) return null;
+    return { op: change.op, _id: change._id, id, document: doc };
+  }
+
+  /** Every second: ends subscriptions whose key, permission or app no longer allows them. */
+  private async recheck(): Promise<void> {
+    if (this.checking) return;
+    this.checking = true;
+    try {
+      for (const sub of [...this.all]) {
+        if (!sub.stream.open) continue;
+        try {
+          const reason = await sub.check();
+          if (reason) sub.stream.end(reason);
+        } catch (error) {
+          this.o.onError(error, 'checking a subscription');
+        }
+      }
+    } finally {
+      this.checking = false;
+    }
+  }
+
+  /** Shutdown: no new subscriptions; every open one is handed to `end` (the transports send their reconnect hint). */
+  closeAll(end: (sub: ActiveSubscription) => void): void {
+    this.closing = true;
+    clearInterval(this.timer);
+    for (const sub of [...this.all]) end(sub);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+/** One identity's view of one change: its read decision and its re-read, each made once. */
+class Identity {
+  private decided: Promise<ReadDecision> | undefined;
+  private read: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly o: HubOptions,
+    private readonly change: Change,
+    private readonly ctx: RequestContext,
+  ) {}
+
+  decision(): Promise<ReadDecision> {
+    const { db, collection } = this.change;
+    return (this.decided ??= this.o.readPolicy ? Promise.resolve(this.o.readPolicy({ db, collection, query: '' }, this.ctx)) : Promise.resolve({ allow: true }));
+  }
+
+  /** The document by `_id` as this identity may read it now (readFilter ANDed, projected), or null. */
+  reread(): Promise<unknown> {
+    return (this.read ??= this.doReread().catch((error: unknown) => {
+      this.o.onError(error, 're-reading a changed document for subscribers');
+      return null;
+    }));
+  }
+
+  private async doReread(): Promise<unknown> {
+    const { db, collection } = this.change;
+    const byId = { _id: this.change._id };
+    const read = { db, collection, filter: byId, page: 1, pagesize: 1 };
+    let decision: ReadDecision = { allow: true };
+    if (this.o.readPolicy) decision = await this.o.readPolicy({ db, collection, query: readQueryString(read) }, this.ctx);
+    if (!decision.allow) return null;
+    const filter = decision.filter && Object.keys(decision.filter).length > 0 ? { $and: [byId, decision.filter] } : byId;
+    const docs = await this.o.reader.find({ ...read, filter }, this.ctx);
+    const doc = docs[0];
+    if (doc === undefined || doc === null) return null;
+    return decision.project ? decision.project(doc) : doc;
+  }
+
+  /** A document the change carries (a GraphQL delete's): the readFilter matched here, projectResponse applied. */
+  async presented(doc: unknown): Promise<unknown> {
+    const decision = await this.decision();
+    if (!decision.allow) return null;
+    if (decision.filter && Object.keys(decision.filter).length > 0) {
+      const matcher = compileMatcher(decision.filter);
+      if (!matcher || !matcher(doc)) return null; // a filter the matcher cannot run is not guessed at
+    }
+    return decision.project ? decision.project(doc) : doc;
+  }
+}
+
+function collectionKey(db: string, collection: string): string {
+  return `${db}\u0000${collection}`;
+}
+
+function idText(id: unknown): string | null {
+  if (typeof id === 'string') return id;
+  if (typeof id === 'number') return String(id);
+  if (id && typeof id === 'object' && typeof (id as { $oid?: unknown }).$oid === 'string') return (id as { $oid: string }).$oid;
+  return id === undefined || id === null ? null : JSON.stringify(id);
+}

@@ -1,0 +1,192 @@
+/**
+ * A subscription request, checked and turned into what the hub runs (SPEC §6.5): the query is
+ * parsed and validated with the app's own rules (the cached `prepare`), the operation must be a
+ * subscription, the variables are coerced, the one root field's mapping gives the collection,
+ * `on` and `find`; the find gets the subscriber's arguments (an omitted one drops its entry, as
+ * for queries) and `@user.id`/`@user.roles`, and an argument value holding an operator is refused,
+ * so a subscriber can narrow the find but never widen it. Each change then runs the subscriber's
+ * selection with the change as the root value (joins inside it read as in a query, batched).
+ */
+import {
+  execute,
+  getArgumentValues,
+  getOperationAST,
+  getVariableValues,
+  GraphQLError,
+  Kind,
+  type DocumentNode,
+  type ExecutionResult,
+  type FieldNode,
+  type GraphQLFormattedError,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
+import { interpolateUserVariables } from '../../access/mongo-rules.js';
+import type { Principal } from '../../access/principal.js';
+import { OutriggerError } from '../../errors.js';
+import { isPlainObject } from '../app-document.js';
+import type { CompiledApp } from '../compile/compile-app.js';
+import type { ExecutionContextValue } from '../compile/resolvers.js';
+import type { ChangeOp } from '../document/subscriptions.js';
+import { RequestState } from '../reads/request-state.js';
+import type { RequestContext } from '../types.js';
+import { findOperatorKey } from '../values/ejson.js';
+import { interpolateQuery } from '../values/interpolate.js';
+import { compileMatcher } from '../values/local-match.js';
+import type { ChangeValue } from './hub.js';
+
+/** A Subscription field's mapping as stored (validated at write, document/subscriptions.ts). */
+export interface SubscriptionMapping {
+  readonly db?: string;
+  readonly collection: string;
+  readonly on: readonly ChangeOp[];
+  readonly find?: Record<string, unknown>;
+}
+
+export interface SubscriptionParams {
+  readonly query?: unknown;
+  readonly variables?: unknown;
+  readonly operationName?: unknown;
+}
+
+export interface PreparedSubscription {
+  readonly app: CompiledApp;
+  readonly document: DocumentNode;
+  readonly operationName: string | undefined;
+  readonly fieldName: string;
+  readonly db: string;
+  readonly collection: string;
+  readonly on: ReadonlySet<ChangeOp>;
+  readonly matches: (doc: unknown) => boolean;
+  readonly onlyId: boolean;
+  /** The subscriber's selection on one change. */
+  build(value: ChangeValue, ctx: RequestContext): Promise<ExecutionResult>;
+}
+
+export type Prepared = { ok: true; sub: PreparedSubscription } | { ok: false; status: number; errors: GraphQLFormattedError[] };
+
+const fail = (status: number, message: string, code: string): Prepared => ({ ok: false, status, errors: [{ message, extensions: { code } }] });
+
+export function prepareSubscription(
+  app: CompiledApp,
+  mappings: Readonly<Record<string, SubscriptionMapping>> | undefined,
+  params: SubscriptionParams,
+  principal: Principal,
+): Prepared {
+  if (typeof params.query !== 'string' || params.query.trim() === '') return fail(400, 'the request needs a query (a subscription operation)', 'BAD_REQUEST');
+  if (params.variables !== undefined && params.variables !== null && !isPlainObject(params.variables)) return fail(400, 'variables must be an object', 'BAD_REQUEST');
+  if (params.operationName !== undefined && params.operationName !== null && typeof params.operationName !== 'string') return fail(400, 'operationName must be a string', 'BAD_REQUEST');
+  const prepared = app.prepare(params.query);
+  if (prepared.syntaxErrors) return { ok: false, status: 400, errors: prepared.syntaxErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_PARSE_FAILED')) };
+  if (prepared.validationErrors) return { ok: false, status: 400, errors: prepared.validationErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_VALIDATION_FAILED')) };
+  const document = prepared.document as DocumentNode;
+  const operationName = (params.operationName as string | null | undefined) ?? undefined;
+  const operation = getOperationAST(document, operationName);
+  if (!operation) return fail(400, operationName ? `operationName "${operationName}" does not name an operation of the query` : 'the query holds several operations; pass operationName to pick one', 'OPERATION_NOT_FOUND');
+  if (operation.operation !== 'subscription') {
+    return fail(400, `only subscriptions are served over this transport; send ${operation.operation === 'query' ? 'queries' : 'mutations'} as a plain POST to the same path`, 'OPERATION_NOT_SUPPORTED');
+  }
+  const type = app.schema.getSubscriptionType();
+  if (!type) return fail(400, 'this app has no Subscription type', 'OPERATION_NOT_SUPPORTED');
+  const coerced = getVariableValues(app.schema, operation.variableDefinitions ?? [], (params.variables as Record<string, unknown> | null) ?? {}, { maxErrors: 20 });
+  if (coerced.errors) return { ok: false, status: 400, errors: coerced.errors.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) };
+  const node = rootField(operation.selectionSet, document);
+  if (!node) return fail(400, 'a subscription selects exactly one field of the Subscription type', 'GRAPHQL_VALIDATION_FAILED');
+  const fieldName = node.name.value;
+  const field = type.getFields()[fieldName];
+  const mapping = mappings?.[fieldName];
+  if (!field || !mapping) return fail(400, `${type.name}.${fieldName} is not mapped to changes of a collection`, 'GRAPHQL_VALIDATION_FAILED');
+
+  let args: Record<string, unknown>;
+  try {
+    args = getArgumentValues(field, node, coerced.coerced);
+  } catch (error) {
+    return fail(400, error instanceof Error ? error.message : String(error), 'BAD_USER_INPUT');
+  }
+  for (const [name, value] of Object.entries(args)) {
+    const op = findOperatorKey(value);
+    // Values are compared as literals; an operator object would widen the find.
+    if (op !== undefined) return fail(400, `argument "${name}" holds "${op}", an operator; subscription arguments are values, and cannot widen the field's find`, 'BAD_USER_INPUT');
+  }
+  let find: Record<string, unknown>;
+  try {
+    const withUser = interpolateUserVariables(mapping.find ?? {}, principal) as Record<string, unknown>;
+    find = interpolateQuery(withUser, { args }, { nullForeignKey: false });
+  } catch (error) {
+    if (error instanceof GraphQLError) return { ok: false, status: 400, errors: [withCode(error.toJSON(), 'BAD_USER_INPUT')] };
+    throw error;
+  }
+  const matcher = compileMatcher(find);
+  if (!matcher) return fail(400, `the find of ${type.name}.${fieldName} uses an operator the subscription matcher does not run`, 'BAD_USER_INPUT');
+  const variableValues = coerced.coerced;
+  return {
+    ok: true,
+    sub: {
+      app,
+      document,
+      operationName,
+      fieldName,
+      db: mapping.db ?? app.settings.limits.defaultDb,
+      collection: mapping.collection,
+      on: new Set(mapping.on),
+      matches: matcher,
+      onlyId: Object.keys(find).every((k) => k === '_id'),
+      build: (value, ctx) => runSelection(app, document, operation, variableValues, fieldName, value, ctx),
+    },
+  };
+}
+
+/** The single root field (through fragments); validation already allowed only one. */
+function rootField(set: SelectionSetNode, document: DocumentNode): FieldNode | undefined {
+  for (const s of set.selections) {
+    if (s.kind === Kind.FIELD) return s.name.value.startsWith('__') ? undefined : s;
+    if (s.kind === Kind.INLINE_FRAGMENT) return rootField(s.selectionSet, document);
+    const fragment = document.definitions.find((d) => d.kind === Kind.FRAGMENT_DEFINITION && d.name.value === s.name.value);
+    if (fragment && fragment.kind === Kind.FRAGMENT_DEFINITION) return rootField(fragment.selectionSet, document);
+  }
+  return undefined;
+}
+
+async function runSelection(
+  app: CompiledApp,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variableValues: Record<string, unknown>,
+  fieldName: string,
+  value: ChangeValue,
+  ctx: RequestContext,
+): Promise<ExecutionResult> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), app.settings.limits.timeoutMs);
+  try {
+    const state = new RequestState(app.settings, ctx, controller.signal);
+    const contextValue: ExecutionContextValue = { state };
+    const result = await execute({
+      schema: app.schema,
+      document,
+      operationName: operation.name?.value,
+      variableValues,
+      rootValue: { [fieldName]: value },
+      contextValue,
+    });
+    if (!result.errors) return result;
+    return { ...result, errors: result.errors.map((e) => mask(e, app, ctx)) } as ExecutionResult;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Messages written for clients are kept; anything else is a generic message (and logged). */
+function mask(error: GraphQLError, app: CompiledApp, ctx: RequestContext): GraphQLError {
+  const original = error.originalError;
+  if (original === undefined || original instanceof GraphQLError || original instanceof OutriggerError) {
+    const code = error.extensions?.code ?? (original instanceof OutriggerError ? original.code : 'GRAPHQL_EXECUTION_FAILED');
+    return new GraphQLError(error.message, { ...(error.nodes ? { nodes: error.nodes } : {}), ...(error.path ? { path: error.path } : {}), extensions: { ...error.extensions, code } });
+  }
+  app.onError?.(original, ctx);
+  return new GraphQLError('internal error while resolving this field', { ...(error.path ? { path: error.path } : {}), extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+}
+
+function withCode(error: GraphQLFormattedError, code: string): GraphQLFormattedError {
+  return error.extensions?.code ? error : { ...error, extensions: { ...(error.extensions ?? {}), code } };
+}

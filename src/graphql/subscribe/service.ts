@@ -1,0 +1,203 @@
+/**
+ * GraphQL subscriptions on one replica, wired (SPEC §6.5): the feed (publish and read), the hub,
+ * the mappings of each app version, the two ways writes become changes (proxied REST writes, the
+ * writes of mutations), the transports' shared start (`open`), and the shutdown hint.
+ */
+import type { Redis } from 'ioredis';
+import type { Principal } from '../../access/principal.js';
+import type { RequestObserver } from '../../http/observe.js';
+import type { ChangeBus } from '../../store/change-bus.js';
+import type { SubscriptionsConfig } from '../../config/subscriptions-config.js';
+import { isPlainObject, type GraphqlApp } from '../app-document.js';
+import { appVersion, type CompiledApp } from '../compile/compile-app.js';
+import type { BackendReader, ReadPolicy, RequestContext, WriteObserver } from '../types.js';
+import { changesOf, collectionPathMatcher } from './change.js';
+import { ChangeFeed } from './feed.js';
+import { SubscriptionHub, type ActiveSubscription } from './hub.js';
+import { prepareSubscription, type Prepared, type SubscriptionMapping, type SubscriptionParams } from './prepare.js';
+import { restWritesObserver } from './rest-writes.js';
+import { SubscriptionStream, type EndReason, type Transport } from './subscription.js';
+
+export interface SubscriptionServiceOptions {
+  readonly redis: Redis;
+  readonly blocking: Redis;
+  readonly bus: ChangeBus;
+  readonly feedKey: string;
+  readonly claimsKey: string;
+  readonly settings: SubscriptionsConfig;
+  readonly collectionPath: string;
+  readonly reader: BackendReader;
+  readonly readPolicy: ReadPolicy | undefined;
+  readonly onError: (error: unknown, what: string) => void;
+  readonly counted: (outcome: 'delivered' | 'dropped') => void;
+}
+
+/** What a transport hands in to open one subscription. */
+export interface OpenRequest {
+  readonly app: CompiledApp;
+  readonly params: SubscriptionParams;
+  readonly principal: Principal;
+  readonly clientIp: string;
+  readonly transport: Transport;
+  /** The backend identity of the subscriber's re-reads and joins (rebuilt by `check`). */
+  ctx(): RequestContext;
+  /** The transport's own checks every second (credentials, the ACL); the app is checked here. */
+  check(): Promise<EndReason | null> | EndReason | null;
+  /** SSE: the position to resume after (`Last-Event-ID`). */
+  readonly resumeAfter?: string;
+  /** The reconnect hint on shutdown (SSE `retry:`, WebSocket 1001). */
+  shutdown(retryAfterMs: number): void;
+  /** Told of each result's position, in order (SSE `id:`). */
+  onYield?(position: string | null): void;
+  /** Looks the app up again (changed, disabled or deleted apps end their subscriptions). */
+  currentApp(): CompiledApp | undefined;
+}
+
+export type Opened = { ok: true; stream: SubscriptionStream; prepared: Extract<Prepared, { ok: true }>['sub'] } | { ok: false; status: number; errors: Array<{ message: string; extensions?: Record<string, unknown> }> };
+
+export class SubscriptionService {
+  readonly feed: ChangeFeed;
+  readonly hub: SubscriptionHub;
+  private readonly mappings = new Map<string, GraphqlApp['mappings']>();
+  private readonly match: ReturnType<typeof collectionPathMatcher>;
+  readonly observer: RequestObserver;
+  readonly shutdowns = new Map<ActiveSubscription, (retryAfterMs: number) => void>();
+
+  constructor(private readonly o: SubscriptionServiceOptions) {
+    this.feed = new ChangeFeed({
+      redis: o.redis,
+      blocking: o.blocking,
+      bus: o.bus,
+      feedKey: o.feedKey,
+      claimsKey: o.claimsKey,
+      retention: o.settings.retention,
+      onError: o.onError,
+    });
+    this.hub = new SubscriptionHub({
+      feed: this.feed,
+      reader: o.reader,
+      readPolicy: o.readPolicy,
+      maxPerPrincipal: o.settings.maxPerPrincipal,
+      maxPerProcess: o.settings.maxPerProcess,
+      onError: o.onError,
+      counted: o.counted,
+    });
+    this.match = collectionPathMatcher(o.collectionPath);
+    this.observer = restWritesObserver(this.match, (db, c) => this.feed.wants(db, c), (changes) => this.feed.publish(changes));
+  }
+
+  async start(): Promise<void> {
+    await this.feed.start((fc) => this.hub.dispatch(fc));
+  }
+
+  async stop(): Promise<void> {
+    this.hub.stop();
+    await this.feed.stop();
+  }
+
+  /** The apps' Subscription mappings, by app version (compiled apps carry the version). */
+  updateApps(apps: Iterable<GraphqlApp>): void {
+    this.mappings.clear();
+    for (const app of apps) this.mappings.set(appVersion(app), app.mappings);
+  }
+
+  private mappingsOf(app: CompiledApp): Record<string, SubscriptionMapping> | undefined {
+    const typeName = app.schema.getSubscriptionType()?.name;
+    const byField = typeName ? this.mappings.get(app.version)?.[typeName] : undefined;
+    return isPlainObject(byField) ? (byField as Record<string, SubscriptionMapping>) : undefined;
+  }
+
+  /** The writes of GraphQL mutations as changes (`onWrite` of the engine). */
+  readonly observeWrite: WriteObserver = (w) => {
+    if (!w.response) return;
+    const target = this.match(w.path);
+    if (!target || !this.feed.wants(target.db, target.collection)) return;
+    const body = w.body;
+    const changes = changesOf(target, {
+      method: w.method,
+      path: w.path,
+      query: w.query,
+      status: w.response.status,
+      location: w.response.headers.location,
+      bulk: Array.isArray(body),
+      responseText: () => w.response?.body,
+    });
+    this.feed.publish(changes);
+  };
+
+  /**
+   * Opens one subscription: prepared, bounded, registered (its collection claimed across replicas)
+   * before the transport answers; with `resumeAfter`, the missed changes first.
+   */
+  async open(req: OpenRequest): Promise<Opened> {
+    const prepared = prepareSubscription(req.app, this.mappingsOf(req.app), req.params, req.principal);
+    if (!prepared.ok) return prepared;
+    const principalKey = req.principal.id !== null ? `user:${req.principal.id}` : `address:${req.clientIp}`;
+    const refused = this.hub.refusal(principalKey);
+    if (refused) return { ok: false, status: 429, errors: [{ message: refused.message, extensions: { code: refused.code } }] };
+    const sub = prepared.sub;
+    let active: ActiveSubscription | undefined;
+    const stream = new SubscriptionStream(req.transport, this.o.settings.maxBufferedEvents, (reason) => {
+      if (!active) return;
+      this.hub.remove(active, reason);
+      this.shutdowns.delete(active);
+    }, req.onYield);
+    let ctx = req.ctx();
+    const principal = req.principal;
+    const identityKey = JSON.stringify([principal.id, principal.roles, principal.via, principal.keyId ?? null, principal.verifiedLocally ? null : ctx.backendHeaders ?? null]);
+    const version = req.app.version;
+    active = {
+      stream,
+      db: sub.db,
+      collection: sub.collection,
+      on: sub.on,
+      matches: sub.matches,
+      onlyId: sub.onlyId,
+      identityKey,
+      principalKey,
+      transport: req.transport,
+      get ctx() {
+        return ctx;
+      },
+      build: (value) => sub.build(value, ctx),
+      check: async () => {
+        const app = req.currentApp();
+        if (!app) return { message: 'the app of this subscription was disabled or deleted', code: 'APP_GONE' };
+        if (app.version !== version) {
+          const again = prepareSubscription(app, this.mappingsOf(app), req.params, req.principal);
+          if (!again.ok) return { message: `the app of this subscription changed and the subscription no longer applies: ${again.errors[0]?.message ?? ''}`, code: 'APP_CHANGED' };
+        }
+        const reason = await req.check();
+        if (!reason) ctx = req.ctx();
+        return reason;
+      },
+    };
+    if (req.resumeAfter !== undefined) stream.hold();
+    const added = await this.hub.add(active);
+    if (added) return { ok: false, status: 429, errors: [{ message: added.message, extensions: { code: added.code } }] };
+    this.shutdowns.set(active, req.shutdown);
+    if (req.resumeAfter !== undefined) {
+      const missed = await this.feed.missedSince(req.resumeAfter).catch((error: unknown) => {
+        this.o.onError(error, 'reading missed changes');
+        return { ok: false as const, code: 'BEYOND_RETENTION' as const, message: 'the missed changes could not be read; live changes follow' };
+      });
+      if (!missed.ok) stream.notice({ message: missed.message, code: missed.code });
+      else for (const fc of missed.changes) this.hub.dispatch(fc, active);
+      stream.release();
+    }
+    return { ok: true, stream, prepared: sub };
+  }
+
+  /** Shutdown (SPEC §2, §6.5): every open subscription gets its reconnect hint and ends. */
+  closeAll(retryAfterMs: number): void {
+    this.hub.closeAll((sub) => {
+      const shutdown = this.shutdowns.get(sub);
+      this.shutdowns.delete(sub);
+      try {
+        shutdown?.(retryAfterMs);
+      } finally {
+        void sub.stream.return();
+      }
+    });
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * One open subscription as the transports see it: an async iterator of GraphQL results, in feed
+ * order, each with its feed position (the SSE `id:`). Changes arrive as promises (the re-read and
+ * the execution run concurrently, per identity), and are handed out in the order they were
+ * pushed. The queue is bounded (`subscriptions.maxBufferedEvents`): a subscriber that does not
+ * read is ended with an error naming why, and nothing it holds slows anyone else, because nothing
+ * here waits for the client.
+ *
+ * While a resume reads the missed changes (`Last-Event-ID`), live changes are held and released
+ * after them; a position at or before the last one pushed is dropped, so nothing comes twice.
+ */
+import { GraphQLError, type ExecutionResult } from 'graphql';
+import { comparePositions } from './positions.js';
+
+export type Transport = 'sse' | 'ws';
+
+interface Pending {
+  readonly position: string | null;
+  readonly value: Promise<ExecutionResult | null>;
+}
+
+/** Why a subscription ended early, said to the client (SSE: `next` with errors then `complete`; WebSocket: `error`). */
+export interface EndReason {
+  readonly message: string;
+  readonly code: string;
+}
+
+export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult> {
+  private readonly pending: Pending[] = [];
+  private held: Pending[] | null = null;
+  private lastPushed: string | null = null;
+  private wake: (() => void) | null = null;
+  private ended: EndReason | null = null;
+  private endSaid = false;
+  private closed = false;
+  /** The position of the result last handed out (`null` for a notice that has none). */
+  lastPosition: string | null = null;
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly maxBuffered: number,
+    /** Told once, when the subscription is over for any reason (the hub releases it). */
+    private readonly onClosed: (reason: EndReason | null) => void,
+    /** Told of each result's position as it is handed out, in order (the SSE writer's `id:`). */
+    readonly onYield?: (position: string | null) => void,
+  ) {}
+
+  get open(): boolean {
+    return !this.closed && this.ended === null;
+  }
+
+  /** Queues one live change's result (null: not for this subscriber). Ends a subscriber that does not read. */
+  push(position: string | null, value: Promise<ExecutionResult | null>): void {
+    if (!this.open) return;
+    // Settled rejections must not be unhandled while they wait in the queue.
+    value.catch(() => {});
+    if (this.held) {
+      this.enqueue(this.held, { position, value });
+      return;
+    }
+    if (!this.advance(position)) return;
+    this.enqueue(this.pending, { position, value });
+  }
+
+  /** Queues one missed change's result while a resume reads them (live ones are held meanwhile). */
+  pushMissed(position: string, value: Promise<ExecutionResult | null>): void {
+    if (!this.open) return;
+    value.catch(() => {});
+    if (this.advance(position)) this.enqueue(this.pending, { position, value });
+  }
+
+  /** A notice without a position (a resume's error), handed out in order. */
+  notice(errors: EndReason): void {
+    const result: ExecutionResult = { errors: [new GraphQLError(errors.message, { extensions: { code: errors.code } })] };
+    this.pending.push({ position: null, value: Promise.resolve(result) });
+    this.wake?.();
+  }
+
+  /** From now on live changes wait until `release` (a resume reads the missed ones first). */
+  hold(): void {
+    this.held ??= [];
+  }
+
+  /** The missed changes were queued: the live ones held meanwhile follow, without any already queued. */
+  release(): void {
+    const held = this.held;
+    this.held = null;
+    if (!held || !this.open) return;
+    for (const p of held) if (this.advance(p.position)) this.enqueue(this.pending, p);
+  }
+
+  /** Records a position as queued; false when it (or a later one) already was. */
+  private advance(position: string | null): boolean {
+    if (position === null) return true;
+    if (this.lastPushed !== null && comparePositions(position, this.lastPushed) <= 0) return false;
+    this.lastPushed = position;
+    return true;
+  }
+
+  private enqueue(queue: Pending[], p: Pending): void {
+    if (queue.length >= this.maxBuffered) {
+      this.end({ message: `this subscriber did not read: more than ${this.maxBuffered} events were waiting (subscriptions.maxBufferedEvents); reconnect and read faster`, code: 'SLOW_SUBSCRIBER' });
+      return;
+    }
+    queue.push(p);
+    this.wake?.();
+  }
+
+  /** Ends the subscription with an error the client is told (revocation, a slow reader, a changed app). */
+  end(reason: EndReason): void {
+    if (this.closed || this.ended) return;
+    this.ended = reason;
+    this.pending.length = 0;
+    this.held = null;
+    this.onClosed(reason);
+    this.wake?.();
+  }
+
+  async next(): Promise<IteratorResult<ExecutionResult>> {
+    for (;;) {
+      if (this.closed) return { done: true, value: undefined };
+      if (this.ended) {
+        if (this.endSaid) return this.finish();
+        this.endSaid = true;
+        const error = new GraphQLError(this.ended.message, { extensions: { code: this.ended.code } });
+        if (this.transport === 'ws') {
+          this.finish();
+          throw error; // graphql-ws sends it as an `error` message
+        }
+        return { done: false, value: { errors: [error] } };
+      }
+      const head = this.pending[0];
+      if (!head) {
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        this.wake = null;
+        continue;
+      }
+      let result: ExecutionResult | null;
+      try {
+        result = await head.value;
+      } catch (error) {
+        result = { errors: [new GraphQLError('internal error while building this event', { extensions: { code: 'INTERNAL_SERVER_ERROR' } })] };
+        void error;
+      }
+      if (this.pending[0] !== head) continue; // ended or closed meanwhile
+      this.pending.shift();
+      if (result === null) continue;
+      this.lastPosition = head.position;
+      this.onYield?.(head.position);
+      return { done: false, value: result };
+    }
+  }
+
+  async return(): Promise<IteratorResult<ExecutionResult>> {
+    return this.finish();
+  }
+
+  async throw(): Promise<IteratorResult<ExecutionResult>> {
+    return this.finish();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  private finish(): IteratorResult<ExecutionResult> {
+    if (!this.closed) {
+      this.closed = true;
+      this.pending.length = 0;
+      this.held = null;
+      if (!this.ended) this.onClosed(null);
+      this.wake?.();
+    }
+    return { done: true, value: undefined };
+  }
+}
