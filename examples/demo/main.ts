@@ -53,6 +53,8 @@ const { config, problems } = validateConfig({
   redis: { url: 'embedded' },
   users: { source: 'upstream' },
   acl: { mode: 'enforce', bootstrap: setupFile },
+  // Outrigger answers /mcp itself: the shop app's tools, for agents that sign in (docs/agents.md).
+  mcp: { server: 'outrigger' },
   webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
   log: { level: process.env.OUTRIGGER_LOG_LEVEL ?? 'info' },
 });
@@ -104,6 +106,8 @@ Outrigger demo is running.
 Open in a browser:
   ${u}/_admin/                 the console: keys, webhooks and their logs, permissions, recording (sign in as admin / admin-password)
   ${u}/graphql/shop            GraphiQL on the demo's GraphQL app "shop" (sign in as alice / alice-password)
+  MCP server for agents:      ${config.service.publicUrl}/mcp   (tools recent_orders, place_order; an MCP client signs in
+                               through the browser: npx @modelcontextprotocol/inspector, "Streamable HTTP", that URL)
 
 Try:
   curl -s -u alice:alice-password ${u}/restheart/orders              # only alice's orders (readFilter)
