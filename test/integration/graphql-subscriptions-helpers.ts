@@ -197,3 +197,17 @@ export async function received(r: Received, n: number, timeoutMs = 10_000): Prom
   if (r.values.length < n) throw new Error(`the subscription failed: ${String((r.error as Error)?.message ?? JSON.stringify(r.error))}`);
   return r.values;
 }
+
+/** Open subscriptions on one replica (its Prometheus gauge), for waiting until clients are registered. */
+export async function openSubscriptions(base: string): Promise<number> {
+  const res = await fetch(`${base}/_metrics`);
+  const text = await res.text();
+  let n = 0;
+  for (const m of text.matchAll(/^outrigger_graphql_subscriptions_open\{[^}]*\} (\d+)$/gm)) n += Number(m[1]);
+  return n;
+}
+
+/** Waits until a replica holds `n` open subscriptions. */
+export async function subscribed(base: string, n: number): Promise<void> {
+  await until(async () => (await openSubscriptions(base)) >= n, `${n} open subscriptions`);
+}

@@ -13,7 +13,8 @@ import { startStandinBackend, type StandinBackend } from '../../examples/standin
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
 import { call, gql } from './graphql-helpers.js';
-import { hex, putSubscriptionPermissions, rawSse, received, sseSubscribe, subscriptionApp, wsSubscribe } from './graphql-subscriptions-helpers.js';
+import { openSubscriptions, putSubscriptionPermissions, rawSse, received, sseSubscribe, subscribed, subscriptionApp, wsSubscribe } from './graphql-subscriptions-helpers.js';
+import { until } from '../support/wait.js';
 
 const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
 const ROOT = basic('root', 'root-password');
@@ -72,7 +73,7 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
   it('readFilter and projectResponse decide through the re-read: REST writes of another user never reach alice', async () => {
     const alice = sseSubscribe(proxy.url, 'subs', `subscription { orderChanged { ${CHANGE} } }`, { auth: ALICE });
     const carol = sseSubscribe(proxy.url, 'subs', `subscription { orderChanged { ${CHANGE} } }`, { auth: CAROL });
-    await new Promise((r) => setTimeout(r, 300));
+    await subscribed(proxy.url, 2);
     const bobs = await insert(BOB, { owner: 'bob', status: 'open', secret: 's' });
     const alices = await insert(ALICE, { owner: 'alice', status: 'open', secret: 's' });
     const values = await received(alice, 1);
@@ -83,5 +84,73 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
     expect(seen.map((v) => (v.data!.orderChanged as { document: { number: number; secret: string } }).document)).toMatchObject([{ number: bobs.n, secret: 's' }, { number: alices.n, secret: 's' }]);
     alice.close();
     carol.close();
+  });
+
+  it('GraphQL mutations are changes too; an update and a delete reach the subscribers allowed to see them', async () => {
+    await until(async () => (await openSubscriptions(proxy.url)) === 0, 'earlier subscriptions closed');
+    const alice = sseSubscribe(proxy.url, 'subs', `subscription { myOrders { ${CHANGE} } }`, { auth: ALICE });
+    const bob = wsSubscribe(proxy.url, 'subs', `subscription { myOrders { ${CHANGE} } }`, { auth: BOB });
+    await subscribed(proxy.url, 2);
+    const created = await gql(proxy.url, 'subs', 'mutation { createOrder(number: 7001) { _id } }', { auth: BOB });
+    expect(created.status).toBe(200);
+    const id = created.json.data.createOrder._id.$oid as string;
+    // One subscriber on the document by id (carol: no readFilter), over WebSocket: sees the update and the delete.
+    const byId = wsSubscribe(proxy.url, 'subs', 'subscription($id: ObjectId!) { orderById(id: $id) { op id document { status } } }', { auth: CAROL, variables: { id } });
+    const aliceById = sseSubscribe(proxy.url, 'subs', 'subscription($id: ObjectId!) { orderById(id: $id) { op id } }', { auth: ALICE, variables: { id } });
+    await subscribed(proxy.url, 4);
+    expect((await gql(proxy.url, 'subs', `mutation { setStatus(id: "${id}", status: "paid") { status } }`, { auth: BOB })).status).toBe(200);
+    expect((await call(proxy.url, `/shop/orders/${id}`, { method: 'DELETE', auth: BOB })).status).toBe(204);
+    const marker = await insert(ALICE, { owner: 'alice', status: 'open' });
+    expect((await received(bob, 2)).map((v) => v.data!.myOrders)).toEqual([
+      { op: 'insert', id, document: { number: 7001, owner: 'bob', status: 'open', secret: null } },
+      { op: 'update', id, document: { number: 7001, owner: 'bob', status: 'paid', secret: null } },
+    ]);
+    const byIdValues = await received(byId, 2);
+    expect(byIdValues.map((v) => v.data!.orderById)).toEqual([
+      { op: 'update', id, document: { status: 'paid' } },
+      { op: 'delete', id, document: null },
+    ]);
+    // alice: her own order (the marker) only; bob's insert and update, and the delete (her permission has a readFilter), never.
+    const aliceValues = await received(alice, 1);
+    expect(aliceValues.map((v) => (v.data!.myOrders as { document: { number: number } }).document.number)).toEqual([marker.n]);
+    expect(aliceById.values).toEqual([]);
+    for (const s of [alice, bob, byId, aliceById]) s.close();
+  });
+
+  it('a subscription over a plain JSON POST is a 400 naming the two transports', async () => {
+    const res = await gql(proxy.url, 'subs', 'subscription { myOrders { op } }', { auth: ALICE });
+    expect(res.status).toBe(400);
+    expect(res.json.errors[0].message).toMatch(/SSE.*WebSocket/);
+  });
+
+  it('resume: Last-Event-ID gives the missed changes, then live ones, nothing twice; garbage and future ids get an error event then live ones', async () => {
+    const query = `subscription { orderChanged(status: "resume") { op document { number } } }`;
+    const first = await rawSse(proxy.url, 'subs', query, { auth: CAROL });
+    const a = await insert(CAROL, { owner: 'carol', status: 'resume' });
+    const [ea] = await first.waitForNexts(1);
+    await first.close();
+    const b = await insert(CAROL, { owner: 'carol', status: 'resume' });
+    const c = await insert(CAROL, { owner: 'carol', status: 'resume' });
+    const again = await rawSse(proxy.url, 'subs', query, { auth: CAROL, lastEventId: ea!.id! });
+    const d = await insert(CAROL, { owner: 'carol', status: 'resume' });
+    const e = await insert(CAROL, { owner: 'carol', status: 'resume' });
+    const got = await again.waitForNexts(4);
+    expect(got.map((x) => (x.payload.data!.orderChanged as { document: { number: number } }).document.number)).toEqual([b.n, c.n, d.n, e.n]);
+    expect(new Set(got.map((x) => x.id)).size).toBe(4);
+    expect(a.n).toBeLessThan(b.n);
+    await again.close();
+    for (const [lastEventId, code] of [
+      ['garbage', 'INVALID_LAST_EVENT_ID'],
+      ['99999999999999-0', 'LAST_EVENT_ID_AHEAD'],
+      ['1-0', 'BEYOND_RETENTION'],
+    ] as const) {
+      const s = await rawSse(proxy.url, 'subs', query, { auth: CAROL, lastEventId });
+      const [notice] = await s.waitForNexts(1);
+      expect(notice!.payload.errors![0]!.extensions!.code).toBe(code);
+      const next = await insert(CAROL, { owner: 'carol', status: 'resume' });
+      const [, live] = await s.waitForNexts(2);
+      expect((live!.payload.data!.orderChanged as { document: { number: number } }).document.number).toBe(next.n);
+      await s.close();
+    }
   });
 });
