@@ -102,6 +102,27 @@ describe('webhooks: e-mail through a real SMTP server', () => {
     expect(await stack.redis.client.get(proxy.context.keys.emailAllowance(utcDay()))).toBe('3');
   });
 
+  it("carries the attempt's traceparent as a message header, in the request's trace, as the webhook POST does", async () => {
+    const proxy = await start('wh-mail-trace', { dailyAllowance: 100 });
+    const h = await hook(proxy, {
+      name: 'traced mail',
+      condition: "method(POST) and path('/shop/d')",
+      email: { to: ['trace@example.com'], subject: 'traced', bodyType: 'json', bodyTemplate: '{"n": 1}' },
+    });
+    const trace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const incoming = `00-${trace}-00f067aa0ba902b7-01`;
+    await call(proxy.url, '/shop/d', { method: 'POST', body: {}, headers: { traceparent: incoming } });
+    const [mail] = await waitFor(() => mailsTo('trace@example.com'), (m) => m.length === 1, 10_000, 'the e-mail');
+    const sent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/.exec(mail!.headers.traceparent ?? '');
+    expect(sent, `a traceparent header in:\n${mail!.raw.slice(0, 2000)}`).not.toBeNull();
+    // The same trace, the attempt span's own id (not the caller's, not the proxy span's).
+    expect(sent![1]).toBe(trace);
+    expect(sent![2]).not.toBe('00f067aa0ba902b7');
+    const [entry] = await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 1, 5000, 'the log');
+    expect(entry.detail.outgoingRequest.headers.traceparent).toBe(mail!.headers.traceparent);
+    expect(entry.traceparent).toMatch(new RegExp(`^00-${trace}-`));
+  });
+
   it('sends HTML bodies with {{x}} HTML-escaped, and retries an SMTP 4xx', async () => {
     const proxy = await start('wh-mail-html', { dailyAllowance: 100 });
     const h = await hook(proxy, {

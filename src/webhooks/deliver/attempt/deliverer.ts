@@ -47,7 +47,7 @@ export class Deliverer implements WebhookAttempts {
     const span = this.o.tracing?.startSpan(`webhook deliver ${webhook.name}`, 'client', event.traceparent, () => deliverySpanAttributes(webhook, event, context.attempt));
     let outcome: SendOutcome;
     try {
-      outcome = webhook.type === 'http' ? await this.http.send(webhook, event, span?.traceparent) : await this.email.send(webhook, event);
+      outcome = webhook.type === 'http' ? await this.http.send(webhook, event, span?.traceparent) : await this.email.send(webhook, event, span?.traceparent);
     } catch (error) {
       // A bug, not a target problem: final, and said so.
       this.o.logger.error({ err: String(error), webhook: webhook._id }, 'unexpected error while delivering a webhook');

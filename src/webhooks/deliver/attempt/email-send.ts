@@ -24,7 +24,8 @@ export class EmailSender {
 
   constructor(private readonly o: EmailSenderOptions) {}
 
-  async send(webhook: EmailWebhookDocument, event: CapturedEvent): Promise<SendOutcome> {
+  /** `traceparent`: the attempt span's (SPEC §9), a header of the message as on the webhook POST, so a mail pipeline that traces joins the request's trace. */
+  async send(webhook: EmailWebhookDocument, event: CapturedEvent, traceparent?: string): Promise<SendOutcome> {
     const settings = this.o.webhooks.email;
     const ref = { id: webhook._id, name: webhook.name };
     const view = buildTemplateView(event, ref);
@@ -53,6 +54,7 @@ export class EmailSender {
         subject: subject.output,
         'message-id': messageId,
         'content-type': webhook.email.bodyType === 'html' ? 'text/html; charset=utf-8' : 'text/plain; charset=utf-8',
+        ...(traceparent ? { traceparent } : {}),
       },
       body: body.output,
     };
@@ -77,7 +79,7 @@ export class EmailSender {
         subject: subject.output,
         ...(webhook.email.bodyType === 'html' ? { html: body.output } : { text: body.output }),
         messageId,
-        headers: { 'X-Outrigger-Webhook-Id': webhook._id, 'X-Outrigger-Event-Id': event.id },
+        headers: { 'X-Outrigger-Webhook-Id': webhook._id, 'X-Outrigger-Event-Id': event.id, ...(traceparent ? { traceparent } : {}) },
       })) as { response?: string; accepted?: unknown[]; rejected?: unknown[] };
       const reply = String(info.response ?? '');
       const code = Number(/^(\d{3})/.exec(reply)?.[1] ?? 250);
