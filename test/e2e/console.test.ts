@@ -550,6 +550,28 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     await nav('GraphQL apps').click();
     await page.getByText('No GraphQL apps yet.').waitFor();
     await expectAccessible('GraphQL apps page');
+
+    // An app with MCP tools (SPEC §11): the page lists them, a mutation marked hidden without mcp.mutations.
+    const app = {
+      descriptor: { uri: 'tools', description: 'items for agents' },
+      schema: 'type Item { _id: String } type Query { items: [Item] } type Mutation { addItem(id: String!): ID }',
+      mappings: { Query: { items: { db: 'shop', collection: 'items' } }, Mutation: { addItem: { db: 'shop', collection: 'items', insert: { _id: { $arg: 'id' } } } } },
+      mcp: {
+        tools: [
+          { name: 'list_items', description: 'Every item', query: '{ items { _id } }' },
+          { name: 'add_item', description: 'Adds an item', query: 'mutation Add($id: String!) { addItem(id: $id) }' },
+        ],
+      },
+    };
+    expect((await api('/gql-apps/tools', { method: 'PUT', body: app })).status).toBe(201);
+    await go('#/permissions');
+    await nav('GraphQL apps').click();
+    const tools = page.getByRole('list', { name: 'MCP tools of tools' }).locator('li');
+    await poll(() => tools.count()).toBe(2);
+    expect(await tools.nth(0).textContent()).toContain('list_items');
+    expect(await tools.nth(1).textContent()).toMatch(/add_item\s*mutation\s*hidden: mcp\.mutations is off/);
+    await expectAccessible('GraphQL apps page with tools');
+    await api('/gql-apps/tools', { method: 'DELETE' });
   });
 
   it('is readable on a phone (390×844), and every request stayed on its own origin', async () => {

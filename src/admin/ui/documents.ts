@@ -12,7 +12,22 @@ function summary(kind: 'permissions' | 'apps', doc: any) {
     return html`<div class="row small"><span>Priority ${doc.priority ?? 0}</span><span>Roles: ${(doc.roles ?? []).join(', ') || '—'}</span>${doc.apiKeys ? html`<span class="badge type">offers API keys</span>` : ''}</div>
       <code class="cond" aria-label="Predicate">${doc.predicate}</code>`;
   return html`<div class="row small"><span>Served at <code>${doc.descriptor?.uri ?? '?'}</code></span>${doc.descriptor?.enabled === false ? html`<span class="badge disabled">disabled</span>` : ''}</div>
-    ${doc.descriptor?.description && html`<p class="small muted">${doc.descriptor.description}</p>`}`;
+    ${doc.descriptor?.description && html`<p class="small muted">${doc.descriptor.description}</p>`}
+    ${tools(doc)}`;
+}
+
+/** The app's MCP tools (SPEC §11): what agents are offered, and the mutations held back without `mcp.mutations`. */
+function tools(doc: any) {
+  const list: Array<{ name: string; description: string; query: string }> = Array.isArray(doc.mcp?.tools) ? doc.mcp.tools : [];
+  if (list.length === 0) return '';
+  const isMutation = (query: string) => /^\s*(#[^\n]*\n\s*)*mutation\b/.test(query);
+  return html`<div class="small"><strong>MCP tools</strong>
+    <ul aria-label=${`MCP tools of ${doc._id}`}>
+      ${list.map(
+        (t) => html`<li key=${t.name}><code>${t.name}</code> ${isMutation(t.query) ? html`<span class="badge type">mutation</span> ${doc.mcp.mutations === true ? '' : html`<span class="badge disabled">hidden: mcp.mutations is off</span>`}` : ''}
+          <span class="muted">${t.description}</span></li>`,
+      )}
+    </ul></div>`;
 }
 
 export function DocumentsPage({ kind }: { kind: 'permissions' | 'apps' }) {
