@@ -141,6 +141,28 @@ describe('Outrigger MCP server: tools from GraphQL apps', () => {
     await save(shopAppWithTools());
   });
 
+  it('protocol revisions: initialize negotiates 2025-06-18 and 2025-11-25 as asked; a request naming 2026-07-28 is 400 from the SDK transport, naming the supported ones', async () => {
+    const headers = { accept: 'application/json, text/event-stream' };
+    for (const version of ['2025-06-18', '2025-11-25']) {
+      const init = await call(stack.proxy.url, '/mcp', {
+        method: 'POST',
+        auth: ALICE,
+        headers,
+        body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+      });
+      expect(init.status).toBe(200);
+      expect(init.json.result.protocolVersion).toBe(version);
+      expect(init.headers['mcp-session-id']).toBeUndefined();
+      // Stateless: a tools/list in a new request, without the session a stateful server would want.
+      const list = await call(stack.proxy.url, '/mcp', { method: 'POST', auth: ALICE, headers: { ...headers, 'mcp-protocol-version': version }, body: { jsonrpc: '2.0', id: 2, method: 'tools/list' } });
+      expect(list.status).toBe(200);
+      expect(list.json.result.tools.length).toBe(3);
+    }
+    const newest = await call(stack.proxy.url, '/mcp', { method: 'POST', auth: ALICE, headers: { ...headers, 'mcp-protocol-version': '2026-07-28' }, body: { jsonrpc: '2.0', id: 3, method: 'tools/list' } });
+    expect(newest.status).toBe(400);
+    expect(newest.json.error.message).toMatch(/Unsupported protocol version: 2026-07-28 \(supported versions: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07\)/);
+  });
+
   it('answers GET /mcp 405, an anonymous POST 401 with the sign-in challenge, a batch over 10 messages 400', async () => {
     const get = await call(stack.proxy.url, '/mcp', { auth: ALICE });
     expect(get.status).toBe(405);
