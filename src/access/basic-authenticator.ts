@@ -35,20 +35,20 @@ export class BasicAuthenticator {
 
     const credentials = parseBasicAuthorization(header);
     if (!credentials) throw this.refusal('the Authorization header is not valid Basic credentials (base64 of id:password)');
+    // Counted before it is checked (throws 429 at the limit); given back if the password is right.
+    await this.guard.reserve(credentials.id, clientIp);
+    let result: Awaited<ReturnType<UserVerifier['verify']>>;
     try {
-      await this.guard.check(credentials.id, clientIp);
+      result = await this.verifier.verify(credentials.id, credentials.password, header, trace);
     } catch (error) {
-      if ((error as { status?: number }).status === 429) throw error;
-      // Redis unreachable: the guard cannot count, but the password is still checked; say so once per failure.
-      this.log.warn({ err: (error as Error).message }, 'brute-force guard unavailable (Redis); verifying without it');
+      await this.guard.undecided(credentials.id, clientIp).catch((e: Error) => this.log.warn({ err: e.message }, 'brute-force guard: could not give back an attempt'));
+      throw error;
     }
-    const result = await this.verifier.verify(credentials.id, credentials.password, header, trace);
     if (!result) {
       this.metrics.authFailures.inc({ scheme: 'basic', reason: 'wrong-credentials' });
-      await this.guard.recordFailure(credentials.id, clientIp).catch(() => {});
       throw this.refusal('wrong user id or password');
     }
-    await this.guard.recordSuccess(credentials.id, clientIp).catch(() => {});
+    await this.guard.succeeded(credentials.id, clientIp).catch(() => {});
     const principal: Principal = Object.freeze({ id: credentials.id, roles: Object.freeze(result.roles), via: 'basic', verifiedLocally: this.verifier.verifiedLocally });
     if (this.cacheMs > 0) {
       if (this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);

@@ -1,4 +1,6 @@
 import type { Redis } from 'ioredis';
+import { releaseFailureAttempt } from '../store/scripts/release-failure-attempt.js';
+import { reserveFailureAttempt } from '../store/scripts/reserve-failure-attempt.js';
 
 interface Entry {
   /** The total as this process knows it: what Redis last reported plus what Redis has not heard yet. */
@@ -16,6 +18,19 @@ const RETRY_AFTER_FAILED_WRITE_MS = 1000;
 
 export interface FailureCount {
   count: number;
+  remainingMs: number;
+}
+
+/** A counter an attempt reserves on: refused once `limit` attempts are counted in its window. */
+export interface CounterLimit {
+  key: string;
+  limit: number;
+  windowMs: number;
+}
+
+/** The outcome of a reservation: `locked` is the index of the counter at its limit, -1 when reserved. */
+export interface Reservation {
+  locked: number;
   remainingMs: number;
 }
 
@@ -90,6 +105,92 @@ export class FailureCounters {
       if (entry.pending > 0) void this.flush(key, entry);
       return { count: entry.count, remainingMs: Math.max(entry.expiresAt - this.now(), ttl) };
     });
+  }
+
+  /**
+   * Counts one attempt on every counter before it is checked, all or none, so that concurrent
+   * attempts cannot all read "under the limit" (SPEC §3.2, issue 34): one atomic script on
+   * Redis; a counter this process already knows to be full refuses with no I/O; while Redis is
+   * away the reservation is counted here (synchronously, so atomic within the process) and
+   * handed to Redis later like any failure counted during an outage.
+   */
+  async reserve(counters: readonly CounterLimit[]): Promise<Reservation> {
+    const entries = counters.map(({ key, windowMs }) => {
+      let entry = this.live(key);
+      if (!entry) {
+        entry = { count: 0, pending: 0, expiresAt: 0, windowMs, flushing: null };
+        this.remember(key, entry);
+      }
+      return entry;
+    });
+    const full = counters.findIndex(({ limit }, i) => entries[i]!.count >= limit);
+    if (full >= 0) return { locked: full, remainingMs: Math.max(0, entries[full]!.expiresAt - this.now()) };
+    // Counted here first, synchronously: the next reservation in this process sees it at once.
+    for (const [i, entry] of entries.entries()) this.countOne(entry, counters[i]!.windowMs);
+    const away = entries.some((entry) => entry.quietUntil !== undefined && this.now() < entry.quietUntil);
+    if (!away) {
+      // Writes already under way (a clear to send first, a flush) go before the reservation.
+      for (const { key } of counters) if (this.unsentClears.has(key)) await this.sendClear(key);
+      for (const entry of entries) if (entry.flushing) await entry.flushing;
+    }
+    if (away || counters.some(({ key }) => this.unsentClears.has(key))) return { locked: -1, remainingMs: 0 };
+    // What Redis has not heard (this reservation and any failures counted during an outage) is
+    // taken out of `pending` while it is sent, so a concurrent reservation does not send it again.
+    const sent = entries.map((entry) => {
+      const amount = entry.pending;
+      entry.pending = 0;
+      return amount;
+    });
+    const args = counters.flatMap(({ limit, windowMs }, i) => [limit, windowMs, sent[i]! - 1]);
+    let answer: unknown;
+    try {
+      answer = await reserveFailureAttempt.run(this.redis, counters.map(({ key }) => key), args);
+    } catch {
+      // Redis away: the reservation stays counted here, pending, and goes with a later write.
+      for (const [i, entry] of entries.entries()) {
+        entry.pending += sent[i]!;
+        entry.quietUntil = this.now() + RETRY_AFTER_FAILED_WRITE_MS;
+      }
+      return { locked: -1, remainingMs: 0 };
+    }
+    const [index, pttl] = (answer as Array<number | string>).map(Number);
+    if (!index) return { locked: -1, remainingMs: 0 };
+    // Refused by the shared count, which wrote nothing: this attempt is given back here.
+    for (const [i, entry] of entries.entries()) {
+      entry.pending += sent[i]! - 1;
+      entry.count--;
+    }
+    const locked = index - 1;
+    const ttl = pttl! > 0 ? pttl! : counters[locked]!.windowMs;
+    const entry = entries[locked]!;
+    entry.count = Math.max(entry.count, counters[locked]!.limit);
+    entry.expiresAt = Math.max(entry.expiresAt, this.now() + ttl);
+    return { locked, remainingMs: ttl };
+  }
+
+  /** Gives back one reserved attempt on `key` (the password was right); never below zero. */
+  async release(key: string): Promise<void> {
+    const entry = this.live(key);
+    if (entry && entry.count > 0) {
+      entry.count--;
+      if (entry.pending > 0) {
+        // Redis never heard of it: nothing to give back there.
+        entry.pending--;
+        return;
+      }
+    }
+    try {
+      await releaseFailureAttempt.run(this.redis, [key], []);
+    } catch {
+      // Redis away: the attempt stays counted there, which errs on the side of the limit.
+    }
+  }
+
+  private countOne(entry: Entry, windowMs: number): void {
+    entry.count++;
+    entry.pending++;
+    entry.windowMs = windowMs;
+    entry.expiresAt = this.now() + windowMs;
   }
 
   /** One more failure on `key`, whose window restarts; answers the total as now known. */
