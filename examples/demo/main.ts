@@ -14,6 +14,7 @@ import { validateConfig } from '../../src/config/validate.js';
 import { stopOnSignals } from '../../src/cli/commands/start.js';
 import { ListenError } from '../../src/http/server.js';
 import { createLogger } from '../../src/observability/logger.js';
+import { readableLogDestination } from './readable-log.js';
 import { demoData, demoUsers } from '../standin-backend/demo-data.js';
 import { startStandinBackend } from '../standin-backend/index.js';
 
@@ -57,9 +58,12 @@ const { config, problems } = validateConfig({
   mcp: { server: 'outrigger' },
   webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
   log: { level: process.env.OUTRIGGER_LOG_LEVEL ?? 'info' },
+  // One process on a laptop, behind no load balancer: Ctrl-C stops at once instead of draining.
+  shutdown: { drainSeconds: 0, timeoutSeconds: 5 },
 });
 if (problems.length) exitWith(new Error(problems.join('\n')), 'OUTRIGGER_DEMO_PORT', port + 10);
-const logger = createLogger({ level: config.log.level });
+// Lines for a person (`12:04:31 INFO  message`); `outrigger start` keeps JSON lines for collectors.
+const logger = createLogger({ level: config.log.level, destination: readableLogDestination() });
 const outrigger = await startOutrigger(config, { embeddedRedisDir: redisDir, logger }).catch(async (error: unknown) => {
   await backend.close();
   exitWith(error, 'OUTRIGGER_DEMO_PORT', port + 10);

@@ -104,6 +104,19 @@ describe('npm run demo (built)', () => {
     expect(delivered).toBe('webhook "new orders" delivered: POST /restheart/orders (via GraphQL app shop, operation anonymous)');
   }, 90_000);
 
+  it('prints its log lines for a person (time, level, message), not the JSON lines of outrigger start, and stops at once on Ctrl-C', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
+    const env = { OUTRIGGER_LOG_LEVEL: 'info', OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
+    const { code, stdout } = await runDemo(env, cwd);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^\d\d:\d\d:\d\d INFO {2}Outrigger listening on http:\/\/127\.0\.0\.1:\d+, proxying to http:\/\/127\.0\.0\.1:\d+; .*webhook worker on$/m);
+    expect(stdout).toMatch(/^\d\d:\d\d:\d\d INFO {2}received SIGTERM: /m);
+    expect(stdout).toMatch(/^\d\d:\d\d:\d\d INFO {2}Outrigger stopped$/m);
+    expect(stdout.split('\n').filter((l) => l.startsWith('{'))).toEqual([]);
+    // The demo does not drain (no load balancer in front of it): no drain line.
+    expect(stdout).not.toContain('draining:');
+  }, 90_000);
+
   it('a taken port: the CLI message naming the port, and OUTRIGGER_DEMO_PORT; no stack trace', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
     const { code, stderr } = await runDemo({ OUTRIGGER_DEMO_PORT: String(takenPort), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) }, cwd);
