@@ -4,6 +4,7 @@
  * `lastUsedAt` lives in its own hash (written by the verification path, never read by it).
  */
 import type { EpochDate } from '../util/epoch-date.js';
+import { presentKeyLimits, type KeyLimits } from './key-limits.js';
 
 export interface KeyRecord {
   _id: string;
@@ -22,6 +23,8 @@ export interface KeyRecord {
   kind?: 'token';
   serviceId: string;
   keyHash: string;
+  /** An admin's overrides of named `by: key` policies (SPEC §10). */
+  limits?: KeyLimits;
 }
 
 const date = (ms: number): EpochDate => ({ $date: ms });
@@ -39,6 +42,7 @@ export function ownerView(record: KeyRecord, lastUsedAt: number | undefined) {
   view.via = record.via;
   if (record.client !== undefined) view.client = record.client;
   if (record.kind !== undefined) view.kind = record.kind;
+  view.limits = presentKeyLimits(record.limits);
   return view;
 }
 

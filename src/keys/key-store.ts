@@ -6,6 +6,7 @@ import { issueSignInToken } from '../store/scripts/issue-sign-in-token.js';
 import { findKeyByHash } from '../store/scripts/find-key-by-hash.js';
 import { revokeKey } from '../store/scripts/revoke-key.js';
 import { touchKeyLastUsed } from '../store/scripts/touch-key-last-used.js';
+import { replaceKeyRecord } from '../store/scripts/replace-key-record.js';
 
 /** Expired records stay listed this long (the owner sees that a key expired), then the next issuance of their owner removes them. */
 export const EXPIRED_KEPT_MS = 30 * 86_400_000;
@@ -92,6 +93,21 @@ export class ApiKeyStore {
     const k = this.keys;
     const deleted = await revokeKey.run(this.redis, [k.apiKeyRecords, k.apiKeyByHash(record.keyHash), k.apiKeysOfOwner(record.owner), k.apiKeyLastUsed], [id, record.keyHash]);
     return Number(deleted) === 1 ? record : null;
+  }
+
+  /**
+   * Rewrites a key's record with `change` applied, only over the record it read (a revoke or
+   * another admin's change in between is retried, never overwritten); null when there is no such key.
+   */
+  async update(id: string, change: (record: KeyRecord) => KeyRecord): Promise<KeyRecord | null> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const text = await this.redis.hget(this.keys.apiKeyRecords, id);
+      const record = parseKeyRecord(text);
+      if (!record) return null;
+      const next = change(record);
+      if (Number(await replaceKeyRecord.run(this.redis, [this.keys.apiKeyRecords], [id, text!, JSON.stringify(next)])) === 1) return next;
+    }
+    throw new Error(`the key ${id} kept changing while it was being updated`);
   }
 
   async touchLastUsed(id: string, at: number): Promise<void> {

@@ -5,12 +5,15 @@ import { checkJsonContentType, parseJsonBody, readBody } from '../http/body.js';
 import { decodePathSegment } from '../input-limits/path-id.js';
 import { pageOf, readPaging } from '../http/paging.js';
 import { sendJson, sendNoContent } from '../http/respond.js';
+import { readUsage } from '../limits/usage.js';
 import type { OwnRoute } from '../http/route-table.js';
 import type { RequestScope } from '../http/scope.js';
 import { adminView, newestFirst, ownerView } from './key-record.js';
 import type { ApiKeyStore, StoredKey } from './key-store.js';
 import type { ApiKeyIssuer } from './issuer.js';
 import { checkRequestedRoles, keyLifetimeDays, keyPolicyFor, readIssueRequest } from './issuing-rules.js';
+import { patchKeyLimits } from './key-limits.js';
+import { readUsageDays } from './usage-route.js';
 
 const BODY_LIMIT = 64 * 1024;
 
@@ -82,7 +85,15 @@ export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { ro
   };
 
   async function handleKeys(scope: RequestScope): Promise<void> {
-    const id = idFrom(scope.path.slice(prefix.length));
+    const rest = scope.path.slice(prefix.length);
+    const usageOf = usagePath(rest);
+    if (usageOf !== null) {
+      const owner = basicCaller(scope, "read your API keys' usage");
+      const found = await store.get(usageOf);
+      if (!found || found.record.owner !== owner) throw notFound(`you have no key ${JSON.stringify(usageOf)}; list yours with GET ${prefix}`);
+      return sendUsage(scope, usageOf);
+    }
+    const id = idFrom(rest);
     if (id === null) {
       if (scope.method === 'POST') return issue(scope);
       if (scope.method === 'GET') return listOwn(scope);
@@ -96,6 +107,11 @@ export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { ro
   const adminArea: SubRouteHandler = (scope, subPath) => handleAdmin(scope, subPath);
 
   async function handleAdmin(scope: RequestScope, subPath: string): Promise<void> {
+    const usageOf = usagePath(subPath);
+    if (usageOf !== null) {
+      if (!(await store.get(usageOf))) throw notFound(`no key ${JSON.stringify(usageOf)} on this service`);
+      return sendUsage(scope, usageOf);
+    }
     const id = idFrom(subPath);
     if (id === null) {
       if (scope.method !== 'GET') throw methodNotAllowed(['GET']);
@@ -109,16 +125,50 @@ export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { ro
       if (!(await issuer.revoke(id, { actor: scope.principal.id ?? 'admin' }))) throw notFound(`no key ${JSON.stringify(id)} on this service`);
       return sendNoContent(scope.res);
     }
-    if (scope.method !== 'GET') throw methodNotAllowed(['GET', 'DELETE']);
+    if (scope.method === 'PATCH') return patchLimits(scope, id);
+    if (scope.method !== 'GET') throw methodNotAllowed(['GET', 'PATCH', 'DELETE']);
     const found = await store.get(id);
     if (!found) throw notFound(`no key ${JSON.stringify(id)} on this service`);
     sendJson(scope.res, 200, adminView(found.record, found.lastUsedAt));
+  }
+
+  /** `PATCH /_admin/keys/<id>` with `{"limits": {...}}`: the key's own limits (SPEC §10); every replica applies them within the change bus's delay. */
+  async function patchLimits(scope: RequestScope, id: string): Promise<void> {
+    checkJsonContentType(scope.req);
+    const body = parseJsonBody(await readBody(scope.req, BODY_LIMIT), 'send {"limits": {"<by: key policy>": {"limit": 1000, "window": "60s"}}}');
+    const policies = config.limits.policies;
+    // Checked before the read: a bad body is the client's mistake whether or not the key exists.
+    patchKeyLimits(undefined, body, policies);
+    const updated = await store.update(id, (record) => {
+      const limits = patchKeyLimits(record.limits, body, policies);
+      const { limits: _old, ...rest } = record;
+      return limits ? { ...rest, limits } : rest;
+    });
+    if (!updated) throw notFound(`no key ${JSON.stringify(id)} on this service`);
+    await context.bus.publish({ kind: 'apikeys', id });
+    const found = await store.get(id);
+    sendJson(scope.res, 200, adminView(updated, found?.lastUsedAt));
+  }
+
+  async function sendUsage(scope: RequestScope, keyId: string): Promise<void> {
+    if (scope.method !== 'GET') throw methodNotAllowed(['GET']);
+    const days = readUsageDays(scope.query, Date.now());
+    const usage = await readUsage(context.redis, context.keys, keyId, days);
+    // What this replica counted and has not written yet (at most a few seconds' worth).
+    context.limits?.usage.addPending(keyId, usage);
+    sendJson(scope.res, 200, usage);
   }
 
   return { route, adminArea };
 }
 
 const byNewest = (a: StoredKey, b: StoredKey) => newestFirst(a.record, b.record);
+
+/** `'/<id>/usage'` → the decoded id; anything else → null. */
+function usagePath(rest: string): string | null {
+  const m = /^\/([^/]+)\/usage$/.exec(rest);
+  return m ? decodePathSegment(m[1]!, 'key id') : null;
+}
 
 /** `''` or `'/'` → null (the collection); `'/<id>'` → the decoded id; deeper paths → 404. */
 function idFrom(rest: string): string | null {

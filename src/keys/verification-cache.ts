@@ -217,6 +217,8 @@ export class KeyVerificationCache {
       via: 'apikey',
       keyId: record._id,
       verifiedLocally: true,
+      // An admin's overrides (SPEC §10): a change publishes the key's id, which evicts this entry.
+      keyLimits: record.limits,
     });
     return { record, principal, confirmedAt, quietUntil: 0, unconfirmed: false };
   }

@@ -12,7 +12,7 @@ import type { RequestScope } from '../http/scope.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RedisKeys } from '../store/keys.js';
-import { ADMITTED, NEEDS_LEASE, REFUSED, type Allowance } from './allowance.js';
+import { ADMITTED, REFUSED, type Allowance } from './allowance.js';
 import { CompiledPolicy } from './policy.js';
 import { Sharing } from './sharing.js';
 import { UsageCounter } from './usage.js';

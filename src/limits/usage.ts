@@ -56,6 +56,19 @@ export class UsageCounter {
     cell.refused += refused;
   }
 
+  /** Adds what this replica counted for `keyId` and has not written yet to `days` read from Redis. */
+  addPending(keyId: string, days: UsageDay[]): void {
+    const add = (day: string, cell: Cell | undefined) => {
+      const row = cell && days.find((d) => d.day === day);
+      if (!row || !cell) return;
+      row.requests += cell.requests;
+      row.units += cell.units;
+      row.refused += cell.refused;
+    };
+    for (const pending of this.pendingDays) add(pending.day, pending.cells.get(keyId));
+    add(this.day, this.cells.get(keyId));
+  }
+
   start(): void {
     this.timer ??= setInterval(() => void this.flush(), FLUSH_EVERY_MS);
     this.timer.unref();

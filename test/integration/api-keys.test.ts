@@ -53,7 +53,9 @@ async function monitor(port: number) {
 const isPollerRead = (args: string[]) =>
   (args[0]?.toLowerCase() === 'get' && /:version$/.test(args[1] ?? '')) ||
   (args[0]?.toLowerCase() === 'hgetall' && /:features$/.test(args[1] ?? '')) ||
-  (args.length === 1 && args[0]?.toLowerCase() === 'ping');
+  (args.length === 1 && args[0]?.toLowerCase() === 'ping') ||
+  // SPEC §10's key usage, summed in process and written every 5 s (HINCRBY, EXPIRE), not per request.
+  (/^(hincrby|expire)$/i.test(args[0] ?? '') && /:key-usage:/.test(args[1] ?? ''));
 const touchesKeys = (args: string[]) => /^eval/i.test(args[0] ?? '') || args.some((a) => /apikey/.test(a));
 
 describe('API keys: issue, list, revoke, verify', () => {
@@ -317,7 +319,7 @@ describe('API keys: issue, list, revoke, verify', () => {
       expect(res.headers['x-total-count']).toBe('2');
       expect(res.json.map((k: any) => k.name)).toEqual(['second', 'first']);
       const [, firstKey] = res.json;
-      expect(Object.keys(firstKey).sort()).toEqual(['_id', 'createdAt', 'expiresAt', 'name', 'roles', 'via']);
+      expect(Object.keys(firstKey).sort()).toEqual(['_id', 'createdAt', 'expiresAt', 'limits', 'name', 'roles', 'via']);
       expect(firstKey).toEqual({
         _id: first.json._id,
         name: 'first',
@@ -325,6 +327,7 @@ describe('API keys: issue, list, revoke, verify', () => {
         createdAt: { $date: expect.any(Number) },
         expiresAt: first.json.expiresAt,
         via: 'api',
+        limits: {},
       });
       const page = await call(stack.proxy.url, '/keys?page=2&pagesize=1', { auth: as('u-list') });
       expect(page.json.map((k: any) => k.name)).toEqual(['first']);
@@ -363,7 +366,7 @@ describe('API keys: issue, list, revoke, verify', () => {
       expect(new Set(byOwner.json.map((k: any) => k.owner))).toEqual(new Set(['u-other']));
       const byClient = await call(stack.proxy.url, '/_admin/keys?client=claude-desktop', { auth: as('root') });
       expect(byClient.json).toEqual([
-        { _id: agent.record._id, owner: 'u-other', name: 'claude sign-in', roles: ['reader'], createdAt: { $date: agent.record.createdAt }, expiresAt: { $date: agent.record.expiresAt }, via: 'oauth', client: 'claude-desktop' },
+        { _id: agent.record._id, owner: 'u-other', name: 'claude sign-in', roles: ['reader'], createdAt: { $date: agent.record.createdAt }, expiresAt: { $date: agent.record.expiresAt }, via: 'oauth', client: 'claude-desktop', limits: {} },
       ]);
       const paged = await call(stack.proxy.url, '/_admin/keys?pagesize=2&page=1', { auth: as('root') });
       expect(paged.json).toHaveLength(2);

@@ -6,22 +6,13 @@
  * Windows are a day long (or a UTC day quota) so no window ends while a test runs; a test that
  * starts within seconds of midnight UTC could see one end (said here rather than hidden).
  */
-import { parseList } from 'structured-headers';
 import { describe, expect, it } from 'vitest';
 import { call, type CallResult } from '../support/http-client.js';
 import { as, useStack } from '../support/fixtures.js';
+import { rateLimitHeaders } from './rate-limit-helpers.js';
 
 const ALICE = as('alice');
 const BOB = as('bob');
-
-/** `RateLimit-Policy` and `RateLimit` parsed (RFC 9651 Lists of Strings with parameters). */
-export function rateLimitHeaders(res: CallResult) {
-  const policy = res.headers['ratelimit-policy'];
-  const limit = res.headers['ratelimit'];
-  const items = (value: unknown) =>
-    typeof value === 'string' ? parseList(value).map(([name, params]) => ({ name: name as string, ...Object.fromEntries(params) }) as Record<string, any>) : [];
-  return { policies: items(policy), limit: items(limit)[0] as { name: string; r: number; t: number } | undefined };
-}
 
 async function issueKey(base: string, auth: string, name: string): Promise<string> {
   const issued = await call(base, '/keys', { method: 'POST', auth, body: { name, roles: ['reader'] } });
