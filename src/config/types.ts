@@ -170,6 +170,8 @@ export interface OutriggerConfig {
     registrationsPerDay: number;
     /** Authorization requests (GET /authorize) one address (IPv6: one /64) may start per 10 minutes, the life of a request. */
     authorizeRequestsPerAddress: number;
+    /** Authorization requests all addresses together may start per 10-minute window (each is stored 10 minutes). */
+    authorizeRequestsTotal: number;
     /** Whether an agent's key or token may carry the user's admin roles (`acl.adminRoles`): `refuse` leaves them out. */
     adminRoles: 'refuse' | 'allow';
     clientMetadata: {

@@ -111,6 +111,8 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
         // registers once, so a busy service needs far fewer.
         registrationsPerDay: m.integer('registrationsPerDay', 500, 1, 1_000_000),
         authorizeRequestsPerAddress: m.integer('authorizeRequestsPerAddress', 60, 1, 100_000),
+        // Each stored request is at most ~3 KB for 10 minutes: 10,000 a window is ~60 MB at most.
+        authorizeRequestsTotal: m.integer('authorizeRequestsTotal', 10_000, 1, 10_000_000),
         adminRoles: m.oneOf('adminRoles', 'refuse', ['refuse', 'allow'] as const),
         clientMetadata: {
           allowPrivateTargets: c.strings('allowPrivateTargets', [], cidr),

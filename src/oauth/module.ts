@@ -33,6 +33,7 @@ export async function createOAuthModule(context: AppContext, options: FeatureMod
     endpoints,
     path: config.routes.oauth.authorize,
     requestsPerAddress: config.mcp.authorizeRequestsPerAddress,
+    requestsTotal: config.mcp.authorizeRequestsTotal,
     secureCookies: config.service.publicUrl.startsWith('https://'),
     store,
     clients: new ClientDirectory(store, documents),

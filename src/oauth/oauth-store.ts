@@ -125,6 +125,13 @@ export class OAuthStore {
     return { count: Number(results?.[0]?.[1] ?? 0), retryAfter: Math.max(1, Number(results?.[2]?.[1] ?? 1)) };
   }
 
+  /** Counts an authorization request from any address in the current 10-minute window (`mcp.authorizeRequestsTotal`). */
+  async countAuthorizeRequestTotal(): Promise<{ count: number; retryAfter: number }> {
+    const key = this.keys.oauthAuthorizeTotal;
+    const results = await this.redis.multi().incr(key).expire(key, REQUEST_TTL_MS / 1000, 'NX').ttl(key).exec();
+    return { count: Number(results?.[0]?.[1] ?? 0), retryAfter: Math.max(1, Number(results?.[2]?.[1] ?? 1)) };
+  }
+
   async tokenFailures(ip: string): Promise<{ count: number; retryAfter: number }> {
     const key = this.keys.oauthTokenFailuresIp(ip);
     const results = await this.redis.pipeline().get(key).ttl(key).exec();

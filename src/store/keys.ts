@@ -95,6 +95,8 @@ export function redisKeys(prefix: string, serviceId: string) {
     oauthRegistrationsDay: (day: string) => `${ns}:oauth-reg-day:${day}`,
     /** counter with TTL: authorization requests started from one address (IPv6: its /64) in a 10-minute window. */
     oauthAuthorizeIp: (address: string) => `${ns}:oauth-authorize:${address}`,
+    /** counter with TTL: authorization requests started from every address in a 10-minute window (`mcp.authorizeRequestsTotal`). */
+    oauthAuthorizeTotal: `${ns}:oauth-authorize-total`,
     /** counter with TTL: failed token requests from one client address (IPv6: its /64; 10-minute window). */
     oauthTokenFailuresIp: (ip: string) => `${ns}:oauth-token-fail:${ip}`,
     /** sorted set: ids of users' own sign-in tokens by expiry, so expired ones are swept. */

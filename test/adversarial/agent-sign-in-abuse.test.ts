@@ -98,6 +98,20 @@ describe('agent sign-in abuse (issue 25)', () => {
     expect(a.log()).toContain('mcp.authorizeRequestsPerAddress');
   });
 
+  it('bounds authorization requests from all addresses together (issue 34: one /48 holds 65,536 /64s)', async () => {
+    const a = await start('abuse-total', { authorizeRequestsPerAddress: 3, authorizeRequestsTotal: 5 });
+    const clientId = await registerClient(a.url, callback);
+    const statuses: number[] = [];
+    // Each from its own /64 of one /48, each under its own limit.
+    for (let i = 1; i <= 8; i++) statuses.push((await fetch(authorizeUrl(a.url, clientId), from(`2001:db8:34:${i.toString(16)}::1`))).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+    const limited = await fetch(authorizeUrl(a.url, clientId), from('198.51.100.34'));
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await inspect.keys('outrigger:{abuse-total}:oauth-request:*')).toHaveLength(5);
+    expect(a.log()).toContain('mcp.authorizeRequestsTotal');
+  });
+
   it('counts failed /token requests and failed Basic sign-ins of an IPv6 client by its /64 too', async () => {
     const a = await start('abuse-v6-limits');
     // A fresh address of 2001:db8:9:1::/64 for every guess, as one subscriber holding that /64 can send them.

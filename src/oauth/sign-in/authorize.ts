@@ -22,6 +22,8 @@ export interface AuthorizeParts {
   path: string;
   /** `mcp.authorizeRequestsPerAddress`: requests one address (IPv6: one /64) may start per 10 minutes. */
   requestsPerAddress: number;
+  /** Requests all addresses together may start per 10-minute window: many addresses (one /48 holds 65,536 /64s) cannot store without bound. */
+  requestsTotal: number;
   secureCookies: boolean;
   store: OAuthStore;
   clients: ClientDirectory;
@@ -82,6 +84,12 @@ export function createAuthorizeHandler(p: AuthorizeParts) {
       p.logger.warn({ address, limit: p.requestsPerAddress, setting: 'mcp.authorizeRequestsPerAddress' }, 'agent sign-in: too many authorization requests from one address (mcp.authorizeRequestsPerAddress)');
       scope.res.setHeader('retry-after', String(counted.retryAfter));
       return page(scope, errorPage('Too many sign-ins', `Too many sign-ins were started from your network. Wait ${Math.ceil(counted.retryAfter / 60)} minutes, then start again from the application.`, 429));
+    }
+    const total = await p.store.countAuthorizeRequestTotal();
+    if (total.count > p.requestsTotal) {
+      p.logger.warn({ limit: p.requestsTotal, setting: 'mcp.authorizeRequestsTotal' }, 'agent sign-in: too many authorization requests from all addresses (mcp.authorizeRequestsTotal)');
+      scope.res.setHeader('retry-after', String(total.retryAfter));
+      return page(scope, errorPage('Too many sign-ins', `Too many sign-ins are under way on this service. Wait ${Math.ceil(total.retryAfter / 60)} minutes, then start again from the application.`, 429));
     }
     const q = scope.query;
     const once = (name: string): string | null | 'repeated' => {
