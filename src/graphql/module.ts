@@ -130,7 +130,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
   const callerOf = createCallers({ context, registry, authenticate: () => authenticate });
   const serveSse = createSseTransport(subscriptions);
   const clientIp = createClientIpResolver(config.listen.trustedProxies);
-  const upgrade = createWsTransport({
+  const websockets = createWsTransport({
     service: subscriptions,
     prefix: config.routes.graphql,
     heartbeatMs: config.subscriptions.heartbeatSeconds * 1000,
@@ -146,7 +146,10 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
   context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('sse'), { transport: 'sse' });
   context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('ws'), { transport: 'ws' });
   // SIGTERM (src/shutdown.ts): when accepting stops, subscribers get their reconnect hint.
-  context.draining.onStopAccepting((hint) => subscriptions.closeAll(hint.retryAfterMs));
+  context.draining.onStopAccepting((hint) => {
+    subscriptions.closeAll(hint.retryAfterMs);
+    websockets.closeAll();
+  });
 
   return {
     name: 'graphql',
@@ -158,7 +161,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
       createGraphqlRoute(context, registry, (scope, app, appPath, body) => serveSse(scope.req, scope.res, body, callerOf(scope, app, appPath))),
     ],
     observer: subscriptions.observer,
-    upgrade,
+    upgrade: websockets.handleUpgrade,
     useAuthenticator(fn) {
       authenticate = fn;
     },

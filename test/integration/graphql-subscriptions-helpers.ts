@@ -13,7 +13,7 @@ import { call } from './graphql-helpers.js';
 import { until } from '../support/wait.js';
 
 export const SUB_SCHEMA = /* GraphQL */ `
-  type Order { _id: ObjectId, number: Int, owner: String, status: String, total: Int, secret: String }
+  type Order { _id: ObjectId, number: Int, owner: String, status: String, total: Int, secret: String, pad: String }
   type OrderChange { op: String, id: ID, _id: ObjectId, document: Order }
   type Query { orders: [Order] }
   type Mutation {
@@ -140,8 +140,9 @@ export async function rawSse(base: string, uri: string, query: string, opts: { a
   });
   const events: SseEvent[] = [];
   let ended = false;
+  const answer = res.status === 200 ? undefined : res.text();
   const reading = (async () => {
-    if (!res.body) return;
+    if (!res.body || answer) return;
     const decoder = new TextDecoder();
     let buffer = '';
     try {
@@ -178,7 +179,7 @@ export async function rawSse(base: string, uri: string, query: string, opts: { a
       return ended;
     },
     async text() {
-      return res.status === 200 ? '' : await res.text();
+      return (await answer) ?? '';
     },
     async waitForNexts(n: number, timeoutMs = 10_000) {
       await until(() => nexts().length >= n, `${n} next events`, timeoutMs);

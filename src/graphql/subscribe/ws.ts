@@ -12,7 +12,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GraphQLError, type ExecutionArgs } from 'graphql';
+import { GraphQLError, parse, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { OutriggerError } from '../../errors.js';
@@ -71,7 +71,7 @@ export function createWsTransport(parts: WsParts) {
         }
         return true;
       },
-      onSubscribe: async (ctx, _id, payload) => {
+      onSubscribe: async (ctx, id, payload) => {
         const p = pending.get(ctx.extra.request);
         if (!p) return [new GraphQLError('the connection is not initialised')];
         const socket = ctx.extra.socket;
@@ -84,7 +84,11 @@ export function createWsTransport(parts: WsParts) {
             if (socket.bufferedAmount > MAX_UNSENT_BYTES) socket.terminate();
           },
         });
-        if (!opened.ok) return opened.errors.map((e) => new GraphQLError(e.message, { extensions: e.extensions ?? {} }));
+        if (!opened.ok) {
+          // Sent here, with each error's extensions (the library would want GraphQLErrors of its own graphql instance).
+          if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ id, type: 'error', payload: opened.errors }));
+          return { schema: p.app.schema, document: NOTHING, contextValue: { stream: ended() } } as ExecutionArgs;
+        }
         const args: ExecutionArgs = {
           schema: p.app.schema,
           document: opened.prepared.document,
@@ -99,8 +103,16 @@ export function createWsTransport(parts: WsParts) {
     parts.heartbeatMs,
   );
 
+  /** Shutdown: every socket, with or without a subscription, closes with 1001 (a reconnect hint); cut if it lingers. */
+  const closeAll = (): void => {
+    for (const client of wss.clients) {
+      client.close(1001, 'this server is shutting down; reconnect');
+      setTimeout(() => client.terminate(), 1000).unref();
+    }
+  };
+
   /** Takes an upgrade of `/graphql/<uri>`; false when the path is not ours (the caller answers it). */
-  return function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+  const handleUpgrade = function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const url = req.url ?? '/';
     const path = url.split('?')[0] ?? '/';
     if (!path.startsWith(`${parts.prefix}/`)) return false;
@@ -122,6 +134,21 @@ export function createWsTransport(parts: WsParts) {
       });
     })().catch(() => socket.destroy());
     return true;
+  };
+  return { handleUpgrade, closeAll };
+}
+
+/** The document of a refused subscription (its error was sent): the library then completes it. */
+const NOTHING = parse('subscription { __typename }');
+
+function ended(): AsyncIterableIterator<never> {
+  return {
+    next: async () => ({ done: true, value: undefined }),
+    return: async () => ({ done: true, value: undefined }),
+    throw: async () => ({ done: true, value: undefined }),
+    [Symbol.asyncIterator]() {
+      return this;
+    },
   };
 }
 
