@@ -10,6 +10,7 @@ import type { StoredApp } from '../graphql/document/setup-kind.js';
 import { oauthEndpoints } from '../oauth/endpoints.js';
 import type { DocumentStore } from '../store/document-store.js';
 import { ToolCatalogue } from './catalogue.js';
+import { loopbackDispatcher } from './call-graphql.js';
 import { createMcpRoute } from './route.js';
 
 export interface McpModule extends FeatureModule {
@@ -26,5 +27,13 @@ export function createMcpModule(context: AppContext, options: FeatureModuleOptio
   );
   apps.onLoaded((docs) => catalogue.rebuild(docs.values()));
   const resourceMetadataUrl = config.mcp.signIn === 'off' ? null : oauthEndpoints(config).resourceMetadata;
-  return { name: 'mcp-tools', catalogue, routes: [createMcpRoute(context, { catalogue, resourceMetadataUrl })] };
+  const dispatcher = loopbackDispatcher();
+  return {
+    name: 'mcp-tools',
+    catalogue,
+    routes: [createMcpRoute(context, { catalogue, resourceMetadataUrl, dispatcher })],
+    async stop() {
+      await dispatcher.close();
+    },
+  };
 }

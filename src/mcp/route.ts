@@ -25,7 +25,7 @@ import type { RequestScope } from '../http/scope.js';
 import { parseBoundedJson } from '../input-limits/json-depth.js';
 import { mcpSignInRequired } from '../oauth/challenge.js';
 import { MAX_BODY_BYTES } from '../graphql/types.js';
-import { callThroughGraphql, failure } from './call-graphql.js';
+import { callThroughGraphql, failure, type GraphqlDoor } from './call-graphql.js';
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
 
@@ -37,6 +37,8 @@ const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mc
 
 export interface McpRouteOptions {
   readonly catalogue: ToolCatalogue;
+  /** The loopback client tool calls go through (call-graphql.ts). */
+  readonly dispatcher: GraphqlDoor['dispatcher'];
   /** `oauthEndpoints(config).resourceMetadata`, or null when agent sign-in is off. */
   readonly resourceMetadataUrl: string | null;
 }
@@ -45,7 +47,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
   const { config, acl } = context;
   const { catalogue } = options;
   const graphqlPrefix = config.routes.graphql;
-  const door = { graphqlPrefix, timeoutMs: config.graphql.timeoutMs + 5000 };
+  const door: GraphqlDoor = { graphqlPrefix, timeoutMs: config.graphql.timeoutMs + 5000, dispatcher: options.dispatcher };
   const ownOrigin = new URL(config.service.publicUrl).origin;
 
   /** Would `POST /graphql/<uri>` with this tool's operation pass the ACL for this caller? (The call itself is decided by the real request.) */
