@@ -6,6 +6,7 @@ import { createKeyAuthenticator } from './key-authenticator.js';
 import { ApiKeyStore } from './key-store.js';
 import { LastUsedThrottle } from './last-used.js';
 import { createKeyRoutes } from './routes.js';
+import { createLimitsArea } from './limits-area.js';
 import { KeyVerificationCache } from './verification-cache.js';
 
 /**
@@ -35,7 +36,7 @@ export async function createApiKeysModule(context: AppContext, options: FeatureM
   return {
     name: 'api-keys',
     routes: options.serve ? [route] : [],
-    adminAreas: { keys: adminArea },
+    adminAreas: { keys: adminArea, limits: createLimitsArea(config.limits) },
     apiKeyAuthenticator: () => (features.enabled('api-keys') ? authenticator : null),
     async start() {
       unsubscribe = bus.on((message) => {

@@ -14,9 +14,16 @@ export type KeyLimits = Record<string, LimitAmount>;
 export function presentKeyLimits(limits: KeyLimits | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, amount] of Object.entries(limits ?? {})) {
-    out[name] = amount.window.period ? { quota: { limit: amount.limit, period: amount.window.period } } : { limit: amount.limit, window: `${amount.window.seconds}s` };
+    out[name] = amount.window.period ? { quota: { limit: amount.limit, period: amount.window.period } } : { limit: amount.limit, window: windowText(amount.window.seconds) };
   }
   return out;
+}
+
+/** 86400 → `1d`, 7200 → `2h`, 60 → `60s`: as a person would write it in the config. */
+function windowText(seconds: number): string {
+  if (seconds % 86_400 === 0) return `${seconds / 86_400}d`;
+  if (seconds % 3600 === 0) return `${seconds / 3600}h`;
+  return `${seconds}s`;
 }
 
 /** Applies a PATCH body to a key's limits; every problem named by path (400). */

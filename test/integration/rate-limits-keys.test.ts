@@ -52,9 +52,9 @@ describe('rate limits per key: overrides, usage, GraphQL cost', () => {
     const key = await issue('override');
     const patched = await call(stack.proxy.url, `/_admin/keys/${key.id}`, { method: 'PATCH', auth: ROOT, body: { limits: { 'per-key': { limit: 2, window: '1d' } } } });
     expect(patched.status, patched.text).toBe(200);
-    expect(patched.json.limits).toEqual({ 'per-key': { limit: 2, window: '86400s' } });
+    expect(patched.json.limits).toEqual({ 'per-key': { limit: 2, window: '1d' } });
     const own = await call(stack.proxy.url, '/keys', { auth: ALICE });
-    expect(own.json.find((k: { _id: string }) => k._id === key.id).limits).toEqual({ 'per-key': { limit: 2, window: '86400s' } });
+    expect(own.json.find((k: { _id: string }) => k._id === key.id).limits).toEqual({ 'per-key': { limit: 2, window: '1d' } });
 
     // Every replica applies it within the change bus's delay (this one: at once).
     await expect.poll(async () => rateLimitHeaders(await call(stack.proxy.url, '/shop/items', { auth: key.bearer })).policies[0]?.q).toBe(2);
@@ -69,6 +69,14 @@ describe('rate limits per key: overrides, usage, GraphQL cost', () => {
     expect(quota.json.limits).toEqual({ 'per-key': { quota: { limit: 7, period: 'month' } } });
     const removed = await call(stack.proxy.url, `/_admin/keys/${key.id}`, { method: 'PATCH', auth: ROOT, body: { limits: { 'per-key': null } } });
     expect(removed.json.limits).toEqual({});
+  });
+
+  it('GET /_admin/limits lists the policies for the console (admins only)', async () => {
+    const res = await call(stack.proxy.url, '/_admin/limits', { auth: ROOT });
+    expect(res.status).toBe(200);
+    expect(res.json.policies[0]).toEqual({ name: 'per-key', by: 'key', units: 'requests', limit: 5, window: '1d', condition: "path-prefix('/shop')" });
+    expect(res.json).toMatchObject({ headers: true, onRedisUnavailable: 'local' });
+    expect((await call(stack.proxy.url, '/_admin/limits', { auth: ALICE })).status).toBe(403);
   });
 
   it('a bad override is a 400 naming each mistake; only admins may set one; an unknown key is 404', async () => {

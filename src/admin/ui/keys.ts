@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { admin, api, enc } from './api.js';
 import { confirmAction, Empty, ErrorBox, html, PageTitle, Pager, Time, useLoad, type EpochDate } from './ui.js';
+import { describeAmount, LimitsEditor, UsageChart, type Amount, type PolicyView } from './key-limits.js';
 
 interface KeyView {
   _id: string;
@@ -14,6 +15,8 @@ interface KeyView {
   via: string;
   client?: string;
   kind?: string;
+  /** An admin's overrides of `by: key` policies (SPEC §10). */
+  limits?: Record<string, Amount>;
 }
 
 const PAGESIZE = 50;
@@ -30,6 +33,8 @@ export function KeysPage() {
     [page, filter.owner, filter.client],
   );
   const rows = keys.data?.data ?? [];
+  const policies = useLoad(() => api<{ policies: PolicyView[] }>('GET', admin('/limits')), []);
+  const [editing, setEditing] = useState<string | null>(null);
   const filtered = filter.owner || filter.client;
 
   const revoke = async (k: KeyView) => {
@@ -68,7 +73,7 @@ export function KeysPage() {
     ${rows.length > 0 &&
     html`<div class="table-wrap"><table>
       <caption class="visually-hidden">API keys of this service</caption>
-      <thead><tr><th scope="col">Holder</th><th scope="col">Name</th><th scope="col">Roles</th><th scope="col">Client</th><th scope="col">Via</th><th scope="col">Created</th><th scope="col">Last use</th><th scope="col">Expires</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+      <thead><tr><th scope="col">Holder</th><th scope="col">Name</th><th scope="col">Roles</th><th scope="col">Client</th><th scope="col">Via</th><th scope="col">Created</th><th scope="col">Last use</th><th scope="col">Expires</th><th scope="col">Use, 30 days</th><th scope="col">Own limits</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
       <tbody>
         ${rows.map(
           (k) => html`<tr key=${k._id}>
@@ -80,8 +85,16 @@ export function KeysPage() {
             <td><${Time} value=${k.createdAt} /></td>
             <td>${k.lastUsedAt ? html`<${Time} value=${k.lastUsedAt} />` : html`<span class="muted">never</span>`}</td>
             <td>${(k.expiresAt?.$date ?? 0) < Date.now() ? html`<span class="badge failed">expired</span> ` : ''}<${Time} value=${k.expiresAt} /></td>
+            <td><${UsageChart} keyId=${k._id} name=${k.name} /></td>
+            <td>${Object.entries(k.limits ?? {}).map(([name, a]) => html`<div class="small"><strong>${name}</strong>: ${describeAmount(a)}</div>`)}
+              <button type="button" class="link" onClick=${() => setEditing(editing === k._id ? null : k._id)} aria-expanded=${editing === k._id}>Edit limits<span class="visually-hidden"> of ${k.name}</span></button></td>
             <td><button type="button" class="danger" onClick=${() => revoke(k)}>Revoke<span class="visually-hidden"> ${k.name} of ${k.owner}</span></button></td>
-          </tr>`,
+          </tr>
+          ${editing === k._id &&
+          html`<tr key=${`${k._id}-limits`}><td colspan="11">
+            <${LimitsEditor} keyId=${k._id} keyName=${k.name} current=${k.limits ?? {}} policies=${policies.data?.data.policies ?? []}
+              onSaved=${(message: string) => (setEditing(null), setNote(message), keys.reload())} onCancel=${() => setEditing(null)} />
+          </td></tr>`}`,
         )}
       </tbody>
     </table></div>`}
