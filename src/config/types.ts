@@ -36,6 +36,12 @@ export interface RedisConfig {
    * nothing; 0 skips the wait.
    */
   waitForReplicas: number;
+  /**
+   * Deadline of every command on the request path's connection, from its first send (a command
+   * resent after a reconnect keeps it): past it the request gets SPEC §2's 503 instead of waiting
+   * out a frozen Redis (issue 34).
+   */
+  commandTimeoutMs: number;
 }
 
 export interface OutriggerConfig {
@@ -50,6 +56,8 @@ export interface OutriggerConfig {
     requestTimeoutMs: number;
     /** A streamed request body that sends nothing for this long is cut (408). */
     bodyIdleTimeoutMs: number;
+    /** A proxied response the client stops reading is cut after this long without progress (issue 34). */
+    sendTimeoutMs: number;
   };
   /** SIGTERM: drain, then close (SPEC §2; src/shutdown.ts). */
   shutdown: ShutdownConfig;
@@ -67,6 +75,8 @@ export interface OutriggerConfig {
     bufferBodyBytes: number;
     /** What all bodies being buffered may take together; past it bodies stream. */
     bufferTotalBytes: number;
+    /** What one client address's bodies being buffered may take of that; past it its bodies stream. */
+    bufferBytesPerClient: number;
     identity: {
       mode: IdentityMode;
       jwt: { secret: string | null; algorithm: 'HS256' | 'HS384' | 'HS512'; issuer: string; audience: string | null; ttlSeconds: number };

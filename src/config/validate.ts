@@ -49,6 +49,7 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
       headersTimeoutMs: listen.integer('headersTimeoutMs', 30_000, 100, 600_000),
       requestTimeoutMs: listen.integer('requestTimeoutMs', 300_000, 100, 86_400_000),
       bodyIdleTimeoutMs: listen.integer('bodyIdleTimeoutMs', 30_000, 100, 3_600_000),
+      sendTimeoutMs: listen.integer('sendTimeoutMs', 60_000, 100, 3_600_000),
     },
     shutdown: readShutdown(root.section('shutdown'), listen),
     upstream: readUpstream(root.section('upstream')),
@@ -150,6 +151,7 @@ function readUpstream(u: SectionReader): OutriggerConfig['upstream'] {
     maxQueuedPerClient: u.integer('maxQueuedPerClient', 256, 0, 100_000),
     bufferBodyBytes: u.integer('bufferBodyBytes', 1024 * 1024, 0, 64 * 1024 * 1024),
     bufferTotalBytes: u.integer('bufferTotalBytes', 256 * 1024 * 1024, 0, 64 * 1024 * 1024 * 1024),
+    bufferBytesPerClient: u.integer('bufferBytesPerClient', 32 * 1024 * 1024, 0, 64 * 1024 * 1024 * 1024),
     identity: {
       mode: identity.oneOf('mode', 'none', ['jwt', 'headers', 'none'] as const),
       jwt: {

@@ -1,66 +1,18 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../errors.js';
-import { clientResponseHeaders, upstreamRequestHeaders, type ResponseHeaderFilter } from './headers.js';
+import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
+import type { ForwardRequest, ForwarderOptions } from './forward-request.js';
 import { UpstreamSlots, type SlotRequest, type Waiting } from './upstream-slots.js';
-import { bufferBody, hasRequestBody, replaceContentLength, setContentLength, type BufferedBodyTarget, type ForwardBody } from './request-body.js';
+import { BufferReservations } from './buffer-reservations.js';
+import { connectionTurns, type TurnTaker } from './connection-turns.js';
+import { clientAddressBucket } from '../net/client-address.js';
+import { bufferBody, hasRequestBody, replaceContentLength, setContentLength, type BufferedBodyTarget } from './request-body.js';
 
-/** Sees a proxied response as it streams to the client (webhook capture); must never block or throw. */
-export interface ResponseObserver {
-  onResponseHead(statusCode: number, headers: OutgoingHttpHeaders): void;
-  onResponseData(chunk: Buffer): void;
-}
+export type { ForwardRequest, ForwarderOptions, ProxyPlan, ResponseObserver } from './forward-request.js';
 
-export interface ForwardRequest {
-  req: IncomingMessage;
-  res: ServerResponse;
-  method: string;
-  /** Path and query sent upstream, normally the client's raw target untouched. */
-  target: string;
-  /** Sent to the client as X-Request-Id, in the same head as the upstream's headers. */
-  requestId: string;
-  clientIp: string;
-  peerTrusted: boolean;
-  secure: boolean;
-  removeRequestHeaders?: ReadonlySet<string>;
-  setRequestHeaders?: Record<string, string>;
-  /** The body, when a feature already had to read it; otherwise the request is streamed. */
-  body?: ForwardBody;
-  filterResponseHeader?: ResponseHeaderFilter;
-  /**
-   * When set, a response it accepts is buffered whole and rewritten (projectResponse) before it
-   * is sent; every other response streams as usual.
-   */
-  rewrite?: { accepts(statusCode: number, headers: Record<string, string | string[] | undefined>): boolean; apply(body: Buffer): Buffer };
-  observer?: ResponseObserver;
-}
-
-/** What the features may decide about a proxied request (access/proxy-policy.ts); the handler copies these fields, and only these. */
-export type ProxyPlan = Partial<Pick<ForwardRequest, 'target' | 'removeRequestHeaders' | 'setRequestHeaders' | 'body' | 'filterResponseHeader' | 'rewrite'>>;
-
-export interface ForwarderOptions {
-  url: string;
-  timeoutMs: number;
-  connections: number;
-  /** Upstream slots one client IP may hold (upstream.maxConnectionsPerClient). */
-  maxConnectionsPerClient: number;
-  /** How long a request may wait for a free upstream slot (upstream.queueTimeoutMs). */
-  queueTimeoutMs: number;
-  /** Requests one client IP may have waiting for a slot (upstream.maxQueuedPerClient). */
-  maxQueuedPerClient: number;
-  /** A streamed request body that sends nothing for this long is cut (listen.bodyIdleTimeoutMs). */
-  bodyIdleTimeoutMs: number;
-  /**
-   * Request bodies up to this many bytes are read in full before the request asks for an upstream
-   * slot (upstream.bufferBodyBytes; 0 streams every body). Optional for callers that predate it.
-   */
-  bufferBodyBytes?: number;
-  /**
-   * What all bodies being read for buffering may reserve together (upstream.bufferTotalBytes);
-   * past it a body streams as if buffering were off, so memory stays bounded.
-   */
-  bufferTotalBytes?: number;
-}
+/** listen.sendTimeoutMs's default, for callers that predate it. */
+const DEFAULT_SEND_TIMEOUT_MS = 60_000;
 
 /**
  * The pass-through path: node:http in, an undici Pool out through `dispatch` (the lowest-cost
@@ -89,6 +41,7 @@ export class Forwarder {
       queueTimeoutMs: options.queueTimeoutMs,
       maxWaitingPerClient: options.maxQueuedPerClient,
     });
+    this.buffers = new BufferReservations(options.bufferTotalBytes ?? Infinity, options.bufferBytesPerClient ?? Infinity);
   }
 
   private readonly basePath: string;
@@ -122,39 +75,40 @@ export class Forwarder {
       idempotent: f.method === 'GET' || f.method === 'HEAD',
     };
     const streams = hasBody && !Buffer.isBuffer(f.body);
-    const handler = new ForwardHandler(f, this.options, failed, this, options, streams);
+    // Every per-address share counts an IPv6 client by its /64 (one subscriber holds all of it).
+    const client = f.clientIp.includes(':') ? clientAddressBucket(f.clientIp) : f.clientIp;
+    const handler = new ForwardHandler(f, client, this.options, failed, this, options, streams);
     const bound = this.options.bufferBodyBytes ?? 0;
     if (streams && bound > 0 && !f.req.complete) {
       // Request buffering (SPEC §2): a trickling client holds a socket and this buffer, never a slot.
-      // A chunked body reserves the whole bound; all reservations together stay under bufferTotalBytes.
+      // A chunked body reserves the whole bound; all reservations stay under bufferTotalBytes, one address's under bufferBytesPerClient.
       const declared = Number(f.req.headers['content-length'] ?? 0);
       const reserve = declared > 0 ? declared : bound;
-      if (declared <= bound && this.buffered + reserve <= (this.options.bufferTotalBytes ?? Infinity)) {
-        this.buffered += reserve;
+      if (declared <= bound && this.buffers.reserve(client, reserve)) {
         handler.bufferReserved = reserve;
         bufferBody(f.req, f.body, bound, this.options.bodyIdleTimeoutMs, handler);
         return handler.clientClosed;
       }
     }
-    handler.waiting = this.slots.acquire(f.clientIp, handler);
+    connectionTurns.enter(f.req.socket, handler);
     return handler.clientClosed;
   }
 
   /** Bytes reserved by request bodies being read or held for buffering (a gauge). */
   get bufferedBytes(): number {
-    return this.buffered;
+    return this.buffers.bytes;
   }
 
-  private buffered = 0;
+  private readonly buffers: BufferReservations;
 
   /** For ForwardHandler, when its buffered body is sent or given up. */
-  releaseBuffer(bytes: number): void {
-    this.buffered -= bytes;
+  releaseBuffer(client: string, bytes: number): void {
+    this.buffers.release(client, bytes);
   }
 
-  /** For ForwardHandler, once its body is read (or found to be larger than the bound). */
+  /** For ForwardHandler, once its body is read (or found to be larger than the bound): its connection's turn, then a slot. */
   acquireSlot(handler: ForwardHandler): void {
-    handler.waiting = this.slots.acquire(handler.clientIp, handler);
+    connectionTurns.enter(handler.socket, handler);
   }
 
   /** For ForwardHandler, once it holds a slot. */
@@ -167,7 +121,7 @@ export class Forwarder {
   }
 }
 
-class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, BufferedBodyTarget {
+class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, BufferedBodyTarget, TurnTaker {
   private controller: Dispatcher.DispatchController | null = null;
   private started = false;
   private settled = false;
@@ -177,6 +131,8 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
   cancelled: Error | null = null;
   /** Between the slot's grant and the exchange's end; released exactly once. */
   private slotHeld = false;
+  /** Between taking its connection's turn and giving it back (connection-turns.ts); given back exactly once. */
+  private holdsTurn = false;
   /** Bytes this request reserved for request buffering; given back once, when it ends. */
   bufferReserved = 0;
   private buffered: Buffer[] | null = null;
@@ -185,15 +141,38 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
 
   constructor(
     private readonly f: ForwardRequest,
+    /** The client's address as the per-address shares count it (an IPv6 /64). */
+    readonly client: string,
     private readonly options: ForwarderOptions,
     private readonly failed: (error: OutriggerError) => void,
     private readonly forwarder: Forwarder,
     private readonly dispatchOptions: Dispatcher.DispatchOptions,
     private streamsBody: boolean,
-  ) {}
+  ) {
+    this.socket = f.req.socket;
+  }
 
-  get clientIp(): string {
-    return this.f.clientIp;
+  /** The connection, kept from the start: Node may detach `req.socket` once the answer is out. */
+  readonly socket: Socket;
+
+  /** This request's turn on its connection: now it asks for an upstream slot. */
+  takeTurn(): void {
+    this.holdsTurn = true;
+    if (this.cancelled) return this.leaveTurn();
+    this.waiting = this.forwarder.slots.acquire(this.client, this);
+  }
+
+  /** Its connection closed while it waited for its turn. */
+  connectionGone(): void {
+    this.cancelled ??= new Error('client closed the connection');
+    this.settled = true;
+    this.releaseBuffer();
+  }
+
+  private leaveTurn(): void {
+    if (!this.holdsTurn) return;
+    this.holdsTurn = false;
+    connectionTurns.leave(this.socket);
   }
 
   /**
@@ -230,6 +209,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
   refuse(error: OutriggerError): void {
     this.waiting = null;
     this.releaseBuffer();
+    this.leaveTurn();
     if (!this.cancelled) this.failed(error);
   }
 
@@ -278,12 +258,22 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
     if (!this.f.res.write(chunk) && !this.waitingForDrain) {
       controller.pause();
       this.waitingForDrain = true;
+      // A client that stops reading must not hold the upstream: cut after listen.sendTimeoutMs without a drain.
+      const timer = setTimeout(this.sendStalled, this.options.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS);
       this.f.res.once('drain', () => {
+        clearTimeout(timer);
         this.waitingForDrain = false;
         controller.resume();
       });
     }
   }
+
+  private readonly sendStalled = (): void => {
+    if (this.settled) return;
+    // The whole connection: an answer queued behind others (pipelining) has no socket of its own yet.
+    this.socket.destroy();
+    this.cancel(new Error('client closed the connection'));
+  };
 
   onResponseEnd(): void {
     const res = this.f.res;
@@ -335,6 +325,10 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
       this.waiting.cancel();
       this.waiting = null;
       this.settled = true;
+      this.leaveTurn();
+    } else if (!this.holdsTurn && !this.slotHeld) {
+      // Still reading its body, or waiting for its connection's turn (which then passes it by).
+      this.settled = true;
     } else {
       this.controller?.abort(reason);
     }
@@ -370,7 +364,8 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
   private releaseSlot(): void {
     if (!this.slotHeld) return;
     this.slotHeld = false;
-    this.forwarder.slots.release(this.f.clientIp);
+    this.forwarder.slots.release(this.client);
+    this.leaveTurn();
   }
 
   private settle(): void {
@@ -381,7 +376,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
 
   private releaseBuffer(): void {
     if (this.bufferReserved === 0) return;
-    this.forwarder.releaseBuffer(this.bufferReserved);
+    this.forwarder.releaseBuffer(this.client, this.bufferReserved);
     this.bufferReserved = 0;
   }
 }
