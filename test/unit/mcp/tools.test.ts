@@ -150,3 +150,17 @@ describe('the catalogue', () => {
     expect(catalogue.get('add')!.annotations).toEqual({ title: 'Add', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false });
   });
 });
+
+describe('the apps setup kind (outrigger apply / check)', () => {
+  it('refuses two enabled apps of one set offering the same tool name, naming the app and the path', async () => {
+    const { graphqlAppSetupKind } = await import('../../../src/graphql/document/setup-kind.js');
+    const { validateConfig } = await import('../../../src/config/validate.js');
+    const kind = graphqlAppSetupKind(validateConfig({}).config);
+    const one = kind.validate(app({ tools: [tool('orders', '{ orders { number } }')] }, 'one'));
+    const two = kind.validate(app({ tools: [tool('orders', '{ orders { total } }')] }, 'two'));
+    if (!one.ok || !two.ok) throw new Error('both valid');
+    expect(kind.checkSet!([one.doc, two.doc])).toEqual([
+      'app "two": mcp.tools[0].name "orders" is already a tool of the GraphQL app "one"; tool names are unique across the service\'s enabled apps',
+    ]);
+  });
+});
