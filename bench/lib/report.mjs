@@ -88,6 +88,9 @@ export function renderResults(results) {
     throughput('(c) API key ÷ minimal undici forwarder (issue 30 target 3)', 'c', 'undici', 0.95);
     throughput('(c) API key ÷ nginx', 'c', 'nginx', 0.5);
     throughput('(d) 20 quiet webhooks ÷ (c)', 'd', 'c', 0.95);
+    throughput('(c-limit) one by: key rate limit ÷ (c) (issue 35, SPEC §10)', 'climit', 'c', 0.9);
+    if (rows.climit)
+      addTarget('(c-limit) Redis commands per request at saturation (issue 35, SPEC §10)', 'Redis commands/req, saturated (every process\'s pollers included)', spread(rows.climit.rounds.map((r) => r.redisCommandsPerRequest)), '≤', 0.1, '');
     const proxyCpu = (r) => r.cpuMicrosPerRequest?.proxy;
     if (rows.e && rows.c && pt.fixedRate)
       addTarget(

@@ -63,6 +63,14 @@ export function passThroughScenarios({ receiverUrl, upstreamUrl }) {
       config: { acl: { mode: 'enforce' }, upstream: { url: upstreamUrl, identity: { mode: 'jwt', jwt: { secret: 'bench-secret-bench-secret-bench-secret-0123' } } } },
     },
     d: { label: 'Outrigger (d) API key + 20 webhooks, none match', auth: 'key', setup: { ...keySetup, webhooks: quietWebhooks(receiverUrl) } },
+    // SPEC §10 (issue 35): (c) with one `by: key` policy that never refuses here (10 million a
+    // minute: a slice is 500,000 units), so the row shows what counting and leasing cost.
+    climit: {
+      label: 'Outrigger (c-limit) API key + one by: key rate limit',
+      auth: 'key',
+      setup: keySetup,
+      config: { limits: { policies: [{ name: 'per-key', by: 'key', limit: 10_000_000, window: '60s' }] } },
+    },
     e: {
       label: 'Outrigger (e) API key + 1 matching webhook → Redis stream',
       auth: 'key',
