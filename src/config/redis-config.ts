@@ -50,6 +50,8 @@ export function readRedis(r: SectionReader): RedisConfig {
   );
   const replicated = clusterNodes !== null || sentinel !== null;
   const waitForReplicas = r.integer('waitForReplicas', replicated ? 1 : 0, 0, 16);
+  // Above the event producer's WAIT (1 s), far below a freeze a client would wait out.
+  const commandTimeoutMs = r.integer('commandTimeoutMs', 2000, 100, 60_000);
   r.finish();
   return {
     url,
@@ -59,6 +61,7 @@ export function readRedis(r: SectionReader): RedisConfig {
     tls,
     keyPrefix,
     waitForReplicas,
+    commandTimeoutMs,
   };
 }
 

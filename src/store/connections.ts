@@ -26,7 +26,7 @@ export interface RedisConnections {
 export type RedisTopology = 'single' | 'cluster' | 'sentinel';
 
 /** `redis` config with `url: embedded` already replaced by the child's URL. */
-export type RedisTarget = Pick<RedisConfig, 'url' | 'cluster' | 'sentinel' | 'password' | 'tls'>;
+export type RedisTarget = Pick<RedisConfig, 'url' | 'cluster' | 'sentinel' | 'password' | 'tls'> & Partial<Pick<RedisConfig, 'commandTimeoutMs'>>;
 
 export function topologyOf(target: RedisTarget): RedisTopology {
   return target.cluster ? 'cluster' : target.sentinel ? 'sentinel' : 'single';
@@ -52,6 +52,12 @@ interface RoleOptions {
   attempts?: number;
   /** Reconnect when Redis stops answering without closing the socket (stall-watchdog.ts); default: not watched. */
   stalls?: StallWatchOptions;
+  /**
+   * A command not answered within this many ms (from its first send; a resend after a reconnect
+   * keeps the deadline) fails with "Command timed out", which the request answers as 503
+   * (redis-errors.ts); default: no deadline (blocking readers, the subscriber).
+   */
+  commandTimeoutMs?: number;
 }
 
 // A reconnect every 200 ms..2 s forever: Redis coming back must heal the process by itself.
@@ -103,6 +109,7 @@ export function openRedis(target: RedisTarget, connectionName: string, role: Rol
     connectionName,
     enableOfflineQueue: role.offlineQueue,
     maxRetriesPerRequest: role.maxRetriesPerRequest,
+    ...(role.commandTimeoutMs !== undefined ? { commandTimeout: role.commandTimeoutMs } : {}),
     ...(target.password !== null ? { password: target.password } : {}),
     ...(tls ? { tls } : {}),
   };
@@ -178,6 +185,8 @@ const closing = new WeakSet<Redis>();
 
 /** No reply and nothing read for this long: the Redis at the other end is taken for frozen. */
 const STALL_MS = 3000;
+/** redis.commandTimeoutMs's default, for a target built without it. */
+const DEFAULT_COMMAND_TIMEOUT_MS = 2000;
 
 /** Closes a connection for good (QUIT, then a disconnect if QUIT cannot be sent). */
 async function closeRedis(conn: Redis): Promise<void> {
@@ -193,8 +202,10 @@ export function createRedisConnections(target: RedisTarget, name: string): Redis
     return conn;
   };
   // Commands issued while disconnected fail fast instead of piling up; callers that must not
-  // lose data (the webhook queue) keep it themselves and retry.
-  const commands = open('commands', { offlineQueue: false, maxRetriesPerRequest: 1, stalls: { stallMs: STALL_MS } });
+  // lose data (the webhook queue) keep it themselves and retry. Commands already sent when Redis
+  // froze fail at their deadline (redis.commandTimeoutMs) rather than wait out the freeze, even
+  // when the stall watchdog's reconnect resends them.
+  const commands = open('commands', { offlineQueue: false, maxRetriesPerRequest: 1, stalls: { stallMs: STALL_MS }, commandTimeoutMs: target.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS });
   // The subscriber sends nothing once subscribed: it PINGs so that a frozen master is noticed
   // and the change bus follows the promoted replica (else revocations would wait for the caches' bound).
   const subscriber = open('subscriber', { offlineQueue: true, maxRetriesPerRequest: null, subscriber: true, stalls: { stallMs: STALL_MS, probeEveryMs: 2000 } });
