@@ -39,8 +39,11 @@ export interface ShutdownParts {
   logger: Logger;
 }
 
-/** Written to Redis even when the timeout is spent: an event is worth a second of the grace margin. */
-const FLUSH_AT_LEAST_MS = 2000;
+/**
+ * The flush may run past the timeout by this much: the examples' grace periods leave 5 s after
+ * `shutdown.timeoutSeconds` for it, and an event waiting for Redis to come back is worth them.
+ */
+const FLUSH_MARGIN_MS = 4000;
 /** The worker's last acknowledgements; an attempt not done by then is left to be reclaimed. */
 const WORKER_AT_LEAST_MS = 1000;
 
@@ -78,7 +81,7 @@ export async function runShutdown(parts: ShutdownParts): Promise<void> {
   await streams;
 
   // Only now: the requests that just finished may have queued events.
-  await events?.drain(Math.max(left(), FLUSH_AT_LEAST_MS));
+  await events?.drain(left() + FLUSH_MARGIN_MS);
   await workerStopped;
   await parts.closeRest();
   logger.info({ tookMs: Date.now() - started }, 'Outrigger stopped');

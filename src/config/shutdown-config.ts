@@ -60,11 +60,3 @@ export function readShutdown(section: SectionReader, listen: SectionReader): Shu
     );
   return { drainSeconds, timeoutSeconds, deprecation };
 }
-
-/**
- * The Kubernetes `terminationGracePeriodSeconds` these settings fit: the timeout plus a margin for
- * the flush of webhook events and the worker's acknowledgements after the last request.
- */
-export function fittingGracePeriodSeconds(config: Pick<ShutdownConfig, 'timeoutSeconds'>): number {
-  return Math.ceil(config.timeoutSeconds) + 5;
-}

@@ -45,6 +45,8 @@ describe('Redis outage', () => {
       const config = writeTempFile('outrigger.yaml', {
         service: { id: 'outage-bootstrap' },
         listen: { host: '127.0.0.1', port: 0 },
+        // Nothing balances in front of it: stop at once on SIGTERM (the drain is tested in shutdown-signals).
+        shutdown: { drainSeconds: 0 },
         upstream: { url: upstream.url },
         redis: { url: redis.url },
         acl: { mode: 'enforce', bootstrap },

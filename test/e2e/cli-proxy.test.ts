@@ -59,7 +59,7 @@ describe('the built CLI as a proxy', () => {
   function config(extra = '') {
     return writeTempFile(
       'outrigger.yaml',
-      `service: { id: e2e-proxy }\nlisten: { host: 127.0.0.1, port: 0, shutdownGraceMs: 5000 }\nupstream: { url: ${upstream.url} }\nredis: { url: ${redis.url} }\nacl: { mode: own-routes }\nlog: { level: info }\n${extra}`,
+      `service: { id: e2e-proxy }\nlisten: { host: 127.0.0.1, port: 0 }\nshutdown: { drainSeconds: 0, timeoutSeconds: 5 }\nupstream: { url: ${upstream.url} }\nredis: { url: ${redis.url} }\nacl: { mode: own-routes }\nlog: { level: info }\n${extra}`,
     );
   }
 

@@ -97,6 +97,8 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     const configFile = writeTempFile('outrigger.yaml', {
       service: { id: SERVICE },
       listen: { host: '127.0.0.1', port: 0 },
+      // Nothing balances in front of it: stop at once on SIGTERM (the drain is tested in shutdown-signals).
+      shutdown: { drainSeconds: 0 },
       upstream: { url: backend.url },
       redis: { url: redis.url },
       users: {

@@ -33,6 +33,8 @@ describe('outrigger keys (built CLI)', () => {
     configFile = writeTempFile('outrigger.yaml', {
       service: { id: 'e2e-keys' },
       listen: { host: '127.0.0.1', port: 0 },
+      // Nothing balances in front of it: stop at once on SIGTERM (the drain is tested in shutdown-signals).
+      shutdown: { drainSeconds: 0 },
       upstream: { url: backend.url },
       redis: { url: redis.url },
       users: { source: 'static', static: users },

@@ -48,8 +48,8 @@ describe('a rolling restart behind a balancer', () => {
       webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
       // info: startCli reads the URL from the start summary.
       log: { level: 'info' },
-      // Twenty probe periods of the balancer: ample time to take the replica out of rotation.
-      shutdown: { drainSeconds: 2, timeoutSeconds: 15 },
+      // Forty probe periods of the balancer: time to take the replica out of rotation on a loaded machine.
+      shutdown: { drainSeconds: 4, timeoutSeconds: 15 },
     });
   });
   afterAll(async () => {
@@ -61,7 +61,7 @@ describe('a rolling restart behind a balancer', () => {
   });
 
   async function startReplica(): Promise<RunningCli> {
-    const replica = await startCli(configFile, [], 30_000);
+    const replica = await startCli(configFile, [], 60_000);
     replicas.push(replica);
     balancer.add(replica.url);
     await until(() => balancer.ready().includes(replica.url), `the balancer to see ${replica.url} ready`, 30_000);
@@ -136,5 +136,5 @@ describe('a rolling restart behind a balancer', () => {
     );
     for (const replica of current) replica.child.kill('SIGTERM');
     for (const replica of current) expect(await replica.exited).toBe(0);
-  }, 180_000);
+  }, 300_000);
 });

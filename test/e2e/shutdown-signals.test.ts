@@ -49,6 +49,8 @@ function accepts(url: string): Promise<boolean> {
 }
 
 const SERVICE = 'e2e-shutdown';
+/** Starting a Node process on a loaded 2-core machine can take long; this only ends a start that never comes. */
+const START_MS = 60_000;
 const keys = redisKeys('outrigger', SERVICE);
 
 describe('SIGTERM on the built CLI: drain, then close', () => {
@@ -96,7 +98,7 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
   it('fails readiness at once, serves the drain with Connection: close, then refuses new connections while an in-flight request finishes, keeps every teed event, exits 0', async () => {
     await redis.client.del(keys.events);
     // The drain is long enough for the few requests made in it on a busy machine; nothing waits it out idly.
-    const cli = await startCli(configFile({ drainSeconds: 4, timeoutSeconds: 30 }), ['--no-worker']);
+    const cli = await startCli(configFile({ drainSeconds: 8, timeoutSeconds: 30 }), ['--no-worker'], START_MS);
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
       const before = await send(`${cli.url}/_health/ready`, agent);
@@ -136,10 +138,10 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
       agent.destroy();
       stop(cli);
     }
-  }, 60_000);
+  }, 180_000);
 
   it('SIGUSR2 (a native sidecar\'s preStop) drains without stopping; the SIGTERM that follows skips the drain time spent', async () => {
-    const cli = await startCli(configFile({ drainSeconds: 1, timeoutSeconds: 10 }), ['--no-worker']);
+    const cli = await startCli(configFile({ drainSeconds: 1, timeoutSeconds: 10 }), ['--no-worker'], START_MS);
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
       cli.child.kill('SIGUSR2');
@@ -160,10 +162,10 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
       agent.destroy();
       stop(cli);
     }
-  }, 60_000);
+  }, 180_000);
 
   it('cuts a request still in flight when shutdown.timeoutSeconds runs out, and still exits 0', async () => {
-    const cli = await startCli(configFile({ drainSeconds: 0, timeoutSeconds: 1 }), ['--no-worker']);
+    const cli = await startCli(configFile({ drainSeconds: 0, timeoutSeconds: 1 }), ['--no-worker'], START_MS);
     try {
       const inFlight = send(`${cli.url}/held-forever`, false).then(
         () => 'answered',
@@ -178,14 +180,14 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
       held.splice(0);
       stop(cli);
     }
-  }, 60_000);
+  }, 180_000);
 
   it('exits at once on a second signal; the delivery it cut is still in Redis and another worker delivers it', async () => {
     await redis.client.del(keys.events);
     answer = (index) => (index === 0 ? 'hang' : { status: 200 });
     const deliveries = target.received.length;
     // A drain of a minute: only the second signal can end this process within the test's time.
-    const cli = await startCli(configFile({ drainSeconds: 60, timeoutSeconds: 120 }));
+    const cli = await startCli(configFile({ drainSeconds: 60, timeoutSeconds: 120 }), [], START_MS);
     let worker: RunningCli | null = null;
     try {
       const posted = await send(`${cli.url}/orders`, false, 'POST');
@@ -217,20 +219,20 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
       stop(cli);
       if (worker) stop(worker);
     }
-  }, 90_000);
+  }, 180_000);
 
   it('outrigger check validates shutdown.drainSeconds and shutdown.timeoutSeconds, and names the deprecated listen.shutdownGraceMs', async () => {
-    const bad = await runCli(['check', '-c', configFile({ drainSeconds: 40, timeoutSeconds: -2 })]);
+    const bad = await runCli(['check', '-c', configFile({ drainSeconds: 40, timeoutSeconds: -2 })], { timeoutMs: START_MS });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('shutdown.timeoutSeconds: must be a number of seconds from 0 to 3600 (got -2)');
     expect(bad.stderr).toContain('shutdown.drainSeconds: must not exceed shutdown.timeoutSeconds (25)');
 
     const old = writeTempFile('old.yaml', { service: { id: SERVICE }, listen: { shutdownGraceMs: 10_000 }, upstream: { url: upstream.url }, redis: { url: redis.url } });
-    const deprecated = await runCli(['check', '-c', old]);
+    const deprecated = await runCli(['check', '-c', old], { timeoutMs: START_MS });
     expect(deprecated.code).toBe(0);
     expect(deprecated.stdout).toContain('warning: listen.shutdownGraceMs is deprecated: write shutdown: { drainSeconds: 5, timeoutSeconds: 15 }');
     expect(deprecated.stdout).toMatch(/old\.yaml: OK/);
-  }, 60_000);
+  }, 180_000);
 });
 
 function stop(cli: RunningCli): void {
@@ -244,6 +246,6 @@ async function startWorker(file: string): Promise<RunningCli> {
   child.stdout.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr.on('data', (c: Buffer) => (output += c.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  await until(() => output.includes('webhook worker started') || child.exitCode !== null, 'outrigger worker to start');
+  await until(() => output.includes('webhook worker started') || child.exitCode !== null, 'outrigger worker to start', START_MS);
   return { child, url: '', output: () => output, exited };
 }

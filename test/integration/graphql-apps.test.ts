@@ -221,7 +221,7 @@ describe('GraphQL app documents', () => {
 
     beforeAll(async () => {
       const users = stack.raw.users.static.map((u: { id: string; password: string; roles: string[] }) => ({ ...u }));
-      configFile = writeTempFile('outrigger.yaml', { ...stack.raw, users: { source: 'static', static: users }, listen: { host: '127.0.0.1', port: 0 }, log: { level: 'info' } });
+      configFile = writeTempFile('outrigger.yaml', { ...stack.raw, users: { source: 'static', static: users }, listen: { host: '127.0.0.1', port: 0 }, shutdown: { drainSeconds: 0 }, log: { level: 'info' } });
       second = await startCli(configFile, ['--no-worker']);
     });
     afterAll(async () => {

@@ -51,7 +51,7 @@ describe('the shutdown sequence (in process)', () => {
       redis: { url: redis.url },
       acl: { mode: 'own-routes' },
       // Long enough that the checks below run inside it on a busy machine; the stop is awaited at the end.
-      shutdown: { drainSeconds: 3, timeoutSeconds: 20 },
+      shutdown: { drainSeconds: 5, timeoutSeconds: 20 },
     });
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
