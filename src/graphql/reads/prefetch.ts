@@ -11,7 +11,11 @@
  * The loads, their batches and their order are exactly those of lazy completion, because this
  * only applies where lazy completion would certainly call the same join resolvers at the same
  * moment (when the documents arrive). Anything else keeps the lazy path:
- * - the field's type is an object type or a list of one (not abstract, not a list of lists);
+ * - the field's type is an object type, a union or an interface, or a list of one (not a list of
+ *   lists); for a union or interface, each document's type is found by the type's `resolveType`
+ *   (the app's `$typeResolver`, a function of the document alone) as graphql-js will find it, and
+ *   the joins planned for that type are started (a document whose type cannot be found gets none:
+ *   graphql-js reports its error);
  * - every join field below is nullable, and no non-null field comes before a join among the
  *   fields of a document (a non-null field failing synchronously stops graphql-js from calling the
  *   fields after it); a list of non-null items holds documents without non-null fields (a failing
@@ -23,28 +27,23 @@
  */
 import {
   getArgumentValues,
-  getDirectiveValues,
   getNamedType,
   getNullableType,
-  GraphQLIncludeDirective,
-  GraphQLSkipDirective,
   isAbstractType,
   isCompositeType,
   isListType,
   isNonNullType,
   isObjectType,
-  Kind,
-  typeFromAST,
   type FieldNode,
   type FragmentDefinitionNode,
+  type GraphQLAbstractType,
   type GraphQLField,
   type GraphQLObjectType,
   type GraphQLOutputType,
   type GraphQLResolveInfo,
   type GraphQLSchema,
-  type InlineFragmentNode,
-  type SelectionSetNode,
 } from 'graphql';
+import { collectSubfields } from './collect-subfields.js';
 
 /**
  * One join field's resolution, exactly as its resolver does it: a value, a promise of one, or a
@@ -85,6 +84,9 @@ interface PlannedJoin<State> {
 /** The joins to start on the documents of one field (and, through `below`, on theirs). */
 interface Plan<State> {
   readonly joins: readonly PlannedJoin<State>[];
+  /** A union or interface: the joins per possible type, and the type whose resolveType tells a document's. */
+  readonly byType: ReadonlyMap<string, readonly PlannedJoin<State>[]> | undefined;
+  readonly abstractType: GraphQLAbstractType | undefined;
   readonly single: boolean;
   /** Per promise of the field's value, the promise of the same value once the joins have settled. */
   readonly continued: Map<Promise<unknown>, Promise<unknown>>;
@@ -164,20 +166,68 @@ export class Prefetcher<State> {
   private start(plan: Plan<State>, value: unknown): Promise<unknown> | undefined {
     const docs = plan.single ? [value] : value;
     if (!Array.isArray(docs)) return undefined;
+    if (plan.byType !== undefined) return this.startByType(plan, docs);
     const joins = plan.joins;
-    // graphql-js computes the arguments of each field for each document; they only depend on the
-    // field nodes and the variables. A field whose arguments fail is not resolved at all.
-    const args: Array<Record<string, unknown> | undefined> = joins.map((j) => {
+    const args = this.argumentsOf(joins);
+    const slots = joins.map((j) => this.slotFor(j.nodes));
+    let pending: Set<Outcome> | undefined;
+    for (const doc of docs) {
+      if (doc === null || doc === undefined) continue;
+      for (let k = 0; k < joins.length; k++) {
+        const a = args[k];
+        if (a === undefined) continue;
+        const byDoc = (slots[k] as Slot).byDoc;
+        let outcome = byDoc.get(doc);
+        if (outcome === undefined) {
+          outcome = this.run(joins[k] as PlannedJoin<State>, doc, a);
+          byDoc.set(doc, outcome);
+        }
+        if (!outcome.done) (pending ??= new Set()).add(outcome);
+      }
+    }
+    if (pending === undefined) return undefined;
+    return Promise.all(Array.from(pending, (o) => o.settled));
+  }
+
+  /**
+   * graphql-js computes the arguments of each field for each document; they only depend on the
+   * field nodes and the variables. A field whose arguments fail is not resolved at all (undefined).
+   */
+  private argumentsOf(joins: readonly PlannedJoin<State>[]): Array<Record<string, unknown> | undefined> {
+    return joins.map((j) => {
       try {
         return getArgumentValues(j.def, j.nodes[0] as FieldNode, this.variables);
       } catch {
         return undefined;
       }
     });
-    const slots = joins.map((j) => this.slotFor(j.nodes));
+  }
+
+  /** `start` for a union or interface: each document gets the joins of the type graphql-js will give it. */
+  private startByType(plan: Plan<State>, docs: unknown[]): Promise<unknown> | undefined {
+    const abstractType = plan.abstractType as GraphQLAbstractType;
+    const resolveType = abstractType.resolveType;
+    if (resolveType === undefined || resolveType === null) return undefined;
+    const perType = new Map<string, { joins: readonly PlannedJoin<State>[]; args: Array<Record<string, unknown> | undefined>; slots: Slot[] }>();
     let pending: Set<Outcome> | undefined;
     for (const doc of docs) {
       if (doc === null || doc === undefined) continue;
+      let name: unknown;
+      try {
+        // The app's $typeResolver reads the document alone (document/type-resolver); the context
+        // and info are not looked at.
+        name = resolveType(doc, undefined, undefined as unknown as GraphQLResolveInfo, abstractType);
+      } catch {
+        continue; // graphql-js reports the error at the document's path
+      }
+      if (typeof name !== 'string') continue;
+      let entry = perType.get(name);
+      if (entry === undefined) {
+        const joins = plan.byType?.get(name) ?? [];
+        entry = { joins, args: this.argumentsOf(joins), slots: joins.map((j) => this.slotFor(j.nodes)) };
+        perType.set(name, entry);
+      }
+      const { joins, args, slots } = entry;
       for (let k = 0; k < joins.length; k++) {
         const a = args[k];
         if (a === undefined) continue;
@@ -260,7 +310,30 @@ export class Prefetcher<State> {
     const single = !isListType(nullable);
     const item = single ? nullable : nullable.ofType;
     const named = getNullableType(item);
+    if (isAbstractType(named)) {
+      const byType = new Map<string, readonly PlannedJoin<State>[]>();
+      let nonNull = false;
+      for (const possible of this.schema.getPossibleTypes(named)) {
+        const found = this.joinsOf(possible, nodes);
+        if (found === UNSAFE) return UNSAFE;
+        if (found.joins.length > 0) byType.set(possible.name, found.joins);
+        nonNull ||= found.nonNull;
+      }
+      if (byType.size === 0) return NOTHING;
+      if (!single && isNonNullType(item) && nonNull) return UNSAFE;
+      return { joins: [], byType, abstractType: named, single, continued: new Map() };
+    }
     if (!isObjectType(named)) return UNSAFE;
+    const found = this.joinsOf(named, nodes);
+    if (found === UNSAFE) return UNSAFE;
+    const { joins, nonNull } = found;
+    if (joins.length === 0) return NOTHING;
+    if (!single && isNonNullType(item) && nonNull) return UNSAFE;
+    return { joins, byType: undefined, abstractType: undefined, single, continued: new Map() };
+  }
+
+  /** The joins to start on a document of type `named` selected by `nodes`, and whether a non-null field comes among its fields. */
+  private joinsOf(named: GraphQLObjectType, nodes: readonly FieldNode[]): { joins: PlannedJoin<State>[]; nonNull: boolean } | typeof UNSAFE {
     const joins: PlannedJoin<State>[] = [];
     let nonNull = false;
     for (const fieldNodes of this.subfields(named, nodes).values()) {
@@ -288,9 +361,7 @@ export class Prefetcher<State> {
         below: below === NOTHING ? undefined : below,
       });
     }
-    if (joins.length === 0) return NOTHING;
-    if (!single && isNonNullType(item) && nonNull) return UNSAFE;
-    return { joins, single, continued: new Map() };
+    return { joins, nonNull };
   }
 
   /** Whether a selection of a composite type that is not a join reaches a join (abstract types: assume so). */
@@ -306,56 +377,8 @@ export class Prefetcher<State> {
     return false;
   }
 
-  /** graphql-js's collectSubfields (execution/collectFields.js, internal), with public APIs. */
   private subfields(type: GraphQLObjectType, nodes: readonly FieldNode[]): Map<string, FieldNode[]> {
-    const fields = new Map<string, FieldNode[]>();
-    const visited = new Set<string>();
-    for (const node of nodes) if (node.selectionSet) this.collect(type, node.selectionSet, fields, visited);
-    return fields;
-  }
-
-  private collect(type: GraphQLObjectType, selectionSet: SelectionSetNode, fields: Map<string, FieldNode[]>, visited: Set<string>): void {
-    for (const selection of selectionSet.selections) {
-      switch (selection.kind) {
-        case Kind.FIELD: {
-          if (!this.included(selection)) continue;
-          const key = selection.alias ? selection.alias.value : selection.name.value;
-          const list = fields.get(key);
-          if (list !== undefined) list.push(selection);
-          else fields.set(key, [selection]);
-          break;
-        }
-        case Kind.INLINE_FRAGMENT: {
-          if (!this.included(selection) || !this.conditionMatches(selection, type)) continue;
-          this.collect(type, selection.selectionSet, fields, visited);
-          break;
-        }
-        case Kind.FRAGMENT_SPREAD: {
-          const name = selection.name.value;
-          if (visited.has(name) || !this.included(selection)) continue;
-          visited.add(name);
-          const fragment = this.fragments[name];
-          if (!fragment || !this.conditionMatches(fragment, type)) continue;
-          this.collect(type, fragment.selectionSet, fields, visited);
-          break;
-        }
-      }
-    }
-  }
-
-  private included(node: Parameters<typeof getDirectiveValues>[1]): boolean {
-    const skip = getDirectiveValues(GraphQLSkipDirective, node, this.variables);
-    if (skip?.if === true) return false;
-    const include = getDirectiveValues(GraphQLIncludeDirective, node, this.variables);
-    return include?.if !== false;
-  }
-
-  private conditionMatches(fragment: InlineFragmentNode | FragmentDefinitionNode, type: GraphQLObjectType): boolean {
-    const condition = fragment.typeCondition;
-    if (!condition) return true;
-    const conditional = typeFromAST(this.schema, condition);
-    if (conditional === type) return true;
-    return conditional !== undefined && isAbstractType(conditional) ? this.schema.isSubType(conditional, type) : false;
+    return collectSubfields(this.schema, this.fragments, this.variables, type, nodes);
   }
 }
 
