@@ -23,7 +23,7 @@ import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/r
 import { renderResults } from './lib/report.mjs';
 import { measureDeliveryLatency, measureDrain, until } from './lib/drain.mjs';
 import {
-  GRAPHQL_APP, GRAPHQL_PERMISSION, GRAPHQL_QUERY, KEYS_PERMISSION, PASS_PATH, matchingWebhook, passThroughScenarios,
+  GRAPHQL_APP, GRAPHQL_PERMISSIONS, GRAPHQL_SHAPES, KEYS_PERMISSION, PASS_PATH, matchingWebhook, passThroughScenarios,
 } from './lib/scenarios.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -50,6 +50,7 @@ const settings = {
   pipelineWarmupEvents: count(env.BENCH_PIPELINE_WARMUP_EVENTS, quick ? 0 : 4000),
   pipelineRounds: int(env.BENCH_PIPELINE_ROUNDS, quick ? 1 : 3),
   graphqlConnections: int(env.BENCH_GRAPHQL_CONNECTIONS, 20),
+  graphqlShapes: env.BENCH_GRAPHQL_SHAPES ? new Set(env.BENCH_GRAPHQL_SHAPES.split(',').map((s) => s.trim())) : null,
   waitIdleMinutes: num(env.BENCH_WAIT_IDLE_MIN, 0),
   only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : null,
   /** Pass-through configurations to run (e.g. `c,e`); all when unset. */
@@ -480,54 +481,72 @@ async function webhookPipeline(ctx) {
 
 async function graphqlComparison(ctx) {
   const { work, redis } = ctx;
-  say(`\n== 4. GraphQL: 100 orders with their users, ${settings.graphqlConnections} connections`);
+  say(`\n== 4. GraphQL: ${GRAPHQL_SHAPES.map((s) => s.id).join(' and ')} shapes, ${settings.graphqlConnections} connections`);
   const standin = await forkServer('standin', 'bench/servers/standin.mjs', { log: join(work, 'standin.log') });
+  // The production path (issue 39): an API key, and every backend read decided by the ACL as the
+  // same REST GET from the same caller (graphql.backend.auth: caller, acl.mode: enforce).
   const outrigger = await startOutrigger({
     name: 'graphql',
     workDir: work,
     redisUrl: redis.url,
     upstreamUrl: standin.url,
-    config: { graphql: { backend: { auth: 'service' } } },
-    setup: { permissions: [GRAPHQL_PERMISSION], apps: [GRAPHQL_APP] },
+    // No drain on stop: the process exits within the bench's grace, so --cpu-prof writes its profile.
+    config: { graphql: { backend: { auth: 'caller' } }, acl: { mode: 'enforce' }, shutdown: { drainSeconds: 0 } },
+    setup: { permissions: GRAPHQL_PERMISSIONS, apps: [GRAPHQL_APP] },
     ...prof('graphql'),
   });
+  const [key] = await issueColdKeys(redis.url, outrigger.serviceId, 1);
   const baseline = await forkServer('graphql-baseline', 'bench/servers/graphql-baseline.mjs', { env: { BACKEND: standin.url }, log: join(work, 'graphql-baseline.log') });
   const servers = [
-    { id: 'outrigger', label: 'Outrigger /graphql/bench', url: `${outrigger.url}/graphql/bench`, pid: outrigger.pid },
-    { id: 'baseline', label: 'hand-written graphql-js + batching loader', url: `http://127.0.0.1:${baseline.port}/graphql`, pid: baseline.pid },
+    { id: 'outrigger', label: 'Outrigger /graphql/bench (API key, ACL on every read)', url: `${outrigger.url}/graphql/bench`, pid: outrigger.pid, auth: { authorization: `Bearer ${key}` } },
+    { id: 'baseline', label: 'hand-written graphql-js + batching loader', url: `http://127.0.0.1:${baseline.port}/graphql`, pid: baseline.pid, auth: {} },
   ];
-  const body = JSON.stringify({ query: GRAPHQL_QUERY });
-  const headers = { 'content-type': 'application/json', accept: 'application/json' };
+  const shapes = [];
+  for (const shape of GRAPHQL_SHAPES.filter((x) => !settings.graphqlShapes || settings.graphqlShapes.has(x.id))) {
+    say(`  shape ${shape.id}: ${shape.query}`);
+    const body = JSON.stringify({ query: shape.query });
+    const headersOf = (s) => ({ 'content-type': 'application/json', accept: 'application/json', ...s.auth });
 
-  // Both must give the same data, with the same number of backend reads.
-  const answers = {};
-  for (const s of servers) {
-    const before = (await standin.ask('stats')).count;
-    const res = await fetch(s.url, { method: 'POST', headers, body });
-    const json = await res.json();
-    if (res.status !== 200 || json.errors) throw new Error(`${s.label} answered ${res.status}: ${JSON.stringify(json).slice(0, 500)}`);
-    if (json.data.orders.length !== 100) throw new Error(`${s.label} returned ${json.data.orders.length} orders, not 100`);
-    answers[s.id] = JSON.stringify(json.data);
-    s.readsPerQueryProbe = (await standin.ask('stats')).count - before;
-  }
-  if (answers.outrigger !== answers.baseline) throw new Error('the two GraphQL servers returned different data for the same query');
-
-  for (const s of servers) await runLoad({ url: s.url, method: 'POST', headers, body, connections: settings.graphqlConnections, duration: settings.warmupSeconds });
-  const rounds = { outrigger: [], baseline: [] };
-  for (let r = 0; r < settings.rounds; r++) {
-    noteLoad(`graphql round ${r + 1}`);
-    for (const s of shuffle(servers)) {
-      const before = (await standin.ask('stats')).count;
-      const result = await runLoad({ url: s.url, method: 'POST', headers, body, connections: settings.graphqlConnections, duration: settings.seconds, cpu: { server: [s.pid], backend: [standin.pid] } });
-      result.backendReadsPerQuery = ((await standin.ask('stats')).count - before) / Math.max(1, result.ok + result.non2xx);
-      rounds[s.id].push(result);
-      say(`  round ${r + 1} ${s.id.padEnd(9)} ${fmt(result.reqPerSec, 0).padStart(6)} queries/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  server ${fmt(result.cpuMicrosPerRequest.server, 0)} µs/query  backend reads/query ${fmt(result.backendReadsPerQuery, 2)}`);
+    // Both must give the same data, with the same number of backend reads.
+    const answers = {};
+    const probes = {};
+    for (const s of servers) {
+      // Reads of queries cut off at the end of the previous shape's last run land first.
+      let before = (await standin.ask('stats')).count;
+      for (let settled = -1; settled !== before; ) {
+        settled = before;
+        await sleep(200);
+        before = (await standin.ask('stats')).count;
+      }
+      const res = await fetch(s.url, { method: 'POST', headers: headersOf(s), body });
+      const json = await res.json();
+      if (res.status !== 200 || json.errors) throw new Error(`${s.label} answered ${res.status}: ${JSON.stringify(json).slice(0, 500)}`);
+      if (json.data.orders.length !== 100) throw new Error(`${s.label} returned ${json.data.orders.length} orders, not 100`);
+      answers[s.id] = JSON.stringify(json.data);
+      const stats = await standin.ask('stats');
+      probes[s.id] = stats.count - before;
+      say(`    ${s.id} reads: ${stats.last.slice(-probes[s.id]).join('  ')}`);
     }
+    if (answers.outrigger !== answers.baseline) throw new Error(`the two GraphQL servers returned different data for the ${shape.id} query`);
+
+    for (const s of servers) await runLoad({ url: s.url, method: 'POST', headers: headersOf(s), body, connections: settings.graphqlConnections, duration: settings.warmupSeconds });
+    const rounds = { outrigger: [], baseline: [] };
+    for (let r = 0; r < settings.rounds; r++) {
+      noteLoad(`graphql ${shape.id} round ${r + 1}`);
+      for (const s of shuffle(servers)) {
+        const before = (await standin.ask('stats')).count;
+        const result = await runLoad({ url: s.url, method: 'POST', headers: headersOf(s), body, connections: settings.graphqlConnections, duration: settings.seconds, cpu: { server: [s.pid], backend: [standin.pid] } });
+        result.backendReadsPerQuery = ((await standin.ask('stats')).count - before) / Math.max(1, result.ok + result.non2xx);
+        rounds[s.id].push(result);
+        say(`  ${shape.id} round ${r + 1} ${s.id.padEnd(9)} ${fmt(result.reqPerSec, 0).padStart(6)} queries/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  server ${fmt(result.cpuMicrosPerRequest.server, 0)} µs/query  backend reads/query ${fmt(result.backendReadsPerQuery, 2)}`);
+      }
+    }
+    shapes.push({ id: shape.id, query: shape.query, what: shape.what, rows: servers.map((s) => ({ id: s.id, label: s.label, readsPerQueryProbe: probes[s.id], rounds: rounds[s.id] })) });
   }
   await outrigger.stop();
   await baseline.stop();
   await standin.stop();
-  return { query: GRAPHQL_QUERY, rows: servers.map((s) => ({ id: s.id, label: s.label, readsPerQueryProbe: s.readsPerQueryProbe, rounds: rounds[s.id] })) };
+  return { shapes };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -82,20 +82,48 @@ export function passThroughScenarios({ receiverUrl, upstreamUrl }) {
 
 export const GRAPHQL_QUERY = '{ orders(limit: 100) { number total status user { id name city } } }';
 
-/** The Outrigger app serving GRAPHQL_QUERY over the stand-in's `restheart.orders` / `restheart.users`. */
+/**
+ * The nested shape (issue 39): three levels, orders → their buyer (a union member) → the buyer's
+ * three most recent orders. Three backend reads: the orders, the buyers (one `$in`), their orders
+ * (one `$in`, split back per buyer).
+ */
+export const GRAPHQL_NESTED_QUERY =
+  '{ orders(limit: 100) { number total status buyer { __typename ... on User { id name city recentOrders(limit: 3) { number total status } } ... on Guest { id } } } }';
+
+/** The shapes the GraphQL phase measures, in the order the tables show them. */
+export const GRAPHQL_SHAPES = [
+  { id: 'flat', query: GRAPHQL_QUERY, what: '100 orders, each with its user' },
+  { id: 'nested', query: GRAPHQL_NESTED_QUERY, what: '100 orders → their buyer (union `User | Guest`) → the buyer\'s 3 most recent orders' },
+];
+
+/** The Outrigger app serving both shapes over the stand-in's `restheart.orders` / `restheart.users`. */
 export const GRAPHQL_APP = {
   _id: 'bench',
   descriptor: { uri: 'bench' },
   schema:
-    'type User { id: String, name: String, city: String } ' +
-    'type Order { number: Int, total: Int, status: String, user: User } ' +
+    'type User { id: String, name: String, city: String, recentOrders(limit: Int = 3): [Order] } ' +
+    'type Guest { id: String } ' +
+    'union Buyer = User | Guest ' +
+    'type Order { number: Int, total: Int, status: String, user: User, buyer: Buyer } ' +
     'type Query { orders(limit: Int = 100): [Order] }',
   mappings: {
-    User: { id: '_id' },
-    Order: { user: { collection: 'users', find: { _id: { $fk: 'userId' } } } },
+    User: { id: '_id', recentOrders: { collection: 'orders', find: { userId: { $fk: '_id' } }, sort: { number: -1 }, limit: { $arg: 'limit' } } },
+    Guest: { id: '_id' },
+    Buyer: { $typeResolver: { User: 'field-exists(city)', Guest: 'not field-exists(city)' } },
+    Order: { user: { collection: 'users', find: { _id: { $fk: 'userId' } } }, buyer: { collection: 'users', find: { _id: { $fk: 'userId' } } } },
     Query: { orders: { collection: 'orders', sort: { number: 1 }, limit: { $arg: 'limit' } } },
   },
 };
 
-/** Anyone may query the app (so neither server authenticates; the reads use no credentials). */
-export const GRAPHQL_PERMISSION = { _id: 'bench-graphql', roles: ['$unauthenticated'], predicate: 'path-prefix(/graphql/bench)', priority: 10 };
+/**
+ * The API key's role may query the app, and may read the two collections: with
+ * `graphql.backend.auth: caller` and `acl.mode: enforce`, every backend read is decided by the
+ * ACL as the equivalent REST GET from the same caller (the production path, issue 39).
+ */
+export const GRAPHQL_PERMISSIONS = [
+  { _id: 'bench-graphql', roles: ['reader'], predicate: 'path-prefix(/graphql/bench)', priority: 10 },
+  { _id: 'bench-graphql-reads', roles: ['reader'], predicate: 'method(GET) and path-prefix(/restheart)', priority: 10 },
+];
+
+/** Anyone may query the app (overhead.mjs: neither side authenticates; the reads use no credentials). */
+export const GRAPHQL_PERMISSION = { _id: 'bench-graphql-anyone', roles: ['$unauthenticated'], predicate: 'path-prefix(/graphql/bench)', priority: 10 };

@@ -1,8 +1,8 @@
 /**
  * The hand-written GraphQL baseline: node:http + graphql-js (buildSchema, resolvers by hand) +
  * an undici Pool to the same stand-in backend, with a per-request batching loader that does what
- * DataLoader does for this query (collect every `load(id)` of one tick, one `$in` read, answer
- * each). It sends the backend exactly the reads Outrigger sends for the same query (same paths,
+ * DataLoader does for these queries (collect every `load(id)` of one tick, one `$in` read, answer
+ * each): the users of orders, and (nested shape, issue 39) each user's orders, newest first. It sends the backend exactly the reads Outrigger sends for the same query (same paths,
  * filters, sort and page size), and, like Outrigger and as a careful hand-written server would,
  * caches parsed+validated documents by query text. NODE_ENV=production (notes §A4).
  * Usage: BACKEND=http://127.0.0.1:PORT node graphql-baseline.mjs
@@ -15,10 +15,14 @@ import { countingServer } from './ipc.mjs';
 const backend = new Pool(process.env.BACKEND, { connections: 64 });
 
 const schema = buildSchema(`
-  type User { id: String, name: String, city: String }
-  type Order { number: Int, total: Int, status: String, user: User }
+  type User { id: String, name: String, city: String, recentOrders(limit: Int = 3): [Order] }
+  type Guest { id: String }
+  union Buyer = User | Guest
+  type Order { number: Int, total: Int, status: String, user: User, buyer: Buyer }
   type Query { orders(limit: Int = 100): [Order] }
 `);
+// The union's members told apart as the Outrigger app's $typeResolver does (field-exists(city)).
+schema.getType('Buyer').resolveType = (value) => ('city' in value ? 'User' : 'Guest');
 
 async function readCollection(path) {
   const res = await backend.request({ method: 'GET', path, headers: { accept: 'application/json' } });
@@ -72,12 +76,23 @@ function usersById(ids) {
   });
 }
 
+/** Each user's orders, newest first: one `$in` read for every user of the tick, split back per user. */
+function ordersByUser(ids) {
+  const filter = JSON.stringify({ userId: { $in: ids } });
+  return readCollection(`/restheart/orders?filter=${encodeURIComponent(filter)}&sort=${encodeURIComponent('{"number":-1}')}&page=1&pagesize=1000`).then((docs) => {
+    const byUser = new Map(ids.map((id) => [id, []]));
+    for (const d of docs) byUser.get(d.userId)?.push(d);
+    return ids.map((id) => byUser.get(id));
+  });
+}
+
 const rootValue = {
   orders: ({ limit }) => readCollection(`/restheart/orders?sort=${encodeURIComponent('{"number":1}')}&page=1&pagesize=${limit}`),
 };
 const fieldResolver = (source, args, context, info) => {
-  if (info.parentType.name === 'Order' && info.fieldName === 'user') return context.users.load(source.userId);
-  if (info.parentType.name === 'User' && info.fieldName === 'id') return source._id;
+  if (info.parentType.name === 'Order' && (info.fieldName === 'user' || info.fieldName === 'buyer')) return context.users.load(source.userId);
+  if (info.parentType.name === 'User' && info.fieldName === 'recentOrders') return context.ordersOf.load(source._id).then((list) => list.slice(0, args.limit));
+  if ((info.parentType.name === 'User' || info.parentType.name === 'Guest') && info.fieldName === 'id') return source._id;
   const value = source[info.fieldName];
   return typeof value === 'function' ? value(args, context, info) : value;
 };
@@ -122,7 +137,7 @@ const server = createServer((req, res) => {
       schema,
       document: prepared.document,
       rootValue,
-      contextValue: { users: new BatchLoader(usersById) },
+      contextValue: { users: new BatchLoader(usersById), ordersOf: new BatchLoader(ordersByUser) },
       variableValues: params.variables,
       fieldResolver,
     });
