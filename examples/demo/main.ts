@@ -57,6 +57,8 @@ const { config, problems } = validateConfig({
   // Outrigger answers /mcp itself: the shop app's tools, for agents that sign in (docs/agents.md).
   mcp: { server: 'outrigger' },
   webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
+  // SPEC §10: each API key may make 60 requests a minute; answers carry RateLimit headers (docs/limits.md).
+  limits: { policies: [{ name: 'per-key', by: 'key', limit: 60, window: '60s' }] },
   log: { level: process.env.OUTRIGGER_LOG_LEVEL ?? 'info' },
   // One process on a laptop, behind no load balancer: Ctrl-C stops at once instead of draining.
   shutdown: { drainSeconds: 0, timeoutSeconds: 5 },
@@ -124,6 +126,9 @@ Try:
                                                                      # "new orders" fires (printed here, logged at ${u}/_admin/ → Webhooks)
   curl -s -u alice:alice-password -X POST ${u}/keys -H 'content-type: application/json' -d '{"name":"laptop","roles":["reader"]}'
   curl -s -H "Authorization: Bearer <the key printed above>" ${u}/restheart/orders
+  curl -s -o /dev/null -D - -H "Authorization: Bearer <the key>" ${u}/restheart/orders | grep -i '^ratelimit'
+                                                                     # the key's rate limit (60 a minute): RateLimit-Policy and
+                                                                     # RateLimit ("per-key";r=<left>;t=<seconds to reset>); 429 past it
   curl -s -u admin:admin-password ${u}/_admin/acl                    # the permissions applied from examples/demo/setup.yaml
   curl -s ${u}/_health/ready ; curl -s ${u}/_metrics | head
 

@@ -140,7 +140,7 @@ export async function rawSse(base: string, uri: string, query: string, opts: { a
   });
   const events: SseEvent[] = [];
   let ended = false;
-  const answer = res.status === 200 ? undefined : res.text();
+  const answer = res.status === 200 ? undefined : res.text().catch(() => '');
   const reading = (async () => {
     if (!res.body || answer) return;
     const decoder = new TextDecoder();

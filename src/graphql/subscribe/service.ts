@@ -49,6 +49,8 @@ export interface OpenRequest {
   shutdown(retryAfterMs: number): void;
   /** Told of each result's position, in order (SSE `id:`). */
   onYield?(position: string | null): void;
+  /** Told once when the subscription ends, with the reason when it was ended early. */
+  onEnded?(reason: EndReason | null): void;
   /** Looks the app up again (changed, disabled or deleted apps end their subscriptions). */
   currentApp(): CompiledApp | undefined;
 }
@@ -141,6 +143,7 @@ export class SubscriptionService {
       if (!active) return;
       this.hub.remove(active, reason);
       this.shutdowns.delete(active);
+      req.onEnded?.(reason);
     }, req.onYield);
     let ctx = req.ctx();
     const principal = req.principal;

@@ -17,7 +17,14 @@ export type Transport = 'sse' | 'ws';
 interface Pending {
   readonly position: string | null;
   readonly value: Promise<ExecutionResult | null>;
+  /** Its size once built, while it waits behind others (counted toward `MAX_WAITING_BYTES`). */
+  bytes?: number;
 }
+
+/** Built results waiting for a subscriber that does not read (SPEC §6.5: 1 MiB). */
+export const MAX_WAITING_BYTES = 1024 * 1024;
+/** Below this many waiting results their size is not measured (a reader that keeps up pays nothing). */
+const MEASURE_FROM = 4;
 
 /** Why a subscription ended early, said to the client (SSE: `next` with errors then `complete`; WebSocket: `error`). */
 export interface EndReason {
@@ -33,6 +40,7 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
   private ended: EndReason | null = null;
   private endSaid = false;
   private closed = false;
+  private waitingBytes = 0;
   /** The position of the result last handed out (`null` for a notice that has none). */
   lastPosition: string | null = null;
 
@@ -103,7 +111,20 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
       return;
     }
     queue.push(p);
+    if (queue.length > MEASURE_FROM) this.measure(queue, p);
     this.wake?.();
+  }
+
+  /** Counts a waiting result's size once built; past 1 MiB waiting the subscriber is ended. */
+  private measure(queue: Pending[], p: Pending): void {
+    void p.value.then((result) => {
+      if (!result || !queue.includes(p) || p.bytes !== undefined) return;
+      p.bytes = JSON.stringify(result).length;
+      this.waitingBytes += p.bytes;
+      if (this.waitingBytes > MAX_WAITING_BYTES) {
+        this.end({ message: `this subscriber did not read: more than ${MAX_WAITING_BYTES / 1024 / 1024} MiB of events were waiting; reconnect and read faster`, code: 'SLOW_SUBSCRIBER' });
+      }
+    }, () => {});
   }
 
   /** Ends the subscription with an error the client is told (revocation, a slow reader, a changed app). */
@@ -111,6 +132,7 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
     if (this.closed || this.ended) return;
     this.ended = reason;
     this.pending.length = 0;
+    this.waitingBytes = 0;
     this.held = null;
     this.onClosed(reason);
     this.wake?.();
@@ -144,6 +166,7 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
       }
       if (this.pending[0] !== head) continue; // ended or closed meanwhile
       this.pending.shift();
+      if (head.bytes !== undefined) this.waitingBytes -= head.bytes;
       if (result === null) continue;
       this.lastPosition = head.position;
       this.onYield?.(head.position);

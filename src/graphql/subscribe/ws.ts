@@ -83,6 +83,10 @@ export function createWsTransport(parts: WsParts) {
           onYield: () => {
             if (socket.bufferedAmount > MAX_UNSENT_BYTES) socket.terminate();
           },
+          // The library waits on the unread socket; the error it would send cannot pass either.
+          onEnded: (reason) => {
+            if (reason?.code === 'SLOW_SUBSCRIBER') socket.terminate();
+          },
         });
         if (!opened.ok) {
           // Sent here, with each error's extensions (the library would want GraphQLErrors of its own graphql instance).
