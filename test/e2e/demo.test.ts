@@ -150,4 +150,24 @@ describe('npm run demo (built)', () => {
     expect(stdout).toContain(`reset: deleted ${dir}`);
     expect(existsSync(dir)).toBe(false);
   }, 60_000);
+
+  it('prints a curl showing a key\'s RateLimit headers (SPEC §10), which the demo\'s per-key policy sends', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
+    const env = { OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
+    let headers: Record<string, unknown> = {};
+    const result = await runDemo(env, cwd, [], async (stdout) => {
+      const line = stdout.split('\n').find((l) => l.includes('curl') && l.includes('^ratelimit'));
+      const url = /Bearer <the key>" (http:\/\/\S+)/.exec(line ?? '')?.[1];
+      expect(url, `no RateLimit curl in:\n${stdout}`).toBeDefined();
+      const base = new URL(url!).origin;
+      const issued = await call(base, '/keys', { method: 'POST', auth: `Basic ${Buffer.from('alice:alice-password').toString('base64')}`, body: { name: 'demo-limits', roles: ['reader'] } });
+      expect(issued.status, issued.text).toBe(201);
+      const res = await call(url!, '', { auth: `Bearer ${issued.json.key}` });
+      expect(res.status).toBe(200);
+      headers = res.headers;
+    });
+    expect(result.code).toBe(0);
+    expect(headers['ratelimit-policy']).toBe('"per-key";q=60;w=60');
+    expect(headers['ratelimit']).toMatch(/^"per-key";r=59;t=\d+$/);
+  }, 90_000);
 });
