@@ -104,6 +104,7 @@ if (webhook instanceof Error || !webhook.ok) {
 
 const query = `'{"query":"{ orders(limit: 3) { status total user { name city } } }"}'`;
 const mutation = `'{"query":"mutation { createOrder(total: 24.5, items: [{productId: \\"p-espresso\\", qty: 1}]) { _id status total user { name } } }"}'`;
+const subscription = `'{"query":"subscription { orderChanged { op id order { status total user { name } } } }"}'`;
 process.stdout.write(`
 Outrigger demo is running.
   Outrigger (call this):      ${u}
@@ -124,6 +125,9 @@ Try:
   curl -s -u alice:alice-password ${u}/graphql/shop -H 'content-type: application/json' -d ${mutation}
                                                                      # GraphQL mutation: POST /restheart/orders as alice; the webhook
                                                                      # "new orders" fires (printed here, logged at ${u}/_admin/ → Webhooks)
+  curl -N -u alice:alice-password ${u}/graphql/shop -H 'accept: text/event-stream' -H 'content-type: application/json' -d ${subscription}
+                                                                     # GraphQL subscription over SSE: leave it running, send the mutation
+                                                                     # above from another terminal, and the new order arrives here
   curl -s -u alice:alice-password -X POST ${u}/keys -H 'content-type: application/json' -d '{"name":"laptop","roles":["reader"]}'
   curl -s -H "Authorization: Bearer <the key printed above>" ${u}/restheart/orders
   curl -s -o /dev/null -D - -H "Authorization: Bearer <the key>" ${u}/restheart/orders | grep -i '^ratelimit'

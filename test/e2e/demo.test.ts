@@ -104,6 +104,38 @@ describe('npm run demo (built)', () => {
     expect(delivered).toBe('webhook "new orders" delivered: POST /restheart/orders (via GraphQL app shop, operation anonymous)');
   }, 90_000);
 
+  it('the subscription curl it prints (curl -N, SSE) receives the order the mutation curl creates', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
+    const env = { OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
+    let streamed = '';
+    const result = await runDemo(env, cwd, [], async (stdout) => {
+      const line = stdout.split('\n').find((l) => l.includes('curl -N') && l.includes('text/event-stream'));
+      const match = /-u (\w+:\S+) (http:\/\/\S+\/graphql\/shop) .*-d '([^']+)'/.exec(line ?? '');
+      expect(match, `no subscription curl in:\n${stdout}`).not.toBeNull();
+      const [, credentials, url, body] = match!;
+      expect(README).toContain(body!);
+      const curl = spawn('curl', ['-N', '-s', '-u', credentials!, url!, '-H', 'accept: text/event-stream', '-H', 'content-type: application/json', '-d', body!]);
+      curl.stdout.on('data', (chunk: Buffer) => (streamed += chunk.toString()));
+      try {
+        const mutationLine = stdout.split('\n').find((l) => l.includes('curl') && l.includes('mutation'));
+        const mutation = /-d '([^']+)'/.exec(mutationLine ?? '')![1]!;
+        // The subscription is registered before curl sees the first comment (":"): then the order is placed.
+        const deadline = Date.now() + 15_000;
+        while (!streamed.startsWith(':') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        const [user, password] = credentials!.split(':');
+        const res = await call(url!, '', { method: 'POST', auth: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`, body: mutation });
+        expect(res.status).toBe(200);
+        while (!streamed.includes('"op":"insert"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      } finally {
+        curl.kill();
+      }
+    });
+    expect(result.code).toBe(0);
+    expect(streamed).toMatch(/^id: \d+-\d+$/m);
+    expect(streamed).toContain('"orderChanged":{"op":"insert"');
+    expect(streamed).toContain('"user":{"name":"Alice Rossi"}');
+  }, 90_000);
+
   it('prints its log lines for a person (time, level, message), not the JSON lines of outrigger start, and stops at once on Ctrl-C', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
     const env = { OUTRIGGER_LOG_LEVEL: 'info', OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
