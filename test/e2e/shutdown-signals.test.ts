@@ -182,6 +182,29 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
     }
   }, 180_000);
 
+  it('lets the in-process worker finish the delivery it has in flight and acknowledge it before exit 0', async () => {
+    await redis.client.del(keys.events);
+    // The target answers only once the SIGTERM has been taken: the attempt is in flight across it.
+    answer = () => 'hang';
+    const deliveries = target.received.length;
+    const cli = await startCli(configFile({ drainSeconds: 0, timeoutSeconds: 20 }), [], START_MS);
+    try {
+      expect((await send(`${cli.url}/orders`, false, 'POST')).status).toBe(200);
+      await until(() => target.received.length === deliveries + 1, 'the in-process worker to start delivering the event');
+      cli.child.kill('SIGTERM');
+      await until(() => cli.output().includes('received SIGTERM'), 'the log line of the signal');
+      target.release();
+      expect(await cli.exited).toBe(0);
+      // Delivered once, acknowledged by the stopping worker: nothing left for a reclaim.
+      expect(target.received.length).toBe(deliveries + 1);
+      const pending = (await redis.client.xpending(keys.events, keys.eventsGroup)) as [number, ...unknown[]];
+      expect(pending[0]).toBe(0);
+    } finally {
+      answer = () => ({ status: 200 });
+      stop(cli);
+    }
+  }, 180_000);
+
   it('exits at once on a second signal; the delivery it cut is still in Redis and another worker delivers it', async () => {
     await redis.client.del(keys.events);
     answer = (index) => (index === 0 ? 'hang' : { status: 200 });
