@@ -5,11 +5,11 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Principal } from '../access/principal.js';
 import type { Forwarder, ProxyPlan } from '../proxy/forwarder.js';
-import { repeatedSingleHeader, type ResponseHeaderFilter } from '../proxy/headers.js';
+import { repeatedSingleHeader } from '../proxy/headers.js';
 import type { ClientIpResolver } from './client-ip.js';
 import { sendError } from './respond.js';
 import { RequestScope } from './scope.js';
-import { hasDotSegments, type RouteTable } from './route-table.js';
+import { hasDotSegments, type OwnRoute, type RouteTable } from './route-table.js';
 import { observeOwnRoute, tappedBody, type RequestObserver } from './observe.js';
 import { RequestMetrics } from '../observability/request-metrics.js';
 import { redisRefusal, type RedisRefusal } from '../store/redis-errors.js';
@@ -73,7 +73,7 @@ export function createRequestHandler(parts: HandlerParts) {
 
   return function handleRequest(req: IncomingMessage, res: ServerResponse, finished?: () => void): void {
     const peer = req.socket.remoteAddress ?? '';
-    const { ip, peerTrusted } = parts.clientIp(peer, req.headers['x-forwarded-for']);
+    const { ip, peerTrusted } = parts.clientIp(peer, req.headers['x-forwarded-for'], req.socket.remotePort);
     const scope = new RequestScope(req, res, ip, (req.socket as TLSSocket).encrypted === true);
     // Decided on the canonical path; a path without one matches nothing and is refused in run().
     const route = scope.pathProblem === undefined ? routes.match(scope.path) : undefined;
@@ -153,7 +153,12 @@ export function createRequestHandler(parts: HandlerParts) {
         const refusal = redisRefusal(error);
         if (refusal !== null) reportRefusal(refusal, error as Error, scope);
       }
-      if (!res.headersSent) res.setHeader('x-request-id', scope.id);
+      if (!res.headersSent) {
+        res.setHeader('x-request-id', scope.id);
+        // A rate limit's 429, and any other error of a covered request, carry the rate-limit headers too (SPEC §10).
+        const limits = scope.rateLimitHeaders;
+        if (limits) for (const name in limits) res.setHeader(name, limits[name]!);
+      }
       sendError(res, error, logger, scope.id, trace.traceId);
     };
     // The stages return a promise only when they have something to wait for (a cold key, a body
@@ -174,7 +179,7 @@ export function createRequestHandler(parts: HandlerParts) {
       if (route?.public) {
         // Answered before authentication (sign-in, metadata): only `by: client` and `by: service` policies cover them.
         const limited = limit?.(scope);
-        return limited ? limited.then(() => route.handle(scope)) : route.handle(scope);
+        return limited ? limited.then(() => ownRoute(route)) : ownRoute(route);
       }
       if (trace.recording) return tracedAuthentication();
       const principal = parts.authenticate(scope);
@@ -222,8 +227,15 @@ export function createRequestHandler(parts: HandlerParts) {
       return limited ? limited.then(afterLimits) : afterLimits();
     }
 
+    /** An own route: the rate-limit headers go on its answer by setHeader (the forwarder puts them in its head instead). */
+    function ownRoute(own: OwnRoute): Promise<void> | void {
+      const limits = scope.rateLimitHeaders;
+      if (limits) for (const name in limits) res.setHeader(name, limits[name]!);
+      return own.handle(scope);
+    }
+
     function afterLimits(): Promise<void> | void {
-      if (route) return route.handle(scope);
+      if (route) return ownRoute(route);
       const authorized = parts.authorizeProxy(scope);
       return authorized instanceof Promise ? authorized.then(proxy) : proxy();
     }
@@ -257,10 +269,11 @@ export function createRequestHandler(parts: HandlerParts) {
           removeRequestHeaders: plan.removeRequestHeaders,
           setRequestHeaders: traceparent ? { ...plan.setRequestHeaders, traceparent } : plan.setRequestHeaders,
           body: plan.body ?? (observed && hasBody(req) ? tappedBody(req, observed) : undefined),
-          // A covered response carries our RateLimit headers, not the backend's (SPEC §10).
-          filterResponseHeader: limit && res.hasHeader('ratelimit') ? withoutRateLimitHeaders(plan.filterResponseHeader) : plan.filterResponseHeader,
+          filterResponseHeader: plan.filterResponseHeader,
           rewrite: plan.rewrite,
           observer: observed ?? undefined,
+          // A covered response carries our RateLimit headers over the backend's (SPEC §10).
+          responseHeaders: scope.rateLimitHeaders,
         },
         fail,
       );
@@ -275,11 +288,6 @@ function endServerSpan(trace: RequestTrace, scope: RequestScope, completed: bool
   trace.set('outrigger.auth.via', scope.principal.via);
   if (!completed) trace.fail('client_closed', 'the client closed the connection before the answer was complete');
   trace.end(completed ? scope.res.statusCode : undefined);
-}
-
-const dropRateLimitHeaders: ResponseHeaderFilter = (name, value) => (name === 'ratelimit' || name === 'ratelimit-policy' ? undefined : value);
-function withoutRateLimitHeaders(filter: ResponseHeaderFilter | undefined): ResponseHeaderFilter {
-  return filter ? (name, value) => (name === 'ratelimit' || name === 'ratelimit-policy' ? undefined : filter(name, value)) : dropRateLimitHeaders;
 }
 
 function hasBody(req: IncomingMessage): boolean {

@@ -49,6 +49,8 @@ export class RequestScope {
   permission: unknown = undefined;
   /** The rate limits that covered the request when one counts GraphQL cost (src/limits/), charged once estimated. */
   rateLimits: object | undefined = undefined;
+  /** `RateLimit-Policy` and `RateLimit` for the answer (SPEC §10): in the forwarder's head, or set by the handler on own routes. */
+  rateLimitHeaders: Record<string, string> | undefined = undefined;
   /** The request body, when a feature had to read it whole (bson-request-* predicates); forwarded as is. */
   bufferedBody: Buffer | undefined = undefined;
   /**

@@ -30,6 +30,11 @@ export interface ForwardRequest {
    */
   rewrite?: { accepts(statusCode: number, headers: Record<string, string | string[] | undefined>): boolean; apply(body: Buffer): Buffer };
   observer?: ResponseObserver;
+  /**
+   * Set on the client's answer over the upstream's headers of the same (lowercase) names, in the
+   * same head: the rate-limit headers (SPEC §10), without a setHeader per request.
+   */
+  responseHeaders?: Record<string, string>;
 }
 
 /** What the features may decide about a proxied request (access/proxy-policy.ts); the handler copies these fields, and only these. */

@@ -234,6 +234,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
     // In the object, not by setHeader beforehand: a response with no headers set yet takes
     // writeHead's fast path, which does not validate and copy every header again.
     clientHeaders['x-request-id'] = this.f.requestId;
+    if (this.f.responseHeaders) Object.assign(clientHeaders, this.f.responseHeaders);
     res.writeHead(statusCode, statusMessage, clientHeaders);
     this.headPending = true;
     // A response whose body is already in the parser's buffer goes out in one write with its
@@ -292,6 +293,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
       this.f.observer?.onResponseHead(this.bufferedStatus, headers);
       this.f.observer?.onResponseData(body);
       headers['x-request-id'] = this.f.requestId;
+      if (this.f.responseHeaders) Object.assign(headers, this.f.responseHeaders);
       res.writeHead(this.bufferedStatus, headers);
       res.end(body);
     } else {
