@@ -217,7 +217,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     handle = createRequestHandler({
       routes: new RouteTable(routes),
       forwarder,
-      clientIp: createClientIpResolver(config.listen.trustedProxies),
+      clientIp: modules.reduce((resolve, m) => m.wrapClientIp?.(resolve) ?? resolve, createClientIpResolver(config.listen.trustedProxies)),
       authenticate,
       authorizeProxy,
       planProxy: policy.planProxy,

@@ -4,6 +4,7 @@ import type { ApiKeyAuthenticator } from './access/authenticate.js';
 import type { Principal } from './access/principal.js';
 import type { RequestScope } from './http/scope.js';
 import type { SubRouteHandler } from './admin/admin-route.js';
+import type { ClientIpResolver } from './http/client-ip.js';
 import type { RequestObserver } from './http/observe.js';
 import type { OwnRoute } from './http/route-table.js';
 import type { SetupKind } from './setup/setup-kind.js';
@@ -19,6 +20,8 @@ export interface FeatureModule {
   observer?: RequestObserver;
   apiKeyAuthenticator?: () => ApiKeyAuthenticator | null;
   setupKinds?: SetupKind[];
+  /** Wraps how the request chain finds a client's address (the MCP server's own loopback calls). */
+  wrapClientIp?(resolve: ClientIpResolver): ClientIpResolver;
   /** A WebSocket upgrade request: true when the module took the socket (GraphQL subscriptions). */
   upgrade?(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
   /** The proxy's authenticator, once built (for credentials checked outside a request: upgrades, open subscriptions). */

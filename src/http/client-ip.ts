@@ -1,7 +1,8 @@
 import { ipInCidrs, parseCidrs } from '../net/cidr.js';
 import { resolveClientIp } from '../net/client-ip.js';
 
-export type ClientIpResolver = (peer: string, xForwardedFor: string | string[] | undefined) => { ip: string; peerTrusted: boolean };
+/** `peerPort`: the socket's remote port, for a wrapper that knows this process's own connections (src/mcp/internal-calls.ts). */
+export type ClientIpResolver = (peer: string, xForwardedFor: string | string[] | undefined, peerPort?: number) => { ip: string; peerTrusted: boolean };
 
 /** Built once from `listen.trustedProxies`; with none configured it is a plain read of the socket peer. */
 export function createClientIpResolver(trustedProxies: string[]): ClientIpResolver {

@@ -10,7 +10,7 @@
  * format (401, 403, 429, 503...), as `isError: true` with their messages.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { Agent, request, type Dispatcher } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import type { RequestScope } from '../http/scope.js';
 import type { CatalogueTool } from './catalogue.js';
 
@@ -19,13 +19,8 @@ export interface GraphqlDoor {
   readonly graphqlPrefix: string;
   /** How long one call may take in all (the GraphQL deadline plus the loopback's own time). */
   readonly timeoutMs: number;
-  /** Kept-alive loopback connections (undici's own client: global fetch costs more per call). */
+  /** Kept-alive loopback connections whose ports the request chain knows as this process's own (internal-calls.ts). */
   readonly dispatcher: Dispatcher;
-}
-
-/** The loopback client of one MCP route; closed with the module. */
-export function loopbackDispatcher(): Agent {
-  return new Agent({ keepAliveTimeout: 30_000, connections: 64 });
 }
 
 /** The origin the MCP request came in on: this server, reachable from itself. */
@@ -44,7 +39,7 @@ export async function callThroughGraphql(door: GraphqlDoor, scope: RequestScope,
     // The agent's identity is its own header: the inner request authenticates exactly as it would.
     ...(scope.req.headers.authorization ? { authorization: scope.req.headers.authorization } : {}),
     'x-request-id': `${scope.id}.tool`,
-    // Honoured only when loopback peers are trusted proxies (listen.trustedProxies), as for any client.
+    // The agent's address, believed only on this process's own loopback connections (internal-calls.ts).
     'x-forwarded-for': scope.clientIp,
     'user-agent': `outrigger-mcp (${String(scope.req.headers['user-agent'] ?? 'unknown agent').slice(0, 200)})`,
   };

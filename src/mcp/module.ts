@@ -10,7 +10,7 @@ import type { StoredApp } from '../graphql/document/setup-kind.js';
 import { oauthEndpoints } from '../oauth/endpoints.js';
 import type { DocumentStore } from '../store/document-store.js';
 import { ToolCatalogue } from './catalogue.js';
-import { loopbackDispatcher } from './call-graphql.js';
+import { InternalCalls } from './internal-calls.js';
 import { createMcpRoute } from './route.js';
 
 export interface McpModule extends FeatureModule {
@@ -27,11 +27,13 @@ export function createMcpModule(context: AppContext, options: FeatureModuleOptio
   );
   apps.onLoaded((docs) => catalogue.rebuild(docs.values()));
   const resourceMetadataUrl = config.mcp.signIn === 'off' ? null : oauthEndpoints(config).resourceMetadata;
-  const dispatcher = loopbackDispatcher();
+  const internal = new InternalCalls();
+  const dispatcher = internal.dispatcher();
   return {
     name: 'mcp-tools',
     catalogue,
     routes: [createMcpRoute(context, { catalogue, resourceMetadataUrl, dispatcher })],
+    wrapClientIp: (resolve) => internal.wrap(resolve),
     async stop() {
       await dispatcher.close();
     },

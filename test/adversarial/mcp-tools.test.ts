@@ -6,6 +6,7 @@
  * operation over the app's cost limit. Each is refused before any backend read.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Agent, request } from 'undici';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { call, type CallResult } from '../support/http-client.js';
 import { basic } from '../support/outrigger.js';
@@ -163,6 +164,50 @@ describe('Outrigger MCP server: abuse', () => {
     for (const origin of ['http://localhost:6274', 'http://127.0.0.1:9', new URL(stack.proxy.url).origin]) {
       const ok = await call(stack.proxy.url, '/mcp', { method: 'POST', auth: ALICE, headers: { accept: 'application/json, text/event-stream', origin }, body: init });
       expect(ok.status, origin).toBe(200);
+    }
+  });
+
+  it('the inner GraphQL request is decided on the agent\'s address, not loopback\'s: an agent at 127.0.0.5 is listed and served by a grant for 127.0.0.5 only, and not by one for 127.0.0.1', async () => {
+    // Two permissions on a second app: one for calls from 127.0.0.5, the other (same role) for loopback 127.0.0.1 only.
+    const app = {
+      descriptor: { uri: 'byaddress' },
+      schema: 'type Order { number: Int } type Query { orders: [Order] }',
+      mappings: { Query: { orders: { db: 'shop', collection: 'orders', limit: 1 } } },
+      mcp: { tools: [{ name: 'one_order', description: 'An order', query: '{ orders { number } }' }] },
+    };
+    expect((await call(stack.proxy.url, '/gql-apps/byaddress', { method: 'PUT', auth: ROOT, body: app })).status).toBe(201);
+    const grant = async (id: string, predicate: string) =>
+      { const r = await call(stack.proxy.url, `/_admin/acl/${id}`, { method: 'PUT', auth: ROOT, body: { predicate, roles: ['user'], priority: 5 } }); expect(r.status, r.text).toBeLessThan(300); };
+    await grant('byaddress-loopback', "path-prefix(/graphql/byaddress) and ip-match('127.0.0.1 allow')");
+    const from5 = new Agent({ localAddress: '127.0.0.5' });
+    const rpcFrom5 = async (body: unknown) => {
+      const res = await request(`${stack.proxy.url}/mcp`, {
+        method: 'POST',
+        dispatcher: from5,
+        headers: { authorization: ALICE, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+        body: JSON.stringify(body),
+      });
+      return (await res.body.json()) as any;
+    };
+    try {
+      const list = await rpcFrom5({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+      expect(list.result.tools.map((t: { name: string }) => t.name)).not.toContain('one_order');
+      // From loopback itself the grant applies: listed and callable.
+      const local = await connect(ALICE);
+      expect((await local.callTool({ name: 'one_order', arguments: {} })).isError).toBeFalsy();
+      // Now a grant for 127.0.0.5: listed, and the call (decided on the inner request) succeeds only if it carries 127.0.0.5.
+      await grant('byaddress-five', "path-prefix(/graphql/byaddress) and ip-match('127.0.0.5 allow')");
+      await grant('byaddress-loopback', "path-prefix(/graphql/byaddress) and ip-match('10.9.9.9 allow')");
+      const called = await rpcFrom5({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'one_order', arguments: {} } });
+      expect(called.result.isError, JSON.stringify(called.result.content)).toBeFalsy();
+      expect(called.result.structuredContent).toEqual({ orders: [{ number: 1 }] });
+      // The address is believed only on this process's own connections: a client claiming 127.0.0.5 is not.
+      const spoofed = await call(stack.proxy.url, '/graphql/byaddress', { method: 'POST', auth: ALICE, headers: { 'x-forwarded-for': '127.0.0.5' }, body: { query: '{ orders { number } }' } });
+      expect(spoofed.status).toBe(403);
+    } finally {
+      await from5.close();
+      await call(stack.proxy.url, '/gql-apps/byaddress', { method: 'DELETE', auth: ROOT });
+      for (const id of ['byaddress-loopback', 'byaddress-five']) await call(stack.proxy.url, `/_admin/acl/${id}`, { method: 'DELETE', auth: ROOT });
     }
   });
 

@@ -156,8 +156,8 @@ describe('the apps setup kind (outrigger apply / check)', () => {
     const { graphqlAppSetupKind } = await import('../../../src/graphql/document/setup-kind.js');
     const { validateConfig } = await import('../../../src/config/validate.js');
     const kind = graphqlAppSetupKind(validateConfig({}).config);
-    const one = kind.validate(app({ tools: [tool('orders', '{ orders { number } }')] }, 'one'));
-    const two = kind.validate(app({ tools: [tool('orders', '{ orders { total } }')] }, 'two'));
+    const one = await kind.validate(app({ tools: [tool('orders', '{ orders { number } }')] }, 'one'), undefined);
+    const two = await kind.validate(app({ tools: [tool('orders', '{ orders { total } }')] }, 'two'), undefined);
     if (!one.ok || !two.ok) throw new Error('both valid');
     expect(kind.checkSet!([one.doc, two.doc])).toEqual([
       'app "two": mcp.tools[0].name "orders" is already a tool of the GraphQL app "one"; tool names are unique across the service\'s enabled apps',
