@@ -110,6 +110,8 @@ export interface OutriggerConfig {
     maxBackendWrites: number;
     /** Documents one GraphQL request may insert in bulk (issue 27). */
     maxBulkWrite: number;
+    /** Items the GraphQL cost estimate assumes for a list stored inside a document (no mapping); the output budget stops longer ones. */
+    storedListItems: number;
     timeoutMs: number;
     introspection: boolean;
     /** Largest estimated cost of one operation; an app's `descriptor.maxCost` replaces reads and documents (output is service-wide). */

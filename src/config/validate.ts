@@ -233,6 +233,7 @@ function readGraphql(g: SectionReader): OutriggerConfig['graphql'] {
     maxBackendReads: g.integer('maxBackendReads', 50, 1, 10_000),
     maxBackendWrites: g.integer('maxBackendWrites', 100, 1, 10_000),
     maxBulkWrite: g.integer('maxBulkWrite', 1000, 1, 100_000),
+    storedListItems: g.integer('storedListItems', 100, 1, 100_000),
     timeoutMs: g.integer('timeoutMs', 10_000, 100, 600_000),
     introspection: g.boolean('introspection', true),
     maxCost: {

@@ -105,6 +105,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     maxBackendReads: settings.maxBackendReads,
     maxBackendWrites: settings.maxBackendWrites,
     maxBulkWrite: settings.maxBulkWrite,
+    storedListItems: settings.storedListItems,
     writer,
     onWrite,
     ...(writePolicy ? { writePolicy } : {}),

@@ -80,6 +80,11 @@ export interface GraphqlLimits {
   readonly maxBackendWrites: number;
   /** Documents one request may write in bulk (1000); more is a 400 before any write (issue 27). */
   readonly maxBulkWrite: number;
+  /**
+   * Items the cost estimate assumes for a list stored inside a document (a list field with no
+   * mapping), 100; the output budget stops a longer one while the answer is built (issue 34).
+   */
+  readonly storedListItems: number;
 }
 
 export const DEFAULT_LIMITS: GraphqlLimits = {
@@ -96,6 +101,7 @@ export const DEFAULT_LIMITS: GraphqlLimits = {
   httpProfile: 'graphql-over-http',
   maxBackendWrites: 100,
   maxBulkWrite: 1000,
+  storedListItems: 100,
 };
 
 /** Largest `pagesize` a RESTHeart backend accepts. */

@@ -114,6 +114,7 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
     httpProfile: opts.httpProfile ?? DEFAULT_LIMITS.httpProfile,
     maxBackendWrites: opts.maxBackendWrites ?? DEFAULT_LIMITS.maxBackendWrites,
     maxBulkWrite: opts.maxBulkWrite ?? DEFAULT_LIMITS.maxBulkWrite,
+    storedListItems: opts.storedListItems ?? DEFAULT_LIMITS.storedListItems,
   };
   const checked = validateAppWithSchema(app, { defaultDb: limits.defaultDb, maxLimit: limits.maxLimit, aggregations: limits.aggregations });
   if (!checked.ok) throw new ValidationError(checked.problems);

@@ -125,20 +125,21 @@ export async function executeGraphql(
   const coerced = getVariableValues(app.schema, operation.variableDefinitions ?? [], params.variables ?? {}, { maxErrors: 20, hideSuggestions });
   if (coerced.errors) return { status: 400, documentError: true, body: { errors: coerced.errors.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) } };
 
-  if (operation.operation === 'query') {
-    // Refused before any read: the estimate needs only the document, the variables and the mappings.
+  if (operation.operation === 'query' || operation.operation === 'mutation') {
+    // Refused before any read (and a mutation before its first write, issue 34): the estimate
+    // needs only the document, the variables and the mappings.
     const cost = app.estimate(document, operation, coerced.coerced);
     const max = app.maxCost;
     if (cost.reads > max.reads || cost.documents > max.documents || cost.output > max.output) {
       // Infinity: the document expands past what the estimate walks (fragments spread in fragments).
       const n = (x: number) => (Number.isFinite(x) ? String(x) : 'too many to count');
       const message =
-        `this query may need ${n(cost.reads)} backend reads and ${n(cost.documents)} documents and produce ${n(cost.output)} values; ` +
+        `this ${operation.operation} may need ${n(cost.reads)} backend reads and ${n(cost.documents)} documents and produce ${n(cost.output)} values; ` +
         `this app allows at most ${max.reads} reads, ${max.documents} documents and ${max.output} values per operation (maxCost); ask for smaller limits, fewer nested lists or fewer fields`;
       return { status: 400, body: { errors: [{ message, extensions: { code: 'QUERY_TOO_COSTLY', cost, maxCost: max } }] } };
     }
     // SPEC §10: a rate limit with `units: cost` counts the estimate, refused (429) here before any read.
-    const charged = ctx.chargeCost?.(cost.documents);
+    const charged = operation.operation === 'query' ? ctx.chargeCost?.(cost.documents) : undefined;
     if (charged) await charged;
   }
 
@@ -171,6 +172,7 @@ export async function executeGraphql(
       controller.abort();
     },
     () => controller.signal.aborted,
+    app.maxCost.output,
   );
   // The client went away (the server aborts ctx.signal): stop reading for it.
   const onClientAbort = () => controller.abort();
@@ -204,6 +206,8 @@ export async function executeGraphql(
 
   const backendReads = state.reads;
   const backendWrites = state.writes;
+  // The output budget stopped the answer (limits/deadline.ts): not a timeout, the client's ask.
+  if (deadline.haltedBy === 'output') return { status: 400, body: { errors: [ExecutionDeadline.outputError(app.maxCost.output)] }, backendReads, ...(backendWrites > 0 ? { backendWrites } : {}) };
   if (result === 'aborted' || state.timedOut) {
     if (state.timedOut) return { status: 504, body: { errors: [timeoutError(limits.timeoutMs).toJSON()] }, backendReads };
     return { status: 499, body: errorBody('the client closed the request', 'REQUEST_ABORTED'), backendReads };

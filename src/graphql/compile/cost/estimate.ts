@@ -10,7 +10,12 @@
  * a join field costs one read per 1000 documents of all its parents together; an aggregation
  * mapping costs one read per parent (its variables differ per parent). Output counts every
  * selected field (aliases and `__typename` included) once per object it is selected on: what
- * graphql-js completes and the response holds.
+ * graphql-js completes and the response holds. A list field with no mapping is a list stored
+ * inside the document: its items are counted as `storedListItems` per parent (the estimate cannot
+ * know a stored length; the output budget stops a longer list while the answer is built, issue 34).
+ * A mutation is estimated too, before its first write: its root fields are writes (not reads)
+ * answering one document (or a stored-list-sized list of ids), and what their selections join is
+ * costed as in a query.
  */
 import {
   getArgumentValues,
@@ -65,8 +70,10 @@ export function estimateCost(
   variables: Record<string, unknown>,
 ): CostEstimate {
   const cost: CostEstimate = { reads: 0, documents: 0, output: 0 };
-  const root = operation.operation === 'query' ? schema.getQueryType() : undefined;
+  const root = operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : undefined;
   if (!root) return cost;
+  // A mutation's root mappings are writes: no read window of their own.
+  const rootWrites = operation.operation === 'mutation';
   let visited = 0;
 
   const mappingsOf = (type: GraphQLCompositeType): GraphQLObjectType[] =>
@@ -105,12 +112,16 @@ export function estimateCost(
     let documents = 0;
     let childType: GraphQLCompositeType | undefined;
     let mapped = false;
+    let storedList = false;
     for (const object of mappingsOf(type)) {
       const def = object.getFields()[node.name.value];
       if (!def) continue;
       childType = getNamedType(def.type) as GraphQLCompositeType;
-      const mapping = app.mappings[object.name]?.[node.name.value];
-      if (!isPlainObject(mapping)) continue;
+      const mapping = isRoot && rootWrites ? undefined : app.mappings[object.name]?.[node.name.value];
+      if (!isPlainObject(mapping)) {
+        if (isListType(getNullableType(def.type))) storedList = true;
+        continue;
+      }
       mapped = true;
       const single = !isListType(getNullableType(def.type));
       let w: number;
@@ -142,6 +153,10 @@ export function estimateCost(
       cost.reads += reads;
       cost.documents += documents;
       below = parents * window;
+    } else if (storedList) {
+      // Its items are values of the answer, and each is an object its selection is asked on.
+      cost.output += parents * limits.storedListItems;
+      below = parents * limits.storedListItems;
     }
     if (node.selectionSet && childType) walk(node.selectionSet, childType, below, false, seen);
   };
