@@ -23,6 +23,12 @@ export interface TelemetryConfig {
   sampler: TraceSampler;
   /** The ratio of the `*traceidratio` samplers, 0..1 (default 1). */
   samplerArg: number | null;
+  /**
+   * Whether a client's sampled flag decides for the `parentbased_*` samplers (`respect`, the
+   * OpenTelemetry default) or is ignored (`ignore`, for edge deployments: clients on the internet
+   * must not choose to be traced, at the collector's cost, or not to be; the trace id is kept).
+   */
+  clientSampledFlag: 'respect' | 'ignore';
   otlp: {
     /** The collector's OTLP/HTTP base URL (`/v1/traces` is added), or the full traces URL; null: no export. */
     endpoint: string | null;
@@ -45,6 +51,7 @@ export interface ResolvedTelemetry {
   serviceName: string;
   sampler: TraceSampler;
   samplerArg: number;
+  clientSampledFlag: 'respect' | 'ignore';
   resourceAttributes: Record<string, string>;
   timeoutMs: number;
   maxQueueSize: number;
@@ -58,6 +65,7 @@ export function readTelemetry(t: SectionReader): TelemetryConfig {
     serviceName: t.string('serviceName', 'outrigger')!,
     sampler: t.oneOf('sampler', 'parentbased_always_on', TRACE_SAMPLERS),
     samplerArg: readRatio(t),
+    clientSampledFlag: t.oneOf('clientSampledFlag', 'respect', ['respect', 'ignore'] as const),
     otlp: {
       endpoint: o.string('endpoint', null, otlpUrl),
       protocol: readProtocol(o),
@@ -159,7 +167,7 @@ export function resolveTelemetry(t: TelemetryConfig, env: NodeJS.ProcessEnv): { 
   if (value('OTEL_SDK_DISABLED') === 'true' || value('OTEL_TRACES_EXPORTER') === 'none') url = null;
   if (url === null) return { settings: null, problems };
   return {
-    settings: { url, protocol, headers, serviceName, sampler: sampler as TraceSampler, samplerArg, resourceAttributes, timeoutMs: t.otlp.timeoutMs, maxQueueSize: t.maxQueueSize },
+    settings: { url, protocol, headers, serviceName, sampler: sampler as TraceSampler, samplerArg, clientSampledFlag: t.clientSampledFlag, resourceAttributes, timeoutMs: t.otlp.timeoutMs, maxQueueSize: t.maxQueueSize },
     problems,
   };
 }

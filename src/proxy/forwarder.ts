@@ -279,9 +279,11 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
   onResponseEnd(): void {
     const res = this.f.res;
     if (this.buffered) {
-      let body: Buffer;
+      let body: Buffer = Buffer.concat(this.buffered);
       try {
-        body = this.f.rewrite!.apply(Buffer.concat(this.buffered));
+        // An empty body (a write answered without one, a HEAD) has nothing to rewrite: the
+        // backend's status stands. A 502 there told the client a write that was applied had failed.
+        if (body.length > 0) body = this.f.rewrite!.apply(body);
       } catch {
         this.settle();
         this.failed(new OutriggerError(502, 'UPSTREAM_BAD_BODY', 'the upstream answer could not be rewritten as this request requires (its body is not valid JSON)'));
@@ -289,7 +291,8 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
       }
       const headers = clientResponseHeaders(this.bufferedHeaders, this.f.filterResponseHeader);
       delete headers['content-encoding'];
-      headers['content-length'] = body.length;
+      if (body.length > 0 || (this.bufferedStatus !== 204 && this.f.method !== 'HEAD')) headers['content-length'] = body.length;
+      else delete headers['content-length'];
       this.f.observer?.onResponseHead(this.bufferedStatus, headers);
       this.f.observer?.onResponseData(body);
       headers['x-request-id'] = this.f.requestId;

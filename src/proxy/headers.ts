@@ -91,6 +91,7 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, rawHeaders
     if (HOP_BY_HOP.has(lower) || REQUEST_ONLY_DROP.has(lower) || named?.has(lower) || o.remove?.has(lower)) continue;
     if (lower === 'x-forwarded-for' || lower === 'x-forwarded-proto' || lower === 'x-forwarded-host') continue;
     if (o.set && lower in o.set) continue;
+    if (lower.includes('_') && isUnderscoreSpelling(lower, o)) continue;
     const value = rawHeaders[i + 1]!;
     if (lower === 'cookie' && value.includes(OWN_COOKIE_MARK)) {
       const kept = withoutOwnCookies(value);
@@ -109,6 +110,23 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, rawHeaders
   if (host) out.push('x-forwarded-host', host);
   if (o.set) for (const [name, value] of Object.entries(o.set)) out.push(name, value);
   return out;
+}
+
+/**
+ * `X_Forwarded_User` for `X-Forwarded-User` (issue 34): CGI-style servers and gateways (WSGI,
+ * PHP-FPM, nginx with `underscores_in_headers`) read `_` and `-` alike, so a spelling with
+ * underscores of a header Outrigger removes or sets would reach the backend as that header.
+ * It is removed as the dashed one is. Only names with a `_` get here.
+ */
+function isUnderscoreSpelling(lower: string, o: UpstreamRequestHeaderOptions): boolean {
+  const dashed = lower.replaceAll('_', '-');
+  return (
+    o.remove?.has(dashed) === true ||
+    (o.set !== undefined && dashed in o.set) ||
+    dashed === 'x-forwarded-for' ||
+    dashed === 'x-forwarded-proto' ||
+    dashed === 'x-forwarded-host'
+  );
 }
 
 function joined(value: string | string[] | undefined): string | undefined {

@@ -111,6 +111,15 @@ class BoundedProcessor implements SpanProcessor {
   }
 }
 
+/**
+ * With `telemetry.clientSampledFlag: ignore`, a `parentbased_*` sampler decides a request with a
+ * remote parent (a client's traceparent) by its root sampler, as if the client had sent no
+ * flag: the trace id is kept, the client's choice is not.
+ */
+function parentBased(root: Sampler, s: ResolvedTelemetry): Sampler {
+  return s.clientSampledFlag === 'ignore' ? new ParentBasedSampler({ root, remoteParentSampled: root, remoteParentNotSampled: root }) : new ParentBasedSampler({ root });
+}
+
 function samplerFor(s: ResolvedTelemetry): Sampler {
   switch (s.sampler) {
     case 'always_on':
@@ -120,13 +129,16 @@ function samplerFor(s: ResolvedTelemetry): Sampler {
     case 'traceidratio':
       return new TraceIdRatioBasedSampler(s.samplerArg);
     case 'parentbased_always_off':
-      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+      return parentBased(new AlwaysOffSampler(), s);
     case 'parentbased_traceidratio':
-      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(s.samplerArg) });
+      return parentBased(new TraceIdRatioBasedSampler(s.samplerArg), s);
     default:
-      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+      return parentBased(new AlwaysOnSampler(), s);
   }
 }
+
+/** The longest string attribute value a span keeps (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT's role). */
+export const MAX_ATTRIBUTE_LENGTH = 1024;
 
 export function createTracerProvider(s: ResolvedTelemetry, version: string | undefined, counters: ExportCounters): BasicTracerProvider {
   const options = {
@@ -152,5 +164,7 @@ export function createTracerProvider(s: ResolvedTelemetry, version: string | und
     resource: resourceFromAttributes({ ...s.resourceAttributes, [ATTR_SERVICE_NAME]: s.serviceName, ...(version ? { [ATTR_SERVICE_VERSION]: version } : {}) }),
     sampler: samplerFor(s),
     spanProcessors: [bounded],
+    // Attributes carry request bytes (the path, Host, error messages): each is cut here, whoever set it (issue 34).
+    spanLimits: { attributeValueLengthLimit: MAX_ATTRIBUTE_LENGTH },
   });
 }

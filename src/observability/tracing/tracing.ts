@@ -18,7 +18,7 @@ import type { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { ResolvedTelemetry } from '../../config/telemetry.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { createTracerProvider } from './export-pipeline.js';
+import { createTracerProvider, MAX_ATTRIBUTE_LENGTH } from './export-pipeline.js';
 import { formatTraceparent, newSpanId, newTraceId, parseTraceparent } from './trace-ids.js';
 
 /** One span as the code around it sees it; a no-op (carrying the request's context) when nothing is recorded. */
@@ -68,6 +68,16 @@ export interface IncomingRequestFacts {
 }
 
 const KINDS = { client: SpanKind.CLIENT, internal: SpanKind.INTERNAL } as const;
+
+/**
+ * A request path as spans show it (`url.path`, and `url.full` of the upstream call): path
+ * parameters are redacted as the query string is left out, since they carry the same kind of
+ * secret (`;jsessionid=…`, issue 34): `/a;jsessionid=x/b` is `/a;REDACTED/b`. The length is
+ * bounded by the provider's attribute limit.
+ */
+export function spanPath(rawPath: string): string {
+  return rawPath.includes(';') ? rawPath.replace(/;[^/]*/g, ';REDACTED') : rawPath;
+}
 
 export class Tracing {
   private readonly tracer: Tracer | null;
@@ -190,7 +200,7 @@ class SpanWrapper implements SpanHandle {
   fail(type: string, message?: string): void {
     if (!this.recording) return;
     this.span.setAttribute('error.type', type);
-    this.span.setStatus({ code: SpanStatusCode.ERROR, ...(message ? { message } : {}) });
+    this.span.setStatus({ code: SpanStatusCode.ERROR, ...(message ? { message: message.slice(0, MAX_ATTRIBUTE_LENGTH) } : {}) });
   }
 
   end(statusCode?: number): void {
@@ -221,7 +231,7 @@ class RecordedTrace extends SpanWrapper implements RequestTrace {
     if (!this.recording) return;
     span.setAttributes({
       'http.request.method': r.method,
-      'url.path': r.path,
+      'url.path': spanPath(r.path),
       'url.scheme': r.scheme,
       'client.address': r.clientIp,
       ...(r.host ? { 'server.address': r.host.replace(/:\d+$/, '') } : {}),
