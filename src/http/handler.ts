@@ -13,7 +13,7 @@ import { hasDotSegments, type OwnRoute, type RouteTable } from './route-table.js
 import { observeOwnRoute, tappedBody, type RequestObserver } from './observe.js';
 import { RequestMetrics } from '../observability/request-metrics.js';
 import { redisRefusal, type RedisRefusal } from '../store/redis-errors.js';
-import { Tracing, type RequestTrace, type SpanHandle } from '../observability/tracing/tracing.js';
+import { spanPath, Tracing, type RequestTrace, type SpanHandle } from '../observability/tracing/tracing.js';
 
 /** A refusal of one reason is logged at once, then at most once per this long (with a count). */
 const REFUSAL_LOG_EVERY_MS = 10_000;
@@ -251,7 +251,7 @@ export function createRequestHandler(parts: HandlerParts) {
           'http.request.method': scope.method,
           'server.address': upstream.hostname,
           'server.port': upstreamPort,
-          'url.full': upstream.origin + scope.rawPath,
+          'url.full': upstream.origin + spanPath(scope.rawPath),
         }));
         traceparent = upstreamSpan.traceparent;
       } else if (trace.replacesClientHeader) traceparent = trace.traceparent;
