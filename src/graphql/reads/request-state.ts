@@ -58,9 +58,20 @@ export class RequestState implements BackendReads {
     return (this.roots ??= new WeakMap());
   }
 
+  /**
+   * What every read fails with once the request is aborted (time limit, or the client left): one
+   * error per request, located (`path: []`) so that graphql-js does not wrap it anew at each of
+   * the fields waiting on the read (issue 39: a cut-off 100-order query built 100 errors with
+   * stack traces). Nobody sees it: an aborted request answers 504 or 499 (serve/execute.ts).
+   */
+  private aborted: GraphQLError | undefined;
+  private abortedError(): GraphQLError {
+    return (this.aborted ??= new GraphQLError(timeoutError(this.settings.limits.timeoutMs).message, { path: [], extensions: { code: 'TIMEOUT' } }));
+  }
+
   /** One backend read, counted against the budget; failures become GraphQL field errors with a code. */
   async read(read: BackendRead): Promise<unknown[]> {
-    if (this.signal.aborted) throw timeoutError(this.settings.limits.timeoutMs);
+    if (this.signal.aborted) throw this.abortedError();
     const decision = this.settings.readPolicy ? await this.decideRead(read) : undefined;
     if (decision && !decision.allow) {
       throw new GraphQLError(decision.message ?? `you may not read ${read.db}/${read.collection}`, { extensions: { code: 'FORBIDDEN' } });
@@ -99,7 +110,7 @@ export class RequestState implements BackendReads {
       this.readLog?.push({ db: read.db, collection: read.collection, page: read.page, pagesize: read.pagesize, filter: effective.filter !== undefined, documents: docs.length });
       return docs;
     } catch (error) {
-      if (this.signal.aborted) throw timeoutError(this.settings.limits.timeoutMs);
+      if (this.signal.aborted) throw this.abortedError();
       if (error instanceof OutriggerError) {
         throw new GraphQLError(error.message, { originalError: error, extensions: { code: error.code } });
       }

@@ -7,6 +7,7 @@
  */
 import { GraphQLError, type GraphQLField } from 'graphql';
 import { OutriggerError } from '../../errors.js';
+import { idSegmentProblem } from '../../input-limits/path-id.js';
 import type { RequestState } from '../reads/request-state.js';
 import type { WriteKind } from '../document/mutations.js';
 import type { BackendWrite, BackendWriteResponse } from '../types.js';
@@ -31,6 +32,8 @@ export interface CompiledWrite {
 }
 
 const HEX24 = /^[0-9a-fA-F]{24}$/;
+/** A write's `find`: an explicit null for an argument is refused as an omitted one is (it would widen the filter). */
+const FIND = { nullIsMissing: true } as const;
 
 /** Runs one mutation field; resolves to its value or throws a field error. */
 export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, unknown>>, state: RequestState, field: GraphQLField<unknown, unknown>): Promise<unknown> {
@@ -41,6 +44,8 @@ export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, u
     case 'insert': {
       const doc = writeValue(w.mapping.insert, args, caller);
       if (!isObject(doc)) throw new GraphQLError(`the document ${field.name} inserts must be an object`, { extensions: { code: 'BAD_USER_INPUT' } });
+      // Its _id becomes the path of the read-back and of every later write: the same rules now.
+      if (typeof doc._id === 'string') documentTarget(doc._id);
       const response = await send(state, { method: 'POST', db: w.db, collection: w.collection, body: doc });
       if (response.status !== 201 && response.status !== 200) throw writeError(`an insert into ${what}`, response);
       const location = response.headers.location ? lastSegment(response.headers.location) : undefined;
@@ -67,7 +72,7 @@ export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, u
     }
     case 'update':
     case 'delete': {
-      const find = writeValue(w.mapping.find, args, caller) as Record<string, unknown>;
+      const find = writeValue(w.mapping.find, args, caller, FIND) as Record<string, unknown>;
       const { _id: id, ...rest } = find;
       const target = documentTarget(id);
       const filter = Object.keys(rest).length > 0 ? rest : undefined;
@@ -95,7 +100,8 @@ export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, u
     }
     case 'updateMany':
     case 'deleteMany': {
-      const filter = writeValue(w.mapping.find, args, caller) as Record<string, unknown>;
+      const filter = writeValue(w.mapping.find, args, caller, FIND) as Record<string, unknown>;
+      if (!isObject(filter)) throw new GraphQLError(`a bulk write of ${what} needs its filter as an object`, { extensions: { code: 'BAD_USER_INPUT' } });
       const update = w.kind === 'updateMany';
       const response = await send(state, {
         method: update ? 'PATCH' : 'DELETE',
@@ -116,7 +122,11 @@ export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, u
 
 /** How a document's `_id` is addressed: its path segment (RESTHeart's STRING_OID rule), and as a filter value. */
 function documentTarget(id: unknown): { segment: string; idType?: 'STRING' | 'NUMBER'; filterId: unknown } {
-  if (typeof id === 'string' && id !== '' && id !== '*' && !id.startsWith('_')) {
+  if (typeof id === 'string') {
+    // The id becomes a path segment: the canonical-path rules of a REST path (issue 34), so the
+    // write policy decides on the path the backend acts on (no "..", ".", "..;x", "/", "_…", "*").
+    const problem = idSegmentProblem(id);
+    if (problem !== undefined) throw new GraphQLError(`the _id this mutation writes ${problem}; it must be an ObjectId, a string that is one plain path segment, or a number`, { extensions: { code: 'BAD_USER_INPUT' } });
     // A 24-hex string is an ObjectId to RESTHeart, as in a REST client's /orders/<hex>.
     return { segment: id, filterId: HEX24.test(id) ? { $oid: id.toLowerCase() } : id };
   }

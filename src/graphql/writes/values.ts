@@ -41,8 +41,13 @@ export function argumentValueProblem(value: unknown, path: string, depth = 0): s
   return undefined;
 }
 
-/** Substitutes `$arg`s and caller values into a write value; an omitted argument throws. */
-export function writeValue(value: unknown, args: Readonly<Record<string, unknown>>, caller: Caller): unknown {
+/**
+ * Substitutes `$arg`s and caller values into a write value; an omitted argument throws. With
+ * `nullIsMissing` (a write's `find`), an argument given as an explicit null is refused the same
+ * way (or takes the reference's default): `{owner: null}` would match every document without an
+ * owner, and a null filter none of the conditions the mapping meant (issue 34).
+ */
+export function writeValue(value: unknown, args: Readonly<Record<string, unknown>>, caller: Caller, options: { nullIsMissing?: boolean } = {}): unknown {
   if (typeof value === 'string') {
     if (value === '@user.id') {
       if (caller.id === null) throw fieldError('this mutation writes "@user.id", and you are not signed in; sign in first', 'UNAUTHENTICATED');
@@ -51,7 +56,7 @@ export function writeValue(value: unknown, args: Readonly<Record<string, unknown
     if (value === '@user.roles') return [...caller.roles];
     return value;
   }
-  if (Array.isArray(value)) return value.map((v) => writeValue(v, args, caller));
+  if (Array.isArray(value)) return value.map((v) => writeValue(v, args, caller, options));
   if (!isPlainObject(value)) return value;
   if (isArgRef(value)) {
     const { path, hasDefault, defaultValue } = argRefParts(value);
@@ -59,8 +64,8 @@ export function writeValue(value: unknown, args: Readonly<Record<string, unknown
     const first = dot === -1 ? path : path.slice(0, dot);
     let found: unknown;
     if (Object.prototype.hasOwnProperty.call(args, first)) found = dot === -1 ? args[first] : readPath(args[first], path.slice(dot + 1));
-    if (found === undefined) {
-      if (!hasDefault) throw missingArgument(path);
+    if (found === undefined || (found === null && options.nullIsMissing)) {
+      if (!hasDefault) throw found === null ? fieldError(`argument ${path} is null; a write's find never drops a condition, so give it a value`, 'MISSING_ARGUMENT') : missingArgument(path);
       found = defaultValue;
     }
     const problem = argumentValueProblem(found, path);
@@ -68,6 +73,6 @@ export function writeValue(value: unknown, args: Readonly<Record<string, unknown
     return found;
   }
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) setOwn(out, k, writeValue(v, args, caller));
+  for (const [k, v] of Object.entries(value)) setOwn(out, k, writeValue(v, args, caller, options));
   return out;
 }
