@@ -50,10 +50,18 @@ describe('bearer flood', () => {
     expect(limited.json).toMatchObject({ 'http status code': 429, message: expect.stringMatching(/apiKeys\.maxFailuresPerClient/) });
 
     const before = await stack.redis.commandsProcessed();
+    const started = performance.now();
     for (let i = 0; i < 100; i++) expect((await call(stack.proxy.url, '/data/x', from('127.70.0.1', randomKey()))).status).toBe(429);
+    const tookMs = performance.now() - started;
     const spent = (await stack.redis.commandsProcessed()) - before;
-    // Background polling only (permission and feature versions), nothing per refused key.
-    expect(spent).toBeLessThan(40);
+    // Background polling only (permission and feature versions), nothing per refused key. The
+    // polls run on timers, so how many fall in the 100 requests depends on how long they took on
+    // this machine (issue 40): the same stretch with no traffic is the baseline; a command per
+    // refused key would add 100.
+    const idleBefore = await stack.redis.commandsProcessed();
+    await new Promise((r) => setTimeout(r, tookMs));
+    const idle = (await stack.redis.commandsProcessed()) - idleBefore;
+    expect(spent, `${spent} commands in ${tookMs.toFixed(0)} ms of refusals, ${idle} in as long idle`).toBeLessThan(idle + 40);
 
     expect((await call(stack.proxy.url, '/data/x', from('127.70.0.1', validKey))).status).toBe(200);
     expect((await call(stack.proxy.url, '/data/x', from('127.70.0.2', randomKey()))).status).toBe(401);

@@ -36,7 +36,7 @@ describe('every door answers bad input with a 4xx naming the problem', () => {
   let sys: InputSystem;
   beforeAll(async () => {
     sys = await startInputSystem('adv-doors');
-  }, 60_000);
+  }, 90_000); // it starts the CLI: a Node process, slow to load on a loaded machine (issue 40)
   afterAll(async () => {
     await closePools();
     await sys?.close();
@@ -106,14 +106,16 @@ describe('every door answers bad input with a 4xx naming the problem', () => {
     const socket = await rawClient(sys.url, 'POST /_admin/webhooks HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain\r\ncontent-length: 1000000\r\n\r\n', 'x');
     const started = Date.now();
     const timer = setInterval(() => socket.writable && socket.write('x'), 100);
-    const answer = await readUntilClosed(socket, LINGER_MS + 5000).finally(() => {
+    const answer = await readUntilClosed(socket, LINGER_MS + 10_000).finally(() => {
       clearInterval(timer);
       socket.destroy();
     });
     expect(answer.text).toMatch(/^HTTP\/1\.1 4\d\d /);
     expect(answer.text).toMatch(/connection: close/i);
     expect(answer.closed).toBe(true);
-    expect(Date.now() - started).toBeLessThan(LINGER_MS + 3000);
+    // The bound src/http/linger.ts promises (LINGER_MS after the refusal), with a margin a loaded
+    // machine cannot eat (issue 40); a socket never closed shows as closed: false above.
+    expect(Date.now() - started).toBeLessThan(LINGER_MS + 5000);
   });
 
   it('a GraphQL document nested thousands deep is refused before graphql-js parses it', async () => {

@@ -83,8 +83,10 @@ describe('chaos: the backend resets, hangs, answers garbage, cuts its body', () 
     const res = await call(proxy.url, '/hang');
     expect(res.status).toBe(504);
     expect(res.json).toMatchObject({ message: expect.stringMatching(/upstream\.timeoutMs/) });
+    // SPEC: a backend slower than upstream.timeoutMs is answered 504; not before the timeout, and
+    // near it: the margin is one a loaded machine cannot eat (issue 40), far below a hang.
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
-    expect(Date.now() - startedAt).toBeLessThan(TIMEOUT_MS + 3000);
+    expect(Date.now() - startedAt).toBeLessThan(TIMEOUT_MS + 5000);
   });
 
   it('a body cut short after the head is a broken connection for the client, never a short complete answer', async () => {
@@ -106,11 +108,13 @@ describe('chaos: the backend resets, hangs, answers garbage, cuts its body', () 
 
   it('a response that drips slowly streams through whole, and does not hold up other requests', async () => {
     const started = Date.now();
-    const drip = call(proxy.url, '/drip');
-    // While it drips (2 s), another request is answered at once.
-    const t0 = Date.now();
+    let dripped = false;
+    const drip = call(proxy.url, '/drip').finally(() => (dripped = true));
+    // While it drips (2 s), another request is answered: before the drip ends, which a request
+    // held up behind it could not be (an order, not a time bound, so a loaded machine that
+    // stretches both does not fail it; issue 40).
     expect((await call(proxy.url, '/fine')).status).toBe(200);
-    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(dripped, 'the drip ended before /fine was answered').toBe(false);
     const res = await drip;
     expect(res.status).toBe(200);
     expect(res.text).toBe('01234567890123456789');

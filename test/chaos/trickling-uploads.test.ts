@@ -5,6 +5,7 @@ import { call } from '../support/http-client.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { startTestOutrigger } from '../support/outrigger.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { atOnceBound, baselineMs, timedMs } from '../support/timing.js';
 import { eventually, rawClient, readUntilClosed, sleep, upstreamSlots } from '../adversarial/support.js';
 
 const TRICKLES = 140;
@@ -66,17 +67,20 @@ describe('chaos: trickling uploads from one address', () => {
     return socket;
   }
 
-  it(`answers a GET from the same address in under 3 s beside ${TRICKLES} trickling uploads, three times out of three`, async () => {
+  it(`answers a GET from the same address at once beside ${TRICKLES} trickling uploads, three times out of three`, async () => {
+    // "At once": a multiple of the same GET before the trickles, plus a margin (issue 40); a GET
+    // that waited behind them would wait for a trickle to end (bodyIdleTimeoutMs, 4 s) or longer.
+    const bound = atOnceBound(await baselineMs(() => call(proxy.url, '/items')), 2000);
     for (let i = 0; i < TRICKLES; i++) await trickle();
     await sleep(3500); // every trickle has sent its second byte
     expect(open.size).toBe(TRICKLES);
     expect(await upstreamSlots(proxy.url)).toEqual({ inUse: 0, waiting: 0 });
     expect(await bufferBytes(proxy.url)).toBe(TRICKLES * 100_000);
     for (let round = 0; round < 3; round++) {
-      const startedAt = Date.now();
-      const res = await call(proxy.url, '/items');
-      expect(res.status).toBe(200);
-      expect(Date.now() - startedAt).toBeLessThan(3000);
+      let status = 0;
+      const ms = await timedMs(async () => (status = (await call(proxy.url, '/items')).status));
+      expect(status).toBe(200);
+      expect(ms, `the GET took ${ms.toFixed(0)} ms beside the trickles`).toBeLessThan(bound);
       await sleep(200);
     }
     // Clients that leave before their body is complete never reached the upstream at all.
@@ -170,6 +174,8 @@ describe('chaos: a buffered upload that trickles forever', () => {
     expect(closed).toBe(true);
     expect(text).toMatch(/^HTTP\/1\.1 408/);
     expect(text).toMatch(/listen\.requestTimeoutMs/);
+    // The bound listen.requestTimeoutMs promises (docs/reliability.md), with a margin a loaded machine
+    // cannot eat (issue 40); a trickle never ended shows as closed: false above.
     expect(Date.now() - startedAt).toBeLessThan(REQUEST_TIMEOUT_MS + 5000);
     expect(await upstreamSlots(proxy.url)).toEqual({ inUse: 0, waiting: 0 });
   }, 20_000);

@@ -21,7 +21,7 @@ export function runCli(args: string[], options: { stdin?: string; env?: NodeJS.P
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
     child.stderr.on('data', (c) => (stderr += c));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 20_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
     child.on('error', reject);
     child.on('exit', (code) => {
       clearTimeout(timer);
@@ -39,7 +39,9 @@ export interface RunningCli {
 }
 
 /** Starts `outrigger start -c FILE` and resolves once it logs the URL it listens on. */
-export function startCli(configFile: string, extraArgs: string[] = [], timeoutMs = 15_000): Promise<RunningCli> {
+// The deadlines below are for a process that never starts or never ends, not a speed goal: on a
+// loaded machine (issue 40) a Node process can take over 15 s to load and start.
+export function startCli(configFile: string, extraArgs: string[] = [], timeoutMs = 60_000): Promise<RunningCli> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [CLI, 'start', '-c', configFile, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';

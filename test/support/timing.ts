@@ -1,0 +1,25 @@
+/**
+ * Bounds for "answered at once" relative to the same machine at the same moment (issue 40): time
+ * the same request before the fault (`baselineMs`), then allow a multiple of it plus a margin
+ * (`atOnceBound`). The multiple follows how loaded the machine is; the margin must stay below what
+ * the fault would add if the property broke (the test says which), so the bound still fails then.
+ */
+
+/** Milliseconds `work` takes. */
+export async function timedMs(work: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await work();
+  return performance.now() - started;
+}
+
+/** The slowest of `runs` timings of `work`: the baseline a bound is a multiple of. */
+export async function baselineMs(work: () => Promise<unknown>, runs = 3): Promise<number> {
+  let slowest = 0;
+  for (let i = 0; i < runs; i++) slowest = Math.max(slowest, await timedMs(work));
+  return slowest;
+}
+
+/** `times` x the baseline + `marginMs`: what "at once" means on this machine right now. */
+export function atOnceBound(baseline: number, marginMs: number, times = 5): number {
+  return times * baseline + marginMs;
+}
