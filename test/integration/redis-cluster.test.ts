@@ -40,7 +40,7 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
   it('serves keys, apps, webhooks, logs and recording across proxies', async () => {
     const result = await scale.prepared();
     console.log(`[cluster] revocation across proxies: ${Math.round(result.revocationMs)} ms`);
-    expect(result.revocationMs).toBeLessThan(20_000);
+    expect(result.revocationMs).toBeLessThan(20_000); // SPEC §5.4: never later than 20 s (guarantee)
     expectNoRoutingErrors(scale.fleet);
   }, 60_000);
 
@@ -88,7 +88,8 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
     // The change bus's sharded subscription moved with the slot: a revocation still reaches the other proxy at once.
     const revocationMs = await serviceBackChecks(scale.fleet);
     console.log(`[cluster] revocation across proxies after the resharding: ${Math.round(revocationMs)} ms`);
-    expect(revocationMs).toBeLessThan(2_000);
+    // SPEC §5.4: 1 s goal (the change bus followed the topology), + 2 s for a loaded machine (issue 40).
+    expect(revocationMs).toBeLessThan(3_000);
     expectNoRoutingErrors(scale.fleet);
   });
 
@@ -100,7 +101,7 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
     expect(result.failedRequests).toBe(0);
     const revocationMs = await serviceBackChecks(scale.fleet);
     console.log(`[cluster] revocation across proxies after the failover: ${Math.round(revocationMs)} ms`);
-    expect(revocationMs).toBeLessThan(20_000);
+    expect(revocationMs).toBeLessThan(20_000); // SPEC §5.4: never later than 20 s (guarantee)
     expectNoRoutingErrors(scale.fleet);
   });
 
@@ -113,6 +114,7 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
     expect(result.slowestReadMs).toBeLessThan(15_000);
     const revocationMs = await serviceBackChecks(scale.fleet);
     console.log(`[cluster] revocation across proxies after the hung master's failover: ${Math.round(revocationMs)} ms`);
-    expect(revocationMs).toBeLessThan(2_000);
+    // SPEC §5.4: 1 s goal (the change bus followed the topology), + 2 s for a loaded machine (issue 40).
+    expect(revocationMs).toBeLessThan(3_000);
   });
 });

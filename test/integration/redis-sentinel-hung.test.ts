@@ -32,6 +32,7 @@ describe('Redis Sentinel: the master hangs (SIGSTOP) under traffic', () => {
     expect(result.slowestReadMs).toBeLessThan(15_000);
     const revocationMs = await serviceBackChecks(scale.fleet);
     console.log(`[sentinel, hung master] revocation across proxies after the failover: ${Math.round(revocationMs)} ms`);
-    expect(revocationMs).toBeLessThan(2_000);
+    // SPEC §5.4: 1 s goal (the change bus followed the topology), + 2 s for a loaded machine (issue 40).
+    expect(revocationMs).toBeLessThan(3_000);
   });
 });

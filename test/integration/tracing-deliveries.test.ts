@@ -164,11 +164,18 @@ describe('traces: GraphQL, webhook deliveries, secrets, a collector in trouble',
     const hanging = await timed(40);
     await new Promise((r) => setTimeout(r, 2500));
     const hangingLater = await timed(40);
-    const bound = median(baseline) * 3 + 25;
-    console.log(`median ms: accepting ${median(baseline).toFixed(1)}, refusing ${median(refusing).toFixed(1)}, hanging ${median(hanging).toFixed(1)}, hanging 2.5 s on ${median(hangingLater).toFixed(1)}`);
+    // Relative to the same requests with the collector accepting (issue 40), with a margin for a
+    // loaded machine: the median below the export timeout (500 ms), which a request that waited
+    // for a hung collector would take; the 90th percentile too, so a few slow requests (a busy
+    // machine's) pass and a tenth of them waiting does not. The slowest is printed, not bounded.
+    const p90 = (t: number[]) => t[Math.floor(t.length * 0.9)]!;
+    const bound = Math.min(median(baseline) * 3 + 100, 450);
+    const tailBound = p90(baseline) * 3 + 200;
+    const ms = (t: number[]) => `${median(t).toFixed(1)} (p90 ${p90(t).toFixed(0)}, max ${t.at(-1)!.toFixed(0)})`;
+    console.log(`median ms: accepting ${ms(baseline)}, refusing ${ms(refusing)}, hanging ${ms(hanging)}, hanging 2.5 s on ${ms(hangingLater)}`);
     for (const t of [refusing, hanging, hangingLater]) {
       expect(median(t)).toBeLessThan(bound);
-      expect(t.at(-1)!).toBeLessThan(1000);
+      expect(p90(t)).toBeLessThan(tailBound);
     }
     const before = await dropped();
     await eventually(async () => ((await dropped()) > before ? true : undefined));
