@@ -49,9 +49,22 @@ describe('aliasLimitError', () => {
   });
   it('stays cheap on fragment fan-out', () => {
     const bomb = `${Array.from({ length: 40 }, (_, i) => `fragment F${i + 1} on X { b${i}: n ...F${i} ...F${i} }`).join(' ')} fragment F0 on X { n } { x { ...F40 } }`;
-    const started = performance.now();
-    expect(aliasLimitError(parse(bomb), 100)).toBeDefined();
-    expect(performance.now() - started).toBeLessThan(50);
+    // Relative to parsing the same text (linear in its length), the fastest of five of each, so a
+    // loaded machine's pauses do not count (issue 40). A walk per spread visits 2^40 spreads.
+    const fastest = (work: () => unknown) => {
+      let best = Infinity;
+      for (let i = 0; i < 5; i++) {
+        const started = performance.now();
+        work();
+        best = Math.min(best, performance.now() - started);
+      }
+      return best;
+    };
+    const document = parse(bomb);
+    expect(aliasLimitError(document, 100)).toBeDefined();
+    const parseMs = fastest(() => parse(bomb));
+    const checkMs = fastest(() => aliasLimitError(document, 100));
+    expect(checkMs, `the check took ${checkMs.toFixed(2)} ms, parsing ${parseMs.toFixed(2)} ms`).toBeLessThan(10 * parseMs + 5);
   });
 });
 

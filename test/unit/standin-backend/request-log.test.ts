@@ -73,7 +73,9 @@ describe('the server', () => {
     expect(await get()).toEqual({ status: 200, connection: 'keep-alive' });
     const started = Date.now();
     await other.close();
-    expect(Date.now() - started).toBeLessThan(1000);
+    // A close() that waited for the idle connection would wait out keepAliveTimeout (65 s); the
+    // bound is far below that and far above a loaded machine's delay (issue 40).
+    expect(Date.now() - started).toBeLessThan(10_000);
     await other.close(); // a second close is harmless
     agent.destroy();
   });
