@@ -42,7 +42,8 @@ describe('rate limits on Redis Cluster', { timeout: 90_000 }, () => {
   });
 
   it('two replicas share one allowance, and the usage is written', async () => {
-    const [a, b] = running as [{ url: string }, { url: string }];
+    const a = running[0]!;
+    const b = running[1]!;
     const issued = await call(a.url, '/keys', { method: 'POST', auth: basic('alice', 'alice-password'), body: { name: 'cluster', roles: ['reader'] } });
     expect(issued.status, issued.text).toBe(201);
     const key = `Bearer ${issued.json.key}`;

@@ -273,3 +273,29 @@ describe('Redis stopped mid-test', () => {
       .toBe(true);
   });
 });
+
+describe('a backend that sends RateLimit headers itself', () => {
+  const stack = useStack({
+    service: 'limits-backend-headers',
+    upstream: (_req, res) => {
+      res.setHeader('ratelimit-policy', '"backend";q=2;w=1');
+      res.setHeader('ratelimit', '"backend";r=1;t=1');
+      res.setHeader('content-type', 'application/json');
+      res.end('{}');
+    },
+    config: {
+      acl: { mode: 'own-routes' },
+      features: { webhooks: 'disabled' },
+      limits: { policies: [{ name: 'anon', by: 'client', limit: 50, window: '1d', condition: "path-prefix('/covered')" }] },
+    },
+  });
+
+  it('its headers pass through where no policy covers the request, and ours replace them where one does', async () => {
+    const uncovered = await call(stack.proxy.url, '/other');
+    expect(rateLimitHeaders(uncovered).policies).toEqual([{ name: 'backend', q: 2, w: 1 }]);
+    expect(rateLimitHeaders(uncovered).limit).toEqual({ name: 'backend', r: 1, t: 1 });
+    const covered = await call(stack.proxy.url, '/covered');
+    expect(rateLimitHeaders(covered).policies).toEqual([{ name: 'anon', q: 50, w: 86_400 }]);
+    expect(rateLimitHeaders(covered).limit).toMatchObject({ name: 'anon', r: 49 });
+  });
+});
