@@ -71,6 +71,8 @@ export class SubscriptionHub {
   private readonly timer: NodeJS.Timeout;
   private checking = false;
   private closing = false;
+  /** Per identity, the last change whose results are being queued: the next one queues after it. */
+  private readonly chains = new Map<string, Promise<void>>();
 
   constructor(private readonly o: HubOptions) {
     this.timer = setInterval(() => void this.recheck(), RECHECK_MS);
@@ -121,38 +123,67 @@ export class SubscriptionHub {
     if (reason?.code === 'SLOW_SUBSCRIBER') this.o.counted('dropped');
   }
 
-  /** One change from the feed, to every local subscriber allowed to see it, in feed order. */
-  dispatch(fc: FeedChange, only?: ActiveSubscription): void {
+  /**
+   * One change from the feed, to every local subscriber allowed to see it, in feed order. The
+   * re-read starts at once (re-reads of successive changes overlap), and each identity's
+   * subscribers are handed their results in feed order (a chain per identity); only a subscriber
+   * the change matches gets anything queued, so a change costs nothing per non-matching subscriber
+   * but one `matches` call. Resolves when every result is queued (a resume waits for it).
+   */
+  dispatch(fc: FeedChange, only?: ActiveSubscription): Promise<void> {
     const { change } = fc;
     const subs = only ? [only] : this.byCollection.get(collectionKey(change.db, change.collection));
-    if (!subs) return;
-    const identities = new Map<string, Identity>();
+    if (!subs) return Promise.resolve();
+    let groups: Map<string, ActiveSubscription[]> | undefined;
     for (const sub of subs) {
       if (!sub.on.has(change.op) || !sub.stream.open) continue;
-      let identity = identities.get(sub.identityKey);
-      if (!identity) identities.set(sub.identityKey, (identity = new Identity(this.o, change, sub.ctx)));
-      const value = this.valueFor(change, sub, identity).then((v) => {
-        if (v === null) return null;
-        this.o.counted('delivered');
-        return sub.build(v);
-      });
-      if (only) sub.stream.pushMissed(fc.position, value);
-      else sub.stream.push(fc.position, value);
+      if (change.op === 'delete' && change.document === undefined && !sub.onlyId) continue;
+      groups ??= new Map();
+      const members = groups.get(sub.identityKey);
+      if (members) members.push(sub);
+      else groups.set(sub.identityKey, [sub]);
     }
+    if (!groups) return Promise.resolve();
+    const queued: Array<Promise<void>> = [];
+    for (const [key, members] of groups) {
+      const identity = new Identity(this.o, change, members[0]!.ctx);
+      const seen = this.seenBy(identity);
+      const prior = this.chains.get(key);
+      const next = (prior ? prior.then(() => seen) : seen).then((doc) => {
+        for (const sub of members) {
+          const value = valueFor(change, sub, doc);
+          if (value === null) continue;
+          this.o.counted('delivered');
+          if (only) sub.stream.pushMissed(fc.position, sub.build(value));
+          else sub.stream.push(fc.position, sub.build(value));
+        }
+      });
+      this.chains.set(key, next);
+      void next.finally(() => {
+        if (this.chains.get(key) === next) this.chains.delete(key);
+      });
+      queued.push(next);
+    }
+    return Promise.all(queued).then(() => undefined);
   }
 
-  private async valueFor(change: Change, sub: ActiveSubscription, identity: Identity): Promise<ChangeValue | null> {
-    const id = idText(change._id);
-    if (change.op === 'delete' && change.document === undefined) {
-      // No document to match a readFilter or a find on: only `_id`-only finds without a readFilter.
-      if (!sub.onlyId) return null;
-      const decision = await identity.decision();
-      if (!decision.allow || decision.filter) return null;
-      return sub.matches({ _id: change._id }) ? { op: 'delete', _id: change._id, id, document: null } : null;
+  /**
+   * What one identity may see of a change: the document (re-read, or the one a GraphQL delete
+   * carries, readFilter matched and projected), `DELETE_SEEN` for a delete its permission shows
+   * (no readFilter), or null.
+   */
+  private async seenBy(identity: Identity): Promise<unknown> {
+    const change = identity.change;
+    try {
+      if (change.op === 'delete' && change.document === undefined) {
+        const decision = await identity.decision();
+        return decision.allow && !decision.filter ? DELETE_SEEN : null;
+      }
+      return change.document !== undefined ? await identity.presented(change.document) : await identity.reread();
+    } catch (error) {
+      this.o.onError(error, 'deciding who may see a change');
+      return null;
     }
-    const doc = change.document !== undefined ? await identity.presented(change.document) : await identity.reread();
-    if (doc === null || !sub.matches(doc)) return null;
-    return { op: change.op, _id: change._id, id, document: doc };
   }
 
   /** Every second: ends subscriptions whose key, permission or app no longer allows them. */
@@ -193,7 +224,7 @@ class Identity {
 
   constructor(
     private readonly o: HubOptions,
-    private readonly change: Change,
+    readonly change: Change,
     private readonly ctx: RequestContext,
   ) {}
 
@@ -234,6 +265,17 @@ class Identity {
     }
     return decision.project ? decision.project(doc) : doc;
   }
+}
+
+/** What a delete without document shows to an identity whose permission has no readFilter. */
+const DELETE_SEEN = Symbol('delete seen');
+
+/** One subscriber's value of a change, given what its identity may see; null when it gets nothing. */
+function valueFor(change: Change, sub: ActiveSubscription, seen: unknown): ChangeValue | null {
+  if (seen === null) return null;
+  const id = idText(change._id);
+  if (seen === DELETE_SEEN) return sub.onlyId && sub.matches({ _id: change._id }) ? { op: 'delete', _id: change._id, id, document: null } : null;
+  return sub.matches(seen) ? { op: change.op, _id: change._id, id, document: seen } : null;
 }
 
 function collectionKey(db: string, collection: string): string {

@@ -185,7 +185,7 @@ export class SubscriptionService {
         return { ok: false as const, code: 'BEYOND_RETENTION' as const, message: 'the missed changes could not be read; live changes follow' };
       });
       if (!missed.ok) stream.notice({ message: missed.message, code: missed.code });
-      else for (const fc of missed.changes) this.hub.dispatch(fc, active);
+      else await Promise.all(missed.changes.map((fc) => this.hub.dispatch(fc, active)));
       stream.release();
     }
     return { ok: true, stream, prepared: sub };
