@@ -9,6 +9,18 @@ export interface ApiKeyAuthenticator {
 }
 
 /**
+ * An Authorization header of a scheme Outrigger neither verifies nor passes by rule (SPEC §3.3
+ * passes foreign Bearer tokens): `Digest`, `Negotiate`, `Basic` without its space… The request is
+ * anonymous to Outrigger, so the header is removed before forwarding (issue 34 item 7): a backend
+ * that accepts the scheme would check credentials Outrigger never decided on or counted.
+ */
+export function isUnverifiedScheme(header: string | undefined): boolean {
+  if (!header) return false;
+  const scheme = header.slice(0, 7).toLowerCase();
+  return !scheme.startsWith('basic ') && scheme !== 'bearer ';
+}
+
+/**
  * SPEC §3.1-3.3, in order: Basic → verified (wrong credentials are 401 in every mode, never
  * anonymous); Bearer with the key prefix → an API key; any other Bearer token → passed to the
  * backend untouched, anonymous to Outrigger's ACL; nothing → anonymous.

@@ -8,6 +8,7 @@ import { createShapeClassifier, interpolateUserVariables, projectResponse } from
 import type { AccessControl } from './permissions/access-control.js';
 import type { PermissionDocument } from './permissions/permission-document.js';
 import type { Principal } from './principal.js';
+import { isUnverifiedScheme } from './authenticate.js';
 
 const BODY_LIMIT_FOR_PREDICATES = 1024 * 1024;
 const JSON_TYPE = /^application\/([a-z.+-]*\+)?json/i;
@@ -68,6 +69,8 @@ export function createProxyPolicy<X>(o: ProxyPolicyOptions<X>): { authorizeProxy
       body: scope.bufferedBody,
     };
     if (scope.principal.via === 'apikey') plan.filterResponseHeader = withoutBackendCredentials;
+    else if (scope.principal.via === 'anonymous' && isUnverifiedScheme(scope.req.headers.authorization))
+      plan.removeRequestHeaders = new Set([...(plan.removeRequestHeaders ?? []), 'authorization']);
 
     const mongo = (scope.permission as PermissionDocument | undefined)?.mongo;
     if (!mongo) return plan;

@@ -113,6 +113,25 @@ describe('repeated Authorization or Host headers (issue 34 items 7 and 9)', () =
     expect(upstream.reached.slice(before)).toEqual([]);
   });
 
+  it.each([
+    ['Digest', 'Digest username="root", realm="r", nonce="n", uri="/things", response="guess"'],
+    ['Basic with a tab', `Basic\t${Buffer.from('root:guess-4').toString('base64')}`],
+    ['a scheme of its own', 'Token root:guess-5'],
+  ])('an Authorization of a scheme Outrigger does not verify (%s) is anonymous and never reaches the backend', async (_, value) => {
+    const before = upstream.reached.length;
+    const res = await send('/things', [`Authorization: ${value}`]);
+    expect(res.status).toBe(200);
+    const reached = upstream.reached.slice(before);
+    expect(reached).toHaveLength(1);
+    expect(reached[0]).not.toMatch(/authorization/i);
+  });
+
+  it('a foreign Bearer token still passes to the backend (SPEC §3.3)', async () => {
+    const before = upstream.reached.length;
+    expect((await send('/things', ['Authorization: Bearer backend-issued-token'])).status).toBe(200);
+    expect(upstream.reached.slice(before)[0]).toContain('Bearer backend-issued-token');
+  });
+
   it('one Authorization and one Host still pass', async () => {
     expect((await send('/things', [`Authorization: ${ALICE}`])).status).toBe(200);
   });
