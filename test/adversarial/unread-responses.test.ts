@@ -5,7 +5,7 @@ import { call } from '../support/http-client.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { startTestOutrigger } from '../support/outrigger.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { eventually, rawClient, sleep } from './support.js';
+import { eventually, rawClient, sleep, upstreamSlots } from './support.js';
 
 const CONNECTIONS = 8;
 const PER_CLIENT = 3;
@@ -79,8 +79,10 @@ describe('clients that never read', () => {
   afterEach(async () => {
     for (const socket of sockets) socket.destroy();
     sockets.clear();
-    // Each row starts with the upstream free again.
+    // Each row starts with the upstream free again, and nothing held for connections that are gone.
     expect(await eventually(() => openFrom(() => true) === 0, 20_000)).toBe(true);
+    expect(await eventually(async () => (await upstreamSlots(proxy.url)).inUse === 0 && (await upstreamSlots(proxy.url)).waiting === 0, 10_000)).toBe(true);
+    expect(await eventually(async () => /^outrigger_request_buffer_bytes 0$/m.test(await (await fetch(`${proxy.url}/_metrics`)).text()), 10_000)).toBe(true);
   });
   afterAll(async () => {
     await proxy?.stop();
@@ -110,6 +112,14 @@ describe('clients that never read', () => {
     // (The client's socket is paused, so it cannot see the close; the upstream sees its request end.)
     expect(await eventually(() => openFrom((a) => a === '127.70.0.1') === 0, SEND_TIMEOUT_MS + 10_000)).toBe(true);
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS - 600);
+  });
+
+  it('a connection that leaves with pipelined requests waiting for their turn gives back everything it held', async () => {
+    const uploads = Array.from({ length: 3 }, () => `POST /upload HTTP/1.1\r\nhost: unread\r\nx-forwarded-for: 127.74.0.1\r\ncontent-length: 5\r\n\r\nhello`);
+    const socket = await neverReads([get('/big', '127.74.0.1'), ...uploads, get('/big', '127.74.0.1')]);
+    expect(await eventually(() => openFrom((a) => a === '127.74.0.1') === 1, 5000)).toBe(true);
+    socket.destroy();
+    // afterEach: no upstream request, slot, waiting request or buffer reservation is left.
   });
 
   it('connections from many addresses of one IPv6 /64 share one upstream.maxConnectionsPerClient', async () => {
