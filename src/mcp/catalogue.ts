@@ -7,7 +7,7 @@
  * mutations of apps without `mcp.mutations: true`. A name two enabled apps both use (refused at
  * write; possible only through hand edits) goes to the app first in `_id` order.
  */
-import { Kind, parse, type OperationDefinitionNode } from 'graphql';
+import { Kind, parse, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { GraphqlApp, McpToolDefinition } from '../graphql/app-document.js';
 import { appVersion } from '../graphql/compile/compile-app.js';
@@ -97,7 +97,7 @@ export class ToolCatalogue {
         operationName: operation.name?.value ?? null,
         kind: operation.operation === 'mutation' ? 'mutation' : 'query',
         inputSchema: inputSchemaOf(schema, document, operation),
-        annotations: annotationsOf(definition, operation, app),
+        annotations: annotationsOf(definition, operation, rootFields(document, operation), app),
       });
     }
     return tools;
@@ -109,15 +109,14 @@ export class ToolCatalogue {
  * deletes, not when it only inserts; idempotent when every root field deletes or only sets/unsets.
  * No tool reaches beyond this service's backend (`openWorldHint: false`).
  */
-function annotationsOf(definition: McpToolDefinition, operation: OperationDefinitionNode, app: GraphqlApp): ToolAnnotations {
+function annotationsOf(definition: McpToolDefinition, operation: OperationDefinitionNode, fields: string[], app: GraphqlApp): ToolAnnotations {
   const title = operation.name?.value ?? definition.name;
   if (operation.operation !== 'mutation') return { title, readOnlyHint: true, idempotentHint: true, openWorldHint: false };
   const mappings = (app.mappings.Mutation ?? {}) as Record<string, Record<string, unknown> | undefined>;
   let destructive = false;
   let idempotent = true;
-  for (const selection of operation.selectionSet.selections) {
-    if (selection.kind !== Kind.FIELD || selection.name.value.startsWith('__')) continue;
-    const mapping = mappings[selection.name.value] ?? {};
+  for (const field of fields) {
+    const mapping = mappings[field] ?? {};
     if (mapping.delete !== undefined) destructive = true;
     else if (mapping.update !== undefined) {
       destructive = true;
@@ -126,4 +125,25 @@ function annotationsOf(definition: McpToolDefinition, operation: OperationDefini
     } else idempotent = false; // an insert makes a new document each time
   }
   return { title, readOnlyHint: false, destructiveHint: destructive, idempotentHint: idempotent, openWorldHint: false };
+}
+
+/** The root fields an operation selects, through fragments and inline fragments (introspection fields left out). */
+function rootFields(document: DocumentNode, operation: OperationDefinitionNode): string[] {
+  const fragments = new Map(document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]));
+  const names: string[] = [];
+  const seen = new Set<string>();
+  const walk = (set: SelectionSetNode) => {
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.FIELD) {
+        if (!selection.name.value.startsWith('__')) names.push(selection.name.value);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) walk(selection.selectionSet);
+      else if (!seen.has(selection.name.value)) {
+        seen.add(selection.name.value);
+        const fragment = fragments.get(selection.name.value);
+        if (fragment) walk(fragment.selectionSet);
+      }
+    }
+  };
+  walk(operation.selectionSet);
+  return names;
 }

@@ -148,6 +148,10 @@ describe('the catalogue', () => {
     expect(problems).toEqual(['shop: the tool name "orders" is also a tool of the app "a-first", which keeps it']);
     expect(catalogue.get('drop')!.annotations).toEqual({ title: 'Drop', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false });
     expect(catalogue.get('add')!.annotations).toEqual({ title: 'Add', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false });
+    // A delete hidden in a fragment at the root still makes the tool destructive.
+    const viaFragment = tool('sneaky', 'mutation Sneaky($t: Int!, $n: Int!) { add(total: $t) ...Drop } fragment Drop on Mutation { drop(number: $n) }');
+    catalogue.rebuild([app({ tools: [viaFragment], mutations: true }) as GraphqlApp & { _id: string }]);
+    expect(catalogue.get('sneaky')!.annotations).toEqual({ title: 'Sneaky', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false });
   });
 });
 
