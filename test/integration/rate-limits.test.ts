@@ -170,6 +170,33 @@ describe('a calendar quota', () => {
   });
 });
 
+describe('limits.headers: false', () => {
+  const stack = useStack({
+    service: 'limits-no-headers',
+    backend: { data },
+    users: { root: ['root'], alice: ['user'] },
+    config: {
+      upstream: { identity: { mode: 'headers' } },
+      acl: { mode: 'enforce' },
+      features: { webhooks: 'disabled' },
+      limits: { headers: false, policies: [{ name: 'per-key', by: 'key', limit: 1, window: '1d' }] },
+    },
+    permissions,
+  });
+
+  it('still refuses past the limit, with Retry-After, and sends no RateLimit headers', async () => {
+    const key = await issueKey(stack.proxy.url, ALICE, 'quiet');
+    const first = await call(stack.proxy.url, '/shop/items', { auth: key });
+    expect(first.status).toBe(200);
+    expect(first.headers['ratelimit']).toBeUndefined();
+    expect(first.headers['ratelimit-policy']).toBeUndefined();
+    const refused = await call(stack.proxy.url, '/shop/items', { auth: key });
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBeDefined();
+    expect(refused.headers['ratelimit']).toBeUndefined();
+  });
+});
+
 describe('two replicas sharing one Redis', () => {
   const stack = useStack({
     service: 'limits-two',
