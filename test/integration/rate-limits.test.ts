@@ -238,10 +238,22 @@ describe('two replicas sharing one Redis', () => {
       if (res.status === 200) admitted++;
       else expect(res.status).toBe(429);
     }
+    console.info(`[rate-limits] 2 replicas alternating, 260 requests for one key at limit 200 (slice 10): ${admitted} admitted`);
     // Slice: 5 % of 200 = 10 units; two replicas hold at most one slice each unused.
     expect(admitted).toBeLessThanOrEqual(200);
     expect(admitted).toBeGreaterThanOrEqual(200 - 2 * 10);
     expect(stack.backend.requests.length - before).toBe(admitted);
+
+    // The load moves: 120 on one replica, then 120 on the other. What the first holds ahead stays unused.
+    const moved = await issueKey(stack.proxy.url, ALICE, 'moving');
+    let first = 0;
+    let second = 0;
+    for (let i = 0; i < 120; i++) if ((await call(stack.proxy.url, '/shop/orders', { auth: moved })).status === 200) first++;
+    for (let i = 0; i < 120; i++) if ((await call(b.url, '/shop/orders', { auth: moved })).status === 200) second++;
+    console.info(`[rate-limits] load moving between 2 replicas at limit 200 (slice 10): ${first} + ${second} = ${first + second} admitted`);
+    expect(first).toBe(120);
+    expect(first + second).toBeLessThanOrEqual(200);
+    expect(first + second).toBeGreaterThanOrEqual(200 - 10);
   });
 });
 
