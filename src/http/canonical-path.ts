@@ -25,8 +25,8 @@
  *   segments, so `/token/` is under `/token` for them), and dot segments are refused before this
  *   runs (`hasDotSegments`).
  *
- * Cost: a path with no `%`, no `;` and no `//` (nearly every request) is its own canonical form,
- * found with three scans and no allocation.
+ * Cost: a path with no `%`, `;`, `\`, `#` or `//` (nearly every request) is its own canonical
+ * form, found with one scan and no allocation.
  */
 export class PathProblem {
   constructor(readonly message: string) {}
@@ -35,7 +35,7 @@ export class PathProblem {
 /** The canonical form of a raw (still percent-encoded) path, or why it has none. */
 export function canonicalPath(raw: string): string | PathProblem {
   const originForm = raw.charCodeAt(0) === 47; /* / */
-  if (originForm && !raw.includes('%') && !raw.includes(';') && !raw.includes('//') && !raw.includes('\\') && !raw.includes('#')) return raw;
+  if (originForm && isPlain(raw)) return raw;
   // `GET http://host/token` (absolute form) is `/token` to Undertow: not forwarded undecided.
   if (!originForm) return new PathProblem('the request target must be a path starting with "/"; absolute URLs and "*" are not proxied');
   if (raw.includes('#')) return new PathProblem(RAW_HASH);
@@ -61,6 +61,18 @@ export function canonicalPath(raw: string): string | PathProblem {
     return new PathProblem('the path has a malformed percent-encoding or one that is not UTF-8; encode "%" itself as %25');
   }
   return decoded.replace(MUST_ENCODE, encodeURIComponent);
+}
+
+/** No `%`, `;`, `\`, `#` and no `//`: the path is its own canonical form. One scan, no allocation. */
+function isPlain(raw: string): boolean {
+  let previous = 0;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    // % ; \ # and a second / in a row
+    if (c === 37 || c === 59 || c === 92 || c === 35 || (c === 47 && previous === 47)) return false;
+    previous = c;
+  }
+  return true;
 }
 
 /** The 400's message for a raw `#` anywhere in the target (the path here, the query in RequestScope). */

@@ -45,10 +45,11 @@ export function repeatedSingleHeader(rawHeaders: string[]): 'authorization' | 'h
   let authorizations = 0;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!;
-    // Only names of the right length are lowercased: nearly every header costs one comparison.
+    // Only names of the right length are compared, the usual spellings first (no lowercase copy).
     if (name.length === 4) {
-      if (name.toLowerCase() === 'host' && ++hosts > 1) return 'host';
-    } else if (name.length === 13 && name.toLowerCase() === 'authorization' && ++authorizations > 1) return 'authorization';
+      if ((name === 'Host' || name === 'host' || name.toLowerCase() === 'host') && ++hosts > 1) return 'host';
+    } else if (name.length === 13 && (name === 'Authorization' || name === 'authorization' || name.toLowerCase() === 'authorization') && ++authorizations > 1)
+      return 'authorization';
   }
   return undefined;
 }
