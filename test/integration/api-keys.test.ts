@@ -456,13 +456,16 @@ describe('API keys: issue, list, revoke, verify', () => {
       const revokedAt = Date.now();
       expect((await call(stack.proxy.url, `/keys/${issued.json._id}`, { method: 'DELETE', auth: as('u-revoke') })).status).toBe(204);
       let status = 200;
-      while (status === 200 && Date.now() - revokedAt < 5000) {
+      while (status === 200 && Date.now() - revokedAt < 10_000) {
         status = (await call(a2.url, '/shop/orders', { auth: bearer(issued.json.key) })).status;
         if (status === 200) await sleep(10);
       }
       const seenAfter = Date.now() - revokedAt;
       expect(status).toBe(401);
-      expect(seenAfter).toBeLessThan(1000);
+      // SPEC §5.4: 1 s (goal), carried by the change bus; 2 s more of margin for a loaded machine
+      // (issue 40). Left to the cache's background re-read (5 s after the key was confirmed), the
+      // replica would mostly exceed it; the 20 s guarantee is the cache's hard bound.
+      expect(seenAfter).toBeLessThan(3000);
     });
 
     it('a cached key is refused the moment it expires, from the cached expiry', async () => {
