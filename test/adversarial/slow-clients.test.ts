@@ -11,7 +11,13 @@ const CONNECTIONS = 16;
 const PER_CLIENT = 4;
 const QUEUED_PER_CLIENT = 4;
 const HEADERS_TIMEOUT_MS = 1000;
-const REQUEST_TIMEOUT_MS = 4000;
+/**
+ * The request and queue timers are far longer than opening the 36 trickles takes, even on a
+ * loaded machine (issue 40): at 3 and 4 s, the first queued ones timed out while the last were
+ * still being opened there, which freed places in line and turned an expected 429 into a wait.
+ */
+const REQUEST_TIMEOUT_MS = 10_000;
+const QUEUE_TIMEOUT_MS = 10_000;
 const BODY_IDLE_MS = 1500;
 
 /**
@@ -36,7 +42,7 @@ describe('slow clients', () => {
     });
     proxy = await startTestOutrigger({
       service: { id: 'slow-clients' },
-      upstream: { url: upstream.url, connections: CONNECTIONS, maxConnectionsPerClient: PER_CLIENT, maxQueuedPerClient: QUEUED_PER_CLIENT, queueTimeoutMs: 3000 },
+      upstream: { url: upstream.url, connections: CONNECTIONS, maxConnectionsPerClient: PER_CLIENT, maxQueuedPerClient: QUEUED_PER_CLIENT, queueTimeoutMs: QUEUE_TIMEOUT_MS },
       listen: { trustedProxies: ['127.0.0.1/32'], headersTimeoutMs: HEADERS_TIMEOUT_MS, requestTimeoutMs: REQUEST_TIMEOUT_MS, bodyIdleTimeoutMs: BODY_IDLE_MS },
       redis: { url: redis.url },
       acl: { mode: 'own-routes' },
@@ -63,8 +69,8 @@ describe('slow clients', () => {
   it('keeps answering normal traffic beside trickling uploads, and ends every trickle by listen.requestTimeoutMs', async () => {
     const normal = (i: number) => call(proxy.url, '/upload', { method: 'POST', rawBody: 'hello', headers: { 'x-forwarded-for': `127.60.0.${(i % 5) + 1}` } });
     // The same request before the trickles: "answered at once" is a multiple of it (issue 40). A
-    // request that had to wait for a slot held by a trickle would wait past queueTimeoutMs (3 s,
-    // then 503) or for the trickle's end (requestTimeoutMs, 4 s); the margin stays below both.
+    // request that had to wait for a slot held by a trickle would wait past QUEUE_TIMEOUT_MS (then
+    // 503) or for the trickle's end (REQUEST_TIMEOUT_MS); the margin stays far below both.
     const bound = atOnceBound(await baselineMs(() => normal(0)), 2000);
     // Three hostile addresses, twelve uploads each: more than their slots and their place in line.
     const slow = [];
@@ -96,7 +102,7 @@ describe('slow clients', () => {
     const cut = answers.find((a) => a.text.startsWith('HTTP/1.1 408'))!;
     expect(JSON.parse(cut.text.slice(cut.text.indexOf('\r\n\r\n') + 4))).toMatchObject({ 'http status code': 408, message: expect.stringMatching(/listen\.requestTimeoutMs/) });
     expect(await eventually(async () => (await upstreamSlots(proxy.url)).inUse === 0, 5000)).toBe(true);
-  });
+  }, 60_000);
 
   it('cuts a body that stops arriving after listen.bodyIdleTimeoutMs with 408 and frees its upstream slot', async () => {
     const socket = await rawClient(proxy.url, `POST /upload HTTP/1.1\r\nhost: slow\r\ncontent-length: 100\r\n\r\n`, '0123456789');
