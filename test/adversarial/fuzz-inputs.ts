@@ -170,7 +170,8 @@ export function fuzzGraphql(r: Rng): string {
 /** Mutations against the fuzz app's Mutation type (issue 27): injected operators, bulk sizes, deep inputs, fan-out. */
 export function fuzzMutation(r: Rng): string {
   const n = r.depth();
-  const id = r.pick(['"0000000000000000000000aa"', '"*"', '"_null"', '""', '"a/b"', '1', 'null', JSON.stringify(text(r, 30))]);
+  // Issue 34: dot segments (alone, with path parameters, encoded) and nulls, as ids and inside input objects.
+  const id = r.pick(['"0000000000000000000000aa"', '"*"', '"_null"', '""', '"a/b"', '1', 'null', JSON.stringify(text(r, 30)), '".."', '"."', '"..;x"', '".;x"', '"..;"', '"a;b"', '"%2e%2e"', '"..\\\\x"', '"../orders"']);
   return r.pick<() => string>([
     () => `mutation { addOrder(number: ${r.pick(['1', '-1', '1e999', '"x"', 'null'])}, status: ${JSON.stringify(text(r, 40))}) }`,
     () => `mutation { setStatus(id: ${id}, status: "x") }`,
@@ -182,6 +183,9 @@ export function fuzzMutation(r: Rng): string {
     () => `fragment M on Mutation { a: addOrder(number: 1) b: purge(filter: {status: "x"}) } mutation { ...M ...M }`,
     () => `mutation { addOrder(number: 1) @skip(if: ${r.pick(['true', 'false', '$x', '"x"'])}) }`,
     () => `mutation { remove(id: ${id}) { number status } }`,
+    () => `mutation { setByRef(ref: {id: ${id}, status: ${r.pick(['"x"', 'null'])}}) }`,
+    () => `mutation { setByRef(ref: ${r.pick(['{}', '{status: "x"}', 'null', '{id: null}'])}) }`,
+    () => `mutation { purge(filter: ${r.pick(['null', '{}', '{status: null}'])}) }`,
   ])();
 }
 

@@ -22,6 +22,8 @@ export interface InputSystem {
   redis: TestRedis;
   upstream: TestServer;
   target: TestServer & { received: string[] };
+  /** Every write the GraphQL app's mutations sent to the backend, as its request target (issue 34: no dot segments). */
+  backendWrites: string[];
   /** Route prefixes from the startup log. */
   routes: string[];
   /** Admin areas, as the admin route lists them. */
@@ -40,10 +42,12 @@ function drain(req: IncomingMessage, done: (body: string) => void) {
 
 export async function startInputSystem(serviceId: string, extraYaml = ''): Promise<InputSystem> {
   const redis = await startTestRedis();
+  const backendWrites: string[] = [];
   const upstream = await startHttpServer((req: IncomingMessage, res: ServerResponse) =>
     drain(req, (body) => {
       // Writes the GraphQL app's mutations make are answered as RESTHeart answers them.
       const bulk = req.url?.split('?')[0]?.endsWith('/*') || body.trimStart().startsWith('[');
+      if (req.method !== 'GET' && req.method !== 'HEAD' && req.url?.startsWith('/shop')) backendWrites.push(req.url);
       if (req.url?.startsWith('/shop/') && req.method !== 'GET' && req.method !== 'HEAD') {
         if (bulk) res.writeHead(200, { 'content-type': 'application/json' }).end('{"inserted":1,"links":["/shop/orders/0000000000000000000000aa"],"deleted":1,"modified":1,"matched":1}');
         else if (req.method === 'POST') res.writeHead(201, { location: 'http://upstream/shop/orders/0000000000000000000000aa' }).end();
@@ -95,9 +99,9 @@ export async function startInputSystem(serviceId: string, extraYaml = ''): Promi
     _id: 'x1',
     descriptor: { name: 'fuzz shop', uri: APP_URI },
     schema:
-      'type Order { number: Int, status: String } input OrderIn { number: Int, status: String } type Query { orders(status: String, limit: Int): [Order] } ' +
+      'type Order { number: Int, status: String } input OrderIn { number: Int, status: String } input OrderRef { id: ID, status: String } type Query { orders(status: String, limit: Int): [Order] } ' +
       'type Mutation { addOrder(number: Int, status: String): ID setStatus(id: ID!, status: String): Boolean edit(id: ID!, changes: BsonDocument): Boolean ' +
-      'bulk(orders: [OrderIn!]): Int purge(filter: BsonDocument): Int remove(id: ID!): Order }',
+      'bulk(orders: [OrderIn!]): Int purge(filter: BsonDocument): Int remove(id: ID!): Order setByRef(ref: OrderRef!): Boolean }',
     mappings: {
       Query: { orders: { db: 'shop', collection: 'orders', find: { status: { $arg: 'status' } }, limit: { $arg: 'limit' } } },
       Mutation: {
@@ -107,6 +111,7 @@ export async function startInputSystem(serviceId: string, extraYaml = ''): Promi
         bulk: { db: 'shop', collection: 'orders', insert: { $arg: 'orders' } },
         purge: { db: 'shop', collection: 'orders', find: { status: { $arg: 'filter' } }, many: true, delete: true },
         remove: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'id' } }, delete: true },
+        setByRef: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'ref.id' } }, update: { $set: { status: { $arg: 'ref.status' } } } },
       },
     },
   }));
@@ -137,6 +142,7 @@ export async function startInputSystem(serviceId: string, extraYaml = ''): Promi
     target,
     routes,
     adminAreas,
+    backendWrites,
     webhookId: JSON.parse(hook.text)._id as string,
     alive: () => !exited && cli.child.exitCode === null,
     async close() {
