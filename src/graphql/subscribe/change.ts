@@ -60,12 +60,13 @@ export function collectionPathMatcher(collectionPath: string): (path: string) =>
     if (!m) return undefined;
     const out: Partial<Record<'db' | 'collection', string>> = {};
     try {
-      order.forEach((name, i) => (out[name] = decodeURIComponent(m[i + 1]!)));
+      const decode = (part: string) => (part.includes('%') ? decodeURIComponent(part) : part);
+      order.forEach((name, i) => (out[name] = decode(m[i + 1]!)));
       const segment = m[order.length + 1];
       if (out.db === undefined || out.collection === undefined) return undefined;
       // RESTHeart's reserved resources (`_meta`, `_aggrs`, `_indexes`, `_size`...) are not documents.
       if (out.collection.startsWith('_') || (segment !== undefined && segment.startsWith('_'))) return undefined;
-      return { db: out.db, collection: out.collection, ...(segment !== undefined ? { segment: decodeURIComponent(segment) } : {}) };
+      return { db: out.db, collection: out.collection, ...(segment !== undefined ? { segment: decode(segment) } : {}) };
     } catch {
       return undefined;
     }

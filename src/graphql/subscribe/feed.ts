@@ -53,6 +53,11 @@ export class ChangeFeed {
     return this.position;
   }
 
+  /** Does any replica subscribe to anything? */
+  get anyWanted(): boolean {
+    return this.claimed.size > 0;
+  }
+
   /** Does some replica subscribe to this collection? One Set lookup, on the write path. */
   wants(db: string, collection: string): boolean {
     return this.claimed.size > 0 && this.claimed.has(claimMember(db, collection));

@@ -116,7 +116,7 @@ export function prepareSubscription(
     if (error instanceof GraphQLError) return { ok: false, status: 400, errors: [withCode(error.toJSON(), 'BAD_USER_INPUT')] };
     throw error;
   }
-  const matcher = compileMatcher(find);
+  const matcher = equalityMatcher(find) ?? compileMatcher(find);
   if (!matcher) return fail(400, `the find of ${type.name}.${fieldName} uses an operator the subscription matcher does not run`, 'BAD_USER_INPUT');
   const variableValues = coerced.coerced;
   return {
@@ -133,6 +133,31 @@ export function prepareSubscription(
       onlyId: Object.keys(find).every((k) => k === '_id'),
       build: (value, ctx) => runSelection(app, document, operation, variableValues, fieldName, value, ctx),
     },
+  };
+}
+
+/**
+ * A find of top-level equalities on plain values (`{group: 3, owner: "alice"}`), the common shape,
+ * matched without the general matcher: every change is matched against every subscriber of its
+ * collection, so this is the hot loop of delivery. MongoDB semantics kept: a value equals the
+ * field, or is an element of an array field. Anything else: undefined (the general matcher).
+ */
+function equalityMatcher(find: Record<string, unknown>): ((doc: unknown) => boolean) | undefined {
+  const entries = Object.entries(find);
+  if (entries.length === 0) return () => true;
+  for (const [key, value] of entries) {
+    if (key.startsWith('$') || key.includes('.') || key === '_id') return undefined;
+    if (typeof value !== 'string' && typeof value !== 'boolean' && !(typeof value === 'number' && Number.isFinite(value))) return undefined;
+  }
+  return (doc) => {
+    if (doc === null || typeof doc !== 'object') return false;
+    for (const [key, value] of entries) {
+      const field = (doc as Record<string, unknown>)[key];
+      if (field === value) continue;
+      if (Array.isArray(field) && field.includes(value)) continue;
+      return false;
+    }
+    return true;
   };
 }
 

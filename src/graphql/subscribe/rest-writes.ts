@@ -14,10 +14,16 @@ import { changesOf, isWriteMethod, type Change, type CollectionTarget } from './
 /** Bulk insert answers kept up to this size for their links; a larger one publishes nothing. */
 const BULK_ANSWER_BYTES = 1024 * 1024;
 
-export function restWritesObserver(match: (path: string) => CollectionTarget | undefined, wants: (db: string, collection: string) => boolean, publish: (changes: Change[]) => void): RequestObserver {
+export function restWritesObserver(
+  match: (path: string) => CollectionTarget | undefined,
+  wants: (db: string, collection: string) => boolean,
+  publish: (changes: Change[]) => void,
+  /** Does any replica subscribe to anything? When not, a write costs a method check and this. */
+  anyWanted: () => boolean = () => true,
+): RequestObserver {
   return {
     begin(scope: RequestScope): ObservedRequest | null {
-      if (!isWriteMethod(scope.method) || scope.routeKind !== 'proxy') return null;
+      if (!isWriteMethod(scope.method) || scope.routeKind !== 'proxy' || !anyWanted()) return null;
       const target = match(scope.path);
       if (!target || !wants(target.db, target.collection)) return null;
       return new ObservedWrite(target, publish);

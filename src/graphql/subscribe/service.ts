@@ -85,7 +85,7 @@ export class SubscriptionService {
       counted: o.counted,
     });
     this.match = collectionPathMatcher(o.collectionPath);
-    this.observer = restWritesObserver(this.match, (db, c) => this.feed.wants(db, c), (changes) => this.feed.publish(changes));
+    this.observer = restWritesObserver(this.match, (db, c) => this.feed.wants(db, c), (changes) => this.feed.publish(changes), () => this.feed.anyWanted);
   }
 
   async start(): Promise<void> {
@@ -112,6 +112,7 @@ export class SubscriptionService {
   /** The writes of GraphQL mutations as changes (`onWrite` of the engine). */
   readonly observeWrite: WriteObserver = (w) => {
     if (!w.response) return;
+    if (!this.feed.anyWanted) return;
     const target = this.match(w.path);
     if (!target || !this.feed.wants(target.db, target.collection)) return;
     const body = w.body;
