@@ -44,6 +44,12 @@ export interface ShutdownParts {
  * `shutdown.timeoutSeconds` for it, and an event waiting for Redis to come back is worth them.
  */
 const FLUSH_MARGIN_MS = 4000;
+/**
+ * Closing the rest (Redis connections among them) gets what is left of the timeout and at least
+ * this: a QUIT to a Redis that is down can wait for a reconnect that never comes, and the
+ * process must end inside the grace period all the same (it exits 0: nothing is lost by then).
+ */
+const CLOSE_AT_LEAST_MS = 1000;
 /** The worker's last acknowledgements; an attempt not done by then is left to be reclaimed. */
 const WORKER_AT_LEAST_MS = 1000;
 
@@ -83,6 +89,12 @@ export async function runShutdown(parts: ShutdownParts): Promise<void> {
   // Only now: the requests that just finished may have queued events.
   await events?.drain(left() + FLUSH_MARGIN_MS);
   await workerStopped;
-  await parts.closeRest();
+  let timer: NodeJS.Timeout | undefined;
+  const closed = await Promise.race([
+    parts.closeRest().then(() => true),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(left(), CLOSE_AT_LEAST_MS)))),
+  ]);
+  clearTimeout(timer);
+  if (!closed) logger.warn('closing connections did not finish in time (Redis unreachable?); stopping without waiting for them');
   logger.info({ tookMs: Date.now() - started }, 'Outrigger stopped');
 }

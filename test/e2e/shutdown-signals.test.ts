@@ -10,6 +10,7 @@ import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisKeys } from '../../src/store/keys.js';
+import { freePort } from '../../src/util/free-port.js';
 import { CLI, runCli, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
@@ -207,8 +208,9 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
 
   it('exits at once on a second signal; the delivery it cut is still in Redis and another worker delivers it', async () => {
     await redis.client.del(keys.events);
-    answer = (index) => (index === 0 ? 'hang' : { status: 200 });
     const deliveries = target.received.length;
+    // This test's first delivery hangs (the index counts every delivery of the file); its redelivery is answered.
+    answer = (index) => (index === deliveries ? 'hang' : { status: 200 });
     // A drain of a minute: only the second signal can end this process within the test's time.
     const cli = await startCli(configFile({ drainSeconds: 60, timeoutSeconds: 120 }), [], START_MS);
     let worker: RunningCli | null = null;
@@ -241,6 +243,40 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
       answer = () => ({ status: 200 });
       stop(cli);
       if (worker) stop(worker);
+    }
+  }, 180_000);
+
+  it('a SIGTERM that comes while Outrigger is still starting is taken once the start is done: exit 0, not killed', async () => {
+    // Redis that does not answer holds the start for its 5 s wait, with the port already bound (503 STARTING).
+    const port = await freePort();
+    const file = writeTempFile('starting.yaml', {
+      service: { id: `${SERVICE}-starting` },
+      listen: { host: '127.0.0.1', port },
+      upstream: { url: upstream.url },
+      redis: { url: `redis://127.0.0.1:${await freePort()}` },
+      acl: { mode: 'own-routes' },
+      log: { level: 'info' },
+      shutdown: { drainSeconds: 0, timeoutSeconds: 5 },
+    });
+    const child = spawn(process.execPath, [CLI, 'start', '--no-worker', '-c', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (code, signal) => resolve([code, signal])));
+    try {
+      const starting = await waitFor(
+        () => send(`http://127.0.0.1:${port}/_health/ready`, false).catch(() => null),
+        (answer) => answer !== null,
+        START_MS,
+        'the port to answer while Outrigger starts',
+      );
+      expect([starting!.status, JSON.parse(starting!.body).message]).toEqual([503, 'Outrigger is starting; try again in a moment']);
+      child.kill('SIGTERM');
+      expect(await exited).toEqual([0, null]);
+      expect(output).toContain('received SIGTERM');
+      expect(output).toContain('Outrigger stopped');
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
   }, 180_000);
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { startOutrigger } from '../../app.js';
 import { loadConfigOrExit } from '../load-config-or-exit.js';
-import type { Logger } from '../../observability/logger.js';
+import { createLogger, type Logger } from '../../observability/logger.js';
 
 export function registerStartCommands(program: Command): void {
   program
@@ -11,9 +11,13 @@ export function registerStartCommands(program: Command): void {
     .option('--no-worker', 'do not deliver webhooks in this process (run `outrigger worker` separately)')
     .action(async (opts: { config: string; worker: boolean }) => {
       const config = loadConfigOrExit(opts.config);
-      const running = await startOutrigger(config, { worker: opts.worker });
-      stopOnSignals(() => running.stop(), running.context.logger);
-      drainOnSignal(() => running.beginDrain(), running.context.logger);
+      const logger = createLogger({ level: config.log.level, secretHeaders: config.log.secretHeaders });
+      // The handlers first: a signal that comes while Outrigger starts (a Pod deleted at once) is
+      // taken when the start is done, not answered by Node's default, which ends the process.
+      const started = startOutrigger(config, { worker: opts.worker, logger });
+      stopOnSignals(async () => (await started).stop(), logger);
+      drainOnSignal(() => void started.then((running) => running.beginDrain(), () => {}), logger);
+      await started;
     });
 
   program
@@ -22,8 +26,10 @@ export function registerStartCommands(program: Command): void {
     .requiredOption('-c, --config <file>', 'the YAML config file')
     .action(async (opts: { config: string }) => {
       const config = loadConfigOrExit(opts.config);
-      const running = await startOutrigger(config, { worker: true, serve: false });
-      stopOnSignals(() => running.stop(), running.context.logger);
+      const logger = createLogger({ level: config.log.level, secretHeaders: config.log.secretHeaders });
+      const started = startOutrigger(config, { worker: true, serve: false, logger });
+      stopOnSignals(async () => (await started).stop(), logger);
+      await started;
     });
 }
 
