@@ -71,3 +71,5 @@ export interface ForwarderOptions {
   sendTimeoutMs?: number;
 }
 
+/** listen.sendTimeoutMs's default, for callers that predate it. */
+export const DEFAULT_SEND_TIMEOUT_MS = 60_000;

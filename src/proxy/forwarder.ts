@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../errors.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
-import type { ForwardRequest, ForwarderOptions } from './forward-request.js';
+import { DEFAULT_SEND_TIMEOUT_MS, type ForwardRequest, type ForwarderOptions } from './forward-request.js';
 import { UpstreamSlots, type SlotRequest, type Waiting } from './upstream-slots.js';
 import { BufferReservations } from './buffer-reservations.js';
 import { connectionTurns, type TurnTaker } from './connection-turns.js';
@@ -10,9 +10,6 @@ import { clientAddressBucket } from '../net/client-address.js';
 import { bufferBody, hasRequestBody, replaceContentLength, setContentLength, type BufferedBodyTarget } from './request-body.js';
 
 export type { ForwardRequest, ForwarderOptions, ProxyPlan, ResponseObserver } from './forward-request.js';
-
-/** listen.sendTimeoutMs's default, for callers that predate it. */
-const DEFAULT_SEND_TIMEOUT_MS = 60_000;
 
 /**
  * The pass-through path: node:http in, an undici Pool out through `dispatch` (the lowest-cost
@@ -248,6 +245,8 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
 
   private headPending = false;
   private waitingForDrain = false;
+  /** listen.sendTimeoutMs while the client does not drain; cleared when the exchange ends, so a gone client's handler is not kept. */
+  private sendTimer: NodeJS.Timeout | null = null;
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.buffered) {
@@ -260,7 +259,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
       controller.pause();
       this.waitingForDrain = true;
       // A client that stops reading must not hold the upstream: cut after listen.sendTimeoutMs without a drain.
-      const timer = setTimeout(this.sendStalled, this.options.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS);
+      const timer = (this.sendTimer = setTimeout(this.sendStalled, this.options.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS));
       this.f.res.once('drain', () => {
         clearTimeout(timer);
         this.waitingForDrain = false;
@@ -375,6 +374,7 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
 
   private settle(): void {
     this.settled = true;
+    if (this.sendTimer !== null) clearTimeout(this.sendTimer);
     this.releaseSlot();
     this.releaseBuffer();
   }
