@@ -105,6 +105,15 @@ describe('GraphQL mutation ids as path segments (issue 34)', () => {
     expect(writes).toEqual([]);
   });
 
+  it('a bad id or null in a later field refuses the whole mutation before its first write', async () => {
+    for (const second of ['b: setStatus(id: "..;x", status: "x")', 'b: setByRef(ref: {id: ".", status: "x"})', 'b: purge(status: null)']) {
+      const res = await gql(`mutation { a: setStatus(id: "order-1", status: "x") ${second} }`);
+      expect(res.status, `${second}: ${res.text.slice(0, 300)}`).toBe(400);
+      expect(codes(res).some((c: string) => c === 'BAD_USER_INPUT' || c === 'MISSING_ARGUMENT'), res.text.slice(0, 300)).toBe(true);
+    }
+    expect(writes).toEqual([]);
+  });
+
   it('plain ids still write, on the path they name', async () => {
     expect((await gql('mutation { setStatus(id: "order-1", status: "x") }')).json.data.setStatus).toBe(true);
     expect((await gql(`mutation { remove(id: "${HEX}", status: "new") }`)).json.data.remove).toBe(true);

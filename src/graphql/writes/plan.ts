@@ -3,7 +3,9 @@
  * run (fragments spread, `@skip`/`@include` honoured) each make one backend write, at most
  * `graphql.maxBackendWrites`; the documents its bulk inserts carry, at most `graphql.maxBulkWrite`
  * in all; and every argument value a write would carry is a plain value (no `$`-key, no dotted
- * key, not nested past the bound). Any of these is a 400 with nothing written.
+ * key, not nested past the bound), and the ids and `find` it would act on are a plain path
+ * segment and free of null arguments (run.ts `targetRefusal`, issue 34). Any of these is a 400
+ * with nothing written.
  */
 import {
   getArgumentValues,
@@ -19,7 +21,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import type { GraphqlLimits } from '../types.js';
-import type { CompiledWrite } from './run.js';
+import { targetRefusal, type CompiledWrite } from './run.js';
 import { argumentValueProblem } from './values.js';
 
 export function checkMutationPlan(
@@ -51,6 +53,9 @@ export function checkMutationPlan(
       const problem = argumentValueProblem(value, arg);
       if (problem !== undefined) errors.push(new GraphQLError(`${name}: argument ${problem}`, { nodes: node, extensions: { code: 'BAD_USER_INPUT' } }));
     }
+    // An id that is no plain path segment, a null in find: refused before any field writes (issue 34).
+    const refusal = targetRefusal(write, args);
+    if (refusal) errors.push(new GraphQLError(`${name}: ${refusal.message}`, { nodes: node, extensions: refusal.extensions }));
     if (write.kind === 'insertMany') {
       const ref = (write.mapping.insert as { $arg: string }).$arg;
       const list = args[ref];

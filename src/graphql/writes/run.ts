@@ -12,7 +12,7 @@ import type { RequestState } from '../reads/request-state.js';
 import type { WriteKind } from '../document/mutations.js';
 import type { BackendWrite, BackendWriteResponse } from '../types.js';
 import { bulkResult, idAsString, idFromSegment, lastSegment, partialWriteError, writeError } from './answers.js';
-import { writeValue, type Caller } from './values.js';
+import { TargetRefusal, writeValue, type Caller } from './values.js';
 
 export interface WriteMapping {
   readonly db?: string;
@@ -120,13 +120,36 @@ export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, u
   }
 }
 
+/** Who the caller is does not change a target refusal; `@user.id` is given a stand-in while planning. */
+const PLANNING: Caller = { id: 'planning', roles: [] };
+
+/**
+ * What `runWrite` would refuse about the path or filter of this write, known from its arguments
+ * alone (plan.ts asks before the first write of the mutation): an id that is no plain path
+ * segment, a null `$arg` in `find`. Other problems (an omitted argument) stay the field's error.
+ */
+export function targetRefusal(w: CompiledWrite, args: Readonly<Record<string, unknown>>): GraphQLError | undefined {
+  try {
+    if (w.kind === 'insert') {
+      const doc = writeValue(w.mapping.insert, args, PLANNING);
+      if (isObject(doc) && typeof doc._id === 'string') documentTarget(doc._id);
+    } else if (w.kind !== 'insertMany') {
+      const find = writeValue(w.mapping.find, args, PLANNING, FIND);
+      if ((w.kind === 'update' || w.kind === 'delete') && isObject(find) && typeof find._id === 'string') documentTarget(find._id);
+    }
+  } catch (error) {
+    if (error instanceof TargetRefusal) return error;
+  }
+  return undefined;
+}
+
 /** How a document's `_id` is addressed: its path segment (RESTHeart's STRING_OID rule), and as a filter value. */
 function documentTarget(id: unknown): { segment: string; idType?: 'STRING' | 'NUMBER'; filterId: unknown } {
   if (typeof id === 'string') {
     // The id becomes a path segment: the canonical-path rules of a REST path (issue 34), so the
     // write policy decides on the path the backend acts on (no "..", ".", "..;x", "/", "_…", "*").
     const problem = idSegmentProblem(id);
-    if (problem !== undefined) throw new GraphQLError(`the _id this mutation writes ${problem}; it must be an ObjectId, a string that is one plain path segment, or a number`, { extensions: { code: 'BAD_USER_INPUT' } });
+    if (problem !== undefined) throw new TargetRefusal(`the _id this mutation writes ${problem}; it must be an ObjectId, a string that is one plain path segment, or a number`, { extensions: { code: 'BAD_USER_INPUT' } });
     // A 24-hex string is an ObjectId to RESTHeart, as in a REST client's /orders/<hex>.
     return { segment: id, filterId: HEX24.test(id) ? { $oid: id.toLowerCase() } : id };
   }

@@ -6,10 +6,18 @@
  * values: an object key starting with `$` (outside extended-JSON literals) or holding a `.` (a
  * dot path that would reach another field) is refused, at any depth.
  */
+import { GraphQLError } from 'graphql';
 import { argRefParts, isArgRef, isPlainObject } from '../app-document.js';
 import { isEjsonLiteral } from '../values/ejson.js';
 import { fieldError, missingArgument, setOwn } from '../values/interpolate.js';
 import { readPath } from '../values/paths.js';
+
+/**
+ * A refusal known from a write's arguments alone that widens or moves what the write acts on (an
+ * id that is no plain path segment, a null in `find`): plan.ts refuses the whole mutation with it
+ * before the first write, so an earlier field is not left written (issue 34).
+ */
+export class TargetRefusal extends GraphQLError {}
 
 /** Deepest argument value a mutation accepts (objects and lists nested). */
 export const MAX_WRITE_VALUE_DEPTH = 32;
@@ -65,7 +73,10 @@ export function writeValue(value: unknown, args: Readonly<Record<string, unknown
     let found: unknown;
     if (Object.prototype.hasOwnProperty.call(args, first)) found = dot === -1 ? args[first] : readPath(args[first], path.slice(dot + 1));
     if (found === undefined || (found === null && options.nullIsMissing)) {
-      if (!hasDefault) throw found === null ? fieldError(`argument ${path} is null; a write's find never drops a condition, so give it a value`, 'MISSING_ARGUMENT') : missingArgument(path);
+      if (!hasDefault)
+        throw found === null
+          ? new TargetRefusal(`argument ${path} is null; a write's find never drops a condition, so give it a value`, { extensions: { code: 'MISSING_ARGUMENT' } })
+          : missingArgument(path);
       found = defaultValue;
     }
     const problem = argumentValueProblem(found, path);
