@@ -9,7 +9,7 @@
  * `structuredContent` with its JSON text as content; GraphQL errors, or a refusal in the error
  * format (401, 403, 429, 503...), as `isError: true` with their messages.
  */
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import { request, type Dispatcher } from 'undici';
 import type { RequestScope } from '../http/scope.js';
 import type { CatalogueTool } from './catalogue.js';

@@ -8,7 +8,7 @@
  * write; possible only through hand edits) goes to the app first in `_id` order.
  */
 import { Kind, parse, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
-import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolAnnotations } from '@modelcontextprotocol/server';
 import type { GraphqlApp, McpToolDefinition } from '../graphql/app-document.js';
 import { appVersion } from '../graphql/compile/compile-app.js';
 import { validateAppWithSchema, type ValidateAppOptions } from '../graphql/document/validate-app.js';

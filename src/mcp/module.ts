@@ -29,12 +29,14 @@ export function createMcpModule(context: AppContext, options: FeatureModuleOptio
   const resourceMetadataUrl = config.mcp.signIn === 'off' ? null : oauthEndpoints(config).resourceMetadata;
   const internal = new InternalCalls();
   const dispatcher = internal.dispatcher();
+  const route = createMcpRoute(context, { catalogue, resourceMetadataUrl, dispatcher });
   return {
     name: 'mcp-tools',
     catalogue,
-    routes: [createMcpRoute(context, { catalogue, resourceMetadataUrl, dispatcher })],
+    routes: [route],
     wrapClientIp: (resolve) => internal.wrap(resolve),
     async stop() {
+      await route.close();
       await dispatcher.close();
     },
   };

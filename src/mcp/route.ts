@@ -1,21 +1,37 @@
 /**
  * `mcp.path` answered by Outrigger itself (`mcp.server: outrigger`, SPEC §11): the official MCP
- * TypeScript SDK's low-level `Server` behind its Streamable HTTP transport, stateless (no session
- * id generator, so no `Mcp-Session-Id`; `initialize` is still answered for the clients that send
- * it) and answering JSON rather than an event stream (no server-to-client requests exist here).
- * Both are built per request, the SDK's way for stateless servers: the handlers close over the
- * request's caller, and nothing outlives the answer.
+ * TypeScript SDK's low-level `Server` (v2, `@modelcontextprotocol/server`), stateless, in both
+ * protocol eras:
+ * - 2026-07-28 requests (each carries its own `_meta` envelope and the `Mcp-Method` / `Mcp-Name`
+ *   headers; no `initialize`; `server/discover`) go to the SDK's `createMcpHandler`, which
+ *   validates the envelope and headers and answers JSON (no handler here emits anything before its
+ *   result, so the `auto` response mode never upgrades to a stream);
+ * - 2025-era requests (`initialize`, then `tools/list`/`tools/call` with `MCP-Protocol-Version`
+ *   2025-06-18 or 2025-11-25, or older) go to the SDK's Streamable HTTP transport with no session
+ *   id generator and JSON answers, as before.
+ * The SDK's own `isLegacyRequest` decides which, so the routing is the SDK's and cannot disagree
+ * with it. Both legs build a `Server` per request from one factory (`serverFor`), whose handlers
+ * close over the request's caller; nothing outlives the answer.
  *
  * In front, in this order: authentication has run (the request chain; an invalid key already got
  * §5.6's challenge); an anonymous caller gets the 401 challenge so an SDK client signs in through
  * the browser; `GET` (the stream a stateful server would open) and other methods get 405; the
  * body is read up to the GraphQL request's bound (1 MiB, 413 beyond) and a JSON-RPC batch holds
- * at most MAX_BATCH messages. Any authenticated caller may use the server itself; what each tool
- * may do is decided by the GraphQL door it calls (call-graphql.ts).
+ * at most MAX_BATCH messages; `subscriptions/listen` (2026-07-28's long-lived stream) is answered
+ * as an unknown method, since this server announces no list changes. Any authenticated caller may
+ * use the server itself; what each tool may do is decided by the GraphQL door it calls
+ * (call-graphql.ts).
  */
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  createMcpHandler,
+  isLegacyRequest,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  WebStandardStreamableHTTPServerTransport,
+  type McpRequestContext,
+  type Tool,
+} from '@modelcontextprotocol/server';
 import type { AppContext } from '../app-context.js';
 import { exchangeFromParts } from '../condition/index.js';
 import { forbidden, methodNotAllowed } from '../errors.js';
@@ -32,8 +48,16 @@ import { checkArguments } from './check-arguments.js';
 /** JSON-RPC messages one POST may carry (batches are 2025-03-26's; later revisions send one). */
 export const MAX_BATCH = 10;
 const SERVER_INFO = { name: 'outrigger', version: process.env.npm_package_version ?? '0.1.0' };
-/** Headers the transport reads; the rest of the request stays with the request chain. */
-const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
+/** Headers the SDK reads (besides `mcp-*`: `Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`); the rest of the request stays with the request chain. */
+const TRANSPORT_HEADERS = new Set(['accept', 'content-type', 'last-event-id']);
+/** The revisions `initialize` negotiates (the SDK's 2025-era list); 2026-07-28 is `server/discover`'s. */
+const LEGACY_REVISIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'];
+
+/** What a per-request `Server` needs to know of its request: whose it is, and when the client left. */
+interface Caller {
+  readonly scope: RequestScope;
+  readonly signal: AbortSignal;
+}
 
 export interface McpRouteOptions {
   readonly catalogue: ToolCatalogue;
@@ -43,7 +67,8 @@ export interface McpRouteOptions {
   readonly resourceMetadataUrl: string | null;
 }
 
-export function createMcpRoute(context: AppContext, options: McpRouteOptions): OwnRoute {
+/** The route, and `close` for the module's stop (ends the 2026-07-28 handler's in-flight exchanges). */
+export function createMcpRoute(context: AppContext, options: McpRouteOptions): OwnRoute & { close(): Promise<void> } {
   const { config, acl } = context;
   const { catalogue } = options;
   const graphqlPrefix = config.routes.graphql;
@@ -67,17 +92,18 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
     return acl.decide(principal, exchange).allowed;
   };
 
-  function serverFor(scope: RequestScope, signal: AbortSignal): Server {
+  function serverFor({ scope, signal }: Caller): Server {
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
       instructions: 'Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.',
+      supportedProtocolVersions: LEGACY_REVISIONS,
     });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({
+    server.setRequestHandler('tools/list', () => ({
       tools: [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool),
     }));
-    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    server.setRequestHandler('tools/call', async (request) => {
       const tool = catalogue.get(request.params.name);
-      if (!tool || !mayCall(scope, tool)) throw new McpError(ErrorCode.InvalidParams, `no tool named ${JSON.stringify(request.params.name)} is offered to you; tools/list names the ones you may call`);
+      if (!tool || !mayCall(scope, tool)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no tool named ${JSON.stringify(request.params.name)} is offered to you; tools/list names the ones you may call`);
       const args = request.params.arguments ?? {};
       // Before any backend read (MCP 2025-11-25: input errors are tool results the model can correct).
       const problems = checkArguments(tool.inputSchema, args);
@@ -87,7 +113,20 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
     return server;
   }
 
+  // 2026-07-28: one handler for the process, its per-request `Server` made by the same factory
+  // (the SDK hands the factory the Request it was given; `callers` maps it back to its caller).
+  const callers = new WeakMap<Request, Caller>();
+  const modern = createMcpHandler(
+    (context: McpRequestContext) => {
+      const caller = context.requestInfo ? callers.get(context.requestInfo) : undefined;
+      if (!caller) throw new Error('an MCP request reached the 2026-07-28 handler without its caller');
+      return serverFor(caller);
+    },
+    { legacy: 'reject', responseMode: 'auto', maxRequestBodySize: MAX_BODY_BYTES },
+  );
+
   return {
+    close: () => modern.close(),
     kind: 'mcp',
     prefix: config.mcp.path,
     async handle(scope) {
@@ -104,21 +143,37 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       if (Array.isArray(parsed.value) && parsed.value.length > MAX_BATCH)
         return void answer(scope, 400, rpcError(-32600, `a batch of ${parsed.value.length} JSON-RPC messages; at most ${MAX_BATCH} in one request`));
 
+      const message: unknown = Array.isArray(parsed.value) ? undefined : parsed.value;
+      if (isRecord(message) && message.method === 'subscriptions/listen')
+        return void answer(scope, 404, rpcError(-32601, 'subscriptions/listen is not offered: this server announces no list changes; ask tools/list again', message.id));
+
       const controller = new AbortController();
       const onClose = () => {
         if (!scope.res.writableFinished) controller.abort();
       };
       scope.res.once('close', onClose);
-      const server = serverFor(scope, controller.signal);
-      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(scope.req.headers))
+        if (typeof value === 'string' && (TRANSPORT_HEADERS.has(name) || name.startsWith('mcp-'))) headers.set(name, value);
+      const request = new Request(`http://outrigger${config.mcp.path}`, { method: 'POST', headers, signal: controller.signal });
+      const caller: Caller = { scope, signal: controller.signal };
       try {
-        await server.connect(transport);
-        const headers = new Headers();
-        for (const name of TRANSPORT_HEADERS) {
-          const value = scope.req.headers[name];
-          if (typeof value === 'string') headers.set(name, value);
+        let response: Response;
+        if (await isLegacyRequest(request, parsed.value)) {
+          // 2025-era: the SDK's stateless Streamable HTTP transport, answering JSON.
+          const server = serverFor(caller);
+          const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+          try {
+            await server.connect(transport);
+            response = await transport.handleRequest(request, { parsedBody: parsed.value });
+          } finally {
+            await transport.close().catch(() => {});
+            await server.close().catch(() => {});
+          }
+        } else {
+          callers.set(request, caller);
+          response = await modern.fetch(request, { parsedBody: parsed.value });
         }
-        const response = await transport.handleRequest(new Request(`http://outrigger${config.mcp.path}`, { method: 'POST', headers }), { parsedBody: parsed.value });
         const text = await response.text();
         if (controller.signal.aborted || scope.res.destroyed) return;
         const out: Record<string, string> = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
@@ -128,8 +183,6 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
         scope.res.end(text);
       } finally {
         scope.res.off('close', onClose);
-        await transport.close().catch(() => {});
-        await server.close().catch(() => {});
       }
     },
   };
@@ -151,8 +204,12 @@ function describeTool(tool: CatalogueTool): Tool {
   return { name: tool.name, title: tool.annotations.title, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'], annotations: tool.annotations };
 }
 
-function rpcError(code: number, message: string): string {
-  return JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
+function rpcError(code: number, message: string, id: unknown = null): string {
+  return JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: typeof id === 'string' || typeof id === 'number' ? id : null });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
 }
 
 function answer(scope: RequestScope, status: number, body: string): void {

@@ -1,6 +1,7 @@
 /** Shared by the MCP server tests: the shop app with tools, and an SDK client with fixed credentials. */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ClientV2, StreamableHTTPClientTransport as StreamableHTTPClientTransportV2 } from '@modelcontextprotocol/client';
 import { shopApp } from './graphql-helpers.js';
 
 /** The shop app with tools: two queries, an input object, an enum, a mutation (hidden until allowed). */
@@ -39,5 +40,12 @@ export function shopAppWithTools(mcp: Record<string, unknown> = {}): Record<stri
 export async function mcpClient(url: string, authorization: string): Promise<Client> {
   const client = new Client({ name: 'outrigger-mcp-test', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization } } }));
+  return client;
+}
+
+/** The v2 SDK client (`@modelcontextprotocol/client`): `auto` probes with server/discover and speaks 2026-07-28 when offered; `legacy` runs the 2025 handshake. */
+export async function mcpClientV2(url: string, authorization: string, mode: 'auto' | 'legacy'): Promise<ClientV2> {
+  const client = new ClientV2({ name: 'outrigger-mcp-test-v2', version: '1.0.0' }, { versionNegotiation: { mode } });
+  await client.connect(new StreamableHTTPClientTransportV2(new URL(`${url}/mcp`), { requestInit: { headers: { authorization } } }));
   return client;
 }

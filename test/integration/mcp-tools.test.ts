@@ -10,7 +10,7 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { basic } from '../support/outrigger.js';
 import { useStack } from '../support/fixtures.js';
 import { call, collectionReads, pollUntil, shopData } from './graphql-helpers.js';
-import { mcpClient, shopAppWithTools } from './mcp-helpers.js';
+import { mcpClient, mcpClientV2, shopAppWithTools } from './mcp-helpers.js';
 
 const ROOT = basic('root', 'root-password');
 const ALICE = basic('alice', 'alice-password');
@@ -144,7 +144,7 @@ describe('Outrigger MCP server: tools from GraphQL apps', () => {
     await save(shopAppWithTools());
   });
 
-  it('protocol revisions: initialize negotiates 2025-06-18 and 2025-11-25 as asked; a request naming 2026-07-28 is 400 from the SDK transport, naming the supported ones', async () => {
+  it('protocol revisions 2025-06-18 and 2025-11-25: initialize negotiates each as asked, with no session id, and a later request needs none', async () => {
     const headers = { accept: 'application/json, text/event-stream' };
     for (const version of ['2025-06-18', '2025-11-25']) {
       const init = await call(stack.proxy.url, '/mcp', {
@@ -154,16 +154,104 @@ describe('Outrigger MCP server: tools from GraphQL apps', () => {
         body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
       });
       expect(init.status).toBe(200);
+      expect(init.headers['content-type']).toMatch(/^application\/json/);
       expect(init.json.result.protocolVersion).toBe(version);
       expect(init.headers['mcp-session-id']).toBeUndefined();
       // Stateless: a tools/list in a new request, without the session a stateful server would want.
       const list = await call(stack.proxy.url, '/mcp', { method: 'POST', auth: ALICE, headers: { ...headers, 'mcp-protocol-version': version }, body: { jsonrpc: '2.0', id: 2, method: 'tools/list' } });
       expect(list.status).toBe(200);
       expect(list.json.result.tools.length).toBe(3);
+      const called = await call(stack.proxy.url, '/mcp', {
+        method: 'POST',
+        auth: ALICE,
+        headers: { ...headers, 'mcp-protocol-version': version },
+        body: { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_orders', arguments: { limit: 1 } } },
+      });
+      expect(called.json.result.isError).toBeFalsy();
+      expect(called.json.result.structuredContent.orders.length).toBe(1);
     }
-    const newest = await call(stack.proxy.url, '/mcp', { method: 'POST', auth: ALICE, headers: { ...headers, 'mcp-protocol-version': '2026-07-28' }, body: { jsonrpc: '2.0', id: 3, method: 'tools/list' } });
-    expect(newest.status).toBe(400);
-    expect(newest.json.error.message).toMatch(/Unsupported protocol version: 2026-07-28 \(supported versions: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07\)/);
+  });
+
+  it('protocol revision 2026-07-28, stateless: no initialize; server/discover names it; tools/list and tools/call with their _meta and Mcp-Method/Mcp-Name headers; bad envelopes and headers are 400', async () => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' } };
+    const post = (method: string, params: Record<string, unknown>, extra: Record<string, string> = {}, auth = ALICE) =>
+      call(stack.proxy.url, '/mcp', {
+        method: 'POST',
+        auth,
+        headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...extra },
+        body: { jsonrpc: '2.0', id: 7, method, params: { ...params, _meta: meta } },
+      });
+    const discover = await post('server/discover', {});
+    expect(discover.status).toBe(200);
+    expect(discover.json.result.supportedVersions).toEqual(['2026-07-28']);
+    expect(discover.json.result.capabilities.tools).toBeDefined();
+    expect(discover.json.result._meta['io.modelcontextprotocol/serverInfo'].name).toBe('outrigger');
+    const list = await post('tools/list', {});
+    expect(list.status).toBe(200);
+    expect(list.headers['mcp-session-id']).toBeUndefined();
+    expect(list.json.result.tools.map((t: { name: string }) => t.name).sort()).toEqual(['list_orders', 'order_by_number', 'orders_in_range']);
+    // The same door: readFilter and projectResponse apply to alice's call as to her POST /graphql/shop.
+    const called = await post('tools/call', { name: 'list_orders', arguments: { limit: 10 } }, { 'mcp-name': 'list_orders' });
+    expect(called.status).toBe(200);
+    expect(called.json.result.isError).toBeFalsy();
+    const orders = called.json.result.structuredContent.orders as { number: number; secret?: unknown }[];
+    expect(orders.length).toBeGreaterThan(0);
+    expect(orders.every((o) => o.secret === null || o.secret === undefined)).toBe(true);
+    expect(collectionReads(stack.backend, 'orders').length).toBeGreaterThan(0);
+    // Arguments are still checked before any read, as an isError result.
+    stack.backend.clearRequests();
+    const wrong = await post('tools/call', { name: 'list_orders', arguments: { limit: 'ten' } }, { 'mcp-name': 'list_orders' });
+    expect(wrong.json.result.isError).toBe(true);
+    expect(wrong.json.result.content[0].text).toMatch(/limit/);
+    expect(collectionReads(stack.backend, 'orders')).toHaveLength(0);
+    // nora holds no permission on the app: no tools, and a call is refused as an unknown tool.
+    const nora = basic('nora', 'nora-password');
+    expect((await post('tools/list', {}, {}, nora)).json.result.tools).toEqual([]);
+    const refused = await post('tools/call', { name: 'list_orders', arguments: {} }, { 'mcp-name': 'list_orders' }, nora);
+    expect(refused.json.error.code).toBe(-32602);
+    // The 2026-07-28 rules, answered by the SDK: Mcp-Method required, Mcp-Name must match, _meta required, unknown revisions named.
+    const noMethod = await call(stack.proxy.url, '/mcp', {
+      method: 'POST',
+      auth: ALICE,
+      headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28' },
+      body: { jsonrpc: '2.0', id: 8, method: 'tools/list', params: { _meta: meta } },
+    });
+    expect([noMethod.status, noMethod.json.error.code, noMethod.json.id]).toEqual([400, -32020, 8]);
+    const wrongName = await post('tools/call', { name: 'list_orders', arguments: {} }, { 'mcp-name': 'set_status' });
+    expect([wrongName.status, wrongName.json.error.code]).toEqual([400, -32020]);
+    const noEnvelope = await call(stack.proxy.url, '/mcp', {
+      method: 'POST',
+      auth: ALICE,
+      headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
+      body: { jsonrpc: '2.0', id: 9, method: 'tools/list' },
+    });
+    expect([noEnvelope.status, noEnvelope.json.error.code]).toEqual([400, -32602]);
+    const future = await call(stack.proxy.url, '/mcp', {
+      method: 'POST',
+      auth: ALICE,
+      headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2027-01-01', 'mcp-method': 'tools/list' },
+      body: { jsonrpc: '2.0', id: 10, method: 'tools/list', params: { _meta: { ...meta, 'io.modelcontextprotocol/protocolVersion': '2027-01-01' } } },
+    });
+    expect(future.status).toBe(400);
+    expect(future.json.error.data).toMatchObject({ supported: ['2026-07-28'], requested: '2027-01-01' });
+    // A long-lived subscriptions/listen stream is not offered (no list changes are announced).
+    const listen = await post('subscriptions/listen', { notifications: { toolsListChanged: true } });
+    expect([listen.status, listen.json.error.code]).toEqual([404, -32601]);
+  });
+
+  it("the v2 SDK client negotiates 2026-07-28 by server/discover (no initialize) and lists and calls; in 'legacy' mode it still gets 2025-11-25", async () => {
+    for (const [mode, version] of [['auto', '2026-07-28'], ['legacy', '2025-11-25']] as const) {
+      const client = await mcpClientV2(stack.proxy.url, ALICE, mode);
+      try {
+        expect(client.getNegotiatedProtocolVersion()).toBe(version);
+        expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['list_orders', 'order_by_number', 'orders_in_range']);
+        const result = await client.callTool({ name: 'order_by_number', arguments: { number: 1 } });
+        expect(result.isError).toBeFalsy();
+        expect(result.structuredContent).toMatchObject({ order: { number: 1, owner: 'alice' } });
+      } finally {
+        await client.close();
+      }
+    }
   });
 
   it("a call stays in the agent's trace: the backend read carries the trace id of the /mcp request's traceparent", async () => {
