@@ -139,9 +139,8 @@ export class SubscriptionService {
     const refused = this.hub.refusal(principalKey);
     if (refused) return { ok: false, status: 429, errors: [{ message: refused.message, extensions: { code: refused.code } }] };
     const sub = prepared.sub;
-    let active: ActiveSubscription | undefined;
     const stream = new SubscriptionStream(req.transport, this.o.settings.maxBufferedEvents, (reason) => {
-      if (!active) return;
+      // Called only once the subscription is running, after `active` below is set.
       this.hub.remove(active, reason);
       this.shutdowns.delete(active);
       req.onEnded?.(reason);
@@ -150,7 +149,7 @@ export class SubscriptionService {
     const principal = req.principal;
     const identityKey = JSON.stringify([principal.id, principal.roles, principal.via, principal.keyId ?? null, principal.verifiedLocally ? null : ctx.backendHeaders ?? null]);
     const version = req.app.version;
-    active = {
+    const active: ActiveSubscription = {
       stream,
       db: sub.db,
       collection: sub.collection,
