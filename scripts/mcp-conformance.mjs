@@ -12,6 +12,7 @@ import { createServer, request as httpRequest } from 'node:http';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { hashPassword } from '../dist/src/access/password-hash.js';
@@ -25,9 +26,14 @@ import { startStandinBackend } from '../dist/examples/standin-backend/index.js';
  * The server scenarios that apply: those that need no test tool, resource or prompt of the
  * reference server (`test_simple_text`, `test_image_content`, ...), no sampling, elicitation,
  * logging, progress or completion (Outrigger's server offers tools only, answers once, and asks
- * the client nothing), and no revision the SDK does not speak (2026-07-28's scenarios).
+ * the client nothing). `server-stateless` is 2026-07-28's (SEP-2575: server/discover, the
+ * per-request _meta envelope, Mcp-Method headers), run at that revision.
  */
-const SERVER_SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'];
+const SERVER_SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection', 'server-stateless'];
+/** Checks that need the reference server's diagnostic tools, excused one by one (not whole scenarios). */
+const BASELINE = fileURLToPath(new URL('./mcp-conformance-baseline.yml', import.meta.url));
+/** Scenarios run at a revision other than the CLI's default. */
+const SPEC_VERSION = { 'server-stateless': '2026-07-28' };
 
 const { values: args } = parseArgs({ options: { cli: { type: 'string' }, node: { type: 'string', default: process.execPath }, out: { type: 'string', default: 'conformance-results' } } });
 if (!args.cli) throw new Error('--cli <path to @modelcontextprotocol/conformance dist/index.js> is required');
@@ -113,7 +119,8 @@ const relay = createServer((req, res) => {
 await new Promise((done) => relay.once('listening', done));
 const serverResults = [];
 for (const scenario of SERVER_SCENARIOS) {
-  const run = spawn(args.node, [resolve(args.cli), 'server', '--url', `http://127.0.0.1:${relay.address().port}/mcp`, '--scenario', scenario, '-o', resolve(args.out)], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const version = SPEC_VERSION[scenario] ? ['--spec-version', SPEC_VERSION[scenario]] : [];
+  const run = spawn(args.node, [resolve(args.cli), 'server', '--url', `http://127.0.0.1:${relay.address().port}/mcp`, '--scenario', scenario, ...version, '--expected-failures', BASELINE, '-o', resolve(args.out)], { stdio: ['ignore', 'inherit', 'inherit'] });
   serverResults.push([scenario, await new Promise((done) => run.on('exit', done))]);
 }
 console.log(`server scenarios: ${serverResults.map(([s, c]) => `${s} ${c === 0 ? 'passed' : `FAILED (${c})`}`).join(', ')}`);
