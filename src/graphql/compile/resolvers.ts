@@ -45,6 +45,12 @@ export interface ExecutionContextValue {
   readonly deadline?: ExecutionDeadline;
 }
 
+/**
+ * Fields with a query mapping (of every compiled app): their lists are windows the cost estimate
+ * bounds, unlike lists stored inside documents (serve/compiled-execution.ts looks).
+ */
+export const queryMappedFields = new WeakSet<GraphQLField<unknown, unknown>>();
+
 /** Sets `resolve` on every mapped field (and `isTypeOf` on every object type) of a freshly built schema. */
 export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: GraphqlLimits, prefetchJoins: boolean, writes: ReadonlyMap<string, CompiledWrite>): void {
   const queryType = schema.getQueryType();
@@ -143,6 +149,7 @@ export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits:
           });
         };
         loading.all.add(field);
+        queryMappedFields.add(field);
         if (!isRoot) loading.joins.set(field, start);
         if (!prefetch) resolve = (source, args, context) => start(source, args, context.state);
         else if (isRoot) {

@@ -36,7 +36,11 @@ export class RequestState implements BackendReads {
   private roots: WeakMap<object, unknown> | undefined;
   readonly ctx: RequestContext;
   /** Decisions per distinct read (collection, aggregation, query string): equal reads are decided once. */
-  private readonly decisions = new Map<string, Promise<ReadDecision>>();
+  private decisions = new Map<string, Promise<ReadDecision>>();
+  /** Every read's outcome in order per read key, while recording (`recordReads`, serve/compiled-execution.ts). */
+  private recorded: Map<string, Array<Promise<unknown[]>>> | undefined;
+  /** Outcomes a replaying state answers from, in the order they were read, before reading anew. */
+  private replaying: Map<string, Array<Promise<unknown[]>>> | undefined;
   /** Document read → the projection of the read it came from (only for reads that project). */
   private projections: WeakMap<object, (doc: unknown) => unknown> | undefined;
 
@@ -69,8 +73,47 @@ export class RequestState implements BackendReads {
     return (this.aborted ??= new GraphQLError(timeoutError(this.settings.limits.timeoutMs).message, { path: [], extensions: { code: 'TIMEOUT' } }));
   }
 
+  /** Keeps every read's outcome, so that `replay` can execute the request again without reading twice. */
+  recordReads(): void {
+    this.recorded ??= new Map();
+  }
+
+  /**
+   * A new state for executing the same request again (graphql-js after a compiled run that
+   * reported errors): its reads are answered, in order, with the outcomes this state recorded
+   * (documents, refusals, failures), and count nothing more; what was read, decided and projected
+   * carries over, so the request's reads, budget and verbose log are those of one execution.
+   */
+  replay(): RequestState {
+    const next = new RequestState(this.settings, this.ctx, this.signal);
+    next.replaying = new Map(Array.from(this.recorded ?? [], ([key, outcomes]) => [key, [...outcomes]]));
+    next.reads = this.reads;
+    next.writes = this.writes;
+    next.operationName = this.operationName;
+    next.budgetExceeded = this.budgetExceeded;
+    next.timedOut = this.timedOut;
+    next.readLog = this.readLog;
+    next.decisions = this.decisions;
+    next.projections = this.projections;
+    return next;
+  }
+
   /** One backend read, counted against the budget; failures become GraphQL field errors with a code. */
-  async read(read: BackendRead): Promise<unknown[]> {
+  read(read: BackendRead): Promise<unknown[]> {
+    if (this.recorded === undefined && this.replaying === undefined) return this.readOnce(read);
+    const key = `${read.db}\u0000${read.collection}\u0000${read.aggregation?.name ?? ''}\u0000${readQueryString(read)}`;
+    const replayed = this.replaying?.get(key)?.shift();
+    if (replayed !== undefined) return replayed;
+    const outcome = this.readOnce(read);
+    if (this.recorded !== undefined) {
+      const list = this.recorded.get(key);
+      if (list === undefined) this.recorded.set(key, [outcome]);
+      else list.push(outcome);
+    }
+    return outcome;
+  }
+
+  private async readOnce(read: BackendRead): Promise<unknown[]> {
     if (this.signal.aborted) throw this.abortedError();
     const decision = this.settings.readPolicy ? await this.decideRead(read) : undefined;
     if (decision && !decision.allow) {

@@ -25,6 +25,7 @@ import { BACKEND_ERROR_CODES, RequestState, budgetError, timeoutError } from '..
 import { resolveTrusted } from '../document/trusted/documents.js';
 import { ExecutionDeadline } from '../limits/deadline.js';
 import { MAX_QUERY_BYTES, type RequestContext } from '../types.js';
+import { COMPILED_MAX_OUTPUT, compiledQueryFor } from './compiled-execution.js';
 
 export interface GraphqlParams {
   /** Absent when the client names a trusted document by its hash only. */
@@ -125,6 +126,8 @@ export async function executeGraphql(
   const coerced = getVariableValues(app.schema, operation.variableDefinitions ?? [], params.variables ?? {}, { maxErrors: 20, hideSuggestions });
   if (coerced.errors) return { status: 400, documentError: true, body: { errors: coerced.errors.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) } };
 
+  /** Compiled execution (compiled-execution.ts), where it gives what graphql-js gives. */
+  let compiled: ReturnType<typeof compiledQueryFor>;
   if (operation.operation === 'query' || operation.operation === 'mutation') {
     // Refused before any read (and a mutation before its first write, issue 34): the estimate
     // needs only the document, the variables and the mappings.
@@ -141,6 +144,7 @@ export async function executeGraphql(
     // SPEC §10: a rate limit with `units: cost` counts the estimate, refused (429) here before any read.
     const charged = operation.operation === 'query' ? ctx.chargeCost?.(cost.documents) : undefined;
     if (charged) await charged;
+    if (operation.operation === 'query' && cost.output <= COMPILED_MAX_OUTPUT) compiled = compiledQueryFor(app.schema, document, params.operationName ?? undefined);
   }
 
   if (operation.operation === 'mutation') {
@@ -153,7 +157,7 @@ export async function executeGraphql(
   const controller = new AbortController();
   // Every concurrent backend read listens on this signal; up to maxBackendReads of them is expected.
   setMaxListeners(limits.maxBackendReads + 10, controller.signal);
-  const state = new RequestState(app.settings, ctx, controller.signal);
+  let state = new RequestState(app.settings, ctx, controller.signal);
   if (app.verbose) state.readLog = [];
   state.operationName = operation.name?.value ?? null;
   let timer: NodeJS.Timeout | undefined;
@@ -181,21 +185,26 @@ export async function executeGraphql(
 
   let result: ExecutionResult | 'aborted';
   try {
-    const contextValue: ExecutionContextValue = { state, deadline };
-    result = await Promise.race([
-      Promise.resolve(
-        execute({
-          schema: app.schema,
-          document,
-          variableValues: params.variables ?? undefined,
-          operationName: params.operationName ?? undefined,
-          contextValue,
-          fieldResolver: deadline.fieldResolver,
-          hideSuggestions,
-        }),
-      ),
-      aborted,
-    ]);
+    const interpreted = () =>
+      execute({
+        schema: app.schema,
+        document,
+        variableValues: params.variables ?? undefined,
+        operationName: params.operationName ?? undefined,
+        contextValue: { state, deadline } satisfies ExecutionContextValue,
+        fieldResolver: deadline.fieldResolver,
+        hideSuggestions,
+      });
+    const run = async (): Promise<ExecutionResult> => {
+      if (compiled === undefined) return interpreted();
+      state.recordReads();
+      const first = (await compiled.query(undefined, { state, deadline } satisfies ExecutionContextValue, params.variables ?? {})) as ExecutionResult;
+      if (first.errors === undefined || first.errors.length === 0 || controller.signal.aborted) return first;
+      // Errors as graphql-js words and locates them: executed again over the same reads.
+      state = state.replay();
+      return interpreted();
+    };
+    result = await Promise.race([run(), aborted]);
   } catch (error) {
     app.onError?.(error, ctx);
     return { status: 500, body: errorBody('internal error while executing the query', 'INTERNAL_SERVER_ERROR') };
