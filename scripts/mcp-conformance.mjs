@@ -26,14 +26,15 @@ import { startStandinBackend } from '../dist/examples/standin-backend/index.js';
  * The server scenarios that apply: those that need no test tool, resource or prompt of the
  * reference server (`test_simple_text`, `test_image_content`, ...), no sampling, elicitation,
  * logging, progress or completion (Outrigger's server offers tools only, answers once, and asks
- * the client nothing). `server-stateless` is 2026-07-28's (SEP-2575: server/discover, the
- * per-request _meta envelope, Mcp-Method headers), run at that revision.
+ * the client nothing). `server-stateless` (SEP-2575: server/discover, the per-request _meta
+ * envelope), `http-header-validation` (SEP-2243: MCP-Protocol-Version, Mcp-Method, Mcp-Name) and
+ * `caching` (SEP-2549: ttlMs/cacheScope on list results) are 2026-07-28's, run at that revision.
  */
-const SERVER_SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection', 'server-stateless'];
+const SERVER_SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection', 'server-stateless', 'http-header-validation', 'caching'];
 /** Checks that need the reference server's diagnostic tools, excused one by one (not whole scenarios). */
 const BASELINE = fileURLToPath(new URL('./mcp-conformance-baseline.yml', import.meta.url));
 /** Scenarios run at a revision other than the CLI's default. */
-const SPEC_VERSION = { 'server-stateless': '2026-07-28' };
+const SPEC_VERSION = { 'server-stateless': '2026-07-28', 'http-header-validation': '2026-07-28', caching: '2026-07-28' };
 
 const { values: args } = parseArgs({ options: { cli: { type: 'string' }, node: { type: 'string', default: process.execPath }, out: { type: 'string', default: 'conformance-results' } } });
 if (!args.cli) throw new Error('--cli <path to @modelcontextprotocol/conformance dist/index.js> is required');
