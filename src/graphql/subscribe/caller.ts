@@ -32,6 +32,8 @@ export function createCallers(parts: CallerParts) {
   const { context, registry } = parts;
   const serviceAuth = context.config.graphql.backend.auth === 'service';
   const recent = new Map<string, { at: number; principal: Promise<Principal> }>();
+  /** The ACL's answer per credentials, address and path, shared by the subscriptions checked in one round. */
+  const allowed = new Map<string, { at: number; reason: EndReason | null }>();
 
   const reauthenticate = (scope: RequestScope): Promise<Principal> => {
     const header = scope.req.headers.authorization ?? '';
@@ -79,13 +81,20 @@ export function createCallers(parts: CallerParts) {
           return { message: 'your credentials now name another caller; the subscription ended', code: 'UNAUTHENTICATED' };
         }
         scope.principal = principal;
+        const key = `${scope.req.headers.authorization ?? ''}\u0000${scope.clientIp}\u0000${scope.method}\u0000${scope.path}`;
+        const now = Date.now();
+        const hit = allowed.get(key);
+        if (hit && now - hit.at < REAUTH_MS) return hit.reason;
+        let reason: EndReason | null = null;
         try {
           context.authorizeOwnRoute(scope);
         } catch (error) {
           const message = error instanceof OutriggerError ? error.message : 'not allowed';
-          return { message: `you may no longer use this app (${message}); the subscription ended`, code: 'FORBIDDEN' };
+          reason = { message: `you may no longer use this app (${message}); the subscription ended`, code: 'FORBIDDEN' };
         }
-        return null;
+        if (allowed.size > 10_000) allowed.clear();
+        allowed.set(key, { at: now, reason });
+        return reason;
       },
     };
   };

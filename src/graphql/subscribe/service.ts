@@ -57,6 +57,9 @@ export interface OpenRequest {
 
 export type Opened = { ok: true; stream: SubscriptionStream; prepared: Extract<Prepared, { ok: true }>['sub'] } | { ok: false; status: number; errors: Array<{ message: string; extensions?: Record<string, unknown> }> };
 
+/** How often a subscription's backend identity (headers, a minted JWT) is built again: well within the shortest JWT lifetime (`upstream.identity.jwt.ttlSeconds` ≥ 10). */
+const CTX_RENEW_MS = 4000;
+
 export class SubscriptionService {
   readonly feed: ChangeFeed;
   readonly hub: SubscriptionHub;
@@ -146,6 +149,7 @@ export class SubscriptionService {
       req.onEnded?.(reason);
     }, req.onYield);
     let ctx = req.ctx();
+    let ctxAt = Date.now();
     const principal = req.principal;
     const identityKey = JSON.stringify([principal.id, principal.roles, principal.via, principal.keyId ?? null, principal.verifiedLocally ? null : ctx.backendHeaders ?? null]);
     const version = req.app.version;
@@ -171,7 +175,11 @@ export class SubscriptionService {
           if (!again.ok) return { message: `the app of this subscription changed and the subscription no longer applies: ${again.errors[0]?.message ?? ''}`, code: 'APP_CHANGED' };
         }
         const reason = await req.check();
-        if (!reason) ctx = req.ctx();
+        // The backend identity (a minted JWT has a lifetime) is renewed now and then, not every second.
+        if (!reason && Date.now() - ctxAt > CTX_RENEW_MS) {
+          ctx = req.ctx();
+          ctxAt = Date.now();
+        }
         return reason;
       },
     };
