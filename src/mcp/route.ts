@@ -50,8 +50,6 @@ export const MAX_BATCH = 10;
 const SERVER_INFO = { name: 'outrigger', version: process.env.npm_package_version ?? '0.1.0' };
 /** Headers the SDK reads (besides `mcp-*`: `Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`); the rest of the request stays with the request chain. */
 const TRANSPORT_HEADERS = new Set(['accept', 'content-type', 'last-event-id']);
-/** The revisions `initialize` negotiates (the SDK's 2025-era list); 2026-07-28 is `server/discover`'s. */
-const LEGACY_REVISIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'];
 
 /** What a per-request `Server` needs to know of its request: whose it is, and when the client left. */
 interface Caller {
@@ -96,7 +94,6 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
       instructions: 'Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.',
-      supportedProtocolVersions: LEGACY_REVISIONS,
     });
     server.setRequestHandler('tools/list', () => ({
       tools: [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool),
