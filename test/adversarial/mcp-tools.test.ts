@@ -167,6 +167,32 @@ describe('Outrigger MCP server: abuse', () => {
     }
   });
 
+  it('2026-07-28 requests meet the same fronts: anonymous 401 challenge, Origin of another site 403, $ keys refused by name before any read, no batches, no long-lived listen stream', async () => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    const modern = (body: unknown, extra: Record<string, string> = {}, auth: string | null = ALICE) =>
+      call(stack.proxy.url, '/mcp', {
+        method: 'POST',
+        ...(auth ? { auth } : {}),
+        headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'orders_in_range', ...extra },
+        body,
+      });
+    const injected = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'orders_in_range', arguments: { range: { max: 10, $where: 'sleep(5000)' } }, _meta: meta } };
+    const anonymous = await modern(injected, {}, null);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers['www-authenticate']).toMatch(/^Bearer resource_metadata=/);
+    expect((await modern(injected, { origin: 'http://evil.example.com' })).status).toBe(403);
+    const refused = await modern(injected);
+    expect(refused.status).toBe(200);
+    expect(refused.json.result.isError).toBe(true);
+    expect(refused.json.result.content[0].text).toMatch(/range\.\$where is not a field of range/);
+    // 2026-07-28 has no batches: two enveloped messages in one POST are refused, nothing run.
+    const batch = await modern([injected, { ...injected, id: 2 }]);
+    expect(batch.status).toBe(400);
+    const listen = await modern({ jsonrpc: '2.0', id: 3, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: meta } }, { 'mcp-method': 'subscriptions/listen', 'mcp-name': '' });
+    expect([listen.status, listen.json.error.code, listen.json.id]).toEqual([404, -32601, 3]);
+    expect(stack.backend.requests).toHaveLength(0);
+  });
+
   it('the inner GraphQL request is decided on the agent\'s address, not loopback\'s: an agent at 127.0.0.5 is listed and served by a grant for 127.0.0.5 only, and not by one for 127.0.0.1', async () => {
     // Two permissions on a second app: one for calls from 127.0.0.5, the other (same role) for loopback 127.0.0.1 only.
     const app = {
