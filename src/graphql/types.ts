@@ -189,6 +189,8 @@ export type WriteObserver = (
     readonly operationName: string | null;
     /** The app's uri. */
     readonly app: string;
+    /** A single-document delete's document as read before it (as the caller may read it), when the field returns it. */
+    readonly before?: unknown;
   },
   ctx: RequestContext,
 ) => void;

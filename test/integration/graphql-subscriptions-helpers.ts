@@ -20,6 +20,7 @@ export const SUB_SCHEMA = /* GraphQL */ `
     createOrder(number: Int!, status: String): Order
     setStatus(id: ID!, status: String!): Order
     removeOrder(id: ID!): Boolean
+    deleteOrder(id: ID!): Order
   }
   type Subscription {
     orderChanged(status: String): OrderChange
@@ -41,6 +42,7 @@ export function subscriptionApp(id = 'subs', uri = 'subs'): Record<string, unkno
         createOrder: { ...orders, insert: { number: { $arg: 'number' }, status: { $arg: ['status', 'open'] }, owner: '@user.id', secret: 'hidden' } },
         setStatus: { ...orders, find: { _id: { $arg: 'id' } }, update: { $set: { status: { $arg: 'status' } } } },
         removeOrder: { ...orders, find: { _id: { $arg: 'id' } }, delete: true },
+        deleteOrder: { ...orders, find: { _id: { $arg: 'id' } }, delete: true },
       },
       Subscription: {
         orderChanged: { ...orders, on: ['insert', 'update', 'delete'], find: { status: { $arg: 'status' } } },

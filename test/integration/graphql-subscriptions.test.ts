@@ -153,4 +153,33 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
       await s.close();
     }
   });
+
+  it('a GraphQL delete carries the document it read first: matched against find and each readFilter, projected', async () => {
+    await until(async () => (await openSubscriptions(proxy.url)) === 0, 'earlier subscriptions closed');
+    const query = 'subscription { orderChanged(status: "gone") { op id document { number owner secret } } }';
+    const alice = sseSubscribe(proxy.url, 'subs', query, { auth: ALICE });
+    const carol = wsSubscribe(proxy.url, 'subs', query, { auth: CAROL });
+    await subscribed(proxy.url, 2);
+    const bobs = await gql(proxy.url, 'subs', 'mutation { createOrder(number: 8001, status: "gone") { _id } }', { auth: BOB });
+    const alices = await gql(proxy.url, 'subs', 'mutation { createOrder(number: 8002, status: "gone") { _id } }', { auth: ALICE });
+    const bobId = bobs.json.data.createOrder._id.$oid as string;
+    const aliceId = alices.json.data.createOrder._id.$oid as string;
+    expect((await gql(proxy.url, 'subs', `mutation { deleteOrder(id: "${bobId}") { number } }`, { auth: BOB })).json.data).toEqual({ deleteOrder: { number: 8001 } });
+    expect((await gql(proxy.url, 'subs', `mutation { deleteOrder(id: "${aliceId}") { number } }`, { auth: ALICE })).json.data).toEqual({ deleteOrder: { number: 8002 } });
+    const carolValues = await received(carol, 4);
+    expect(carolValues.map((v) => v.data!.orderChanged)).toEqual([
+      { op: 'insert', id: bobId, document: { number: 8001, owner: 'bob', secret: 'hidden' } },
+      { op: 'insert', id: aliceId, document: { number: 8002, owner: 'alice', secret: 'hidden' } },
+      // The writer's own projectResponse hid secret in the document it read before deleting.
+      { op: 'delete', id: bobId, document: { number: 8001, owner: 'bob', secret: null } },
+      { op: 'delete', id: aliceId, document: { number: 8002, owner: 'alice', secret: null } },
+    ]);
+    const aliceValues = await received(alice, 2);
+    expect(aliceValues.map((v) => v.data!.orderChanged)).toEqual([
+      { op: 'insert', id: aliceId, document: { number: 8002, owner: 'alice', secret: null } },
+      { op: 'delete', id: aliceId, document: { number: 8002, owner: 'alice', secret: null } },
+    ]);
+    alice.close();
+    carol.close();
+  });
 });

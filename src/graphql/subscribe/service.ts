@@ -128,7 +128,10 @@ export class SubscriptionService {
       bulk: Array.isArray(body),
       responseText: () => w.response?.body,
     });
-    this.feed.publish(changes);
+    // A GraphQL delete read its document first (SPEC §6.4): the change carries it, as the writer
+    // could read it; each subscriber's readFilter and projectResponse apply to it again (hub.ts).
+    const before = w.before;
+    this.feed.publish(before !== undefined && w.method === 'DELETE' ? changes.map((c) => ({ ...c, document: before })) : changes);
   };
 
   /**

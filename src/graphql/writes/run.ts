@@ -91,7 +91,7 @@ export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, u
         w.kind === 'update'
           ? { method: 'PATCH', db: w.db, collection: w.collection, id: target.segment, ...(target.idType ? { idType: target.idType } : {}), ...(filter ? { filter } : {}), body: writeValue(w.mapping.update, args, caller) }
           : { method: 'DELETE', db: w.db, collection: w.collection, id: target.segment, ...(target.idType ? { idType: target.idType } : {}), ...(filter ? { filter } : {}) };
-      const response = await send(state, write);
+      const response = await send(state, write, before);
       if (response.status === 404) return w.form === 'boolean' ? false : null;
       if (response.status < 200 || response.status > 299) throw writeError(`${w.kind === 'update' ? 'an update' : 'a delete'} of a document of ${what}`, response);
       if (w.form === 'boolean') return true;
@@ -170,7 +170,8 @@ async function readBack(state: RequestState, w: CompiledWrite, id: unknown, null
 }
 
 /** One backend write: counted, decided by the write policy, sent, and observed. */
-async function send(state: RequestState, write: BackendWrite): Promise<BackendWriteResponse> {
+/** `before`: a delete's document as read first (for its subscription change, SPEC §6.5). */
+async function send(state: RequestState, write: BackendWrite, before?: unknown): Promise<BackendWriteResponse> {
   const { writer, writePolicy, onWrite, limits } = state.settings;
   if (!writer) throw new GraphQLError('this server has no backend to write to (graphql.backend.url)', { extensions: { code: 'BACKEND_UNAVAILABLE' } });
   const { path, query } = writer.target(write);
@@ -190,7 +191,7 @@ async function send(state: RequestState, write: BackendWrite): Promise<BackendWr
     if (error instanceof OutriggerError) throw new GraphQLError(error.message, { originalError: error, extensions: { code: error.code } });
     throw error;
   } finally {
-    onWrite?.({ method: write.method, path, query, body: write.body, response, operationName: state.operationName, app: state.settings.appUri ?? '' }, state.ctx);
+    onWrite?.({ method: write.method, path, query, body: write.body, response, operationName: state.operationName, app: state.settings.appUri ?? '', ...(before !== undefined && before !== null ? { before } : {}) }, state.ctx);
   }
 }
 
