@@ -70,7 +70,7 @@ export class RequestState implements BackendReads {
    */
   private aborted: GraphQLError | undefined;
   private abortedError(): GraphQLError {
-    return (this.aborted ??= new GraphQLError(timeoutError(this.settings.limits.timeoutMs).message, { path: [], extensions: { code: 'TIMEOUT' } }));
+    return (this.aborted ??= new GraphQLError(timeoutMessage(this.settings.limits.timeoutMs), { path: [], extensions: { code: 'TIMEOUT' } }));
   }
 
   /** Keeps every read's outcome, so that `replay` can execute the request again without reading twice. */
@@ -201,7 +201,9 @@ export function budgetError(max: number): GraphQLError {
 }
 
 export function timeoutError(ms: number): GraphQLError {
-  return new GraphQLError(`the query did not finish within ${ms} ms (graphql.timeoutMs); ask for less data per request`, {
-    extensions: { code: 'TIMEOUT' },
-  });
+  return new GraphQLError(timeoutMessage(ms), { extensions: { code: 'TIMEOUT' } });
+}
+
+function timeoutMessage(ms: number): string {
+  return `the query did not finish within ${ms} ms (graphql.timeoutMs); ask for less data per request`;
 }
