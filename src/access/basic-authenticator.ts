@@ -3,6 +3,7 @@ import { unauthorized } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RequestTrace } from '../observability/tracing/tracing.js';
+import { clientAddressBucket } from '../net/client-address.js';
 import { parseBasicAuthorization } from './basic-credentials.js';
 import type { BruteForceGuard } from './brute-force-guard.js';
 import type { Principal } from './principal.js';
@@ -11,9 +12,15 @@ import type { UserVerifier } from './users/user-verifier.js';
 /**
  * Basic sign-in with a cache of successful verifications keyed by a hash of the whole header
  * (never the raw password): a known caller costs one Map lookup, no scrypt and no Redis.
+ * Concurrent checks of the same credentials from the same address share one check (single
+ * flight): each check reserves an attempt on the failure counters before the password is
+ * verified, so without sharing, a client's burst of first-sight requests with its RIGHT password
+ * used up the lockout's 10 places and got 429s; and 60 copies of one wrong guess are one guess.
  */
 export class BasicAuthenticator {
   private readonly cache = new Map<string, { user: string; principal: Principal; expiresAt: number }>();
+  /** Checks under way, keyed by address bucket + a digest of (id, password); an entry lives only as long as its check. */
+  private readonly inFlight = new Map<string, Promise<Principal>>();
 
   constructor(
     private readonly verifier: UserVerifier,
@@ -35,6 +42,19 @@ export class BasicAuthenticator {
 
     const credentials = parseBasicAuthorization(header);
     if (!credentials) throw this.refusal('the Authorization header is not valid Basic credentials (base64 of id:password)');
+    // The address is part of the key: a locked-out address must not ride on another's check.
+    const digest = createHash('sha256').update(`${credentials.id.length}:${credentials.id}`).update(credentials.password).digest('base64');
+    const flightKey = `${clientAddressBucket(clientIp)} ${digest}`;
+    let flight = this.inFlight.get(flightKey);
+    if (!flight) {
+      flight = this.check(credentials, header, cacheKey, clientIp, trace).finally(() => this.inFlight.delete(flightKey));
+      this.inFlight.set(flightKey, flight);
+    }
+    return flight;
+  }
+
+  /** One check: reserve an attempt, verify, give the attempt back on a right password. */
+  private async check(credentials: { id: string; password: string }, header: string, cacheKey: string, clientIp: string, trace?: RequestTrace): Promise<Principal> {
     // Counted before it is checked (throws 429 at the limit); given back if the password is right.
     await this.guard.reserve(credentials.id, clientIp);
     let result: Awaited<ReturnType<UserVerifier['verify']>>;
@@ -52,7 +72,7 @@ export class BasicAuthenticator {
     const principal: Principal = Object.freeze({ id: credentials.id, roles: Object.freeze(result.roles), via: 'basic', verifiedLocally: this.verifier.verifiedLocally });
     if (this.cacheMs > 0) {
       if (this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(cacheKey, { user: credentials.id, principal, expiresAt: now + this.cacheMs });
+      this.cache.set(cacheKey, { user: credentials.id, principal, expiresAt: Date.now() + this.cacheMs });
     }
     return principal;
   }

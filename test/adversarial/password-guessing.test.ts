@@ -12,7 +12,7 @@ describe('concurrent password guesses', () => {
   const stack = useStack({
     service: 'password-guessing',
     upstream: (_req, res) => res.end('upstream'),
-    users: { alice: ['user'] },
+    users: { alice: ['user'], carol: ['user'], dave: ['user'] },
     config: { listen: { trustedProxies: ['127.0.0.1/32'] }, acl: { mode: 'own-routes' }, features: { webhooks: 'disabled' } },
   });
   // Many sockets at once, so the attempts really overlap at the proxy.
@@ -49,6 +49,27 @@ describe('concurrent password guesses', () => {
     for (let i = 0; i < 3; i++) expect(await attempt('127.90.0.3', basic('alice', 'alice-password'))).toBe(200);
     const day = new Date().toISOString().slice(0, 10);
     expect(Number(await stack.redis.client.get(`outrigger:{password-guessing}:bf:ip:127.90.0.3:${day}`))).toBe(0);
+  });
+
+  it('30 requests at once with the RIGHT password from one address, cold cache: all succeed', async () => {
+    // Each check reserves an attempt before verifying; concurrent checks of the same credentials
+    // share one check, so a client's burst of first-sight requests takes one place, not 30.
+    const statuses = await Promise.all(Array.from({ length: 30 }, () => attempt('127.90.0.5', basic('carol', 'carol-password'))));
+    expect(tally(statuses)).toEqual({ 200: 30 });
+    const day = new Date().toISOString().slice(0, 10);
+    expect(Number(await stack.redis.client.get(`outrigger:{password-guessing}:bf:ip:127.90.0.5:${day}`))).toBe(0);
+  });
+
+  it('60 copies of the SAME wrong password at once count as one failure (or a few), not 60', async () => {
+    const statuses = await Promise.all(Array.from({ length: 60 }, () => attempt('127.90.0.6', basic('dave', 'the-same-guess'))));
+    const counts = tally(statuses);
+    // Copies that arrive after a shared check has ended start a new one; a few at most.
+    const failures = Number(await stack.redis.client.get('outrigger:{password-guessing}:bf:u:dave:127.90.0.6'));
+    expect(failures, JSON.stringify(counts)).toBeGreaterThanOrEqual(1);
+    expect(failures, JSON.stringify(counts)).toBeLessThanOrEqual(5);
+    expect(counts[401] ?? 0, JSON.stringify(counts)).toBe(60);
+    // dave can still sign in from there: one guess did not lock him out.
+    expect(await attempt('127.90.0.6', basic('dave', 'dave-password'))).toBe(200);
   });
 
   it('an 11,000-character user id stores a bounded key', async () => {
