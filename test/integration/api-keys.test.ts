@@ -55,7 +55,12 @@ const isPollerRead = (args: string[]) =>
   (args[0]?.toLowerCase() === 'hgetall' && /:features$/.test(args[1] ?? '')) ||
   (args.length === 1 && args[0]?.toLowerCase() === 'ping') ||
   // SPEC §10's key usage, summed in process and written every 5 s (HINCRBY, EXPIRE), not per request.
-  (/^(hincrby|expire)$/i.test(args[0] ?? '') && /:key-usage:/.test(args[1] ?? ''));
+  (/^(hincrby|expire)$/i.test(args[0] ?? '') && /:key-usage:/.test(args[1] ?? '')) ||
+  // SPEC §6.5's subscriptions: each replica's feed reader blocks on the feed (XREAD BLOCK 1000)
+  // and keeps its collection list and the feed's length (ZRANGEBYSCORE, ZREMRANGEBYSCORE, XTRIM)
+  // on timers, whatever the traffic.
+  args.slice(1).some((a) => /:sub-(feed|collections)$/.test(a));
+const isBlockingRead = (args: string[]) => args[0]?.toLowerCase() === 'xread' && args.some((a) => /^block$/i.test(a));
 const touchesKeys = (args: string[]) => /^eval/i.test(args[0] ?? '') || args.some((a) => /apikey/.test(a));
 
 describe('API keys: issue, list, revoke, verify', () => {
@@ -520,7 +525,10 @@ describe('API keys: issue, list, revoke, verify', () => {
       const others = window.filter((c) => !isPollerRead(c.args) && !(c.args[0]?.toLowerCase() === 'info'));
       expect(others).toEqual([]);
       // INFO counts the previous INFO; the rest are the 2-second pollers and PINGs of the three replicas, none caused by a request.
-      expect(after - before - 1 - pollerReads).toBe(0);
+      // A blocking read is shown by MONITOR when it arrives but counted by INFO when it ends, so
+      // each replica's feed reader may straddle either INFO: at most one per replica each way.
+      const slack = window.some((c) => isBlockingRead(c.args)) ? 3 : 0;
+      expect(Math.abs(after - before - 1 - pollerReads)).toBeLessThanOrEqual(slack);
       console.info(`[api-keys] ${N} key-authenticated proxied requests in ${windowMs} ms: ${after - before - 1} Redis commands in the window, ${pollerReads} of them periodic poller reads and PINGs, 0 caused by verification`);
     });
 
