@@ -40,6 +40,8 @@ export interface ActiveSubscription {
   readonly ctx: RequestContext;
   /** The subscriber's selection executed on one change value. */
   build(value: ChangeValue): Promise<ExecutionResult>;
+  /** Equal for subscribers whose `build` gives the same result for the same identity (app version, query, variables). */
+  readonly buildKey: string;
   /** Is it still allowed (credentials, the ACL, the app)? The reason to end it, or null. */
   check(): Promise<EndReason | null> | EndReason | null;
 }
@@ -150,12 +152,16 @@ export class SubscriptionHub {
       const seen = this.seenBy(identity);
       const prior = this.chains.get(key);
       const next = (prior ? prior.then(() => seen) : seen).then((doc) => {
+        // Subscribers of one identity with the same operation share one execution per change.
+        const built = new Map<string, Promise<ExecutionResult>>();
         for (const sub of members) {
           const value = valueFor(change, sub, doc);
           if (value === null) continue;
           this.o.counted('delivered');
-          if (only) sub.stream.pushMissed(fc.position, sub.build(value));
-          else sub.stream.push(fc.position, sub.build(value));
+          let result = built.get(sub.buildKey);
+          if (!result) built.set(sub.buildKey, (result = sub.build(value)));
+          if (only) sub.stream.pushMissed(fc.position, result);
+          else sub.stream.push(fc.position, result);
         }
       });
       this.chains.set(key, next);

@@ -170,6 +170,7 @@ export class SubscriptionService {
         return ctx;
       },
       build: (value) => sub.build(value, ctx),
+      buildKey: JSON.stringify([req.app.version, req.params.query, req.params.variables ?? null, req.params.operationName ?? null]),
       check: async () => {
         const app = req.currentApp();
         if (!app) return { message: 'the app of this subscription was disabled or deleted', code: 'APP_GONE' };
