@@ -71,6 +71,19 @@ const KEPT: boolean[] = Array.from({ length: 128 }, (_, c) => /[A-Za-z0-9\-_.!~*
  * `avars=&page=&pagesize=` for a declared aggregation. The read policy decides on the same string.
  */
 export function readQueryString(read: BackendRead): string {
+  // Asked up to three times per read (the ACL decision, the replay key, the request); a read is
+  // never changed once made (a read with the caller's filter added is a new object).
+  let text = queryStrings.get(read);
+  if (text === undefined) {
+    text = buildQueryString(read);
+    queryStrings.set(read, text);
+  }
+  return text;
+}
+
+const queryStrings = new WeakMap<BackendRead, string>();
+
+function buildQueryString(read: BackendRead): string {
   const params: string[] = [];
   const aggregation = read.aggregation;
   if (aggregation) params.push(`avars=${encodeQueryComponent(JSON.stringify(aggregation.avars))}`);
