@@ -189,8 +189,22 @@ const STALL_MS = 3000;
 const DEFAULT_COMMAND_TIMEOUT_MS = 2000;
 
 /** Closes a connection for good (QUIT, then a disconnect if QUIT cannot be sent). */
+/** How long a polite QUIT may take on a connection that is up before it is cut. */
+const QUIT_WAIT_MS = 1000;
+
+/**
+ * QUIT lets Redis finish what it was sent, but only a ready connection can answer it: on one
+ * that is reconnecting (Redis down at shutdown) a QUIT waits in the offline queue for a Redis
+ * that may never come back, and on a frozen one it waits behind what froze. So: QUIT only when
+ * ready, for at most QUIT_WAIT_MS, then disconnect in every case.
+ */
 async function closeRedis(conn: Redis): Promise<void> {
-  await conn.quit().catch(() => conn.disconnect());
+  if (conn.status === 'ready') {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, QUIT_WAIT_MS)));
+    await Promise.race([conn.quit().then(() => {}, () => {}), waited]);
+    clearTimeout(timer);
+  }
   conn.disconnect();
 }
 
