@@ -8,7 +8,8 @@
 #   npm run test:stress -- test/chaos/redis-slow.test.ts   # other files instead of the list below
 #
 # Stops at the first failing run (KEEP_GOING=1 runs them all); each run is bounded by RUN_TIMEOUT
-# seconds (default 900); the busy loops are killed on exit, however the script ends.
+# seconds (default 900), and STOP_BY (a time `date -d` reads) starts no run that the previous run's
+# length says would end after it; the busy loops are killed on exit, however the script ends.
 # Prints one line per run and ends with "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -17,6 +18,7 @@ RUNS=${RUNS:-20}
 BUSY=${BUSY:-$(nproc 2>/dev/null || echo 2)}
 RUN_TIMEOUT=${RUN_TIMEOUT:-900}
 KEEP_GOING=${KEEP_GOING:-0}
+STOP_BY=${STOP_BY:+$(date -d "$STOP_BY" +%s)}
 LOG_DIR=${LOG_DIR:-$(mktemp -d -t outrigger-stress.XXXXXX)}
 mkdir -p "$LOG_DIR"
 
@@ -61,9 +63,14 @@ echo "stress: ${RUNS} runs of ${#FILES[@]} files beside ${BUSY} busy loop(s) (pi
 
 passed=0
 failed=0
+took=0
 for run in $(seq 1 "$RUNS"); do
   log="${LOG_DIR}/run-${run}.log"
   started=$(date +%s)
+  if [ -n "$STOP_BY" ] && [ $((started + took)) -gt "$STOP_BY" ]; then
+    echo "stress: stopping before run ${run}: it would end after STOP_BY"
+    break
+  fi
   CI=true timeout --kill-after=10 "$RUN_TIMEOUT" npx vitest run "${FILES[@]}" >"$log" 2>&1
   code=$?
   took=$(( $(date +%s) - started ))
