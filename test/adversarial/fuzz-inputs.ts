@@ -297,6 +297,10 @@ function shapedDocument(r: Rng, door: Door, targetUrl: string): unknown {
       };
     case 'key':
       return { name: r.chance(0.8) ? text(r, 30) : value(r), roles: r.chance(0.6) ? [text(r, 8)] : value(r), ...(r.chance(0.5) ? { expiresIn: value(r) } : {}) };
+    case 'key-limits':
+      return r.chance(0.8)
+        ? { limits: r.chance(0.8) ? { [r.pick(['per-key', 'per-key-day', '', text(r, 10)])]: r.chance(0.7) ? { limit: value(r), window: r.pick(['60s', '1d', '0s', '', text(r, 6)]) } : value(r) } : value(r) }
+        : value(r);
     case 'test-send':
       return {
         ...(r.chance(0.5) ? { webhookId: r.chance(0.5) ? 'x1' : text(r, 10) } : { webhook: shapedDocument(r, { ...door, shape: 'webhook' }, targetUrl) }),

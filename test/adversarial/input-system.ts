@@ -82,6 +82,8 @@ export async function startInputSystem(serviceId: string, extraYaml = ''): Promi
       'log: { level: info }',
       `users: ${JSON.stringify(users)}`,
       "webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['200ms', '200ms'] }",
+      // A by: key policy, so PATCH /_admin/keys/<id> has a policy to override (the fuzzer uses Basic: never limited by it).
+      'limits: { policies: [{ name: per-key, by: key, limit: 100000, window: 60s }] }',
       extraYaml,
     ].join('\n'),
   );
