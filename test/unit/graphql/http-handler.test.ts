@@ -273,8 +273,10 @@ describe('backend failures: field errors with extensions.code, 502 when no data 
 
 describe('timeouts and masking', () => {
   it('504 when the request takes longer than timeoutMs; pending reads are aborted', async () => {
+    let received = 0;
     let aborted = 0;
     const slow = createServer((req, res) => {
+      received++;
       req.on('close', () => {
         if (!res.writableEnded) aborted++;
       });
@@ -283,12 +285,15 @@ describe('timeouts and masking', () => {
     });
     await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
     const reader = createHttpBackendReader({ baseUrl: `http://127.0.0.1:${(slow.address() as AddressInfo).port}` });
-    const app = compiled(reader, { timeoutMs: 100 });
+    // 1 s rather than 100 ms: on a loaded machine a shorter deadline can pass before the read has
+    // even reached the backend, and then there is no pending read to see aborted.
+    const app = compiled(reader, { timeoutMs: 1000 });
     const r = await executeGraphql(app, { query: '{ items { id } }' }, {});
     expect(r.status).toBe(504);
     expect(r.body.errors?.[0]?.extensions?.code).toBe('TIMEOUT');
     await waitFor(() => aborted, (n) => n >= 1, 10_000, 'the backend to see its pending read aborted');
     expect(aborted).toBe(1);
+    expect(received).toBe(1);
     await reader.close();
     slow.closeAllConnections();
     await new Promise<void>((resolve) => slow.close(() => resolve()));
