@@ -36,7 +36,10 @@ export async function startOutrigger({ name, workDir: dir, redisUrl, upstreamUrl
   if (setup) writeFileSync(setupFile, JSON.stringify(setup, null, 2));
   const base = {
     service: { id: serviceId ?? `bench-${name}` },
-    listen: { host: '127.0.0.1', port: port || 8080, shutdownGraceMs: 2000 },
+    listen: { host: '127.0.0.1', port: port || 8080 },
+    // No drain: nothing balances load in front of a bench process, and a 5 s drain (the default)
+    // would outlast the stop's wait, so the process is killed before --cpu-prof writes its profile.
+    shutdown: { drainSeconds: 0, timeoutSeconds: 2 },
     upstream: { url: upstreamUrl },
     redis: { url: redisUrl },
     users: { source: 'upstream' },
