@@ -22,7 +22,7 @@ describe('closing Redis connections', () => {
 
   async function openAll(): Promise<{ conns: RedisConnections; all: RedisConnections['commands'][] }> {
     redis = await startTestRedis();
-    const conns = createRedisConnections({ url: redis.url }, 'close-test');
+    const conns = createRedisConnections({ url: redis.url, cluster: null, sentinel: null, password: null, tls: false }, 'close-test');
     const all = [conns.commands, conns.subscriber, conns.blocking('reader', 1000)];
     for (const conn of all) conn.on('error', () => {});
     await Promise.all(all.map((conn) => waitForRedis(conn, 10_000)));
