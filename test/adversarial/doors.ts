@@ -17,7 +17,7 @@ export interface Door {
   path: string;
   body: BodyKind;
   /** What a body at this door is about, for the fuzzer (permission, webhook, app, key, patch, event). */
-  shape?: 'permission' | 'webhook' | 'app' | 'key' | 'key-limits' | 'test-send' | 'graphql' | 'graphql-mutation' | 'condition' | 'any';
+  shape?: 'permission' | 'webhook' | 'app' | 'key' | 'key-limits' | 'mcp' | 'test-send' | 'graphql' | 'graphql-mutation' | 'condition' | 'any';
   auth: string;
 }
 
@@ -57,6 +57,7 @@ export const DOORS: Door[] = [
   { name: 'proxied write (webhook capture)', covers: 'proxy', method: 'POST', path: '/api/orders/{id}', body: 'json', shape: 'any', auth: ROOT },
   { name: 'health', covers: '/_health', method: 'GET', path: '/_health/ready', body: 'none', auth: '' },
   { name: 'metrics', covers: '/_metrics', method: 'GET', path: '/_metrics', body: 'none', auth: '' },
+  { name: "MCP (Outrigger's own server)", covers: '/mcp', method: 'POST', path: '/mcp', body: 'json', shape: 'mcp', auth: ROOT },
   { name: 'oauth: register a client', covers: '/register', method: 'POST', path: '/register', body: 'json', shape: 'any', auth: '' },
   { name: 'oauth: token', covers: '/token', method: 'POST', path: '/token', body: 'none', auth: '' },
   { name: 'oauth: authorize', covers: '/authorize', method: 'GET', path: '/authorize', body: 'none', auth: '' },

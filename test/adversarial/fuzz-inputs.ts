@@ -301,6 +301,16 @@ function shapedDocument(r: Rng, door: Door, targetUrl: string): unknown {
       return r.chance(0.8)
         ? { limits: r.chance(0.8) ? { [r.pick(['per-key', 'per-key-day', '', text(r, 10)])]: r.chance(0.7) ? { limit: value(r), window: r.pick(['60s', '1d', '0s', '', text(r, 6)]) } : value(r) } : value(r) }
         : value(r);
+    case 'mcp':
+      // JSON-RPC as an agent sends it, one field made bad: the method, the id, the params, a tool call's name and arguments.
+      return {
+        jsonrpc: r.chance(0.9) ? '2.0' : value(r),
+        ...(r.chance(0.8) ? { id: r.chance(0.7) ? r.int(0, 1e6) : value(r) } : {}),
+        method: r.chance(0.85) ? r.pick(['initialize', 'tools/list', 'tools/call', 'ping', 'notifications/initialized', 'resources/list', '', text(r, 12)]) : value(r),
+        params: r.chance(0.7)
+          ? { name: r.chance(0.7) ? text(r, 12) : value(r), arguments: r.chance(0.5) ? '__RAW__' : value(r), protocolVersion: r.pick(['2025-06-18', '2025-11-25', '2026-07-28', '1999-01-01', text(r, 10)]), capabilities: value(r), clientInfo: value(r) }
+          : value(r),
+      };
     case 'test-send':
       return {
         ...(r.chance(0.5) ? { webhookId: r.chance(0.5) ? 'x1' : text(r, 10) } : { webhook: shapedDocument(r, { ...door, shape: 'webhook' }, targetUrl) }),

@@ -84,6 +84,8 @@ export async function startInputSystem(serviceId: string, extraYaml = ''): Promi
       "webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['200ms', '200ms'] }",
       // A by: key policy, so PATCH /_admin/keys/<id> has a policy to override (the fuzzer uses Basic: never limited by it).
       'limits: { policies: [{ name: per-key, by: key, limit: 100000, window: 60s }] }',
+      // Outrigger answers /mcp itself (issue 37), so its MCP door is one of its own.
+      'mcp: { server: outrigger }',
       extraYaml,
     ].join('\n'),
   );
@@ -161,7 +163,7 @@ export async function startInputSystem(serviceId: string, extraYaml = ''): Promi
 export interface Answer {
   status: number;
   text: string;
-  /** The message an error body carries (RESTHeart's `message`, or GraphQL's first error). */
+  /** The message an error body carries (RESTHeart's `message`, GraphQL's first error, JSON-RPC's `error.message`). */
   message: string;
 }
 
@@ -199,8 +201,9 @@ export async function send(
   const text = await res.body.text();
   let message = '';
   try {
-    const parsed = JSON.parse(text) as { message?: unknown; error_description?: unknown; errors?: Array<{ message?: unknown }> };
-    message = String(parsed.message ?? parsed.error_description ?? parsed.errors?.[0]?.message ?? '');
+    const parsed = JSON.parse(text) as { message?: unknown; error_description?: unknown; errors?: Array<{ message?: unknown }>; error?: { message?: unknown } };
+    // JSON-RPC (the /mcp door) carries it in error.message.
+    message = String(parsed.message ?? parsed.error_description ?? parsed.errors?.[0]?.message ?? (typeof parsed.error === 'object' ? parsed.error?.message : undefined) ?? '');
   } catch {
     // not JSON: no message
   }
