@@ -173,17 +173,7 @@ export class Prefetcher<State> {
     let pending: Set<Outcome> | undefined;
     for (const doc of docs) {
       if (doc === null || doc === undefined) continue;
-      for (let k = 0; k < joins.length; k++) {
-        const a = args[k];
-        if (a === undefined) continue;
-        const byDoc = (slots[k] as Slot).byDoc;
-        let outcome = byDoc.get(doc);
-        if (outcome === undefined) {
-          outcome = this.run(joins[k] as PlannedJoin<State>, doc, a);
-          byDoc.set(doc, outcome);
-        }
-        if (!outcome.done) (pending ??= new Set()).add(outcome);
-      }
+      pending = this.startOn(doc, joins, args, slots, pending);
     }
     if (pending === undefined) return undefined;
     return Promise.all(Array.from(pending, (o) => o.settled));
@@ -227,21 +217,32 @@ export class Prefetcher<State> {
         entry = { joins, args: this.argumentsOf(joins), slots: joins.map((j) => this.slotFor(j.nodes)) };
         perType.set(name, entry);
       }
-      const { joins, args, slots } = entry;
-      for (let k = 0; k < joins.length; k++) {
-        const a = args[k];
-        if (a === undefined) continue;
-        const byDoc = (slots[k] as Slot).byDoc;
-        let outcome = byDoc.get(doc);
-        if (outcome === undefined) {
-          outcome = this.run(joins[k] as PlannedJoin<State>, doc, a);
-          byDoc.set(doc, outcome);
-        }
-        if (!outcome.done) (pending ??= new Set()).add(outcome);
-      }
+      pending = this.startOn(doc, entry.joins, entry.args, entry.slots, pending);
     }
     if (pending === undefined) return undefined;
     return Promise.all(Array.from(pending, (o) => o.settled));
+  }
+
+  /** Starts (once per document and join) the joins of one document; adds what is still running to `pending`. */
+  private startOn(
+    doc: unknown,
+    joins: readonly PlannedJoin<State>[],
+    args: Array<Record<string, unknown> | undefined>,
+    slots: Slot[],
+    pending: Set<Outcome> | undefined,
+  ): Set<Outcome> | undefined {
+    for (let k = 0; k < joins.length; k++) {
+      const a = args[k];
+      if (a === undefined) continue;
+      const byDoc = (slots[k] as Slot).byDoc;
+      let outcome = byDoc.get(doc);
+      if (outcome === undefined) {
+        outcome = this.run(joins[k] as PlannedJoin<State>, doc, a);
+        byDoc.set(doc, outcome);
+      }
+      if (!outcome.done) (pending ??= new Set()).add(outcome);
+    }
+    return pending;
   }
 
   private run(j: PlannedJoin<State>, doc: unknown, args: Record<string, unknown>): Outcome {
