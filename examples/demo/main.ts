@@ -105,6 +105,13 @@ if (webhook instanceof Error || !webhook.ok) {
 const query = `'{"query":"{ orders(limit: 3) { status total user { name city } } }"}'`;
 const mutation = `'{"query":"mutation { createOrder(total: 24.5, items: [{productId: \\"p-espresso\\", qty: 1}]) { _id status total user { name } } }"}'`;
 const subscription = `'{"query":"subscription { orderChanged { op id order { status total user { name } } } }"}'`;
+// The handlers before the banner: a Ctrl-C (or a test's SIGTERM) sent as soon as the banner shows
+// must find them installed, not Node's default, which ends the process without stopping Redis.
+stopOnSignals(async () => {
+  hooks.close();
+  await outrigger.stop();
+  await backend.close();
+}, logger);
 process.stdout.write(`
 Outrigger demo is running.
   Outrigger (call this):      ${u}
@@ -139,8 +146,3 @@ Try:
 Ctrl-C stops the demo. \`npm run demo -- --reset\` starts again from empty storage (keys, webhooks, changes).
 `);
 
-stopOnSignals(async () => {
-  hooks.close();
-  await outrigger.stop();
-  await backend.close();
-}, logger);
