@@ -8,6 +8,10 @@ import { call } from '../support/http-client.js';
 const basic = (id: string, pw: string) => `Basic ${Buffer.from(`${id}:${pw}`).toString('base64')}`;
 
 /** `outrigger keys list|revoke` from the built CLI, against the Redis a separately running `outrigger start` uses. */
+// Each row runs the built CLI several times (a Node start, a config load, a Redis connection
+// each): seconds apiece on a loaded machine, where the default 30 s cut a passing row short.
+const CLI_RUNS_MS = 120_000;
+
 describe('outrigger keys (built CLI)', () => {
   let redis: TestRedis;
   let backend: StandinBackend;
@@ -76,7 +80,7 @@ describe('outrigger keys (built CLI)', () => {
 
     const json = JSON.parse((await runCli(['keys', 'list', '-c', configFile, '--owner', 'alice', '--json'])).stdout);
     expect(json).toEqual([{ _id: a.json._id, owner: 'alice', name: 'alice laptop', roles: ['reader'], via: 'api', createdAt: expect.stringMatching(/Z$/), expiresAt: expect.stringMatching(/Z$/) }]);
-  });
+  }, CLI_RUNS_MS);
 
   it('revokes a key, and the running Outrigger (another process, whose cache held it) refuses it within 1 s', async () => {
     const issued = await call(proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'to revoke', roles: ['reader'] } });
@@ -102,7 +106,7 @@ describe('outrigger keys (built CLI)', () => {
     const again = await runCli(['keys', 'revoke', issued.json._id, '-c', configFile]);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/no key "[0-9a-f]+" on service "e2e-keys"/);
-  });
+  }, CLI_RUNS_MS);
 
   it('explains an unreachable Redis and an embedded one', async () => {
     const unreachable = writeTempFile('bad.yaml', { service: { id: 'x' }, upstream: { url: backend.url }, redis: { url: 'redis://127.0.0.1:1' } });
@@ -113,5 +117,5 @@ describe('outrigger keys (built CLI)', () => {
     const res2 = await runCli(['keys', 'revoke', 'abc', '-c', embedded]);
     expect(res2.code).toBe(1);
     expect(res2.stderr).toMatch(/redis\.url is "embedded".*use the admin API \(GET\/DELETE \/_admin\/keys\)/);
-  });
+  }, CLI_RUNS_MS);
 });
