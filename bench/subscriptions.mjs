@@ -113,6 +113,7 @@ async function main() {
   const pools = replicas.map((r) => new Pool(r.url, { connections: 32 }));
   const cpuBefore = cpuMicrosOf(replicas.map((r) => r.pid));
   const standinBefore = cpuMicrosOf([standin.pid]);
+  const requestsBefore = (await standin.ask('stats')).count;
   const total = Math.round(RATE * SECONDS);
   const started = performance.now();
   let failed = 0;
@@ -140,6 +141,8 @@ async function main() {
   while (delivered < expected && performance.now() < deadline) await sleep(100);
   const cpu = (cpuMicrosOf(replicas.map((r) => r.pid)) - cpuBefore) / 1e6;
   const standinCpu = (cpuMicrosOf([standin.pid]) - standinBefore) / 1e6;
+  // Every request the backend received in the run: the writes, and the subscribers' re-reads.
+  const backendRequests = (await standin.ask('stats')).count - requestsBefore;
   for (const close of closers) close();
   await Promise.all(pools.map((p) => p.close()));
 
@@ -176,6 +179,7 @@ async function main() {
     latencyMs: { p50: Number(percentile(latencies, 50).toFixed(1)), p99: Number(percentile(latencies, 99).toFixed(1)), max: Number((latencies.at(-1) ?? NaN).toFixed(1)) },
     replicasCpuSeconds: Number(cpu.toFixed(2)),
     standinCpuSeconds: Number(standinCpu.toFixed(2)),
+    backendReadsPerWrite: Number(((backendRequests - total) / Math.max(1, total - failed)).toFixed(2)),
     loadAverageAtEnd: Number((await import('node:os')).loadavg()[0].toFixed(1)),
     idleSubscriberKb: replicas.map((_, i) => Number(((rssIdle[i] - rssBefore[i]) / (SUBS / 2)).toFixed(1))),
     unsubscribedWriteObserverNs: Number(nsPerBegin.toFixed(0)),

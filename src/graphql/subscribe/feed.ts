@@ -7,9 +7,14 @@
  *
  * Nothing is published for a collection nobody subscribes to: replicas claim the collections they
  * have subscribers for in a sorted set (`keys.subscribedCollections`, scored by when the claim
- * lapses, renewed every few seconds) and announce a new claim on the change bus, so the writing
- * replica's check is one lookup in a local Set. A claim is written and announced before the
- * subscription is answered.
+ * lapses) and announce each claim and each renewal (every few seconds) on the change bus, so the
+ * writing replica's check is one lookup in a local Map of claims and when they lapse. A claim is
+ * written and announced before the subscription is answered.
+ *
+ * A replica without subscribers of its own sends Redis nothing for subscriptions: the blocking
+ * reader and the renewal timer run only while it has local subscribers (started by the first,
+ * stopped when the last leaves); it learns other replicas' claims from the bus (and reads the
+ * sorted set once at start and after the bus reconnects).
  */
 import type { Redis } from 'ioredis';
 import type { ChangeBus } from '../../store/change-bus.js';
@@ -27,6 +32,9 @@ export interface FeedOptions {
   readonly onError: (error: unknown, what: string) => void;
 }
 
+/** The changes one read of the stream returned, in stream order. */
+export type FeedListener = (changes: FeedChange[]) => void;
+
 const BLOCK_MS = 1000;
 const READ_COUNT = 500;
 const CLAIM_RENEW_MS = 5000;
@@ -36,15 +44,20 @@ const CLAIM_TTL_MS = 20_000;
 export type Missed = { ok: true; changes: FeedChange[] } | { ok: false; code: 'INVALID_LAST_EVENT_ID' | 'LAST_EVENT_ID_AHEAD' | 'BEYOND_RETENTION'; message: string };
 
 export class ChangeFeed {
-  private readonly claimed = new Set<string>();
+  /** Every claim this replica knows of (its own and other replicas'), with when it lapses (ms). */
+  private readonly claimed = new Map<string, number>();
   private readonly localCounts = new Map<string, number>();
   private queue: Change[] = [];
   private flushing: Promise<void> | null = null;
   private position = '0-0';
   private running = false;
+  /** The blocking reader: wanted while local subscribers exist; `reading` while its loop is alive. */
+  private wantReading = false;
+  private reading = false;
+  private readingStarted: Promise<void> = Promise.resolve();
   private renewTimer: NodeJS.Timeout | undefined;
   private unsubscribeBus: (() => void) | undefined;
-  private listener: ((c: FeedChange) => void) | undefined;
+  private listener: FeedListener | undefined;
 
   constructor(private readonly o: FeedOptions) {}
 
@@ -53,34 +66,42 @@ export class ChangeFeed {
     return this.position;
   }
 
-  /** Does any replica subscribe to anything? */
+  /** Does any replica subscribe to anything (claims not yet seen to lapse)? */
   get anyWanted(): boolean {
     return this.claimed.size > 0;
   }
 
-  /** Does some replica subscribe to this collection? One Set lookup, on the write path. */
-  wants(db: string, collection: string): boolean {
-    return this.claimed.size > 0 && this.claimed.has(claimMember(db, collection));
+  /** Is the blocking reader running (tests: a replica without subscribers does not read)? */
+  get readerRunning(): boolean {
+    return this.reading;
   }
 
-  async start(listener: (c: FeedChange) => void): Promise<void> {
+  /** Does some replica subscribe to this collection? One Map lookup, on the write path. */
+  wants(db: string, collection: string): boolean {
+    if (this.claimed.size === 0) return false;
+    const member = claimMember(db, collection);
+    const until = this.claimed.get(member);
+    if (until === undefined) return false;
+    if (until >= Date.now() || this.localCounts.has(member)) return true;
+    this.claimed.delete(member); // lapsed: its claimant stopped renewing it
+    return false;
+  }
+
+  async start(listener: FeedListener): Promise<void> {
     this.listener = listener;
     this.running = true;
-    const last = (await this.o.redis.xrevrange(this.o.feedKey, '+', '-', 'COUNT', 1).catch(() => [])) as Array<[string, string[]]>;
-    this.position = last[0]?.[0] ?? '0-0';
     this.unsubscribeBus = this.o.bus.on((m) => {
       if (m === 'resync') void this.refreshClaims();
-      else if (m.kind === 'subscribed-collections' && m.id) this.claimed.add(m.id); // at once: the claimer answers its subscriber next
+      // At once: the claimer answers its subscriber next. Renewals come the same way.
+      else if (m.kind === 'subscribed-collections' && m.id) this.claimed.set(m.id, Date.now() + CLAIM_TTL_MS);
     });
     await this.refreshClaims();
-    this.renewTimer = setInterval(() => void this.renew(), CLAIM_RENEW_MS);
-    this.renewTimer.unref();
-    void this.readLoop();
   }
 
   async stop(): Promise<void> {
     this.running = false;
-    clearInterval(this.renewTimer);
+    this.wantReading = false;
+    this.stopRenewing();
     this.unsubscribeBus?.();
     await this.flushing;
     if (this.localCounts.size > 0) {
@@ -89,23 +110,62 @@ export class ChangeFeed {
     }
   }
 
-  /** A local subscriber for the collection: claimed (and announced) before the subscription is answered. */
+  /**
+   * A local subscriber for the collection: the reader started (from the stream's last entry) if it
+   * was not running, and the collection claimed and announced, before the subscription is answered.
+   */
   async claim(db: string, collection: string): Promise<void> {
     const member = claimMember(db, collection);
     const count = this.localCounts.get(member) ?? 0;
     this.localCounts.set(member, count + 1);
+    if (!this.renewTimer) {
+      this.renewTimer = setInterval(() => void this.renew(), CLAIM_RENEW_MS);
+      this.renewTimer.unref();
+    }
+    await this.startReading();
     if (count > 0 && this.claimed.has(member)) return;
-    this.claimed.add(member);
+    this.claimed.set(member, Date.now() + CLAIM_TTL_MS);
     await this.o.redis.zadd(this.o.claimsKey, Date.now() + CLAIM_TTL_MS, member);
     await this.o.bus.publish({ kind: 'subscribed-collections', id: member });
   }
 
-  /** The subscriber left; the claim lapses by itself when no local subscriber renews it. */
+  /**
+   * The subscriber left. The claim lapses by itself when no local subscriber renews it; after the
+   * last local subscriber the reader and the renewals stop.
+   */
   release(db: string, collection: string): void {
     const member = claimMember(db, collection);
     const count = (this.localCounts.get(member) ?? 1) - 1;
     if (count <= 0) this.localCounts.delete(member);
     else this.localCounts.set(member, count);
+    if (this.localCounts.size === 0) {
+      this.wantReading = false;
+      this.stopRenewing();
+    }
+  }
+
+  private stopRenewing(): void {
+    clearInterval(this.renewTimer);
+    this.renewTimer = undefined;
+  }
+
+  /** Starts the blocking reader at the stream's last entry, unless its loop is still alive (then it just goes on). */
+  private startReading(): Promise<void> {
+    this.wantReading = true;
+    if (this.reading || !this.running) return this.readingStarted;
+    this.reading = true;
+    this.readingStarted = (async () => {
+      try {
+        const last = (await this.o.redis.xrevrange(this.o.feedKey, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
+        const newest = last[0]?.[0];
+        if (newest !== undefined && comparePositions(newest, this.position) > 0) this.position = newest;
+      } catch (error) {
+        this.reading = false;
+        throw error;
+      }
+      void this.readLoop();
+    })();
+    return this.readingStarted;
   }
 
   /** Queues changes for the stream; written together on the next turn of the event loop. */
@@ -134,24 +194,28 @@ export class ChangeFeed {
     }
   }
 
+  /** Reads the stream while local subscribers exist; hands each read's changes over together (the hub batches its re-reads). */
   private async readLoop(): Promise<void> {
-    while (this.running) {
+    while (this.running && this.wantReading) {
       try {
         const reply = (await this.o.blocking.xread('COUNT', READ_COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', this.o.feedKey, this.position)) as Array<[string, Array<[string, string[]]>]> | null;
         if (!reply) continue;
+        const changes: FeedChange[] = [];
         for (const [, entries] of reply) {
           for (const [id, fields] of entries) {
             this.position = id;
             const change = decode(fields);
-            if (change) this.listener?.({ position: id, change });
+            if (change) changes.push({ position: id, change });
           }
         }
+        if (changes.length > 0) this.listener?.(changes);
       } catch (error) {
-        if (!this.running) return;
+        if (!this.running) break;
         this.o.onError(error, 'reading the subscription feed');
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
+    this.reading = false; // in the same turn as the check above: a claim meanwhile starts a new loop
   }
 
   /** The changes after `since` up to the current position, or why not (garbage, from the future, trimmed away). */
@@ -187,14 +251,18 @@ export class ChangeFeed {
     return comparePositions(maxDeleted, since) > 0;
   }
 
+  /** While local subscribers exist: their claims renewed (and announced), lapsed ones swept, the feed trimmed. */
   private async renew(): Promise<void> {
+    if (this.localCounts.size === 0) return;
     try {
       const now = Date.now();
-      if (this.localCounts.size > 0) {
-        const args: Array<string | number> = [];
-        for (const member of this.localCounts.keys()) args.push(now + CLAIM_TTL_MS, member);
-        await this.o.redis.zadd(this.o.claimsKey, ...args);
+      const args: Array<string | number> = [];
+      for (const member of this.localCounts.keys()) {
+        args.push(now + CLAIM_TTL_MS, member);
+        this.claimed.set(member, now + CLAIM_TTL_MS);
       }
+      await this.o.redis.zadd(this.o.claimsKey, ...args);
+      for (const member of this.localCounts.keys()) await this.o.bus.publish({ kind: 'subscribed-collections', id: member });
       await this.o.redis.zremrangebyscore(this.o.claimsKey, '-inf', now);
       // The minutes of retention: entries older than them go.
       await this.o.redis.xtrim(this.o.feedKey, 'MINID', '~', `${now - this.o.retention.minutes * 60_000}-0`);
@@ -206,10 +274,11 @@ export class ChangeFeed {
 
   private async refreshClaims(): Promise<void> {
     try {
-      const members = await this.o.redis.zrangebyscore(this.o.claimsKey, Date.now(), '+inf');
+      const now = Date.now();
+      const flat = await this.o.redis.zrangebyscore(this.o.claimsKey, now, '+inf', 'WITHSCORES');
       this.claimed.clear();
-      for (const m of members) this.claimed.add(m);
-      for (const m of this.localCounts.keys()) this.claimed.add(m);
+      for (let i = 0; i + 1 < flat.length; i += 2) this.claimed.set(flat[i]!, Number(flat[i + 1]));
+      for (const m of this.localCounts.keys()) this.claimed.set(m, Math.max(this.claimed.get(m) ?? 0, now + CLAIM_TTL_MS));
     } catch (error) {
       this.o.onError(error, 'reading subscription claims');
     }

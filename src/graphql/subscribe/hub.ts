@@ -1,10 +1,12 @@
 /**
  * The subscriptions of one replica (SPEC §6.5): registered under their collection, bounded per
- * principal and per process, and fed every change of the feed in order. For each change, the
- * subscribers whose `on` holds its op are grouped by identity: one re-read of the document by
- * `_id` serves every subscriber of the same identity (its readFilter, projectResponse and the
- * backend's ACL decide, reads/ and backend/ as for a query), then each subscriber's find is
- * matched on what that identity may see and its selection is executed on the change.
+ * principal and per process, and fed the changes of the feed in order. The changes one read of
+ * the feed returned are handled together: per collection, the subscribers are grouped by identity
+ * (group.ts), and each group whose members follow some of the batch's ops re-reads the batch's
+ * documents once, by `_id` with `$in` (seen.ts: its readFilter, projectResponse and the backend's
+ * ACL decide, reads/ and backend/ as for a query); then, change by change in feed order, the
+ * members the document may match (the group's equality index) are matched on what the identity
+ * may see and their selection is executed on the change.
  *
  * Deletes carry no document: `{op: "delete", _id}` reaches only subscribers whose find binds
  * nothing but `_id` and whose read permission has no readFilter. A GraphQL delete carries the
@@ -15,44 +17,14 @@
  * key, a lost permission or a changed app ends it with an error naming why.
  */
 import type { ExecutionResult } from 'graphql';
-import { compileMatcher } from '../values/local-match.js';
-import { readQueryString } from '../backend/http-reader.js';
-import type { BackendReader, ReadDecision, ReadPolicy, RequestContext } from '../types.js';
-import type { ChangeOp } from '../document/subscriptions.js';
+import type { BackendReader, ReadPolicy } from '../types.js';
 import type { Change, FeedChange } from './change.js';
 import type { ChangeFeed } from './feed.js';
-import type { EndReason, SubscriptionStream, Transport } from './subscription.js';
+import { SubscriberGroup, type ActiveSubscription, type ChangeValue } from './group.js';
+import { DELETE_SEEN, IdentityView } from './seen.js';
+import type { EndReason, Transport } from './subscription.js';
 
-export interface ActiveSubscription {
-  readonly stream: SubscriptionStream;
-  readonly db: string;
-  readonly collection: string;
-  readonly on: ReadonlySet<ChangeOp>;
-  /** The field's find with the subscriber's arguments and `@user.*`, on a document the identity may see. */
-  readonly matches: (doc: unknown) => boolean;
-  /** The find binds nothing but `_id`: the only subscribers a delete without document may reach. */
-  readonly onlyId: boolean;
-  /** Who the re-read is made as (headers and permission): equal keys share one re-read. */
-  readonly identityKey: string;
-  /** Whose limit it counts against (`maxPerPrincipal`). */
-  readonly principalKey: string;
-  readonly transport: Transport;
-  readonly ctx: RequestContext;
-  /** The subscriber's selection executed on one change value. */
-  build(value: ChangeValue): Promise<ExecutionResult>;
-  /** Equal for subscribers whose `build` gives the same result for the same identity (app version, query, variables). */
-  readonly buildKey: string;
-  /** Is it still allowed (credentials, the ACL, the app)? The reason to end it, or null. */
-  check(): Promise<EndReason | null> | EndReason | null;
-}
-
-/** What a subscription field resolves from: the change (`id` is `_id` as a string, for an `ID` field). */
-export interface ChangeValue {
-  readonly op: ChangeOp;
-  readonly _id: unknown;
-  readonly id: string | null;
-  readonly document: unknown;
-}
+export type { ActiveSubscription, ChangeValue } from './group.js';
 
 export interface HubOptions {
   readonly feed: ChangeFeed;
@@ -67,7 +39,11 @@ export interface HubOptions {
 const RECHECK_MS = 1000;
 
 export class SubscriptionHub {
-  private readonly byCollection = new Map<string, Set<ActiveSubscription>>();
+  /** Per collection, per identity: the subscribers that share one re-read. */
+  private readonly byCollection = new Map<string, Map<string, SubscriberGroup>>();
+  /** When each subscription was registered (a batch reaches only those registered before it was handed in). */
+  private readonly addedAt = new WeakMap<ActiveSubscription, number>();
+  private additions = 0;
   private readonly perPrincipal = new Map<string, number>();
   private readonly all = new Set<ActiveSubscription>();
   private readonly timer: NodeJS.Timeout;
@@ -104,10 +80,13 @@ export class SubscriptionHub {
     if (refused) return refused;
     this.perPrincipal.set(sub.principalKey, (this.perPrincipal.get(sub.principalKey) ?? 0) + 1);
     this.all.add(sub);
+    this.addedAt.set(sub, ++this.additions);
     const key = collectionKey(sub.db, sub.collection);
-    let set = this.byCollection.get(key);
-    if (!set) this.byCollection.set(key, (set = new Set()));
-    set.add(sub);
+    let groups = this.byCollection.get(key);
+    if (!groups) this.byCollection.set(key, (groups = new Map()));
+    let group = groups.get(sub.identityKey);
+    if (!group) groups.set(sub.identityKey, (group = new SubscriberGroup(sub.identityKey)));
+    group.add(sub);
     await this.o.feed.claim(sub.db, sub.collection);
     return null;
   }
@@ -118,44 +97,59 @@ export class SubscriptionHub {
     if (n <= 0) this.perPrincipal.delete(sub.principalKey);
     else this.perPrincipal.set(sub.principalKey, n);
     const key = collectionKey(sub.db, sub.collection);
-    const set = this.byCollection.get(key);
-    set?.delete(sub);
-    if (set && set.size === 0) this.byCollection.delete(key);
+    const groups = this.byCollection.get(key);
+    const group = groups?.get(sub.identityKey);
+    group?.remove(sub);
+    if (group && group.size === 0) groups!.delete(sub.identityKey);
+    if (groups && groups.size === 0) this.byCollection.delete(key);
     this.o.feed.release(sub.db, sub.collection);
     if (reason?.code === 'SLOW_SUBSCRIBER') this.o.counted('dropped');
   }
 
   /**
-   * One change from the feed, to every local subscriber allowed to see it, in feed order. The
-   * re-read starts at once (re-reads of successive changes overlap), and each identity's
-   * subscribers are handed their results in feed order (a chain per identity); only a subscriber
-   * the change matches gets anything queued, so a change costs nothing per non-matching subscriber
-   * but one `matches` call. Resolves when every result is queued (a resume waits for it).
+   * The changes of one read of the feed (or a resume's missed changes, `only` for the resuming
+   * subscriber), to every local subscriber allowed to see them, in feed order. The re-reads start
+   * at once (re-reads of successive batches overlap), and each identity's subscribers are handed
+   * their results in feed order (a chain per identity); only a subscriber the change matches gets
+   * anything queued. Resolves when every result is queued (a resume waits for it).
    */
-  dispatch(fc: FeedChange, only?: ActiveSubscription): Promise<void> {
-    const { change } = fc;
-    const subs = only ? [only] : this.byCollection.get(collectionKey(change.db, change.collection));
-    if (!subs) return Promise.resolve();
-    let groups: Map<string, ActiveSubscription[]> | undefined;
-    for (const sub of subs) {
-      if (!sub.on.has(change.op) || !sub.stream.open) continue;
-      if (change.op === 'delete' && change.document === undefined && !sub.onlyId) continue;
-      groups ??= new Map();
-      const members = groups.get(sub.identityKey);
-      if (members) members.push(sub);
-      else groups.set(sub.identityKey, [sub]);
-    }
-    if (!groups) return Promise.resolve();
+  dispatch(batch: readonly FeedChange[], only?: ActiveSubscription): Promise<void> {
     const queued: Array<Promise<void>> = [];
-    for (const [key, members] of groups) {
-      const identity = new Identity(this.o, change, members[0]!.ctx);
-      const seen = this.seenBy(identity);
-      const prior = this.chains.get(key);
-      const next = (prior ? prior.then(() => seen) : seen).then((doc) => {
+    for (const [key, changes] of byCollectionOf(batch)) {
+      let groups: Iterable<SubscriberGroup> | undefined;
+      if (only) {
+        const group = new SubscriberGroup(only.identityKey);
+        group.add(only);
+        groups = [group];
+      } else groups = this.byCollection.get(key)?.values();
+      if (!groups) continue;
+      for (const group of groups) {
+        const next = this.dispatchToGroup(group, changes, only);
+        if (next) queued.push(next);
+      }
+    }
+    return queued.length === 0 ? Promise.resolve() : Promise.all(queued).then(() => undefined);
+  }
+
+  /** One identity's share of a collection's changes: one batched re-read, then delivery in order after its previous batch. */
+  private dispatchToGroup(group: SubscriberGroup, all: readonly FeedChange[], only: ActiveSubscription | undefined): Promise<void> | undefined {
+    const changes = all.filter((fc) => group.wants(fc.change));
+    const representative = changes.length > 0 ? group.representative() : undefined;
+    if (!representative) return undefined;
+    const { db, collection } = changes[0]!.change;
+    const seen = new IdentityView(this.o, db, collection, representative.ctx).seeAll(changes.map((fc) => fc.change));
+    const registeredBy = this.additions;
+    const key = group.identityKey;
+    const prior = this.chains.get(key);
+    const next = (prior ? prior.then(() => seen) : seen).then((views) => {
+      changes.forEach((fc, i) => {
+        const view = views[i];
+        if (view === null || view === undefined) return;
         // Subscribers of one identity with the same operation share one execution per change.
         const built = new Map<string, Promise<ExecutionResult>>();
-        for (const sub of members) {
-          const value = valueFor(change, sub, doc);
+        for (const sub of group.candidates(view)) {
+          if (!sub.stream.open || !sub.on.has(fc.change.op) || (this.addedAt.get(sub) ?? 0) > registeredBy) continue;
+          const value = valueFor(fc.change, sub, view);
           if (value === null) continue;
           this.o.counted('delivered');
           let result = built.get(sub.buildKey);
@@ -164,32 +158,12 @@ export class SubscriptionHub {
           else sub.stream.push(fc.position, result);
         }
       });
-      this.chains.set(key, next);
-      void next.finally(() => {
-        if (this.chains.get(key) === next) this.chains.delete(key);
-      });
-      queued.push(next);
-    }
-    return Promise.all(queued).then(() => undefined);
-  }
-
-  /**
-   * What one identity may see of a change: the document (re-read, or the one a GraphQL delete
-   * carries, readFilter matched and projected), `DELETE_SEEN` for a delete its permission shows
-   * (no readFilter), or null.
-   */
-  private async seenBy(identity: Identity): Promise<unknown> {
-    const change = identity.change;
-    try {
-      if (change.op === 'delete' && change.document === undefined) {
-        const decision = await identity.decision();
-        return decision.allow && !decision.filter ? DELETE_SEEN : null;
-      }
-      return change.document !== undefined ? await identity.presented(change.document) : await identity.reread();
-    } catch (error) {
-      this.o.onError(error, 'deciding who may see a change');
-      return null;
-    }
+    });
+    this.chains.set(key, next);
+    void next.finally(() => {
+      if (this.chains.get(key) === next) this.chains.delete(key);
+    });
+    return next;
   }
 
   /** Every second: ends subscriptions whose key, permission or app no longer allows them. */
@@ -223,65 +197,24 @@ export class SubscriptionHub {
   }
 }
 
-/** One identity's view of one change: its read decision and its re-read, each made once. */
-class Identity {
-  private decided: Promise<ReadDecision> | undefined;
-  private read: Promise<unknown> | undefined;
-
-  constructor(
-    private readonly o: HubOptions,
-    readonly change: Change,
-    private readonly ctx: RequestContext,
-  ) {}
-
-  decision(): Promise<ReadDecision> {
-    const { db, collection } = this.change;
-    return (this.decided ??= this.o.readPolicy ? Promise.resolve(this.o.readPolicy({ db, collection, query: '' }, this.ctx)) : Promise.resolve({ allow: true }));
-  }
-
-  /** The document by `_id` as this identity may read it now (readFilter ANDed, projected), or null. */
-  reread(): Promise<unknown> {
-    return (this.read ??= this.doReread().catch((error: unknown) => {
-      this.o.onError(error, 're-reading a changed document for subscribers');
-      return null;
-    }));
-  }
-
-  private async doReread(): Promise<unknown> {
-    const { db, collection } = this.change;
-    const byId = { _id: this.change._id };
-    const read = { db, collection, filter: byId, page: 1, pagesize: 1 };
-    let decision: ReadDecision = { allow: true };
-    if (this.o.readPolicy) decision = await this.o.readPolicy({ db, collection, query: readQueryString(read) }, this.ctx);
-    if (!decision.allow) return null;
-    const filter = decision.filter && Object.keys(decision.filter).length > 0 ? { $and: [byId, decision.filter] } : byId;
-    const docs = await this.o.reader.find({ ...read, filter }, this.ctx);
-    const doc = docs[0];
-    if (doc === undefined || doc === null) return null;
-    return decision.project ? decision.project(doc) : doc;
-  }
-
-  /** A document the change carries (a GraphQL delete's): the readFilter matched here, projectResponse applied. */
-  async presented(doc: unknown): Promise<unknown> {
-    const decision = await this.decision();
-    if (!decision.allow) return null;
-    if (decision.filter && Object.keys(decision.filter).length > 0) {
-      const matcher = compileMatcher(decision.filter);
-      if (!matcher || !matcher(doc)) return null; // a filter the matcher cannot run is not guessed at
-    }
-    return decision.project ? decision.project(doc) : doc;
-  }
-}
-
-/** What a delete without document shows to an identity whose permission has no readFilter. */
-const DELETE_SEEN = Symbol('delete seen');
-
 /** One subscriber's value of a change, given what its identity may see; null when it gets nothing. */
 function valueFor(change: Change, sub: ActiveSubscription, seen: unknown): ChangeValue | null {
   if (seen === null) return null;
   const id = idText(change._id);
   if (seen === DELETE_SEEN) return sub.onlyId && sub.matches({ _id: change._id }) ? { op: 'delete', _id: change._id, id, document: null } : null;
   return sub.matches(seen) ? { op: change.op, _id: change._id, id, document: seen } : null;
+}
+
+/** A batch's changes per collection, each list in feed order. */
+function byCollectionOf(batch: readonly FeedChange[]): Map<string, FeedChange[]> {
+  const out = new Map<string, FeedChange[]>();
+  for (const fc of batch) {
+    const key = collectionKey(fc.change.db, fc.change.collection);
+    const list = out.get(key);
+    if (list) list.push(fc);
+    else out.set(key, [fc]);
+  }
+  return out;
 }
 
 function collectionKey(db: string, collection: string): string {

@@ -33,7 +33,7 @@ import type { RequestContext } from '../types.js';
 import { findOperatorKey } from '../values/ejson.js';
 import { interpolateQuery } from '../values/interpolate.js';
 import { compileMatcher } from '../values/local-match.js';
-import type { ChangeValue } from './hub.js';
+import type { ChangeValue } from './group.js';
 
 /** A Subscription field's mapping as stored (validated at write, document/subscriptions.ts). */
 export interface SubscriptionMapping {
@@ -59,6 +59,8 @@ export interface PreparedSubscription {
   readonly on: ReadonlySet<ChangeOp>;
   readonly matches: (doc: unknown) => boolean;
   readonly onlyId: boolean;
+  /** The find's first equality when the find is top-level equalities on plain values: what the hub indexes it by. */
+  readonly indexKey: { readonly field: string; readonly value: string | number | boolean } | undefined;
   /** The subscriber's selection on one change. */
   build(value: ChangeValue, ctx: RequestContext): Promise<ExecutionResult>;
 }
@@ -116,7 +118,9 @@ export function prepareSubscription(
     if (error instanceof GraphQLError) return { ok: false, status: 400, errors: [withCode(error.toJSON(), 'BAD_USER_INPUT')] };
     throw error;
   }
-  const matcher = equalityMatcher(find) ?? compileMatcher(find);
+  const equalities = equalityMatcher(find);
+  const matcher = equalities ?? compileMatcher(find);
+  const first = equalities ? Object.entries(find)[0] : undefined;
   if (!matcher) return fail(400, `the find of ${type.name}.${fieldName} uses an operator the subscription matcher does not run`, 'BAD_USER_INPUT');
   const variableValues = coerced.coerced;
   return {
@@ -131,6 +135,7 @@ export function prepareSubscription(
       on: new Set(mapping.on),
       matches: matcher,
       onlyId: Object.keys(find).every((k) => k === '_id'),
+      indexKey: first ? { field: first[0], value: first[1] as string | number | boolean } : undefined,
       build: (value, ctx) => runSelection(app, document, operation, variableValues, fieldName, value, ctx),
     },
   };

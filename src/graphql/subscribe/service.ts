@@ -92,7 +92,7 @@ export class SubscriptionService {
   }
 
   async start(): Promise<void> {
-    await this.feed.start((fc) => this.hub.dispatch(fc));
+    await this.feed.start((changes) => void this.hub.dispatch(changes));
   }
 
   async stop(): Promise<void> {
@@ -163,6 +163,7 @@ export class SubscriptionService {
       on: sub.on,
       matches: sub.matches,
       onlyId: sub.onlyId,
+      indexKey: sub.indexKey,
       identityKey,
       principalKey,
       transport: req.transport,
@@ -197,7 +198,7 @@ export class SubscriptionService {
         return { ok: false as const, code: 'BEYOND_RETENTION' as const, message: 'the missed changes could not be read; live changes follow' };
       });
       if (!missed.ok) stream.notice({ message: missed.message, code: missed.code });
-      else await Promise.all(missed.changes.map((fc) => this.hub.dispatch(fc, active)));
+      else await this.hub.dispatch(missed.changes, active);
       stream.release();
     }
     return { ok: true, stream, prepared: sub };
