@@ -50,6 +50,8 @@ const settings = {
   pipelineWarmupEvents: count(env.BENCH_PIPELINE_WARMUP_EVENTS, quick ? 0 : 4000),
   pipelineRounds: int(env.BENCH_PIPELINE_ROUNDS, quick ? 1 : 3),
   graphqlConnections: int(env.BENCH_GRAPHQL_CONNECTIONS, 20),
+  /** BENCH_GRAPHQL_FLOOR=0: no floor row (issue 39: the same reads and answer without GraphQL). */
+  graphqlFloor: env.BENCH_GRAPHQL_FLOOR !== '0',
   graphqlShapes: env.BENCH_GRAPHQL_SHAPES ? new Set(env.BENCH_GRAPHQL_SHAPES.split(',').map((s) => s.trim())) : null,
   waitIdleMinutes: num(env.BENCH_WAIT_IDLE_MIN, 0),
   only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : null,
@@ -59,11 +61,12 @@ const settings = {
 };
 /** The configurations measured at the steady low rate too: the baselines and the key path, with and without the tee. */
 const LOW_RATE_CONFIGS = new Set(['direct', 'undici', 'c', 'e']);
-/** BENCH_CPU_PROF=a,c,e,graphql,pipeline,pipeline-worker: those Outrigger processes run with --cpu-prof. */
+/** BENCH_CPU_PROF=a,c,e,graphql,pipeline,pipeline-worker: those Outrigger processes run with --cpu-prof (graphql-baseline, graphql-floor: those helper servers). */
 let profileDir = null;
 /** BENCH_NODE_ARGS='--trace-gc-nvp': Node/V8 flags for every Outrigger process (diagnostics; the figures then include their cost). */
 const extraNodeArgs = (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-const prof = (id) => ({ nodeArgs: [...(profileDir && settings.cpuProf.split(',').includes(id) ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, id)}`] : []), ...extraNodeArgs] });
+const profArgs = (id) => (profileDir && settings.cpuProf.split(',').includes(id) ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, id)}`] : []);
+const prof = (id) => ({ nodeArgs: [...profArgs(id), ...extraNodeArgs] });
 const wanted = (phase) => !settings.only || settings.only.has(phase);
 
 function int(value, fallback) {
@@ -496,10 +499,13 @@ async function graphqlComparison(ctx) {
     ...prof('graphql'),
   });
   const [key] = await issueColdKeys(redis.url, outrigger.serviceId, 1);
-  const baseline = await forkServer('graphql-baseline', 'bench/servers/graphql-baseline.mjs', { env: { BACKEND: standin.url }, log: join(work, 'graphql-baseline.log') });
+  const baseline = await forkServer('graphql-baseline', 'bench/servers/graphql-baseline.mjs', { env: { BACKEND: standin.url }, log: join(work, 'graphql-baseline.log'), execArgv: profArgs('graphql-baseline') });
+  // The floor (issue 39): the same reads and answer built by hand, no GraphQL; what both servers pay.
+  const floor = settings.graphqlFloor ? await forkServer('graphql-floor', 'bench/servers/graphql-floor.mjs', { env: { BACKEND: standin.url }, log: join(work, 'graphql-floor.log'), execArgv: profArgs('graphql-floor') }) : undefined;
   const servers = [
     { id: 'outrigger', label: 'Outrigger /graphql/bench (API key, ACL on every read)', url: `${outrigger.url}/graphql/bench`, pid: outrigger.pid, auth: { authorization: `Bearer ${key}` } },
     { id: 'baseline', label: 'hand-written graphql-js + batching loader', url: `http://127.0.0.1:${baseline.port}/graphql`, pid: baseline.pid, auth: {} },
+    ...(floor ? [{ id: 'floor', label: 'floor: the same reads and answer by hand, no GraphQL (bench/servers/graphql-floor.mjs)', url: `http://127.0.0.1:${floor.port}/graphql`, pid: floor.pid, auth: {} }] : []),
   ];
   const shapes = [];
   for (const shape of GRAPHQL_SHAPES.filter((x) => !settings.graphqlShapes || settings.graphqlShapes.has(x.id))) {
@@ -527,10 +533,10 @@ async function graphqlComparison(ctx) {
       probes[s.id] = stats.count - before;
       say(`    ${s.id} reads: ${stats.last.slice(-probes[s.id]).join('  ')}`);
     }
-    if (answers.outrigger !== answers.baseline) throw new Error(`the two GraphQL servers returned different data for the ${shape.id} query`);
+    for (const s of servers) if (answers[s.id] !== answers.baseline) throw new Error(`${s.id} and the hand-written server returned different data for the ${shape.id} query`);
 
     for (const s of servers) await runLoad({ url: s.url, method: 'POST', headers: headersOf(s), body, connections: settings.graphqlConnections, duration: settings.warmupSeconds });
-    const rounds = { outrigger: [], baseline: [] };
+    const rounds = Object.fromEntries(servers.map((s) => [s.id, []]));
     for (let r = 0; r < settings.rounds; r++) {
       noteLoad(`graphql ${shape.id} round ${r + 1}`);
       for (const s of shuffle(servers)) {
@@ -545,6 +551,7 @@ async function graphqlComparison(ctx) {
   }
   await outrigger.stop();
   await baseline.stop();
+  await floor?.stop();
   await standin.stop();
   return { shapes };
 }

@@ -23,4 +23,6 @@ export function serveCommands(commands) {
     }
   });
   process.on('disconnect', () => process.exit(0));
+  // An exit, not the signal's default: a helper run with --cpu-prof writes its profile on exit.
+  process.on('SIGTERM', () => process.exit(0));
 }
