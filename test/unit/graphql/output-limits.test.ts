@@ -5,7 +5,7 @@ import { compileApp } from '../../../src/graphql/compile/compile-app.js';
 import { executeGraphql } from '../../../src/graphql/serve/execute.js';
 import { aliasLimitError } from '../../../src/graphql/limits/aliases.js';
 import { DocumentCache, PARSED_BYTES_PER_TOKEN, tokenCount } from '../../../src/graphql/limits/document-cache.js';
-import { serializeJson } from '../../../src/graphql/limits/serialize.js';
+import { jsonBytesBound, serializeJson } from '../../../src/graphql/limits/serialize.js';
 import { validateAppDocument } from '../../../src/graphql/document/validate-app.js';
 
 describe('serializeJson', () => {
@@ -19,6 +19,33 @@ describe('serializeJson', () => {
       null,
     ];
     for (const v of values) expect(await serializeJson(v, 1e9)).toEqual({ ok: true, body: JSON.stringify(v) });
+  });
+
+  it('writes what JSON.stringify writes on the sliced walk too (answers past the one-shot bound)', async () => {
+    const big = { rows: Array.from({ length: 60_000 }, (_, i) => ({ i, s: `row ${i} é\u0001"`, nested: { deeper: [i, null, { e: true }] } })), d: new Date(0) };
+    expect(jsonBytesBound(big, 4 * 1024 * 1024)).toBe(Infinity);
+    expect(await serializeJson(big, 1e9)).toEqual({ ok: true, body: JSON.stringify(big) });
+  });
+
+  it('bounds the bytes one JSON.stringify writes from above, or answers Infinity where it cannot write it at once', () => {
+    const values: unknown[] = [
+      { a: '\u0001\u0002\u001f', 'k\u0000"': ['\ud83d\ude00', '\ud800', 'é€', '"\\'], n: [-1.2345678901234567e308, NaN, 5e-324], u: undefined, f: () => 1 },
+      [undefined, null, true, false, 0, ''],
+      Object.assign(Object.create(null), { k: 'null-prototype' }),
+      'x'.repeat(1000),
+      undefined,
+    ];
+    for (const v of values) {
+      const bound = jsonBytesBound(v, 1e9);
+      expect(bound).toBeGreaterThanOrEqual(Buffer.byteLength(JSON.stringify(v) ?? 'null'));
+      expect(bound).toBeLessThan(1e9);
+    }
+    expect(jsonBytesBound({ d: new Date(0) }, 1e9)).toBe(Infinity); // toJSON: the sliced walk honours it
+    expect(jsonBytesBound({ b: 1n }, 1e9)).toBe(Infinity); // JSON.stringify throws on a bigint
+    expect(jsonBytesBound({ s: 'x'.repeat(100) }, 100)).toBe(Infinity);
+    let deep: unknown = 1;
+    for (let i = 0; i < 100; i++) deep = [deep];
+    expect(jsonBytesBound(deep, 1e9)).toBe(Infinity);
   });
 
   it('stops past maxBytes without writing the whole answer', async () => {
