@@ -15,7 +15,8 @@
  */
 import { Query, find } from 'mingo';
 import { HttpProblem } from './http.js';
-import { decodeExtendedJson, isPlainObject } from './extended-json.js';
+import { docIdKey } from './store.js';
+import { ObjectIdValue, decodeExtendedJson, isPlainObject } from './extended-json.js';
 import { parseRelaxedJson } from './relaxed-json.js';
 
 export const DEFAULT_PAGESIZE = 100;
@@ -165,7 +166,54 @@ export function matchDocuments(
 ): Array<Record<string, unknown>> {
   if (!criteria) return [...docs];
   const query = compileQuery(criteria);
-  return docs.filter((doc) => query.test(decoded(doc)));
+  const ids = idCandidates(criteria);
+  return docs.filter((doc) => (ids === undefined || mayHaveId(doc, ids)) && query.test(decoded(doc)));
+}
+
+/**
+ * The `_id`s a filter allows, when it says so plainly (`{_id: X}`, `{_id: {$in: [...]}}` or
+ * `{_id: {$eq: X}}`, at the top or in a top-level `$and`) with ObjectIds or strings: the documents
+ * with another ObjectId or string `_id` are skipped before the full test, as MongoDB's `_id`
+ * index does (re-reads by `_id` do not scan the collection). Only narrows: every other document
+ * still goes through the full test.
+ */
+function idCandidates(criteria: Record<string, unknown>): Set<string> | undefined {
+  const plain = (v: unknown): string | undefined => (v instanceof ObjectIdValue ? v.hex : typeof v === 'string' ? v : undefined);
+  const of = (value: unknown): Set<string> | undefined => {
+    const single = plain(value);
+    if (single !== undefined) return new Set([single]);
+    if (!isPlainObject(value)) return undefined;
+    if ('$eq' in value) {
+      const eq = plain(value.$eq);
+      return eq === undefined ? undefined : new Set([eq]);
+    }
+    if (Array.isArray(value.$in)) {
+      const all = value.$in.map(plain);
+      return all.every((v) => v !== undefined) ? new Set(all as string[]) : undefined;
+    }
+    return undefined;
+  };
+  if ('_id' in criteria) {
+    const direct = of(criteria._id);
+    if (direct) return direct;
+  }
+  if (Array.isArray(criteria.$and)) {
+    for (const part of criteria.$and) {
+      if (isPlainObject(part)) {
+        const inner = idCandidates(part);
+        if (inner) return inner;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Could this document's `_id` be one of these (always, unless it is an ObjectId or a string not among them)? */
+function mayHaveId(doc: Record<string, unknown>, ids: Set<string>): boolean {
+  const key = docIdKey(doc);
+  if (key.startsWith('oid:')) return ids.has(key.slice(4));
+  if (key.startsWith('str:')) return ids.has(key.slice(4));
+  return true;
 }
 
 /** Sorts stored documents by their decoded values, so dates and ObjectIds order like in MongoDB. */

@@ -8,6 +8,15 @@ import { idKey } from './extended-json.js';
 
 export type Doc = Record<string, unknown>;
 
+/** Each stored document's id key, computed once (documents are never mutated in place). */
+const idKeys = new WeakMap<Doc, string>();
+
+export function docIdKey(doc: Doc): string {
+  let key = idKeys.get(doc);
+  if (key === undefined) idKeys.set(doc, (key = idKey(doc._id)));
+  return key;
+}
+
 export class Store {
   private readonly dbs = new Map<string, Map<string, Doc[]>>();
   private readonly meta = new Map<string, Doc>();
@@ -75,7 +84,7 @@ export class Store {
 
   findById(docs: Doc[], id: unknown): { doc: Doc; index: number } | undefined {
     const key = idKey(id);
-    const index = docs.findIndex((doc) => idKey(doc._id) === key);
+    const index = docs.findIndex((doc) => docIdKey(doc) === key);
     const doc = docs[index];
     return doc ? { doc, index } : undefined;
   }

@@ -56,6 +56,18 @@ describe('GET /{db}/{coll}: filter', () => {
     expect(items((await read([['filter', '{"_id":"string-id"}']])).body)).toEqual(['durian']);
   });
 
+  it('reads by _id ($in, $eq, inside $and) as without the _id shortcut: ObjectIds, strings, and the rest of the filter still applied (issue 38)', async () => {
+    const ids = (params: Array<[string, string]>) => read(params).then((r) => items(r.body).sort());
+    expect(await ids([['filter', `{"_id":{"$in":[{"$oid":"${OID(1)}"},"string-id",{"$oid":"${OID(9)}"}]}}`]])).toEqual(['apple', 'durian']);
+    expect(await ids([['filter', `{"_id":{"$eq":{"$oid":"${OID(2)}"}}}`]])).toEqual(['banana']);
+    expect(await ids([['filter', `{"$and":[{"_id":{"$in":[{"$oid":"${OID(1)}"},{"$oid":"${OID(3)}"}]}},{"status":"A","qty":{"$gt":10}}]}`]])).toEqual(['carrot']);
+    // A bare string is not an ObjectId (as without the shortcut), and an $in of other values is not narrowed.
+    expect(await ids([['filter', `{"_id":{"$in":["${OID(1)}"]}}`]])).toEqual([]);
+    expect(await ids([['filter', '{"_id":{"$in":["n0001",5]}}']])).toEqual([]);
+    const many = await getJson(withQuery(`${backend.url}/shop/many`, [['filter', '{"_id":{"$in":["n0001","n1049","nope"]}}']]));
+    expect(many.body.map((d: { n: number }) => d.n).sort((a: number, b: number) => a - b)).toEqual([1, 1049]);
+  });
+
   it('compares {"$date"} values whatever their stored form (ms, ISO string, $numberLong)', async () => {
     const after = await read([['filter', '{"createdAt":{"$gt":{"$date":"2024-01-15T00:00:00Z"}}}'], ['sort', 'createdAt']]);
     expect(items(after.body)).toEqual(['banana', 'carrot']);
