@@ -68,6 +68,29 @@ describe('a rolling restart behind a balancer', () => {
     return replica;
   }
 
+  /** What a failed wait for the last events prints: where each missing event is, and what the replicas logged beyond info. */
+  async function undelivered(missing: string[]): Promise<string> {
+    const keys = await redis.client.keys('*');
+    const stream = keys.find((key) => key.endsWith(':events'));
+    const pending = stream ? await redis.client.call('XPENDING', stream, 'webhook-workers').catch((e: unknown) => String(e)) : 'no stream';
+    const retries = keys.find((key) => key.endsWith(':webhook-retries'));
+    const retryJobs = retries ? await redis.client.zrange(retries, 0, -1, 'WITHSCORES') : [];
+    const notable = replicas.flatMap((replica, i) =>
+      replica
+        .output()
+        .split('\n')
+        .filter((line) => /"level":(40|50|60)|reclaim|took back|pending/.test(line))
+        .map((line) => `replica ${i}: ${line.slice(0, 400)}`),
+    );
+    return [
+      `missing: ${JSON.stringify(missing.slice(0, 20))}`,
+      `XPENDING: ${JSON.stringify(pending)}`,
+      `retry jobs: ${JSON.stringify(retryJobs).slice(0, 2000)}`,
+      `stream length: ${stream ? await redis.client.xlen(stream) : 0}`,
+      ...notable.slice(0, 60),
+    ].join('\n');
+  }
+
   it('serves every request and delivers every event while both replicas are restarted in turn', async () => {
     const current = [await startReplica(), await startReplica()];
     const dispatcher = new Agent({ keepAliveTimeout: 30_000, pipelining: 1 });
@@ -125,7 +148,11 @@ describe('a rolling restart behind a balancer', () => {
       for (; read < target.received.length; read++) delivered.add((JSON.parse(target.received[read]!.body) as { request: { path: string } }).request.path.slice('/orders/'.length));
       return delivered.size;
     };
-    await waitFor(deliveredCount, (n) => n >= posted.length, 120_000, 'every event to be delivered');
+    try {
+      await waitFor(deliveredCount, (n) => n >= posted.length, 120_000, 'every event to be delivered');
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n${await undelivered(posted.filter((id) => !delivered.has(id)))}`);
+    }
     mark('all delivered');
     expect(posted.filter((id) => !delivered.has(id))).toEqual([]);
     const phases = marks.map(([what, at]) => `${what} +${((at - started) / 1000).toFixed(1)}s`).join(', ');

@@ -14,6 +14,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../observability/logger.js';
 import type { RedisKeys } from '../../store/keys.js';
+import { forgetIdleConsumer } from '../../store/scripts/forget-idle-consumer.js';
 import type { StreamEntry, StreamReader, WorkerState } from './read-loop.js';
 import type { RetryJobs } from './retry-jobs.js';
 
@@ -177,9 +178,13 @@ export class Reclaim {
     return claimed.length;
   }
 
+  /**
+   * Check and delete in one script: a read of this consumer still blocked on the server (its
+   * connection closing) may be handed entries at any moment, and DELCONSUMER would drop them.
+   * If it is handed some after the delete, Redis makes the consumer again with them pending, and
+   * the dead sweep of another worker takes them (this worker's alive key is gone).
+   */
   private async forgetConsumerIfIdle(): Promise<void> {
-    const { redis, keys } = this.o;
-    const pending = (await redis.call('XPENDING', keys.events, keys.eventsGroup, '-', '+', 1, this.o.consumer)) as unknown[];
-    if (Array.isArray(pending) && pending.length === 0) await redis.call('XGROUP', 'DELCONSUMER', keys.events, keys.eventsGroup, this.o.consumer);
+    await forgetIdleConsumer.run(this.o.redis, [this.o.keys.events], [this.o.keys.eventsGroup, this.o.consumer]);
   }
 }

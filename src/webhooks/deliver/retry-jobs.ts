@@ -45,6 +45,8 @@ export class RetryJobs {
   readonly inflight = new LinkedMap<string, Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private busy = false;
+  /** The lease round under way, so a stop can wait for it to give back what it leased too late. */
+  private round: Promise<void> | null = null;
 
   constructor(private readonly o: RetryJobsOptions) {}
 
@@ -66,16 +68,43 @@ export class RetryJobs {
     for (const member of this.inflight.keys()) multi.zadd(this.o.keys.retrySchedule, 'XX', leaseUntil, member);
   }
 
-  private async drain(): Promise<void> {
-    if (!this.o.state.running || this.busy || !this.o.enabled()) return;
+  /**
+   * A graceful stop: waits for a lease round under way, then gives back the leases of the jobs
+   * whose delivery is still running (the process is about to go: they become due again at once
+   * for another worker instead of `reclaimIdleMs` later; at least once, so a delivery finishing
+   * here as well is allowed).
+   */
+  async release(): Promise<void> {
+    await this.round;
+    await this.giveBack([...this.inflight.keys()]);
+  }
+
+  private async giveBack(members: string[]): Promise<void> {
+    if (members.length === 0) return;
+    const now = Date.now();
+    await this.o.redis.zadd(this.o.keys.retrySchedule, 'XX', ...members.flatMap((member) => [now, member])).catch(() => {});
+  }
+
+  private drain(): Promise<void> {
+    if (!this.o.state.running || this.busy || !this.o.enabled()) return Promise.resolve();
     const free = this.o.concurrency - this.inflight.size;
-    if (free <= 0) return;
+    if (free <= 0) return Promise.resolve();
     this.busy = true;
+    this.round = this.leaseRound(free).finally(() => {
+      this.busy = false;
+      this.round = null;
+    });
+    return this.round;
+  }
+
+  private async leaseRound(free: number): Promise<void> {
     try {
       const now = Date.now();
       const members = (await leaseDueRetries.run(this.o.redis, [this.o.keys.retrySchedule], [now, now + this.o.reclaimIdleMs, free])) as string[];
+      // Leased while the worker was stopping: given back at once, or they would wait out the lease.
+      if (!this.o.state.running) return this.o.state.killed ? undefined : await this.giveBack(members.filter((member) => !this.inflight.has(member)));
       for (const member of members) {
-        if (this.inflight.has(member) || !this.o.state.running) continue;
+        if (this.inflight.has(member)) continue;
         const work = this.run(member)
           .catch((error: unknown) => {
             if (error instanceof WorkerKilled) return;
@@ -86,8 +115,6 @@ export class RetryJobs {
       }
     } catch {
       // Redis unreachable: the next tick tries again.
-    } finally {
-      this.busy = false;
     }
   }
 

@@ -117,6 +117,7 @@ export class WebhookWorker implements EntryWork {
     await Promise.race([Promise.allSettled(pending), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
     clearTimeout(timer);
     await this.reader.ended();
+    await this.retryJobs.release();
     await this.reclaim.leave();
   }
 
