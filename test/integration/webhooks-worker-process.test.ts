@@ -111,6 +111,6 @@ describe.skipIf(!existsSync(CLI))('webhooks: a standalone worker process killed 
       await survivor?.stop();
       await front.stop();
     }
-  }, 90_000);
+  }, 120_000);
 });
 
