@@ -276,9 +276,11 @@ export class ChangeFeed {
     try {
       const now = Date.now();
       const flat = await this.o.redis.zrangebyscore(this.o.claimsKey, now, '+inf', 'WITHSCORES');
-      this.claimed.clear();
-      for (let i = 0; i + 1 < flat.length; i += 2) this.claimed.set(flat[i]!, Number(flat[i + 1]));
-      for (const m of this.localCounts.keys()) this.claimed.set(m, Math.max(this.claimed.get(m) ?? 0, now + CLAIM_TTL_MS));
+      // Merged, never cleared: a claim the bus announced while this read was under way stays, and
+      // a claim gone from the set lapses here by its time (at most CLAIM_TTL_MS of writes published for nobody).
+      const extend = (member: string, until: number) => this.claimed.set(member, Math.max(this.claimed.get(member) ?? 0, until));
+      for (let i = 0; i + 1 < flat.length; i += 2) extend(flat[i]!, Number(flat[i + 1]));
+      for (const m of this.localCounts.keys()) extend(m, now + CLAIM_TTL_MS);
     } catch (error) {
       this.o.onError(error, 'reading subscription claims');
     }

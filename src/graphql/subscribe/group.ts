@@ -1,6 +1,7 @@
 /**
- * The subscribers of one collection on this replica that share one identity (one re-read serves
- * them all), indexed so that a change costs work only for the subscribers it may match: a
+ * The subscribers of one collection on this replica whose re-reads the backend cannot tell apart
+ * (the same backend headers, `readKey`): seen.ts makes one read for them where it may, else one
+ * per identity (`identityKey`). Indexed so that a change costs work only for the subscribers it may match: a
  * subscriber whose find is top-level equalities on plain values (`{group: 3}`, the common shape;
  * `indexKey` from prepare.ts) is found through its first equality's field and value in the
  * document its identity sees; every other subscriber is a candidate for every change. The index
@@ -11,6 +12,7 @@ import type { ExecutionResult } from 'graphql';
 import type { RequestContext } from '../types.js';
 import type { ChangeOp } from '../document/subscriptions.js';
 import type { Change } from './change.js';
+import type { Viewer } from './seen.js';
 import type { EndReason, SubscriptionStream, Transport } from './subscription.js';
 
 export interface ActiveSubscription {
@@ -24,8 +26,10 @@ export interface ActiveSubscription {
   readonly onlyId: boolean;
   /** The find's first plain equality, when the find is only such equalities (the hub's index). */
   readonly indexKey: { readonly field: string; readonly value: string | number | boolean } | undefined;
-  /** Who the re-read is made as (headers and permission): equal keys share one re-read. */
+  /** Who the re-read is made as (headers and permission): equal keys share one re-read and one execution per operation. */
   readonly identityKey: string;
+  /** The headers the backend sees on the subscriber's re-reads (the backend cannot tell equal ones apart). */
+  readonly readKey: string;
   /** Whose limit it counts against (`maxPerPrincipal`). */
   readonly principalKey: string;
   readonly transport: Transport;
@@ -51,6 +55,7 @@ type Plain = string | number | boolean;
 
 export class SubscriberGroup {
   readonly members = new Set<ActiveSubscription>();
+  private readonly byIdentity = new Map<string, Set<ActiveSubscription>>();
   /** Field → value → the subscribers whose find requires `field` to equal (or hold) `value`. */
   private readonly byField = new Map<string, Map<Plain, Set<ActiveSubscription>>>();
   /** Subscribers without an equality to index: candidates for every change. */
@@ -58,7 +63,11 @@ export class SubscriberGroup {
   private readonly following = new Map<ChangeOp, number>();
   private onlyIdDeletes = 0;
 
-  constructor(readonly identityKey: string) {}
+  constructor(readonly readKey: string) {}
+
+  hasIdentity(identityKey: string): boolean {
+    return this.byIdentity.has(identityKey);
+  }
 
   get size(): number {
     return this.members.size;
@@ -67,6 +76,9 @@ export class SubscriberGroup {
   add(sub: ActiveSubscription): void {
     if (this.members.has(sub)) return;
     this.members.add(sub);
+    let same = this.byIdentity.get(sub.identityKey);
+    if (!same) this.byIdentity.set(sub.identityKey, (same = new Set()));
+    same.add(sub);
     for (const op of sub.on) this.following.set(op, (this.following.get(op) ?? 0) + 1);
     if (sub.onlyId && sub.on.has('delete')) this.onlyIdDeletes++;
     const k = sub.indexKey;
@@ -83,6 +95,9 @@ export class SubscriberGroup {
 
   remove(sub: ActiveSubscription): void {
     if (!this.members.delete(sub)) return;
+    const same = this.byIdentity.get(sub.identityKey);
+    same?.delete(sub);
+    if (same && same.size === 0) this.byIdentity.delete(sub.identityKey);
     for (const op of sub.on) {
       const n = (this.following.get(op) ?? 1) - 1;
       if (n <= 0) this.following.delete(op);
@@ -107,10 +122,17 @@ export class SubscriberGroup {
     return this.following.has(change.op);
   }
 
-  /** The first open member (whose backend identity the group's re-reads are made with). */
-  representative(): ActiveSubscription | undefined {
-    for (const sub of this.members) if (sub.stream.open) return sub;
-    return undefined;
+  /** Each identity with an open member, and that member's backend context (its re-reads are made with it). */
+  viewers(): Viewer[] {
+    const out: Viewer[] = [];
+    for (const [key, subs] of this.byIdentity) {
+      for (const sub of subs) {
+        if (!sub.stream.open) continue;
+        out.push({ key, ctx: sub.ctx });
+        break;
+      }
+    }
+    return out;
   }
 
   /** The members a document may match (a superset of those whose find matches it). */

@@ -21,7 +21,7 @@ import type { BackendReader, ReadPolicy } from '../types.js';
 import type { Change, FeedChange } from './change.js';
 import type { ChangeFeed } from './feed.js';
 import { SubscriberGroup, type ActiveSubscription, type ChangeValue } from './group.js';
-import { DELETE_SEEN, IdentityView } from './seen.js';
+import { DELETE_SEEN, seeAll } from './seen.js';
 import type { EndReason, Transport } from './subscription.js';
 
 export type { ActiveSubscription, ChangeValue } from './group.js';
@@ -40,7 +40,8 @@ const RECHECK_MS = 1000;
 
 export class SubscriptionHub {
   /** Per collection, per identity: the subscribers that share one re-read. */
-  private readonly byCollection = new Map<string, Map<string, SubscriberGroup>>();
+  private readonly byCollection = new Map<string, CollectionGroups>();
+  private readonly groupOf = new WeakMap<ActiveSubscription, SubscriberGroup>();
   /** When each subscription was registered (a batch reaches only those registered before it was handed in). */
   private readonly addedAt = new WeakMap<ActiveSubscription, number>();
   private additions = 0;
@@ -83,10 +84,14 @@ export class SubscriptionHub {
     this.addedAt.set(sub, ++this.additions);
     const key = collectionKey(sub.db, sub.collection);
     let groups = this.byCollection.get(key);
-    if (!groups) this.byCollection.set(key, (groups = new Map()));
-    let group = groups.get(sub.identityKey);
-    if (!group) groups.set(sub.identityKey, (group = new SubscriberGroup(sub.identityKey)));
+    if (!groups) this.byCollection.set(key, (groups = { byRead: new Map(), byIdentity: new Map() }));
+    // An identity stays in one group (its subscriptions share its re-reads and keep one order),
+    // even when its backend headers differ between subscriptions (a minted JWT's issue time).
+    let group = groups.byIdentity.get(sub.identityKey) ?? groups.byRead.get(sub.readKey);
+    if (!group) groups.byRead.set(sub.readKey, (group = new SubscriberGroup(sub.readKey)));
     group.add(sub);
+    groups.byIdentity.set(sub.identityKey, group);
+    this.groupOf.set(sub, group);
     await this.o.feed.claim(sub.db, sub.collection);
     return null;
   }
@@ -98,10 +103,13 @@ export class SubscriptionHub {
     else this.perPrincipal.set(sub.principalKey, n);
     const key = collectionKey(sub.db, sub.collection);
     const groups = this.byCollection.get(key);
-    const group = groups?.get(sub.identityKey);
-    group?.remove(sub);
-    if (group && group.size === 0) groups!.delete(sub.identityKey);
-    if (groups && groups.size === 0) this.byCollection.delete(key);
+    const group = this.groupOf.get(sub);
+    if (groups && group) {
+      group.remove(sub);
+      if (!group.hasIdentity(sub.identityKey)) groups.byIdentity.delete(sub.identityKey);
+      if (group.size === 0) groups.byRead.delete(group.readKey);
+      if (groups.byRead.size === 0) this.byCollection.delete(key);
+    }
     this.o.feed.release(sub.db, sub.collection);
     if (reason?.code === 'SLOW_SUBSCRIBER') this.o.counted('dropped');
   }
@@ -118,10 +126,10 @@ export class SubscriptionHub {
     for (const [key, changes] of byCollectionOf(batch)) {
       let groups: Iterable<SubscriberGroup> | undefined;
       if (only) {
-        const group = new SubscriberGroup(only.identityKey);
+        const group = new SubscriberGroup(only.readKey);
         group.add(only);
         groups = [group];
-      } else groups = this.byCollection.get(key)?.values();
+      } else groups = this.byCollection.get(key)?.byRead.values();
       if (!groups) continue;
       for (const group of groups) {
         const next = this.dispatchToGroup(group, changes, only);
@@ -131,31 +139,38 @@ export class SubscriptionHub {
     return queued.length === 0 ? Promise.resolve() : Promise.all(queued).then(() => undefined);
   }
 
-  /** One identity's share of a collection's changes: one batched re-read, then delivery in order after its previous batch. */
+  /** One read group's share of a collection's changes: batched re-reads, then delivery in order after its previous batch. */
   private dispatchToGroup(group: SubscriberGroup, all: readonly FeedChange[], only: ActiveSubscription | undefined): Promise<void> | undefined {
     const changes = all.filter((fc) => group.wants(fc.change));
-    const representative = changes.length > 0 ? group.representative() : undefined;
-    if (!representative) return undefined;
-    const { db, collection } = changes[0]!.change;
-    const seen = new IdentityView(this.o, db, collection, representative.ctx).seeAll(changes.map((fc) => fc.change));
+    const viewers = changes.length > 0 ? group.viewers() : [];
+    if (viewers.length === 0) return undefined;
+    const seen = seeAll(this.o, changes.map((fc) => fc.change), viewers);
     const registeredBy = this.additions;
-    const key = group.identityKey;
+    const key = group.readKey;
     const prior = this.chains.get(key);
     const next = (prior ? prior.then(() => seen) : seen).then((views) => {
       changes.forEach((fc, i) => {
-        const view = views[i];
-        if (view === null || view === undefined) return;
         // Subscribers of one identity with the same operation share one execution per change.
-        const built = new Map<string, Promise<ExecutionResult>>();
-        for (const sub of group.candidates(view)) {
-          if (!sub.stream.open || !sub.on.has(fc.change.op) || (this.addedAt.get(sub) ?? 0) > registeredBy) continue;
-          const value = valueFor(fc.change, sub, view);
-          if (value === null) continue;
-          this.o.counted('delivered');
-          let result = built.get(sub.buildKey);
-          if (!result) built.set(sub.buildKey, (result = sub.build(value)));
-          if (only) sub.stream.pushMissed(fc.position, result);
-          else sub.stream.push(fc.position, result);
+        let built: Map<string, Promise<ExecutionResult>> | undefined;
+        // Each distinct view once (identities reading the same request see the same object); a
+        // candidate is served with the view of its own identity only.
+        const done = new Set<unknown>();
+        for (const viewer of viewers) {
+          const view = views.get(viewer.key)?.[i];
+          if (view === null || view === undefined || done.has(view)) continue;
+          done.add(view);
+          for (const sub of group.candidates(view)) {
+            if (views.get(sub.identityKey)?.[i] !== view || !sub.stream.open || !sub.on.has(fc.change.op) || (this.addedAt.get(sub) ?? 0) > registeredBy) continue;
+            const value = valueFor(fc.change, sub, view);
+            if (value === null) continue;
+            this.o.counted('delivered');
+            built ??= new Map();
+            const buildKey = `${sub.identityKey}\u0000${sub.buildKey}`;
+            let result = built.get(buildKey);
+            if (!result) built.set(buildKey, (result = sub.build(value)));
+            if (only) sub.stream.pushMissed(fc.position, result);
+            else sub.stream.push(fc.position, result);
+          }
         }
       });
     });
@@ -203,6 +218,12 @@ function valueFor(change: Change, sub: ActiveSubscription, seen: unknown): Chang
   const id = idText(change._id);
   if (seen === DELETE_SEEN) return sub.onlyId && sub.matches({ _id: change._id }) ? { op: 'delete', _id: change._id, id, document: null } : null;
   return sub.matches(seen) ? { op: change.op, _id: change._id, id, document: seen } : null;
+}
+
+/** One collection's groups, by the backend headers they read with and by the identities in them. */
+interface CollectionGroups {
+  readonly byRead: Map<string, SubscriberGroup>;
+  readonly byIdentity: Map<string, SubscriberGroup>;
 }
 
 /** A batch's changes per collection, each list in feed order. */

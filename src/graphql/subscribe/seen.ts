@@ -1,16 +1,29 @@
 /**
- * What one identity may see of a batch of changes (SPEC §6.5, "who gets a change"): the documents
+ * What each identity may see of a batch of changes (SPEC §6.5, "who gets a change"): the documents
  * re-read by `_id` with that identity (its readFilter ANDed, its projectResponse applied, the
  * backend's ACL deciding on the identity's headers), a GraphQL delete's carried document matched
  * against the readFilter here, or, for a delete without document, whether its permission has no
- * readFilter. The re-reads of one batch (the changes one read of the feed returned) are one read
- * per 100 distinct ids, `{_id: {$in: [...]}}`, instead of one per change; a batch of one id is the
+ * readFilter.
+ *
+ * Batched: the re-reads of one batch (the changes one read of the feed returned) are one read per
+ * 100 distinct ids, `{_id: {$in: [...]}}`, instead of one per change; a batch of one id is the
  * read `{_id: X}` with `pagesize=1`. Documents are matched back to their changes by `_id` as
- * MongoDB compares it; a batch whose answer lacks `_id`s is read again one id at a time, so a
- * document is never attributed by guesswork.
+ * MongoDB compares it; an answer that lacks `_id`s is read again one id at a time, so a document
+ * is never attributed by guesswork.
+ *
+ * Shared between identities only when the backend cannot tell them apart (the viewers handed in
+ * together send the backend the same headers; hub.ts groups them so):
+ * - without a read policy (`graphql.backend.auth: service`, or `acl.mode: own-routes`) every
+ *   viewer's re-read is the same request, so one read serves them all;
+ * - with one, each identity's decision is made as before, and identities whose readFilter is
+ *   absent or only top-level equalities on strings or booleans (`{owner: "@user.id"}`, the common
+ *   shape) share one read without the filter, which is then applied here: such an equality holds
+ *   in memory exactly when MongoDB's holds (a string or boolean equals the field, or an element of
+ *   an array field), so nothing is shown that the filtered read would not have returned. Any other
+ *   readFilter is sent to the backend ANDed, one read per identity.
  */
 import { readQueryString } from '../backend/http-reader.js';
-import type { BackendReader, ReadDecision, ReadPolicy, RequestContext } from '../types.js';
+import type { BackendRead, BackendReader, ReadDecision, ReadPolicy, RequestContext } from '../types.js';
 import { isPlainObject } from '../app-document.js';
 import { canonicalKey } from '../values/ejson.js';
 import { compileMatcher } from '../values/local-match.js';
@@ -28,8 +41,131 @@ export interface SeenOptions {
   readonly onError: (error: unknown, what: string) => void;
 }
 
-/** One identity's view of the changes of one batch of one collection: its read decision made once, its re-reads batched. */
-export class IdentityView {
+/** One identity among those handed in together: its key and the backend context of one of its subscribers. */
+export interface Viewer {
+  readonly key: string;
+  readonly ctx: RequestContext;
+}
+
+type Found = Map<string, unknown>;
+type Allowed = Extract<ReadDecision, { allow: true }>;
+
+/**
+ * For each viewer, for each change in order: the document it may see, `DELETE_SEEN`, or null.
+ * The viewers must send the backend the same headers. Never rejects.
+ */
+export async function seeAll(o: SeenOptions, changes: readonly Change[], viewers: readonly Viewer[]): Promise<Map<string, unknown[]>> {
+  const out = new Map<string, unknown[]>();
+  if (viewers.length === 0 || changes.length === 0) return out;
+  const { db, collection } = changes[0]!;
+  // Without a read policy every viewer's re-read is the same request: one view serves them all.
+  const distinct = o.readPolicy ? viewers : viewers.slice(0, 1);
+  const views = distinct.map((v) => new IdentityView(o, db, collection, v.ctx));
+  const rows = distinct.map(() => new Array<unknown>(changes.length).fill(null));
+  const byKey = new Map<string, { id: unknown; at: number[] }>();
+  const work: Array<Promise<void>> = [];
+  changes.forEach((change, i) => {
+    if (change.op === 'delete' && change.document === undefined) {
+      views.forEach((view, v) => work.push(guard(o, view.deleteSeen().then((seen) => void (rows[v]![i] = seen)), 'deciding who may see a change')));
+    } else if (change.document !== undefined) {
+      views.forEach((view, v) => work.push(guard(o, view.presented(change.document).then((doc) => void (rows[v]![i] = doc)), 'deciding who may see a change')));
+    } else {
+      const key = canonicalKey(change._id);
+      const entry = byKey.get(key);
+      if (entry) entry.at.push(i);
+      else byKey.set(key, { id: change._id, at: [i] });
+    }
+  });
+  const entries = [...byKey.entries()];
+  for (let start = 0; start < entries.length; start += REREAD_BATCH) {
+    const chunk = entries.slice(start, start + REREAD_BATCH);
+    const read = rereadOf(db, collection, chunk.map(([, e]) => e.id));
+    work.push(
+      guard(
+        o,
+        rereadFor(o, views, read).then((found) => {
+          found.forEach((f, v) => {
+            for (const [key, e] of chunk) for (const i of e.at) rows[v]![i] = f.get(key) ?? null;
+          });
+        }),
+        're-reading a changed document for subscribers',
+      ),
+    );
+  }
+  await Promise.all(work);
+  viewers.forEach((viewer, v) => out.set(viewer.key, rows[o.readPolicy ? v : 0]!));
+  return out;
+}
+
+function guard(o: SeenOptions, p: Promise<void>, what: string): Promise<void> {
+  return p.catch((error: unknown) => o.onError(error, what));
+}
+
+function rereadOf(db: string, collection: string, ids: readonly unknown[]): BackendRead & { readonly ids: readonly unknown[] } {
+  const byId = ids.length === 1 ? { _id: ids[0] } : { _id: { $in: ids } };
+  return { db, collection, filter: byId, page: 1, pagesize: ids.length, ids };
+}
+
+/** One chunk's re-read for every view: shared where the filter can be applied here, one read per identity otherwise. */
+async function rereadFor(o: SeenOptions, views: readonly IdentityView[], read: ReturnType<typeof rereadOf>): Promise<Found[]> {
+  const decisions = await Promise.all(views.map((view) => view.decide(read)));
+  const found: Found[] = views.map(() => new Map());
+  const sharing: number[] = [];
+  const own: Array<Promise<void>> = [];
+  const ownRead = (v: number) => views[v]!.reread(read, decisions[v] as Allowed).then((f) => void (found[v] = f));
+  decisions.forEach((decision, v) => {
+    if (decision.allow && inMemoryFilter(decision.filter) !== undefined) sharing.push(v);
+  });
+  // One identity alone reads as it always did (its filter sent to the backend).
+  if (sharing.length < 2) sharing.length = 0;
+  decisions.forEach((decision, v) => {
+    if (decision.allow && !sharing.includes(v)) own.push(ownRead(v));
+  });
+  if (sharing.length > 0) {
+    const first = sharing[0]!;
+    own.push(
+      views[first]!.reread(read, { allow: true }).then(
+        (raw) => {
+          for (const v of sharing) {
+            const { filter, project } = decisions[v] as Allowed;
+            const matches = inMemoryFilter(filter)!;
+            for (const [key, doc] of raw) if (matches(doc)) found[v]!.set(key, project ? project(doc) : doc);
+          }
+        },
+        // The unfiltered read failed (a backend rule refusing it?): each identity reads as it would alone.
+        () => Promise.all(sharing.map(ownRead)).then(() => undefined),
+      ),
+    );
+  }
+  await Promise.all(own);
+  return found;
+}
+
+/**
+ * A readFilter this process applies exactly as MongoDB would: none, or top-level equalities on
+ * strings or booleans (not `_id`, no dotted path, no operator). Undefined for anything else.
+ */
+export function inMemoryFilter(filter: Record<string, unknown> | undefined): ((doc: unknown) => boolean) | undefined {
+  if (!filter) return () => true;
+  const entries = Object.entries(filter);
+  for (const [key, value] of entries) {
+    if (key.startsWith('$') || key.includes('.') || key === '_id') return undefined;
+    if (typeof value !== 'string' && typeof value !== 'boolean') return undefined;
+  }
+  return (doc) => {
+    if (!isPlainObject(doc)) return false;
+    for (const [key, value] of entries) {
+      const field = doc[key];
+      if (field === value) continue;
+      if (Array.isArray(field) && field.includes(value)) continue;
+      return false;
+    }
+    return true;
+  };
+}
+
+/** One identity's reads and decisions for one batch; its decision without a query made once. */
+class IdentityView {
   private decided: Promise<ReadDecision> | undefined;
 
   constructor(
@@ -39,59 +175,30 @@ export class IdentityView {
     private readonly ctx: RequestContext,
   ) {}
 
-  /** For each change, in order: the document this identity may see, `DELETE_SEEN`, or null. Never rejects. */
-  async seeAll(changes: readonly Change[]): Promise<unknown[]> {
-    const out = new Array<unknown>(changes.length).fill(null);
-    const byKey = new Map<string, { id: unknown; at: number[] }>();
-    const work: Array<Promise<void>> = [];
-    changes.forEach((change, i) => {
-      if (change.op === 'delete' && change.document === undefined) {
-        work.push(this.guard(this.decision().then((d) => void (out[i] = d.allow && !d.filter ? DELETE_SEEN : null)), 'deciding who may see a change'));
-      } else if (change.document !== undefined) {
-        work.push(this.guard(this.presented(change.document).then((doc) => void (out[i] = doc)), 'deciding who may see a change'));
-      } else {
-        const key = canonicalKey(change._id);
-        const entry = byKey.get(key);
-        if (entry) entry.at.push(i);
-        else byKey.set(key, { id: change._id, at: [i] });
-      }
-    });
-    const entries = [...byKey.entries()];
-    for (let start = 0; start < entries.length; start += REREAD_BATCH) {
-      const chunk = entries.slice(start, start + REREAD_BATCH);
-      work.push(
-        this.guard(
-          this.reread(chunk.map(([, e]) => e.id)).then((found) => {
-            for (const [key, e] of chunk) for (const i of e.at) out[i] = found.get(key) ?? null;
-          }),
-          're-reading a changed document for subscribers',
-        ),
-      );
-    }
-    await Promise.all(work);
-    return out;
-  }
-
-  private guard(p: Promise<void>, what: string): Promise<void> {
-    return p.catch((error: unknown) => this.o.onError(error, what));
-  }
-
   private decision(): Promise<ReadDecision> {
     const { db, collection } = this;
     return (this.decided ??= this.o.readPolicy ? Promise.resolve(this.o.readPolicy({ db, collection, query: '' }, this.ctx)) : Promise.resolve({ allow: true }));
   }
 
-  /** The documents of these ids as this identity may read them now (readFilter ANDed, projected), by canonical `_id`. */
-  private async reread(ids: readonly unknown[]): Promise<Map<string, unknown>> {
-    const found = new Map<string, unknown>();
-    const { db, collection } = this;
-    const byId = ids.length === 1 ? { _id: ids[0] } : { _id: { $in: ids } };
-    const read = { db, collection, filter: byId, page: 1, pagesize: ids.length };
-    let decision: ReadDecision = { allow: true };
-    if (this.o.readPolicy) decision = await this.o.readPolicy({ db, collection, query: readQueryString(read) }, this.ctx);
-    if (!decision.allow) return found;
+  /** The decision for one re-read (the ACL sees its query string, as for a query's read). */
+  async decide(read: BackendRead): Promise<ReadDecision> {
+    if (!this.o.readPolicy) return { allow: true };
+    return this.o.readPolicy({ db: read.db, collection: read.collection, query: readQueryString(read) }, this.ctx);
+  }
+
+  /** A delete without document: seen when the permission shows the collection without readFilter. */
+  async deleteSeen(): Promise<unknown> {
+    const d = await this.decision();
+    return d.allow && !d.filter ? DELETE_SEEN : null;
+  }
+
+  /** The documents of the read's ids as this decision lets the identity see them (readFilter ANDed, projected), by canonical `_id`. */
+  async reread(read: ReturnType<typeof rereadOf>, decision: Allowed): Promise<Found> {
+    const found: Found = new Map();
+    const { ids } = read;
+    const byId = read.filter;
     const filter = decision.filter && Object.keys(decision.filter).length > 0 ? { $and: [byId, decision.filter] } : byId;
-    const docs = await this.o.reader.find({ ...read, filter }, this.ctx);
+    const docs = await this.o.reader.find({ db: read.db, collection: read.collection, filter, page: read.page, pagesize: read.pagesize }, this.ctx);
     const project = (doc: unknown) => (decision.project ? decision.project(doc) : doc);
     if (ids.length === 1) {
       const doc = docs[0];
@@ -100,7 +207,7 @@ export class IdentityView {
     }
     if (docs.some((doc) => !isPlainObject(doc) || doc._id === undefined)) {
       // Not attributable by `_id` (the backend hid it): one read per id, as without batching.
-      const singles = await Promise.all(ids.map((id) => this.reread([id])));
+      const singles = await Promise.all(ids.map((id) => this.reread(rereadOf(read.db, read.collection, [id]), decision)));
       for (const single of singles) for (const [k, v] of single) found.set(k, v);
       return found;
     }
@@ -109,7 +216,7 @@ export class IdentityView {
   }
 
   /** A document the change carries (a GraphQL delete's): the readFilter matched here, projectResponse applied. */
-  private async presented(doc: unknown): Promise<unknown> {
+  async presented(doc: unknown): Promise<unknown> {
     const decision = await this.decision();
     if (!decision.allow) return null;
     if (decision.filter && Object.keys(decision.filter).length > 0) {

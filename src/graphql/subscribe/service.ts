@@ -165,6 +165,7 @@ export class SubscriptionService {
       onlyId: sub.onlyId,
       indexKey: sub.indexKey,
       identityKey,
+      readKey: JSON.stringify(ctx.backendHeaders ?? {}),
       principalKey,
       transport: req.transport,
       get ctx() {
