@@ -1,36 +1,16 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import type { WebhookWorker } from '../../src/webhooks/deliver/worker.js';
+import { describe, expect, it } from 'vitest';
 import { startTestOutrigger, type RawConfig } from '../support/outrigger.js';
-import { call, sleep, untilKnown, waitFor, webhooksOf } from './webhooks-helpers.js';
-import { type Running, useStack } from '../support/fixtures.js';
+import { call, sleep, untilKnown, useWorkerStack, waitFor, webhooksOf } from './webhooks-helpers.js';
+import type { Running } from '../support/fixtures.js';
 
 /**
  * A worker stopped gracefully (a rolling restart, SPEC §2) leaves nothing waiting out a lease:
  * the retry jobs it holds become due again at once for the next worker, instead of after
  * `reclaimIdleMs` (120 s by default, longer than clients wait for a webhook).
  */
-describe('webhooks: a graceful worker stop gives its retry jobs back', () => {
-  const stack = useStack({
-    backend: { data: { shop: { orders: [] } } },
-    target: true,
-    config: { acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } },
-    outrigger: false,
-  });
-  const running: Running[] = [];
-  const workers: WebhookWorker[] = [];
-  afterAll(async () => {
-    for (const w of workers) w.kill();
-    stack.target.release();
-    for (const r of running) await r.stop().catch(() => {});
-  });
-  beforeEach(async () => {
-    for (const w of workers.splice(0)) w.kill();
-    stack.target.release();
-    for (const r of running.splice(0)) await r.stop().catch(() => {});
-    stack.target.received.length = 0;
-    stack.target.answer = () => ({ status: 200, body: 'ok' });
-  });
+describe('webhooks: a graceful worker stop leaves no event behind', () => {
+  const { stack, running, workers } = useWorkerStack();
 
   let starts = 0;
   // reclaimIdleMs stays at its default (120 s): a lease left behind would outlast every wait below.

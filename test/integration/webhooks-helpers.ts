@@ -3,9 +3,12 @@
  * what it receives and answers as each test scripts it, and polling helpers.
  */
 import type { Redis } from 'ioredis';
+import { afterAll, beforeEach } from 'vitest';
+import type { WebhookWorker } from '../../src/webhooks/deliver/worker.js';
 import { decodeStreamEntry, type StreamRecord } from '../../src/webhooks/stream-record.js';
 import type { RunningOutrigger } from '../../src/app.js';
 import type { WebhooksModule } from '../../src/webhooks/module.js';
+import { type Running, useStack } from '../support/fixtures.js';
 import { call, type CallResult } from '../support/http-client.js';
 import { sleep, waitFor } from '../support/wait.js';
 export { sleep, waitFor };
@@ -36,4 +39,34 @@ export function permitHookEditors(base: string, rootAuth: string): Promise<CallR
     auth: rootAuth,
     body: { predicate: 'path-prefix(/_admin/webhooks)', roles: ['hook-editor'], priority: 1 },
   });
+}
+
+/**
+ * The stack of the worker tests: a backend and a webhook target, no proxy. Each test starts its
+ * own proxies (`running`) and workers (`workers`); whatever an earlier test, or a failed try of
+ * this one, left running is stopped before the next, so it cannot deliver into its counts.
+ */
+export function useWorkerStack() {
+  // own-routes with no users: anonymous callers may use the admin API (tests only).
+  const stack = useStack({
+    backend: { data: { shop: { orders: [] } } },
+    target: true,
+    config: { acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } },
+    outrigger: false,
+  });
+  const running: Running[] = [];
+  const workers: WebhookWorker[] = [];
+  afterAll(async () => {
+    for (const w of workers) w.kill();
+    stack.target.release();
+    for (const r of running) await r.stop().catch(() => {});
+  });
+  beforeEach(async () => {
+    for (const w of workers.splice(0)) w.kill();
+    stack.target.release();
+    for (const r of running.splice(0)) await r.stop().catch(() => {});
+    stack.target.received.length = 0;
+    stack.target.answer = () => ({ status: 200, body: 'ok' });
+  });
+  return { stack, running, workers };
 }

@@ -1,29 +1,16 @@
 import { Writable } from 'node:stream';
-import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startOutrigger } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { WebhookWorker } from '../../src/webhooks/deliver/worker.js';
 import { decodeStreamEntry } from '../../src/webhooks/stream-record.js';
 import { startTestOutrigger, testConfig, type RawConfig } from '../support/outrigger.js';
-import { call, sleep, streamEvents, untilKnown, waitFor, webhooksOf } from './webhooks-helpers.js';
-import { type Running, useStack } from '../support/fixtures.js';
+import { call, sleep, streamEvents, untilKnown, useWorkerStack, waitFor, webhooksOf } from './webhooks-helpers.js';
+import type { Running } from '../support/fixtures.js';
 
 /** Deliveries, in-flight work and crashes across workers, and a Redis outage under traffic. */
 describe('webhooks: reliability', () => {
-  // own-routes with no users: anonymous callers may use the admin API (tests only). Each test starts its own proxies.
-  const stack = useStack({
-    backend: { data: { shop: { orders: [] } } },
-    target: true,
-    config: { acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } },
-    outrigger: false,
-  });
-  const running: Running[] = [];
-  const workers: WebhookWorker[] = [];
-  afterAll(async () => {
-    for (const w of workers) w.kill();
-    stack.target.release();
-    for (const r of running) await r.stop().catch(() => {});
-  });
+  const { stack, running, workers } = useWorkerStack();
 
   let starts = 0;
   /** A proxy on keys of its own: a test never meets the entries an earlier one left. */
@@ -40,16 +27,6 @@ describe('webhooks: reliability', () => {
   }
   const logsOf = async (r: Running, id: string) => (await call(r.url, `/_admin/webhooks/${id}/logs?pagesize=1000`)).json;
   const pending = async (r: Running) => ((await stack.redis.client.xpending(r.context.keys.events, r.context.keys.eventsGroup)) as [number])[0];
-
-  // Whatever an earlier test, or a failed try of this one, left running is stopped first, so it
-  // cannot deliver into this test's counts.
-  beforeEach(async () => {
-    for (const w of workers.splice(0)) w.kill();
-    stack.target.release();
-    for (const r of running.splice(0)) await r.stop().catch(() => {});
-    stack.target.received.length = 0;
-    stack.target.answer = () => ({ status: 200, body: 'ok' });
-  });
 
   it('a worker killed mid-delivery: another worker reclaims its event and delivers it', async () => {
     const proxy = await start('wh-kill', { reclaimIdleMs: 600 }, false);
