@@ -11,6 +11,16 @@
  *
  *   npm run build && node bench/subscriptions.mjs        (BENCH_SUBS, BENCH_SUB_RATE, BENCH_SUB_SECONDS, BENCH_SUB_GROUPS)
  *
+ * Who subscribes (issue 38): by default every subscriber is anonymous (`acl.mode: own-routes`), so
+ * a replica's 500 subscribers are one identity and one re-read serves them. BENCH_SUB_USERS=N
+ * (e.g. 100) makes them N signed-in users (static users, Basic, `acl.mode: enforce`) whose
+ * permission has `readFilter: {owner: "@user.id"}`: subscriber i is user i mod N and follows
+ * group i mod GROUPS, and write s has owner s mod N and group s mod GROUPS, so with N = GROUPS
+ * every subscriber a write's group reaches may read it (the same 10 events per write) while each
+ * replica holds N/2 identities. BENCH_SUB_IDENTITY=jwt also sends each user's identity to the
+ * backend (`upstream.identity` minted JWTs), so the backend can tell the users apart and each
+ * identity re-reads on its own; without it the backend sees the same headers for every user.
+ *
  * Everything runs on loopback; every process it starts is stopped by PID; the load is bounded.
  */
 import http from 'node:http';
@@ -21,12 +31,18 @@ import { Pool } from 'undici';
 import { startOutrigger } from './lib/outrigger.mjs';
 import { cpuMicrosOf, forkServer, runThenStopAll, sleep } from './lib/processes.mjs';
 import { startRedis } from './lib/redis.mjs';
+import { hashPassword } from '../dist/src/access/password-hash.js';
 
 const env = process.env;
 const SUBS = Number(env.BENCH_SUBS ?? 1000);
 const RATE = Number(env.BENCH_SUB_RATE ?? 500);
 const SECONDS = Number(env.BENCH_SUB_SECONDS ?? 10);
 const GROUPS = Number(env.BENCH_SUB_GROUPS ?? 100);
+const USERS = Number(env.BENCH_SUB_USERS ?? 0);
+const IDENTITY = env.BENCH_SUB_IDENTITY ?? 'none';
+const JWT_SECRET = 'bench-subscriptions-secret-at-least-32-characters';
+const userName = (i) => `u${i}`;
+const basicOf = (i) => `Basic ${Buffer.from(`${userName(i)}:pw-${userName(i)}`).toString('base64')}`;
 const work = resolve('bench/.work/subscriptions');
 mkdirSync(work, { recursive: true });
 
@@ -44,10 +60,11 @@ const rssKb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/s
 const percentile = (sorted, p) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
 
 /** One SSE subscriber: a raw keep-open POST; calls `onSeq` for every event's `seq`. */
-function subscribe(base, group, onSeq) {
+function subscribe(base, group, onSeq, authorization) {
   return new Promise((resolveOpen, reject) => {
     const body = JSON.stringify({ query: `subscription { orderChanged(group: ${group}) { document { seq } } }` });
-    const req = http.request(`${base}/graphql/subs`, { method: 'POST', agent: false, headers: { accept: 'text/event-stream', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+    const headers = { accept: 'text/event-stream', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(authorization ? { authorization } : {}) };
+    const req = http.request(`${base}/graphql/subs`, { method: 'POST', agent: false, headers }, (res) => {
       if (res.statusCode !== 200) return reject(new Error(`subscription answered ${res.statusCode}`));
       res.setEncoding('utf8');
       let opened = false;
@@ -67,13 +84,27 @@ function subscribe(base, group, onSeq) {
 async function main() {
   const redis = await startRedis(work);
   const standin = await forkServer('standin', 'bench/servers/standin.mjs', { log: join(work, 'standin.log') });
+  const anonymous = { config: {}, permissions: [{ _id: 'bench-subs-anyone', roles: ['$unauthenticated'], predicate: 'path-prefix(/graphql/subs)', priority: 10 }] };
+  const signedIn = USERS > 0 && {
+    config: {
+      users: { source: 'static', static: await Promise.all(Array.from({ length: USERS }, async (_, i) => ({ id: userName(i), password: await hashPassword(`pw-${userName(i)}`), roles: ['user'] }))) },
+      acl: { mode: 'enforce' },
+      ...(IDENTITY === 'jwt' ? { upstream: { identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } } } : {}),
+    },
+    permissions: [
+      { _id: 'bench-subs-users', roles: ['user'], predicate: 'path-prefix(/graphql/subs)', priority: 10 },
+      { _id: 'bench-own-orders', roles: ['user'], predicate: 'method(GET) and path-prefix(/restheart/orders)', priority: 10, mongo: { readFilter: { owner: '@user.id' } } },
+      { _id: 'bench-writes', roles: ['$unauthenticated'], predicate: 'method(POST) and path-prefix(/restheart/orders)', priority: 5 },
+    ],
+  };
+  const shape = signedIn || anonymous;
   const common = {
     workDir: work,
     redisUrl: redis.url,
     upstreamUrl: standin.url,
     serviceId: 'bench-subscriptions',
-    config: { subscriptions: { maxPerPrincipal: SUBS, maxPerProcess: SUBS }, shutdown: { drainSeconds: 0 } },
-    setup: { apps: [APP], permissions: [{ _id: 'bench-subs-anyone', roles: ['$unauthenticated'], predicate: 'path-prefix(/graphql/subs)', priority: 10 }] },
+    config: { subscriptions: { maxPerPrincipal: SUBS, maxPerProcess: SUBS }, shutdown: { drainSeconds: 0 }, ...shape.config },
+    setup: { apps: [APP], permissions: shape.permissions },
   };
   const prof = env.BENCH_SUB_PROF ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${work}`] } : {};
   const a = await startOutrigger({ name: 'subs-a', ...common, ...prof });
@@ -82,7 +113,7 @@ async function main() {
   // Both replicas serve the app (applied by a, seen by b through Redis within a second).
   for (const r of replicas) {
     for (let i = 0; i < 100; i++) {
-      const res = await fetch(`${r.url}/graphql/subs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' });
+      const res = await fetch(`${r.url}/graphql/subs`, { method: 'POST', headers: { 'content-type': 'application/json', ...(USERS > 0 ? { authorization: basicOf(0) } : {}) }, body: '{"query":"{ __typename }"}' });
       if (res.status === 200) break;
       await sleep(100);
     }
@@ -103,7 +134,7 @@ async function main() {
   };
   const closers = [];
   for (let i = 0; i < SUBS; i += 50) {
-    closers.push(...(await Promise.all(Array.from({ length: Math.min(50, SUBS - i) }, (_, k) => subscribe(replicas[(i + k) % 2].url, (i + k) % GROUPS, onSeq)))));
+    closers.push(...(await Promise.all(Array.from({ length: Math.min(50, SUBS - i) }, (_, k) => subscribe(replicas[(i + k) % 2].url, (i + k) % GROUPS, onSeq, USERS > 0 ? basicOf((i + k) % USERS) : undefined)))));
   }
   say(`${closers.length} subscribers open`);
   await sleep(3000);
@@ -123,7 +154,7 @@ async function main() {
     const wait = due - performance.now();
     if (wait > 1) await sleep(wait);
     const p = pools[seq % 2]
-      .request({ method: 'POST', path: '/restheart/orders', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ group: seq % GROUPS, seq }) })
+      .request({ method: 'POST', path: '/restheart/orders', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ group: seq % GROUPS, seq, ...(USERS > 0 ? { owner: userName(seq % USERS) } : {}) }) })
       .then(async (res) => {
         await res.body.dump();
         if (res.statusCode === 201) answered.set(seq, performance.now());
@@ -136,7 +167,10 @@ async function main() {
   await Promise.all(inflight);
   say(`${total} writes sent (${failed} failed); waiting for deliveries`);
   const writeSeconds = (performance.now() - started) / 1000;
-  const expected = (total - failed) * (SUBS / GROUPS);
+  // Each write reaches the subscribers of its group; with users, those of its owner among them.
+  let perWrite = SUBS / GROUPS;
+  if (USERS > 0) perWrite = Array.from({ length: SUBS }, (_, i) => i).filter((i) => i % GROUPS === 0 && i % USERS === 0).length;
+  const expected = (total - failed) * perWrite;
   const deadline = performance.now() + 30_000;
   while (delivered < expected && performance.now() < deadline) await sleep(100);
   const cpu = (cpuMicrosOf(replicas.map((r) => r.pid)) - cpuBefore) / 1e6;
@@ -168,6 +202,7 @@ async function main() {
     subscribers: SUBS,
     replicas: 2,
     groups: GROUPS,
+    identities: USERS > 0 ? `${USERS} users (readFilter owner = @user.id), backend identity ${IDENTITY}` : 'anonymous (one per replica)',
     writesPerSecond: RATE,
     seconds: SECONDS,
     writes: total,

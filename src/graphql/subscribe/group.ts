@@ -11,7 +11,7 @@
 import type { ExecutionResult } from 'graphql';
 import type { RequestContext } from '../types.js';
 import type { ChangeOp } from '../document/subscriptions.js';
-import type { Change } from './change.js';
+import type { Change, FeedChange } from './change.js';
 import type { Viewer } from './seen.js';
 import type { EndReason, SubscriptionStream, Transport } from './subscription.js';
 
@@ -53,8 +53,17 @@ export interface ChangeValue {
 
 type Plain = string | number | boolean;
 
+/** A live change waiting for its group's next batch, with how many subscriptions were registered when it arrived (later ones do not get it). */
+export interface PendingChange {
+  readonly fc: FeedChange;
+  readonly registeredBy: number;
+}
+
 export class SubscriberGroup {
   readonly members = new Set<ActiveSubscription>();
+  /** Live changes waiting while the previous batch is re-read (hub.ts). */
+  readonly pending: PendingChange[] = [];
+  pumping = false;
   private readonly byIdentity = new Map<string, Set<ActiveSubscription>>();
   /** Field → value → the subscribers whose find requires `field` to equal (or hold) `value`. */
   private readonly byField = new Map<string, Map<Plain, Set<ActiveSubscription>>>();

@@ -20,7 +20,7 @@ import type { ExecutionResult } from 'graphql';
 import type { BackendReader, ReadPolicy } from '../types.js';
 import type { Change, FeedChange } from './change.js';
 import type { ChangeFeed } from './feed.js';
-import { SubscriberGroup, type ActiveSubscription, type ChangeValue } from './group.js';
+import { SubscriberGroup, type ActiveSubscription, type ChangeValue, type PendingChange } from './group.js';
 import { DELETE_SEEN, seeAll } from './seen.js';
 import type { EndReason, Transport } from './subscription.js';
 
@@ -116,40 +116,59 @@ export class SubscriptionHub {
 
   /**
    * The changes of one read of the feed (or a resume's missed changes, `only` for the resuming
-   * subscriber), to every local subscriber allowed to see them, in feed order. The re-reads start
-   * at once (re-reads of successive batches overlap), and each identity's subscribers are handed
-   * their results in feed order (a chain per identity); only a subscriber the change matches gets
-   * anything queued. Resolves when every result is queued (a resume waits for it).
+   * subscriber), to every local subscriber allowed to see them, in feed order. Live changes wait in
+   * their read group's queue while that group's previous batch is being re-read, and go together
+   * in its next batch: at a low rate each change is re-read at once; when re-reads take longer
+   * than changes take to arrive, batches grow instead of re-reads piling up (one in flight per
+   * group). Each group's subscribers are handed their results in feed order (a chain per group);
+   * only a subscriber the change matches gets anything queued. A resume's dispatch resolves when
+   * every result is queued.
    */
   dispatch(batch: readonly FeedChange[], only?: ActiveSubscription): Promise<void> {
     const queued: Array<Promise<void>> = [];
     for (const [key, changes] of byCollectionOf(batch)) {
-      let groups: Iterable<SubscriberGroup> | undefined;
       if (only) {
         const group = new SubscriberGroup(only.readKey);
         group.add(only);
-        groups = [group];
-      } else groups = this.byCollection.get(key)?.byRead.values();
-      if (!groups) continue;
-      for (const group of groups) {
-        const next = this.dispatchToGroup(group, changes, only);
+        const next = this.dispatchToGroup(group, changes.map((fc) => ({ fc, registeredBy: this.additions })), only);
         if (next) queued.push(next);
+        continue;
       }
+      const groups = this.byCollection.get(key)?.byRead.values();
+      if (groups) for (const group of groups) this.enqueue(group, changes);
     }
     return queued.length === 0 ? Promise.resolve() : Promise.all(queued).then(() => undefined);
   }
 
+  /** Queues live changes for a group; starts its next batch unless one is being re-read. */
+  private enqueue(group: SubscriberGroup, changes: readonly FeedChange[]): void {
+    for (const fc of changes) if (group.wants(fc.change)) group.pending.push({ fc, registeredBy: this.additions });
+    if (group.pumping || group.pending.length === 0) return;
+    group.pumping = true;
+    const run = (): void => {
+      const batch = group.pending.splice(0);
+      const done = this.dispatchToGroup(group, batch, undefined) ?? Promise.resolve();
+      void done.then(() => {
+        if (group.pending.length > 0 && group.size > 0) run();
+        else {
+          group.pending.length = 0;
+          group.pumping = false;
+        }
+      });
+    };
+    run();
+  }
+
   /** One read group's share of a collection's changes: batched re-reads, then delivery in order after its previous batch. */
-  private dispatchToGroup(group: SubscriberGroup, all: readonly FeedChange[], only: ActiveSubscription | undefined): Promise<void> | undefined {
-    const changes = all.filter((fc) => group.wants(fc.change));
+  private dispatchToGroup(group: SubscriberGroup, all: readonly PendingChange[], only: ActiveSubscription | undefined): Promise<void> | undefined {
+    const changes = all.filter((p) => group.wants(p.fc.change));
     const viewers = changes.length > 0 ? group.viewers() : [];
     if (viewers.length === 0) return undefined;
-    const seen = seeAll(this.o, changes.map((fc) => fc.change), viewers);
-    const registeredBy = this.additions;
+    const seen = seeAll(this.o, changes.map((p) => p.fc.change), viewers);
     const key = group.readKey;
     const prior = this.chains.get(key);
     const next = (prior ? prior.then(() => seen) : seen).then((views) => {
-      changes.forEach((fc, i) => {
+      changes.forEach(({ fc, registeredBy }, i) => {
         // Subscribers of one identity with the same operation share one execution per change.
         let built: Map<string, Promise<ExecutionResult>> | undefined;
         // Each distinct view once (identities reading the same request see the same object); a
