@@ -129,7 +129,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
   });
   let authenticate: Authenticate | undefined;
   const callerOf = createCallers({ context, registry, authenticate: () => authenticate });
-  const serveSse = createSseTransport(subscriptions);
+  const serveSse = createSseTransport(subscriptions, config.subscriptions.heartbeatSeconds * 1000);
   const clientIp = createClientIpResolver(config.listen.trustedProxies);
   const websockets = createWsTransport({
     service: subscriptions,

@@ -182,4 +182,27 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
     alice.close();
     carol.close();
   });
+
+  it('SSE heartbeats follow subscriptions.heartbeatSeconds (here 1 s; graphql-sse alone pings every 12 s)', async () => {
+    const other = await startTestOutrigger({
+      service: { id: 'gql-subs' },
+      upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } },
+      redis: { url: redis.url },
+      users: await staticUsers({ root: ['root'], alice: ['owner'], bob: ['owner'], carol: ['everything'] }),
+      acl: { mode: 'enforce' },
+      subscriptions: { heartbeatSeconds: 1 },
+    });
+    try {
+      await until(async () => (await call(other.url, '/graphql/subs', { method: 'POST', auth: CAROL, body: { query: '{ __typename }' } })).status === 200, 'the other replica serving the app');
+      const sub = await rawSse(other.url, 'subs', 'subscription { orderChanged(status: "beat") { op } }', { auth: CAROL });
+      expect(sub.status).toBe(200);
+      const started = Date.now();
+      // The first comment at once, then one a second.
+      await until(() => sub.events.filter((e) => e.comment !== undefined).length >= 3, 'three comments', 10_000);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+      await sub.close();
+    } finally {
+      await other.stop();
+    }
+  });
 });

@@ -179,6 +179,11 @@ export class ChangeFeed {
     const batch = this.queue;
     this.queue = [];
     try {
+      if (batch.length === 1) {
+        // The common case at a moderate rate: one command, not MULTI/XADD/EXEC.
+        await this.o.redis.xadd(this.o.feedKey, 'MAXLEN', '~', this.o.retention.changes, '*', 'c', JSON.stringify(batch[0]));
+        return;
+      }
       const multi = this.o.redis.multi();
       batch.forEach((change, i) => {
         const text = JSON.stringify(change);

@@ -1,8 +1,9 @@
 /**
  * GraphQL over Server-Sent Events (SPEC §6.5), distinct-connections mode of the `graphql-sse`
  * protocol, with the `graphql-sse` library's handler: it parses the request (`POST` JSON or `GET`
- * query parameters), frames `next` and `complete` events and sends its first comment and a ping
- * every 12 s. What it does not do is added around it here: each `next` carries `id:` (the change's
+ * query parameters), frames `next` and `complete` events and sends its first comment. What it does
+ * not do is added around it here: the heartbeat comment every `subscriptions.heartbeatSeconds` (the
+ * library's own fixed 12 s ping is dropped), each `next` carries `id:` (the change's
  * feed position, taken in order from the subscription as it hands results out), a `Last-Event-ID`
  * resumes, the response's unsent bytes are bounded (past 1 MiB the subscriber is ended with an
  * error event naming why), and a shutdown ends the stream with `retry:`.
@@ -26,7 +27,10 @@ interface SseContext {
   stream?: SubscriptionStream;
 }
 
-export function createSseTransport(service: SubscriptionService) {
+/** The library's ping and first comment (an empty SSE comment). */
+const COMMENT = ':\n\n';
+
+export function createSseTransport(service: SubscriptionService, heartbeatMs = 15_000) {
   const handler = createHandler<IncomingMessage, SseContext>({
     authenticate: () => undefined,
     onSubscribe: async (req, params) => {
@@ -76,9 +80,20 @@ export function createSseTransport(service: SubscriptionService) {
     res.flushHeaders();
     const onClose = () => void out.return(undefined);
     res.once('close', onClose);
+    const heartbeat = setInterval(() => {
+      if (!res.destroyed && !res.writableEnded) res.write(COMMENT);
+    }, heartbeatMs);
+    heartbeat.unref();
+    let first = true;
     try {
       for await (const chunk of out) {
         if (res.destroyed || res.writableEnded) break;
+        if (chunk === COMMENT) {
+          // The first comment goes out at once (some browsers wait for a first byte); the library's 12 s pings do not.
+          if (first) res.write(chunk);
+          first = false;
+          continue;
+        }
         if (chunk.startsWith('event: next')) {
           const id = context.ids.shift();
           res.write(id ? `id: ${id}\n${chunk}` : chunk);
@@ -88,6 +103,7 @@ export function createSseTransport(service: SubscriptionService) {
         }
       }
     } finally {
+      clearInterval(heartbeat);
       res.off('close', onClose);
       if (!res.destroyed && !res.writableEnded) res.end();
       // A client that does not read never lets the end through: give it a moment, then cut.
