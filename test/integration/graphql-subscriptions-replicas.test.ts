@@ -93,6 +93,22 @@ describe('GraphQL subscriptions over two replicas (SPEC §6.5)', () => {
     await sub.close();
   });
 
+  it('a replica reads the feed only while it has subscribers: its blocking reader starts with the first and stops after the last (issue 38)', async () => {
+    const blocked = async () => Number(/blocked_clients:(\d+)/.exec(await client.info('clients'))?.[1] ?? NaN);
+    await until(async () => (await openSubscriptions(a.url)) + (await openSubscriptions(b.url)) === 0, 'earlier subscriptions closed');
+    // Nothing subscribed anywhere: no replica blocks on the feed (the last reader stops within its 1 s block).
+    await until(async () => (await blocked()) === 0, 'no blocked reader', 5000);
+    const sub = await rawSse(b.url, 'subs', 'subscription { orderChanged(status: "z") { op } }', { auth: CAROL });
+    expect(sub.status).toBe(200);
+    await until(async () => (await blocked()) === 1, 'replica b reading the feed', 5000);
+    await insert(a.url, CAROL, { status: 'z' });
+    await sub.waitForNexts(1);
+    // Replica a, the writer, does not read (b's reader is blocked or between two reads).
+    for (let i = 0; i < 5; i++, await new Promise((r) => setTimeout(r, 100))) expect(await blocked()).toBeLessThanOrEqual(1);
+    await sub.close();
+    await until(async () => (await blocked()) === 0, 'the reader stopped after the last subscriber', 5000);
+  });
+
   it('maxPerPrincipal: the fourth subscription of one user is refused with 429 (SSE) or an error (WebSocket), naming the bound', async () => {
     await until(async () => (await openSubscriptions(b.url)) === 0, 'earlier subscriptions closed');
     const open = await Promise.all([0, 1, 2].map(() => rawSse(b.url, 'subs', 'subscription { myOrders { op } }', { auth: ALICE })));
