@@ -142,6 +142,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     clientIp: (req) => clientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for']).ip,
     authenticate: () => authenticate,
     authorize: (scope) => context.authorizeOwnRoute(scope),
+    limit: (scope) => context.limits?.check(scope),
     callerOf,
   });
   context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('sse'), { transport: 'sse' });

@@ -183,17 +183,23 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
     carol.close();
   });
 
-  it('SSE heartbeats follow subscriptions.heartbeatSeconds (here 1 s; graphql-sse alone pings every 12 s)', async () => {
+  /** Another replica of the same service (the app comes through Redis) with more settings. */
+  const anotherReplica = async (more: Record<string, unknown>) => {
     const other = await startTestOutrigger({
       service: { id: 'gql-subs' },
       upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } },
       redis: { url: redis.url },
       users: await staticUsers({ root: ['root'], alice: ['owner'], bob: ['owner'], carol: ['everything'] }),
       acl: { mode: 'enforce' },
-      subscriptions: { heartbeatSeconds: 1 },
+      ...more,
     });
+    await until(async () => (await call(other.url, '/graphql/subs', { method: 'POST', auth: ROOT, body: { query: '{ __typename }' } })).status === 200, 'the other replica serving the app');
+    return other;
+  };
+
+  it('SSE heartbeats follow subscriptions.heartbeatSeconds (here 1 s; graphql-sse alone pings every 12 s)', async () => {
+    const other = await anotherReplica({ subscriptions: { heartbeatSeconds: 1 } });
     try {
-      await until(async () => (await call(other.url, '/graphql/subs', { method: 'POST', auth: CAROL, body: { query: '{ __typename }' } })).status === 200, 'the other replica serving the app');
       const sub = await rawSse(other.url, 'subs', 'subscription { orderChanged(status: "beat") { op } }', { auth: CAROL });
       expect(sub.status).toBe(200);
       const started = Date.now();
@@ -201,6 +207,32 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
       await until(() => sub.events.filter((e) => e.comment !== undefined).length >= 3, 'three comments', 10_000);
       expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
       await sub.close();
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it('subscriptions count against rate limits once when they start, over SSE and WebSocket alike (one allowance)', async () => {
+    const other = await anotherReplica({ limits: { policies: [{ name: 'subs', by: 'user', limit: 2, window: '1d', condition: "path-prefix('/graphql/subs')" }] } });
+    const query = 'subscription { orderChanged(status: "limited") { op } }';
+    try {
+      const first = await rawSse(other.url, 'subs', query, { auth: CAROL });
+      expect(first.status).toBe(200);
+      const second = wsSubscribe(other.url, 'subs', query, { auth: CAROL });
+      await subscribed(other.url, 2);
+      const third = wsSubscribe(other.url, 'subs', query, { auth: CAROL });
+      await until(() => third.error !== undefined, 'the third subscription refused');
+      expect(JSON.stringify(third.error)).toContain('TOO_MANY_REQUESTS');
+      expect(JSON.stringify(third.error)).toContain("rate limit 'subs'");
+      const fourth = await rawSse(other.url, 'subs', query, { auth: CAROL });
+      expect(fourth.status).toBe(429);
+      // The two admitted still get changes.
+      await insert(CAROL, { owner: 'carol', status: 'limited' });
+      await first.waitForNexts(1);
+      await received(second, 1);
+      await first.close();
+      second.close();
+      third.close();
     } finally {
       await other.stop();
     }

@@ -36,6 +36,8 @@ export interface WsParts {
   clientIp(req: IncomingMessage): string;
   authenticate(): Authenticate | undefined;
   authorize(scope: RequestScope): void;
+  /** Rate limits (SPEC §10): each subscription started on a socket counts once, as an SSE subscription's request does; throws 429/503. */
+  limit?: (scope: RequestScope) => Promise<void> | void;
   callerOf(scope: RequestScope, app: CompiledApp, appPath: string): SseOpen;
 }
 
@@ -75,6 +77,14 @@ export function createWsTransport(parts: WsParts) {
         const p = pending.get(ctx.extra.request);
         if (!p) return [new GraphQLError('the connection is not initialised')];
         const socket = ctx.extra.socket;
+        try {
+          await parts.limit?.(p.scope);
+        } catch (error) {
+          const e = error instanceof OutriggerError ? error : undefined;
+          const errors = [{ message: e?.message ?? 'the rate limit could not be checked', extensions: { code: e?.code ?? 'RATE_LIMITS_UNAVAILABLE' } }];
+          if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ id, type: 'error', payload: errors }));
+          return { schema: p.app.schema, document: NOTHING, contextValue: { stream: ended() } } as ExecutionArgs;
+        }
         const opened = await parts.service.open({
           ...parts.callerOf(p.scope, p.app, p.appPath),
           params: payload,
@@ -164,6 +174,7 @@ async function authenticated(parts: WsParts, req: IncomingMessage, authorization
   // POST: the ACL decides as for a POST to /graphql/<uri> (SPEC §6.5).
   const asPost = Object.create(req, { headers: { value: headers }, method: { value: 'POST' } }) as IncomingMessage;
   const scope = new RequestScope(asPost, new ServerResponse(asPost), parts.clientIp(req), Boolean((req.socket as { encrypted?: boolean }).encrypted));
+  scope.routeKind = 'graphql'; // limits (SPEC §10) apply as to the app's own route
   const authenticate = parts.authenticate();
   if (authenticate) scope.principal = await authenticate(scope);
   return scope;
