@@ -163,6 +163,8 @@ async function main() {
     noteLoad('webhooks done');
     if (wanted('graphql')) results.graphql = await graphqlComparison(ctx);
     noteLoad('graphql done');
+    if (wanted('subscriptions')) results.subscriptions = subscriptionRuns(ctx);
+    noteLoad('subscriptions done');
   } finally {
     await stopAll();
     await redis.stop().catch(() => {});
@@ -575,3 +577,40 @@ main().catch(async (error) => {
   await stopAll();
   process.exit(1);
 });
+
+// ---------------------------------------------------------------------------------------------
+// 5. GraphQL subscriptions (issue 38): bench/subscriptions.mjs in a process of its own per shape
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * SPEC §6.5's latency bound (1,000 subscribers over two replicas, 500 writes/s, p99 ≤ 100 ms) in
+ * two shapes: anonymous subscribers (one identity per replica, the shape tracked since the first
+ * run) and 100 signed-in users under `readFilter: {owner: "@user.id"}` (BENCH_SUB_USERS). Each run
+ * starts its own Redis, stand-in and replicas (bench/subscriptions.mjs); BENCH_SUB_SECONDS (10)
+ * and BENCH_SUB_RATE (500) apply to both.
+ */
+function subscriptionRuns(ctx) {
+  const shapes = [
+    { id: 'anonymous', what: 'anonymous subscribers (one identity per replica)', env: {} },
+    { id: 'users', what: '100 users, readFilter owner = @user.id (50 identities per replica)', env: { BENCH_SUB_USERS: '100' } },
+  ];
+  const rows = [];
+  for (const shape of shapes) {
+    say(`subscriptions: ${shape.what}`);
+    const run = spawnSync(process.execPath, ['bench/subscriptions.mjs'], {
+      env: { ...process.env, BENCH_SUB_SECONDS: process.env.BENCH_SUB_SECONDS ?? '10', ...shape.env },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+      timeout: 600_000,
+    });
+    writeFileSync(join(ctx.work, `subscriptions-${shape.id}.json`), run.stdout ?? '');
+    let result = null;
+    try {
+      result = JSON.parse(run.stdout.slice(run.stdout.indexOf('{')));
+    } catch {
+      say(`subscriptions: the ${shape.id} run gave no result (exit ${run.status})`);
+    }
+    rows.push({ id: shape.id, what: shape.what, result });
+  }
+  return { rows };
+}
