@@ -237,4 +237,40 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
       await other.stop();
     }
   });
+
+  it('users the backend cannot tell apart share one re-read, and each still gets only what its readFilter shows, projected (issue 38)', async () => {
+    // No upstream.identity: the backend sees the same (no) identity for alice and bob, so their
+    // re-reads share one read and readFilter {owner: @user.id} is applied in process.
+    await until(async () => (await openSubscriptions(proxy.url)) === 0, 'earlier subscriptions closed');
+    const other = await anotherReplica({ upstream: { url: backend.url } });
+    const query = 'subscription { orderChanged(status: "shared") { op document { number owner secret } } }';
+    try {
+      const alice = sseSubscribe(other.url, 'subs', query, { auth: ALICE });
+      const bob = wsSubscribe(other.url, 'subs', query, { auth: BOB });
+      const carol = sseSubscribe(other.url, 'subs', query, { auth: CAROL });
+      await subscribed(other.url, 3);
+      backend.clearRequests();
+      const first = await insert(BOB, { owner: 'bob', status: 'shared', secret: 's' });
+      await received(carol, 1);
+      await received(bob, 1);
+      const second = await insert(ALICE, { owner: 'alice', status: 'shared', secret: 's' });
+      await received(alice, 1);
+      await received(carol, 2);
+      expect(alice.values.map((v) => v.data!.orderChanged)).toEqual([{ op: 'insert', document: { number: second.n, owner: 'alice', secret: null } }]);
+      expect(bob.values.map((v) => v.data!.orderChanged)).toEqual([{ op: 'insert', document: { number: first.n, owner: 'bob', secret: null } }]);
+      expect(carol.values.map((v) => (v.data!.orderChanged as { document: { number: number; secret: string } }).document)).toEqual([
+        { number: first.n, owner: 'bob', secret: 's' },
+        { number: second.n, owner: 'alice', secret: 's' },
+      ]);
+      // One re-read per change for the three identities (alice's and bob's filter applied here; carol has none).
+      const rereads = backend.requests.filter((r) => r.method === 'GET' && r.url.startsWith('/shop/orders?'));
+      expect(rereads).toHaveLength(2);
+      for (const r of rereads) expect(decodeURIComponent(r.url)).not.toContain('owner');
+      alice.close();
+      bob.close();
+      carol.close();
+    } finally {
+      await other.stop();
+    }
+  });
 });
