@@ -2,8 +2,8 @@
  * The change feed through Redis (SPEC §6.5, "every replica sees every change"): the replica that
  * proxied a write appends its changes to one stream per service (`keys.subscriptionFeed`, capped
  * by `subscriptions.retention`: `MAXLEN ~ changes`, and `MINID` for the minutes), and every replica
- * reads the stream on a blocking connection of its own and hands each change, in stream order, to
- * its hub. Positions are the stream ids.
+ * with subscribers reads the stream on a blocking connection of its own and hands the changes of
+ * each read, in stream order, to its hub. Positions are the stream ids.
  *
  * Nothing is published for a collection nobody subscribes to: replicas claim the collections they
  * have subscribers for in a sorted set (`keys.subscribedCollections`, scored by when the claim
