@@ -134,6 +134,8 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
   const rules: ValidationRule[] = [...specifiedRules, depthLimitRule(limits.maxDepth)];
   if (!introspection) rules.push(NoSchemaIntrospectionCustomRule);
   const cache = opts.documentCache ?? new DocumentCache();
+  /** The estimate of each operation without variables (issue 39: walked per request before). */
+  const constantCosts = new WeakMap<OperationDefinitionNode, CostEstimate>();
   const version = appVersion(app);
 
   return {
@@ -159,7 +161,16 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
     maxCost: { ...limits.maxCost, ...(normalized.descriptor.maxCost ?? {}), output: output.maxOutput },
     output,
     estimate(document, operation, variables) {
-      return estimateCost(schema, normalized, limits, operation, fragmentsOf(document), variables);
+      // An operation without variables always costs the same: estimated once per cached document.
+      if (operation.variableDefinitions !== undefined && operation.variableDefinitions.length > 0) {
+        return estimateCost(schema, normalized, limits, operation, fragmentsOf(document), variables);
+      }
+      let cost = constantCosts.get(operation);
+      if (cost === undefined) {
+        cost = estimateCost(schema, normalized, limits, operation, fragmentsOf(document), variables);
+        constantCosts.set(operation, cost);
+      }
+      return cost;
     },
     checkMutation(document, operation, variables) {
       const mutationType = schema.getMutationType();
