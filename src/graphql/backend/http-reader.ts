@@ -6,6 +6,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
+import { getBody, type GetAnswer, type GetFailure } from './get-body.js';
 import { OutriggerError } from '../../errors.js';
 import type { RequestTrace } from '../../observability/tracing/tracing.js';
 import type { BackendRead, BackendReader, RequestContext } from '../types.js';
@@ -43,10 +44,23 @@ export interface HttpBackendReader extends BackendReader {
  * (`: , $ @ /`) readable and short: batched filters stay well under URL length limits.
  */
 export function encodeQueryComponent(value: string): string {
-  return encodeURIComponent(value).replace(/%(3A|2C|24|40|2F)/g, (m) => KEPT_ESCAPES[m] as string);
+  // ASCII (filters almost always are) escaped from a table: a quarter of the time of
+  // encodeURIComponent with its escapes put back (issue 39); anything else the long way.
+  let out = '';
+  let start = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 0x80) return encodeURIComponent(value).replace(/%(3A|2C|24|40|2F)/g, (m) => KEPT_ESCAPES[m] as string);
+    if (KEPT[c]) continue;
+    out += value.slice(start, i) + (ESCAPED[c] as string);
+    start = i + 1;
+  }
+  return start === 0 ? value : out + value.slice(start);
 }
 
 const KEPT_ESCAPES: Readonly<Record<string, string>> = { '%3A': ':', '%2C': ',', '%24': '$', '%40': '@', '%2F': '/' };
+/** `%XX` of each ASCII character. */
+const ESCAPED: string[] = Array.from({ length: 128 }, (_, c) => `%${c.toString(16).toUpperCase().padStart(2, '0')}`);
 
 /** Length of `encodeQueryComponent(value)` without building it (batches size their filters with it). */
 export function encodedQueryLength(value: string): number {
@@ -126,37 +140,28 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
         ...(aggregation ? { 'outrigger.graphql.aggregation': aggregation.name } : {}),
       }));
       if (span) headers.traceparent = span.traceparent;
-      let response: Dispatcher.ResponseData;
+      let answer: GetAnswer;
       try {
-        response = await dispatcher.request({
-          origin,
-          path: `${target}?${readQueryString(read)}`,
-          method: 'GET',
-          headers,
-          signal: ctx.signal,
-        });
-        span?.end(response.statusCode);
-      } catch (error) {
-        span?.fail((error as { code?: string }).code ?? 'error');
-        span?.end();
+        answer = await getBody(dispatcher, { origin, path: `${target}?${readQueryString(read)}`, headers, signal: ctx.signal, maxBytes });
+      } catch (failure) {
+        const { phase, error, statusCode } = failure as GetFailure;
+        if (phase === 'connect') {
+          span?.fail((error as { code?: string }).code ?? 'error');
+          span?.end();
+        } else span?.end(statusCode);
         if (ctx.signal?.aborted) throw error;
-        throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend could not be reached to read ${what}; try again later`), error);
+        if (phase === 'tooLarge') throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered with more than ${maxBytes} bytes for one page`);
+        const message = phase === 'connect' ? `the backend could not be reached to read ${what}; try again later` : `the backend connection failed while reading ${what}`;
+        throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', message), error);
       }
-      const status = response.statusCode;
+      const status = answer.statusCode;
+      span?.end(status);
       if (status < 200 || status > 299) {
-        await response.body.dump().catch(() => undefined);
         // A missing declared aggregation is not an empty result: the app's save did not reach the backend.
         if (status === 404 && notFoundAsEmpty && !aggregation) return [];
         throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered ${status} ${STATUS_CODES[status] ?? ''} to a read of ${what}`.trimEnd());
       }
-      let text: string;
-      try {
-        text = await readCapped(response.body, maxBytes);
-      } catch (error) {
-        if (ctx.signal?.aborted) throw error;
-        if (error instanceof OutriggerError) throw error;
-        throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend connection failed while reading ${what}`), error);
-      }
+      const text = answer.text as string;
       let body: unknown;
       try {
         body = JSON.parse(text);
@@ -177,21 +182,6 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
       await ownPool?.close();
     },
   };
-}
-
-async function readCapped(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buf = chunk as Buffer;
-    size += buf.length;
-    if (size > maxBytes) {
-      body.destroy();
-      throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered with more than ${maxBytes} bytes for one page`);
-    }
-    chunks.push(buf);
-  }
-  return (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8');
 }
 
 function withCause(error: OutriggerError, cause: unknown): OutriggerError {

@@ -180,4 +180,8 @@ it('encodeQueryComponent keeps : , $ @ / readable and escapes the rest', () => {
   for (const s of ['{"$in":[1,2],"a b":"x&y=z+"}', 'città ✓ 😀 \u0000 ~*()\'!', JSON.stringify({ _id: { $oid: '65a000000000000000000001' } })]) {
     expect(encodedQueryLength(s)).toBe(encodeQueryComponent(s).length);
   }
+  // The ASCII table (issue 39) writes what encodeURIComponent with : , $ @ / put back writes.
+  const reference = (s: string) => encodeURIComponent(s).replace(/%(3A|2C|24|40|2F)/g, (m) => decodeURIComponent(m));
+  const ascii = Array.from({ length: 128 }, (_, c) => String.fromCharCode(c)).join('');
+  for (const s of [ascii, `${ascii}é`, '', 'plain', '%41', ' ', 'a\u007f']) expect(encodeQueryComponent(s)).toBe(reference(s));
 });
