@@ -1,0 +1,135 @@
+#!/usr/bin/env node
+/**
+ * A/B of two builds of Outrigger on the GraphQL bench (issue 39): CPU time per query of each
+ * build's process over an exact number of queries, beside the hand-written graphql-js server and
+ * the floor (bench/servers/graphql-floor.mjs) on the same stand-in backend, several rounds in a
+ * new shuffled order each. Same app, permissions, API key and ACL as bench/run.mjs section 4.
+ * Ratios are per round: the hand-written server's CPU per query ÷ each side's.
+ *
+ *   node bench/graphql-ab.mjs --base DIR [--with .] [--shape flat|nested] [--queries 3000]
+ *                             [--rounds 5] [--connections 20] [--cpu-prof]
+ *
+ * A build is a directory holding package.json, dist/ and node_modules/ (bench/ab.mjs).
+ */
+import { readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { median, shuffle } from './lib/load.mjs';
+import { startOutrigger } from './lib/outrigger.mjs';
+import { forkServer, stopAll, stopAllOnExit } from './lib/processes.mjs';
+import { startRedis } from './lib/redis.mjs';
+import { GRAPHQL_APP, GRAPHQL_PERMISSIONS, GRAPHQL_SHAPES } from './lib/scenarios.mjs';
+
+const { values: opts } = parseArgs({
+  options: {
+    base: { type: 'string' },
+    with: { type: 'string', default: '.' },
+    shape: { type: 'string', default: 'flat' },
+    queries: { type: 'string', default: '3000' },
+    rounds: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '20' },
+    'cpu-prof': { type: 'boolean', default: false },
+  },
+});
+const shape = GRAPHQL_SHAPES.find((s) => s.id === opts.shape);
+if (!shape) throw new Error(`unknown shape ${opts.shape}`);
+const queries = Number(opts.queries);
+const rounds = Number(opts.rounds);
+const work = resolve('bench/.work', `graphql-ab-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+const body = JSON.stringify({ query: shape.query });
+
+function cpuMicros(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+function load(target, amount) {
+  return new Promise((ok, fail) =>
+    autocannon(
+      { url: target.url, method: 'POST', body, amount, connections: Number(opts.connections), headers: { 'content-type': 'application/json', accept: 'application/json', ...target.headers } },
+      (error, result) => (error ? fail(error) : ok(result)),
+    ),
+  );
+}
+
+/** One API key written through Outrigger's own store (as bench/run.mjs does). */
+async function issueKey(redisUrl, serviceId) {
+  const { Redis } = await import('ioredis');
+  const { ApiKeyStore } = await import('../dist/src/keys/key-store.js');
+  const { generateApiKey, hashApiKey } = await import('../dist/src/keys/key-format.js');
+  const { redisKeys } = await import('../dist/src/store/keys.js');
+  const { randomBytes } = await import('node:crypto');
+  const client = new Redis(redisUrl);
+  try {
+    const key = generateApiKey('rig');
+    const now = Date.now();
+    const record = { _id: randomBytes(12).toString('hex'), owner: 'bench', name: 'bench', roles: ['reader'], createdAt: now, expiresAt: now + 86_400_000, via: 'api', serviceId, keyHash: hashApiKey(key) };
+    await new ApiKeyStore(client, redisKeys('outrigger', serviceId)).issueWithinLimit(record, 1_000_000, now);
+    return key;
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function main() {
+  stopAllOnExit();
+  mkdirSync(work, { recursive: true });
+  process.stdout.write(`graphql-ab: ${shape.id}, ${queries} queries × ${rounds} rounds, load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')}; logs in ${work}\n`);
+  const redis = await startRedis(work);
+  const standin = await forkServer('standin', 'bench/servers/standin.mjs', { log: join(work, 'standin.log') });
+  const prof = (name) => (opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : []);
+  const targets = [];
+  const builds = opts.base ? { base: resolve(opts.base), with: resolve(opts.with) } : { with: resolve(opts.with) };
+  for (const [build, root] of Object.entries(builds)) {
+    const o = await startOutrigger({
+      name: `graphql-${build}`,
+      workDir: work,
+      redisUrl: redis.url,
+      upstreamUrl: standin.url,
+      root,
+      config: { graphql: { backend: { auth: 'caller' } }, acl: { mode: 'enforce' }, shutdown: { drainSeconds: 0 } },
+      setup: { permissions: GRAPHQL_PERMISSIONS, apps: [GRAPHQL_APP] },
+      nodeArgs: prof(build),
+    });
+    targets.push({ id: build, url: `${o.url}/graphql/bench`, pid: o.pid, headers: { authorization: `Bearer ${await issueKey(redis.url, o.serviceId)}` } });
+  }
+  for (const [id, script] of [['baseline', 'graphql-baseline.mjs'], ['floor', 'graphql-floor.mjs']]) {
+    const s = await forkServer(id, `bench/servers/${script}`, { env: { BACKEND: standin.url }, log: join(work, `${id}.log`), execArgv: prof(id) });
+    targets.push({ id, url: `http://127.0.0.1:${s.port}/graphql`, pid: s.pid, headers: {} });
+  }
+  for (const t of targets) {
+    const r = await load(t, Math.max(500, queries / 3));
+    if (r['2xx'] !== r.requests.total) throw new Error(`${t.id} answered ${r.requests.total - r['2xx']} of ${r.requests.total} warm-up queries with an error`);
+  }
+  const cpu = Object.fromEntries(targets.map((t) => [t.id, []]));
+  for (let r = 0; r < rounds; r++) {
+    for (const t of shuffle(targets)) {
+      const before = cpuMicros(t.pid);
+      const result = await load(t, queries);
+      cpu[t.id].push((cpuMicros(t.pid) - before) / result['2xx']);
+    }
+    process.stdout.write(`round ${r + 1}: ${targets.map((t) => `${t.id} ${cpu[t.id][r].toFixed(0)} µs`).join(', ')}; load ${loadavg()[0].toFixed(1)}\n`);
+  }
+  process.stdout.write(`\n| side | CPU µs/query median (min–max) | hand-written ÷ this, per round: median (min–max) |\n|---|---|---|\n`);
+  for (const t of targets) {
+    const ratios = cpu.baseline.map((b, i) => b / cpu[t.id][i]);
+    const f = (xs, d) => `${median(xs).toFixed(d)} (${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)})`;
+    process.stdout.write(`| ${t.id} | ${f(cpu[t.id], 0)} | ${f(ratios, 2)} |\n`);
+  }
+  if (cpu.base) {
+    const r = cpu.with.map((w, i) => w / cpu.base[i]);
+    process.stdout.write(`\nwith ÷ base CPU per query, per round: ${median(r).toFixed(3)} (${Math.min(...r).toFixed(3)}–${Math.max(...r).toFixed(3)})\n`);
+  }
+  process.stdout.write(`load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' / ')}\n`);
+  await stopAll();
+  process.exit(0);
+}
+
+main().catch(async (error) => {
+  process.stderr.write(`graphql-ab: ${error?.stack ?? error}\n`);
+  await stopAll();
+  process.exit(1);
+});
