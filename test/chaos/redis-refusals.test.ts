@@ -101,6 +101,13 @@ describe('chaos: Redis refuses (full, read-only): no door answers 500', () => {
 
   it('Redis read-only (REPLICAOF another server): 503 saying Redis is a read-only replica, never 500, at every door', { timeout: 120_000 }, async () => {
     const client = sys.redis.client;
+    // A replica takes its master's data: the master gets Outrigger's first (users, permissions,
+    // keys), as after a failover, or the sync would empty what Outrigger reads and the doors would
+    // answer 401/403 for the lost records instead of meeting the read-only refusal.
+    for (const key of await client.keys('*')) {
+      const [dump, ttl] = await Promise.all([client.dumpBuffer(key), client.pttl(key)]);
+      if (dump) await other.client.restore(key, ttl > 0 ? ttl : 0, dump, 'REPLACE');
+    }
     await client.replicaof('127.0.0.1', String(other.port));
     try {
       expect(await eventually(async () => /master_link_status:up/.test(await client.info('replication')), 10_000)).toBe(true);
