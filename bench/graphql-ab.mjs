@@ -7,7 +7,12 @@
  * Ratios are per round: the hand-written server's CPU per query ÷ each side's.
  *
  *   node bench/graphql-ab.mjs --base DIR [--with .] [--shape flat|nested] [--queries 3000]
- *                             [--rounds 5] [--connections 20] [--cpu-prof]
+ *                             [--rounds 5] [--processes 1] [--connections 20] [--cpu-prof]
+ *
+ * `--processes N` starts N processes of each build, interleaved (one process may run 10-20% dearer
+ * than another of the same build for its whole life; bench/ab.mjs); each build's figure is then
+ * the median over its processes and rounds, its ratio the median of (hand-written ÷ it) per round
+ * and process.
  *
  * A build is a directory holding package.json, dist/ and node_modules/ (bench/ab.mjs).
  */
@@ -30,6 +35,7 @@ const { values: opts } = parseArgs({
     shape: { type: 'string', default: 'flat' },
     queries: { type: 'string', default: '3000' },
     rounds: { type: 'string', default: '5' },
+    processes: { type: 'string', default: '1' },
     connections: { type: 'string', default: '20' },
     'cpu-prof': { type: 'boolean', default: false },
   },
@@ -83,22 +89,25 @@ async function main() {
   const prof = (name) => (opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : []);
   const targets = [];
   const builds = opts.base ? { base: resolve(opts.base), with: resolve(opts.with) } : { with: resolve(opts.with) };
-  for (const [build, root] of Object.entries(builds)) {
-    const o = await startOutrigger({
-      name: `graphql-${build}`,
-      workDir: work,
-      redisUrl: redis.url,
-      upstreamUrl: standin.url,
-      root,
-      config: { graphql: { backend: { auth: 'caller' } }, acl: { mode: 'enforce' }, shutdown: { drainSeconds: 0 } },
-      setup: { permissions: GRAPHQL_PERMISSIONS, apps: [GRAPHQL_APP] },
-      nodeArgs: prof(build),
-    });
-    targets.push({ id: build, url: `${o.url}/graphql/bench`, pid: o.pid, headers: { authorization: `Bearer ${await issueKey(redis.url, o.serviceId)}` } });
+  for (let p = 1; p <= Number(opts.processes); p++) {
+    for (const [build, root] of Object.entries(builds)) {
+      const name = Number(opts.processes) > 1 ? `${build}-${p}` : build;
+      const o = await startOutrigger({
+        name: `graphql-${name}`,
+        workDir: work,
+        redisUrl: redis.url,
+        upstreamUrl: standin.url,
+        root,
+        config: { graphql: { backend: { auth: 'caller' } }, acl: { mode: 'enforce' }, shutdown: { drainSeconds: 0 } },
+        setup: { permissions: GRAPHQL_PERMISSIONS, apps: [GRAPHQL_APP] },
+        nodeArgs: prof(name),
+      });
+      targets.push({ id: name, build, url: `${o.url}/graphql/bench`, pid: o.pid, headers: { authorization: `Bearer ${await issueKey(redis.url, o.serviceId)}` } });
+    }
   }
   for (const [id, script] of [['baseline', 'graphql-baseline.mjs'], ['floor', 'graphql-floor.mjs']]) {
     const s = await forkServer(id, `bench/servers/${script}`, { env: { BACKEND: standin.url }, log: join(work, `${id}.log`), execArgv: prof(id) });
-    targets.push({ id, url: `http://127.0.0.1:${s.port}/graphql`, pid: s.pid, headers: {} });
+    targets.push({ id, build: id, url: `http://127.0.0.1:${s.port}/graphql`, pid: s.pid, headers: {} });
   }
   for (const t of targets) {
     const r = await load(t, Math.max(500, queries / 3));
@@ -114,14 +123,17 @@ async function main() {
     process.stdout.write(`round ${r + 1}: ${targets.map((t) => `${t.id} ${cpu[t.id][r].toFixed(0)} µs`).join(', ')}; load ${loadavg()[0].toFixed(1)}\n`);
   }
   process.stdout.write(`\n| side | CPU µs/query median (min–max) | hand-written ÷ this, per round: median (min–max) |\n|---|---|---|\n`);
-  for (const t of targets) {
-    const ratios = cpu.baseline.map((b, i) => b / cpu[t.id][i]);
-    const f = (xs, d) => `${median(xs).toFixed(d)} (${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)})`;
-    process.stdout.write(`| ${t.id} | ${f(cpu[t.id], 0)} | ${f(ratios, 2)} |\n`);
+  const f = (xs, d) => `${median(xs).toFixed(d)} (${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)})`;
+  const byBuild = new Map();
+  for (const t of targets) byBuild.set(t.build, [...(byBuild.get(t.build) ?? []), t.id]);
+  for (const [build, ids] of byBuild) {
+    const all = ids.flatMap((id) => cpu[id]);
+    const ratios = ids.flatMap((id) => cpu.baseline.map((b, i) => b / cpu[id][i]));
+    process.stdout.write(`| ${build}${ids.length > 1 ? ` (${ids.length} processes)` : ''} | ${f(all, 0)} | ${f(ratios, 2)} |\n`);
   }
-  if (cpu.base) {
-    const r = cpu.with.map((w, i) => w / cpu.base[i]);
-    process.stdout.write(`\nwith ÷ base CPU per query, per round: ${median(r).toFixed(3)} (${Math.min(...r).toFixed(3)}–${Math.max(...r).toFixed(3)})\n`);
+  if (byBuild.has('base')) {
+    const r = byBuild.get('with').flatMap((id, p) => cpu[id].map((w, i) => w / cpu[byBuild.get('base')[p]][i]));
+    process.stdout.write(`\nwith ÷ base CPU per query, per round and process pair: ${f(r, 3)}\n`);
   }
   process.stdout.write(`load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' / ')}\n`);
   await stopAll();

@@ -6,7 +6,6 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
-import { getBody, type GetAnswer, type GetFailure } from './get-body.js';
 import { OutriggerError } from '../../errors.js';
 import type { RequestTrace } from '../../observability/tracing/tracing.js';
 import type { BackendRead, BackendReader, RequestContext } from '../types.js';
@@ -140,28 +139,37 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
         ...(aggregation ? { 'outrigger.graphql.aggregation': aggregation.name } : {}),
       }));
       if (span) headers.traceparent = span.traceparent;
-      let answer: GetAnswer;
+      let response: Dispatcher.ResponseData;
       try {
-        answer = await getBody(dispatcher, { origin, path: `${target}?${readQueryString(read)}`, headers, signal: ctx.signal, maxBytes });
-      } catch (failure) {
-        const { phase, error, statusCode } = failure as GetFailure;
-        if (phase === 'connect') {
-          span?.fail((error as { code?: string }).code ?? 'error');
-          span?.end();
-        } else span?.end(statusCode);
+        response = await dispatcher.request({
+          origin,
+          path: `${target}?${readQueryString(read)}`,
+          method: 'GET',
+          headers,
+          signal: ctx.signal,
+        });
+        span?.end(response.statusCode);
+      } catch (error) {
+        span?.fail((error as { code?: string }).code ?? 'error');
+        span?.end();
         if (ctx.signal?.aborted) throw error;
-        if (phase === 'tooLarge') throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered with more than ${maxBytes} bytes for one page`);
-        const message = phase === 'connect' ? `the backend could not be reached to read ${what}; try again later` : `the backend connection failed while reading ${what}`;
-        throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', message), error);
+        throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend could not be reached to read ${what}; try again later`), error);
       }
-      const status = answer.statusCode;
-      span?.end(status);
+      const status = response.statusCode;
       if (status < 200 || status > 299) {
+        await response.body.dump().catch(() => undefined);
         // A missing declared aggregation is not an empty result: the app's save did not reach the backend.
         if (status === 404 && notFoundAsEmpty && !aggregation) return [];
         throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered ${status} ${STATUS_CODES[status] ?? ''} to a read of ${what}`.trimEnd());
       }
-      const text = answer.text as string;
+      let text: string;
+      try {
+        text = await readCapped(response.body, maxBytes);
+      } catch (error) {
+        if (ctx.signal?.aborted) throw error;
+        if (error instanceof OutriggerError) throw error;
+        throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend connection failed while reading ${what}`), error);
+      }
       let body: unknown;
       try {
         body = JSON.parse(text);
@@ -182,6 +190,21 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
       await ownPool?.close();
     },
   };
+}
+
+async function readCapped(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = chunk as Buffer;
+    size += buf.length;
+    if (size > maxBytes) {
+      body.destroy();
+      throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered with more than ${maxBytes} bytes for one page`);
+    }
+    chunks.push(buf);
+  }
+  return (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8');
 }
 
 function withCause(error: OutriggerError, cause: unknown): OutriggerError {
