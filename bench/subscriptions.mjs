@@ -39,6 +39,7 @@ const RATE = Number(env.BENCH_SUB_RATE ?? 500);
 const SECONDS = Number(env.BENCH_SUB_SECONDS ?? 10);
 const GROUPS = Number(env.BENCH_SUB_GROUPS ?? 100);
 const USERS = Number(env.BENCH_SUB_USERS ?? 0);
+const WARMUP = Number(env.BENCH_SUB_WARMUP_SECONDS ?? 2);
 const IDENTITY = env.BENCH_SUB_IDENTITY ?? 'none';
 const JWT_SECRET = 'bench-subscriptions-secret-at-least-32-characters';
 const userName = (i) => `u${i}`;
@@ -124,13 +125,18 @@ async function main() {
   const rssBefore = replicas.map((r) => rssKb(r.pid));
   const answered = new Map();
   const latencies = [];
+  const bySecond = [];
   let delivered = 0;
   let early = 0;
   const onSeq = (seq) => {
     delivered++;
     const t = answered.get(seq);
     if (t === undefined) early++;
-    else latencies.push(performance.now() - t);
+    else {
+      latencies.push(performance.now() - t);
+      // By the second of the run the write was sent in: a backlog shows where it starts and drains.
+      (bySecond[Math.floor(seq / RATE)] ??= []).push(performance.now() - t);
+    }
   };
   const closers = [];
   for (let i = 0; i < SUBS; i += 50) {
@@ -142,6 +148,17 @@ async function main() {
 
   // RATE writes per second, evenly spaced, alternating replicas; each write's group picks its subscribers.
   const pools = replicas.map((r) => new Pool(r.url, { connections: 32 }));
+  // The first writes meet code not yet optimized by the JIT (every replica's, the stand-in's):
+  // WARMUP seconds at the same rate go first and are not measured (their events carry a negative `seq`, which `onSeq` never sees).
+  const warmupTotal = Math.round(RATE * WARMUP);
+  const warmupStarted = performance.now();
+  for (let seq = -warmupTotal; seq < 0; seq++) {
+    const due = warmupStarted + ((seq + warmupTotal) * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    void pools[-seq % 2].request({ method: 'POST', path: '/restheart/orders', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ group: -seq % GROUPS, seq, ...(USERS > 0 ? { owner: userName(-seq % USERS) } : {}) }) }).then((res) => res.body.dump(), () => {});
+  }
+  if (warmupTotal > 0) await sleep(1000);
   const cpuBefore = cpuMicrosOf(replicas.map((r) => r.pid));
   const standinBefore = cpuMicrosOf([standin.pid]);
   const requestsBefore = (await standin.ask('stats')).count;
@@ -211,6 +228,7 @@ async function main() {
     eventsExpected: expected,
     eventsDelivered: delivered,
     receivedBeforeTheWriteAnswer: early,
+    p99BySecondMs: bySecond.map((l) => Math.round(percentile(l.sort((x, y) => x - y), 99))),
     latencyMs: { p50: Number(percentile(latencies, 50).toFixed(1)), p99: Number(percentile(latencies, 99).toFixed(1)), max: Number((latencies.at(-1) ?? NaN).toFixed(1)) },
     replicasCpuSeconds: Number(cpu.toFixed(2)),
     standinCpuSeconds: Number(standinCpu.toFixed(2)),
