@@ -15,8 +15,8 @@ import type { Change, FeedChange } from './change.js';
 import type { Viewer } from './seen.js';
 import type { EndReason, SubscriptionStream, Transport } from './subscription.js';
 
-export interface ActiveSubscription {
-  readonly stream: SubscriptionStream;
+/** What a subscription follows: prepared once per request (prepare.ts), carried by the active one. */
+export interface SubscriptionTarget {
   readonly db: string;
   readonly collection: string;
   readonly on: ReadonlySet<ChangeOp>;
@@ -26,6 +26,10 @@ export interface ActiveSubscription {
   readonly onlyId: boolean;
   /** The find's first plain equality, when the find is only such equalities (the hub's index). */
   readonly indexKey: { readonly field: string; readonly value: string | number | boolean } | undefined;
+}
+
+export interface ActiveSubscription extends SubscriptionTarget {
+  readonly stream: SubscriptionStream;
   /** Who the re-read is made as (headers and permission): equal keys share one re-read and one execution per operation. */
   readonly identityKey: string;
   /** The headers the backend sees on the subscriber's re-reads (the backend cannot tell equal ones apart). */

@@ -33,7 +33,7 @@ import type { RequestContext } from '../types.js';
 import { findOperatorKey } from '../values/ejson.js';
 import { interpolateQuery } from '../values/interpolate.js';
 import { compileMatcher } from '../values/local-match.js';
-import type { ChangeValue } from './group.js';
+import type { ChangeValue, SubscriptionTarget } from './group.js';
 
 /** A Subscription field's mapping as stored (validated at write, document/subscriptions.ts). */
 export interface SubscriptionMapping {
@@ -49,18 +49,11 @@ export interface SubscriptionParams {
   readonly operationName?: unknown;
 }
 
-export interface PreparedSubscription {
+export interface PreparedSubscription extends SubscriptionTarget {
   readonly app: CompiledApp;
   readonly document: DocumentNode;
   readonly operationName: string | undefined;
   readonly fieldName: string;
-  readonly db: string;
-  readonly collection: string;
-  readonly on: ReadonlySet<ChangeOp>;
-  readonly matches: (doc: unknown) => boolean;
-  readonly onlyId: boolean;
-  /** The find's first equality when the find is top-level equalities on plain values: what the hub indexes it by. */
-  readonly indexKey: { readonly field: string; readonly value: string | number | boolean } | undefined;
   /** The subscriber's selection on one change. */
   build(value: ChangeValue, ctx: RequestContext): Promise<ExecutionResult>;
 }
