@@ -110,30 +110,31 @@ function rereadOf(db: string, collection: string, ids: readonly unknown[]): Back
 async function rereadFor(o: SeenOptions, views: readonly IdentityView[], read: ReturnType<typeof rereadOf>): Promise<Found[]> {
   const decisions = await Promise.all(views.map((view) => view.decide(read)));
   const found: Found[] = views.map(() => new Map());
-  const sharing: number[] = [];
   const own: Array<Promise<void>> = [];
   const ownRead = (v: number) => views[v]!.reread(read, decisions[v] as Allowed).then((f) => void (found[v] = f));
+  // The viewers whose readFilter is applied here, each with its matcher.
+  const sharing = new Map<number, (doc: unknown) => boolean>();
   decisions.forEach((decision, v) => {
-    if (decision.allow && inMemoryFilter(decision.filter) !== undefined) sharing.push(v);
+    const matches = decision.allow ? inMemoryFilter(decision.filter) : undefined;
+    if (matches) sharing.set(v, matches);
   });
   // One identity alone reads as it always did (its filter sent to the backend).
-  if (sharing.length < 2) sharing.length = 0;
+  if (sharing.size < 2) sharing.clear();
   decisions.forEach((decision, v) => {
-    if (decision.allow && !sharing.includes(v)) own.push(ownRead(v));
+    if (decision.allow && !sharing.has(v)) own.push(ownRead(v));
   });
-  if (sharing.length > 0) {
-    const first = sharing[0]!;
+  if (sharing.size > 0) {
+    const [first] = sharing.keys();
     own.push(
-      views[first]!.reread(read, { allow: true }).then(
+      views[first!]!.reread(read, { allow: true }).then(
         (raw) => {
-          for (const v of sharing) {
-            const { filter, project } = decisions[v] as Allowed;
-            const matches = inMemoryFilter(filter)!;
+          for (const [v, matches] of sharing) {
+            const { project } = decisions[v] as Allowed;
             for (const [key, doc] of raw) if (matches(doc)) found[v]!.set(key, project ? project(doc) : doc);
           }
         },
         // The unfiltered read failed (a backend rule refusing it?): each identity reads as it would alone.
-        () => Promise.all(sharing.map(ownRead)).then(() => undefined),
+        () => Promise.all([...sharing.keys()].map(ownRead)).then(() => undefined),
       ),
     );
   }
