@@ -23,7 +23,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { median, shuffle } from './lib/load.mjs';
-import { startOutrigger } from './lib/outrigger.mjs';
+import { startOutrigger, writeKeys } from './lib/outrigger.mjs';
 import { forkServer, stopAll, stopAllOnExit } from './lib/processes.mjs';
 import { startRedis } from './lib/redis.mjs';
 import { GRAPHQL_APP, GRAPHQL_PERMISSIONS, GRAPHQL_SHAPES } from './lib/scenarios.mjs';
@@ -61,25 +61,6 @@ function load(target, amount) {
   );
 }
 
-/** One API key written through Outrigger's own store (as bench/run.mjs does). */
-async function issueKey(redisUrl, serviceId) {
-  const { Redis } = await import('ioredis');
-  const { ApiKeyStore } = await import('../dist/src/keys/key-store.js');
-  const { generateApiKey, hashApiKey } = await import('../dist/src/keys/key-format.js');
-  const { redisKeys } = await import('../dist/src/store/keys.js');
-  const { randomBytes } = await import('node:crypto');
-  const client = new Redis(redisUrl);
-  try {
-    const key = generateApiKey('rig');
-    const now = Date.now();
-    const record = { _id: randomBytes(12).toString('hex'), owner: 'bench', name: 'bench', roles: ['reader'], createdAt: now, expiresAt: now + 86_400_000, via: 'api', serviceId, keyHash: hashApiKey(key) };
-    await new ApiKeyStore(client, redisKeys('outrigger', serviceId)).issueWithinLimit(record, 1_000_000, now);
-    return key;
-  } finally {
-    client.disconnect();
-  }
-}
-
 async function main() {
   stopAllOnExit();
   mkdirSync(work, { recursive: true });
@@ -102,7 +83,7 @@ async function main() {
         setup: { permissions: GRAPHQL_PERMISSIONS, apps: [GRAPHQL_APP] },
         nodeArgs: prof(name),
       });
-      targets.push({ id: name, build, url: `${o.url}/graphql/bench`, pid: o.pid, headers: { authorization: `Bearer ${await issueKey(redis.url, o.serviceId)}` } });
+      targets.push({ id: name, build, url: `${o.url}/graphql/bench`, pid: o.pid, headers: { authorization: `Bearer ${(await writeKeys(redis.url, o.serviceId, 1))[0]}` } });
     }
   }
   for (const [id, script] of [['baseline', 'graphql-baseline.mjs'], ['floor', 'graphql-floor.mjs']]) {

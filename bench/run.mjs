@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { median, runLoad, shuffle } from './lib/load.mjs';
 import { ensureNginx, startNginx } from './lib/nginx.mjs';
 import { runPaced } from './lib/paced.mjs';
-import { basic, issueKey, startOutrigger } from './lib/outrigger.mjs';
+import { basic, issueKey, startOutrigger, writeKeys } from './lib/outrigger.mjs';
 import { startMinimalWorker } from './lib/minimal-worker.mjs';
 import { forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
 import { gitDescribe } from './lib/git.mjs';
@@ -342,7 +342,7 @@ async function keyVerification(ctx, proxy, cachedKey, upstream) {
   const warmupKeys = Math.ceil(perRound / 5);
   const needed = settings.rounds * (perRound + 2 * settings.connections + 50) + warmupKeys + 2 * settings.connections;
   say(`\n== 2. key verification: cached vs cold (${perRound} requests per run; issuing ${needed} keys for the cold runs)`);
-  const keys = await issueColdKeys(redis.url, proxy.serviceId, needed);
+  const keys = await writeKeys(redis.url, proxy.serviceId, needed);
   // A sample cold key must authenticate, or the cold runs would measure 401s.
   const probe = await fetch(`${proxy.url}${PASS_PATH}`, { headers: { authorization: `Bearer ${keys.pop()}` } });
   await probe.arrayBuffer();
@@ -379,43 +379,6 @@ async function keyVerification(ctx, proxy, cachedKey, upstream) {
   }
   if (next > keys.length) say(`  note: the cold runs used ${next} requests for ${keys.length} keys; some keys were reused`);
   return { requestsPerRun: perRound, keysIssued: keys.length, coldRequestsSent: next, idleCommandsPerSec: idlePerSec, runs };
-}
-
-/**
- * Keys for the cold runs, written straight to Redis through Outrigger's own store (dist), as
- * POST /keys would write them but without 10,000 HTTP round trips: spread over 1,000 owners so
- * the issuing script's per-owner scan stays short.
- */
-async function issueColdKeys(redisUrl, serviceId, count) {
-  const { Redis } = await import('ioredis');
-  const { ApiKeyStore } = await import('../dist/src/keys/key-store.js');
-  const { generateApiKey, hashApiKey } = await import('../dist/src/keys/key-format.js');
-  const { redisKeys } = await import('../dist/src/store/keys.js');
-  const { randomBytes } = await import('node:crypto');
-  const client = new Redis(redisUrl);
-  try {
-    const store = new ApiKeyStore(client, redisKeys('outrigger', serviceId));
-    const keys = [];
-    const now = Date.now();
-    const batch = 500;
-    for (let i = 0; i < count; i += batch) {
-      const jobs = [];
-      for (let j = i; j < Math.min(count, i + batch); j++) {
-        const key = generateApiKey('rig');
-        keys.push(key);
-        const record = {
-          _id: randomBytes(12).toString('hex'), owner: `cold-${j % 1000}`, name: `cold ${j}`, roles: ['reader'],
-          createdAt: now, expiresAt: now + 86_400_000, via: 'api', serviceId, keyHash: hashApiKey(key),
-        };
-        jobs.push(store.issueWithinLimit(record, 1_000_000, now));
-      }
-      const outcomes = await Promise.all(jobs);
-      if (outcomes.some((x) => !x.issued)) throw new Error('could not write the keys for the cold runs');
-    }
-    return keys;
-  } finally {
-    client.disconnect();
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -500,7 +463,7 @@ async function graphqlComparison(ctx) {
     setup: { permissions: GRAPHQL_PERMISSIONS, apps: [GRAPHQL_APP] },
     ...prof('graphql'),
   });
-  const [key] = await issueColdKeys(redis.url, outrigger.serviceId, 1);
+  const [key] = await writeKeys(redis.url, outrigger.serviceId, 1);
   const baseline = await forkServer('graphql-baseline', 'bench/servers/graphql-baseline.mjs', { env: { BACKEND: standin.url }, log: join(work, 'graphql-baseline.log'), execArgv: profArgs('graphql-baseline') });
   // The floor (issue 39): the same reads and answer built by hand, no GraphQL; what both servers pay.
   const floor = settings.graphqlFloor ? await forkServer('graphql-floor', 'bench/servers/graphql-floor.mjs', { env: { BACKEND: standin.url }, log: join(work, 'graphql-floor.log'), execArgv: profArgs('graphql-floor') }) : undefined;

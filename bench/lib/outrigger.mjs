@@ -93,6 +93,43 @@ export async function issueKey(url, user = 'alice', roles = ['reader']) {
   return JSON.parse(body).key;
 }
 
+/**
+ * API keys written straight to Redis through Outrigger's own store (dist), as
+ * POST /keys would write them but without 10,000 HTTP round trips: spread over 1,000 owners so
+ * the issuing script's per-owner scan stays short.
+ */
+export async function writeKeys(redisUrl, serviceId, count) {
+  const { Redis } = await import('ioredis');
+  const { ApiKeyStore } = await import('../../dist/src/keys/key-store.js');
+  const { generateApiKey, hashApiKey } = await import('../../dist/src/keys/key-format.js');
+  const { redisKeys } = await import('../../dist/src/store/keys.js');
+  const { randomBytes } = await import('node:crypto');
+  const client = new Redis(redisUrl);
+  try {
+    const store = new ApiKeyStore(client, redisKeys('outrigger', serviceId));
+    const keys = [];
+    const now = Date.now();
+    const batch = 500;
+    for (let i = 0; i < count; i += batch) {
+      const jobs = [];
+      for (let j = i; j < Math.min(count, i + batch); j++) {
+        const key = generateApiKey('rig');
+        keys.push(key);
+        const record = {
+          _id: randomBytes(12).toString('hex'), owner: `bench-${j % 1000}`, name: `bench ${j}`, roles: ['reader'],
+          createdAt: now, expiresAt: now + 86_400_000, via: 'api', serviceId, keyHash: hashApiKey(key),
+        };
+        jobs.push(store.issueWithinLimit(record, 1_000_000, now));
+      }
+      const outcomes = await Promise.all(jobs);
+      if (outcomes.some((x) => !x.issued)) throw new Error('could not write the bench keys');
+    }
+    return keys;
+  } finally {
+    client.disconnect();
+  }
+}
+
 /** The upstream's /roles accepts `<id>:<id>-password`. */
 export function basic(user) {
   return `Basic ${Buffer.from(`${user}:${user}-password`).toString('base64')}`;
