@@ -51,6 +51,16 @@ export interface ExecutionContextValue {
  */
 export const queryMappedFields = new WeakSet<GraphQLField<unknown, unknown>>();
 
+/**
+ * How direct execution (serve/direct-plan.ts) may answer a field without calling its resolver:
+ * its read, started as the resolver starts it (a root window or a join, `single` for a non-list
+ * field), or the dot path its value is at. Only fields whose resolver does nothing else are
+ * here: not with `rootDoc` (each object remembers its root), not without prefetching (joins are
+ * then started lazily, in another order), not for enums (their values are translated).
+ */
+export type DirectField = { readonly read: JoinStart<RequestState>; readonly single: boolean } | { readonly path: readonly string[] };
+export const directFields = new WeakMap<GraphQLField<unknown, unknown>, DirectField>();
+
 /** Sets `resolve` on every mapped field (and `isTypeOf` on every object type) of a freshly built schema. */
 export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: GraphqlLimits, prefetchJoins: boolean, writes: ReadonlyMap<string, CompiledWrite>): void {
   const queryType = schema.getQueryType();
@@ -150,6 +160,7 @@ export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits:
         };
         loading.all.add(field);
         queryMappedFields.add(field);
+        if (prefetch) directFields.set(field, { read: start, single });
         if (!isRoot) loading.joins.set(field, start);
         if (!prefetch) resolve = (source, args, context) => start(source, args, context.state);
         else if (isRoot) {
@@ -166,6 +177,7 @@ export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits:
         }
       } else if (typeof mapping === 'string') {
         const path = mapping.split('.');
+        if (!usesRootDoc) directFields.set(field, { path });
         resolve = usesRootDoc
           ? (source, _args, context) => propagate(context, usesRootDoc, source, readPath(source, path))
           : (source) => readPath(source, path);
@@ -176,6 +188,7 @@ export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits:
       }
       const enumOut = outputEnumMapper(field.type, enumMaps);
       if (enumOut) {
+        directFields.delete(field);
         const inner = resolve;
         const name = field.name;
         resolve = (source, args, context, info) => {

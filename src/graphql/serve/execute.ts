@@ -26,6 +26,8 @@ import { resolveTrusted } from '../document/trusted/documents.js';
 import { ExecutionDeadline } from '../limits/deadline.js';
 import { MAX_QUERY_BYTES, type RequestContext } from '../types.js';
 import { COMPILED_MAX_OUTPUT, compiledQueryFor } from './compiled-execution.js';
+import { directPlanFor, type DirectPlan } from './direct-plan.js';
+import { GAVE_UP, runDirect } from './direct-run.js';
 
 export interface GraphqlParams {
   /** Absent when the client names a trusted document by its hash only. */
@@ -128,6 +130,8 @@ export async function executeGraphql(
 
   /** Compiled execution (compiled-execution.ts), where it gives what graphql-js gives. */
   let compiled: ReturnType<typeof compiledQueryFor>;
+  /** Direct execution (direct-plan.ts), where the document's shape allows it. */
+  let direct: DirectPlan | undefined;
   if (operation.operation === 'query' || operation.operation === 'mutation') {
     // Refused before any read (and a mutation before its first write, issue 34): the estimate
     // needs only the document, the variables and the mappings.
@@ -144,7 +148,10 @@ export async function executeGraphql(
     // SPEC §10: a rate limit with `units: cost` counts the estimate, refused (429) here before any read.
     const charged = operation.operation === 'query' ? ctx.chargeCost?.(cost.documents) : undefined;
     if (charged) await charged;
-    if (operation.operation === 'query' && cost.output <= COMPILED_MAX_OUTPUT) compiled = compiledQueryFor(app.schema, document, params.operationName ?? undefined);
+    if (operation.operation === 'query' && cost.output <= COMPILED_MAX_OUTPUT) {
+      direct = directPlanFor(app.schema, document, operation);
+      if (direct === undefined) compiled = compiledQueryFor(app.schema, document, params.operationName ?? undefined);
+    }
   }
 
   if (operation.operation === 'mutation') {
@@ -154,7 +161,9 @@ export async function executeGraphql(
   }
 
   const limits = app.settings.limits;
-  const controller = new AbortController();
+  // The server's controller for this execution when it made one (its signal is ctx.signal), else one tied to ctx.signal.
+  const owned = ctx.controller !== undefined && ctx.controller.signal === ctx.signal;
+  const controller = owned ? (ctx.controller as AbortController) : new AbortController();
   // Every concurrent backend read listens on this signal; up to maxBackendReads of them is expected.
   setMaxListeners(limits.maxBackendReads + 10, controller.signal);
   let state = new RequestState(app.settings, ctx, controller.signal);
@@ -162,7 +171,8 @@ export async function executeGraphql(
   state.operationName = operation.name?.value ?? null;
   let timer: NodeJS.Timeout | undefined;
   const aborted = new Promise<'aborted'>((resolve) => {
-    controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+    if (controller.signal.aborted) resolve('aborted'); // the server's controller: the client left already
+    else controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
     timer = setTimeout(() => {
       state.timedOut = true;
       controller.abort();
@@ -180,8 +190,10 @@ export async function executeGraphql(
   );
   // The client went away (the server aborts ctx.signal): stop reading for it.
   const onClientAbort = () => controller.abort();
-  if (ctx.signal?.aborted) controller.abort();
-  else ctx.signal?.addEventListener('abort', onClientAbort, { once: true });
+  if (!owned) {
+    if (ctx.signal?.aborted) controller.abort();
+    else ctx.signal?.addEventListener('abort', onClientAbort, { once: true });
+  }
 
   let result: ExecutionResult | 'aborted';
   try {
@@ -196,6 +208,14 @@ export async function executeGraphql(
         hideSuggestions,
       });
     const run = async (): Promise<ExecutionResult> => {
+      if (direct !== undefined) {
+        state.recordReads();
+        const data = await runDirect(direct, state);
+        if (data !== GAVE_UP || controller.signal.aborted) return { data: data === GAVE_UP ? null : data };
+        // What graphql-js answers (its errors, its conversions), over the same reads.
+        state = state.replay();
+        return interpreted();
+      }
       if (compiled === undefined) return interpreted();
       state.recordReads();
       const first = (await compiled.query(undefined, { state, deadline } satisfies ExecutionContextValue, params.variables ?? {})) as ExecutionResult;
@@ -210,7 +230,7 @@ export async function executeGraphql(
     return { status: 500, body: errorBody('internal error while executing the query', 'INTERNAL_SERVER_ERROR') };
   } finally {
     clearTimeout(timer);
-    ctx.signal?.removeEventListener('abort', onClientAbort);
+    if (!owned) ctx.signal?.removeEventListener('abort', onClientAbort);
   }
 
   const backendReads = state.reads;

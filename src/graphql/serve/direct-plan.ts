@@ -1,0 +1,174 @@
+/**
+ * Direct execution (issue 39), the plan: a query document whose every field is a read of the
+ * app's mappings (a root window or a `$fk` join), a built-in scalar read from the document (its
+ * own property or a mapped dot path) or `__typename` is answered without GraphQL execution: the
+ * same reads, started in the order the prefetcher starts them (reads/prefetch.ts), then the answer
+ * built from the documents in one synchronous pass, as the floor of the bench builds it by hand.
+ * graphql-jit's compiled execution builds three closures, a resolve info and a response path per
+ * resolver call, and a location and a path array per scalar: a third of the garbage of a 100-order
+ * query, which is most of what Outrigger spent above the floor.
+ *
+ * Only shapes whose answer is certain to equal graphql-js's are planned; anything else is
+ * graphql-jit's or graphql-js's (serve/compiled-execution.ts): fragments, directives, variables,
+ * non-null types, abstract types, enums and custom scalars, embedded objects, aggregations,
+ * arguments on scalar fields, a response key given twice, a scalar whose name an Object.prototype
+ * member has. What the plan cannot know before the documents arrive (a read that fails, a value
+ * a scalar would have to convert or refuse) is checked while building: serve/direct-run.ts then
+ * gives up, and graphql-js answers over the same reads.
+ */
+import {
+  getArgumentValues,
+  GraphQLBoolean,
+  GraphQLFloat,
+  GraphQLID,
+  GraphQLInt,
+  GraphQLString,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  Kind,
+  type DocumentNode,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
+import { directFields } from '../compile/resolvers.js';
+import type { JoinStart } from '../reads/prefetch.js';
+import type { RequestState } from '../reads/request-state.js';
+
+/** A scalar read from the document: `accepts` says whether graphql-js would write the value as it is. */
+export interface LeafStep {
+  readonly kind: 'leaf';
+  readonly key: string;
+  readonly name: string;
+  /** The mapped dot path (readPath's semantics); undefined: the document's own property `name`. */
+  readonly path: readonly string[] | undefined;
+  readonly accepts: (value: unknown) => boolean;
+}
+
+export interface TypenameStep {
+  readonly kind: 'typename';
+  readonly key: string;
+  readonly typeName: string;
+}
+
+/** A read (root window or join) and what to build from each of its documents. */
+export interface ReadStep {
+  readonly kind: 'read';
+  readonly key: string;
+  /** Position among its object's reads. */
+  readonly index: number;
+  readonly read: JoinStart<RequestState>;
+  /** The field's arguments, coerced once: a plan is made only for operations without variables. */
+  readonly args: Record<string, unknown>;
+  readonly single: boolean;
+  readonly object: ObjectPlan;
+}
+
+export type Step = LeafStep | TypenameStep | ReadStep;
+
+/** One selection set on one object type: its steps in the order of the answer's keys. */
+export interface ObjectPlan {
+  readonly steps: readonly Step[];
+  readonly reads: readonly ReadStep[];
+}
+
+export interface DirectPlan {
+  /** The root selection (its reads are the root fields; its document is the root value). */
+  readonly root: ObjectPlan;
+  /** Answers given up over documents it cannot answer (serve/direct-run.ts); past a few, the document goes back to graphql-jit. */
+  gaveUp: number;
+}
+
+/** Answers given up before a document is left to graphql-jit (its data does not fit the plan: failed reads do not count). */
+const MAX_GIVE_UPS = 3;
+
+const plans = new WeakMap<DocumentNode, Map<string, DirectPlan | null>>();
+
+/** The plan of an operation of a cached document (made on first use), or undefined when it has none. */
+export function directPlanFor(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): DirectPlan | undefined {
+  let byOperation = plans.get(document);
+  if (byOperation === undefined) {
+    byOperation = new Map();
+    plans.set(document, byOperation);
+  }
+  const key = operation.name?.value ?? '';
+  let plan = byOperation.get(key);
+  if (plan === undefined) {
+    plan = planOperation(schema, operation) ?? null;
+    byOperation.set(key, plan);
+  }
+  if (plan !== null && plan.gaveUp >= MAX_GIVE_UPS) return undefined;
+  return plan ?? undefined;
+}
+
+function planOperation(schema: GraphQLSchema, operation: OperationDefinitionNode): DirectPlan | undefined {
+  const queryType = schema.getQueryType();
+  if (operation.operation !== 'query' || !queryType) return undefined;
+  if ((operation.variableDefinitions?.length ?? 0) > 0 || (operation.directives?.length ?? 0) > 0) return undefined;
+  const root = objectPlan(queryType, operation.selectionSet, true);
+  return root === undefined || root.reads.length === 0 ? undefined : { root, gaveUp: 0 };
+}
+
+function objectPlan(type: GraphQLObjectType, selectionSet: SelectionSetNode, isRoot: boolean): ObjectPlan | undefined {
+  const steps: Step[] = [];
+  const reads: ReadStep[] = [];
+  const keys = new Set<string>();
+  for (const selection of selectionSet.selections) {
+    if (selection.kind !== Kind.FIELD || (selection.directives?.length ?? 0) > 0) return undefined;
+    const key = selection.alias?.value ?? selection.name.value;
+    if (keys.has(key)) return undefined;
+    keys.add(key);
+    const name = selection.name.value;
+    if (name === '__typename') {
+      steps.push({ kind: 'typename', key, typeName: type.name });
+      continue;
+    }
+    const def = type.getFields()[name];
+    if (def === undefined || isNonNullType(def.type)) return undefined;
+    const fieldType = def.type;
+    const list = isListType(fieldType);
+    const item = isListType(fieldType) ? fieldType.ofType : fieldType;
+    if (isNonNullType(item) || isListType(item)) return undefined;
+    const direct = directFields.get(def);
+    const accepts = SCALARS.get(item);
+    if (accepts !== undefined) {
+      if (isRoot || list || selection.selectionSet || (selection.arguments?.length ?? 0) > 0) return undefined;
+      if (def.resolve === undefined && !(name in Object.prototype)) steps.push({ kind: 'leaf', key, name, path: undefined, accepts });
+      else if (direct !== undefined && 'path' in direct) steps.push({ kind: 'leaf', key, name, path: direct.path, accepts });
+      else return undefined;
+      continue;
+    }
+    if (!isObjectType(item) || direct === undefined || !('read' in direct) || !selection.selectionSet) return undefined;
+    let args: Record<string, unknown>;
+    try {
+      args = getArgumentValues(def, selection, {});
+    } catch {
+      return undefined;
+    }
+    const object = objectPlan(item, selection.selectionSet, false);
+    if (object === undefined) return undefined;
+    const step: ReadStep = { kind: 'read', key, index: reads.length, read: direct.read, args, single: direct.single, object };
+    steps.push(step);
+    reads.push(step);
+  }
+  return { steps, reads };
+}
+
+const MAX_INT = 2_147_483_647;
+const MIN_INT = -2_147_483_648;
+
+/**
+ * The built-in scalars and the values graphql-js's serializers return unchanged; any other value
+ * (one they convert, such as a number for a String, or refuse) makes the run give up.
+ */
+const isString = (v: unknown): boolean => typeof v === 'string';
+const SCALARS = new Map<unknown, (value: unknown) => boolean>([
+  // graphql-js's specified scalars are singletons: every schema built from SDL uses these objects.
+  [GraphQLString, isString],
+  [GraphQLID, isString],
+  [GraphQLInt, (v) => typeof v === 'number' && Number.isInteger(v) && v <= MAX_INT && v >= MIN_INT],
+  [GraphQLFloat, (v) => typeof v === 'number' && Number.isFinite(v)],
+  [GraphQLBoolean, (v) => typeof v === 'boolean'],
+]);
