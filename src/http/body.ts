@@ -2,25 +2,17 @@ import type { IncomingMessage } from 'node:http';
 import { badRequest, payloadTooLarge, unsupportedMediaType } from '../errors.js';
 import { parseBoundedJson } from '../input-limits/json-depth.js';
 import { MAX_DOCUMENT_BODY_BYTES } from '../input-limits/limits.js';
+import { readCapped } from '../util/read-capped.js';
 import { requestBodyTap } from './observe.js';
 
 /** Reads a whole request body, refusing with 413 past `limit` bytes instead of buffering it. */
 export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit) throw payloadTooLarge(`the request body is larger than ${limit} bytes`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const tap = requestBodyTap(req);
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    tap?.(chunk);
-    size += chunk.length;
-    if (size > limit) {
-      req.resume();
-      throw payloadTooLarge(`the request body is larger than ${limit} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+  const read = await readCapped(req, limit, requestBodyTap(req));
+  if (read.ok) return read.bytes;
+  req.resume();
+  throw payloadTooLarge(`the request body is larger than ${limit} bytes`);
 }
 
 const JSON_TYPES = /^application\/(json|merge-patch\+json)\s*(;|$)/i;

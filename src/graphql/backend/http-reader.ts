@@ -7,6 +7,7 @@
 import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../../errors.js';
+import { readCapped } from '../../util/read-capped.js';
 import type { RequestTrace } from '../../observability/tracing/tracing.js';
 import type { BackendRead, BackendReader, RequestContext } from '../types.js';
 
@@ -164,7 +165,7 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
       }
       let text: string;
       try {
-        text = await readCapped(response.body, maxBytes);
+        text = await readText(response.body, maxBytes);
       } catch (error) {
         if (ctx.signal?.aborted) throw error;
         if (error instanceof OutriggerError) throw error;
@@ -192,19 +193,11 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
   };
 }
 
-async function readCapped(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buf = chunk as Buffer;
-    size += buf.length;
-    if (size > maxBytes) {
-      body.destroy();
-      throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered with more than ${maxBytes} bytes for one page`);
-    }
-    chunks.push(buf);
-  }
-  return (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8');
+async function readText(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
+  const read = await readCapped(body, maxBytes);
+  if (read.ok) return read.bytes.toString('utf8');
+  body.destroy();
+  throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered with more than ${maxBytes} bytes for one page`);
 }
 
 function withCause(error: OutriggerError, cause: unknown): OutriggerError {
