@@ -15,6 +15,11 @@ export interface RequestContext {
   readonly backendHeaders?: Readonly<Record<string, string>>;
   /** Aborted when the request times out or the client goes away; readers must honour it. */
   readonly signal?: AbortSignal;
+  /**
+   * The controller of `signal`, when the server made it for this one execution: execution then
+   * aborts it itself at its time limit instead of making a second controller tied to it.
+   */
+  readonly controller?: AbortController;
   /** Correlation id for logs. */
   readonly requestId?: string;
   /** Rate limits counting GraphQL cost (SPEC §10): charges the estimate's documents; throws 429. */

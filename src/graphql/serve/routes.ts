@@ -67,9 +67,13 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
 
       // 4. The engine, aborted if the client goes away.
       const { req, res, principal } = scope;
+      // One controller for the execution: the client leaving aborts it, and so does its time limit.
       const controller = new AbortController();
+      let clientLeft = false;
       const onClose = () => {
-        if (!res.writableFinished) controller.abort();
+        if (res.writableFinished) return;
+        clientLeft = true;
+        controller.abort();
       };
       res.once('close', onClose);
       const caller: CallerFacts = { principal, headers: req.headers, clientIp: scope.clientIp, secure: scope.secure };
@@ -77,6 +81,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
         principal: principal.id === null ? undefined : { id: principal.id, roles: principal.roles, via: principal.via, ...(principal.keyId ? { keyId: principal.keyId } : {}) },
         backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(principal), principal, req.headers),
         signal: controller.signal,
+        controller,
         requestId: scope.id,
         caller,
         // SPEC §9: backend reads and writes carry the request's trace.
@@ -91,7 +96,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
         res.off('close', onClose);
       }
       if (out.backendReads) metrics.graphqlBackendReads.inc({}, out.backendReads);
-      if (controller.signal.aborted || res.destroyed) return; // the client left; nobody to answer
+      if (clientLeft || res.destroyed) return; // the client left; nobody to answer
       res.writeHead(out.status, { ...out.headers, 'content-length': Buffer.byteLength(out.body) });
       res.end(out.body);
     },
