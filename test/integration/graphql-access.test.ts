@@ -41,6 +41,8 @@ describe('GraphQL reads as the caller, or as the service', () => {
         mongo: { readFilter: { owner: '@user.id' }, projectResponse: { secret: 0 } },
       },
       'read-users': { predicate: 'method(GET) and path-prefix(/shop/users)', roles: ['user'], priority: 1 },
+      // Decided on the caller's own headers and on the read's query string, as the same REST GET would be.
+      'team-users': { predicate: 'method(GET) and path-prefix(/shop/users) and equals(%{i,x-team}, red) and qparams-contain(page)', roles: ['auditor'], priority: 1 },
       keys: { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['user'] } },
       // The audited app: open to anonymous callers, reading a collection they may read.
       'anonymous-audit': { predicate: 'path-prefix(/graphql/audit) or (method(GET) and path-prefix(/shop/products))', roles: ['$unauthenticated'], priority: 1 },
@@ -124,6 +126,17 @@ describe('GraphQL reads as the caller, or as the service', () => {
       expect(res.json.errors[0].extensions.code).toBe('FORBIDDEN');
       expect(res.json.errors[0].message).toMatch(/\/shop\/orders/);
       expect(collectionReads(stack.backend)).toHaveLength(0);
+    });
+
+    it("a permission on the caller's headers and the read's query string decides each read as it would the REST GET", async () => {
+      const ask = (team: string) =>
+        call(stack.proxy.url, '/graphql/shop', { method: 'POST', auth: CAROL, headers: { accept: 'application/json', 'x-team': team }, body: { query: '{ users(limit: 2) { id } }' } });
+      const red = await ask('red');
+      expect(red.json.errors).toBeUndefined();
+      expect(red.json.data.users).toHaveLength(2);
+      const blue = await ask('blue');
+      expect(blue.json.data).toEqual({ users: null });
+      expect(blue.json.errors[0].extensions.code).toBe('FORBIDDEN');
     });
 
     it('anonymous callers read as anonymous (no identity invented)', async () => {

@@ -8,6 +8,7 @@ import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../../errors.js';
 import { readCapped } from '../../util/read-capped.js';
+import { collectionPathOf } from './collection-path.js';
 import type { RequestTrace } from '../../observability/tracing/tracing.js';
 import type { BackendRead, BackendReader, RequestContext } from '../types.js';
 
@@ -123,9 +124,7 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
 
   return {
     async find(read: BackendRead, ctx: RequestContext): Promise<unknown[]> {
-      const path =
-        prefix +
-        template.replaceAll('{db}', encodeURIComponent(read.db)).replaceAll('{collection}', encodeURIComponent(read.collection));
+      const path = prefix + collectionPathOf(template, read.db, read.collection);
       const aggregation = read.aggregation;
       const headers: Record<string, string> = { accept: 'application/json', ...headersFor(ctx) };
       const what = aggregation ? `the aggregation ${aggregation.name} of ${read.db}/${read.collection}` : `${read.db}/${read.collection}`;
