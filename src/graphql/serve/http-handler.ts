@@ -45,7 +45,7 @@ const JSON_TYPE = 'application/json';
 
 export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledApp, ctx: RequestContext): Promise<GraphqlHttpResponse> {
   const profile = app.settings.limits.httpProfile;
-  const mediaType = negotiate(header(input.headers, 'accept'), profile);
+  const mediaType = negotiated(header(input.headers, 'accept'), profile);
   if (mediaType === undefined) {
     return respond(JSON_TYPE, {
       status: 406,
@@ -99,6 +99,18 @@ function header(headers: GraphqlHttpInput['headers'], name: string): string | un
   const v = headers[name];
   return Array.isArray(v) ? v.join(', ') : v;
 }
+
+/** `negotiate`, remembered per Accept header (clients send one or two of them, on every request). */
+function negotiated(accept: string | undefined, profile: 'graphql-over-http' | 'restheart'): string | undefined {
+  if (accept !== undefined && accept.length > 256) return negotiate(accept, profile);
+  const key = `${profile} ${accept ?? ''}`;
+  if (negotiations.has(key)) return negotiations.get(key);
+  const type = negotiate(accept, profile);
+  if (negotiations.size >= 256) negotiations.clear();
+  negotiations.set(key, type);
+  return type;
+}
+const negotiations = new Map<string, string | undefined>();
 
 /**
  * Picks the response media type; undefined when Accept admits neither. On a tie the type the
