@@ -7,7 +7,7 @@
  * Ratios are per round: the hand-written server's CPU per query ÷ each side's.
  *
  *   node bench/graphql-ab.mjs --base DIR [--with .] [--shape flat|nested] [--queries 3000]
- *                             [--rounds 5] [--processes 1] [--connections 20] [--cpu-prof]
+ *                             [--rounds 5] [--processes 1] [--connections 20] [--warmup 6000] [--cpu-prof]
  *
  * `--processes N` starts N processes of each build, interleaved (one process may run 10-20% dearer
  * than another of the same build for its whole life; bench/ab.mjs); each build's figure is then
@@ -34,6 +34,8 @@ const { values: opts } = parseArgs({
     with: { type: 'string', default: '.' },
     shape: { type: 'string', default: 'flat' },
     queries: { type: 'string', default: '3000' },
+    /** Un-measured queries per server first: Outrigger's CPU per query settles after some 6,000 (bench/README.md). */
+    warmup: { type: 'string', default: '6000' },
     rounds: { type: 'string', default: '5' },
     processes: { type: 'string', default: '1' },
     connections: { type: 'string', default: '20' },
@@ -91,7 +93,7 @@ async function main() {
     targets.push({ id, build: id, url: `http://127.0.0.1:${s.port}/graphql`, pid: s.pid, headers: {} });
   }
   for (const t of targets) {
-    const r = await load(t, Math.max(500, queries / 3));
+    const r = await load(t, Number(opts.warmup));
     if (r['2xx'] !== r.requests.total) throw new Error(`${t.id} answered ${r.requests.total - r['2xx']} of ${r.requests.total} warm-up queries with an error`);
   }
   const cpu = Object.fromEntries(targets.map((t) => [t.id, []]));
