@@ -10,7 +10,7 @@
  */
 import { readPath } from '../values/paths.js';
 import type { RequestState } from '../reads/request-state.js';
-import type { DirectPlan, ObjectPlan, ReadStep } from './direct-plan.js';
+import type { DirectPlan, ObjectPlan, ReadStep, Step } from './direct-plan.js';
 
 export const GAVE_UP: unique symbol = Symbol('gave up');
 
@@ -109,45 +109,45 @@ export async function runDirect(plan: DirectPlan, state: RequestState): Promise<
 }
 
 function build(plan: ObjectPlan, doc: unknown, level: Level | undefined, index: number): Record<string, unknown> | typeof GAVE_UP {
-  const out: Record<string, unknown> = {};
-  for (const step of plan.steps) {
+  const steps = plan.steps;
+  const values = plan.values;
+  for (let k = 0; k < steps.length; k++) {
+    const step = steps[k] as Step;
+    let value: unknown;
     if (step.kind === 'typename') {
-      out[step.key] = step.typeName;
+      value = step.typeName;
     } else if (step.kind === 'leaf') {
-      const value = step.path === undefined ? (doc as Record<string, unknown>)[step.name] : readPath(doc, step.path);
-      if (value === null || value === undefined) out[step.key] = null;
-      else if (step.accepts(value)) out[step.key] = value;
-      else return GAVE_UP;
+      value = step.path === undefined ? (doc as Record<string, unknown>)[step.name] : readPath(doc, step.path);
+      if (value === undefined) value = null;
+      else if (value !== null && !step.accepts(value)) return GAVE_UP;
     } else {
-      const outcome = level?.outcomes[step.index]?.[index];
-      if (outcome === undefined || !outcome.done || !outcome.ok) return GAVE_UP;
-      const value = outcome.value;
-      if (value === null || value === undefined) {
-        out[step.key] = null;
-      } else if (step.single) {
-        if (!isDocument(value)) return GAVE_UP;
-        const built = build(step.object, value, outcome.below, 0);
-        if (built === GAVE_UP) return GAVE_UP;
-        out[step.key] = built;
-      } else {
-        if (!Array.isArray(value)) return GAVE_UP;
-        const items: unknown[] = new Array(value.length);
-        for (let i = 0; i < value.length; i++) {
-          const item: unknown = value[i];
-          if (item === null || item === undefined) {
-            items[i] = null;
-            continue;
-          }
-          if (!isDocument(item)) return GAVE_UP;
-          const built = build(step.object, item, outcome.below, i);
-          if (built === GAVE_UP) return GAVE_UP;
-          items[i] = built;
-        }
-        out[step.key] = items;
-      }
+      value = buildRead(step, level?.outcomes[step.index]?.[index]);
+      if (value === GAVE_UP) return GAVE_UP;
+    }
+    values[k] = value;
+  }
+  return plan.make(values);
+}
+
+/** What a read's field answers for one document: null, its document's object, or the list of them. */
+function buildRead(step: ReadStep, outcome: Outcome | undefined): unknown {
+  if (outcome === undefined || !outcome.done || !outcome.ok) return GAVE_UP;
+  const value = outcome.value;
+  if (value === null || value === undefined) return null;
+  if (step.single) return isDocument(value) ? build(step.object, value, outcome.below, 0) : GAVE_UP;
+  if (!Array.isArray(value)) return GAVE_UP;
+  const items: unknown[] = new Array(value.length);
+  for (let i = 0; i < value.length; i++) {
+    const item: unknown = value[i];
+    if (item === null || item === undefined) items[i] = null;
+    else if (!isDocument(item)) return GAVE_UP;
+    else {
+      const built = build(step.object, item, outcome.below, i);
+      if (built === GAVE_UP) return GAVE_UP;
+      items[i] = built;
     }
   }
-  return out;
+  return items;
 }
 
 /** A document graphql-js completes as an object the way the plan does: a plain object, not an array. */

@@ -184,6 +184,8 @@ describe('what direct execution plans', () => {
       '{ strict { id } }',
       '{ orders { id id } }',
       '{ __typename }',
+      // As an object literal's key it would set the prototype: not planned.
+      '{ orders { __proto__: number } }',
     ]) {
       expect(planned(query), query).toBe(false);
     }
