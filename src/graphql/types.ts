@@ -3,6 +3,8 @@
  * one backend read, and the reader contract the engine reads collections through.
  */
 
+import type { AbortLike, RequestAbort } from '../util/request-abort.js';
+
 /**
  * What the server knows about the request being served. The engine never looks inside except for
  * `signal`; it passes the context on to `BackendReader.find`, so the reader (through its
@@ -14,12 +16,12 @@ export interface RequestContext {
   /** Headers to send with every backend read of this request (e.g. `Authorization: Bearer <jwt>`). */
   readonly backendHeaders?: Readonly<Record<string, string>>;
   /** Aborted when the request times out or the client goes away; readers must honour it. */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortLike;
   /**
-   * The controller of `signal`, when the server made it for this one execution: execution then
-   * aborts it itself at its time limit instead of making a second controller tied to it.
+   * `signal` itself, when the server made it for this one execution (a RequestAbort): execution
+   * then aborts it at its time limit instead of making a second one tied to it.
    */
-  readonly controller?: AbortController;
+  readonly controller?: RequestAbort;
   /** Correlation id for logs. */
   readonly requestId?: string;
   /** Rate limits counting GraphQL cost (SPEC §10): charges the estimate's documents; throws 429. */

@@ -3,6 +3,7 @@
  * HTTP and a real Redis: every mapping form as the backend sees it, every status code, the
  * batched join's read count, and enabling/disabling without a restart.
  */
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { basic, startTestOutrigger } from '../support/outrigger.js';
@@ -219,6 +220,39 @@ describe('GraphQL apps served through Outrigger', () => {
       expect(res.status).toBe(502);
       expect(res.json.data).toEqual({ refused: null });
       expect(res.json.errors[0].extensions.code).toBe('BACKEND_ERROR');
+    });
+
+    it('a client that leaves mid-query aborts its backend read, and the time limit answers 504 and aborts it too', async () => {
+      // A backend that never answers a read: each read's connection closing is Outrigger giving it up.
+      const held: Array<{ closed: boolean }> = [];
+      const backend = createHttpServer((req) => {
+        const read = { closed: false };
+        held.push(read);
+        req.socket.on('close', () => (read.closed = true));
+      });
+      await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
+      const backendUrl = `http://127.0.0.1:${(backend.address() as { port: number }).port}`;
+      const slow = await startTestOutrigger({ ...stack.raw, graphql: { ...stack.raw.graphql, timeoutMs: 30_000, backend: { url: backendUrl } } });
+      const quick = await startTestOutrigger({ ...stack.raw, graphql: { ...stack.raw.graphql, timeoutMs: 300, backend: { url: backendUrl } } });
+      try {
+        const body = JSON.stringify({ query: '{ order(number: 1) { number } }' });
+        const client = httpRequest(`${slow.url}/graphql/shop`, { method: 'POST', headers: { authorization: ALICE, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+        client.on('error', () => undefined);
+        client.end(body);
+        await pollUntil(async () => held.length === 1);
+        client.destroy();
+        await pollUntil(async () => held[0]!.closed);
+
+        const timedOut = await gql(quick.url, 'shop', '{ order(number: 1) { number } }', { auth: ALICE });
+        expect(timedOut.status).toBe(504);
+        expect(timedOut.json.errors[0].extensions.code).toBe('TIMEOUT');
+        await pollUntil(async () => held.length === 2 && held[1]!.closed);
+      } finally {
+        await slow.stop();
+        await quick.stop();
+        backend.closeAllConnections();
+        await new Promise<void>((r) => backend.close(() => r()));
+      }
     });
 
     it('502 when the backend cannot be reached (BACKEND_UNAVAILABLE), from a replica whose backend is down', async () => {

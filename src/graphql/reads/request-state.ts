@@ -10,6 +10,7 @@ import type { BackendReads, EngineSettings } from './backend-reads.js';
 import { hiddenReadKey } from './read-keys.js';
 import type { Prefetcher } from './prefetch.js';
 import type { BackendRead, GraphqlLimits, ReadDecision, ReadPolicy, RequestContext } from '../types.js';
+import type { AbortLike } from '../../util/request-abort.js';
 
 export const BACKEND_ERROR_CODES = new Set(['BACKEND_UNAVAILABLE', 'BACKEND_ERROR']);
 
@@ -47,7 +48,7 @@ export class RequestState implements BackendReads {
   constructor(
     readonly settings: EngineSettings,
     ctx: RequestContext,
-    readonly signal: AbortSignal,
+    readonly signal: AbortLike,
   ) {
     this.ctx = { ...ctx, signal };
     this.joins = new JoinBatcher(this);

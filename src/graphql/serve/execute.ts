@@ -17,8 +17,8 @@ import {
   type GraphQLFormattedError,
   type OperationDefinitionNode,
 } from 'graphql';
-import { setMaxListeners } from 'node:events';
 import { OutriggerError } from '../../errors.js';
+import { onAbort, RequestAbort } from '../../util/request-abort.js';
 import type { CompiledApp } from '../compile/compile-app.js';
 import type { ExecutionContextValue } from '../compile/resolvers.js';
 import { BACKEND_ERROR_CODES, RequestState, budgetError, timeoutError } from '../reads/request-state.js';
@@ -161,18 +161,15 @@ export async function executeGraphql(
   }
 
   const limits = app.settings.limits;
-  // The server's controller for this execution when it made one (its signal is ctx.signal), else one tied to ctx.signal.
-  const owned = ctx.controller !== undefined && ctx.controller.signal === ctx.signal;
-  const controller = owned ? (ctx.controller as AbortController) : new AbortController();
-  // Every concurrent backend read listens on this signal; up to maxBackendReads of them is expected.
-  setMaxListeners(limits.maxBackendReads + 10, controller.signal);
-  let state = new RequestState(app.settings, ctx, controller.signal);
+  // The server's abort for this execution when it made one (it is ctx.signal), else one tied to ctx.signal.
+  const owned = ctx.controller !== undefined && ctx.controller === ctx.signal;
+  const controller = owned ? (ctx.controller as RequestAbort) : new RequestAbort();
+  let state = new RequestState(app.settings, ctx, controller);
   if (app.verbose) state.readLog = [];
   state.operationName = operation.name?.value ?? null;
   let timer: NodeJS.Timeout | undefined;
   const aborted = new Promise<'aborted'>((resolve) => {
-    if (controller.signal.aborted) resolve('aborted'); // the server's controller: the client left already
-    else controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+    onAbort(controller, () => resolve('aborted'));
     timer = setTimeout(() => {
       state.timedOut = true;
       controller.abort();
@@ -182,18 +179,14 @@ export async function executeGraphql(
   const deadline = new ExecutionDeadline(
     performance.now() + limits.timeoutMs,
     () => {
-      if (!controller.signal.aborted) state.timedOut = true;
+      if (!controller.aborted) state.timedOut = true;
       controller.abort();
     },
-    () => controller.signal.aborted,
+    () => controller.aborted,
     app.maxCost.output,
   );
   // The client went away (the server aborts ctx.signal): stop reading for it.
-  const onClientAbort = () => controller.abort();
-  if (!owned) {
-    if (ctx.signal?.aborted) controller.abort();
-    else ctx.signal?.addEventListener('abort', onClientAbort, { once: true });
-  }
+  const stopListening = !owned && ctx.signal !== undefined ? onAbort(ctx.signal, () => controller.abort()) : undefined;
 
   let result: ExecutionResult | 'aborted';
   try {
@@ -211,7 +204,7 @@ export async function executeGraphql(
       if (direct !== undefined) {
         state.recordReads();
         const data = await runDirect(direct, state);
-        if (data !== GAVE_UP || controller.signal.aborted) return { data: data === GAVE_UP ? null : data };
+        if (data !== GAVE_UP || controller.aborted) return { data: data === GAVE_UP ? null : data };
         // What graphql-js answers (its errors, its conversions), over the same reads.
         state = state.replay();
         return interpreted();
@@ -219,7 +212,7 @@ export async function executeGraphql(
       if (compiled === undefined) return interpreted();
       state.recordReads();
       const first = (await compiled.query(undefined, { state, deadline } satisfies ExecutionContextValue, params.variables ?? {})) as ExecutionResult;
-      if (first.errors === undefined || first.errors.length === 0 || controller.signal.aborted) return first;
+      if (first.errors === undefined || first.errors.length === 0 || controller.aborted) return first;
       // Errors as graphql-js words and locates them: executed again over the same reads.
       state = state.replay();
       return interpreted();
@@ -230,7 +223,7 @@ export async function executeGraphql(
     return { status: 500, body: errorBody('internal error while executing the query', 'INTERNAL_SERVER_ERROR') };
   } finally {
     clearTimeout(timer);
-    if (!owned) ctx.signal?.removeEventListener('abort', onClientAbort);
+    stopListening?.();
   }
 
   const backendReads = state.reads;

@@ -23,6 +23,7 @@ import type { GraphqlAppRegistry } from '../compile/registry.js';
 import type { CompiledApp } from '../compile/compile-app.js';
 import { serveGraphiql, wantsGraphiql } from '../ui/graphiql-route.js';
 import { MAX_BODY_BYTES, type RequestContext } from '../types.js';
+import { RequestAbort } from '../../util/request-abort.js';
 import { logAdminChange } from '../../observability/admin-audit.js';
 
 /** Serves a subscription over SSE (subscribe/sse.ts) to its end; the request is authenticated and allowed. */
@@ -68,7 +69,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       // 4. The engine, aborted if the client goes away.
       const { req, res, principal } = scope;
       // One controller for the execution: the client leaving aborts it, and so does its time limit.
-      const controller = new AbortController();
+      const controller = new RequestAbort();
       let clientLeft = false;
       const onClose = () => {
         if (res.writableFinished) return;
@@ -80,7 +81,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       const ctx: RequestContext = {
         principal: principal.id === null ? undefined : { id: principal.id, roles: principal.roles, via: principal.via, ...(principal.keyId ? { keyId: principal.keyId } : {}) },
         backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(principal), principal, req.headers),
-        signal: controller.signal,
+        signal: controller,
         controller,
         requestId: scope.id,
         caller,
