@@ -47,6 +47,18 @@ export interface BackendRead {
    * (`GET {collectionPath}/_aggrs/{name}?avars=`); filter and sort are then not sent.
    */
   readonly aggregation?: { readonly name: string; readonly avars: Record<string, unknown> };
+  /**
+   * The fields the query's answer needs (RESTHeart's `keys`, a MongoDB projection), added by
+   * direct execution (serve/direct-plan.ts). It only narrows what comes back, so it is no part of
+   * the read as the read policy decides it or as a replay finds it (`readQueryString` leaves it out).
+   */
+  readonly projection?: ReadProjection;
+}
+
+/** A read's projection: `keys` as sent, and `id`, the same as a string (batching keys groups by it). */
+export interface ReadProjection {
+  readonly keys: Readonly<Record<string, 0 | 1>>;
+  readonly id: string;
 }
 
 export interface BackendReader {

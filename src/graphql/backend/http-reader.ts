@@ -143,7 +143,7 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
       try {
         response = await dispatcher.request({
           origin,
-          path: `${target}?${readQueryString(read)}`,
+          path: read.projection === undefined ? `${target}?${readQueryString(read)}` : `${target}?${readQueryString(read)}&keys=${encodeQueryComponent(read.projection.id)}`,
           method: 'GET',
           headers,
           signal: ctx.signal,

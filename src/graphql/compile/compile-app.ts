@@ -57,6 +57,11 @@ export interface CompileOptions extends Partial<GraphqlLimits>, Partial<OutputLi
    * reads/prefetch.ts). False completes every join lazily, for tests and diagnosis.
    */
   readonly prefetchJoins?: boolean;
+  /**
+   * Answer documents of reads and built-in scalars without GraphQL execution (default true; see
+   * serve/direct-plan.ts). False leaves them to the prefetcher and graphql-jit, for tests of those.
+   */
+  readonly directExecution?: boolean;
 }
 
 export interface CompiledApp {
@@ -122,7 +127,7 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
   const normalized = checked.app;
 
   const writes = compileWrites(schema, normalized, limits.defaultDb);
-  installResolvers(schema, normalized, limits, opts.prefetchJoins !== false, writes);
+  installResolvers(schema, normalized, limits, { prefetchJoins: opts.prefetchJoins !== false, directExecution: opts.directExecution !== false }, writes);
   installTypeResolvers(schema, normalized.mappings);
 
   const introspection = limits.introspection && normalized.descriptor.introspection !== false;

@@ -29,9 +29,12 @@ import {
   compileQueryMapping,
   compileStaticInJoin,
   foreignValues,
+  projected,
+  projectedGroupKey,
   readWindow,
   resolveQuery,
   staticInJoinQuery,
+  type StaticInJoin,
 } from '../reads/translate.js';
 import { notHalted, type ExecutionDeadline } from '../limits/deadline.js';
 import type { GraphqlLimits } from '../types.js';
@@ -58,18 +61,40 @@ export const queryMappedFields = new WeakSet<GraphQLField<unknown, unknown>>();
  * here: not with `rootDoc` (each object remembers its root), not without prefetching (joins are
  * then started lazily, in another order), not for enums (their values are translated).
  */
-export type DirectField = { readonly read: JoinStart<RequestState>; readonly single: boolean } | { readonly path: readonly string[] };
+export type DirectField = { readonly read: JoinStart<RequestState>; readonly single: boolean; readonly projection: ProjectionNeeds } | { readonly path: readonly string[] };
+
+/**
+ * What a read's projection must keep besides the fields its answer selects. Only a root window
+ * and a join whose find is a `$in` on the foreign value can say: a join the batcher matches
+ * locally may look at any field of its documents, and its find at any field of its parent's.
+ */
+export interface ProjectionNeeds {
+  /** `db` NUL `collection`: every read of one collection in a document shares one projection, so batching is unchanged. */
+  readonly target: string;
+  /** Fields of its own documents it needs (a join's `$in` path and sort: a split batch is merged by `_id` and sorted locally); undefined: any. */
+  readonly keeps: readonly string[] | undefined;
+  /** Fields of the parent documents it reads (a join's foreign key); undefined: any. */
+  readonly parentNeeds: readonly string[] | undefined;
+}
 export const directFields = new WeakMap<GraphQLField<unknown, unknown>, DirectField>();
 
 /** Sets `resolve` on every mapped field (and `isTypeOf` on every object type) of a freshly built schema. */
-export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits: GraphqlLimits, prefetchJoins: boolean, writes: ReadonlyMap<string, CompiledWrite>): void {
+export function installResolvers(
+  schema: GraphQLSchema,
+  app: GraphqlApp,
+  limits: GraphqlLimits,
+  modes: { readonly prefetchJoins: boolean; readonly directExecution: boolean },
+  writes: ReadonlyMap<string, CompiledWrite>,
+): void {
   const queryType = schema.getQueryType();
   const mutationType = schema.getMutationType();
   const enumMaps = enumMappings(schema, app);
   const usesRootDoc = JSON.stringify(app.mappings).includes(`"${ROOT_DOC_ARG}.`);
   // Joins are answered synchronously where that changes nothing but the cost (reads/prefetch.ts).
   // Not with rootDoc: each parent then needs its own copies of the joined documents.
-  const prefetch = prefetchJoins && !usesRootDoc;
+  const prefetch = modes.prefetchJoins && !usesRootDoc;
+  // Direct execution starts joins as the prefetcher does, so only where the prefetcher would.
+  const direct = modes.directExecution && prefetch;
   const loading = { joins: new Map<GraphQLField<unknown, unknown>, JoinStart<RequestState>>(), all: new Set<GraphQLField<unknown, unknown>>() };
   const prefetcherOf = (state: RequestState, info: GraphQLResolveInfo): Prefetcher<RequestState> => (state.prefetcher ??= new Prefetcher(state, loading, info));
 
@@ -114,7 +139,7 @@ export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits:
                 return own;
               });
         /** What the field resolves to: its value, a promise of it, or a thrown field error. */
-        const start: JoinStart<RequestState> = (source, args, state) => {
+        const start: JoinStart<RequestState> = (source, args, state, projection) => {
           if (fixed !== undefined) {
             // Everything but the foreign value was resolved at compile time (as resolveQuery would).
             const fk = readPath(source, fixed.fkPath);
@@ -130,9 +155,9 @@ export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits:
               distinctKey = canonicalKey(fk);
             }
             const pending =
-              state.joins.shared(fixed.groupKey, fixed.windowKey, distinctKey) ??
+              state.joins.shared(projectedGroupKey(fixed.groupKey, projection), fixed.windowKey, distinctKey) ??
               state.joins.load(
-                staticInJoinQuery(fixed, found?.values ?? [fk], found?.valueKeys ?? [distinctKey]),
+                projected(staticInJoinQuery(fixed, found?.values ?? [fk], found?.valueKeys ?? [distinctKey]), projection),
                 single,
                 fixed.windowKey,
                 distinctKey,
@@ -147,7 +172,7 @@ export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits:
           const r = resolveQuery(compiled, scope, state.limits, single);
           if (r.empty) return single ? null : [];
           if (!isRoot) return ownJoin(state, source, state.joins.load(r.query, single));
-          const read = readWindow(state, r.query);
+          const read = readWindow(state, projected(r.query, projection));
           if (!usesRootDoc && !single) return read;
           return read.then((docs) => {
             if (usesRootDoc) {
@@ -160,7 +185,7 @@ export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits:
         };
         loading.all.add(field);
         queryMappedFields.add(field);
-        if (prefetch) directFields.set(field, { read: start, single });
+        if (direct) directFields.set(field, { read: start, single, projection: projectionNeeds(compiled.db, compiled.collection, isRoot, fixed) });
         if (!isRoot) loading.joins.set(field, start);
         if (!prefetch) resolve = (source, args, context) => start(source, args, context.state);
         else if (isRoot) {
@@ -177,7 +202,7 @@ export function installResolvers(schema: GraphQLSchema, app: GraphqlApp, limits:
         }
       } else if (typeof mapping === 'string') {
         const path = mapping.split('.');
-        if (!usesRootDoc) directFields.set(field, { path });
+        if (direct) directFields.set(field, { path });
         resolve = usesRootDoc
           ? (source, _args, context) => propagate(context, usesRootDoc, source, readPath(source, path))
           : (source) => readPath(source, path);
@@ -216,4 +241,12 @@ function propagate(context: ExecutionContextValue, usesRootDoc: boolean, source:
   };
   mark(value);
   return value;
+}
+
+function projectionNeeds(db: string, collection: string, isRoot: boolean, fixed: StaticInJoin | undefined): ProjectionNeeds {
+  const target = `${db}\u0000${collection}`;
+  if (isRoot) return { target, keeps: [], parentNeeds: [] };
+  if (fixed === undefined) return { target, keeps: undefined, parentNeeds: undefined };
+  const top = (path: string) => path.split('.')[0] as string;
+  return { target, keeps: ['_id', top(fixed.shape.path), ...Object.keys(fixed.sort).map(top)], parentNeeds: [fixed.fkPath[0] as string] };
 }

@@ -24,7 +24,7 @@ import { canonicalKey, compareForSort } from '../values/ejson.js';
 import { compileMatcher, type Matcher } from '../values/local-match.js';
 import { candidateValues, readPath } from '../values/paths.js';
 import { readWindow, windowKeyOf, type ResolvedQuery } from './translate.js';
-import { BACKEND_MAX_PAGESIZE } from '../types.js';
+import { BACKEND_MAX_PAGESIZE, type ReadProjection } from '../types.js';
 import { encodedQueryLength } from '../backend/http-reader.js';
 
 interface Pending {
@@ -43,6 +43,8 @@ interface Group {
   readonly sort: Record<string, unknown>;
   readonly inPath: string | undefined;
   readonly rest: Record<string, unknown> | undefined;
+  /** The fields read (the group key names it, so every entry asks for the same). */
+  readonly projection: ReadProjection | undefined;
   readonly entries: Pending[];
   /** windowKey → distinctKey → the promise of the entry queued for it. */
   readonly shared: Map<string, Map<string, Promise<unknown>>>;
@@ -99,6 +101,7 @@ export class JoinBatcher {
         sort: query.sort,
         inPath: inJoin?.path,
         rest: inJoin?.rest,
+        projection: query.projection,
         entries: [],
         shared: new Map(),
       };
@@ -239,7 +242,7 @@ export class JoinBatcher {
       filters.map(async (filter) => {
         const docs: unknown[] = [];
         for (let page = 1; ; page++) {
-          const read = { db: group.db, collection: group.collection, sort: group.sort, page, pagesize };
+          const read = { db: group.db, collection: group.collection, sort: group.sort, page, pagesize, ...(group.projection ? { projection: group.projection } : {}) };
           const got = await this.state.read(Object.keys(filter).length > 0 ? { ...read, filter } : read);
           docs.push(...got);
           if (got.length < pagesize) break;

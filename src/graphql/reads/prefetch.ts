@@ -44,12 +44,14 @@ import {
   type GraphQLSchema,
 } from 'graphql';
 import { collectSubfields } from './collect-subfields.js';
+import type { ReadProjection } from '../types.js';
 
 /**
  * One join field's resolution, exactly as its resolver does it: a value, a promise of one, or a
  * thrown field error. `State` is the request's state, which the prefetcher only hands back.
+ * `projection`: the fields to read, from direct execution (serve/direct-plan.ts) only.
  */
-export type JoinStart<State> = (source: unknown, args: Record<string, unknown>, state: State) => unknown;
+export type JoinStart<State> = (source: unknown, args: Record<string, unknown>, state: State, projection?: ReadProjection) => unknown;
 
 /** The fields of a compiled app that read the backend. */
 export interface LoadingFields<State> {

@@ -19,7 +19,7 @@ import {
 } from '../values/interpolate.js';
 import { planPages } from './paging.js';
 import { readPath } from '../values/paths.js';
-import type { GraphqlLimits } from '../types.js';
+import type { GraphqlLimits, ReadProjection } from '../types.js';
 
 /** Sort used when a mapping has none: deterministic paging (the REST default would be `_id` descending). */
 const DEFAULT_SORT: Readonly<Record<string, unknown>> = Object.freeze({ _id: 1 });
@@ -124,6 +124,17 @@ export interface ResolvedQuery {
   };
   /** Joins with the same key are batched together. */
   readonly groupKey: string;
+  /** The fields to read (direct execution's projection); part of groupKey when present. */
+  readonly projection?: ReadProjection;
+}
+
+/** `q` reading only `projection`'s fields: its group key names the projection, so only reads of one projection are batched together. */
+export function projected(q: ResolvedQuery, projection: ReadProjection | undefined): ResolvedQuery {
+  return projection === undefined ? q : { ...q, projection, groupKey: projectedGroupKey(q.groupKey, projection) };
+}
+
+export function projectedGroupKey(groupKey: string, projection: ReadProjection | undefined): string {
+  return projection === undefined ? groupKey : `${groupKey}\u0001${projection.id}`;
 }
 
 /** `empty` when a foreign key is missing: the join matches nothing and needs no read. */
@@ -303,7 +314,7 @@ function resolveSort(m: CompiledQueryMapping, scope: ArgScope, notes: Interpolat
 /** Reads the window [skip, skip+limit) of a query: one read, or two when no single page covers it. */
 export async function readWindow(state: BackendReads, q: ResolvedQuery): Promise<unknown[]> {
   const plan = planPages(q.skip, q.limit);
-  const base = { db: q.db, collection: q.collection, sort: q.sort, pagesize: plan.pagesize };
+  const base = { db: q.db, collection: q.collection, sort: q.sort, pagesize: plan.pagesize, ...(q.projection ? { projection: q.projection } : {}) };
   const filter = Object.keys(q.filter).length > 0 ? { filter: q.filter } : {};
   const first = await state.read({ ...base, ...filter, page: plan.page });
   let docs = first;

@@ -33,9 +33,10 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { directFields } from '../compile/resolvers.js';
+import { directFields, type ProjectionNeeds } from '../compile/resolvers.js';
 import type { JoinStart } from '../reads/prefetch.js';
 import type { RequestState } from '../reads/request-state.js';
+import type { ReadProjection } from '../types.js';
 
 /** A scalar read from the document: `accepts` says whether graphql-js would write the value as it is. */
 export interface LeafStep {
@@ -64,6 +65,10 @@ export interface ReadStep {
   readonly args: Record<string, unknown>;
   readonly single: boolean;
   readonly object: ObjectPlan;
+  /** What a projection of this read must keep. */
+  readonly needs: ProjectionNeeds;
+  /** The fields read (RESTHeart's `keys`), set once the whole operation is planned. */
+  projection: ReadProjection | undefined;
 }
 
 export type Step = LeafStep | TypenameStep | ReadStep;
@@ -116,7 +121,60 @@ function planOperation(schema: GraphQLSchema, operation: OperationDefinitionNode
   if (operation.operation !== 'query' || !queryType) return undefined;
   if ((operation.variableDefinitions?.length ?? 0) > 0 || (operation.directives?.length ?? 0) > 0) return undefined;
   const root = objectPlan(queryType, operation.selectionSet, true);
-  return root === undefined || root.reads.length === 0 ? undefined : { root, gaveUp: 0 };
+  if (root === undefined || root.reads.length === 0) return undefined;
+  assignProjections(root);
+  return { root, gaveUp: 0 };
+}
+
+/**
+ * Each read asks only for the fields the answer needs (RESTHeart's `keys`): the scalars selected
+ * (their first path segment), the foreign keys the joins below read, and what the read itself
+ * keeps (a join's `$in` path and sort, and `_id`). The hand-written server parses whole documents:
+ * 13 KB for the bench's 100 orders against 6 KB, 69 against 27 µs of JSON.parse (issue 39).
+ * Every read of one collection in the document gets one projection, the union of theirs, so the
+ * batcher groups them as before; a collection one of whose reads cannot be projected (a join the
+ * batcher matches locally) is read whole. `_id` is left out only when nothing needs it.
+ */
+function assignProjections(root: ObjectPlan): void {
+  const byTarget = new Map<string, { fields: Set<string> | undefined; steps: ReadStep[] }>();
+  const visit = (plan: ObjectPlan): void => {
+    for (const step of plan.reads) {
+      const target = step.needs.target;
+      let entry = byTarget.get(target);
+      if (entry === undefined) {
+        entry = { fields: new Set(), steps: [] };
+        byTarget.set(target, entry);
+      }
+      entry.steps.push(step);
+      const fields = fieldsNeeded(step);
+      if (fields === undefined) entry.fields = undefined;
+      else if (entry.fields !== undefined) for (const f of fields) entry.fields.add(f);
+      visit(step.object);
+    }
+  };
+  visit(root);
+  for (const { fields, steps } of byTarget.values()) {
+    if (fields === undefined || fields.size === 0) continue;
+    if ([...fields].some((f) => f === '' || f.startsWith('$') || f.includes('\u0000'))) continue;
+    const keys: Record<string, 0 | 1> = fields.has('_id') ? {} : { _id: 0 };
+    for (const f of [...fields].sort()) keys[f] = 1;
+    const projection: ReadProjection = { keys, id: JSON.stringify(keys) };
+    for (const step of steps) step.projection = projection;
+  }
+}
+
+/** The fields of a read's documents its answer and the reads below need; undefined when a read below cannot say. */
+function fieldsNeeded(step: ReadStep): Set<string> | undefined {
+  if (step.needs.keeps === undefined) return undefined;
+  const fields = new Set<string>(step.needs.keeps);
+  for (const s of step.object.steps) {
+    if (s.kind === 'leaf') fields.add(s.path === undefined ? s.name : (s.path[0] as string));
+    else if (s.kind === 'read') {
+      if (s.needs.parentNeeds === undefined) return undefined;
+      for (const f of s.needs.parentNeeds) fields.add(f);
+    }
+  }
+  return fields;
 }
 
 function objectPlan(type: GraphQLObjectType, selectionSet: SelectionSetNode, isRoot: boolean): ObjectPlan | undefined {
@@ -158,7 +216,7 @@ function objectPlan(type: GraphQLObjectType, selectionSet: SelectionSetNode, isR
     }
     const object = objectPlan(item, selection.selectionSet, false);
     if (object === undefined) return undefined;
-    const step: ReadStep = { kind: 'read', key, index: reads.length, read: direct.read, args, single: direct.single, object };
+    const step: ReadStep = { kind: 'read', key, index: reads.length, read: direct.read, args, single: direct.single, object, needs: direct.projection, projection: undefined };
     steps.push(step);
     reads.push(step);
   }

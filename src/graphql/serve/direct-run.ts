@@ -52,7 +52,7 @@ class Run {
   private read(step: ReadStep, doc: unknown): Outcome {
     let result: unknown;
     try {
-      result = step.read(doc, step.args, this.state);
+      result = step.read(doc, step.args, this.state, step.projection);
     } catch (error) {
       this.failedRead = true;
       return { done: true, ok: false, value: error, below: undefined };

@@ -89,7 +89,9 @@ afterAll(async () => {
 });
 
 const byPath = (errors: any[] | undefined) => (errors ?? []).map((e) => JSON.stringify([e.path, e.message, e.extensions?.code, e.locations])).sort();
-const readsOf = (e: Engine) => e.reads().map((r) => decodeURIComponent(r.url));
+/** Each read's URL without its projection (`keys`, which only direct execution sends), and the projections apart. */
+const readsOf = (e: Engine) => e.reads().map((r) => decodeURIComponent(r.url.replace(/&keys=[^&]*/, '')));
+const keysOf = (e: Engine) => e.reads().map((r) => r.query.get('keys'));
 
 /** The plan the direct engine holds for `query` (undefined: not answered directly). */
 function planOf(query: string) {
@@ -97,9 +99,11 @@ function planOf(query: string) {
   return directPlanFor(direct.app.schema, document, document.definitions[0] as OperationDefinitionNode);
 }
 
+let lastKeys: Array<string | null> = [];
 async function same(query: string): Promise<any> {
   const a = await direct.run(query);
   const aReads = readsOf(direct);
+  lastKeys = keysOf(direct);
   const b = await lazy.run(query);
   const bReads = readsOf(lazy);
   expect(a.status).toBe(b.status);
@@ -107,6 +111,7 @@ async function same(query: string): Promise<any> {
   expect(byPath(a.body.errors)).toEqual(byPath(b.body.errors));
   expect(aReads.sort()).toEqual(bReads.sort());
   expect(a.backendReads).toBe(b.backendReads);
+  expect(keysOf(lazy).every((k) => k === null)).toBe(true);
   return a;
 }
 
@@ -117,6 +122,14 @@ describe('direct execution answers exactly as graphql-js', () => {
     expect(planOf(query)?.gaveUp).toBe(0);
     expect(r.body.data.orders[4]).toEqual({ id: 'o04', number: 4, total: 6, note: null, user: { id: 'u4', name: 'user4', age: 24, vip: true, city: 'city4' } });
     expect(r.backendReads).toBe(2);
+    // Each read asks for what the answer needs: the orders' scalars and foreign key, the users' scalars.
+    expect(lastKeys.map((k) => JSON.parse(k!))).toEqual([
+      { _id: 1, note: 1, number: 1, total: 1, userId: 1 },
+      { _id: 1, address: 1, age: 1, name: 1, vip: 1 },
+    ]);
+    const noId = await same('{ orders(limit: 3) { number user { name } } }');
+    expect(noId.body.data.orders[0]).toEqual({ number: 0, user: { name: 'user0' } });
+    expect(lastKeys.map((k) => JSON.parse(k!))).toEqual([{ _id: 0, number: 1, userId: 1 }, { _id: 1, name: 1 }]);
   });
 
   it('nested joins, aliases, __typename and keys in the order the document gives them', async () => {
@@ -127,6 +140,15 @@ describe('direct execution answers exactly as graphql-js', () => {
     expect(Object.keys(r.body.data.first[0])).toEqual(['user', 'n']);
     expect(r.body.data.first[1].user).toEqual({ orders: [{ number: 7, __typename: 'Order', user: { name: 'user1' } }, { number: 1, __typename: 'Order', user: { name: 'user1' } }], id: 'u1' });
     expect(planOf(query)?.gaveUp).toBe(0);
+  });
+
+  it('one projection per collection, so batches stay as they were; what a join matches by its own find is read whole', async () => {
+    const aliased = await same('{ orders(limit: 4) { a: user { name } b: user { age } } }');
+    expect(aliased.backendReads).toBe(2);
+    expect(lastKeys.map((k) => JSON.parse(k!))).toEqual([{ _id: 0, userId: 1 }, { _id: 1, age: 1, name: 1 }]);
+    // User.orders takes its limit from an argument: its parents' and its own documents are read whole.
+    await same('{ orders(limit: 2) { number user { orders(limit: 1) { number } } } }');
+    expect(lastKeys).toEqual([null, null, null]);
   });
 
   it('gives up on values graphql-js converts or refuses, and graphql-js answers over the same reads', async () => {

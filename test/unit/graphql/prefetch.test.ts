@@ -114,7 +114,8 @@ const readPolicy = ({ collection }: { collection: string }): ReadDecision => {
 let eager: Engine;
 let lazy: Engine;
 beforeAll(async () => {
-  eager = await startEngine(data, app, { readPolicy });
+  // The prefetcher itself: documents direct execution would answer are left to it here (direct-execution.test.ts).
+  eager = await startEngine(data, app, { readPolicy, directExecution: false });
   lazy = await startEngine(data, app, { readPolicy, prefetchJoins: false });
 });
 afterAll(async () => {
