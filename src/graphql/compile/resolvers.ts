@@ -37,7 +37,7 @@ import {
   type StaticInJoin,
 } from '../reads/translate.js';
 import { notHalted, type ExecutionDeadline } from '../limits/deadline.js';
-import type { GraphqlLimits } from '../types.js';
+import type { GraphqlLimits, ReadProjection } from '../types.js';
 import { runWrite, type CompiledWrite } from '../writes/run.js';
 import { argsInternalizer, enumMappings, outputEnumMapper } from './enum-mapping.js';
 
@@ -124,6 +124,16 @@ export function installResolvers(
         const single = !isListType(getNullableType(field.type));
         const internalize = argsInternalizer(field, enumMaps);
         const fixed = isRoot ? undefined : compileStaticInJoin(compiled, limits, single);
+        // The group key of this join under each projection, made once: a key built per parent was hashed anew by every lookup.
+        const projectedGroupKeys = new WeakMap<ReadProjection, string>();
+        const projectedGroupKeyOf = (projection: ReadProjection): string => {
+          let key = projectedGroupKeys.get(projection);
+          if (key === undefined) {
+            key = projectedGroupKey((fixed as StaticInJoin).groupKey, projection);
+            projectedGroupKeys.set(projection, key);
+          }
+          return key;
+        };
         /** A parent's join, with its own copies of the documents when the app uses rootDoc. */
         const ownJoin = (state: RequestState, source: unknown, pending: Promise<unknown>): Promise<unknown> =>
           !usesRootDoc
@@ -154,10 +164,11 @@ export function installResolvers(
               checkForeignValue(fixed.shape, fk);
               distinctKey = canonicalKey(fk);
             }
+            const groupKey = projection === undefined ? fixed.groupKey : projectedGroupKeyOf(projection);
             const pending =
-              state.joins.shared(projectedGroupKey(fixed.groupKey, projection), fixed.windowKey, distinctKey) ??
+              state.joins.shared(groupKey, fixed.windowKey, distinctKey) ??
               state.joins.load(
-                projected(staticInJoinQuery(fixed, found?.values ?? [fk], found?.valueKeys ?? [distinctKey]), projection),
+                staticInJoinQuery(fixed, found?.values ?? [fk], found?.valueKeys ?? [distinctKey], projection === undefined ? undefined : { projection, groupKey }),
                 single,
                 fixed.windowKey,
                 distinctKey,

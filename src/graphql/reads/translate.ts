@@ -251,7 +251,7 @@ export function compileStaticInJoin(m: CompiledQueryMapping, limits: GraphqlLimi
 }
 
 /** The query of one parent of a static `$in` join, as `resolveQuery` would resolve it. */
-export function staticInJoinQuery(j: StaticInJoin, values: unknown[], valueKeys: string[]): ResolvedQuery {
+export function staticInJoinQuery(j: StaticInJoin, values: unknown[], valueKeys: string[], projected?: { projection: ReadProjection; groupKey: string }): ResolvedQuery {
   const { path, list } = j.shape;
   return {
     db: j.db,
@@ -260,8 +260,9 @@ export function staticInJoinQuery(j: StaticInJoin, values: unknown[], valueKeys:
     sort: j.sort,
     skip: j.skip,
     limit: j.limit,
-    groupKey: j.groupKey,
+    groupKey: projected?.groupKey ?? j.groupKey,
     inJoin: { path, values, valueKeys, rest: j.rest },
+    ...(projected ? { projection: projected.projection } : {}),
   };
 }
 
