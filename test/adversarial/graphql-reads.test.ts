@@ -8,7 +8,10 @@
  * - aggregation stages that reach other collections ($lookup, $graphLookup, $unionWith, also nested)
  *   are refused at write;
  * - extended-JSON literals are checked strictly: no regex, code, db pointer or operator smuggled
- *   inside a literal, in argument values or in app documents.
+ *   inside a literal, in argument values or in app documents;
+ * - direct execution (issue 39) builds answers from compiled object literals: aliases named like
+ *   prototype members stay plain keys, and its projection (`keys`) only narrows what the
+ *   caller's permission already lets through.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { basic } from '../support/outrigger.js';
@@ -81,6 +84,24 @@ describe('GraphQL reads authorized as REST reads (issue 25)', () => {
   beforeEach(() => stack.backend.clearRequests());
 
   const codes = (res: { json: { errors?: Array<{ extensions?: { code?: string } }> } }) => (res.json.errors ?? []).map((e) => e.extensions?.code);
+
+  describe('direct execution (issue 39): the answer is built from compiled object literals', () => {
+    it('aliases named like prototype members, __proto__ included, are plain keys of the answer and pollute nothing', async () => {
+      const res = await gql(stack.proxy.url, 'reads', '{ orders { constructor: number toString: owner hasOwnProperty: status } more: orders { __proto__: number } }', { auth: CAROL });
+      expect(res.json.errors).toBeUndefined();
+      expect(res.json.data.orders[0]).toEqual({ constructor: 1, toString: 'alice', hasOwnProperty: 'open' });
+      expect(res.text).toContain('"__proto__":1');
+      expect(({} as Record<string, unknown>).number).toBeUndefined();
+    });
+
+    it("a projection never reaches past the caller's permission: a field projectResponse hides stays hidden", async () => {
+      const res = await gql(stack.proxy.url, 'reads', '{ orders { number owner } }', { auth: ALICE });
+      expect(res.json.errors).toBeUndefined();
+      const [read] = collectionReads(stack.backend, 'orders');
+      expect(JSON.parse(read!.query.get('keys')!)).toEqual({ _id: 0, number: 1, owner: 1 });
+      expect(JSON.stringify(res.json)).not.toContain('secret-');
+    });
+  });
 
   describe('item 4: a read is decided on the query string REST would carry', () => {
     it('a permission that forbids `filter` refuses the GraphQL read that filters, as it refuses the REST GET', async () => {
