@@ -3,7 +3,7 @@
  * one backend read, and the reader contract the engine reads collections through.
  */
 
-import type { AbortLike, RequestAbort } from '../util/request-abort.js';
+import type { AbortLike } from '../util/request-abort.js';
 
 /**
  * What the server knows about the request being served. The engine never looks inside except for
@@ -15,13 +15,12 @@ export interface RequestContext {
   readonly principal?: { readonly id: string; readonly roles: readonly string[]; readonly via?: string; readonly keyId?: string };
   /** Headers to send with every backend read of this request (e.g. `Authorization: Bearer <jwt>`). */
   readonly backendHeaders?: Readonly<Record<string, string>>;
-  /** Aborted when the request times out or the client goes away; readers must honour it. */
-  readonly signal?: AbortLike;
   /**
-   * `signal` itself, when the server made it for this one execution (a RequestAbort): execution
-   * then aborts it at its time limit instead of making a second one tied to it.
+   * Aborted when the request times out or the client goes away; readers must honour it. A
+   * RequestAbort belongs to this one execution, which aborts it itself at its time limit; any
+   * other signal gets a RequestAbort of the execution's own tied to it.
    */
-  readonly controller?: RequestAbort;
+  readonly signal?: AbortLike;
   /** Correlation id for logs. */
   readonly requestId?: string;
   /** Rate limits counting GraphQL cost (SPEC §10): charges the estimate's documents; throws 429. */

@@ -143,7 +143,8 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
       try {
         response = await dispatcher.request({
           origin,
-          path: read.projection === undefined ? `${target}?${readQueryString(read)}` : `${target}?${readQueryString(read)}&keys=${encodeQueryComponent(read.projection.id)}`,
+          // The projection is sent, but is no part of the read's query string (readQueryString: what the policy decides on).
+          path: `${target}?${readQueryString(read)}${read.projection === undefined ? '' : `&keys=${encodeQueryComponent(read.projection.id)}`}`,
           method: 'GET',
           headers,
           signal: ctx.signal,

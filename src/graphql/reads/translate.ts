@@ -250,8 +250,8 @@ export function compileStaticInJoin(m: CompiledQueryMapping, limits: GraphqlLimi
   }
 }
 
-/** The query of one parent of a static `$in` join, as `resolveQuery` would resolve it. */
-export function staticInJoinQuery(j: StaticInJoin, values: unknown[], valueKeys: string[], projected?: { projection: ReadProjection; groupKey: string }): ResolvedQuery {
+/** The query of one parent of a static `$in` join, as `resolveQuery` would resolve it (`under` a projection and its group key, for direct execution). */
+export function staticInJoinQuery(j: StaticInJoin, values: unknown[], valueKeys: string[], under?: { projection: ReadProjection; groupKey: string }): ResolvedQuery {
   const { path, list } = j.shape;
   return {
     db: j.db,
@@ -260,9 +260,9 @@ export function staticInJoinQuery(j: StaticInJoin, values: unknown[], valueKeys:
     sort: j.sort,
     skip: j.skip,
     limit: j.limit,
-    groupKey: projected?.groupKey ?? j.groupKey,
+    groupKey: under?.groupKey ?? j.groupKey,
     inJoin: { path, values, valueKeys, rest: j.rest },
-    ...(projected ? { projection: projected.projection } : {}),
+    ...(under ? { projection: under.projection } : {}),
   };
 }
 

@@ -161,9 +161,9 @@ export async function executeGraphql(
   }
 
   const limits = app.settings.limits;
-  // The server's abort for this execution when it made one (it is ctx.signal), else one tied to ctx.signal.
-  const owned = ctx.controller !== undefined && ctx.controller === ctx.signal;
-  const controller = owned ? (ctx.controller as RequestAbort) : new RequestAbort();
+  // The server's abort for this execution when it made one (RequestContext.signal), else one tied to ctx.signal.
+  const owned = ctx.signal instanceof RequestAbort;
+  const controller = owned ? ctx.signal : new RequestAbort();
   let state = new RequestState(app.settings, ctx, controller);
   if (app.verbose) state.readLog = [];
   state.operationName = operation.name?.value ?? null;

@@ -82,7 +82,6 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
         principal: principal.id === null ? undefined : { id: principal.id, roles: principal.roles, via: principal.via, ...(principal.keyId ? { keyId: principal.keyId } : {}) },
         backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(principal), principal, req.headers),
         signal: controller,
-        controller,
         requestId: scope.id,
         caller,
         // SPEC §9: backend reads and writes carry the request's trace.
