@@ -113,6 +113,11 @@ export function openRedis(target: RedisTarget, connectionName: string, role: Rol
     ...(target.password !== null ? { password: target.password } : {}),
     ...(tls ? { tls } : {}),
   };
+  // The change bus subscribes again on every 'ready' itself, with its rejection handled; ioredis'
+  // own re-subscribe sends SUBSCRIBE with none, so a connection closed right after a reconnect
+  // surfaced as an unhandled "Connection is closed." (seen once in CI, operator-logs' Redis
+  // outage). A cluster keeps it: its sharded subscribers follow slot moves through it.
+  const resubscribe = role.subscriber === true ? { autoResubscribe: false } : {};
   let conn: Redis;
   if (target.cluster) {
     // Node connections keep ioredis' own offline queue: they connect lazily, on their first command.
@@ -136,6 +141,7 @@ export function openRedis(target: RedisTarget, connectionName: string, role: Rol
   } else if (target.sentinel) {
     conn = new Redis({
       ...common,
+      ...resubscribe,
       sentinels: target.sentinel.nodes,
       name: target.sentinel.masterName,
       role: 'master',
@@ -150,7 +156,7 @@ export function openRedis(target: RedisTarget, connectionName: string, role: Rol
     });
   } else {
     const url = target.url ?? '';
-    const options: RedisOptions = { ...common, retryStrategy: retry, lazyConnect: false, reconnectOnError: probeOnReadonly(url, common, 5000, () => conn.disconnect(true)) };
+    const options: RedisOptions = { ...common, ...resubscribe, retryStrategy: retry, lazyConnect: false, reconnectOnError: probeOnReadonly(url, common, 5000, () => conn.disconnect(true)) };
     conn = new Redis(url, options);
   }
   // Errors are reported through health/metrics and the callers; an unhandled 'error' event would crash.
