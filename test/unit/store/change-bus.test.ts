@@ -107,6 +107,40 @@ describe('change bus', () => {
     expect(a.heard.filter((m) => m !== 'resync')).toEqual([{ kind: 'subscribed-collections' }]);
   });
 
+  it('on a Cluster uses sharded pub/sub, and resyncs when the sharded subscribers are ready again', async () => {
+    // A standalone Redis 7 answers SSUBSCRIBE/SPUBLISH too; marked as a Cluster, the connections
+    // take the bus's Cluster path (ioredis' Cluster sets the same flag).
+    const subscriber = await connect();
+    const publisher = await connect();
+    for (const conn of [subscriber, publisher]) Object.assign(conn, { isCluster: true });
+    const bus = new ChangeBus(publisher, subscriber, 'sharded:changes');
+    const heard: Heard = [];
+    bus.on((m) => heard.push(m));
+    await bus.start();
+    expect(await redis.client.call('PUBSUB', 'SHARDNUMSUB', 'sharded:changes')).toEqual(['sharded:changes', 1]);
+    expect(await redis.client.pubsub('NUMSUB', 'sharded:changes')).toEqual(['sharded:changes', 0]);
+    await redis.client.call('SPUBLISH', 'sharded:changes', JSON.stringify({ kind: 'features' }));
+    await until(() => heard.length === 1, 'the sharded message', 2000);
+    subscriber.emit('subscribersReady');
+    expect(heard).toEqual([{ kind: 'features' }, 'resync']);
+    // The publisher sends with SPUBLISH: a plain subscriber of the channel hears nothing.
+    const plain = await connect();
+    await plain.subscribe('sharded:changes');
+    const plainHeard: string[] = [];
+    plain.on('message', (_channel: string, text: string) => plainHeard.push(text));
+    await bus.publish({ kind: 'webhooks', id: 'w' });
+    await until(() => heard.length === 4, 'the sharded echo', 2000);
+    expect(heard.slice(2)).toEqual([{ kind: 'webhooks', id: 'w' }, { kind: 'webhooks', id: 'w' }]);
+    expect(plainHeard).toEqual([]);
+  });
+
+  it('a standalone subscriber does not take "subscribersReady" (a Cluster event) for a resync', async () => {
+    const a = await replica('plain:changes');
+    a.heard.length = 0;
+    a.subscriber.emit('subscribersReady');
+    expect(a.heard).toEqual([]);
+  });
+
   it('publish never throws, even with Redis unreachable, and still tells local listeners', async () => {
     const dead = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
     dead.on('error', () => {});
