@@ -146,7 +146,7 @@ describe('WebSocket abuse (issue 53, items 9 and 8)', () => {
     redis = await startTestRedis();
     backend = await startStandinBackend({ data: { shop: { orders: [] } } });
     users = await staticUsers({ root: ['root'], carol: ['everything'] });
-    proxy = await start('ws-abuse', { subscriptions: { maxPerPrincipal: 4, webSockets: { maxPerAddress: 6, maxPerPrincipal: 3, maxPerProcess: 10, idleSeconds: 3600 } } });
+    proxy = await start('ws-abuse', { subscriptions: { maxPerPrincipal: 4, heartbeatSeconds: 600, webSockets: { maxPerAddress: 6, maxPerPrincipal: 3, maxPerProcess: 10, idleSeconds: 3600 } } });
   }, 60_000);
 
   afterAll(async () => {
@@ -183,7 +183,7 @@ describe('WebSocket abuse (issue 53, items 9 and 8)', () => {
       stuck.send({ type: 'ping', payload });
       if (i % 20 === 19) await new Promise((r) => setTimeout(r, 20));
     }
-    await until(() => proxy.log().includes('"reason":"unread"'), 'the cut logged', 15_000);
+    await until(() => proxy.log().includes('"reason":"unread"'), 'the cut logged', 10_000);
     socket.resume();
     await until(() => stuck.closed !== undefined, 'the socket closed by the server', 15_000);
     const pongs = stuck.messages.filter((m) => m.type === 'pong').length;
