@@ -1,7 +1,8 @@
 /**
  * The two routes of the GraphQL feature:
- * - `<routes.graphql>/<uri>` serves an app (SPEC §6.3), in this order: find the app (404 for an
- *   unknown or disabled one, before the ACL, as RESTHeart answers); the ACL on the request path
+ * - `<routes.graphql>/<uri>` serves an app (SPEC §6.3), in this order: find the app by the whole
+ *   rest of the path (404 for an unknown or disabled one and for a longer path, before the ACL, as
+ *   RESTHeart answers); the ACL on the request path
  *   (admin roles or an allowing permission; 401/403); the body, read up to 1 MiB (413 beyond);
  *   then the engine's GraphQL-over-HTTP handler, whose answer is written as is.
  * - `<graphql.appsPath>` stores the app documents (SPEC §6.1): the shared document CRUD, behind
@@ -41,7 +42,9 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       const rest = scope.path.slice(prefix.length);
       // 1. The app; unknown and disabled answer alike, so a caller learns nothing about disabled apps.
       const found = rest.length > 1 ? registry.lookup(rest) : ({ found: false, reason: 'unknown' } as const);
-      if (!found.found) throw notFound(`no GraphQL app is served at ${scope.path}; the apps are listed at ${config.graphql.appsPath}`, 'APP_NOT_FOUND');
+      // An app answers on its own path only (app-document.ts appUriOf, issue 53): the path every decision saw.
+      if (!found.found)
+        throw notFound(`no GraphQL app is served at ${scope.path}; an app answers only at ${prefix}/<its uri>, and the apps are listed at ${config.graphql.appsPath}`, 'APP_NOT_FOUND');
 
       // 2. The ACL (a permission that looks at the body needs it read first).
       const readsBody = scope.method === 'POST';
