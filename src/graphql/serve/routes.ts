@@ -20,6 +20,7 @@ import { syncDeclaredAggregations } from '../reads/aggregations/sync.js';
 import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredApp } from '../document/setup-kind.js';
 import { backendHeadersFor, type CallerFacts } from '../backend/caller-identity.js';
 import { handleGraphqlHttp } from './http-handler.js';
+import { isSubscriptionRequest, streamChoice } from './transport.js';
 import type { GraphqlAppRegistry } from '../compile/registry.js';
 import type { CompiledApp } from '../compile/compile-app.js';
 import { serveGraphiql, wantsGraphiql } from '../ui/graphiql-route.js';
@@ -51,12 +52,15 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       if (readsBody && acl.needsRequestBody(scope.principal)) scope.bufferedBody = await readBody(scope.req, MAX_BODY_BYTES);
       context.authorizeOwnRoute(scope);
 
-      // GraphQL over SSE (SPEC §6.5): subscriptions, streamed until they end.
-      const accept = scope.req.headers.accept;
-      if (serveSse && (scope.method === 'GET' || scope.method === 'POST') && typeof accept === 'string' && accept.includes('text/event-stream')) {
+      // GraphQL over SSE (SPEC §6.5): subscriptions, streamed until they end; Accept and the operation decide (transport.ts).
+      const choice = serveSse && (scope.method === 'GET' || scope.method === 'POST') ? streamChoice(scope.req.headers.accept) : 'json';
+      if (serveSse && choice !== 'json') {
         const body = scope.method === 'POST' ? (scope.bufferedBody ?? (await readBody(scope.req, MAX_BODY_BYTES))) : undefined;
-        await serveSse(scope, found.app, rest, body);
-        return;
+        if (choice === 'sse' || isSubscriptionRequest({ method: scope.method, headers: scope.req.headers, query: scope.query, body }, found.app)) {
+          await serveSse(scope, found.app, rest, body);
+          return;
+        }
+        scope.bufferedBody = body; // a query or mutation: answered as JSON below, from the body already read
       }
 
       // GraphiQL for a browser (page and bundled assets), behind the same lookup and ACL.
