@@ -10,7 +10,7 @@ import { call } from '../support/http-client.js';
 import { as, ROOT, useStack } from '../support/fixtures.js';
 import { until } from '../support/wait.js';
 import { rateLimitHeaders } from './rate-limit-helpers.js';
-import { rawSse, subscribed } from './graphql-subscriptions-helpers.js';
+import { openSubscriptions, rawSse, subscribed } from './graphql-subscriptions-helpers.js';
 import { costData, usersApp } from './rate-limits-cost-helpers.js';
 
 const ALICE = as('alice');
@@ -71,38 +71,44 @@ describe('units: cost charges mutations by what they read and subscription event
     const key = await issue('events');
     const sub = await rawSse(stack.proxy.url, 'costs', 'subscription { userChanged { op document { name orders(limit: 10) { n } } } }', { auth: key.bearer });
     expect(sub.status).toBe(200);
-    await subscribed(stack.proxy.url, 1);
-    for (let i = 0; i < 5; i++) expect((await call(stack.proxy.url, '/shop/users/u2', { method: 'PATCH', auth: ROOT, body: { $set: { name: `n${i}` } } })).status).toBe(200);
-    const events = await sub.waitForNexts(5);
-    expect(events.map((e) => (e.payload.data?.userChanged as { document: { orders: unknown[] } }).document.orders.length)).toEqual([10, 10, 10, 10, 10]);
-    // The start (1) and five events of 11; what is left shows on the next request (a query costing 1).
-    await until(async () => (await usageOf(key.id)).units === 1 + 5 * 11, 'the events counted in the usage');
-    const next = await gql('costs', key.bearer, '{ user(id: "u3") { name } }');
-    expect(remaining(next)).toBe(500 - 1 - 55 - 1);
-    expect(await usageOf(key.id)).toEqual({ day: today(), requests: 2, units: 57, refused: 0 });
-    await sub.close();
-    await until(async () => (await call(stack.proxy.url, '/_metrics')).text.includes('outrigger_graphql_subscriptions_open{transport="sse"} 0'), 'the subscription closed');
+    try {
+      await subscribed(stack.proxy.url, 1);
+      for (let i = 0; i < 5; i++) expect((await call(stack.proxy.url, '/shop/users/u2', { method: 'PATCH', auth: ROOT, body: { $set: { name: `n${i}` } } })).status).toBe(200);
+      const events = await sub.waitForNexts(5);
+      expect(events.map((e) => (e.payload.data?.userChanged as { document: { orders: unknown[] } }).document.orders.length)).toEqual([10, 10, 10, 10, 10]);
+      // The start (1) and five events of 11; what is left shows on the next request (a query costing 1).
+      await until(async () => (await usageOf(key.id)).units === 1 + 5 * 11, 'the events counted in the usage');
+      const next = await gql('costs', key.bearer, '{ user(id: "u3") { name } }');
+      expect(remaining(next)).toBe(500 - 1 - 55 - 1);
+      expect(await usageOf(key.id)).toEqual({ day: today(), requests: 2, units: 57, refused: 0 });
+    } finally {
+      await sub.close();
+    }
+    await until(async () => (await openSubscriptions(stack.proxy.url)) === 0, 'the subscription closed');
   });
 
   it('charging 200 events sends Redis a handful of leases, not one per event (slices taken ahead)', async () => {
     const key = await issue('hot-path');
     const sub = await rawSse(stack.proxy.url, 'big', 'subscription { userChanged { op document { name } } }', { auth: key.bearer });
     expect(sub.status).toBe(200);
-    await subscribed(stack.proxy.url, 1);
-    const monitor = await stack.redis.client.monitor();
     let leases = 0;
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      if (/^evalsha$/i.test(args[0] ?? '') && args.some((a) => a.includes(':rl:big:'))) leases++;
-    });
     try {
-      for (let i = 0; i < 200; i++) expect((await call(stack.proxy.url, '/shop/users/u3', { method: 'PATCH', auth: ROOT, body: { $set: { name: `m${i}` } } })).status).toBe(200);
-      await sub.waitForNexts(200, 30_000);
+      await subscribed(stack.proxy.url, 1);
+      const monitor = await stack.redis.client.monitor();
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (/^evalsha$/i.test(args[0] ?? '') && args.some((a) => a.includes(':rl:big:'))) leases++;
+      });
+      try {
+        for (let i = 0; i < 200; i++) expect((await call(stack.proxy.url, '/shop/users/u3', { method: 'PATCH', auth: ROOT, body: { $set: { name: `m${i}` } } })).status).toBe(200);
+        await sub.waitForNexts(200, 30_000);
+      } finally {
+        monitor.disconnect();
+      }
+      await until(async () => (await usageOf(key.id)).units === 1 + 200, 'the events counted in the usage');
     } finally {
-      monitor.disconnect();
+      await sub.close();
     }
-    await until(async () => (await usageOf(key.id)).units === 1 + 200, 'the events counted in the usage');
     // Slices of 5,000 units (5 % of 100,000): the start's lease covers all 200 events of 1 unit.
     expect(leases).toBeLessThanOrEqual(2);
-    await sub.close();
   }, 60_000);
 });
