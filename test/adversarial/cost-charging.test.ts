@@ -56,6 +56,9 @@ describe('costs that are not charged (issue 53 item 4)', () => {
     await put('write', { predicate: 'method(PATCH) and path-prefix(/shop/users)', roles: ['reader'], priority: 1 });
     await put('gql', { predicate: 'path-prefix(/graphql)', roles: ['reader'], priority: 1 });
     expect((await call(proxy.url, '/gql-apps/costs', { method: 'PUT', auth: ROOT, body: usersApp('costs') })).status).toBe(201);
+    const tight = usersApp('tight') as { descriptor: Record<string, unknown> };
+    tight.descriptor.maxCost = { documents: 50 };
+    expect((await call(proxy.url, '/gql-apps/tight', { method: 'PUT', auth: ROOT, body: tight })).status).toBe(201);
   });
 
   afterAll(async () => {
@@ -140,5 +143,21 @@ describe('costs that are not charged (issue 53 item 4)', () => {
       await resumed?.close();
       await watcher.close();
     }
+  });
+
+  it('a subscription whose one event would read past maxCost is refused at the start (400 QUERY_TOO_COSTLY), as the same query is', async () => {
+    const key = await issue('too-costly');
+    const sub = await rawSse(proxy.url, 'tight', 'subscription { userChanged { document { orders(limit: 60) { n } } } }', { auth: key.bearer });
+    try {
+      expect(sub.status).toBe(400);
+      const body = JSON.parse(await sub.text()) as { errors: Array<{ message: string; extensions: { code: string } }> };
+      expect(body.errors[0]!.extensions.code).toBe('QUERY_TOO_COSTLY');
+      expect(body.errors[0]!.message).toMatch(/^each event of this subscription may need 2 backend reads and 61 documents .* at most 50 reads, 50 documents/);
+    } finally {
+      await sub.close();
+    }
+    const query = await call(proxy.url, '/graphql/tight', { method: 'POST', auth: key.bearer, body: { query: '{ user(id: "u1") { orders(limit: 60) { n } } }' } });
+    expect(query.status).toBe(400);
+    expect(query.json.errors[0].extensions.code).toBe('QUERY_TOO_COSTLY');
   });
 });
