@@ -90,7 +90,7 @@ describe('units: cost charges mutations by what they read and subscription event
   it('charging 200 events sends Redis a handful of leases, not one per event (slices taken ahead)', async () => {
     const key = await issue('hot-path');
     const sub = await rawSse(stack.proxy.url, 'big', 'subscription { userChanged { op document { name } } }', { auth: key.bearer });
-    expect(sub.status).toBe(200);
+    expect(sub.status, await sub.text()).toBe(200);
     let leases = 0;
     try {
       await subscribed(stack.proxy.url, 1);
@@ -99,7 +99,10 @@ describe('units: cost charges mutations by what they read and subscription event
         if (/^evalsha$/i.test(args[0] ?? '') && args.some((a) => a.includes(':rl:big:'))) leases++;
       });
       try {
-        for (let i = 0; i < 200; i++) expect((await call(stack.proxy.url, '/shop/users/u3', { method: 'PATCH', auth: ROOT, body: { $set: { name: `m${i}` } } })).status).toBe(200);
+        for (let i = 0; i < 200; i++) {
+          const res = await call(stack.proxy.url, '/shop/users/u3', { method: 'PATCH', auth: ROOT, body: { $set: { name: `m${i}` } } });
+          expect(res.status, res.text).toBe(200);
+        }
         await sub.waitForNexts(200, 30_000);
       } finally {
         monitor.disconnect();
