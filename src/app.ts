@@ -64,6 +64,11 @@ export interface StartOptions {
   bootstrap?: boolean;
   /** Outrigger's version, for the traces' `service.version`. */
   version?: string;
+  /**
+   * The document stores' version poll (default 2 s). Tests set it far away to show that the
+   * change bus alone carries a change to every replica within SPEC's 1 s (issue 54).
+   */
+  documentPollMs?: number;
 }
 
 export interface RunningOutrigger {
@@ -124,7 +129,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   const features = new FeatureStates(redis, keys, bus, { 'api-keys': config.features.apiKeys, webhooks: config.features.webhooks });
   await features.start();
 
-  const permissions = new DocumentStore<PermissionDocument>(redis, bus, 'permissions', keys.permissions, keys.permissionsVersion);
+  const permissions = new DocumentStore<PermissionDocument>(redis, bus, 'permissions', keys.permissions, keys.permissionsVersion, options.documentPollMs);
   const acl = new AccessControl<Exchange>(
     permissions,
     config.acl.adminRoles,
@@ -168,6 +173,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
 
   const context: AppContext = {
     config, logger, metrics, tracing, redis, connections, keys, bus, features, permissions, acl, draining,
+    documentPollMs: options.documentPollMs,
     exchangeFor: exchangeForScope,
     authorizeOwnRoute: policy.authorizeOwnRoute,
     planIdentity,

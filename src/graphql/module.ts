@@ -32,7 +32,7 @@ export interface GraphqlModule extends FeatureModule {
 export async function createGraphqlModule(context: AppContext, options: FeatureModuleOptions): Promise<GraphqlModule> {
   const { config, redis, bus, keys, logger } = context;
   const settings = config.graphql;
-  const store = new DocumentStore<StoredApp>(redis, bus, 'graphql-apps', keys.graphqlApps, keys.graphqlAppsVersion);
+  const store = new DocumentStore<StoredApp>(redis, bus, 'graphql-apps', keys.graphqlApps, keys.graphqlAppsVersion, context.documentPollMs);
   const setupKinds = [graphqlAppSetupKind(config, store)];
   if (!options.serve) return { name: 'graphql', store, registry: null, setupKinds };
 
