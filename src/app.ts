@@ -26,6 +26,7 @@ import type { RequestScope } from './http/scope.js';
 import { RouteTable, type OwnRoute } from './http/route-table.js';
 import { sendError } from './http/respond.js';
 import { listen, type ListeningServer, type RequestHandler } from './http/server.js';
+import { routeUpgrades } from './http/upgrade/route-upgrades.js';
 import { serviceUnavailable } from './errors.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
@@ -233,11 +234,10 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       logger,
       tracing,
     });
-    // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; anything else is refused.
+    // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; other WebSocket
+    // paths get a 404, other upgrades (h2c) are served as plain requests (http/upgrade.ts).
     for (const module of modules) module.useAuthenticator?.(authenticate);
-    server?.server.on('upgrade', (req, socket, head: Buffer) => {
-      if (!modules.some((m) => m.upgrade?.(req, socket, head))) socket.destroy();
-    });
+    if (server) routeUpgrades(server.server, (req, socket, head) => modules.some((m) => m.upgrade?.(req, socket, head)), logger, config.routes.graphql);
   }
   const loaded: Record<string, number> = { permissions: permissions.all().size };
   for (const kind of modules.flatMap((m) => m.setupKinds ?? [])) if (kind.store) loaded[kind.section] = kind.store.all().size;

@@ -144,6 +144,9 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     authorize: (scope) => context.authorizeOwnRoute(scope),
     limit: (scope) => context.limits?.check(scope),
     callerOf,
+    bounds: config.subscriptions.webSockets,
+    ownOrigin: new URL(config.service.publicUrl).origin,
+    logger,
   });
   context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('sse'), { transport: 'sse' });
   context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('ws'), { transport: 'ws' });
