@@ -95,6 +95,13 @@ describe('resolveAllowedAddresses: edges', () => {
     await expect(resolveAllowedAddresses('[fe80::1]', { lookup: noLookup })).rejects.toMatchObject({ code: 'SSRF_BLOCKED' });
   });
 
+  it('asks the system resolver for every address when none is injected (localhost: from the hosts file, no traffic)', async () => {
+    // An answer of one address (not a list) would read as "no addresses", a resolution failure.
+    const error = await resolveAllowedAddresses('localhost').catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'SSRF_BLOCKED' });
+    expect((error as Error).message).toContain('127.0.0.1');
+  });
+
   it('refuses a resolver answer that is not an IP address as a resolution failure', async () => {
     const error = await resolveAllowedAddresses('junk.test', { lookup }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TargetResolutionError);
