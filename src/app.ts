@@ -226,6 +226,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       metrics,
       logger,
       tracing,
+      sendTimeoutMs: config.listen.sendTimeoutMs,
     });
     // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; anything else is refused.
     for (const module of modules) module.useAuthenticator?.(authenticate);
