@@ -36,6 +36,7 @@ import {
 import type { AppContext } from '../app-context.js';
 import { forbidden, methodNotAllowed } from '../errors.js';
 import { readBody } from '../http/body.js';
+import { originAllowed } from '../net/origin.js';
 import type { OwnRoute } from '../http/route-table.js';
 import type { RequestScope } from '../http/scope.js';
 import { parseBoundedJson } from '../input-limits/json-depth.js';
@@ -182,18 +183,6 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       }
     },
   };
-}
-
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/** Its own origin (publicUrl), or a page served from this machine (a local inspector); never another site's. */
-function originAllowed(origin: string, ownOrigin: string): boolean {
-  if (origin === ownOrigin) return true;
-  try {
-    return LOOPBACK_HOSTS.has(new URL(origin).hostname);
-  } catch {
-    return false;
-  }
 }
 
 function describeTool(tool: CatalogueTool): Tool {
