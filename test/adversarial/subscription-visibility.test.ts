@@ -15,12 +15,10 @@
  * One replica, no upstream identity: every state is decided in process (seen.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { request } from 'undici';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
-import { startHttpServer, type TestServer } from '../support/http-servers.js';
+import { startSlowReads, type SlowReads } from '../support/slow-reads.js';
 import { sleep, until } from '../support/wait.js';
 import { call } from '../support/http-client.js';
 import { gql } from '../integration/graphql-helpers.js';
@@ -51,32 +49,10 @@ const APP = {
 };
 const CHANGE = 'op id document { number status confidential level embargo flag }';
 
-/** A relay in front of the backend that holds every GET for `slowMs` (re-reads made slow), passing everything else as it is. */
-async function startSlowReads(target: string): Promise<TestServer & { slowMs: number }> {
-  const relay = { slowMs: 0 } as TestServer & { slowMs: number };
-  const server = await startHttpServer((req: IncomingMessage, res: ServerResponse) => {
-    void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      if (req.method === 'GET' && relay.slowMs > 0) await sleep(relay.slowMs);
-      const headers = { ...req.headers };
-      for (const h of ['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive']) delete headers[h];
-      const up = await request(`${target}${req.url}`, { method: req.method as 'GET', headers, body: chunks.length > 0 ? Buffer.concat(chunks) : null });
-      const body = Buffer.from(await up.body.arrayBuffer());
-      const out = { ...up.headers };
-      for (const h of ['connection', 'transfer-encoding', 'keep-alive']) delete out[h];
-      out['content-length'] = String(body.length);
-      res.writeHead(up.statusCode, out);
-      res.end(body);
-    })().catch(() => res.destroy());
-  });
-  return Object.assign(relay, server);
-}
-
 describe('subscriptions: who sees a change, and in which state (issue 53, items 1 and 2)', () => {
   let redis: TestRedis;
   let backend: StandinBackend;
-  let relay: Awaited<ReturnType<typeof startSlowReads>>;
+  let relay: SlowReads;
   let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
   let number = 5000;
 
