@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../errors.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
+import { sendBuffered } from './buffered-answer.js';
 import { DEFAULT_SEND_TIMEOUT_MS, type ForwardRequest, type ForwarderOptions } from './forward-request.js';
 import { UpstreamSlots, type SlotRequest, type Waiting } from './upstream-slots.js';
 import { BufferReservations } from './buffer-reservations.js';
@@ -282,43 +283,15 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
   };
 
   onResponseEnd(): void {
-    const res = this.f.res;
     if (this.buffered) {
-      let body: Buffer = Buffer.concat(this.buffered);
-      try {
-        // An empty body (a write answered without one, a HEAD) has nothing to rewrite: the
-        // backend's status stands. A 502 there told the client a write that was applied had failed.
-        if (body.length > 0 && this.rewriting) body = this.f.rewrite!.apply(body);
-      } catch {
-        this.settle();
-        this.failed(new OutriggerError(502, 'UPSTREAM_BAD_BODY', 'the upstream answer could not be rewritten as this request requires (its body is not valid JSON)'));
-        return;
-      }
-      const headers = clientResponseHeaders(this.bufferedHeaders, this.f.filterResponseHeader);
-      // Rewritten bodies were asked for uncompressed; a body only held is sent as it came.
-      if (this.rewriting) delete headers['content-encoding'];
-      if (body.length > 0 || (this.bufferedStatus !== 204 && this.f.method !== 'HEAD')) headers['content-length'] = body.length;
-      else delete headers['content-length'];
-      this.f.observer?.onResponseHead(this.bufferedStatus, headers);
-      this.f.observer?.onResponseData(body);
-      headers['x-request-id'] = this.f.requestId;
-      if (this.f.responseHeaders) Object.assign(headers, this.f.responseHeaders);
-      const send = (): void => {
-        if (res.destroyed) return;
-        res.writeHead(this.bufferedStatus, headers);
-        res.end(body);
-      };
-      if (this.held) {
-        // The upstream exchange is over (its slot goes now); the client's answer waits for the observer.
-        this.settle();
-        this.held(body).then(send, send);
-        return;
-      }
-      send();
-    } else {
-      this.headPending = false;
-      res.end();
+      // The upstream exchange is over (its slot goes now), whether or not the answer waits for an observer.
+      this.settle();
+      const failure = sendBuffered(this.f, { status: this.bufferedStatus, headers: this.bufferedHeaders, chunks: this.buffered, rewriting: this.rewriting, held: this.held });
+      if (failure) this.failed(failure);
+      return;
     }
+    this.headPending = false;
+    this.f.res.end();
     this.settle();
   }
 
