@@ -33,9 +33,9 @@ import {
   type Tool,
 } from '@modelcontextprotocol/server';
 import type { AppContext } from '../app-context.js';
-import { exchangeFromParts } from '../condition/index.js';
 import { forbidden, methodNotAllowed } from '../errors.js';
 import { readBody } from '../http/body.js';
+import { originAllowed } from '../net/origin.js';
 import type { OwnRoute } from '../http/route-table.js';
 import type { RequestScope } from '../http/scope.js';
 import { parseBoundedJson } from '../input-limits/json-depth.js';
@@ -44,6 +44,7 @@ import { MAX_BODY_BYTES } from '../graphql/types.js';
 import { callThroughGraphql, failure, type GraphqlDoor } from './call-graphql.js';
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
+import { createMayCall } from './may-call.js';
 
 /** JSON-RPC messages one POST may carry (batches are 2025-03-26's; later revisions send one). */
 export const MAX_BATCH = 10;
@@ -73,22 +74,12 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
   const door: GraphqlDoor = { graphqlPrefix, timeoutMs: config.graphql.timeoutMs + 5000, dispatcher: options.dispatcher };
   const ownOrigin = new URL(config.service.publicUrl).origin;
 
-  /** Would `POST /graphql/<uri>` with this tool's operation pass the ACL for this caller? (The call itself is decided by the real request.) */
-  const mayCall = (scope: RequestScope, tool: CatalogueTool): boolean => {
-    const { principal } = scope;
-    if (acl.isAdmin(principal)) return true;
-    const exchange = exchangeFromParts({
-      method: 'POST',
-      path: `${graphqlPrefix}/${tool.app.uri}`,
-      headers: Object.entries(scope.req.headers).flatMap(([k, v]) => (v === undefined ? [] : [v].flat().map((one) => [k, one] as const))),
-      body: { query: tool.query, operationName: tool.operationName },
-      remoteIp: scope.clientIp,
-      secure: scope.secure,
-      ...(principal.id !== null ? { user: { id: principal.id, _id: principal.id, roles: principal.roles } } : {}),
-      ...(principal.via === 'apikey' ? { authenticationType: 'API_KEY' } : principal.via === 'basic' ? { authenticationType: 'BASIC' } : {}),
-    });
-    return acl.decide(principal, exchange).allowed;
-  };
+  const mayCall = createMayCall({
+    acl,
+    graphqlPrefix,
+    collectionPath: config.graphql.backend.collectionPath,
+    writesDecided: config.graphql.backend.auth === 'caller' && config.acl.mode === 'enforce',
+  });
 
   function serverFor({ scope, signal }: Caller): Server {
     const server = new Server(SERVER_INFO, {
@@ -183,18 +174,6 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       }
     },
   };
-}
-
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/** Its own origin (publicUrl), or a page served from this machine (a local inspector); never another site's. */
-function originAllowed(origin: string, ownOrigin: string): boolean {
-  if (origin === ownOrigin) return true;
-  try {
-    return LOOPBACK_HOSTS.has(new URL(origin).hostname);
-  } catch {
-    return false;
-  }
 }
 
 function describeTool(tool: CatalogueTool): Tool {

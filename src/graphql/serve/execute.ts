@@ -277,7 +277,7 @@ function withCode(error: GraphQLFormattedError, code: string): GraphQLFormattedE
 }
 
 /** `documentId`, or Apollo's `extensions.persistedQuery.sha256Hash` as one. */
-function documentIdOf(params: GraphqlParams): string | undefined {
+export function documentIdOf(params: GraphqlParams): string | undefined {
   if (typeof params.documentId === 'string') return params.documentId;
   const pq = params.extensions?.persistedQuery;
   if (pq !== null && typeof pq === 'object' && typeof (pq as Record<string, unknown>).sha256Hash === 'string') {

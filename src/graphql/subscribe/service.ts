@@ -8,6 +8,7 @@ import type { Principal } from '../../access/principal.js';
 import type { RequestObserver } from '../../http/observe.js';
 import type { ChangeBus } from '../../store/change-bus.js';
 import type { SubscriptionsConfig } from '../../config/subscriptions-config.js';
+import { clientAddressBucket } from '../../net/client-address.js';
 import { isPlainObject, type GraphqlApp } from '../app-document.js';
 import { appVersion, type CompiledApp } from '../compile/compile-app.js';
 import type { BackendReader, ReadPolicy, RequestContext, WriteObserver } from '../types.js';
@@ -160,7 +161,8 @@ export class SubscriptionService {
   async open(req: OpenRequest): Promise<Opened> {
     const prepared = prepareSubscription(req.app, this.mappingsOf(req.app), req.params, req.principal);
     if (!prepared.ok) return prepared;
-    const principalKey = req.principal.id !== null ? `user:${req.principal.id}` : `address:${req.clientIp}`;
+    // Anonymous subscribers count per address as every per-address bound does: one IPv6 client holds a whole /64.
+    const principalKey = req.principal.id !== null ? `user:${req.principal.id}` : `address:${clientAddressBucket(req.clientIp)}`;
     const refused = this.hub.refusal(principalKey);
     if (refused) return { ok: false, status: 429, errors: [{ message: refused.message, extensions: { code: refused.code } }] };
     const sub = prepared.sub;
