@@ -53,6 +53,8 @@ export interface OpenRequest {
   shutdown(retryAfterMs: number): void;
   /** Told of each result's position, in order (SSE `id:`). */
   onYield?(position: string | null): void;
+  /** Charges one delivered event its estimated documents (SPEC §10 `units: cost`); a reason ends the subscription. */
+  chargeEvent?(documents: number): Promise<EndReason | null> | EndReason | null;
   /** Told once when the subscription ends, with the reason when it was ended early. */
   onEnded?(reason: EndReason | null): void;
   /** Looks the app up again (changed, disabled or deleted apps end their subscriptions). */
@@ -172,6 +174,7 @@ export class SubscriptionService {
       this.shutdowns.delete(active);
       req.onEnded?.(reason);
     }, req.onYield);
+    if (req.chargeEvent) stream.charge = req.chargeEvent.bind(req, sub.eventDocuments);
     let ctx = req.ctx();
     let ctxAt = Date.now();
     const principal = req.principal;
