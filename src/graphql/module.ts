@@ -8,7 +8,7 @@ import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import { DocumentStore } from '../store/document-store.js';
 import { graphqlAppSetupKind, type StoredApp } from './document/setup-kind.js';
 import { createHttpBackendReader, type HttpBackendReader } from './backend/http-reader.js';
-import { createCallerReadPolicy, type CallerFacts } from './backend/caller-identity.js';
+import { backendHeadersFor, createCallerReadPolicy, type CallerFacts } from './backend/caller-identity.js';
 import type { WriteExchange, WriteObserver } from './types.js';
 import type { RequestTrace } from '../observability/tracing/tracing.js';
 import { createHttpBackendWriter, type HttpBackendWriter } from './backend/http-writer.js';
@@ -66,10 +66,15 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     readPolicy,
     onError: (error, what) => logger.warn({ err: String(error) }, `error while ${what}`),
     counted: (outcome) => context.metrics.subscriptionEvents.inc({ outcome }),
+    // A proxied write's state is read back as a GraphQL read of its writer would be made.
+    writerContext: (scope) => ({
+      requestId: scope.id,
+      backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(scope.principal), scope.principal, scope.req.headers),
+    }),
   });
   const onWrite: WriteObserver = (w, ctx) => {
-    subscriptions.observeWrite(w, ctx);
-    if (!writeExchanges) return;
+    const held = subscriptions.observeWrite(w, ctx);
+    if (!writeExchanges) return held;
     const caller = ctx.caller as CallerFacts | undefined;
     const requestHeaders: Record<string, string | string[] | undefined> = { ...(caller?.headers ?? {}) };
     delete requestHeaders['content-length'];
@@ -95,6 +100,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
       graphql: { app: w.app, operation: w.operationName },
       ...(ctx.trace ? { traceparent: (ctx.trace as RequestTrace).traceparent } : {}),
     });
+    return held;
   };
   const registry = new GraphqlAppRegistry({
     reader,

@@ -17,7 +17,8 @@
  * §5.6's challenge); an anonymous caller gets the 401 challenge so an SDK client signs in through
  * the browser; `GET` (the stream a stateful server would open) and other methods get 405; the
  * body is read up to the GraphQL request's bound (1 MiB, 413 beyond) and a JSON-RPC batch holds
- * at most MAX_BATCH messages; `subscriptions/listen` (2026-07-28's long-lived stream) is answered
+ * at most MAX_BATCH messages, whose results together are at most `mcp.maxResponseBytes` (their
+ * tool calls run one at a time, answer-budget.ts); `subscriptions/listen` (2026-07-28's long-lived stream) is answered
  * as an unknown method, since this server announces no list changes. Any authenticated caller may
  * use the server itself; what each tool may do is decided by the GraphQL door it calls
  * (call-graphql.ts).
@@ -41,7 +42,8 @@ import type { RequestScope } from '../http/scope.js';
 import { parseBoundedJson } from '../input-limits/json-depth.js';
 import { mcpSignInRequired } from '../oauth/challenge.js';
 import { MAX_BODY_BYTES } from '../graphql/types.js';
-import { callThroughGraphql, failure, type GraphqlDoor } from './call-graphql.js';
+import { AnswerBudget } from './answer-budget.js';
+import { callThroughGraphql, failure, notRun, type GraphqlDoor } from './call-graphql.js';
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
 import { createMayCall } from './may-call.js';
@@ -56,11 +58,13 @@ const TRANSPORT_HEADERS = new Set(['accept', 'content-type', 'last-event-id']);
 interface Caller {
   readonly scope: RequestScope;
   readonly signal: AbortSignal;
+  /** What the answer's results may still take (`mcp.maxResponseBytes`); its tool calls run one at a time. */
+  readonly budget: AnswerBudget;
 }
 
 export interface McpRouteOptions {
   readonly catalogue: ToolCatalogue;
-  /** The loopback client tool calls go through (call-graphql.ts). */
+  /** The client tool calls go through, its connections known to the address resolver (internal-calls.ts). */
   readonly dispatcher: GraphqlDoor['dispatcher'];
   /** `oauthEndpoints(config).resourceMetadata`, or null when agent sign-in is off. */
   readonly resourceMetadataUrl: string | null;
@@ -81,14 +85,17 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
     writesDecided: config.graphql.backend.auth === 'caller' && config.acl.mode === 'enforce',
   });
 
-  function serverFor({ scope, signal }: Caller): Server {
+  function serverFor({ scope, signal, budget }: Caller): Server {
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
       instructions: 'Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.',
     });
-    server.setRequestHandler('tools/list', () => ({
-      tools: [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool),
-    }));
+    server.setRequestHandler('tools/list', () => {
+      const tools = [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool);
+      if (!budget.take(Buffer.byteLength(JSON.stringify(tools)), 'tools/list'))
+        throw new ProtocolError(ProtocolErrorCode.InternalError, `the tool list does not fit what is left of this request's answer bound (mcp.maxResponseBytes, ${budget.limit} bytes); ask for it in a request of its own`);
+      return { tools };
+    });
     server.setRequestHandler('tools/call', async (request) => {
       const tool = catalogue.get(request.params.name);
       if (!tool || !mayCall(scope, tool)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no tool named ${JSON.stringify(request.params.name)} is offered to you; tools/list names the ones you may call`);
@@ -96,7 +103,8 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       // Before any backend read (MCP 2025-11-25: input errors are tool results the model can correct).
       const problems = checkArguments(tool.inputSchema, args);
       if (problems.length > 0) return failure(`invalid arguments for ${tool.name}: ${problems.join('; ')}`);
-      return callThroughGraphql(door, scope, tool, args, signal);
+      // One call at a time, each within what the earlier ones left (answer-budget.ts).
+      return budget.serial(async () => (budget.filled !== null ? notRun(budget, tool.name) : callThroughGraphql(door, scope, tool, args, signal, budget)));
     });
     return server;
   }
@@ -125,7 +133,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       if (scope.path !== config.mcp.path) return void answer(scope, 404, rpcError(-32600, `nothing at ${scope.path}; the MCP endpoint is ${config.mcp.path}`));
       // Stateless: no stream to open (GET) and no session to end (DELETE).
       if (scope.method !== 'POST') throw methodNotAllowed(['POST']);
-      const body = await readBody(scope.req, MAX_BODY_BYTES);
+      const body = await readBody(scope, MAX_BODY_BYTES);
       const parsed = parseBoundedJson(body.toString('utf8'));
       if (!parsed.ok) return void answer(scope, 400, rpcError(-32700, parsed.tooDeep ? `the request body ${parsed.message}` : 'the request body is not valid JSON'));
       if (Array.isArray(parsed.value) && parsed.value.length > MAX_BATCH)
@@ -144,7 +152,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       for (const [name, value] of Object.entries(scope.req.headers))
         if (typeof value === 'string' && (TRANSPORT_HEADERS.has(name) || name.startsWith('mcp-'))) headers.set(name, value);
       const request = new Request(`http://outrigger${config.mcp.path}`, { method: 'POST', headers, signal: controller.signal });
-      const caller: Caller = { scope, signal: controller.signal };
+      const caller: Caller = { scope, signal: controller.signal, budget: new AnswerBudget(config.mcp.maxResponseBytes) };
       try {
         let response: Response;
         if (await isLegacyRequest(request, parsed.value)) {
@@ -162,13 +170,14 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
           callers.set(request, caller);
           response = await modern.fetch(request, { parsedBody: parsed.value });
         }
-        const text = await response.text();
+        // The bytes as the SDK encoded them, written as they are: no second copy as a string.
+        const bytes = Buffer.from(await response.arrayBuffer());
         if (controller.signal.aborted || scope.res.destroyed) return;
         const out: Record<string, string> = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
         response.headers.forEach((value, name) => (out[name] = value));
-        if (text.length > 0) out['content-length'] = String(Buffer.byteLength(text));
+        if (bytes.length > 0) out['content-length'] = String(bytes.length);
         scope.res.writeHead(response.status, out);
-        scope.res.end(text);
+        scope.res.end(bytes);
       } finally {
         scope.res.off('close', onClose);
       }

@@ -12,7 +12,8 @@ import { clientAddressBucket } from '../../net/client-address.js';
 import { isPlainObject, type GraphqlApp } from '../app-document.js';
 import { appVersion, type CompiledApp } from '../compile/compile-app.js';
 import type { BackendReader, ReadPolicy, RequestContext, WriteObserver } from '../types.js';
-import { changesOf, collectionPathMatcher } from './change.js';
+import type { RequestScope } from '../../http/scope.js';
+import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared } from './change.js';
 import { ChangeFeed } from './feed.js';
 import { SubscriptionHub, type ActiveSubscription } from './hub.js';
 import { prepareSubscription, type Prepared, type SubscriptionMapping, type SubscriptionParams } from './prepare.js';
@@ -31,6 +32,8 @@ export interface SubscriptionServiceOptions {
   readonly readPolicy: ReadPolicy | undefined;
   readonly onError: (error: unknown, what: string) => void;
   readonly counted: (outcome: 'delivered' | 'dropped') => void;
+  /** The backend identity of a proxied write's writer, as a GraphQL read of theirs would carry it: a change's state is read back with it. */
+  readonly writerContext?: (scope: RequestScope) => RequestContext;
 }
 
 /** What a transport hands in to open one subscription. */
@@ -91,7 +94,14 @@ export class SubscriptionService {
       counted: o.counted,
     });
     this.match = collectionPathMatcher(o.collectionPath);
-    this.observer = restWritesObserver(this.match, (db, c) => this.feed.wants(db, c), (changes) => this.feed.publish(changes), () => this.feed.anyWanted);
+    const writerContext = o.writerContext;
+    this.observer = restWritesObserver(
+      this.match,
+      (db, c) => this.feed.wants(db, c),
+      (changes) => this.feed.publish(changes),
+      () => this.feed.anyWanted,
+      writerContext ? (scope, changes) => captureStates(o.reader, writerContext(scope), changes, o.onError) : undefined,
+    );
   }
 
   async start(): Promise<void> {
@@ -115,8 +125,11 @@ export class SubscriptionService {
     return isPlainObject(byField) ? (byField as Record<string, SubscriptionMapping>) : undefined;
   }
 
-  /** The writes of GraphQL mutations as changes (`onWrite` of the engine). */
-  readonly observeWrite: WriteObserver = (w) => {
+  /**
+   * The writes of GraphQL mutations as changes (`onWrite` of the engine). An insert's or update's
+   * answer waits while its document is read back (SPEC §6.5: each change carries its own state).
+   */
+  readonly observeWrite: WriteObserver = (w, ctx) => {
     if (!w.response) return;
     if (!this.feed.anyWanted) return;
     const target = this.match(w.path);
@@ -131,10 +144,16 @@ export class SubscriptionService {
       bulk: Array.isArray(body),
       responseText: () => w.response?.body,
     });
-    // A GraphQL delete read its document first (SPEC §6.4): the change carries it, as the writer
-    // could read it; each subscriber's readFilter and projectResponse apply to it again (hub.ts).
+    if (w.method !== 'DELETE') {
+      if (changes.length === 0) return;
+      return captureStates(this.o.reader, ctx, changes, this.o.onError).then((captured) => this.feed.publish(captured));
+    }
+    // A GraphQL delete read its document first (SPEC §6.4): the change carries it unprojected
+    // (the writer's projectResponse not applied); each subscriber's own readFilter and
+    // projectResponse decide on it (seen.ts).
     const before = w.before;
-    this.feed.publish(before !== undefined && w.method === 'DELETE' ? changes.map((c) => ({ ...c, document: before })) : changes);
+    const shared = readsShared(ctx) ? { shared: true as const } : {};
+    this.feed.publish(before !== undefined && carriable(before) ? changes.map((c) => ({ ...c, document: before, ...shared })) : changes);
   };
 
   /**
