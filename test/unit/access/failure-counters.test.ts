@@ -96,6 +96,9 @@ describe('FailureCounters', () => {
     const [y] = await one.read(['y']);
     expect(y!.count).toBe(3);
     expect(one.peek('y').count).toBe(3);
+    // What it learned is not owed to Redis: its next failure adds one to the shared total.
+    expect(await one.add('y', WINDOW)).toBe(4);
+    expect(await redis.client.get('y')).toBe('4');
   });
 
   it('read tells Redis again what it lost (restarted empty), and answers the count it knew', async () => {

@@ -101,6 +101,24 @@ describe('sign-in guards', () => {
       expect(stored.every((k) => !k.includes(long))).toBe(true);
     });
 
+    it("answers the lock's own remaining time, short when the lock is about to end", async () => {
+      const guard = new BruteForceGuard(conn, keys);
+      await redis.client.set(keys.basicFailuresUserIp('carol', '192.0.2.3'), String(MAX_CONSECUTIVE_FAILURES), 'PX', 4500);
+      const error = await refusal(guard.reserve('carol', '192.0.2.3'));
+      expect(error.headers?.['retry-after']).toBe('5');
+      expect(error.message).toContain('try again in 5 s');
+    });
+
+    it('a success from the sign-in cache costs no Redis command when this process counted no failure', async () => {
+      const guard = new BruteForceGuard(conn, keys);
+      const c0 = await redis.commandsProcessed();
+      const c1 = await redis.commandsProcessed();
+      for (let i = 0; i < 5; i++) guard.recordCachedSuccess('dave', '192.0.2.4');
+      await new Promise((r) => setTimeout(r, 100));
+      const c2 = await redis.commandsProcessed();
+      expect(c2 - c1).toBe(c1 - c0);
+    });
+
     it('a success from the sign-in cache clears a run this process counted', async () => {
       const guard = new BruteForceGuard(conn, keys);
       await guard.reserve('alice', '192.0.2.1');

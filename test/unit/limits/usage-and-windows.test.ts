@@ -50,6 +50,50 @@ describe('UsageCounter', () => {
     expect(await redis.client.hget(keys.keyUsage('k1', today), 'units')).toBe('5');
   });
 
+  it('one flush sends one HINCRBY per field written and one EXPIRE per key and day, however many requests; nothing when nothing was counted', async () => {
+    const usage = new UsageCounter(conn, keys);
+    const stats = async () => {
+      const text = await redis.client.info('commandstats');
+      const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(text)?.[1] ?? 0);
+      return { hincrby: calls('hincrby'), expire: calls('expire'), all: await redis.commandsProcessed() };
+    };
+    const now = Date.now();
+    const before = await stats();
+    for (let i = 0; i < 50; i++) usage.record('k', 1, 2, 0, now);
+    usage.record('r', 0, 0, 1, now);
+    await usage.flush();
+    const after = await stats();
+    expect(after.hincrby - before.hincrby).toBe(3);
+    expect(after.expire - before.expire).toBe(2);
+    expect(await redis.client.hgetall(keys.keyUsage('r', utcDay(now)))).toEqual({ refused: '1' });
+    // Nothing counted: a flush sends nothing (the two INFO reads are the baseline).
+    const idle0 = await redis.commandsProcessed();
+    const idle1 = await redis.commandsProcessed();
+    await usage.flush();
+    const idle2 = await redis.commandsProcessed();
+    expect(idle2 - idle1).toBe(idle1 - idle0);
+  });
+
+  it('writes on its own every few seconds once started, and not after stop', async () => {
+    const usage = new UsageCounter(conn, keys);
+    usage.start();
+    usage.start();
+    const now = Date.now();
+    usage.record('timed', 1, 1, 0, now);
+    const key = keys.keyUsage('timed', utcDay(now));
+    for (let i = 0; i < 200 && !(await redis.client.exists(key)); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await redis.client.hget(key, 'requests')).toBe('1');
+    await usage.stop();
+    usage.record('timed', 1, 1, 0, now);
+    await new Promise((r) => setTimeout(r, 5500));
+    expect(await redis.client.hget(key, 'requests')).toBe('1');
+  });
+
+  it('readUsage fails when Redis refuses a read, rather than answering zeros', async () => {
+    await redis.client.set(keys.keyUsage('bad', '2026-01-01'), 'not a hash');
+    await expect(readUsage(conn, keys, 'bad', ['2026-01-01'])).rejects.toThrow(/WRONGTYPE/);
+  });
+
   it('a correction (-1 request) lowers the count', async () => {
     const usage = new UsageCounter(conn, keys);
     const now = Date.now();
