@@ -146,12 +146,14 @@ describe('FailureCounters writes', () => {
       let now = Date.now();
       const clocked = new FailureCounters(conn, 100, () => now);
       try {
-        await clocked.add('old', 1000);
         await away();
+        // Both counted only here: Redis never heard of 'old' before its window ended.
         await clocked.add('old', 1000);
         await clocked.add('fresh', WINDOW);
         now += 2000;
         await back();
+        // 'old' comes first in the process's table: had it been sent, it would have reached Redis
+        // (one connection, in order) before 'fresh'.
         await until(async () => (await own.client.get('fresh')) === '1', 'the live counter sent');
         expect(await own.client.exists('old')).toBe(0);
       } finally {

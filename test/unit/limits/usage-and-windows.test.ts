@@ -85,8 +85,16 @@ describe('UsageCounter', () => {
     expect(await redis.client.hget(key, 'requests')).toBe('1');
     await usage.stop();
     usage.record('timed', 1, 1, 0, now);
-    await new Promise((r) => setTimeout(r, 5500));
+    // A counter started after stop writes at its first tick, 5 s on: had the stopped one's timer
+    // still run (started earlier, same period), it would have ticked before that.
+    const probe = new UsageCounter(conn, keys);
+    probe.start();
+    probe.record('probe', 1, 1, 0, now);
+    const probeKey = keys.keyUsage('probe', utcDay(now));
+    for (let i = 0; i < 300 && !(await redis.client.exists(probeKey)); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await redis.client.exists(probeKey)).toBe(1);
     expect(await redis.client.hget(key, 'requests')).toBe('1');
+    await probe.stop();
   });
 
   it('readUsage fails when Redis refuses a read, rather than answering zeros', async () => {

@@ -16,7 +16,7 @@ describe('change bus', () => {
     const conn = new Redis(redis.url, { maxRetriesPerRequest: 1, retryStrategy: () => 50 });
     conn.on('error', () => {});
     open.push(conn);
-    await until(() => conn.status === 'ready', 'the connection ready', 5000);
+    await until(() => conn.status === 'ready', 'the connection ready');
     return conn;
   };
   const replica = async (channel: string, listen = true): Promise<{ bus: ChangeBus; heard: Heard; subscriber: Redis }> => {
@@ -42,7 +42,7 @@ describe('change bus', () => {
     await a.bus.publish({ kind: 'apikeys', id: 'k1' });
     // The publisher's own listeners hear it synchronously, before Redis answers.
     expect(a.heard).toContainEqual({ kind: 'apikeys', id: 'k1' });
-    await until(() => b.heard.length > 0, 'the message on replica b', 2000);
+    await until(() => b.heard.length > 0, 'the message on replica b');
     expect(b.heard).toEqual([{ kind: 'apikeys', id: 'k1' }]);
   });
 
@@ -51,7 +51,7 @@ describe('change bus', () => {
     const b = await replica('svc2:changes');
     expect(await redis.client.pubsub('NUMSUB', 'svc2:changes')).toEqual(['svc2:changes', 2]);
     await a.bus.publish({ kind: 'permissions' });
-    await until(() => b.heard.length === 1, 'the message on replica b', 2000);
+    await until(() => b.heard.length === 1, 'the message on replica b');
     expect(b.heard[0]).toEqual({ kind: 'permissions' });
   });
 
@@ -62,7 +62,7 @@ describe('change bus', () => {
     await redis.client.publish('other:changes', JSON.stringify({ kind: 'webhooks' }));
     await redis.client.publish('one:changes', '{not json');
     await redis.client.publish('one:changes', JSON.stringify({ kind: 'features', id: 'f' }));
-    await until(() => a.heard.length > 0, 'the message on the bus channel', 2000);
+    await until(() => a.heard.length > 0, 'the message on the bus channel');
     expect(a.heard).toEqual([{ kind: 'features', id: 'f' }]);
   });
 
@@ -75,7 +75,7 @@ describe('change bus', () => {
     off();
     await a.bus.publish({ kind: 'graphql-apps' });
     // Heard twice: at once from the publisher, then its own subscriber's copy from Redis.
-    await until(() => kept.length === 2, 'the echo from Redis', 2000);
+    await until(() => kept.length === 2, 'the echo from Redis');
     expect(kept).toEqual([{ kind: 'graphql-apps' }, { kind: 'graphql-apps' }]);
     expect(dropped).toEqual([]);
   });
@@ -90,20 +90,20 @@ describe('change bus', () => {
     await bus.start();
     expect(heard).toEqual([]);
     await subscriber.connect();
-    await until(() => heard.includes('resync'), 'a resync on ready', 2000);
-    await until(async () => ((await redis.client.pubsub('NUMSUB', 'late:changes')) as [string, number])[1] === 1, 'the late subscription', 2000);
+    await until(() => heard.includes('resync'), 'a resync on ready');
+    await until(async () => ((await redis.client.pubsub('NUMSUB', 'late:changes')) as [string, number])[1] === 1, 'the late subscription');
     await redis.client.publish('late:changes', JSON.stringify({ kind: 'webhooks', id: 'w' }));
-    await until(() => heard.length === 2, 'the message after the late subscription', 2000);
+    await until(() => heard.length === 2, 'the message after the late subscription');
     expect(heard).toEqual(['resync', { kind: 'webhooks', id: 'w' }]);
   });
 
   it('resubscribes and resyncs after the subscriber connection drops and comes back', async () => {
     const a = await replica('again:changes');
     a.subscriber.disconnect(true);
-    await until(() => a.heard.includes('resync'), 'a resync after the reconnect', 5000);
-    await until(async () => ((await redis.client.pubsub('NUMSUB', 'again:changes')) as [string, number])[1] === 1, 'the resubscription', 5000);
+    await until(() => a.heard.includes('resync'), 'a resync after the reconnect');
+    await until(async () => ((await redis.client.pubsub('NUMSUB', 'again:changes')) as [string, number])[1] === 1, 'the resubscription');
     await redis.client.publish('again:changes', JSON.stringify({ kind: 'subscribed-collections' }));
-    await until(() => a.heard.some((m) => m !== 'resync'), 'a message after the resubscription', 2000);
+    await until(() => a.heard.some((m) => m !== 'resync'), 'a message after the resubscription');
     expect(a.heard.filter((m) => m !== 'resync')).toEqual([{ kind: 'subscribed-collections' }]);
   });
 
@@ -120,7 +120,7 @@ describe('change bus', () => {
     expect(await redis.client.call('PUBSUB', 'SHARDNUMSUB', 'sharded:changes')).toEqual(['sharded:changes', 1]);
     expect(await redis.client.pubsub('NUMSUB', 'sharded:changes')).toEqual(['sharded:changes', 0]);
     await redis.client.call('SPUBLISH', 'sharded:changes', JSON.stringify({ kind: 'features' }));
-    await until(() => heard.length === 1, 'the sharded message', 2000);
+    await until(() => heard.length === 1, 'the sharded message');
     subscriber.emit('subscribersReady');
     expect(heard).toEqual([{ kind: 'features' }, 'resync']);
     // The publisher sends with SPUBLISH: a plain subscriber of the channel hears nothing.
@@ -129,7 +129,7 @@ describe('change bus', () => {
     const plainHeard: string[] = [];
     plain.on('message', (_channel: string, text: string) => plainHeard.push(text));
     await bus.publish({ kind: 'webhooks', id: 'w' });
-    await until(() => heard.length === 4, 'the sharded echo', 2000);
+    await until(() => heard.length === 4, 'the sharded echo');
     expect(heard.slice(2)).toEqual([{ kind: 'webhooks', id: 'w' }, { kind: 'webhooks', id: 'w' }]);
     expect(plainHeard).toEqual([]);
   });
