@@ -57,9 +57,10 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
   const subscriptions = new SubscriptionService({
     redis,
     blocking: context.connections.blocking('subscription-feed', 1000),
-    bus,
     feedKey: keys.subscriptionFeed,
     claimsKey: keys.subscribedCollections,
+    batchKey: keys.subscriptionFeedBatch,
+    defaultDb: settings.defaultDb,
     settings: config.subscriptions,
     collectionPath: settings.backend.collectionPath,
     reader,
