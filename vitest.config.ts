@@ -1,8 +1,10 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Stryker's sandboxes (npm run mutate) hold a copy of the tests.
+    exclude: [...configDefaults.exclude, '.stryker-tmp/**'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

@@ -30,6 +30,8 @@ export interface AppContext {
   bus: ChangeBus;
   features: FeatureStates;
   permissions: DocumentStore<PermissionDocument>;
+  /** The document stores' version poll when not the default (StartOptions.documentPollMs; tests). */
+  documentPollMs?: number;
   acl: AccessControl<Exchange>;
   exchangeFor(scope: RequestScope): Exchange;
   /** Admin roles or an allowing permission; throws 401/403. */

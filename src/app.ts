@@ -26,6 +26,7 @@ import type { RequestScope } from './http/scope.js';
 import { RouteTable, type OwnRoute } from './http/route-table.js';
 import { sendError } from './http/respond.js';
 import { listen, type ListeningServer, type RequestHandler } from './http/server.js';
+import { routeUpgrades } from './http/upgrade/route-upgrades.js';
 import { serviceUnavailable } from './errors.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
@@ -64,6 +65,11 @@ export interface StartOptions {
   bootstrap?: boolean;
   /** Outrigger's version, for the traces' `service.version`. */
   version?: string;
+  /**
+   * The document stores' version poll (default 2 s). Tests set it far away to show that the
+   * change bus alone carries a change to every replica within SPEC's 1 s (issue 54).
+   */
+  documentPollMs?: number;
 }
 
 export interface RunningOutrigger {
@@ -124,7 +130,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   const features = new FeatureStates(redis, keys, bus, { 'api-keys': config.features.apiKeys, webhooks: config.features.webhooks });
   await features.start();
 
-  const permissions = new DocumentStore<PermissionDocument>(redis, bus, 'permissions', keys.permissions, keys.permissionsVersion);
+  const permissions = new DocumentStore<PermissionDocument>(redis, bus, 'permissions', keys.permissions, keys.permissionsVersion, options.documentPollMs);
   const acl = new AccessControl<Exchange>(
     permissions,
     config.acl.adminRoles,
@@ -168,6 +174,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
 
   const context: AppContext = {
     config, logger, metrics, tracing, redis, connections, keys, bus, features, permissions, acl, draining,
+    documentPollMs: options.documentPollMs,
     exchangeFor: exchangeForScope,
     authorizeOwnRoute: policy.authorizeOwnRoute,
     planIdentity,
@@ -227,11 +234,10 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       logger,
       tracing,
     });
-    // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; anything else is refused.
+    // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; other WebSocket
+    // paths get a 404, other upgrades (h2c) are served as plain requests (http/upgrade.ts).
     for (const module of modules) module.useAuthenticator?.(authenticate);
-    server?.server.on('upgrade', (req, socket, head: Buffer) => {
-      if (!modules.some((m) => m.upgrade?.(req, socket, head))) socket.destroy();
-    });
+    if (server) routeUpgrades(server.server, (req, socket, head) => modules.some((m) => m.upgrade?.(req, socket, head)), logger, config.routes.graphql);
   }
   const loaded: Record<string, number> = { permissions: permissions.all().size };
   for (const kind of modules.flatMap((m) => m.setupKinds ?? [])) if (kind.store) loaded[kind.section] = kind.store.all().size;

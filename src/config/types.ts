@@ -174,6 +174,8 @@ export interface OutriggerConfig {
     signIn: 'key-or-token' | 'key-only' | 'token-only' | 'off';
     /** The protected resource: its 401 carries the resource_metadata challenge. */
     path: string;
+    /** Bytes the results of one `POST /mcp` answer may take together (default `graphql.maxResponseBytes`); a tool result past what is left is an error naming it. */
+    maxResponseBytes: number;
     /** Lifetime of a user's own sign-in token. */
     tokenTtlMinutes: number;
     /** Dynamic registrations accepted per client IP (IPv6: per /64) per hour. */

@@ -105,6 +105,8 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
         server: m.oneOf('server', 'backend', ['backend', 'outrigger'] as const),
         signIn: m.oneOf('signIn', 'key-or-token', ['key-or-token', 'key-only', 'token-only', 'off'] as const),
         path: m.string('path', '/mcp', routePath),
+        // 0 until set below: by default one answer holds what one GraphQL answer may (issue 53).
+        maxResponseBytes: m.has('maxResponseBytes') ? m.integer('maxResponseBytes', 0, 64 * 1024, 1024 * 1024 * 1024) : 0,
         tokenTtlMinutes: m.integer('tokenTtlMinutes', 60, 1, 24 * 60),
         registrationsPerHour: m.integer('registrationsPerHour', 30, 1, 100_000),
         // 500 a day keeps at most 15,000 self-registered clients (30 days each, at most ~6 KB:
@@ -128,6 +130,7 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
     })(),
   };
   config.graphql.backend.url ||= config.upstream.url;
+  config.mcp.maxResponseBytes ||= config.graphql.maxResponseBytes;
   service.finish();
   listen.finish();
   root.finish();

@@ -94,17 +94,17 @@ export function normalizeUri(raw: string): { ok: true; uri: string } | { ok: fal
 }
 
 /**
- * Picks the app serving `path` (the part of the request path after the GraphQL route, with or
- * without a leading `/`): the longest uri that matches whole segments. Returns the uri and the rest.
+ * The uri an app must have to be served at `path`, the part of the request path after the GraphQL
+ * route (`/shop/v2/` → `shop/v2`): the key of an exact lookup. An app is served on its own path
+ * only (issue 53): `/graphql/shop/x` is no path of `shop`, so every decision taken on the request
+ * path (ACL, rate-limit policies, webhook conditions) sees the path the app answers on. One
+ * trailing `/` is allowed: the path predicates read `/graphql/shop/` as `/graphql/shop`
+ * (Undertow's normalisation), and RESTHeart's GraphQL service looks an app up the same way.
  */
-export function matchAppUri(uris: Iterable<string>, path: string): { uri: string; rest: string } | undefined {
-  const p = path.startsWith('/') ? path.slice(1) : path;
-  let best: string | undefined;
-  for (const uri of uris) {
-    if ((p === uri || p.startsWith(`${uri}/`)) && (best === undefined || uri.length > best.length)) best = uri;
-  }
-  if (best === undefined) return undefined;
-  return { uri: best, rest: p.slice(best.length) };
+export function appUriOf(path: string): string {
+  const start = path.startsWith('/') ? 1 : 0;
+  const end = path.length > start && path.endsWith('/') ? path.length - 1 : path.length;
+  return path.slice(start, end);
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -32,7 +32,7 @@ export interface GraphqlModule extends FeatureModule {
 export async function createGraphqlModule(context: AppContext, options: FeatureModuleOptions): Promise<GraphqlModule> {
   const { config, redis, bus, keys, logger } = context;
   const settings = config.graphql;
-  const store = new DocumentStore<StoredApp>(redis, bus, 'graphql-apps', keys.graphqlApps, keys.graphqlAppsVersion);
+  const store = new DocumentStore<StoredApp>(redis, bus, 'graphql-apps', keys.graphqlApps, keys.graphqlAppsVersion, context.documentPollMs);
   const setupKinds = [graphqlAppSetupKind(config, store)];
   if (!options.serve) return { name: 'graphql', store, registry: null, setupKinds };
 
@@ -145,6 +145,9 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     authorize: (scope) => context.authorizeOwnRoute(scope),
     limit: (scope) => context.limits?.check(scope),
     callerOf,
+    bounds: config.subscriptions.webSockets,
+    ownOrigin: new URL(config.service.publicUrl).origin,
+    logger,
   });
   context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('sse'), { transport: 'sse' });
   context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('ws'), { transport: 'ws' });

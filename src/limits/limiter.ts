@@ -21,11 +21,17 @@ import { describeAmount } from './windows.js';
 /** Lease rounds one request may wait for before it is refused (others kept taking what each lease brought). */
 const MAX_ROUNDS = 3;
 
-/** What covered a request, kept on its scope for the GraphQL cost charged once estimated. */
+/** What covered a request, kept on its scope for the GraphQL cost charged once estimated (and a subscription's events). */
 interface Covered {
   allowances: Allowance[];
   policies: CompiledPolicy[];
 }
+
+/**
+ * What one decision charges for: a request on the chain (1 unit), a GraphQL request's estimate
+ * beyond that unit, or one delivered subscription event (SPEC §6.5: its estimated cost).
+ */
+type Charge = 'request' | 'estimate' | 'event';
 
 export interface LimiterParts {
   config: LimitsConfig;
@@ -101,8 +107,8 @@ export class RateLimiter {
       if (keyId !== undefined) this.usage.record(keyId, 1, 1, 0, now);
       return;
     }
-    if (!this.sharing.shared && this.onAway !== 'local') return this.whileAway(scope, covered, keyId, now);
-    return this.decide(scope, covered, 1, keyId, now, 0, false);
+    if (!this.sharing.shared && this.onAway !== 'local') return this.whileAway(scope, covered, keyId, now, 'request', 1);
+    return this.decide(scope, covered, 1, keyId, now, 0, 'request');
   }
 
   /**
@@ -123,10 +129,45 @@ export class RateLimiter {
     });
     const keyId = scope.principal.via === 'apikey' ? scope.principal.keyId : undefined;
     if (byCost.allowances.length === 0 || cost === 0 || (!this.sharing.shared && this.onAway !== 'local')) return;
-    return this.decide(scope, byCost, cost, keyId, Date.now(), 0, true);
+    return this.decide(scope, byCost, cost, keyId, Date.now(), 0, 'estimate');
   }
 
-  private decide(scope: RequestScope, covered: Covered, cost: number, keyId: string | undefined, now: number, round: number, estimate: boolean): Promise<void> | void {
+  /**
+   * One subscription event about to be delivered (SPEC §6.5, issue 53): charged its estimated
+   * `documents` (at least 1) against the `units: cost` policies that covered the subscription's
+   * start. Units come from the slice this replica holds, as a request's do: no Redis round trip
+   * per event in the steady state. Answers null when delivered, else the refusal (429 naming the
+   * policy and when to retry, or 503 under `onRedisUnavailable: deny`): the subscription ends.
+   */
+  chargeEvent(scope: RequestScope, documents: number): Promise<OutriggerError | null> | OutriggerError | null {
+    const covered = scope.rateLimits as Covered | undefined;
+    if (covered === undefined) return null;
+    const now = Date.now();
+    const byCost: Covered = { allowances: [], policies: [] };
+    for (const p of covered.policies) {
+      if (p.units !== 'cost') continue;
+      // Looked up again, not the start's: a key's override may have changed, a swept allowance been replaced.
+      const allowance = p.allowanceFor(scope, now, true);
+      if (allowance === null) continue;
+      byCost.allowances.push(allowance);
+      byCost.policies.push(p);
+    }
+    if (byCost.allowances.length === 0) return null;
+    const keyId = scope.principal.via === 'apikey' ? scope.principal.keyId : undefined;
+    const cost = Math.max(1, Math.ceil(documents));
+    try {
+      if (!this.sharing.shared && this.onAway !== 'local') {
+        this.whileAway(scope, byCost, keyId, now, 'event', cost);
+        return null;
+      }
+      const decided = this.decide(scope, byCost, cost, keyId, now, 0, 'event');
+      return decided === undefined ? null : decided.then(() => null, refusal);
+    } catch (error) {
+      return refusal(error);
+    }
+  }
+
+  private decide(scope: RequestScope, covered: Covered, cost: number, keyId: string | undefined, now: number, round: number, charge: Charge): Promise<void> | void {
     const { allowances } = covered;
     const shared = this.sharing.shared;
     let refused = -1;
@@ -146,49 +187,58 @@ export class RateLimiter {
     if (leasing !== null && round < MAX_ROUNDS) {
       // The one await: this allowance holds nothing yet in this window (or its prefetch is late).
       return Promise.all(leasing.map((a) => this.sharing.lease(a, cost - a.held))).then(() => {
-        if (!this.sharing.shared && this.onAway !== 'local') return this.whileAway(scope, covered, keyId, Date.now());
-        return this.decide(scope, covered, cost, keyId, Date.now(), round + 1, estimate);
+        if (!this.sharing.shared && this.onAway !== 'local') return this.whileAway(scope, covered, keyId, Date.now(), charge, cost);
+        return this.decide(scope, covered, cost, keyId, Date.now(), round + 1, charge);
       });
     }
     if (refused === -1 && leasing !== null) refused = taken;
     if (refused !== -1) {
       // Refused on local counters: Redis may be back, and only a lease can tell.
       for (const a of allowances) if (a.local) this.sharing.probe(a, now);
-      return this.refuse(scope, covered, refused, cost, keyId, now, estimate);
+      return this.refuse(scope, covered, refused, cost, keyId, now, charge);
     }
 
     // Admitted by every policy.
-    if (keyId !== undefined) this.usage.record(keyId, estimate ? 0 : 1, cost, 0, now);
-    if (!estimate && this.hasCostPolicy && covered.policies.some((p) => p.units === 'cost')) scope.rateLimits = covered;
+    if (keyId !== undefined) this.usage.record(keyId, charge === 'request' ? 1 : 0, cost, 0, now);
+    if (charge === 'request') this.keepCovered(scope, covered);
     for (const a of allowances) {
       if (a.local) this.sharing.probe(a, now);
       else if (a.wantsPrefetch()) void this.sharing.lease(a, 1);
     }
-    if (this.headers) this.setHeaders(scope, estimate ? (scope.rateLimits as Covered) : covered, now, -1, estimate);
+    // An event's response head went out when the subscription started.
+    if (this.headers && charge !== 'event') this.setHeaders(scope, charge === 'estimate' ? (scope.rateLimits as Covered) : covered, now, -1, charge === 'estimate');
   }
 
-  private refuse(scope: RequestScope, covered: Covered, index: number, cost: number, keyId: string | undefined, now: number, estimate: boolean): never {
+  /** A request a `units: cost` policy covers keeps what covered it: its estimate, or its subscription's events, are charged later. */
+  private keepCovered(scope: RequestScope, covered: Covered): void {
+    if (this.hasCostPolicy && covered.policies.some((p) => p.units === 'cost')) scope.rateLimits = covered;
+  }
+
+  private refuse(scope: RequestScope, covered: Covered, index: number, cost: number, keyId: string | undefined, now: number, charge: Charge): never {
     const policy = covered.policies[index]!;
     const allowance = covered.allowances[index]!;
     this.refusedMetric.get(policy.name)?.inc();
+    const estimate = charge === 'estimate';
     if (estimate) {
       // The unit the chain took for this request goes back: a refused request costs nothing.
       for (const a of (scope.rateLimits as Covered).allowances) a.refund(1, a.windowId);
       if (keyId !== undefined) this.usage.record(keyId, -1, -1, 1, now);
     } else if (keyId !== undefined) this.usage.record(keyId, 0, 0, 1, now);
-    if (this.headers) this.setHeaders(scope, estimate ? (scope.rateLimits as Covered) : covered, now, index, estimate, allowance);
+    if (this.headers && charge !== 'event') this.setHeaders(scope, estimate ? (scope.rateLimits as Covered) : covered, now, index, estimate, allowance);
     const retry = allowance.resetSeconds(now) || 1;
     const what = describeAmount(allowance.limit, allowance.window, policy.units === 'cost' ? 'units' : 'requests');
     const kindOf = allowance.window.period ? 'quota' : 'rate limit';
-    const costly = cost > 1 ? ` (this request costs ${cost + (estimate ? 1 : 0)} units)` : '';
+    const costly = charge === 'event' ? ` (each event of this subscription costs ${cost} units)` : cost > 1 ? ` (this request costs ${cost + (estimate ? 1 : 0)} units)` : '';
     throw tooManyRequests(`${kindOf} '${policy.name}': ${what}${costly}; retry in ${retry} s`, retry);
   }
 
   /** Redis away under `allow` (no limits) or `deny` (503); a probe now and then finds it back. */
-  private whileAway(scope: RequestScope, covered: Covered, keyId: string | undefined, now: number): void {
+  private whileAway(scope: RequestScope, covered: Covered, keyId: string | undefined, now: number, charge: Charge, cost: number): void {
     for (const a of covered.allowances) this.sharing.probe(a, now);
     if (this.onAway === 'allow') {
-      if (keyId !== undefined) this.usage.record(keyId, 1, 1, 0, now);
+      if (keyId !== undefined) this.usage.record(keyId, charge === 'request' ? 1 : 0, cost, 0, now);
+      // A subscription started now has its events charged once Redis is back.
+      if (charge === 'request') this.keepCovered(scope, covered);
       return;
     }
     if (keyId !== undefined) this.usage.record(keyId, 0, 0, 1, now);
@@ -223,4 +273,10 @@ export class RateLimiter {
     const admin = this.parts.adminPrefix;
     return path === admin || path === `${admin}/` || path === this.consolePrefix || path.startsWith(`${this.consolePrefix}/`);
   }
+}
+
+/** A refusal of a subscription event, as the subscription's end reason; anything else is a bug and thrown. */
+function refusal(error: unknown): OutriggerError {
+  if (error instanceof OutriggerError) return error;
+  throw error;
 }

@@ -41,8 +41,12 @@ export class CompiledPolicy {
     this.condition = config.condition === null ? null : parseCondition(config.condition);
   }
 
-  /** The allowance this request spends from, or null when the policy does not cover it. */
-  allowanceFor(scope: RequestScope, now: number): Allowance | null {
+  /**
+   * The allowance this request spends from, or null when the policy does not cover it.
+   * `decided`: the request was covered already (a subscription's events are charged against the
+   * policies that covered its start; roles and condition are not weighed again per event).
+   */
+  allowanceFor(scope: RequestScope, now: number, decided = false): Allowance | null {
     const p = scope.principal;
     let subject: string;
     switch (this.by) {
@@ -60,8 +64,10 @@ export class CompiledPolicy {
       default:
         subject = '*';
     }
-    if (this.roles !== null && !p.roles.some((r) => this.roles!.has(r))) return null;
-    if (this.condition !== null && !this.condition.evaluate(exchangeForScope(scope))) return null;
+    if (!decided) {
+      if (this.roles !== null && !p.roles.some((r) => this.roles!.has(r))) return null;
+      if (this.condition !== null && !this.condition.evaluate(exchangeForScope(scope))) return null;
+    }
     const override = this.by === 'key' ? p.keyLimits?.[this.name] : undefined;
     const amount = override ?? this.amount;
     let allowance = this.allowances.get(subject);

@@ -1,17 +1,20 @@
 /**
  * A tool call through the same door as GraphQL (SPEC §11): exactly `POST /graphql/<uri>` with the
- * tool's operation and the agent's arguments as variables, sent to this very server over loopback
- * with the agent's own `Authorization` header. The request therefore meets everything a client's
+ * tool's operation and the agent's arguments as variables, sent to this very server (the address
+ * the MCP request arrived on) with the agent's own `Authorization` header. The request therefore meets everything a client's
  * GraphQL request meets, in the order the request chain applies it and with no second copy of any
  * rule: authentication, rate limits and quotas, the ACL on `/graphql/<uri>`, readFilter and
  * projectResponse, the cost limit, the deadline, webhooks and traces (the call's `traceparent`
  * makes it a child of the `/mcp` request's span). The answer becomes a tool result: `data` as
- * `structuredContent` with its JSON text as content; GraphQL errors, or a refusal in the error
- * format (401, 403, 429, 503...), as `isError: true` with their messages.
+ * `structuredContent` with its JSON text as content (a result past BOTH_FORMS_MAX_BYTES as the
+ * text alone); GraphQL errors, or a refusal in the error format (401, 403, 429, 503...), as
+ * `isError: true` with their messages. Each result is charged to its request's answer budget
+ * (answer-budget.ts).
  */
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { request, type Dispatcher } from 'undici';
 import type { RequestScope } from '../http/scope.js';
+import { jsonStringBytes, type AnswerBudget } from './answer-budget.js';
 import type { CatalogueTool } from './catalogue.js';
 
 export interface GraphqlDoor {
@@ -32,14 +35,24 @@ function selfOrigin(scope: RequestScope): string {
   return `http://${host}:${socket.localPort}`;
 }
 
-export async function callThroughGraphql(door: GraphqlDoor, scope: RequestScope, tool: CatalogueTool, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+/** A result carries its data twice (text and `structuredContent`) up to this size; a larger one once, as text (issue 53). */
+export const BOTH_FORMS_MAX_BYTES = 64 * 1024;
+/** What a result adds around its texts and structured content (`{"content":[{"type":"text","text":…}],…}`). */
+const RESULT_OVERHEAD = 96;
+
+/**
+ * One call, charged to its request's answer budget: the inner answer is read only as far as the
+ * budget has room (the connection is dropped past it), and a result that does not fit is replaced
+ * by an error naming the bound, after which the budget is filled.
+ */
+export async function callThroughGraphql(door: GraphqlDoor, scope: RequestScope, tool: CatalogueTool, args: Record<string, unknown>, signal: AbortSignal, budget: AnswerBudget): Promise<CallToolResult> {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json',
     // The agent's identity is its own header: the inner request authenticates exactly as it would.
     ...(scope.req.headers.authorization ? { authorization: scope.req.headers.authorization } : {}),
     'x-request-id': `${scope.id}.tool`,
-    // The agent's address, believed only on this process's own loopback connections (internal-calls.ts).
+    // The agent's address, believed only on this process's own connections (internal-calls.ts).
     'x-forwarded-for': scope.clientIp,
     'user-agent': `outrigger-mcp (${String(scope.req.headers['user-agent'] ?? 'unknown agent').slice(0, 200)})`,
   };
@@ -49,6 +62,8 @@ export async function callThroughGraphql(door: GraphqlDoor, scope: RequestScope,
   let retryAfter: string | undefined;
   let text: string;
   const deadline = AbortSignal.timeout(door.timeoutMs);
+  // The result holds at least the answer's data, so an answer past what is left cannot fit.
+  const cap = budget.left + RESULT_OVERHEAD;
   try {
     const response = await request(`${selfOrigin(scope)}${door.graphqlPrefix}/${tool.app.uri}`, {
       method: 'POST',
@@ -60,21 +75,65 @@ export async function callThroughGraphql(door: GraphqlDoor, scope: RequestScope,
     status = response.statusCode;
     const header = response.headers['retry-after'];
     retryAfter = Array.isArray(header) ? header[0] : header;
-    text = await response.body.text();
+    const read = await readUpTo(response.body, cap);
+    if (read === null) return tooLarge(budget, tool, `its GraphQL answer is larger than the ${budget.left} bytes left`);
+    text = read;
   } catch (error) {
     if (signal.aborted) throw error; // the agent left: nobody to answer
-    return failure(`the GraphQL request did not complete: ${deadline.aborted ? `no answer within ${door.timeoutMs} ms` : (error as Error).message}`);
+    return charged(budget, tool, failure(`the GraphQL request did not complete: ${deadline.aborted ? `no answer within ${door.timeoutMs} ms` : (error as Error).message}`), 0);
   }
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
-    return failure(`the GraphQL request answered ${status} with a body that is not JSON`);
+    return charged(budget, tool, failure(`the GraphQL request answered ${status} with a body that is not JSON`), 0);
   }
-  return resultOf(status, retryAfter, body);
+  const { result, structuredBytes } = resultOf(status, retryAfter, body, text);
+  return charged(budget, tool, result, structuredBytes);
 }
 
-function resultOf(status: number, retryAfter: string | undefined, body: unknown): CallToolResult {
+/** The result if it fits what is left of the answer's bound; otherwise an error naming the bound. */
+function charged(budget: AnswerBudget, tool: CatalogueTool, result: CallToolResult, structuredBytes: number): CallToolResult {
+  let bytes = RESULT_OVERHEAD + structuredBytes;
+  for (const item of result.content) if (item.type === 'text') bytes += jsonStringBytes(item.text);
+  if (budget.take(bytes, tool.name)) return result;
+  return tooLarge(budget, tool, `its result would take ${bytes} bytes of the ${budget.left} left`);
+}
+
+function tooLarge(budget: AnswerBudget, tool: CatalogueTool, why: string): CallToolResult {
+  budget.take(Infinity, tool.name);
+  return failure(
+    `the result of ${tool.name} was not sent: ${why} of this request's answer bound (mcp.maxResponseBytes, ${budget.limit} bytes for all results of one POST /mcp); ` +
+      'ask for less (a smaller limit, fewer fields), or send it in a request of its own',
+  );
+}
+
+/** A call after one whose result did not fit: not run at all. */
+export function notRun(budget: AnswerBudget, name: string): CallToolResult {
+  return failure(`${name} was not run: the result of ${budget.filled} in this request did not fit its answer bound (mcp.maxResponseBytes, ${budget.limit} bytes for all results of one POST /mcp); send ${name} in a request of its own`);
+}
+
+/** The body as text, or null once it passes `cap` bytes (the rest is not read: the connection is dropped). */
+async function readUpTo(body: Dispatcher.ResponseData['body'], cap: number): Promise<string | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > cap) {
+      body.destroy();
+      return null;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
+}
+
+/**
+ * The tool result of a GraphQL answer, and the bytes its `structuredContent` takes in the JSON
+ * answer. `text` is the answer as the GraphQL route serialized it: a plain `{"data":…}` answer's
+ * data is that text's slice, so it is serialized once, not parsed and written again.
+ */
+function resultOf(status: number, retryAfter: string | undefined, body: unknown, text: string): { result: CallToolResult; structuredBytes: number } {
   const answer = (body ?? {}) as { data?: unknown; errors?: Array<{ message?: unknown; path?: unknown; extensions?: { code?: unknown } }>; message?: unknown };
   if (Array.isArray(answer.errors) && answer.errors.length > 0) {
     const lines = answer.errors.slice(0, 20).map((e) => {
@@ -82,14 +141,19 @@ function resultOf(status: number, retryAfter: string | undefined, body: unknown)
       const path = Array.isArray(e.path) ? ` (at ${e.path.join('.')})` : '';
       return `${code}${String(e.message)}${path}`;
     });
-    return { isError: true, content: [{ type: 'text', text: lines.join('\n') }], structuredContent: { ...(answer.data !== undefined ? { data: answer.data } : {}), errors: answer.errors } };
+    // `{data, errors}` is the answer itself: its size is the text's.
+    return { result: { isError: true, content: [{ type: 'text', text: lines.join('\n') }], structuredContent: { ...(answer.data !== undefined ? { data: answer.data } : {}), errors: answer.errors } }, structuredBytes: Buffer.byteLength(text) };
   }
   if (status >= 200 && status < 300 && answer.data !== undefined && answer.data !== null && typeof answer.data === 'object') {
-    return { content: [{ type: 'text', text: JSON.stringify(answer.data) }], structuredContent: answer.data as Record<string, unknown> };
+    const plain = text.startsWith('{"data":') && text.endsWith('}') && Object.keys(answer).length === 1;
+    const data = plain ? text.slice('{"data":'.length, -1) : JSON.stringify(answer.data);
+    const bytes = Buffer.byteLength(data);
+    if (bytes > BOTH_FORMS_MAX_BYTES) return { result: { content: [{ type: 'text', text: data }] }, structuredBytes: 0 };
+    return { result: { content: [{ type: 'text', text: data }], structuredContent: answer.data as Record<string, unknown> }, structuredBytes: bytes };
   }
   // The error format (SPEC §0): a refusal before GraphQL ran (401, 403, 404, 413, 429, 503).
   const message = typeof answer.message === 'string' ? answer.message : `the GraphQL request answered ${status}`;
-  return failure(`${status}: ${message}${retryAfter ? ` (retry after ${retryAfter} s)` : ''}`);
+  return { result: failure(`${status}: ${message}${retryAfter ? ` (retry after ${retryAfter} s)` : ''}`), structuredBytes: 0 };
 }
 
 export function failure(text: string): CallToolResult {

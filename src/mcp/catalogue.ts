@@ -12,6 +12,8 @@ import type { ToolAnnotations } from '@modelcontextprotocol/server';
 import type { GraphqlApp, McpToolDefinition } from '../graphql/app-document.js';
 import { appVersion } from '../graphql/compile/compile-app.js';
 import { validateAppWithSchema, type ValidateAppOptions } from '../graphql/document/validate-app.js';
+import type { CompiledWrite } from '../graphql/writes/run.js';
+import { compileWrites } from '../graphql/writes/compile.js';
 import { inputSchemaOf, type JsonSchema } from './input-schema.js';
 
 export interface CatalogueTool {
@@ -24,6 +26,19 @@ export interface CatalogueTool {
   readonly kind: 'query' | 'mutation';
   readonly inputSchema: JsonSchema & { type: 'object' };
   readonly annotations: ToolAnnotations;
+  /** The backend writes a mutation tool's operation makes, one per root field (none for a query): what the write policy decides (may-call.ts). */
+  readonly writes: readonly ToolWrite[];
+}
+
+/** One backend write as the REST request it is, less its arguments (run.ts sends it). */
+export interface ToolWrite {
+  readonly method: 'POST' | 'PATCH' | 'DELETE';
+  readonly db: string;
+  readonly collection: string;
+  /** `POST {collectionPath}`, `{collectionPath}/<id>`, or the bulk `{collectionPath}/*`. */
+  readonly target: 'collection' | 'document' | 'bulk';
+  /** An update or delete answering the document reads it first, under the caller's read permission. */
+  readonly readsDocument: boolean;
 }
 
 /** Update operators whose repetition leaves the document as the first application left it. */
@@ -84,11 +99,13 @@ export class ToolCatalogue {
     }
     const { schema } = validated;
     const block = validated.app.mcp;
+    const compiled = compileWrites(schema, validated.app, this.options.defaultDb);
     const tools: CatalogueTool[] = [];
     for (const definition of block?.tools ?? []) {
       const document = parse(definition.query);
       const operation = document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
       if (operation.operation === 'mutation' && block?.mutations !== true) continue;
+      const fields = rootFields(document, operation);
       tools.push({
         name: definition.name,
         description: definition.description,
@@ -97,11 +114,21 @@ export class ToolCatalogue {
         operationName: operation.name?.value ?? null,
         kind: operation.operation === 'mutation' ? 'mutation' : 'query',
         inputSchema: inputSchemaOf(schema, document, operation),
-        annotations: annotationsOf(definition, operation, rootFields(document, operation), app),
+        annotations: annotationsOf(definition, operation, fields, app),
+        writes: operation.operation === 'mutation' ? fields.flatMap((field) => writeOf(compiled.get(field))) : [],
       });
     }
     return tools;
   }
+}
+
+function writeOf(write: CompiledWrite | undefined): ToolWrite[] {
+  if (!write) return [];
+  const { db, collection, kind } = write;
+  const readsDocument = write.form === 'object' && (kind === 'update' || kind === 'delete');
+  if (kind === 'insert' || kind === 'insertMany') return [{ method: 'POST', db, collection, target: 'collection', readsDocument }];
+  const method = kind === 'update' || kind === 'updateMany' ? 'PATCH' : 'DELETE';
+  return [{ method, db, collection, target: kind === 'update' || kind === 'delete' ? 'document' : 'bulk', readsDocument }];
 }
 
 /**

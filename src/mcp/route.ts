@@ -17,7 +17,8 @@
  * §5.6's challenge); an anonymous caller gets the 401 challenge so an SDK client signs in through
  * the browser; `GET` (the stream a stateful server would open) and other methods get 405; the
  * body is read up to the GraphQL request's bound (1 MiB, 413 beyond) and a JSON-RPC batch holds
- * at most MAX_BATCH messages; `subscriptions/listen` (2026-07-28's long-lived stream) is answered
+ * at most MAX_BATCH messages, whose results together are at most `mcp.maxResponseBytes` (their
+ * tool calls run one at a time, answer-budget.ts); `subscriptions/listen` (2026-07-28's long-lived stream) is answered
  * as an unknown method, since this server announces no list changes. Any authenticated caller may
  * use the server itself; what each tool may do is decided by the GraphQL door it calls
  * (call-graphql.ts).
@@ -33,17 +34,19 @@ import {
   type Tool,
 } from '@modelcontextprotocol/server';
 import type { AppContext } from '../app-context.js';
-import { exchangeFromParts } from '../condition/index.js';
 import { forbidden, methodNotAllowed } from '../errors.js';
 import { readBody } from '../http/body.js';
+import { originAllowed } from '../net/origin.js';
 import type { OwnRoute } from '../http/route-table.js';
 import type { RequestScope } from '../http/scope.js';
 import { parseBoundedJson } from '../input-limits/json-depth.js';
 import { mcpSignInRequired } from '../oauth/challenge.js';
 import { MAX_BODY_BYTES } from '../graphql/types.js';
-import { callThroughGraphql, failure, type GraphqlDoor } from './call-graphql.js';
+import { AnswerBudget } from './answer-budget.js';
+import { callThroughGraphql, failure, notRun, type GraphqlDoor } from './call-graphql.js';
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
+import { createMayCall } from './may-call.js';
 
 /** JSON-RPC messages one POST may carry (batches are 2025-03-26's; later revisions send one). */
 export const MAX_BATCH = 10;
@@ -55,6 +58,8 @@ const TRANSPORT_HEADERS = new Set(['accept', 'content-type', 'last-event-id']);
 interface Caller {
   readonly scope: RequestScope;
   readonly signal: AbortSignal;
+  /** What the answer's results may still take (`mcp.maxResponseBytes`); its tool calls run one at a time. */
+  readonly budget: AnswerBudget;
 }
 
 export interface McpRouteOptions {
@@ -73,31 +78,24 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
   const door: GraphqlDoor = { graphqlPrefix, timeoutMs: config.graphql.timeoutMs + 5000, dispatcher: options.dispatcher };
   const ownOrigin = new URL(config.service.publicUrl).origin;
 
-  /** Would `POST /graphql/<uri>` with this tool's operation pass the ACL for this caller? (The call itself is decided by the real request.) */
-  const mayCall = (scope: RequestScope, tool: CatalogueTool): boolean => {
-    const { principal } = scope;
-    if (acl.isAdmin(principal)) return true;
-    const exchange = exchangeFromParts({
-      method: 'POST',
-      path: `${graphqlPrefix}/${tool.app.uri}`,
-      headers: Object.entries(scope.req.headers).flatMap(([k, v]) => (v === undefined ? [] : [v].flat().map((one) => [k, one] as const))),
-      body: { query: tool.query, operationName: tool.operationName },
-      remoteIp: scope.clientIp,
-      secure: scope.secure,
-      ...(principal.id !== null ? { user: { id: principal.id, _id: principal.id, roles: principal.roles } } : {}),
-      ...(principal.via === 'apikey' ? { authenticationType: 'API_KEY' } : principal.via === 'basic' ? { authenticationType: 'BASIC' } : {}),
-    });
-    return acl.decide(principal, exchange).allowed;
-  };
+  const mayCall = createMayCall({
+    acl,
+    graphqlPrefix,
+    collectionPath: config.graphql.backend.collectionPath,
+    writesDecided: config.graphql.backend.auth === 'caller' && config.acl.mode === 'enforce',
+  });
 
-  function serverFor({ scope, signal }: Caller): Server {
+  function serverFor({ scope, signal, budget }: Caller): Server {
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
       instructions: 'Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.',
     });
-    server.setRequestHandler('tools/list', () => ({
-      tools: [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool),
-    }));
+    server.setRequestHandler('tools/list', () => {
+      const tools = [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool);
+      if (!budget.take(Buffer.byteLength(JSON.stringify(tools)), 'tools/list'))
+        throw new ProtocolError(ProtocolErrorCode.InternalError, `the tool list does not fit what is left of this request's answer bound (mcp.maxResponseBytes, ${budget.limit} bytes); ask for it in a request of its own`);
+      return { tools };
+    });
     server.setRequestHandler('tools/call', async (request) => {
       const tool = catalogue.get(request.params.name);
       if (!tool || !mayCall(scope, tool)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no tool named ${JSON.stringify(request.params.name)} is offered to you; tools/list names the ones you may call`);
@@ -105,7 +103,8 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       // Before any backend read (MCP 2025-11-25: input errors are tool results the model can correct).
       const problems = checkArguments(tool.inputSchema, args);
       if (problems.length > 0) return failure(`invalid arguments for ${tool.name}: ${problems.join('; ')}`);
-      return callThroughGraphql(door, scope, tool, args, signal);
+      // One call at a time, each within what the earlier ones left (answer-budget.ts).
+      return budget.serial(async () => (budget.filled !== null ? notRun(budget, tool.name) : callThroughGraphql(door, scope, tool, args, signal, budget)));
     });
     return server;
   }
@@ -153,7 +152,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       for (const [name, value] of Object.entries(scope.req.headers))
         if (typeof value === 'string' && (TRANSPORT_HEADERS.has(name) || name.startsWith('mcp-'))) headers.set(name, value);
       const request = new Request(`http://outrigger${config.mcp.path}`, { method: 'POST', headers, signal: controller.signal });
-      const caller: Caller = { scope, signal: controller.signal };
+      const caller: Caller = { scope, signal: controller.signal, budget: new AnswerBudget(config.mcp.maxResponseBytes) };
       try {
         let response: Response;
         if (await isLegacyRequest(request, parsed.value)) {
@@ -171,30 +170,19 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
           callers.set(request, caller);
           response = await modern.fetch(request, { parsedBody: parsed.value });
         }
-        const text = await response.text();
+        // The bytes as the SDK encoded them, written as they are: no second copy as a string.
+        const bytes = Buffer.from(await response.arrayBuffer());
         if (controller.signal.aborted || scope.res.destroyed) return;
         const out: Record<string, string> = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
         response.headers.forEach((value, name) => (out[name] = value));
-        if (text.length > 0) out['content-length'] = String(Buffer.byteLength(text));
+        if (bytes.length > 0) out['content-length'] = String(bytes.length);
         scope.res.writeHead(response.status, out);
-        scope.res.end(text);
+        scope.res.end(bytes);
       } finally {
         scope.res.off('close', onClose);
       }
     },
   };
-}
-
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/** Its own origin (publicUrl), or a page served from this machine (a local inspector); never another site's. */
-function originAllowed(origin: string, ownOrigin: string): boolean {
-  if (origin === ownOrigin) return true;
-  try {
-    return LOOPBACK_HOSTS.has(new URL(origin).hostname);
-  } catch {
-    return false;
-  }
 }
 
 function describeTool(tool: CatalogueTool): Tool {

@@ -51,7 +51,7 @@ export interface WebhooksModuleExtras {
 export async function createWebhooksModule(context: AppContext, options: FeatureModuleOptions, extras: WebhooksModuleExtras = {}): Promise<WebhooksModule> {
   const { config, redis, keys, bus, logger, metrics, features } = context;
   const settings = config.webhooks;
-  const store = new DocumentStore<WebhookDocument>(redis, bus, 'webhooks', keys.webhooks, keys.webhooksVersion);
+  const store = new DocumentStore<WebhookDocument>(redis, bus, 'webhooks', keys.webhooks, keys.webhooksVersion, context.documentPollMs);
   const retentionMs = settings.logRetentionSeconds !== null ? settings.logRetentionSeconds * 1000 : settings.logRetentionDays * 86_400_000;
   const logs = new WebhookLogStore(redis, keys, retentionMs);
   const recording = new Recording(redis, keys, bus, settings.recordingSeconds * 1000);

@@ -77,12 +77,32 @@ describe('bearer flood', () => {
     expect((await call(stack.proxy.url, '/data/x', from('2001:db8:70:2::1', randomKey()))).status).toBe(401);
   });
 
-  it('shares the count with another replica through Redis', async () => {
+  it('shares the count with another replica through Redis: failures split between two replicas lock both, though neither counted the limit itself', async () => {
+    // Each replica sends half the limit, so neither reaches it on its own count: only the shared
+    // total Redis returns can lock them (issue 54). Every probe answered 401 is one more failure
+    // of that replica's own, so at most half - 1 probes keep its own count below the limit.
+    const ip = '127.70.0.20';
+    const key = 'outrigger:{bearer-flood}:kf:ip:127.70.0.20';
+    const half = LIMIT / 2;
     const replica = await startTestOutrigger(stack.raw);
+    const locks = async (url: string): Promise<number[]> => {
+      const statuses: number[] = [];
+      for (let i = 0; i < half - 1 && statuses.at(-1) !== 429; i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 200));
+        statuses.push((await call(url, '/data/x', from(ip, randomKey()))).status);
+      }
+      return statuses;
+    };
     try {
-      // The replica has not seen this address: one failure, whose write returns the shared total, then 429.
-      expect((await call(replica.url, '/data/x', from('127.70.0.1', randomKey()))).status).toBe(401);
-      await expect.poll(async () => (await call(replica.url, '/data/x', from('127.70.0.1', randomKey()))).status, { timeout: 5000 }).toBe(429);
+      for (let i = 0; i < half; i++) expect((await call(stack.proxy.url, '/data/x', from(ip, randomKey()))).status).toBe(401);
+      // The writes are not awaited by the requests: the replica starts once Redis holds the first half.
+      await expect.poll(async () => Number(await stack.redis.client.get(key)), { timeout: 5000 }).toBe(half);
+      for (let i = 0; i < half; i++) expect((await call(replica.url, '/data/x', from(ip, randomKey()))).status).toBe(401);
+      await expect.poll(async () => Number(await stack.redis.client.get(key)), { timeout: 5000 }).toBe(LIMIT);
+      const second = await locks(replica.url);
+      expect(second, `the replica that sent the second half: ${second.join(', ')}`).toContain(429);
+      const first = await locks(stack.proxy.url);
+      expect(first, `the replica that sent the first half: ${first.join(', ')}`).toContain(429);
     } finally {
       await replica.stop();
     }

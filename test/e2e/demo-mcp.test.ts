@@ -18,7 +18,7 @@ const DEMO = resolve(import.meta.dirname, '../../dist/examples/demo/main.js');
 const README = readFileSync(resolve(import.meta.dirname, '../../README.md'), 'utf8');
 
 describe('npm run demo (built): an MCP client lists and calls the demo app\'s tools', () => {
-  it('a key from POST /keys, then the SDK client on /mcp: recent_orders and place_order, recent_orders answers alice\'s orders', async () => {
+  it('a key from POST /keys, then the SDK client on /mcp: a reader key lists recent_orders only (place_order writes, which reader may not), and it answers alice\'s orders; alice herself lists both', async () => {
     expect(README).toContain('new StreamableHTTPClientTransport(new URL(\'http://localhost:8080/mcp\')');
     const port = await freePort();
     const env = { ...process.env, OUTRIGGER_LOG_LEVEL: 'warn', OUTRIGGER_DEMO_PORT: String(port), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
@@ -41,7 +41,9 @@ describe('npm run demo (built): an MCP client lists and calls the demo app\'s to
       await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${issued.json.key as string}` } } }));
       try {
         const { tools } = await client.listTools();
-        expect(tools.map((t) => t.name).sort()).toEqual(['place_order', 'recent_orders']);
+        // Issue 53: reader may not POST /restheart/orders, so place_order (whose every call was FORBIDDEN) is not offered, nor callable.
+        expect(tools.map((t) => t.name).sort()).toEqual(['recent_orders']);
+        await expect(client.callTool({ name: 'place_order', arguments: { items: [{ productId: 'p-espresso', qty: 1 }], total: 1 } })).rejects.toThrow(/no tool named "place_order"/);
         const result = await client.callTool({ name: 'recent_orders', arguments: { limit: 2 } });
         expect(result.isError).toBeFalsy();
         const orders = (result.structuredContent as { orders: Array<{ user: { name: string } }> }).orders;
@@ -49,6 +51,14 @@ describe('npm run demo (built): an MCP client lists and calls the demo app\'s to
         expect(new Set(orders.map((o) => o.user.name)).size).toBe(1); // alice's own orders only (readFilter)
       } finally {
         await client.close();
+      }
+      // Alice herself (role user) may place orders: she is offered both.
+      const alice = new Client({ name: 'demo-agent', version: '1.0.0' });
+      await alice.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: basic('alice', 'alice-password') } } }));
+      try {
+        expect((await alice.listTools()).tools.map((t) => t.name).sort()).toEqual(['place_order', 'recent_orders']);
+      } finally {
+        await alice.close();
       }
     } finally {
       child.kill('SIGTERM');

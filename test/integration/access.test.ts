@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { jwtVerify } from 'jose';
-import { basic, startTestOutrigger } from '../support/outrigger.js';
+import { basic, BUS_ONLY_POLL_MS, startTestOutrigger } from '../support/outrigger.js';
 import { call } from '../support/http-client.js';
 import { as, JWT_SECRET, ROOT, type Running, useStack } from '../support/fixtures.js';
 
@@ -23,10 +23,13 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
     users: { root: ['root'], alice: ['user'], bob: ['user', 'auditor'], stranger: ['nobody-role'] },
     config: { acl: { mode: 'enforce' } },
   });
-  /** A second process on the same config. */
+  /**
+   * A second process on the same config, whose version poll is too far away to matter: it learns
+   * of a permission change through the change bus or not within any test's bound (issue 54).
+   */
   let second: Running;
   beforeAll(async () => {
-    second = await stack.start();
+    second = await stack.start({}, { documentPollMs: BUS_ONLY_POLL_MS });
   });
   const ALICE = as('alice');
   const STRANGER = as('stranger');
@@ -168,12 +171,12 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
       }
     });
 
-    it('sees a permission change on a second process within 1 s (goal), well before the 20 s guarantee', async () => {
-      // SPEC §3.5: every replica within 1 s (goal), never later than 20 s (guarantee). The change
-      // bus carries it in milliseconds and the version poll (2 s) backs it up; the bound is that
-      // poll plus a margin a loaded machine cannot eat (issue 40). A replica that never learns
-      // (no bus, no poll) fails it.
-      const BOUND_MS = 2000 + 3000;
+    it('sees a permission change on a second process within 1 s (goal), carried by the change bus alone', async () => {
+      // SPEC §3.5: every replica within 1 s (goal), never later than 20 s (guarantee). The second
+      // process polls the version every 10 min, so only the change bus can meet this bound: the
+      // 1 s goal plus 3 s a loaded machine may eat (issue 40). Without the bus it fails (issue 54);
+      // the poll's own bound is test/integration/change-propagation.test.ts.
+      const BOUND_MS = 1000 + 3000;
       expect((await call(second.url, '/shop/new-thing', { auth: ALICE })).status).toBe(403);
       const written = Date.now();
       expect((await put('users-new-thing', { predicate: 'path(/shop/new-thing)', roles: ['user'], priority: 1 })).status).toBe(201);

@@ -1,5 +1,4 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { connect } from 'node:net';
 import { createLogger } from '../../src/observability/logger.js';
 import { ChangeBus } from '../../src/store/change-bus.js';
 import { redisKeys } from '../../src/store/keys.js';
@@ -8,6 +7,7 @@ import { ApiKeyStore } from '../../src/keys/key-store.js';
 import { checksumOf } from '../../src/keys/key-format.js';
 import { startTestOutrigger } from '../support/outrigger.js';
 import { waitFor } from '../support/wait.js';
+import { commandsDuring, isPollerRead, isUsageWrite, monitor, usageWritesBeyondFlushes } from '../support/redis-monitor.js';
 import { call } from '../support/http-client.js';
 import { as, type Running, useStack } from '../support/fixtures.js';
 
@@ -16,46 +16,6 @@ const DAY = 86_400_000;
 const bearer = (key: string) => `Bearer ${key}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/**
- * Every command Redis runs while it is on (MONITOR over a plain socket: ioredis' monitor mode
- * can misread the first lines under load), with the Lua-issued ones marked by source "lua".
- */
-async function monitor(port: number) {
-  const socket = connect(port, '127.0.0.1');
-  socket.setEncoding('utf8');
-  const seen: Array<{ args: string[]; source: string }> = [];
-  let buffer = '';
-  let started!: () => void;
-  const ready = new Promise<void>((resolve) => (started = resolve));
-  socket.on('data', (chunk: string) => {
-    buffer += chunk;
-    for (let end = buffer.indexOf('\r\n'); end !== -1; end = buffer.indexOf('\r\n')) {
-      const line = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      if (line === '+OK') started();
-      const match = /^\+[\d.]+ \[\d+ ([^\]]+)\] (.*)$/.exec(line);
-      if (match) seen.push({ source: match[1]!, args: [...match[2]!.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!) });
-    }
-  });
-  socket.write('MONITOR\r\n');
-  await ready;
-  return {
-    seen,
-    async stop() {
-      socket.destroy();
-    },
-  };
-}
-/**
- * The periodic commands of each replica, not caused by requests: the permission, document and
- * feature pollers' reads, and the change-bus subscriber's liveness PING (every 2 s each).
- */
-const isPollerRead = (args: string[]) =>
-  (args[0]?.toLowerCase() === 'get' && /:version$/.test(args[1] ?? '')) ||
-  (args[0]?.toLowerCase() === 'hgetall' && /:features$/.test(args[1] ?? '')) ||
-  (args.length === 1 && args[0]?.toLowerCase() === 'ping') ||
-  // SPEC §10's key usage, summed in process and written every 5 s (HINCRBY, EXPIRE), not per request.
-  (/^(hincrby|expire)$/i.test(args[0] ?? '') && /:key-usage:/.test(args[1] ?? ''));
 // SPEC §6.5's subscriptions are not among them: a replica without subscribers runs no feed reader
 // (XREAD BLOCK) and no claim renewal or sweep, so none of their commands may appear (issue 38).
 const isSubscriptionCommand = (args: string[]) => args.slice(1).some((a) => /:sub-(feed|collections)$/.test(a));
@@ -139,12 +99,14 @@ describe('API keys: issue, list, revoke, verify', () => {
     });
 
     it('2. refuses root and srv-admin even though a permission with an apiKeys block applies to them', async () => {
+      const stored = await stack.redis.client.hlen('outrigger:{keys-a}:apikeys');
       for (const admin of ['root', 'sam']) {
         const res = await issueAs(admin, { name: 'admin key', roles: ['reader'] });
         expect(res.status).toBe(403);
         expect(res.json.message).toMatch(/admin roles never get API keys \(you hold (root|srv-admin)\)/);
       }
-      expect(await stack.redis.client.hlen('outrigger:{keys-a}:apikeys')).toBeGreaterThanOrEqual(0);
+      // Refused before anything is written: no key record came of either request.
+      expect(await stack.redis.client.hlen('outrigger:{keys-a}:apikeys')).toBe(stored);
       const all = await call(stack.proxy.url, '/_admin/keys', { auth: as('root') });
       expect(all.json.filter((k: any) => k.owner === 'root' || k.owner === 'sam')).toEqual([]);
     });
@@ -416,19 +378,14 @@ describe('API keys: issue, list, revoke, verify', () => {
       const key: string = json.key;
       const flipped = key.slice(0, 10) + (key[10] === 'A' ? 'B' : 'A') + key.slice(11);
       const longer = `rig_${'Q'.repeat(50)}${checksumOf('Q'.repeat(49))}`;
-      const watch = await monitor(stack.redis.port);
-      await sleep(20);
-      try {
+      const { commands } = await commandsDuring(stack.redis, async () => {
         for (const bad of [flipped, key.slice(0, -1), `${key}x`, 'rig_short', longer]) {
           const res = await call(stack.proxy.url, '/shop/orders', { auth: bearer(bad) });
           expect(res.status, bad).toBe(401);
           expect(res.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
         }
-        await sleep(50);
-      } finally {
-        await watch.stop();
-      }
-      expect(watch.seen.filter((c) => touchesKeys(c.args))).toEqual([]);
+      });
+      expect(commands.filter((c) => touchesKeys(c.args))).toEqual([]);
       const wellFormedUnknown = `rig_${'Q'.repeat(43)}${checksumOf('Q'.repeat(43))}`;
       const unknown = await call(stack.proxy.url, '/shop/orders', { auth: bearer(wellFormedUnknown) });
       expect(unknown.status).toBe(401);
@@ -455,7 +412,10 @@ describe('API keys: issue, list, revoke, verify', () => {
     it('a revocation on one replica is seen by another, whose cache held the key, within 1 s', async () => {
       const issued = await issueAs('u-revoke', { name: 'cached elsewhere', roles: ['reader'] });
       expect((await call(a2.url, '/shop/orders', { auth: bearer(issued.json.key) })).status).toBe(200);
+      // A request the replica answers from its cache, timed: how slow this machine is right now.
+      const baselineStarted = Date.now();
       expect((await call(a2.url, '/shop/orders', { auth: bearer(issued.json.key) })).status).toBe(200);
+      const baselineMs = Date.now() - baselineStarted;
       const revokedAt = Date.now();
       expect((await call(stack.proxy.url, `/keys/${issued.json._id}`, { method: 'DELETE', auth: as('u-revoke') })).status).toBe(204);
       let status = 200;
@@ -465,10 +425,14 @@ describe('API keys: issue, list, revoke, verify', () => {
       }
       const seenAfter = Date.now() - revokedAt;
       expect(status).toBe(401);
-      // SPEC §5.4: 1 s (goal), carried by the change bus; 2 s more of margin for a loaded machine
-      // (issue 40). Left to the cache's background re-read (5 s after the key was confirmed), the
-      // replica would mostly exceed it; the 20 s guarantee is the cache's hard bound.
-      expect(seenAfter).toBeLessThan(3000);
+      // SPEC §5.4: 1 s (goal), carried by the change bus, plus 2 s of margin, or more when this
+      // machine is slower right now: the revoking request and a few more round trips, each as
+      // slow as the baseline (issues 40, 54). Left to the cache's background re-read (5 s after
+      // the key was confirmed), the replica would mostly exceed it; the 20 s guarantee is the
+      // cache's hard bound.
+      const bound = Math.max(3000, 1000 + 10 * baselineMs);
+      console.info(`[api-keys] revocation seen by the other replica after ${seenAfter} ms (a cached request took ${baselineMs} ms; bound ${bound} ms)`);
+      expect(seenAfter).toBeLessThan(bound);
     });
 
     it('a cached key is refused the moment it expires, from the cached expiry', async () => {
@@ -504,45 +468,32 @@ describe('API keys: issue, list, revoke, verify', () => {
       const issued = await issueAs('u-steady', { name: 'steady', roles: ['reader'] });
       const key = issued.json.key;
       for (let i = 0; i < 3; i++) expect((await call(stack.proxy.url, '/shop/orders', { auth: bearer(key) })).status).toBe(200); // warm-up: first read, first lastUsedAt
-      await sleep(50);
+      // The first use's lastUsedAt write is not awaited by its request: it must land before the window.
+      await waitFor(() => stack.redis.client.hexists('outrigger:{keys-a}:apikeys-last-used', issued.json._id), (n) => n === 1, 10_000, 'the first use written');
       const N = 300;
-      const watch = await monitor(stack.redis.port);
-      await sleep(20);
-      const before = await stack.redis.commandsProcessed();
-      const started = Date.now();
-      for (let i = 0; i < N; i += 10) await Promise.all(Array.from({ length: 10 }, () => call(stack.proxy.url, '/shop/orders', { auth: bearer(key) }).then((r) => expect(r.status).toBe(200))));
-      const after = await stack.redis.commandsProcessed();
-      const windowMs = Date.now() - started;
-      await sleep(50); // MONITOR streams asynchronously: let it deliver the INFO that read `after`
-      await watch.stop();
-      // The window is what ran between the two INFOs; a poller read landing after the second is not in the count.
-      const infos = watch.seen.flatMap((c, i) => (c.args[0]?.toLowerCase() === 'info' ? [i] : []));
-      expect(infos.length).toBeGreaterThanOrEqual(2);
-      const window = watch.seen.slice(infos[0]! + 1, infos.at(-1));
-      const pollerReads = window.filter((c) => isPollerRead(c.args)).length;
-      const others = window.filter((c) => !isPollerRead(c.args) && !(c.args[0]?.toLowerCase() === 'info'));
-      expect(others).toEqual([]);
-      // Nothing of subscriptions while nobody subscribes: not in the window, not around it (a
-      // feed reader blocked across the window shows when its XREAD arrives, before the first INFO).
-      expect(watch.seen.filter((c) => isSubscriptionCommand(c.args))).toEqual([]);
-      // INFO counts the previous INFO; the rest are the 2-second pollers and PINGs of the three replicas, none caused by a request.
-      expect(after - before - 1 - pollerReads).toBe(0);
-      console.info(`[api-keys] ${N} key-authenticated proxied requests in ${windowMs} ms: ${after - before - 1} Redis commands in the window, ${pollerReads} of them periodic poller reads and PINGs, 0 caused by verification`);
+      // The three replicas' timers run through the window whatever the traffic: their poller
+      // reads and PINGs are left out, and usage writes count only up to what the periodic flush
+      // may send (issue 54: usage written per request must fail this).
+      const { commands, windowMs } = await commandsDuring(stack.redis, async () => {
+        for (let i = 0; i < N; i += 10) await Promise.all(Array.from({ length: 10 }, () => call(stack.proxy.url, '/shop/orders', { auth: bearer(key) }).then((r) => expect(r.status).toBe(200))));
+      });
+      // Nothing of subscriptions while nobody subscribes (issue 38).
+      expect(commands.filter((c) => isSubscriptionCommand(c.args))).toEqual([]);
+      const pollerReads = commands.filter((c) => isPollerRead(c.args)).length;
+      const usageWrites = commands.filter((c) => isUsageWrite(c.args));
+      expect(usageWritesBeyondFlushes(commands, windowMs, 3)).toBeNull();
+      expect(commands.filter((c) => !isPollerRead(c.args) && !isUsageWrite(c.args))).toEqual([]);
+      console.info(`[api-keys] ${N} key-authenticated proxied requests in ${windowMs.toFixed(0)} ms: ${commands.length} Redis commands at Redis, ${pollerReads} periodic poller reads and PINGs, ${usageWrites.length} usage writes of the periodic flush, 0 caused by verification`);
     });
 
     it('writes lastUsedAt on first use and then at most once a minute per key per replica', async () => {
       const issued = await issueAs('u-used', { name: 'used', roles: ['reader'] });
       expect((await call(stack.proxy.url, '/keys', { auth: as('u-used') })).json[0].lastUsedAt).toBeUndefined();
-      const watch = await monitor(stack.redis.port);
-      await sleep(20);
       const firstUse = Date.now();
-      try {
+      const { commands } = await commandsDuring(stack.redis, async () => {
         for (let i = 0; i < 40; i++) expect((await call(i % 2 ? stack.proxy.url : a2.url, '/shop/orders', { auth: bearer(issued.json.key) })).status).toBe(200);
-        await sleep(50);
-      } finally {
-        await watch.stop();
-      }
-      const writes = watch.seen.filter((c) => /^evalsha|^eval$/i.test(c.args[0] ?? '') && c.args.some((a) => a.endsWith('apikeys-last-used')) && c.args.includes(issued.json._id));
+      });
+      const writes = commands.filter((c) => /^evalsha|^eval$/i.test(c.args[0] ?? '') && c.args.some((a) => a.endsWith('apikeys-last-used')) && c.args.includes(issued.json._id));
       expect(writes).toHaveLength(2); // one per replica
       const listed = (await call(stack.proxy.url, '/keys', { auth: as('u-used') })).json[0];
       expect(listed.lastUsedAt.$date).toBeGreaterThanOrEqual(firstUse);

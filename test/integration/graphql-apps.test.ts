@@ -1,12 +1,12 @@
 /**
  * GraphQL app documents (SPEC §6.1, §6.2) through a running Outrigger: every validation error
  * through POST, PUT and PATCH (400 naming the problem), 409 for a uri another app serves, the
- * merged PATCH validated whole, who may write, a second Outrigger process (the built CLI) serving
- * a change within 1 s, and `outrigger apply` / `check` / `acl.bootstrap` accepting apps.
+ * merged PATCH validated whole, who may write, a change made through a second Outrigger process
+ * (the built CLI) served by another replica within 1 s, and `outrigger apply` / `check` / `acl.bootstrap` accepting apps.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
-import { basic, startTestOutrigger } from '../support/outrigger.js';
+import { basic, BUS_ONLY_POLL_MS, startTestOutrigger } from '../support/outrigger.js';
 import { call, gql, pollUntil, shopData } from './graphql-helpers.js';
 import { ROOT, useStack } from '../support/fixtures.js';
 
@@ -231,13 +231,16 @@ describe('GraphQL app documents', () => {
       }
     });
 
-    it('a second Outrigger process serves a new app, a disabled app and a deleted app within 1 s (goal)', async () => {
-      // SPEC §6.3: every other replica within 1 s. The change bus carries it in milliseconds and the
-      // app store's version poll (2 s) backs it up; the bound is that poll plus a margin a loaded
-      // machine cannot eat (issue 40), so a second process that never learns fails it.
-      const BOUND_MS = 2000 + 3000;
+    it('an app saved, disabled, enabled and deleted through a second Outrigger process is served so by another replica within 1 s (goal)', async () => {
+      // SPEC §6.3: every other replica within 1 s. The app is written through the built CLI's
+      // process and read on a replica whose version poll is 10 min away, so only the change bus
+      // (from one process to another) meets the bound: that goal + 3 s for a loaded machine
+      // (issue 40). Without the bus it fails (issue 54).
+      const BOUND_MS = 1000 + 3000;
+      const reader = await stack.start({}, { documentPollMs: BUS_ONLY_POLL_MS });
+      const apps = (path = '', init: Parameters<typeof call>[2] = {}) => call(second!.url, `/gql-apps${path}`, { auth: ROOT, ...init });
       const q = '{ orders(limit: 1) { number } }';
-      const status = async () => (await gql(second!.url, 'replicated', q)).status;
+      const status = async () => (await gql(reader.url, 'replicated', q)).status;
       expect(await status()).toBe(404);
 
       expect((await apps('/replicated', { method: 'PUT', body: miniApp('replicated') })).status).toBe(201);
@@ -248,7 +251,7 @@ describe('GraphQL app documents', () => {
       const enabled = await pollUntil(async () => (await status()) === 200, 2 * BOUND_MS, 5);
       expect((await apps('/replicated', { method: 'DELETE' })).status).toBe(204);
       const deleted = await pollUntil(async () => (await status()) === 404, 2 * BOUND_MS, 5);
-      console.log(`second process saw: created after ${created.toFixed(0)} ms, disabled ${disabled.toFixed(0)} ms, enabled ${enabled.toFixed(0)} ms, deleted ${deleted.toFixed(0)} ms`);
+      console.log(`the other replica saw: created after ${created.toFixed(0)} ms, disabled ${disabled.toFixed(0)} ms, enabled ${enabled.toFixed(0)} ms, deleted ${deleted.toFixed(0)} ms`);
       for (const ms of [created, disabled, enabled, deleted]) expect(ms).toBeLessThan(BOUND_MS);
     });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { deliveryMessageId } from '../../src/webhooks/signature.js';
-import { call, sleep, untilKnown, waitFor, type Answer } from './webhooks-helpers.js';
+import { call, untilKnown, untilSettled, waitFor, type Answer } from './webhooks-helpers.js';
 import { HOOK_EDITORS, ROOT, useStack } from '../support/fixtures.js';
 
 describe('webhooks: from a proxied request to a delivery', () => {
@@ -99,7 +99,7 @@ describe('webhooks: from a proxied request to a delivery', () => {
     expect(logs[0].detail.condition.reason).toMatch(/did not match POST/);
     expect(logs[0].detail.incomingRequest.body).toEqual({ a: 1 });
     for (let i = 0; i < 5; i++) await call(stack.proxy.url, p, { method: 'POST', body: { a: i } });
-    await sleep(500);
+    await untilSettled(stack.redis.client, [stack.proxy]);
     expect(await logsOf(hook._id)).toHaveLength(1);
     expect(stack.target.on('/never')).toHaveLength(0);
   });
@@ -171,7 +171,7 @@ describe('webhooks: from a proxied request to a delivery', () => {
     expect(slowLogs[0].nextAttemptAt).toBeUndefined();
     for (const e of slowLogs.slice(1)) expect(e.nextAttemptAt.$date).toBeGreaterThan(e.timestamp.$date);
 
-    await sleep(500);
+    await untilSettled(stack.redis.client, [stack.proxy]);
     expect(stack.target.on('/f401')).toHaveLength(1);
     expect(stack.target.on('/f400')).toHaveLength(1);
     expect(stack.target.on('/fredirect')).toHaveLength(1);
@@ -203,7 +203,7 @@ describe('webhooks: from a proxied request to a delivery', () => {
     expect(got[2]!.at - got[1]!.at).toBeGreaterThanOrEqual(950);
     expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(1);
     for (const r of got) expect(() => new Webhook(hook.secret).verify(r.body, r.headers as Record<string, string>)).not.toThrow();
-    await sleep(800);
+    await untilSettled(stack.redis.client, [stack.proxy]);
     expect(stack.target.on('/flaky')).toHaveLength(3);
 
     // The logs API: status filter, pagination newest first, X-Total-Count, Clear Logs.

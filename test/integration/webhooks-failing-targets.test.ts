@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { call, untilKnown, waitFor } from './webhooks-helpers.js';
+import { call, untilKnown, untilSettled, waitFor } from './webhooks-helpers.js';
 import { useStack } from '../support/fixtures.js';
 
 /**
@@ -71,7 +71,7 @@ describe('webhooks: failing targets', () => {
     // Disabled: nothing more is sent.
     const sentSoFar = stack.target.on('/broken').length;
     await send(p, 1);
-    await new Promise((r) => setTimeout(r, 500));
+    await untilSettled(stack.redis.client, [stack.proxy]);
     expect(stack.target.on('/broken')).toHaveLength(sentSoFar);
 
     // Enabled again: the reason goes, the count starts from zero (two failures do not disable it again).
@@ -84,11 +84,12 @@ describe('webhooks: failing targets', () => {
     const failedBefore = (await logsOf(h._id)).filter((e) => e.status === 'failed').length;
     await send(p, 2);
     await waitFor(() => logsOf(h._id), (l) => l.filter((e) => e.status === 'failed').length === failedBefore + 2, 10_000, 'two more failures');
-    await new Promise((r) => setTimeout(r, 300));
+    await untilSettled(stack.redis.client, [stack.proxy]);
     expect((await get(h._id)).enabled).toBe(true);
-    // ...and a third does.
+    // ...and a third does: it was still delivered (and failed), so the two had not disabled it.
     await send(p, 1);
     await waitFor(() => get(h._id), (d) => d.enabled === false, 10_000, 'the second automatic disable');
+    expect((await logsOf(h._id)).filter((e) => e.status === 'failed')).toHaveLength(failedBefore + 3);
   }, 60_000);
 
   it('throttles a webhook to maxPerSecond: the excess waits in the retry set and every event is delivered once', async () => {
@@ -134,7 +135,7 @@ describe('webhooks: failing targets', () => {
     const logs = await waitFor(() => logsOf(h._id), (l) => l.length === 4 && l.some((e) => e.attempt === 4), 15_000, 'four attempts');
     expect(logs.map((e) => e.attempt).sort()).toEqual([1, 2, 3, 4]);
     expect(logs.find((e) => e.attempt === 4)!.nextAttemptAt).toBeUndefined();
-    await new Promise((r) => setTimeout(r, 500));
+    await untilSettled(stack.redis.client, [stack.proxy]);
     expect(stack.target.on('/flaky')).toHaveLength(4);
   }, 30_000);
 });

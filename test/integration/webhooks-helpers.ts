@@ -70,3 +70,23 @@ export function useWorkerStack() {
   });
   return { stack, running, workers };
 }
+
+/**
+ * The positive event an absence is asserted after (issue 54), instead of a sleep that a merely
+ * slow delivery outlasts: every event the replicas' observers queued is in the stream (a batch
+ * leaves a producer's queue only once written), the workers have finished every stream entry
+ * (an entry is deleted once acknowledged, after each of its deliveries is final or scheduled
+ * for a retry), and no retry is scheduled. What has not happened by then never will.
+ */
+export async function untilSettled(redis: Redis, replicas: RunningOutrigger[], timeoutMs = 15_000): Promise<void> {
+  const { keys } = replicas[0]!.context;
+  await waitFor(
+    async () =>
+      replicas.every((r) => webhooksOf(r).internals.producer.depth === 0) &&
+      (await redis.xlen(keys.events)) === 0 &&
+      (await redis.zcard(keys.retrySchedule)) === 0,
+    (settled) => settled,
+    timeoutMs,
+    'every captured event delivered and no retry scheduled',
+  );
+}

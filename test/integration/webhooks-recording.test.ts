@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { startTestOutrigger } from '../support/outrigger.js';
-import { call, sleep, untilKnown, waitFor, webhooksOf } from './webhooks-helpers.js';
+import { call, untilKnown, waitFor, webhooksOf } from './webhooks-helpers.js';
 import { type Running, useStack } from '../support/fixtures.js';
 
 describe('webhooks: recording', () => {
@@ -11,6 +11,14 @@ describe('webhooks: recording', () => {
     config: { acl: { mode: 'own-routes', adminRoles: ['$unauthenticated'] }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'], recordingSeconds: 3 } },
     outrigger: { worker: true },
   });
+  /** Waits until the webhook 'orders' has delivered the requests whose body field `field` held each of `values`. */
+  const deliveredWith = (field: string, values: number[]) =>
+    waitFor(
+      () => stack.target.on('/rec').map((r) => JSON.parse(r.body).request.body?.[field]),
+      (seen) => values.every((v) => seen.includes(v)),
+      10_000,
+      `the deliveries of ${field} ${values.join(', ')}`,
+    );
   /** A second replica (no worker) on the same config. */
   let r2: Running;
   beforeAll(async () => {
@@ -70,10 +78,12 @@ describe('webhooks: recording', () => {
 
     // The window closes by itself; what it captured stays readable.
     await waitFor(async () => (await call(stack.proxy.url, '/_admin/webhooks/recording?pagesize=1')).json.active, (a) => a === false, 5000, 'the window to end');
-    await sleep(50);
-    await call(stack.proxy.url, '/shop/orders?late=1', { method: 'POST', body: { late: true } });
+    await call(stack.proxy.url, '/shop/orders?late=1', { method: 'POST', body: { late: 1 } });
     await call(r2.url, '/shop/items?late=1', { method: 'POST', body: { late: true } });
-    await sleep(300);
+    await call(r2.url, '/shop/orders?late=2', { method: 'POST', body: { late: 2 } });
+    // A recorded request leaves a replica in one write with the events queued with it, in order:
+    // once each replica's last late order is delivered, anything recorded late would show (issue 54).
+    await deliveredWith('late', [1, 2]);
     const after = await call(stack.proxy.url, '/_admin/webhooks/recording?pagesize=1000');
     expect(after.json).toMatchObject({ active: false, total: 12 });
   });
@@ -87,7 +97,7 @@ describe('webhooks: recording', () => {
     await waitFor(() => webhooksOf(r2).internals.recording.isActive(), (a) => !a, 2000, 'replica 2 to stop');
     await call(r2.url, '/shop/orders?n=2', { method: 'POST', body: { n: 2 } });
     await call(stack.proxy.url, '/shop/orders?n=3', { method: 'POST', body: { n: 3 } });
-    await sleep(300);
+    await deliveredWith('n', [2, 3]);
     const view = (await call(stack.proxy.url, '/_admin/webhooks/recording')).json;
     expect(view).toMatchObject({ active: false, total: 1 });
     expect(view.requests[0].query).toEqual({ n: '1' });

@@ -17,7 +17,7 @@ import { startOutrigger } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { call } from './http-client.js';
 import { startHttpServer, type TestServer } from './http-servers.js';
-import { basic, merge, startTestOutrigger, staticUsers, testConfig, type RawConfig } from './outrigger.js';
+import { basic, merge, startTestOutrigger, staticUsers, testConfig, type RawConfig, type TestStartOptions } from './outrigger.js';
 import { startTestRedis, type TestRedis } from './redis.js';
 import { startSmtpCapture, type SmtpCapture } from './smtp.js';
 import { startTarget, type Target } from './webhook-target.js';
@@ -76,7 +76,7 @@ export interface Stack {
   /** The config it was started with (a test may start more from it). */
   readonly raw: RawConfig;
   /** Starts another Outrigger (on `stack.raw` merged with `over`), stopped with the stack. */
-  start(over?: RawConfig, options?: { worker?: boolean }): Promise<Running>;
+  start(over?: RawConfig, options?: TestStartOptions): Promise<Running>;
   /** Writes a document as root (`PUT <path>`) and expects 201. */
   put(path: string, doc: unknown, base?: string): Promise<void>;
   /** Runs `stop` when the stack stops (before what was started earlier). */
@@ -106,7 +106,7 @@ class StackParts implements Stack {
     this.stops.push(stop);
   }
 
-  async start(over: RawConfig = {}, options: { worker?: boolean } = {}): Promise<Running> {
+  async start(over: RawConfig = {}, options: TestStartOptions = {}): Promise<Running> {
     const running = await startTestOutrigger(merge(this.raw, over), options);
     this.onStop(() => running.stop());
     return running;

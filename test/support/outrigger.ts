@@ -20,10 +20,19 @@ export function testConfig(raw: RawConfig): OutriggerConfig {
   return config;
 }
 
+export interface TestStartOptions {
+  worker?: boolean;
+  /** The document stores' version poll; far away (`BUS_ONLY_POLL_MS`) leaves the change bus alone to carry a change. */
+  documentPollMs?: number;
+}
+
+/** A document poll no test waits for: a replica started with it learns of a change through the bus or not in time. */
+export const BUS_ONLY_POLL_MS = 10 * 60_000;
+
 /** Outrigger in this process (fast to start; the CLI e2e tests cover the built binary). */
-export async function startTestOutrigger(raw: RawConfig, options: { worker?: boolean } = {}): Promise<RunningOutrigger & { url: string }> {
+export async function startTestOutrigger(raw: RawConfig, options: TestStartOptions = {}): Promise<RunningOutrigger & { url: string }> {
   const config = testConfig(raw);
-  const running = await startOutrigger(config, { worker: options.worker ?? false, logger: createLogger({ level: process.env.OUTRIGGER_TEST_LOG ?? 'silent' }) });
+  const running = await startOutrigger(config, { worker: options.worker ?? false, documentPollMs: options.documentPollMs, logger: createLogger({ level: process.env.OUTRIGGER_TEST_LOG ?? 'silent' }) });
   return running as RunningOutrigger & { url: string };
 }
 

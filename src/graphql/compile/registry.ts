@@ -1,10 +1,10 @@
 /**
- * The apps a replica serves: compiled once per version, found by request path (the longest uri
- * that matches whole segments). The server keeps one registry per service and feeds it from its
+ * The apps a replica serves: compiled once per version, found by request path (the uri equal to
+ * it: an app is served on its own path only, issue 53). The server keeps one registry per service and feeds it from its
  * store (at start, on writes, and on pub/sub notices from other replicas).
  */
 import { ValidationError } from '../../errors.js';
-import { matchAppUri, type GraphqlApp } from '../app-document.js';
+import { appUriOf, type GraphqlApp } from '../app-document.js';
 import { appVersion, compileApp, type CompiledApp, type CompileOptions } from './compile-app.js';
 import { DocumentCache } from '../limits/document-cache.js';
 
@@ -53,13 +53,12 @@ export class GraphqlAppRegistry {
   }
 
   /**
-   * The app serving `path` (the request path after the GraphQL route, e.g. `/shop/v2`). A disabled
-   * app answers `disabled` even when a shorter uri would match, so disabling never reroutes.
+   * The app served at `path` (the request path after the GraphQL route, e.g. `/shop/v2`), by its
+   * whole uri (`appUriOf`): no other app answers for a disabled one, and none for a longer path.
    */
   lookup(path: string): AppLookup {
-    const match = matchAppUri(this.byUri.keys(), path);
-    if (!match) return { found: false, reason: 'unknown' };
-    const app = this.byUri.get(match.uri) as CompiledApp;
+    const app = this.byUri.get(appUriOf(path));
+    if (!app) return { found: false, reason: 'unknown' };
     return app.enabled ? { found: true, app } : { found: false, reason: 'disabled' };
   }
 

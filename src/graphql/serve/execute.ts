@@ -145,19 +145,19 @@ export async function executeGraphql(
         `this app allows at most ${max.reads} reads, ${max.documents} documents and ${max.output} values per operation (maxCost); ask for smaller limits, fewer nested lists or fewer fields`;
       return { status: 400, body: { errors: [{ message, extensions: { code: 'QUERY_TOO_COSTLY', cost, maxCost: max } }] } };
     }
-    // SPEC §10: a rate limit with `units: cost` counts the estimate, refused (429) here before any read.
-    const charged = operation.operation === 'query' ? ctx.chargeCost?.(cost.documents) : undefined;
+    if (operation.operation === 'mutation') {
+      // Refused before the first write: too many writes, bulk inserts past the bound, operator keys in arguments.
+      const problems = app.checkMutation(document, operation, coerced.coerced);
+      if (problems.length > 0) return { status: 400, body: { errors: problems.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) } };
+    }
+    // SPEC §10: a rate limit with `units: cost` counts the estimate, refused (429) here before any
+    // read, and a mutation before its first write (its read-backs and joins are in the estimate).
+    const charged = ctx.chargeCost?.(cost.documents);
     if (charged) await charged;
     if (operation.operation === 'query' && cost.output <= COMPILED_MAX_OUTPUT) {
       direct = directPlanFor(app.schema, document, operation);
       if (direct === undefined) compiled = compiledQueryFor(app.schema, document, params.operationName ?? undefined);
     }
-  }
-
-  if (operation.operation === 'mutation') {
-    // Refused before the first write: too many writes, bulk inserts past the bound, operator keys in arguments.
-    const problems = app.checkMutation(document, operation, coerced.coerced);
-    if (problems.length > 0) return { status: 400, body: { errors: problems.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) } };
   }
 
   const limits = app.settings.limits;
@@ -277,7 +277,7 @@ function withCode(error: GraphQLFormattedError, code: string): GraphQLFormattedE
 }
 
 /** `documentId`, or Apollo's `extensions.persistedQuery.sha256Hash` as one. */
-function documentIdOf(params: GraphqlParams): string | undefined {
+export function documentIdOf(params: GraphqlParams): string | undefined {
   if (typeof params.documentId === 'string') return params.documentId;
   const pq = params.extensions?.persistedQuery;
   if (pq !== null && typeof pq === 'object' && typeof (pq as Record<string, unknown>).sha256Hash === 'string') {

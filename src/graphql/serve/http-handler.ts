@@ -60,7 +60,7 @@ export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledAp
       body: errorBody(`method ${method} is not allowed here; use POST (or GET for queries)`, 'METHOD_NOT_ALLOWED'),
     });
   }
-  const params = method === 'GET' ? paramsFromUrl(input.query) : paramsFromBody(input);
+  const params = requestParams(input);
   if ('status' in params) return respond(mediaType, params);
   const outcome = await executeGraphql(app, params, ctx, { queriesOnly: method === 'GET' });
   // GraphQL-over-HTTP: with application/json, a well-formed GraphQL response is 200 even when the
@@ -132,7 +132,7 @@ export function negotiate(accept: string | undefined, profile: 'graphql-over-htt
 }
 
 /** The q-value Accept gives a media type, by its most specific matching range (RFC 9110 §12.5.1). */
-function qualityOf(accept: string, type: string): { q: number; specificity: number } {
+export function qualityOf(accept: string, type: string): { q: number; specificity: number } {
   const [major] = type.split('/');
   let specificity = -1;
   let q = 0;
@@ -164,6 +164,11 @@ function parseJsonParam(name: string, raw: string | null): { ok: true; value: un
   const parsed = parseBoundedJson(raw);
   if (parsed.ok) return { ok: true, value: parsed.value };
   return { ok: false, outcome: bad(parsed.tooDeep ? `the ${name} parameter ${parsed.message}` : `the ${name} parameter must be a JSON object`) };
+}
+
+/** The GraphQL parameters of a GET or POST (as the handler reads them), or the error outcome it would answer. */
+export function requestParams(input: GraphqlHttpInput): GraphqlParams | GraphqlOutcome {
+  return input.method.toUpperCase() === 'GET' ? paramsFromUrl(input.query) : paramsFromBody(input);
 }
 
 function paramsFromUrl(query: URLSearchParams): GraphqlParams | GraphqlOutcome {

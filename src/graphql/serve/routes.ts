@@ -1,7 +1,8 @@
 /**
  * The two routes of the GraphQL feature:
- * - `<routes.graphql>/<uri>` serves an app (SPEC §6.3), in this order: find the app (404 for an
- *   unknown or disabled one, before the ACL, as RESTHeart answers); the ACL on the request path
+ * - `<routes.graphql>/<uri>` serves an app (SPEC §6.3), in this order: find the app by the whole
+ *   rest of the path (404 for an unknown or disabled one and for a longer path, before the ACL, as
+ *   RESTHeart answers); the ACL on the request path
  *   (admin roles or an allowing permission; 401/403); the body, read up to 1 MiB (413 beyond);
  *   then the engine's GraphQL-over-HTTP handler, whose answer is written as is.
  * - `<graphql.appsPath>` stores the app documents (SPEC §6.1): the shared document CRUD, behind
@@ -19,6 +20,7 @@ import { syncDeclaredAggregations } from '../reads/aggregations/sync.js';
 import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredApp } from '../document/setup-kind.js';
 import { backendHeadersFor, type CallerFacts } from '../backend/caller-identity.js';
 import { handleGraphqlHttp } from './http-handler.js';
+import { isSubscriptionRequest, streamChoice } from './transport.js';
 import type { GraphqlAppRegistry } from '../compile/registry.js';
 import type { CompiledApp } from '../compile/compile-app.js';
 import { serveGraphiql, wantsGraphiql } from '../ui/graphiql-route.js';
@@ -41,19 +43,24 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       const rest = scope.path.slice(prefix.length);
       // 1. The app; unknown and disabled answer alike, so a caller learns nothing about disabled apps.
       const found = rest.length > 1 ? registry.lookup(rest) : ({ found: false, reason: 'unknown' } as const);
-      if (!found.found) throw notFound(`no GraphQL app is served at ${scope.path}; the apps are listed at ${config.graphql.appsPath}`, 'APP_NOT_FOUND');
+      // An app answers on its own path only (app-document.ts appUriOf, issue 53): the path every decision saw.
+      if (!found.found)
+        throw notFound(`no GraphQL app is served at ${scope.path}; an app answers only at ${prefix}/<its uri>, and the apps are listed at ${config.graphql.appsPath}`, 'APP_NOT_FOUND');
 
       // 2. The ACL (a permission that looks at the body needs it read first).
       const readsBody = scope.method === 'POST';
       if (readsBody && acl.needsRequestBody(scope.principal)) scope.bufferedBody = await readBody(scope.req, MAX_BODY_BYTES);
       context.authorizeOwnRoute(scope);
 
-      // GraphQL over SSE (SPEC §6.5): subscriptions, streamed until they end.
-      const accept = scope.req.headers.accept;
-      if (serveSse && (scope.method === 'GET' || scope.method === 'POST') && typeof accept === 'string' && accept.includes('text/event-stream')) {
+      // GraphQL over SSE (SPEC §6.5): subscriptions, streamed until they end; Accept and the operation decide (transport.ts).
+      const choice = serveSse && (scope.method === 'GET' || scope.method === 'POST') ? streamChoice(scope.req.headers.accept) : 'json';
+      if (serveSse && choice !== 'json') {
         const body = scope.method === 'POST' ? (scope.bufferedBody ?? (await readBody(scope.req, MAX_BODY_BYTES))) : undefined;
-        await serveSse(scope, found.app, rest, body);
-        return;
+        if (choice === 'sse' || isSubscriptionRequest({ method: scope.method, headers: scope.req.headers, query: scope.query, body }, found.app)) {
+          await serveSse(scope, found.app, rest, body);
+          return;
+        }
+        scope.bufferedBody = body; // a query or mutation: answered as JSON below, from the body already read
       }
 
       // GraphiQL for a browser (page and bundled assets), behind the same lookup and ACL.

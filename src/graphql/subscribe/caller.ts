@@ -25,6 +25,13 @@ export interface CallerParts {
   authenticate(): Authenticate | undefined;
 }
 
+/** A refused event (429 naming the policy and when to retry, or 503) as the end of the subscription. */
+function chargedEvent(refused: Promise<OutriggerError | null> | OutriggerError | null): Promise<EndReason | null> | EndReason | null {
+  const asEnd = (e: OutriggerError | null): EndReason | null =>
+    e === null ? null : { message: `${e.message}; this subscription ended: each event it delivers is charged its estimated cost`, code: e.code };
+  return refused instanceof Promise ? refused.then(asEnd) : asEnd(refused);
+}
+
 /** Re-authentications share one answer per credentials for this long (one per check round). */
 const REAUTH_MS = 900;
 
@@ -60,10 +67,13 @@ export function createCallers(parts: CallerParts) {
         caller,
       };
     };
+    const limits = context.limits;
     return {
       app,
       principal: original,
       clientIp: scope.clientIp,
+      // A `units: cost` policy covered the start (the request chain, or a WebSocket subscribe): events are charged.
+      ...(limits && scope.rateLimits ? { chargeEvent: (documents: number) => chargedEvent(limits.chargeEvent(scope, documents)) } : {}),
       ctx: () => ctxFor(scope.principal),
       currentApp: () => {
         const found = registry.lookup(appPath);

@@ -54,6 +54,8 @@ export interface PreparedSubscription extends SubscriptionTarget {
   readonly document: DocumentNode;
   readonly operationName: string | undefined;
   readonly fieldName: string;
+  /** Documents one event may read (the change's, and its selection's joins): what each delivered event is charged under `units: cost` (SPEC §6.5, §10). */
+  readonly eventDocuments: number;
   /** The subscriber's selection on one change. */
   build(value: ChangeValue, ctx: RequestContext): Promise<ExecutionResult>;
 }
@@ -116,6 +118,12 @@ export function prepareSubscription(
   const first = equalities ? Object.entries(find)[0] : undefined;
   if (!matcher) return fail(400, `the find of ${type.name}.${fieldName} uses an operator the subscription matcher does not run`, 'BAD_USER_INPUT');
   const variableValues = coerced.coerced;
+  // Per event, as a query of the same selection would be judged (and charged, issue 53).
+  const cost = app.estimate(document, operation, variableValues);
+  const max = app.maxCost;
+  if (cost.reads > max.reads || cost.documents > max.documents || cost.output > max.output) {
+    return fail(400, `each event of this subscription may need ${cost.reads} backend reads and ${cost.documents} documents and produce ${cost.output} values; this app allows at most ${max.reads} reads, ${max.documents} documents and ${max.output} values per operation (maxCost); select fewer or smaller joins`, 'QUERY_TOO_COSTLY');
+  }
   return {
     ok: true,
     sub: {
@@ -123,6 +131,7 @@ export function prepareSubscription(
       document,
       operationName,
       fieldName,
+      eventDocuments: cost.documents,
       db: mapping.db ?? app.settings.limits.defaultDb,
       collection: mapping.collection,
       on: new Set(mapping.on),

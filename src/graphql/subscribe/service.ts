@@ -7,6 +7,7 @@ import type { Redis } from 'ioredis';
 import type { Principal } from '../../access/principal.js';
 import type { RequestObserver } from '../../http/observe.js';
 import type { SubscriptionsConfig } from '../../config/subscriptions-config.js';
+import { clientAddressBucket } from '../../net/client-address.js';
 import { isPlainObject, type GraphqlApp } from '../app-document.js';
 import { appVersion, type CompiledApp } from '../compile/compile-app.js';
 import type { BackendReader, ReadPolicy, RequestContext, WriteObserver } from '../types.js';
@@ -54,6 +55,8 @@ export interface OpenRequest {
   onYield?(position: string | null): void;
   /** Bytes the transport holds unsent (a resume's next page waits for them to go). */
   unsent?(): number;
+  /** Charges one delivered event its estimated documents (SPEC §10 `units: cost`); a reason ends the subscription. */
+  chargeEvent?(documents: number): Promise<EndReason | null> | EndReason | null;
   /** Told once when the subscription ends, with the reason when it was ended early. */
   onEnded?(reason: EndReason | null): void;
   /** Looks the app up again (changed, disabled or deleted apps end their subscriptions). */
@@ -161,7 +164,8 @@ export class SubscriptionService {
   async open(req: OpenRequest): Promise<Opened> {
     const prepared = prepareSubscription(req.app, this.mappingsOf(req.app), req.params, req.principal);
     if (!prepared.ok) return prepared;
-    const principalKey = req.principal.id !== null ? `user:${req.principal.id}` : `address:${req.clientIp}`;
+    // Anonymous subscribers count per address as every per-address bound does: one IPv6 client holds a whole /64.
+    const principalKey = req.principal.id !== null ? `user:${req.principal.id}` : `address:${clientAddressBucket(req.clientIp)}`;
     const refused = this.hub.refusal(principalKey);
     if (refused) return { ok: false, status: 429, errors: [{ message: refused.message, extensions: { code: refused.code } }] };
     const sub = prepared.sub;
@@ -171,6 +175,7 @@ export class SubscriptionService {
       this.shutdowns.delete(active);
       req.onEnded?.(reason);
     }, req.onYield);
+    if (req.chargeEvent) stream.charge = req.chargeEvent.bind(req, sub.eventDocuments);
     let ctx = req.ctx();
     let ctxAt = Date.now();
     const principal = req.principal;

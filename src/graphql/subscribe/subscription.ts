@@ -49,6 +49,12 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
   private emptied: Array<() => void> = [];
   /** The position of the result last handed out (`null` for a notice that has none). */
   lastPosition: string | null = null;
+  /**
+   * Charges one change's result as it is handed out (SPEC §6.5: each delivered event, a resume's
+   * replayed ones included, counts its estimated cost under `units: cost`); a refusal ends the
+   * subscription with it, so nothing is delivered unpaid.
+   */
+  charge: (() => Promise<EndReason | null> | EndReason | null) | undefined = undefined;
 
   constructor(
     private readonly transport: Transport,
@@ -197,6 +203,17 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
         void error;
       }
       if (this.pending[0] !== head) continue; // ended or closed meanwhile
+      if (result !== null && head.position !== null && this.charge !== undefined) {
+        let refused = this.charge();
+        if (refused instanceof Promise) {
+          refused = await refused;
+          if (this.pending[0] !== head) continue;
+        }
+        if (refused !== null) {
+          this.end(refused);
+          continue;
+        }
+      }
       this.pending.shift();
       if (head.bytes !== undefined) this.waitingBytes -= head.bytes;
       if (this.pending.length === 0) this.tellEmptied();

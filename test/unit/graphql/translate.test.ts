@@ -116,7 +116,7 @@ describe('schema building and the compiled-app cache', () => {
     expect(() => t('JSON').parseValue({ a: { $where: '1' } })).toThrow(/looks like a query operator/);
   });
 
-  it('the registry compiles an app once per version and routes by the longest uri', () => {
+  it('the registry compiles an app once per version and serves an app on its own path only', () => {
     const reader: BackendReader = { find: async () => [] };
     const invalid: string[] = [];
     const registry = new GraphqlAppRegistry({ reader, onInvalidApp: (app) => invalid.push(String(app._id)) });
@@ -131,8 +131,11 @@ describe('schema building and the compiled-app cache', () => {
     registry.replaceAll([app('a', 'shop'), app('b', 'shop/v2', false), { ...app('c', 'broken'), schema: 'type X { y: Int }' }]);
     expect(invalid).toEqual(['c']);
     expect(registry.size).toBe(2);
-    const hit = registry.lookup('/shop/v3');
+    const hit = registry.lookup('/shop');
     expect(hit.found && hit.app).toBe(first);
+    expect(registry.lookup('/shop/').found).toBe(true);
+    // Issue 53: a longer path is no path of `shop` (a path('/graphql/shop') condition must see every request it serves).
+    expect(registry.lookup('/shop/v3')).toEqual({ found: false, reason: 'unknown' });
     expect(registry.lookup('/shop/v2')).toEqual({ found: false, reason: 'disabled' });
     expect(registry.lookup('/nope')).toEqual({ found: false, reason: 'unknown' });
     registry.remove('a');

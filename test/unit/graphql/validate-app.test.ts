@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { matchAppUri, normalizeUri } from '../../../src/graphql/app-document.js';
+import { appUriOf, normalizeUri } from '../../../src/graphql/app-document.js';
 import { validateAppDocument } from '../../../src/graphql/document/validate-app.js';
 
 const opts = { defaultDb: 'restheart', maxLimit: 1000 };
@@ -295,18 +295,18 @@ describe('validateAppDocument: every problem, each naming its path', () => {
   });
 });
 
-describe('normalizeUri and matchAppUri', () => {
+describe('normalizeUri and appUriOf', () => {
   it('drops one leading and trailing slash and keeps segments', () => {
     expect(normalizeUri('/shop/v2/')).toEqual({ ok: true, uri: 'shop/v2' });
     expect(normalizeUri('a.b_c~d-e')).toEqual({ ok: true, uri: 'a.b_c~d-e' });
     expect(normalizeUri('a%20b').ok).toBe(false);
   });
 
-  it('routes to the longest uri matching whole segments', () => {
-    const uris = ['shop', 'shop/v2', 'shopping'];
-    expect(matchAppUri(uris, '/shop/v2')?.uri).toBe('shop/v2');
-    expect(matchAppUri(uris, 'shop/v3')?.uri).toBe('shop');
-    expect(matchAppUri(uris, '/shopping')?.uri).toBe('shopping');
-    expect(matchAppUri(uris, '/sho')).toBeUndefined();
+  it('an app is looked up by the whole rest of the path, one trailing slash allowed (issue 53)', () => {
+    expect(appUriOf('/shop/v2')).toBe('shop/v2');
+    expect(appUriOf('/shop/')).toBe('shop');
+    expect(appUriOf('shop/v3')).toBe('shop/v3');
+    expect(appUriOf('//shop')).toBe('/shop');
+    expect(appUriOf('/')).toBe('');
   });
 });

@@ -13,15 +13,20 @@
  * graphql-js completes and the response holds. A list field with no mapping is a list stored
  * inside the document: its items are counted as `storedListItems` per parent (the estimate cannot
  * know a stored length; the output budget stops a longer list while the answer is built, issue 34).
- * A mutation is estimated too, before its first write: its root fields are writes (not reads)
- * answering one document (or a stored-list-sized list of ids), and what their selections join is
- * costed as in a query.
+ * A mutation is estimated too, before its first write: its root fields are writes (not reads);
+ * one answering an object reads that document back (one read, one document: SPEC §6.4's
+ * read-back, or the read before a delete), one answering ids or a count reads nothing, and what
+ * their selections join is costed as in a query (issue 53: a rate limit under `units: cost`
+ * charges a mutation what the same selection costs as a query). A subscription is estimated per
+ * event: its root field is the change's document (one read, one document, the re-read by `_id`)
+ * and its selection's joins are costed as in a query.
  */
 import {
   getArgumentValues,
   getNamedType,
   getNullableType,
   isAbstractType,
+  isLeafType,
   isListType,
   isObjectType,
   Kind,
@@ -70,10 +75,11 @@ export function estimateCost(
   variables: Record<string, unknown>,
 ): CostEstimate {
   const cost: CostEstimate = { reads: 0, documents: 0, output: 0 };
-  const root = operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : undefined;
+  const root =
+    operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
   if (!root) return cost;
-  // A mutation's root mappings are writes: no read window of their own.
-  const rootWrites = operation.operation === 'mutation';
+  // A mutation's root mappings are writes, a subscription's are changes: no read window of their own.
+  const rootNotRead = operation.operation !== 'query';
   let visited = 0;
 
   const mappingsOf = (type: GraphQLCompositeType): GraphQLObjectType[] =>
@@ -117,7 +123,7 @@ export function estimateCost(
       const def = object.getFields()[node.name.value];
       if (!def) continue;
       childType = getNamedType(def.type) as GraphQLCompositeType;
-      const mapping = isRoot && rootWrites ? undefined : app.mappings[object.name]?.[node.name.value];
+      const mapping = isRoot && rootNotRead ? undefined : app.mappings[object.name]?.[node.name.value];
       if (!isPlainObject(mapping)) {
         if (isListType(getNullableType(def.type))) storedList = true;
         continue;
@@ -149,7 +155,11 @@ export function estimateCost(
       documents = Math.max(documents, d);
     }
     let below = parents;
-    if (mapped) {
+    if (isRoot && rootNotRead && childType !== undefined && !storedList && !isLeafType(childType)) {
+      // The one document a write reads back (or a delete reads first), or a change's re-read.
+      cost.reads += 1;
+      cost.documents += 1;
+    } else if (mapped) {
       cost.reads += reads;
       cost.documents += documents;
       below = parents * window;
