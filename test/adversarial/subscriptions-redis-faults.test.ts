@@ -76,7 +76,7 @@ describe('GraphQL subscriptions under Redis faults (issue 53 items 7 and 11)', (
     expect((await call(a.url, '/gql-apps/subs', { method: 'PUT', auth: ROOT, body: subscriptionApp() })).status).toBe(201);
     await until(async () => (await call(b.url, '/graphql/subs', { method: 'POST', auth: CAROL, body: { query: '{ __typename }' } })).status === 200, 'replica b serving the app');
     await until(async () => (await call(a.url, '/graphql/subs', { method: 'POST', auth: CAROL, body: { query: '{ __typename }' } })).status === 200, 'replica a serving the app');
-  });
+  }, 120_000);
 
   afterAll(async () => {
     thaw();

@@ -57,7 +57,7 @@ describe('GraphQL subscriptions when Redis stops and comes back (issue 53 item 1
     await putSubscriptionPermissions(a.url, ROOT);
     expect((await call(a.url, '/gql-apps/subs', { method: 'PUT', auth: ROOT, body: subscriptionApp() })).status).toBe(201);
     for (const r of [a, b]) await until(async () => (await call(r.url, '/graphql/subs', { method: 'POST', auth: CAROL, body: { query: '{ __typename }' } })).status === 200, 'the app served');
-  });
+  }, 120_000);
 
   afterAll(async () => {
     await a?.stop();
