@@ -8,7 +8,7 @@ import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import { DocumentStore } from '../store/document-store.js';
 import { graphqlAppSetupKind, type StoredApp } from './document/setup-kind.js';
 import { createHttpBackendReader, type HttpBackendReader } from './backend/http-reader.js';
-import { createCallerReadPolicy, type CallerFacts } from './backend/caller-identity.js';
+import { backendHeadersFor, createCallerReadPolicy, type CallerFacts } from './backend/caller-identity.js';
 import type { WriteExchange, WriteObserver } from './types.js';
 import type { RequestTrace } from '../observability/tracing/tracing.js';
 import { createHttpBackendWriter, type HttpBackendWriter } from './backend/http-writer.js';
@@ -57,6 +57,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
   const subscriptions = new SubscriptionService({
     redis,
     blocking: context.connections.blocking('subscription-feed', 1000),
+    bus,
     feedKey: keys.subscriptionFeed,
     claimsKey: keys.subscribedCollections,
     batchKey: keys.subscriptionFeedBatch,
@@ -67,10 +68,15 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     readPolicy,
     onError: (error, what) => logger.warn({ err: String(error) }, `error while ${what}`),
     counted: (outcome) => context.metrics.subscriptionEvents.inc({ outcome }),
+    // A proxied write's state is read back as a GraphQL read of its writer would be made.
+    writerContext: (scope) => ({
+      requestId: scope.id,
+      backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(scope.principal), scope.principal, scope.req.headers),
+    }),
   });
   const onWrite: WriteObserver = (w, ctx) => {
-    subscriptions.observeWrite(w, ctx);
-    if (!writeExchanges) return;
+    const held = subscriptions.observeWrite(w, ctx);
+    if (!writeExchanges) return held;
     const caller = ctx.caller as CallerFacts | undefined;
     const requestHeaders: Record<string, string | string[] | undefined> = { ...(caller?.headers ?? {}) };
     delete requestHeaders['content-length'];
@@ -96,6 +102,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
       graphql: { app: w.app, operation: w.operationName },
       ...(ctx.trace ? { traceparent: (ctx.trace as RequestTrace).traceparent } : {}),
     });
+    return held;
   };
   const registry = new GraphqlAppRegistry({
     reader,

@@ -207,11 +207,11 @@ export type WriteObserver = (
     readonly operationName: string | null;
     /** The app's uri. */
     readonly app: string;
-    /** A single-document delete's document as read before it (as the caller may read it), when the field returns it. */
+    /** A single-document delete's document as read before it (the caller's readFilter applied, not its projectResponse), when the field returns it. */
     readonly before?: unknown;
   },
   ctx: RequestContext,
-) => void;
+) => void | Promise<void>;
 
 /**
  * A mutation's backend write as the webhooks and recordings see it (SPEC §6.4): the REST

@@ -14,6 +14,8 @@ export interface ObservedRequest {
   onRequestData(chunk: Buffer): void;
   onResponseHead(statusCode: number, headers: OutgoingHttpHeaders): void;
   onResponseData(chunk: Buffer): void;
+  /** Proxied responses only: see `ResponseObserver.beforeAnswer` (the answer waits for it). */
+  beforeAnswer?(statusCode: number, headers: Record<string, string | string[] | undefined>): ((body: Buffer) => Promise<void>) | undefined;
   /** Once, when the response finished or the connection closed. */
   finish(scope: RequestScope, completed: boolean): void;
 }
@@ -94,6 +96,11 @@ export function combineObservers(observers: readonly RequestObserver[]): Request
         onRequestData: (chunk) => all.forEach((o) => o.onRequestData(chunk)),
         onResponseHead: (status, headers) => all.forEach((o) => o.onResponseHead(status, headers)),
         onResponseData: (chunk) => all.forEach((o) => o.onResponseData(chunk)),
+        beforeAnswer: (status, headers) => {
+          const waits = all.map((o) => o.beforeAnswer?.(status, headers)).filter((w) => w !== undefined);
+          if (waits.length === 0) return undefined;
+          return (body) => Promise.all(waits.map((w) => w(body))).then(() => undefined);
+        },
         finish: (s, completed) => all.forEach((o) => o.finish(s, completed)),
       };
     },

@@ -153,9 +153,8 @@ export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { ro
   async function sendUsage(scope: RequestScope, keyId: string): Promise<void> {
     if (scope.method !== 'GET') throw methodNotAllowed(['GET']);
     const days = readUsageDays(scope.query, Date.now());
-    const usage = await readUsage(context.redis, context.keys, keyId, days);
-    // What this replica counted and has not written yet (at most a few seconds' worth).
-    context.limits?.usage.addPending(keyId, usage);
+    // With limits on, what this replica counted and Redis had not yet when it answered is added.
+    const usage = context.limits ? await context.limits.usage.read(keyId, days) : await readUsage(context.redis, context.keys, keyId, days);
     sendJson(scope.res, 200, usage);
   }
 

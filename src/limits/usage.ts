@@ -13,6 +13,8 @@ export const FLUSH_EVERY_MS = 5000;
 const KEPT_SECONDS = 100 * 86_400;
 /** Keys whose counts wait for Redis at most; past it the oldest counts are dropped (and said so in docs). */
 const MAX_PENDING_KEYS = 100_000;
+/** How long a written batch is kept for reads sent before it was (a read answers in far less). */
+const SENT_KEPT_MS = 60_000;
 
 interface Cell {
   requests: number;
@@ -26,6 +28,8 @@ export interface UsageDay {
   units: number;
   refused: number;
 }
+
+type Batch = { day: string; cells: Map<string, Cell> };
 
 export class UsageCounter {
   private cells = new Map<string, Cell>();
@@ -56,17 +60,30 @@ export class UsageCounter {
     cell.refused += refused;
   }
 
-  /** Adds what this replica counted for `keyId` and has not written yet to `days` read from Redis. */
-  addPending(keyId: string, days: UsageDay[]): void {
+  /**
+   * `days` of `keyId` as Redis has them plus what this replica counted and Redis did not have
+   * when it answered: the counts not written yet, and those of a flush sent after the read.
+   * The read and the flushes share one connection, so Redis answers them in the order sent: a
+   * flush sent before the read is in its answer, one sent after is not, however the answers'
+   * promises settle. Without the second part a flush starting while the read was on its way
+   * took its counts out of the pending ones before the answer came back, and they were missing.
+   */
+  async read(keyId: string, days: string[]): Promise<UsageDay[]> {
+    const sentBefore = this.flushesSent;
+    const rows = await readUsage(this.redis, this.keys, keyId, days);
     const add = (day: string, cell: Cell | undefined) => {
-      const row = cell && days.find((d) => d.day === day);
+      const row = cell && rows.find((d) => d.day === day);
       if (!row || !cell) return;
       row.requests += cell.requests;
       row.units += cell.units;
       row.refused += cell.refused;
     };
+    for (const flush of this.sent) {
+      if (flush.seq > sentBefore) for (const batch of flush.batches) add(batch.day, batch.cells.get(keyId));
+    }
     for (const pending of this.pendingDays) add(pending.day, pending.cells.get(keyId));
     add(this.day, this.cells.get(keyId));
+    return rows;
   }
 
   start(): void {
@@ -86,7 +103,11 @@ export class UsageCounter {
     return this.flushing;
   }
 
-  private pendingDays: Array<{ day: string; cells: Map<string, Cell> }> = [];
+  private pendingDays: Batch[] = [];
+  /** Flushes sent, numbered in the order their pipelines went out. */
+  private flushesSent = 0;
+  /** Recent flushes that Redis took or may still be taking (one that fails goes back to pendingDays). */
+  private sent: Array<{ seq: number; at: number; batches: Batch[] }> = [];
 
   private rollDay(now: number): void {
     if (this.cells.size > 0) this.pendingDays.push({ day: this.day, cells: this.cells });
@@ -102,6 +123,10 @@ export class UsageCounter {
       this.cells = new Map();
     }
     if (batches.length === 0) return;
+    const now = Date.now();
+    this.sent = this.sent.filter((flush) => now - flush.at < SENT_KEPT_MS);
+    const flush = { seq: ++this.flushesSent, at: now, batches };
+    this.sent.push(flush);
     const pipeline = this.redis.pipeline();
     for (const { day, cells } of batches) {
       for (const [keyId, c] of cells) {
@@ -117,6 +142,7 @@ export class UsageCounter {
       const failed = results?.find(([error]) => error);
       if (failed) throw failed[0];
     } catch (error) {
+      this.sent = this.sent.filter((f) => f !== flush);
       // Kept for the next write (HINCRBY is not idempotent: a pipeline half applied counts twice; rare, and said so in docs).
       let kept = 0;
       for (const b of batches) kept += b.cells.size;

@@ -22,7 +22,7 @@ export interface GraphqlDoor {
   readonly graphqlPrefix: string;
   /** How long one call may take in all (the GraphQL deadline plus the loopback's own time). */
   readonly timeoutMs: number;
-  /** Kept-alive loopback connections whose ports the request chain knows as this process's own (internal-calls.ts). */
+  /** Kept-alive connections to this server whose own ends (address, port) the request chain knows as this process's (internal-calls.ts). */
   readonly dispatcher: Dispatcher;
 }
 

@@ -3,7 +3,7 @@
  * request to the address the MCP request arrived on (call-graphql.ts), so without this the request
  * chain would see that address: every agent would share one `by: client` rate-limit allowance,
  * and a permission whose predicate allows the server's own address would allow every remote agent.
- * The loopback client's connections are made here and each one's own end (local address and
+ * The inner calls' connections are made here and each one's own end (local address and
  * port) is remembered while it is open; a request whose peer is exactly such an end is this
  * process's own, and its `X-Forwarded-For`, which the MCP route set to the agent's address alone,
  * is believed. Any other request is resolved as before.

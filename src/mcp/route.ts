@@ -64,7 +64,7 @@ interface Caller {
 
 export interface McpRouteOptions {
   readonly catalogue: ToolCatalogue;
-  /** The loopback client tool calls go through (call-graphql.ts). */
+  /** The client tool calls go through, its connections known to the address resolver (internal-calls.ts). */
   readonly dispatcher: GraphqlDoor['dispatcher'];
   /** `oauthEndpoints(config).resourceMetadata`, or null when agent sign-in is off. */
   readonly resourceMetadataUrl: string | null;

@@ -6,6 +6,12 @@ import type { ForwardBody } from './request-body.js';
 export interface ResponseObserver {
   onResponseHead(statusCode: number, headers: OutgoingHttpHeaders): void;
   onResponseData(chunk: Buffer): void;
+  /**
+   * Asked once at the upstream's response head: a function that makes the client's answer wait.
+   * The response is then kept whole, and sent once the promise the function returns (given the
+   * body) settles (subscriptions read a written document before its writer is answered, SPEC §6.5).
+   */
+  beforeAnswer?(statusCode: number, headers: Record<string, string | string[] | undefined>): ((body: Buffer) => Promise<void>) | undefined;
 }
 
 export interface ForwardRequest {

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../errors.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
+import { sendBuffered } from './buffered-answer.js';
 import { DEFAULT_SEND_TIMEOUT_MS, type ForwardRequest, type ForwarderOptions } from './forward-request.js';
 import { UpstreamSlots, type SlotRequest, type Waiting } from './upstream-slots.js';
 import { BufferReservations } from './buffer-reservations.js';
@@ -133,6 +134,10 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
   /** Bytes this request reserved for request buffering; given back once, when it ends. */
   bufferReserved = 0;
   private buffered: Buffer[] | null = null;
+  /** The buffered answer is rewritten (projectResponse) before it is sent. */
+  private rewriting = false;
+  /** The observer's wait before the answer is sent (ResponseObserver.beforeAnswer). */
+  private held: ((body: Buffer) => Promise<void>) | undefined;
   private bufferedHeaders: Record<string, string | string[] | undefined> = {};
   private bufferedStatus = 0;
 
@@ -219,7 +224,9 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
     if (statusCode < 200) return; // 1xx informational: Node already answered Expect itself
     this.started = true;
-    if (this.f.rewrite?.accepts(statusCode, headers)) {
+    this.rewriting = this.f.rewrite?.accepts(statusCode, headers) === true;
+    this.held = this.f.observer?.beforeAnswer?.(statusCode, headers);
+    if (this.rewriting || this.held) {
       this.buffered = [];
       this.bufferedStatus = statusCode;
       this.bufferedHeaders = headers;
@@ -276,32 +283,15 @@ class ForwardHandler implements Dispatcher.DispatchHandler, SlotRequest, Buffere
   };
 
   onResponseEnd(): void {
-    const res = this.f.res;
     if (this.buffered) {
-      let body: Buffer = Buffer.concat(this.buffered);
-      try {
-        // An empty body (a write answered without one, a HEAD) has nothing to rewrite: the
-        // backend's status stands. A 502 there told the client a write that was applied had failed.
-        if (body.length > 0) body = this.f.rewrite!.apply(body);
-      } catch {
-        this.settle();
-        this.failed(new OutriggerError(502, 'UPSTREAM_BAD_BODY', 'the upstream answer could not be rewritten as this request requires (its body is not valid JSON)'));
-        return;
-      }
-      const headers = clientResponseHeaders(this.bufferedHeaders, this.f.filterResponseHeader);
-      delete headers['content-encoding'];
-      if (body.length > 0 || (this.bufferedStatus !== 204 && this.f.method !== 'HEAD')) headers['content-length'] = body.length;
-      else delete headers['content-length'];
-      this.f.observer?.onResponseHead(this.bufferedStatus, headers);
-      this.f.observer?.onResponseData(body);
-      headers['x-request-id'] = this.f.requestId;
-      if (this.f.responseHeaders) Object.assign(headers, this.f.responseHeaders);
-      res.writeHead(this.bufferedStatus, headers);
-      res.end(body);
-    } else {
-      this.headPending = false;
-      res.end();
+      // The upstream exchange is over (its slot goes now), whether or not the answer waits for an observer.
+      this.settle();
+      const failure = sendBuffered(this.f, { status: this.bufferedStatus, headers: this.bufferedHeaders, chunks: this.buffered, rewriting: this.rewriting, held: this.held });
+      if (failure) this.failed(failure);
+      return;
     }
+    this.headPending = false;
+    this.f.res.end();
     this.settle();
   }
 

@@ -154,7 +154,7 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
     }
   });
 
-  it('a GraphQL delete carries the document it read first: matched against find and each readFilter, projected', async () => {
+  it('a GraphQL delete carries the document it read first, unprojected: matched against find and each readFilter, projected as each subscriber\'s permission says (issue 53)', async () => {
     await until(async () => (await openSubscriptions(proxy.url)) === 0, 'earlier subscriptions closed');
     const query = 'subscription { orderChanged(status: "gone") { op id document { number owner secret } } }';
     const alice = sseSubscribe(proxy.url, 'subs', query, { auth: ALICE });
@@ -166,13 +166,16 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
     const aliceId = alices.json.data.createOrder._id.$oid as string;
     expect((await gql(proxy.url, 'subs', `mutation { deleteOrder(id: "${bobId}") { number } }`, { auth: BOB })).json.data).toEqual({ deleteOrder: { number: 8001 } });
     expect((await gql(proxy.url, 'subs', `mutation { deleteOrder(id: "${aliceId}") { number } }`, { auth: ALICE })).json.data).toEqual({ deleteOrder: { number: 8002 } });
-    const carolValues = await received(carol, 4);
+    const carolValues = await received(carol, 4).finally(() => {
+      alice.close();
+      carol.close();
+    });
     expect(carolValues.map((v) => v.data!.orderChanged)).toEqual([
       { op: 'insert', id: bobId, document: { number: 8001, owner: 'bob', secret: 'hidden' } },
       { op: 'insert', id: aliceId, document: { number: 8002, owner: 'alice', secret: 'hidden' } },
-      // The writer's own projectResponse hid secret in the document it read before deleting.
-      { op: 'delete', id: bobId, document: { number: 8001, owner: 'bob', secret: null } },
-      { op: 'delete', id: aliceId, document: { number: 8002, owner: 'alice', secret: null } },
+      // The writer's projectResponse hides secret from the writer, not from carol (issue 53).
+      { op: 'delete', id: bobId, document: { number: 8001, owner: 'bob', secret: 'hidden' } },
+      { op: 'delete', id: aliceId, document: { number: 8002, owner: 'alice', secret: 'hidden' } },
     ]);
     const aliceValues = await received(alice, 2);
     expect(aliceValues.map((v) => v.data!.orderChanged)).toEqual([
@@ -238,9 +241,10 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
     }
   });
 
-  it('users the backend cannot tell apart share one re-read, and each still gets only what its readFilter shows, projected (issue 38)', async () => {
-    // No upstream.identity: the backend sees the same (no) identity for alice and bob, so their
-    // re-reads share one read and readFilter {owner: @user.id} is applied in process.
+  it('users the backend cannot tell apart need no re-read, and each still gets only what its readFilter shows, projected (issues 38, 53)', async () => {
+    // No upstream.identity: the backend sees the same (no) identity for alice and bob and for the
+    // writers, so the state each write carries is decided in process for all three (readFilter
+    // {owner: @user.id} matched on it, projectResponse applied).
     await until(async () => (await openSubscriptions(proxy.url)) === 0, 'earlier subscriptions closed');
     const other = await anotherReplica({ upstream: { url: backend.url } });
     const query = 'subscription { orderChanged(status: "shared") { op document { number owner secret } } }';
@@ -250,10 +254,17 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
       const carol = sseSubscribe(other.url, 'subs', query, { auth: CAROL });
       await subscribed(other.url, 3);
       backend.clearRequests();
-      const first = await insert(BOB, { owner: 'bob', status: 'shared', secret: 's' });
+      // Written through this replica (no identity to the backend): the captured states are shared.
+      const insertHere = async (auth: string, doc: Record<string, unknown>) => {
+        const n = ++number;
+        const res = await call(other.url, '/shop/orders', { method: 'POST', auth, body: { number: n, ...doc } });
+        expect(res.status).toBe(201);
+        return { n };
+      };
+      const first = await insertHere(BOB, { owner: 'bob', status: 'shared', secret: 's' });
       await received(carol, 1);
       await received(bob, 1);
-      const second = await insert(ALICE, { owner: 'alice', status: 'shared', secret: 's' });
+      const second = await insertHere(ALICE, { owner: 'alice', status: 'shared', secret: 's' });
       await received(alice, 1);
       await received(carol, 2);
       expect(alice.values.map((v) => v.data!.orderChanged)).toEqual([{ op: 'insert', document: { number: second.n, owner: 'alice', secret: null } }]);
@@ -262,7 +273,7 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
         { number: first.n, owner: 'bob', secret: 's' },
         { number: second.n, owner: 'alice', secret: 's' },
       ]);
-      // One re-read per change for the three identities (alice's and bob's filter applied here; carol has none).
+      // One read per change, made before the write was answered; no subscriber re-read it.
       const rereads = backend.requests.filter((r) => r.method === 'GET' && r.url.startsWith('/shop/orders?'));
       expect(rereads).toHaveLength(2);
       for (const r of rereads) expect(decodeURIComponent(r.url)).not.toContain('owner');

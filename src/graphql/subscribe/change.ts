@@ -6,6 +6,8 @@
  * same change. Bulk updates and deletes by filter (`/*?filter=`) carry no ids and are not changes.
  */
 import type { ChangeOp } from '../document/subscriptions.js';
+import type { BackendReader, RequestContext } from '../types.js';
+import { canonicalKey } from '../values/ejson.js';
 import { idFromSegment, lastSegment } from '../writes/answers.js';
 
 export interface Change {
@@ -13,9 +15,27 @@ export interface Change {
   readonly collection: string;
   readonly op: ChangeOp;
   readonly _id: unknown;
-  /** Only for a GraphQL delete, which read the document before deleting it (SPEC §6.4). */
+  /**
+   * The change's own state (SPEC §6.5, clarified 2026-12-06): an insert's or update's document as
+   * the backend held it right after the write, read before the writer got its answer; a GraphQL
+   * delete's document as read before deleting it. Never projected: each subscriber's own
+   * readFilter and projectResponse decide on it. Absent when it was not captured (the read failed,
+   * the document was gone or larger than `CARRIED_DOCUMENT_BYTES`): then each subscriber re-reads.
+   */
   readonly document?: unknown;
+  /**
+   * The document was read without backend identity headers (`graphql.backend.auth: service`, or
+   * no identity the backend could tell apart), so the backend shows it alike to every subscriber
+   * reading without them. Absent: read with the writer's identity, which the backend may show
+   * more or less than another identity; such subscribers' own re-read then decides (seen.ts).
+   */
+  readonly shared?: true;
 }
+
+/** The largest document a change carries, as JSON: the feed's entries stay bounded (retention × this). */
+export const CARRIED_DOCUMENT_BYTES = 16 * 1024;
+/** A capture read that takes longer than this is given up (the change is published without its state). */
+const CAPTURE_TIMEOUT_MS = 5000;
 
 /** A change as the feed hands it out: its position in the stream (the SSE `id:`). */
 export interface FeedChange {
@@ -109,4 +129,52 @@ function bulkLinks(text: string | undefined): string[] {
   } catch {
     return [];
   }
+}
+
+/** Bounded: a larger document is not carried (an insert's or update's change is then re-read by each subscriber; a delete's reaches only `_id` finds). */
+export function carriable(doc: unknown): boolean {
+  return JSON.stringify(doc).length <= CARRIED_DOCUMENT_BYTES;
+}
+
+/** Does this context read the backend without identity headers (as every such subscriber does)? */
+export function readsShared(ctx: RequestContext): boolean {
+  const headers = ctx.backendHeaders;
+  if (!headers) return true;
+  for (const _ in headers) return false;
+  return true;
+}
+
+/**
+ * Each insert's and update's document as the backend holds it now, read by `_id` (one `$in` read)
+ * with the writer's backend identity and no readFilter or projection: called right after the write,
+ * before the writer's answer, so a writer's next write cannot come first. Deletes, changes that
+ * already carry a document, documents not found and documents over `CARRIED_DOCUMENT_BYTES` are
+ * left as they are (published without state, re-read by each subscriber). Never rejects: a failed
+ * read publishes the changes without state.
+ */
+export async function captureStates(reader: BackendReader, ctx: RequestContext, changes: readonly Change[], onError: (error: unknown, what: string) => void): Promise<Change[]> {
+  const wanted = changes.filter((c) => c.op !== 'delete' && c.document === undefined);
+  if (wanted.length === 0) return [...changes];
+  const { db, collection } = wanted[0]!;
+  const ids = [...new Map(wanted.map((c) => [canonicalKey(c._id), c._id])).values()];
+  let docs: unknown[];
+  try {
+    const filter = ids.length === 1 ? { _id: ids[0] } : { _id: { $in: ids } };
+    docs = await reader.find({ db, collection, filter, page: 1, pagesize: ids.length }, { ...ctx, signal: AbortSignal.timeout(CAPTURE_TIMEOUT_MS) });
+  } catch (error) {
+    onError(error, 'reading the state of a change for subscribers');
+    return [...changes];
+  }
+  const byId = new Map<string, unknown>();
+  for (const doc of docs) {
+    const id = doc !== null && typeof doc === 'object' ? (doc as { _id?: unknown })._id : undefined;
+    if (id === undefined) continue;
+    if (carriable(doc)) byId.set(canonicalKey(id), doc);
+  }
+  const shared = readsShared(ctx);
+  return changes.map((c) => {
+    if (c.op === 'delete' || c.document !== undefined) return c;
+    const doc = byId.get(canonicalKey(c._id));
+    return doc === undefined ? c : { ...c, document: doc, ...(shared ? { shared: true as const } : {}) };
+  });
 }

@@ -22,6 +22,7 @@
  * a writer had to drop (its gap entries).
  */
 import type { Redis } from 'ioredis';
+import type { ChangeBus } from '../../store/change-bus.js';
 import { renewSubscriptionClaims } from '../../store/scripts/subscriptions/renew-subscription-claims.js';
 import type { Change, FeedChange } from './change.js';
 import { comparePositions, isPosition, positionTime } from './positions.js';
@@ -32,6 +33,8 @@ export interface FeedOptions {
   readonly redis: Redis;
   /** A connection of its own for XREAD BLOCK. */
   readonly blocking: Redis;
+  /** Claims are announced here too: a hint for which writes to read back, never for publication. */
+  readonly bus?: ChangeBus;
   readonly feedKey: string;
   readonly claimsKey: string;
   readonly batchKey: (token: string) => string;
@@ -79,8 +82,28 @@ export class ChangeFeed {
   private renewTimer: NodeJS.Timeout | undefined;
   private listener: FeedListener | undefined;
 
+  /** Claims heard of (the bus, the last batch written, a read at start), with when they lapse: a hint only, Redis decides publication. */
+  private readonly heardClaimed = new Map<string, number>();
+  private unsubscribeBus: (() => void) | undefined;
+
   constructor(private readonly o: FeedOptions) {
-    this.publisher = new FeedPublisher(o);
+    this.publisher = new FeedPublisher({
+      ...o,
+      onClaims: (claimed, unclaimed) => {
+        for (const m of claimed) this.heardClaimed.set(m, Date.now() + CLAIM_TTL_MS);
+        for (const m of unclaimed) this.heardClaimed.delete(m);
+      },
+    });
+  }
+
+  /**
+   * Is the collection subscribed somewhere, as far as this replica knows (its own subscribers, or
+   * the claims its last batch found)? Decides only whether a write's state is read back for the
+   * change; a change without it is re-read at delivery.
+   */
+  likelyClaimed(db: string, collection: string): boolean {
+    const member = claimMember(db, collection);
+    return this.localCounts.has(member) || (this.heardClaimed.get(member) ?? 0) >= Date.now();
   }
 
   /** The last position handed to the hub: a resume reads up to it, live changes come after it. */
@@ -115,16 +138,31 @@ export class ChangeFeed {
     this.subscribable = next;
   }
 
-  start(listener: FeedListener): Promise<void> {
+  async start(listener: FeedListener): Promise<void> {
     this.listener = listener;
     this.running = true;
-    return Promise.resolve();
+    this.unsubscribeBus = this.o.bus?.on((m) => {
+      if (m === 'resync') void this.hearClaims();
+      else if (m.kind === 'subscribed-collections' && m.id) this.heardClaimed.set(m.id, Date.now() + CLAIM_TTL_MS);
+    });
+    await this.hearClaims();
+  }
+
+  /** The claims in Redis, as a hint (at start, and after the bus reconnects). */
+  private async hearClaims(): Promise<void> {
+    try {
+      const members = await this.o.redis.zrange(this.o.claimsKey, 0, -1);
+      for (const m of members) this.heardClaimed.set(m, Math.max(this.heardClaimed.get(m) ?? 0, Date.now() + CLAIM_TTL_MS));
+    } catch (error) {
+      this.o.onError(error, 'reading subscription claims');
+    }
   }
 
   async stop(): Promise<void> {
     this.running = false;
     this.wantReading = false;
     this.stopRenewing();
+    this.unsubscribeBus?.();
     await this.publisher.stop();
     if (this.localCounts.size > 0) {
       const members = [...this.localCounts.keys()];
@@ -159,6 +197,8 @@ export class ChangeFeed {
         c.written.catch(() => this.claiming.get(member) === c && this.claiming.delete(member));
       }
       await claimed.written;
+      // Announced after it is written: writers then read the state of its writes back (a hint; Redis decides publication).
+      void this.o.bus?.publish({ kind: 'subscribed-collections', id: member });
     } catch (error) {
       this.release(db, collection);
       throw error;
@@ -298,6 +338,7 @@ export class ChangeFeed {
         if (c?.done) claims.set(m, c);
       }
       const lapsed = (await renewSubscriptionClaims.run(this.o.redis, [this.o.claimsKey], [CLAIM_TTL_MS, ...members])) as string[];
+      for (const member of members) void this.o.bus?.publish({ kind: 'subscribed-collections', id: member });
       for (const member of lapsed) {
         // Only a claim held since before this renewal lapsed; one made meanwhile is new.
         const held = claims.get(member);

@@ -8,10 +8,12 @@
  * members the document may match (the group's equality index) are matched on what the identity
  * may see and their selection is executed on the change.
  *
- * Deletes carry no document: `{op: "delete", _id}` reaches only subscribers whose find binds
- * nothing but `_id` and whose read permission has no readFilter. A GraphQL delete carries the
- * document it read first; it is matched against the readFilter and the find (no re-read), with
- * projectResponse applied.
+ * A change carries its own state (the document right after the write, unprojected; change.ts):
+ * the identity's readFilter and the find are matched on it and projectResponse applied, re-read
+ * only where the backend may show this identity otherwise (seen.ts). Deletes carry no document:
+ * `{op: "delete", _id}` reaches only subscribers whose find binds nothing but `_id` and whose read
+ * permission has no readFilter. A GraphQL delete carries the document it read first, unprojected;
+ * it is matched against the readFilter and the find (no re-read), with projectResponse applied.
  *
  * Every second each subscription is checked again (its credentials, the ACL, its app): a revoked
  * key, a lost permission or a changed app ends it with an error naming why.
@@ -199,7 +201,8 @@ export class SubscriptionHub {
     const changes = all.filter((p) => group.wants(p.fc.change));
     const viewers = changes.length > 0 ? group.viewers() : [];
     if (viewers.length === 0) return undefined;
-    const seen = seeAll(this.o, changes.map((p) => p.fc.change), viewers);
+    // `{}`: the group reads without identity headers, as a change's `shared` state was read.
+    const seen = seeAll(this.o, changes.map((p) => p.fc.change), viewers, group.readKey === '{}');
     const key = group.readKey;
     const prior = this.chains.get(key);
     const next = (prior ? prior.then(() => seen) : seen).then((views) => {

@@ -26,6 +26,8 @@ export interface PublisherOptions {
   readonly batchKey: (token: string) => string;
   readonly retention: { readonly changes: number; readonly minutes: number };
   readonly onError: (error: unknown, what: string) => void;
+  /** Told, per batch written, which of its members were claimed and which were not. */
+  readonly onClaims?: (claimed: readonly string[], unclaimed: readonly string[]) => void;
 }
 
 /** What a gap entry (`g`) carries: changes of this collection that never reached the feed. */
@@ -124,8 +126,13 @@ export class FeedPublisher {
         }
         const batch = this.batch;
         try {
-          await this.send(batch);
+          const reply = (await this.send(batch)) as unknown[];
           this.batch = null;
+          if (Array.isArray(reply) && reply[0] !== -1 && this.o.onClaims) {
+            const claimed = reply.slice(1).map(String);
+            const unclaimed = [...new Set(batch.entries.filter((e) => e.field === 'c').map((e) => e.member))].filter((m) => !claimed.includes(m));
+            this.o.onClaims(claimed, unclaimed);
+          }
           failures = 0;
         } catch (error) {
           if (failures++ === 0) this.o.onError(error, 'publishing subscription changes (kept, and sent again until Redis takes them)');

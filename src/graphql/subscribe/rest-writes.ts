@@ -3,8 +3,10 @@
  * `begin` is the whole cost on the pass-through for a collection nobody subscribes to: a method
  * check, a match of the path against `graphql.backend.collectionPath` for writes, and one Set
  * lookup. Only for a subscribed collection does it keep the response head (status, `Location`)
- * and, for a bulk insert, the answer's links; when the response is complete the changes go to the
- * feed, which writes them to Redis off the request path.
+ * and, for a bulk insert, the answer's links. An insert's or update's answer waits while its
+ * documents are read back (`capture`, SPEC §6.5: each change carries its own state), and its
+ * changes go to the feed before the writer is answered, so the writer's next write cannot be read
+ * in its place; a delete's change goes to the feed when the response is complete.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { ObservedRequest, RequestObserver } from '../../http/observe.js';
@@ -20,13 +22,15 @@ export function restWritesObserver(
   publish: (changes: Change[]) => void,
   /** Does any replica subscribe to anything? When not, a write costs a method check and this. */
   anyWanted: () => boolean = () => true,
+  /** The changes with their documents read back as the writer's backend identity (change.ts `captureStates`); never rejects. */
+  capture?: (scope: RequestScope, changes: Change[]) => Promise<Change[]>,
 ): RequestObserver {
   return {
     begin(scope: RequestScope): ObservedRequest | null {
       if (!isWriteMethod(scope.method) || scope.routeKind !== 'proxy' || !anyWanted()) return null;
       const target = match(scope.path);
       if (!target || !wants(target.db, target.collection)) return null;
-      return new ObservedWrite(target, publish);
+      return new ObservedWrite(scope, target, publish, scope.method === 'DELETE' ? undefined : capture);
     },
   };
 }
@@ -37,11 +41,45 @@ class ObservedWrite implements ObservedRequest {
   private bulk: boolean | undefined;
   private readonly answer: Buffer[] = [];
   private answerBytes = 0;
+  /** Published before the answer (with the documents read back); `finish` has nothing left to do. */
+  private published = false;
 
   constructor(
+    private readonly scope: RequestScope,
     private readonly target: CollectionTarget,
     private readonly publish: (changes: Change[]) => void,
+    private readonly capture: ((scope: RequestScope, changes: Change[]) => Promise<Change[]>) | undefined,
   ) {}
+
+  beforeAnswer(statusCode: number, headers: Record<string, string | string[] | undefined>): ((body: Buffer) => Promise<void>) | undefined {
+    const capture = this.capture;
+    if (!capture || statusCode < 200 || statusCode > 299) return undefined;
+    const location = typeof headers.location === 'string' ? headers.location : undefined;
+    return async (body) => {
+      let changes: Change[];
+      const scope = this.scope;
+      try {
+        changes = this.changes(scope, statusCode, location, () => (body.length > BULK_ANSWER_BYTES ? undefined : body.toString('utf8')));
+      } catch {
+        return; // observing never breaks serving; `finish` publishes what it can
+      }
+      this.published = true;
+      if (changes.length === 0) return;
+      this.publish(await capture(scope, changes).catch(() => changes));
+    };
+  }
+
+  private changes(scope: RequestScope, status: number, location: string | undefined, responseText: () => string | undefined): Change[] {
+    return changesOf(this.target, {
+      method: scope.method,
+      path: scope.path,
+      query: scope.rawQuery,
+      status,
+      location,
+      bulk: this.bulk === true,
+      responseText,
+    });
+  }
 
   onRequestData(chunk: Buffer): void {
     if (this.bulk !== undefined) return;
@@ -65,17 +103,9 @@ class ObservedWrite implements ObservedRequest {
   }
 
   finish(scope: RequestScope, completed: boolean): void {
-    if (!completed) return;
+    if (!completed || this.published) return;
     try {
-      const changes = changesOf(this.target, {
-        method: scope.method,
-        path: scope.path,
-        query: scope.rawQuery,
-        status: this.status || scope.res.statusCode,
-        location: this.location,
-        bulk: this.bulk === true,
-        responseText: () => (this.answerBytes > BULK_ANSWER_BYTES ? undefined : Buffer.concat(this.answer).toString('utf8')),
-      });
+      const changes = this.changes(scope, this.status || scope.res.statusCode, this.location, () => (this.answerBytes > BULK_ANSWER_BYTES ? undefined : Buffer.concat(this.answer).toString('utf8')));
       this.publish(changes);
     } catch {
       // Observing never breaks serving.

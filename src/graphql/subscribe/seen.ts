@@ -1,9 +1,10 @@
 /**
- * What each identity may see of a batch of changes (SPEC §6.5, "who gets a change"): the documents
- * re-read by `_id` with that identity (its readFilter ANDed, its projectResponse applied, the
- * backend's ACL deciding on the identity's headers), a GraphQL delete's carried document matched
- * against the readFilter here, or, for a delete without document, whether its permission has no
- * readFilter.
+ * What each identity may see of a batch of changes (SPEC §6.5, "who gets a change"): the state a
+ * change carries (unprojected) under the identity's own readFilter and projectResponse, decided
+ * here, or gated by the identity's own re-read where the backend may decide otherwise for it; for
+ * a change without state, the document re-read by `_id` with that identity (its readFilter ANDed,
+ * its projectResponse applied, the backend's ACL deciding on the identity's headers); for a delete
+ * without document, whether its permission has no readFilter.
  *
  * Batched: the re-reads of one batch (the changes one read of the feed returned) are one read per
  * 100 distinct ids, `{_id: {$in: [...]}}`, instead of one per change; a batch of one id is the
@@ -26,7 +27,8 @@ import { readQueryString } from '../backend/http-reader.js';
 import type { BackendRead, BackendReader, ReadDecision, ReadPolicy, RequestContext } from '../types.js';
 import { isPlainObject } from '../app-document.js';
 import { canonicalKey } from '../values/ejson.js';
-import { compileMatcher } from '../values/local-match.js';
+import { compileMatcher, filterPaths } from '../values/local-match.js';
+import { candidateValues, withinShape } from '../values/paths.js';
 import type { Change } from './change.js';
 
 /** What a delete without document shows to an identity whose permission has no readFilter. */
@@ -52,9 +54,19 @@ type Allowed = Extract<ReadDecision, { allow: true }>;
 
 /**
  * For each viewer, for each change in order: the document it may see, `DELETE_SEEN`, or null.
- * The viewers must send the backend the same headers. Never rejects.
+ * The viewers must send the backend the same headers; `sharedReads`: those headers are none (the
+ * backend shows them what it shows anyone reading without identity). Never rejects.
+ *
+ * A change that carries its state (change.ts) is decided on that state, unprojected, never on a
+ * later one: read without identity (`shared`) and viewed by viewers reading without one, it is
+ * decided here alone, the viewer's readFilter matched on it (local-match.ts, MongoDB's semantics)
+ * and its projectResponse applied. Otherwise the backend might show this viewer more or less than
+ * the capture read saw (its own ACL in jwt mode), so the viewer's own re-read by `_id` decides
+ * whether it may read the document and which fields it is shown; what is delivered is still the
+ * carried state, cut to those fields (`withinShape`). A readFilter the matcher cannot run is left
+ * to the backend the same way. Changes without state are re-read as they always were.
  */
-export async function seeAll(o: SeenOptions, changes: readonly Change[], viewers: readonly Viewer[]): Promise<Map<string, unknown[]>> {
+export async function seeAll(o: SeenOptions, changes: readonly Change[], viewers: readonly Viewer[], sharedReads = false): Promise<Map<string, unknown[]>> {
   const out = new Map<string, unknown[]>();
   if (viewers.length === 0 || changes.length === 0) return out;
   const { db, collection } = changes[0]!;
@@ -67,8 +79,9 @@ export async function seeAll(o: SeenOptions, changes: readonly Change[], viewers
   changes.forEach((change, i) => {
     if (change.op === 'delete' && change.document === undefined) {
       views.forEach((view, v) => work.push(guard(o, view.deleteSeen().then((seen) => void (rows[v]![i] = seen)), 'deciding who may see a change')));
-    } else if (change.document !== undefined) {
-      views.forEach((view, v) => work.push(guard(o, view.presented(change.document).then((doc) => void (rows[v]![i] = doc)), 'deciding who may see a change')));
+    } else if (change.op === 'delete') {
+      const exact = change.shared === true && sharedReads;
+      views.forEach((view, v) => work.push(guard(o, view.carriedDelete(change.document, exact).then((doc) => void (rows[v]![i] = doc)), 'deciding who may see a change')));
     } else {
       const key = canonicalKey(change._id);
       const entry = byKey.get(key);
@@ -80,21 +93,55 @@ export async function seeAll(o: SeenOptions, changes: readonly Change[], viewers
   for (let start = 0; start < entries.length; start += REREAD_BATCH) {
     const chunk = entries.slice(start, start + REREAD_BATCH);
     const read = rereadOf(db, collection, chunk.map(([, e]) => e.id));
-    work.push(
-      guard(
-        o,
-        rereadFor(o, views, read).then((found) => {
-          found.forEach((f, v) => {
-            for (const [key, e] of chunk) for (const i of e.at) rows[v]![i] = f.get(key) ?? null;
-          });
-        }),
-        're-reading a changed document for subscribers',
-      ),
-    );
+    work.push(guard(o, seeChunk(o, views, read, chunk, changes, rows, sharedReads), 're-reading a changed document for subscribers'));
   }
   await Promise.all(work);
   viewers.forEach((viewer, v) => out.set(viewer.key, rows[o.readPolicy ? v : 0]!));
   return out;
+}
+
+/** One chunk's inserts and updates for every view: decided on their carried state where it can be, re-read where not. */
+async function seeChunk(
+  o: SeenOptions,
+  views: readonly IdentityView[],
+  read: ReturnType<typeof rereadOf>,
+  chunk: ReadonlyArray<[string, { id: unknown; at: number[] }]>,
+  changes: readonly Change[],
+  rows: unknown[][],
+  sharedReads: boolean,
+): Promise<void> {
+  // The ACL is asked with the query string the re-read of this chunk carries (or would carry).
+  const decisions = await Promise.all(views.map((view) => view.decide(read)));
+  /** Per view, what its re-read decides: carried states cut to what it shows (`gated`), or the document it shows (`current`). */
+  const needs = views.map(() => ({ gated: [] as number[], current: [] as number[] }));
+  decisions.forEach((decision, v) => {
+    if (!decision.allow) return; // its rows stay null
+    const filter = decision.filter && Object.keys(decision.filter).length > 0 ? decision.filter : undefined;
+    const matches = filter ? compileMatcher(filter) : () => true;
+    for (const [, e] of chunk) {
+      for (const i of e.at) {
+        const change = changes[i]!;
+        if (change.document === undefined) needs[v]!.current.push(i);
+        else if (matches && !matches(change.document)) continue; // its state is not this viewer's to read
+        else if (matches && change.shared === true && sharedReads) rows[v]![i] = decision.project ? decision.project(change.document) : change.document;
+        else needs[v]!.gated.push(i);
+      }
+    }
+  });
+  if (needs.every((n) => n.gated.length === 0 && n.current.length === 0)) return;
+  const found = await rereadFor(o, views, read, decisions);
+  found.forEach((f, v) => {
+    const decision = decisions[v]!;
+    if (!decision.allow) return;
+    const keyOf = (i: number) => canonicalKey(changes[i]!._id);
+    for (const i of needs[v]!.current) rows[v]![i] = f.get(keyOf(i)) ?? null;
+    for (const i of needs[v]!.gated) {
+      const shown = f.get(keyOf(i));
+      if (shown === undefined || shown === null) continue;
+      const doc = changes[i]!.document;
+      rows[v]![i] = withinShape(decision.project ? decision.project(doc) : doc, shown) ?? null;
+    }
+  });
 }
 
 function guard(o: SeenOptions, p: Promise<void>, what: string): Promise<void> {
@@ -106,9 +153,8 @@ function rereadOf(db: string, collection: string, ids: readonly unknown[]): Back
   return { db, collection, filter: byId, page: 1, pagesize: ids.length, ids };
 }
 
-/** One chunk's re-read for every view: shared where the filter can be applied here, one read per identity otherwise. */
-async function rereadFor(o: SeenOptions, views: readonly IdentityView[], read: ReturnType<typeof rereadOf>): Promise<Found[]> {
-  const decisions = await Promise.all(views.map((view) => view.decide(read)));
+/** One chunk's re-read for every view (the decisions made for it): shared where the filter can be applied here, one read per identity otherwise. */
+async function rereadFor(o: SeenOptions, views: readonly IdentityView[], read: ReturnType<typeof rereadOf>, decisions: readonly ReadDecision[]): Promise<Found[]> {
   const found: Found[] = views.map(() => new Map());
   const own: Array<Promise<void>> = [];
   const ownRead = (v: number) => views[v]!.reread(read, decisions[v] as Allowed).then((f) => void (found[v] = f));
@@ -216,13 +262,20 @@ class IdentityView {
     return found;
   }
 
-  /** A document the change carries (a GraphQL delete's): the readFilter matched here, projectResponse applied. */
-  async presented(doc: unknown): Promise<unknown> {
+  /**
+   * A GraphQL delete's document (read before deleting it, unprojected): the readFilter matched here,
+   * projectResponse applied; there is nothing left to re-read. Unless `exact` (read without
+   * identity, by viewers without one), the document may lack fields the backend hid from the
+   * writer, so a readFilter naming a field it lacks is not guessed at (a negative filter would
+   * match the absence).
+   */
+  async carriedDelete(doc: unknown, exact: boolean): Promise<unknown> {
     const decision = await this.decision();
     if (!decision.allow) return null;
     if (decision.filter && Object.keys(decision.filter).length > 0) {
       const matcher = compileMatcher(decision.filter);
       if (!matcher || !matcher(doc)) return null; // a filter the matcher cannot run is not guessed at
+      if (!exact && filterPaths(decision.filter).some((path) => candidateValues(doc, path).length === 0)) return null;
     }
     return decision.project ? decision.project(doc) : doc;
   }

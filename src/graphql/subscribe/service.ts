@@ -6,13 +6,15 @@
 import type { Redis } from 'ioredis';
 import type { Principal } from '../../access/principal.js';
 import type { RequestObserver } from '../../http/observe.js';
+import type { ChangeBus } from '../../store/change-bus.js';
 import type { SubscriptionsConfig } from '../../config/subscriptions-config.js';
 import { clientAddressBucket } from '../../net/client-address.js';
 import { isPlainObject, type GraphqlApp } from '../app-document.js';
 import { appVersion, type CompiledApp } from '../compile/compile-app.js';
 import type { BackendReader, ReadPolicy, RequestContext, WriteObserver } from '../types.js';
+import type { RequestScope } from '../../http/scope.js';
 import { redisRefusal } from '../../store/redis-errors.js';
-import { changesOf, collectionPathMatcher } from './change.js';
+import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared, type Change } from './change.js';
 import { ChangeFeed, type FeedEntry } from './feed.js';
 import { comparePositions } from './positions.js';
 import { SubscriptionHub, type ActiveSubscription } from './hub.js';
@@ -23,6 +25,8 @@ import { SubscriptionStream, type EndReason, type Transport } from './subscripti
 export interface SubscriptionServiceOptions {
   readonly redis: Redis;
   readonly blocking: Redis;
+  /** Claims are announced on it: a hint for which writes to read back (Redis decides publication). */
+  readonly bus?: ChangeBus;
   readonly feedKey: string;
   readonly claimsKey: string;
   readonly batchKey: (token: string) => string;
@@ -34,6 +38,8 @@ export interface SubscriptionServiceOptions {
   readonly readPolicy: ReadPolicy | undefined;
   readonly onError: (error: unknown, what: string) => void;
   readonly counted: (outcome: 'delivered' | 'dropped') => void;
+  /** The backend identity of a proxied write's writer, as a GraphQL read of theirs would carry it: a change's state is read back with it. */
+  readonly writerContext?: (scope: RequestScope) => RequestContext;
 }
 
 /** What a transport hands in to open one subscription. */
@@ -89,6 +95,7 @@ export class SubscriptionService {
     this.feed = new ChangeFeed({
       redis: o.redis,
       blocking: o.blocking,
+      ...(o.bus ? { bus: o.bus } : {}),
       feedKey: o.feedKey,
       claimsKey: o.claimsKey,
       batchKey: o.batchKey,
@@ -105,7 +112,14 @@ export class SubscriptionService {
       counted: o.counted,
     });
     this.match = collectionPathMatcher(o.collectionPath);
-    this.observer = restWritesObserver(this.match, (db, c) => this.feed.wants(db, c), (changes) => this.feed.publish(changes), () => this.feed.anyWanted);
+    const writerContext = o.writerContext;
+    this.observer = restWritesObserver(
+      this.match,
+      (db, c) => this.feed.wants(db, c),
+      (changes) => this.feed.publish(changes),
+      () => this.feed.anyWanted,
+      writerContext ? (scope, changes) => (this.worthCapturing(changes) ? captureStates(o.reader, writerContext(scope), changes, o.onError) : Promise.resolve(changes)) : undefined,
+    );
   }
 
   async start(): Promise<void> {
@@ -135,8 +149,11 @@ export class SubscriptionService {
     return isPlainObject(byField) ? (byField as Record<string, SubscriptionMapping>) : undefined;
   }
 
-  /** The writes of GraphQL mutations as changes (`onWrite` of the engine). */
-  readonly observeWrite: WriteObserver = (w) => {
+  /**
+   * The writes of GraphQL mutations as changes (`onWrite` of the engine). An insert's or update's
+   * answer waits while its document is read back (SPEC §6.5: each change carries its own state).
+   */
+  readonly observeWrite: WriteObserver = (w, ctx) => {
     if (!w.response) return;
     if (!this.feed.anyWanted) return;
     const target = this.match(w.path);
@@ -151,11 +168,28 @@ export class SubscriptionService {
       bulk: Array.isArray(body),
       responseText: () => w.response?.body,
     });
-    // A GraphQL delete read its document first (SPEC §6.4): the change carries it, as the writer
-    // could read it; each subscriber's readFilter and projectResponse apply to it again (hub.ts).
+    if (w.method !== 'DELETE') {
+      if (changes.length === 0) return;
+      if (!this.worthCapturing(changes)) return void this.feed.publish(changes);
+      return captureStates(this.o.reader, ctx, changes, this.o.onError).then((captured) => this.feed.publish(captured));
+    }
+    // A GraphQL delete read its document first (SPEC §6.4): the change carries it unprojected
+    // (the writer's projectResponse not applied); each subscriber's own readFilter and
+    // projectResponse decide on it (seen.ts).
     const before = w.before;
-    this.feed.publish(before !== undefined && w.method === 'DELETE' ? changes.map((c) => ({ ...c, document: before })) : changes);
+    const shared = readsShared(ctx) ? { shared: true as const } : {};
+    this.feed.publish(before !== undefined && carriable(before) ? changes.map((c) => ({ ...c, document: before, ...shared })) : changes);
   };
+
+  /**
+   * Is a write's state worth reading back before its answer? Only for a collection known to be
+   * subscribed (Redis decides whether it is published): a mapped collection nobody follows costs
+   * no backend read. A change published without its state is re-read at delivery.
+   */
+  private worthCapturing(changes: readonly Change[]): boolean {
+    const first = changes[0];
+    return first !== undefined && this.feed.likelyClaimed(first.db, first.collection);
+  }
 
   /**
    * Opens one subscription: prepared, bounded, registered (its collection claimed across replicas)

@@ -1,8 +1,9 @@
 /**
- * A small MongoDB query matcher, used only to split the results of a batched `$or` read back per
+ * A small MongoDB query matcher, used to split the results of a batched `$or` read back per
  * parent (each returned document already matched on the backend; we only need to know which of
- * the alternatives it matched). It supports the comparison, logical, element and array operators
- * a join's find realistically uses. Anything else (`$regex`, `$expr`, `$type`, geo, text...) makes
+ * the alternatives it matched), and to decide a subscription's find and readFilter on the state a
+ * change carries (subscribe/seen.ts). It supports the comparison, logical, element and array
+ * operators a join's find or a readFilter realistically uses. Anything else (`$regex`, `$expr`, `$type`, geo, text...) makes
  * `compileMatcher` return undefined and the caller reads those finds one by one instead, so a
  * document is never attributed by guesswork and no client-supplied regex runs in the proxy.
  */
@@ -146,4 +147,21 @@ function compileOperator(op: string, arg: unknown): ValuesTest {
     default:
       throw new Unsupported();
   }
+}
+
+/**
+ * Every field path a query document names (through `$and`, `$or` and `$nor`): a document missing
+ * one of them may have been read without it (a field hidden from the reader) rather than lack it.
+ */
+export function filterPaths(filter: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  const walk = (q: Record<string, unknown>): void => {
+    for (const [key, value] of Object.entries(q)) {
+      if (key === '$and' || key === '$or' || key === '$nor') {
+        if (Array.isArray(value)) for (const sub of value) if (isPlainObject(sub)) walk(sub);
+      } else if (!key.startsWith('$')) out.push(key);
+    }
+  };
+  walk(filter);
+  return out;
 }

@@ -56,3 +56,52 @@ function collect(value: unknown, segments: readonly string[], i: number, out: un
   }
   if (isPlainObject(value) && Object.prototype.hasOwnProperty.call(value, seg)) collect(value[seg], segments, i + 1, out);
 }
+
+/** What `withinShape` leaves out. */
+const LEFT_OUT = Symbol('left out');
+
+/**
+ * `doc`'s values, kept only where `shape` (the same document as another reader was shown it, maybe
+ * in a later state) has the field: a field the other read did not show is left out, at any depth
+ * (arrays of objects by the union of their elements' fields). A value whose kind differs between
+ * the two (an object against a scalar or an array) is left out, since what would be hidden inside
+ * it cannot be told. Values are always `doc`'s, never `shape`'s.
+ */
+export function withinShape(doc: unknown, shape: unknown): unknown {
+  const out = within(doc, shape);
+  return out === LEFT_OUT ? undefined : out;
+}
+
+function within(doc: unknown, shape: unknown): unknown {
+  if (Array.isArray(doc)) {
+    if (!Array.isArray(shape)) return LEFT_OUT;
+    const objects = shape.filter((e) => isPlainObject(e) && !isLiteral(e));
+    const union = objects.length > 0 ? Object.assign({}, ...objects) as Record<string, unknown> : undefined;
+    const out: unknown[] = [];
+    for (const element of doc) {
+      if (isPlainObject(element) && !isLiteral(element)) {
+        if (!union) continue;
+        const kept = within(element, union);
+        if (kept !== LEFT_OUT) out.push(kept);
+      } else out.push(element);
+    }
+    return out;
+  }
+  if (isPlainObject(doc) && !isLiteral(doc)) {
+    if (!isPlainObject(shape) || isLiteral(shape)) return LEFT_OUT;
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(doc)) {
+      if (!Object.hasOwn(shape, key)) continue;
+      const kept = within(value, shape[key]);
+      if (kept !== LEFT_OUT) out[key] = kept;
+    }
+    return out;
+  }
+  return doc;
+}
+
+/** An extended-JSON value (`{$oid}`, `{$date}`...) is a scalar here: one key starting with `$`. */
+function isLiteral(value: Record<string, unknown>): boolean {
+  const keys = Object.keys(value);
+  return keys.length === 1 && keys[0]!.startsWith('$');
+}

@@ -78,6 +78,8 @@ export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, u
       const filter = Object.keys(rest).length > 0 ? rest : undefined;
       const readKey = { _id: target.filterId, ...(filter ?? {}) };
       let before: unknown = null;
+      /** The document before a delete as read (readFilter applied, not projectResponse): its change's state (SPEC §6.5). */
+      let unprojected: unknown = null;
       if (w.form === 'object') {
         // The result is the document: the caller's read permission is checked before any write.
         const read = { db: w.db, collection: w.collection, filter: readKey, sort: { _id: 1 }, page: 1, pagesize: 1 };
@@ -85,13 +87,16 @@ export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, u
         if (!decision.allow) {
           throw new GraphQLError(`${decision.message ?? `you may not read ${what}`}; this mutation returns the document, so it needs the read permission too`, { extensions: { code: 'FORBIDDEN' } });
         }
-        if (w.kind === 'delete') before = await readBack(state, w, target.filterId, false, filter);
+        if (w.kind === 'delete') {
+          unprojected = await readFirst(state, w, target.filterId, filter);
+          before = unprojected === null ? null : state.presentOne(unprojected);
+        }
       }
       const write: BackendWrite =
         w.kind === 'update'
           ? { method: 'PATCH', db: w.db, collection: w.collection, id: target.segment, ...(target.idType ? { idType: target.idType } : {}), ...(filter ? { filter } : {}), body: writeValue(w.mapping.update, args, caller) }
           : { method: 'DELETE', db: w.db, collection: w.collection, id: target.segment, ...(target.idType ? { idType: target.idType } : {}), ...(filter ? { filter } : {}) };
-      const response = await send(state, write, before);
+      const response = await send(state, write, unprojected);
       if (response.status === 404) return w.form === 'boolean' ? false : null;
       if (response.status < 200 || response.status > 299) throw writeError(`${w.kind === 'update' ? 'an update' : 'a delete'} of a document of ${what}`, response);
       if (w.form === 'boolean') return true;
@@ -159,18 +164,27 @@ function documentTarget(id: unknown): { segment: string; idType?: 'STRING' | 'NU
 }
 
 /** The document by `_id` as the caller may read it: through the read policy and its projection; null when hidden. */
-async function readBack(state: RequestState, w: CompiledWrite, id: unknown, nullWhenRefused: boolean, filter?: Record<string, unknown>): Promise<unknown> {
+async function readBack(state: RequestState, w: CompiledWrite, id: unknown, nullWhenRefused: boolean): Promise<unknown> {
   try {
-    const docs = await state.read({ db: w.db, collection: w.collection, filter: { _id: id, ...(filter ?? {}) }, sort: { _id: 1 }, page: 1, pagesize: 1 });
-    return docs.length > 0 ? state.presentOne(docs[0]) : null;
+    const doc = await readFirst(state, w, id);
+    return doc === null ? null : state.presentOne(doc);
   } catch (error) {
     if (nullWhenRefused && error instanceof GraphQLError && error.extensions.code === 'FORBIDDEN') return null;
     throw error;
   }
 }
 
-/** One backend write: counted, decided by the write policy, sent, and observed. */
-/** `before`: a delete's document as read first (for its subscription change, SPEC §6.5). */
+/** The document by `_id` (and the delete's extra `find` keys) under the caller's readFilter, not yet projected; null when none. */
+async function readFirst(state: RequestState, w: CompiledWrite, id: unknown, filter?: Record<string, unknown>): Promise<unknown> {
+  const docs = await state.read({ db: w.db, collection: w.collection, filter: { _id: id, ...(filter ?? {}) }, sort: { _id: 1 }, page: 1, pagesize: 1 });
+  return docs.length > 0 ? docs[0] : null;
+}
+
+/**
+ * One backend write: counted, decided by the write policy, sent, and observed. `before`: a
+ * delete's document as read first, unprojected (its subscription change's state, SPEC §6.5). The
+ * observer may make the answer wait (subscriptions read the written document back first).
+ */
 async function send(state: RequestState, write: BackendWrite, before?: unknown): Promise<BackendWriteResponse> {
   const { writer, writePolicy, onWrite, limits } = state.settings;
   if (!writer) throw new GraphQLError('this server has no backend to write to (graphql.backend.url)', { extensions: { code: 'BACKEND_UNAVAILABLE' } });
@@ -184,15 +198,17 @@ async function send(state: RequestState, write: BackendWrite, before?: unknown):
   }
   state.writes++;
   let response: BackendWriteResponse | undefined;
+  let failure: unknown;
   try {
     response = await writer.send(write, state.ctx);
-    return response;
   } catch (error) {
-    if (error instanceof OutriggerError) throw new GraphQLError(error.message, { originalError: error, extensions: { code: error.code } });
-    throw error;
-  } finally {
-    onWrite?.({ method: write.method, path, query, body: write.body, response, operationName: state.operationName, app: state.settings.appUri ?? '', ...(before !== undefined && before !== null ? { before } : {}) }, state.ctx);
+    failure = error;
   }
+  const observed = onWrite?.({ method: write.method, path, query, body: write.body, response, operationName: state.operationName, app: state.settings.appUri ?? '', ...(before !== undefined && before !== null ? { before } : {}) }, state.ctx);
+  if (observed) await observed.catch(() => undefined);
+  if (response) return response;
+  if (failure instanceof OutriggerError) throw new GraphQLError(failure.message, { originalError: failure, extensions: { code: failure.code } });
+  throw failure;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -74,26 +74,20 @@ describe('UsageCounter', () => {
     ]);
   });
 
-  it('addPending adds what is not written yet to the days read, for today and a day not yet written', async () => {
+  it('read adds what is not written yet to the days Redis has, for today and a day not yet written', async () => {
     const usage = new UsageCounter(conn, keys);
     const midnight = (Math.floor(Date.now() / DAY) + 1) * DAY;
     const [before, after] = [utcDay(midnight - 1), utcDay(midnight)];
     usage.record('k', 1, 2, 1, midnight - 1);
     usage.record('k', 1, 3, 0, midnight);
     usage.record('other', 1, 100, 0, midnight);
-    const days = [
-      { day: before, requests: 10, units: 10, refused: 10 },
-      { day: after, requests: 0, units: 0, refused: 0 },
-      { day: '2000-01-01', requests: 0, units: 0, refused: 0 },
-    ];
-    usage.addPending('k', days);
-    expect(days).toEqual([
+    await redis.client.hset(keys.keyUsage('k', before), { requests: 10, units: 10, refused: 10 });
+    expect(await usage.read('k', [before, after, '2000-01-01'])).toEqual([
       { day: before, requests: 11, units: 12, refused: 11 },
       { day: after, requests: 1, units: 3, refused: 0 },
       { day: '2000-01-01', requests: 0, units: 0, refused: 0 },
     ]);
-    usage.addPending('none', days);
-    expect(days[1]).toEqual({ day: after, requests: 1, units: 3, refused: 0 });
+    expect(await usage.read('none', [after])).toEqual([{ day: after, requests: 0, units: 0, refused: 0 }]);
   });
 
   it('keeps what Redis refused and writes it with the next flush', async () => {

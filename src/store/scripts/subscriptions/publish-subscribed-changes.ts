@@ -15,13 +15,15 @@ import { RedisScript } from '../../redis-script.js';
  * KEYS[3] the batch's token key. ARGV[1] the stream's MAXLEN (approximate), ARGV[2] the token's
  * lifetime (ms); then four per entry: the claim member, the change's age when sent (ms), the
  * field (`c` a change, published if claimed when written; `g` a gap notice, always), the JSON.
- * Returns the entries appended, or -1 when the batch had already been written.
+ * Returns `{appended}` followed by the members found claimed (the writer's hint for which writes
+ * are worth reading back), or `{-1}` when the batch had already been written.
  */
 export const publishSubscribedChanges = new RedisScript('publishSubscribedChanges', `
-if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[2]) then return -1 end
+if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[2]) then return {-1} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local added = 0
+local claimed, seen = {}, {}
 local i = 3
 while i + 3 <= #ARGV do
   local field = ARGV[i + 2]
@@ -29,6 +31,10 @@ while i + 3 <= #ARGV do
   if not publish then
     local expires = redis.call('ZSCORE', KEYS[2], ARGV[i])
     publish = expires and tonumber(expires) >= now - tonumber(ARGV[i + 1])
+    if expires and tonumber(expires) >= now and not seen[ARGV[i]] then
+      seen[ARGV[i]] = true
+      claimed[#claimed + 1] = ARGV[i]
+    end
   end
   if publish then
     redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', field, ARGV[i + 3])
@@ -36,5 +42,6 @@ while i + 3 <= #ARGV do
   end
   i = i + 4
 end
-return added
+table.insert(claimed, 1, added)
+return claimed
 `);
