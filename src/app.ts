@@ -233,6 +233,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       metrics,
       logger,
       tracing,
+      sendTimeoutMs: config.listen.sendTimeoutMs,
     });
     // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; other WebSocket
     // paths get a 404, other upgrades (h2c) are served as plain requests (http/upgrade.ts).

@@ -54,7 +54,7 @@ export function createProxyPolicy<X>(o: ProxyPolicyOptions<X>): { authorizeProxy
       throw forbidden('an API key cannot be exchanged for a backend token; use the key itself');
     if (o.mode === 'own-routes') return;
     if (o.acl.needsRequestBody(principal) && scope.method !== 'GET' && scope.method !== 'HEAD')
-      return readBody(scope.req, BODY_LIMIT_FOR_PREDICATES).then((body) => {
+      return readBody(scope, BODY_LIMIT_FOR_PREDICATES).then((body) => {
         scope.bufferedBody = body;
         authorizeOwnRoute(scope);
       });

@@ -16,7 +16,7 @@ export function createConditionCheckRoute(): SubRouteHandler {
   return async function handleConditionCheck(scope, subPath) {
     if (subPath !== '/check') throw badRequest(`nothing at ${scope.path}; use POST .../conditions/check`);
     if (scope.method !== 'POST') throw methodNotAllowed(['POST']);
-    const body = await readJsonBody(scope.req, 64 * 1024);
+    const body = await readJsonBody(scope, 64 * 1024);
     if (!isPlainObject(body)) throw badRequest('the body must be {"condition": "...", "kind": "webhook" | "permission"}');
     const extra = Object.keys(body).find((k) => k !== 'condition' && k !== 'kind');
     if (extra) throw badRequest(`${extra} is not a field here (use condition and kind)`);

@@ -153,8 +153,9 @@ function readUpstream(u: SectionReader): OutriggerConfig['upstream'] {
     queueTimeoutMs: u.integer('queueTimeoutMs', 10_000, 10, 600_000),
     maxQueuedPerClient: u.integer('maxQueuedPerClient', 256, 0, 100_000),
     bufferBodyBytes: u.integer('bufferBodyBytes', 1024 * 1024, 0, 64 * 1024 * 1024),
-    bufferTotalBytes: u.integer('bufferTotalBytes', 256 * 1024 * 1024, 0, 64 * 1024 * 1024 * 1024),
-    bufferBytesPerClient: u.integer('bufferBytesPerClient', 32 * 1024 * 1024, 0, 64 * 1024 * 1024 * 1024),
+    // At least 1 MiB: own routes' bodies (up to 1 MiB) count against both bounds too (http/body.ts, issue 53).
+    bufferTotalBytes: u.integer('bufferTotalBytes', 256 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+    bufferBytesPerClient: u.integer('bufferBytesPerClient', 32 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
     identity: {
       mode: identity.oneOf('mode', 'none', ['jwt', 'headers', 'none'] as const),
       jwt: {

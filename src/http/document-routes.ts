@@ -58,7 +58,7 @@ export function createDocumentRoutes<T extends StoredDocument>(o: DocumentRoutes
         return sendJson(res, 200, pageOf(docs, paging).map((d) => present(d, scope)), { 'x-total-count': docs.length });
       }
       if (method === 'POST') {
-        const body = await readJsonBody(scope.req);
+        const body = await readJsonBody(scope);
         if (!isPlainObject(body)) throw badRequest(`the body must be a JSON object describing one ${o.noun}`);
         const id = body._id === undefined ? newDocumentId() : body._id;
         if (typeof id !== 'string' || !ID_PATTERN.test(id))
@@ -79,7 +79,7 @@ export function createDocumentRoutes<T extends StoredDocument>(o: DocumentRoutes
         if (!existing) throw notFound(`no ${o.noun} with _id ${JSON.stringify(id)}`);
         return sendJson(res, 200, present(existing, scope));
       case 'PUT': {
-        const body = await readJsonBody(scope.req);
+        const body = await readJsonBody(scope);
         if (!isPlainObject(body)) throw badRequest(`the body must be a JSON object describing one ${o.noun}`);
         if (body._id !== undefined && body._id !== id) throw badRequest(`_id in the body (${JSON.stringify(body._id)}) differs from the one in the path`);
         const doc = await validated({ ...body, _id: id }, existing);
@@ -88,7 +88,7 @@ export function createDocumentRoutes<T extends StoredDocument>(o: DocumentRoutes
       }
       case 'PATCH': {
         if (!existing) throw notFound(`no ${o.noun} with _id ${JSON.stringify(id)}`);
-        const patch = await readJsonBody(scope.req);
+        const patch = await readJsonBody(scope);
         if (!isPlainObject(patch)) throw badRequest('a merge patch must be a JSON object (RFC 7396)');
         if (patch._id !== undefined && patch._id !== id) throw badRequest('_id cannot be changed by a patch');
         const merged = applyMergePatch(existing, patch) as Record<string, unknown>;

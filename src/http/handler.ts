@@ -7,7 +7,9 @@ import type { Principal } from '../access/principal.js';
 import type { Forwarder, ProxyPlan } from '../proxy/forwarder.js';
 import { repeatedSingleHeader } from '../proxy/headers.js';
 import type { ClientIpResolver } from './client-ip.js';
-import { sendError } from './respond.js';
+import { sendError, sendWatch } from './respond.js';
+import { releaseBody } from './body.js';
+import { DEFAULT_SEND_TIMEOUT_MS } from '../proxy/forward-request.js';
 import { RequestScope } from './scope.js';
 import { hasDotSegments, type OwnRoute, type RouteTable } from './route-table.js';
 import { observeOwnRoute, tappedBody, type RequestObserver } from './observe.js';
@@ -39,6 +41,8 @@ export interface HandlerParts {
   logger: Logger;
   /** Traces (SPEC §9); propagation only when absent. */
   tracing?: Tracing;
+  /** listen.sendTimeoutMs: an own route's answer the client stops reading is cut after this long without progress, as the forwarder cuts a proxied one. */
+  sendTimeoutMs?: number;
 }
 
 /**
@@ -47,6 +51,9 @@ export interface HandlerParts {
  */
 export function createRequestHandler(parts: HandlerParts) {
   const { routes, forwarder, metrics, logger, limit } = parts;
+  const watchSend = sendWatch(parts.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS);
+  // Bodies read whole anywhere (own routes, the ACL's body predicates) count where the forwarder's buffering does.
+  const bodyReservations = forwarder.buffers;
   const requestMetrics = new RequestMetrics(metrics);
   // Decided once: at info level (the default) the request path builds no log objects at all.
   const logRequests = logger.isLevelEnabled('debug');
@@ -75,6 +82,7 @@ export function createRequestHandler(parts: HandlerParts) {
     const peer = req.socket.remoteAddress ?? '';
     const { ip, peerTrusted } = parts.clientIp(peer, req.headers['x-forwarded-for'], req.socket.remotePort);
     const scope = new RequestScope(req, res, ip, (req.socket as TLSSocket).encrypted === true);
+    scope.bodyReservations = bodyReservations;
     // Decided on the canonical path; a path without one matches nothing and is refused in run().
     const route = scope.pathProblem === undefined ? routes.match(scope.path) : undefined;
     const h = req.headers;
@@ -108,6 +116,7 @@ export function createRequestHandler(parts: HandlerParts) {
     // `on`, not `once`: a response closes once, and `once` allocates a wrapper per request.
     res.on('close', () => {
       finished?.();
+      if (scope.heldBodyBytes !== 0) releaseBody(scope);
       const completed = res.writableFinished;
       if (!completed) abortUpstream?.();
       if (completed) requestMetrics.record(scope.routeKind, res.statusCode, scope.elapsedSeconds());
@@ -229,6 +238,7 @@ export function createRequestHandler(parts: HandlerParts) {
 
     /** An own route: the rate-limit headers go on its answer by setHeader (the forwarder puts them in its head instead). */
     function ownRoute(own: OwnRoute): Promise<void> | void {
+      watchSend(res);
       const limits = scope.rateLimitHeaders;
       if (limits) for (const name in limits) res.setHeader(name, limits[name]!);
       return own.handle(scope);

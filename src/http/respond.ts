@@ -78,3 +78,30 @@ export function sendNoContent(res: ServerResponse): void {
   res.writeHead(204, { 'cache-control': 'no-store' });
   res.end();
 }
+
+/**
+ * An own route's answer the client stops reading is cut after `sendTimeoutMs` (listen.sendTimeoutMs)
+ * without progress, as the forwarder cuts a proxied one (issue 53): a 9 MB GraphQL answer or an
+ * /mcp one held by a client that never reads otherwise stays in memory until the client leaves.
+ * The handler calls the returned function once per own-route request: the one place every own
+ * route passes.
+ *
+ * The socket's idle timer does the watching. Node refreshes it on every read and write, so it
+ * costs nothing while bytes move, and before it reports a timeout it checks libuv's write queue:
+ * a large write the kernel is still taking, slowly, counts as progress (net.js `_onTimeout`), so
+ * a slow reader that keeps reading is not cut. Idle with nothing to send (a route still working, a
+ * quiet subscription) is left alone; idle with bytes waiting is a client that stopped reading.
+ */
+export function sendWatch(sendTimeoutMs: number): (res: ServerResponse) => void {
+  function check(this: ServerResponse): void {
+    const socket = this.socket;
+    if (!socket || socket.destroyed) return;
+    // The whole connection: an answer queued behind this one (pipelining) has no socket of its own.
+    if (this.writableLength > 0) socket.destroy();
+    // Nothing to send yet: watch on. A timer that has fired is not brought back by later writes.
+    else if (!this.writableEnded) socket.setTimeout(sendTimeoutMs);
+  }
+  return (res) => {
+    res.setTimeout(sendTimeoutMs, check);
+  };
+}

@@ -14,6 +14,16 @@ function nextRequestId(): string {
   return `${ID_PREFIX}-${(++idCounter).toString(36)}`;
 }
 
+/**
+ * The request-body memory every door's buffered bodies count against (proxy/buffer-reservations.ts:
+ * upstream.bufferTotalBytes for the process, upstream.bufferBytesPerClient per address or IPv6
+ * /64). Which bound refused: `client` or `total`.
+ */
+export interface BodyReservations {
+  tryReserve(client: string, bytes: number): 'ok' | 'client' | 'total';
+  release(client: string, bytes: number): void;
+}
+
 export type RouteKind = 'proxy' | 'keys' | 'graphql' | 'graphql-apps' | 'admin' | 'oauth' | 'mcp' | 'health' | 'metrics';
 
 /**
@@ -51,6 +61,10 @@ export class RequestScope {
   rateLimits: object | undefined = undefined;
   /** `RateLimit-Policy` and `RateLimit` for the answer (SPEC §10): in the forwarder's head, or set by the handler on own routes. */
   rateLimitHeaders: Record<string, string> | undefined = undefined;
+  /** What this request's buffered body counts against (set by the handler; http/body.ts reserves). */
+  bodyReservations: BodyReservations | undefined = undefined;
+  /** Bytes of request body this request holds in `bodyReservations`, given back when its response closes. */
+  heldBodyBytes = 0;
   /** The request body, when a feature had to read it whole (bson-request-* predicates); forwarded as is. */
   bufferedBody: Buffer | undefined = undefined;
   /**

@@ -47,7 +47,7 @@ export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { ro
     // 1. The feature.
     if (!features.enabled('api-keys')) throw forbidden('API keys are disabled on this service', 'API_KEYS_DISABLED');
     // Permissions that look at the request body need it read before they are evaluated.
-    if (acl.needsRequestBody(scope.principal)) scope.bufferedBody = await readBody(scope.req, BODY_LIMIT);
+    if (acl.needsRequestBody(scope.principal)) scope.bufferedBody = await readBody(scope, BODY_LIMIT);
     // 2. Admin roles; 3. the apiKeys block of the permission that applies.
     const policy = keyPolicyFor(acl, scope.principal, context.exchangeFor(scope), defaults, `${scope.method} ${prefix}`);
     // 4. The body.
@@ -135,7 +135,7 @@ export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { ro
   /** `PATCH /_admin/keys/<id>` with `{"limits": {...}}`: the key's own limits (SPEC §10); every replica applies them within the change bus's delay. */
   async function patchLimits(scope: RequestScope, id: string): Promise<void> {
     checkJsonContentType(scope.req);
-    const body = parseJsonBody(await readBody(scope.req, BODY_LIMIT), 'send {"limits": {"<by: key policy>": {"limit": 1000, "window": "60s"}}}');
+    const body = parseJsonBody(await readBody(scope, BODY_LIMIT), 'send {"limits": {"<by: key policy>": {"limit": 1000, "window": "60s"}}}');
     const policies = config.limits.policies;
     // Checked before the read: a bad body is the client's mistake whether or not the key exists.
     patchKeyLimits(undefined, body, policies);
@@ -180,6 +180,6 @@ function idFrom(rest: string): string | null {
 /** The JSON body of POST /keys (already read when a permission needed it). */
 async function jsonBody(scope: RequestScope): Promise<unknown> {
   checkJsonContentType(scope.req);
-  const body = scope.bufferedBody ?? (await readBody(scope.req, BODY_LIMIT));
+  const body = scope.bufferedBody ?? (await readBody(scope, BODY_LIMIT));
   return parseJsonBody(body, 'send {"name": "...", "roles"?: [...], "expiresIn"?: days}');
 }

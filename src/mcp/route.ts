@@ -133,7 +133,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       if (scope.path !== config.mcp.path) return void answer(scope, 404, rpcError(-32600, `nothing at ${scope.path}; the MCP endpoint is ${config.mcp.path}`));
       // Stateless: no stream to open (GET) and no session to end (DELETE).
       if (scope.method !== 'POST') throw methodNotAllowed(['POST']);
-      const body = await readBody(scope.req, MAX_BODY_BYTES);
+      const body = await readBody(scope, MAX_BODY_BYTES);
       const parsed = parseBoundedJson(body.toString('utf8'));
       if (!parsed.ok) return void answer(scope, 400, rpcError(-32700, parsed.tooDeep ? `the request body ${parsed.message}` : 'the request body is not valid JSON'));
       if (Array.isArray(parsed.value) && parsed.value.length > MAX_BATCH)

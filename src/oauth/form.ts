@@ -1,14 +1,14 @@
-import type { IncomingMessage } from 'node:http';
 import { badRequest, unsupportedMediaType } from '../errors.js';
 import { readBody } from '../http/body.js';
+import type { RequestScope } from '../http/scope.js';
 
 const FORM = /^application\/x-www-form-urlencoded\s*(;|$)/i;
 
 /** An `application/x-www-form-urlencoded` body (the pages' forms and RFC 6749's token request). */
-export async function readForm(req: IncomingMessage, limit = 16 * 1024): Promise<URLSearchParams> {
-  const type = req.headers['content-type'];
+export async function readForm(scope: RequestScope, limit = 16 * 1024): Promise<URLSearchParams> {
+  const type = scope.req.headers['content-type'];
   if (!type || !FORM.test(type)) throw unsupportedMediaType(`send the body as application/x-www-form-urlencoded (got ${type ?? 'no content type'})`);
-  const body = await readBody(req, limit);
+  const body = await readBody(scope, limit);
   return new URLSearchParams(body.toString('utf8'));
 }
 

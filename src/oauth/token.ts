@@ -55,7 +55,7 @@ export function createTokenHandler(p: TokenParts) {
 
     let form: URLSearchParams;
     try {
-      form = await readForm(scope.req);
+      form = await readForm(scope);
     } catch (error) {
       if (error instanceof OutriggerError) throw oauthError('invalid_request', error.message, error.status === 413 || error.status === 415 ? error.status : 400);
       throw error;

@@ -188,7 +188,7 @@ export function createMetrics() {
     subscriptionEvents: registry.counter('outrigger_graphql_subscription_events_total', 'Subscription events, by outcome (delivered; dropped: a subscriber closed because it did not read).'),
     graphqlBackendReads: registry.counter('outrigger_graphql_backend_reads_total', 'Backend collection reads made by GraphQL apps.'),
     upstreamSlots: registry.gauge('outrigger_upstream_slots', 'Upstream request slots, by state (in-use, waiting for a free one).'),
-    requestBufferBytes: registry.gauge('outrigger_request_buffer_bytes', 'Bytes reserved by request bodies read in full before they take an upstream slot (upstream.bufferBodyBytes, at most upstream.bufferTotalBytes).'),
+    requestBufferBytes: registry.gauge('outrigger_request_buffer_bytes', 'Bytes reserved by request bodies read in full: before they take an upstream slot (upstream.bufferBodyBytes), or by an own route; at most upstream.bufferTotalBytes.'),
     traceSpansExported: registry.counter('outrigger_trace_spans_exported_total', 'Trace spans the OTLP collector accepted (telemetry: configured).'),
     traceSpansDropped: registry.counter('outrigger_trace_spans_dropped_total', 'Trace spans lost: the export queue was full (telemetry.maxQueueSize), or the collector refused, failed or did not answer in time.'),
     redisUp: registry.gauge('outrigger_redis_up', '1 when Redis is ready for this service (on a cluster or Sentinel: the probe behind /_health/ready).'),

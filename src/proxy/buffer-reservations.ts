@@ -3,8 +3,10 @@
  * read reserves its size first, all together at most `total` bytes (upstream.bufferTotalBytes)
  * and one client address at most `perClient` (upstream.bufferBytesPerClient, issue 34 item 9:
  * one address announcing large bodies and trickling them could reserve nearly all of it, and
- * every other client's bodies then streamed and took upstream slots). A body that finds no room
- * streams as if buffering were off; nothing is refused here.
+ * every other client's bodies then streamed and took upstream slots). A proxied body that finds
+ * no room streams as if buffering were off. Own routes' bodies, which must be read whole, reserve
+ * here too as their bytes arrive (http/body.ts, issue 53): one bound for every door; theirs are
+ * refused (429 or 503) when they find no room.
  */
 export class BufferReservations {
   private reserved = 0;
@@ -18,12 +20,17 @@ export class BufferReservations {
 
   /** Reserves `bytes` for `client` when both bounds allow it; answers whether it did. */
   reserve(client: string, bytes: number): boolean {
-    if (this.reserved + bytes > this.total) return false;
+    return this.tryReserve(client, bytes) === 'ok';
+  }
+
+  /** The same, answering which bound refused (own routes name it in their 429 or 503). */
+  tryReserve(client: string, bytes: number): 'ok' | 'client' | 'total' {
     const held = this.byClient.get(client) ?? 0;
-    if (held + bytes > this.perClient) return false;
+    if (held + bytes > this.perClient) return 'client';
+    if (this.reserved + bytes > this.total) return 'total';
     this.byClient.set(client, held + bytes);
     this.reserved += bytes;
-    return true;
+    return 'ok';
   }
 
   release(client: string, bytes: number): void {

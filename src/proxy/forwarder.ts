@@ -97,7 +97,8 @@ export class Forwarder {
     return this.buffers.bytes;
   }
 
-  private readonly buffers: BufferReservations;
+  /** The request-body memory bounds, shared with own routes' bodies (http/body.ts): one bound for every door. */
+  readonly buffers: BufferReservations;
 
   /** For ForwardHandler, when its buffered body is sent or given up. */
   releaseBuffer(client: string, bytes: number): void {

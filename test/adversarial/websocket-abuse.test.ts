@@ -170,6 +170,21 @@ describe('WebSocket abuse (issue 53, items 9 and 8)', () => {
     await closeAll(proxy.url);
   });
 
+  it('9a: a refused socket that keeps sending and never reads its close is cut within seconds, not after ws\' 30 s', async () => {
+    const rude = await open(proxy.url, { from: '2001:db8:a3::1' });
+    const socket = (rude.ws as unknown as { _socket: Socket })._socket;
+    socket.pause();
+    rude.send({ type: 'ping' });
+    const started = Date.now();
+    while (!socket.destroyed && Date.now() - started < 10_000) {
+      if (socket.writable) rude.send({ type: 'ping', payload: { pad: 'x'.repeat(1024) } });
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(socket.destroyed).toBe(true);
+    expect(Date.now() - started).toBeLessThan(8000);
+    await closeAll(proxy.url);
+  }, 30_000);
+
   it('9a: a socket that sends pings and never reads is closed once 1 MiB waits unsent; its pongs stop there', async () => {
     const stuck = await open(proxy.url, { from: '2001:db8:a2::1' });
     await stuck.init();

@@ -4,6 +4,7 @@ import { startStandinBackend, type StandinBackend } from '../../examples/standin
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { runCli, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
 import { call } from '../support/http-client.js';
+import { changeGoalBound, timedMs } from '../support/timing.js';
 
 const basic = (id: string, pw: string) => `Basic ${Buffer.from(`${id}:${pw}`).toString('base64')}`;
 
@@ -88,6 +89,8 @@ describe('outrigger keys (built CLI)', () => {
     expect((await call(proxy.url, '/shop/items', { auth: key })).status).toBe(200);
     expect((await call(proxy.url, '/shop/items', { auth: key })).status).toBe(200);
 
+    // A request the proxy answers from its cache, timed: how slow this machine is right now.
+    const baseline = await timedMs(async () => expect((await call(proxy.url, '/shop/items', { auth: key })).status).toBe(200));
     const revoked = await runCli(['keys', 'revoke', issued.json._id, '-c', configFile]);
     const doneAt = Date.now();
     expect(revoked.code).toBe(0);
@@ -98,10 +101,11 @@ describe('outrigger keys (built CLI)', () => {
       if (status === 200) await new Promise((r) => setTimeout(r, 10));
     }
     expect(status).toBe(401);
-    // SPEC §5.4: 1 s (goal), carried by the change bus; 2 s more of margin for a loaded machine
-    // (issue 40). A process left to its cache's background re-read (5 s after the key was last
-    // confirmed) mostly exceeds it; the 20 s guarantee is the cache's hard bound.
-    expect(Date.now() - doneAt).toBeLessThan(3000);
+    // SPEC §5.4: 1 s (goal), carried by the change bus, with the margin this machine needs now:
+    // 2 s, or ten requests as slow as the baseline (issues 40, 54). A process left to its cache's
+    // background re-read (5 s after the key was last confirmed) mostly exceeds it; the 20 s
+    // guarantee is the cache's hard bound.
+    expect(Date.now() - doneAt).toBeLessThan(changeGoalBound(baseline));
 
     const again = await runCli(['keys', 'revoke', issued.json._id, '-c', configFile]);
     expect(again.code).toBe(1);

@@ -107,6 +107,12 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
       const before = await send(`${cli.url}/_health/ready`, agent);
       expect([before.status, before.headers.connection]).toEqual([200, 'keep-alive']);
       const inFlight = send(`${cli.url}/held`, false, 'POST');
+      // Watched from the start, so that an answer (or a cut) before the upstream lets go shows
+      // below (issue 54: a .finally attached just before reading it could never have run). Caught
+      // here too: if a step below fails, the request is cut by the clean-up, and its rejection
+      // must not surface as an unhandled error of a later test.
+      let settled = false;
+      inFlight.finally(() => (settled = true)).catch(() => {});
       await until(() => held.length === 1, 'the upstream to hold POST /held');
 
       cli.child.kill('SIGTERM');
@@ -125,12 +131,9 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
 
       await until(async () => !(await accepts(cli.url)), 'new connections to be refused after the drain', 20_000);
       expect(cli.output()).toContain('stopped accepting connections');
-      let settled = false;
-      // Caught here too: if a step below fails, the request is cut by the clean-up, and its
-      // rejection must not surface as an unhandled error of a later test.
-      inFlight.finally(() => (settled = true)).catch(() => {});
-      expect(settled).toBe(false);
       await waitFor(events, (n) => n === 3, 15_000, 'the three events of the drain in Redis');
+      // Still held through the drain and the stop of accepting: the in-flight request was not cut.
+      expect(settled).toBe(false);
 
       held.shift()!();
       const finished = await inFlight;

@@ -36,7 +36,7 @@ describe('KeyVerificationCache over a real Redis', () => {
   });
 
   const newCache = (serviceId = 'cache-test') =>
-    new KeyVerificationCache((hash) => store.findByHash(hash), serviceId, { refreshAfterMs: 5_000, hardBoundMs: 15_000, negativeMs: 2_000, retryMs: 1_000, now: () => clock }, (r) => results.push(r));
+    new KeyVerificationCache(trackedFetch, serviceId, { refreshAfterMs: 5_000, hardBoundMs: 15_000, negativeMs: 2_000, retryMs: 1_000, now: () => clock }, (r) => results.push(r));
   const issue = async (owner = 'alice', lifetimeDays = 30) => issuer.issue({ owner, name: 'k', roles: ['reader'], lifetimeDays, maxKeys: 1000, via: 'api' });
   const settle = async (v: Verification | Promise<Verification>) => v;
   /** Issues a key and verifies it once, so the cache holds it; returns its hash. */
@@ -46,8 +46,22 @@ describe('KeyVerificationCache over a real Redis', () => {
     await settle(cache.verify(hash));
     return hash;
   };
-  /** Lets a background refresh (one Redis round trip) finish. */
-  const drain = () => new Promise((r) => setTimeout(r, 50));
+  /** The caches' reads from Redis still under way: `drain` waits for them, not a guessed time (issue 54). */
+  const reads = new Set<Promise<unknown>>();
+  const trackedFetch = (hash: string) => {
+    const read = store.findByHash(hash);
+    reads.add(read);
+    void read.catch(() => {}).finally(() => reads.delete(read));
+    return read;
+  };
+  /**
+   * Lets every read a cache started (a background refresh, a load) answer, and the cache handle
+   * the answer: its handlers were attached when it started the read, before these.
+   */
+  const drain = async () => {
+    await Promise.allSettled([...reads]);
+    await new Promise((r) => setImmediate(r));
+  };
 
   it('answers a known key from memory: synchronously, with no Redis command', async () => {
     const cache = newCache();

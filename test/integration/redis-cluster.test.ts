@@ -1,7 +1,6 @@
-import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { redisKeys } from '../../src/store/keys.js';
-import { CLI, runCli, writeTempFile } from '../support/cli.js';
+import { requireBuiltCli, runCli, writeTempFile } from '../support/cli.js';
 import { call } from '../support/http-client.js';
 import { startTestCluster, type RedisNodeProcess, type TestCluster } from '../support/redis-topology.js';
 import { ALICE, bearer, expectNoRoutingErrors, failoverUnderTraffic, serviceBackChecks, useFleet } from './scale-helpers.js';
@@ -45,7 +44,8 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
   }, 60_000);
 
   // The built CLI (`npm test` builds first): `outrigger keys` and `outrigger check` on a cluster config.
-  it.skipIf(!existsSync(CLI))('lists and revokes keys with `outrigger keys` on the cluster; `check` names a bad node', async () => {
+  it('lists and revokes keys with `outrigger keys` on the cluster; `check` names a bad node', async () => {
+    requireBuiltCli('this test runs `outrigger keys` and `outrigger check` from dist/');
     await scale.prepared();
     const [a, b] = scale.fleet.proxies;
     const file = writeTempFile('outrigger.yaml', { service: { id: SERVICE }, upstream: { url: 'http://127.0.0.1:1' }, redis: { cluster: { nodes: scale.topology.seeds.join(',') } } });
@@ -86,10 +86,11 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
     expect(result.lost).toBe(0);
     expect(result.failedAnswers).toEqual([]);
     // The change bus's sharded subscription moved with the slot: a revocation still reaches the other proxy at once.
-    const revocationMs = await serviceBackChecks(scale.fleet);
-    console.log(`[cluster] revocation across proxies after the resharding: ${Math.round(revocationMs)} ms`);
-    // SPEC §5.4: 1 s goal (the change bus followed the topology), + 2 s for a loaded machine (issue 40).
-    expect(revocationMs).toBeLessThan(3_000);
+    const { revocationMs, goalBoundMs } = await serviceBackChecks(scale.fleet);
+    console.log(`[cluster] revocation across proxies after the resharding: ${Math.round(revocationMs)} ms (bound ${Math.round(goalBoundMs)} ms)`);
+    // SPEC §5.4: 1 s goal (the change bus followed the topology), with the margin this machine
+    // needs now: 2 s, or ten requests as slow as one timed just before (issues 40, 54).
+    expect(revocationMs).toBeLessThan(goalBoundMs);
     expectNoRoutingErrors(scale.fleet);
   });
 
@@ -99,7 +100,7 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
     expect(result.lost).toBe(0);
     expect(result.failedAnswers).toEqual([]);
     expect(result.failedRequests).toBe(0);
-    const revocationMs = await serviceBackChecks(scale.fleet);
+    const { revocationMs } = await serviceBackChecks(scale.fleet);
     console.log(`[cluster] revocation across proxies after the failover: ${Math.round(revocationMs)} ms`);
     expect(revocationMs).toBeLessThan(20_000); // SPEC §5.4: never later than 20 s (guarantee)
     expectNoRoutingErrors(scale.fleet);
@@ -112,9 +113,10 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
     expect(result.failedAnswers).toEqual([]);
     expect(result.redisBackMs).toBeLessThan(result.promotionMs + 12_000);
     expect(result.slowestReadMs).toBeLessThan(15_000);
-    const revocationMs = await serviceBackChecks(scale.fleet);
-    console.log(`[cluster] revocation across proxies after the hung master's failover: ${Math.round(revocationMs)} ms`);
-    // SPEC §5.4: 1 s goal (the change bus followed the topology), + 2 s for a loaded machine (issue 40).
-    expect(revocationMs).toBeLessThan(3_000);
+    const { revocationMs, goalBoundMs } = await serviceBackChecks(scale.fleet);
+    console.log(`[cluster] revocation across proxies after the hung master's failover: ${Math.round(revocationMs)} ms (bound ${Math.round(goalBoundMs)} ms)`);
+    // SPEC §5.4: 1 s goal (the change bus followed the topology), with the margin this machine
+    // needs now: 2 s, or ten requests as slow as one timed just before (issues 40, 54).
+    expect(revocationMs).toBeLessThan(goalBoundMs);
   });
 });

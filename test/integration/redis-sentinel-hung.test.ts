@@ -30,9 +30,10 @@ describe('Redis Sentinel: the master hangs (SIGSTOP) under traffic', () => {
     // Reads that need Redis answered again soon after the promotion, and none hung for long.
     expect(result.redisBackMs).toBeLessThan(result.promotionMs + 12_000);
     expect(result.slowestReadMs).toBeLessThan(15_000);
-    const revocationMs = await serviceBackChecks(scale.fleet);
-    console.log(`[sentinel, hung master] revocation across proxies after the failover: ${Math.round(revocationMs)} ms`);
-    // SPEC §5.4: 1 s goal (the change bus followed the topology), + 2 s for a loaded machine (issue 40).
-    expect(revocationMs).toBeLessThan(3_000);
+    const { revocationMs, goalBoundMs } = await serviceBackChecks(scale.fleet);
+    console.log(`[sentinel, hung master] revocation across proxies after the failover: ${Math.round(revocationMs)} ms (bound ${Math.round(goalBoundMs)} ms)`);
+    // SPEC §5.4: 1 s goal (the change bus followed the topology), with the margin this machine
+    // needs now: 2 s, or ten requests as slow as one timed just before (issues 40, 54).
+    expect(revocationMs).toBeLessThan(goalBoundMs);
   });
 });

@@ -37,7 +37,7 @@ describe('Redis Sentinel: two proxies, two workers, the master killed under traf
     expect(result.failedAnswers).toEqual([]);
     expect(result.failedRequests).toBe(0);
     expect(await scale.topology.masterPort()).toBe(scale.topology.replica.port);
-    const revocationMs = await serviceBackChecks(scale.fleet);
+    const { revocationMs } = await serviceBackChecks(scale.fleet);
     console.log(`[sentinel] revocation across proxies after the failover: ${Math.round(revocationMs)} ms`);
     expect(revocationMs).toBeLessThan(20_000); // SPEC §5.4: never later than 20 s (guarantee)
   });

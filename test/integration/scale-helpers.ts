@@ -11,6 +11,7 @@ import { startOutrigger, type RunningOutrigger } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { basic, testConfig, type RawConfig } from '../support/outrigger.js';
+import { changeGoalBound, timedMs } from '../support/timing.js';
 import { call, sleep, startTarget, untilKnown, waitFor, type Target } from './webhooks-helpers.js';
 
 type Running = RunningOutrigger & { url: string };
@@ -374,17 +375,22 @@ export async function failoverUnderTraffic(
  * the change bus follows the new master: a key revoked on B is refused by A. Returns that
  * revocation time (pub/sub: milliseconds; only the caches' staleness bound: up to 20 s).
  */
-export async function serviceBackChecks(fleet: Fleet): Promise<number> {
+/**
+ * Issues a key on B, uses it on both proxies, revokes it on B and times until A refuses it; with
+ * the bound SPEC's 1 s goal means on this machine now (a request on A timed just before).
+ */
+export async function serviceBackChecks(fleet: Fleet): Promise<{ revocationMs: number; goalBoundMs: number }> {
   const [a, b] = fleet.proxies;
   const issued = await waitFor(() => call(b.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'after-failover', roles: ['reader'] } }), (r) => r.status === 201, 15_000, 'issuing on B');
   expect((await call(a.url, '/shop/users', { auth: bearer(issued.json.key) })).status).toBe(200);
   expect((await call(b.url, '/shop/users', { auth: bearer(issued.json.key) })).status).toBe(200);
+  const baseline = await timedMs(async () => expect((await call(a.url, '/shop/users', { auth: bearer(issued.json.key) })).status).toBe(200));
   const logs = await call(a.url, '/_admin/webhooks/orders/logs?pagesize=5', { auth: ROOT });
   expect(logs.status).toBe(200);
   expect((await call(b.url, `/keys/${issued.json._id}`, { method: 'DELETE', auth: ALICE })).status).toBe(204);
   const at = performance.now();
   await waitFor(() => call(a.url, '/shop/users', { auth: bearer(issued.json.key) }), (r) => r.status === 401, 25_000, 'proxy A to refuse a key revoked after the failover');
-  return performance.now() - at;
+  return { revocationMs: performance.now() - at, goalBoundMs: changeGoalBound(baseline) };
 }
 
 /**

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { afterAll, describe, expect, it } from 'vitest';
-import { CLI, writeTempFile } from '../support/cli.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, requireBuiltCli, writeTempFile } from '../support/cli.js';
 import { startTestOutrigger, type RawConfig } from '../support/outrigger.js';
 import { call, sleep, untilKnown, waitFor, webhooksOf } from './webhooks-helpers.js';
 import type { WebhooksModule } from '../../src/webhooks/module.js';
@@ -11,7 +10,8 @@ import { useStack } from '../support/fixtures.js';
  * `outrigger worker` as its own process (the built CLI: `npm test` builds first), SIGKILLed while
  * a target holds its delivery; a worker elsewhere reclaims the event and delivers it.
  */
-describe.skipIf(!existsSync(CLI))('webhooks: a standalone worker process killed mid-delivery', () => {
+describe('webhooks: a standalone worker process killed mid-delivery', () => {
+  beforeAll(() => requireBuiltCli('this file runs `outrigger worker` from dist/'));
   const stack = useStack({
     service: 'wh-process',
     backend: { data: { shop: { orders: [] } } },

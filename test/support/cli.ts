@@ -1,10 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 
 export const CLI = resolve(import.meta.dirname, '../../dist/src/cli/index.js');
+
+/**
+ * Fails the test loudly when the CLI is not built: a test of the built CLI must never skip
+ * silently (issue 54). `npm test` builds first; a single file run needs `npm run build`.
+ */
+export function requireBuiltCli(why: string): void {
+  if (!existsSync(CLI)) throw new Error(`run \`npm run build\` first: ${why} (${CLI} does not exist)`);
+}
 
 export function writeTempFile(name: string, content: string | object): string {
   const dir = mkdtempSync(join(tmpdir(), 'outrigger-cli-'));

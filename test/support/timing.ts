@@ -23,3 +23,13 @@ export async function baselineMs(work: () => Promise<unknown>, runs = 3): Promis
 export function atOnceBound(baseline: number, marginMs: number, times = 5): number {
   return times * baseline + marginMs;
 }
+
+/**
+ * SPEC's 1 s goal for a change (a revocation, a permission) to reach another replica, as a bound
+ * on this machine right now: the goal plus 2 s, or plus ten times `baseline` (a request timed in
+ * the same test) when the machine is slower than that (issues 40, 54). It stays below what the
+ * caches' own re-reads would take (5 s) while the machine is not much slower than that.
+ */
+export function changeGoalBound(baseline: number): number {
+  return Math.max(3000, 1000 + 10 * baseline);
+}

@@ -49,13 +49,13 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
 
       // 2. The ACL (a permission that looks at the body needs it read first).
       const readsBody = scope.method === 'POST';
-      if (readsBody && acl.needsRequestBody(scope.principal)) scope.bufferedBody = await readBody(scope.req, MAX_BODY_BYTES);
+      if (readsBody && acl.needsRequestBody(scope.principal)) scope.bufferedBody = await readBody(scope, MAX_BODY_BYTES);
       context.authorizeOwnRoute(scope);
 
       // GraphQL over SSE (SPEC §6.5): subscriptions, streamed until they end; Accept and the operation decide (transport.ts).
       const choice = serveSse && (scope.method === 'GET' || scope.method === 'POST') ? streamChoice(scope.req.headers.accept) : 'json';
       if (serveSse && choice !== 'json') {
-        const body = scope.method === 'POST' ? (scope.bufferedBody ?? (await readBody(scope.req, MAX_BODY_BYTES))) : undefined;
+        const body = scope.method === 'POST' ? (scope.bufferedBody ?? (await readBody(scope, MAX_BODY_BYTES))) : undefined;
         if (choice === 'sse' || isSubscriptionRequest({ method: scope.method, headers: scope.req.headers, query: scope.query, body }, found.app)) {
           await serveSse(scope, found.app, rest, body);
           return;
@@ -71,7 +71,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       }
 
       // 3. The body, capped: past 1 MiB the request is refused without buffering the rest.
-      const body = readsBody ? (scope.bufferedBody ?? (await readBody(scope.req, MAX_BODY_BYTES))) : undefined;
+      const body = readsBody ? (scope.bufferedBody ?? (await readBody(scope, MAX_BODY_BYTES))) : undefined;
 
       // 4. The engine, aborted if the client goes away.
       const { req, res, principal } = scope;

@@ -33,7 +33,7 @@ import type { SubscriptionService } from './service.js';
 import type { SseOpen } from './sse.js';
 import type { SubscriptionStream } from './subscription.js';
 import { MAX_UNSENT_BYTES } from './sse.js';
-import { closeIdle, serveSocket, type SocketExtra } from './ws/serve-socket.js';
+import { closeIdle, closeSoon, serveSocket, type SocketExtra } from './ws/serve-socket.js';
 import { isRefusal, SocketBounds, type Admission, type Refusal } from './ws/socket-bounds.js';
 
 /** Largest WebSocket message (a `subscribe` with its query and variables, or `connection_init`). */
@@ -270,7 +270,7 @@ async function authenticated(parts: WsParts, req: IncomingMessage, authorization
 
 function refuse(socket: WebSocket, code: number, reason: string): false {
   // A close reason is at most 123 bytes.
-  socket.close(code, Buffer.from(reason).subarray(0, 120).toString());
+  closeSoon(socket, code, Buffer.from(reason).subarray(0, 120).toString());
   return false;
 }
 

@@ -91,7 +91,7 @@ function within(doc: unknown, shape: unknown): unknown {
     if (!isPlainObject(shape) || isLiteral(shape)) return LEFT_OUT;
     const out: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(doc)) {
-      if (!Object.hasOwn(shape, key)) continue;
+      if (!Object.hasOwn(shape, key) || shape[key] === undefined) continue; // not shown
       const kept = within(value, shape[key]);
       if (kept !== LEFT_OUT) out[key] = kept;
     }

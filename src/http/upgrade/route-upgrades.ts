@@ -29,11 +29,18 @@ export function wantsWebSocket(req: IncomingMessage): boolean {
  */
 export function routeUpgrades(server: Server, take: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean, logger: Logger, prefix: string): void {
   (server as { shouldUpgradeCallback?: (req: IncomingMessage) => boolean }).shouldUpgradeCallback = wantsWebSocket;
+  // One line every 10 s at most, with how many were not logged (a flood must not become one line each).
+  let loggedAt = 0;
+  let since = 0;
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (!wantsWebSocket(req)) return replayAsPlainRequest(server, req, socket, head);
     if (take(req, socket, head)) return;
     const path = (req.url ?? '/').split('?')[0]!.slice(0, 200);
-    logger.info({ event: 'websocket-refused', reason: 'no-websocket-here', path, peer: req.socket.remoteAddress }, 'a WebSocket upgrade for a path that takes none was answered 404');
+    if (Date.now() - loggedAt >= 10_000) {
+      logger.info({ event: 'websocket-refused', reason: 'no-websocket-here', path, peer: req.socket.remoteAddress, alsoRefusedSinceLastLine: since }, 'a WebSocket upgrade for a path that takes none was answered 404');
+      loggedAt = Date.now();
+      since = 0;
+    } else since++;
     answerUpgrade(socket, 404, errorBody(404, `no WebSocket is served at ${path}: WebSockets are taken at ${prefix}/<app> (GraphQL subscriptions) only`));
   });
 }

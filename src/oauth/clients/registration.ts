@@ -34,7 +34,7 @@ export function createRegistrationHandler(p: { store: OAuthStore; perHour: numbe
     if (count > p.perHour) throw tooManyRequests(`too many client registrations from your address (at most ${p.perHour} an hour); try again in ${retryAfter} s`, retryAfter);
     let body: unknown;
     try {
-      body = await readJsonBody(scope.req, BODY_LIMIT);
+      body = await readJsonBody(scope, BODY_LIMIT);
     } catch (error) {
       if (error instanceof OutriggerError) throw new OAuthProtocolError(error.status, 'invalid_client_metadata', error.message, CORS_HEADERS);
       throw error;

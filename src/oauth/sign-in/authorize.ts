@@ -211,7 +211,7 @@ export function createAuthorizeHandler(p: AuthorizeParts) {
   }
 
   async function post(scope: RequestScope): Promise<void> {
-    const form = await readForm(scope.req);
+    const form = await readForm(scope);
     const requestId = form.get('request') ?? '';
     const r = /^[A-Za-z0-9_-]{22}$/.test(requestId) ? await p.store.request(requestId) : null;
     if (!r) return page(scope, errorPage('Sign-in expired', 'This sign-in is unknown or older than 10 minutes. Start it again from the application.', 400));

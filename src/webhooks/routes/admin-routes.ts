@@ -78,7 +78,7 @@ export function createWebhookRoutes(deps: WebhookRoutesDeps): SubRouteHandler {
       if (method !== 'POST') throw methodNotAllowed(['POST']);
       const id = decodePathSegment(recover[1]!, 'webhook id');
       if (!ID_PATTERN.test(id)) throw notFound(`no webhook with _id ${JSON.stringify(id)}`);
-      const body = await readJsonBody(scope.req);
+      const body = await readJsonBody(scope);
       if (!isPlainObject(body) || typeof body.since !== 'string') throw badRequest('the body must be {"since": "<ISO 8601 date>"}, e.g. {"since": "2026-01-31T00:00:00Z"}');
       const extra = Object.keys(body).find((k) => k !== 'since');
       if (extra) throw badRequest(`${extra} is not a recover field (only since)`);

@@ -29,7 +29,7 @@ const BODY_FIELDS = new Set(['webhook', 'webhookId', 'event']);
 export async function handleTestSend(deps: TestSendDeps, scope: RequestScope): Promise<void> {
   if (!deps.isAdmin(scope.principal))
     throw forbidden('test sends are for admin roles only (they show what a target answered); save the webhook and read its logs instead');
-  const body = await readJsonBody(scope.req);
+  const body = await readJsonBody(scope);
   if (!isPlainObject(body)) throw badRequest('the body must be {"webhook": {...}} or {"webhookId": "..."}, with an optional "event"');
   const unknown = Object.keys(body).filter((k) => !BODY_FIELDS.has(k));
   if (unknown.length) throw badRequest(`${unknown[0]} is not a test-send field (use webhook or webhookId, and optionally event)`);

@@ -9,6 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BackendRead, BackendReader, ReadDecision, ReadPolicy, RequestContext } from '../../../src/graphql/types.js';
 import { compileMatcher } from '../../../src/graphql/values/local-match.js';
+import { withinShape } from '../../../src/graphql/values/paths.js';
 import { DELETE_SEEN, inMemoryFilter, seeAll, type Viewer } from '../../../src/graphql/subscribe/seen.js';
 import type { Change } from '../../../src/graphql/subscribe/change.js';
 
@@ -112,4 +113,65 @@ describe('subscription re-reads (seen.ts)', () => {
     expect(inMemoryFilter({ open: true })!({ open: 1 })).toBe(false);
     for (const f of [{ n: 5 }, { owner: null }, { 'a.b': 'x' }, { _id: 'x' }, { $or: [{ a: 'x' }] }, { owner: { $eq: 'a' } }]) expect(inMemoryFilter(f as Record<string, unknown>)).toBeUndefined();
   });
+
+  describe('changes that carry their own state (issue 53)', () => {
+    const carried = (_id: string, document: Record<string, unknown>, shared = true): Change => ({ db: 'shop', collection: 'orders', op: 'update', _id, document, ...(shared ? { shared: true as const } : {}) });
+    const negative = (): ReadPolicy => (_target, ctx) => {
+      const user = ctx.principal?.id;
+      if (user === 'ne') return { allow: true, filter: { confidential: { $ne: true } } };
+      if (user === 'nin') return { allow: true, filter: { level: { $nin: ['secret'] } } };
+      if (user === 'absent') return { allow: true, filter: { embargo: { $exists: false } } };
+      if (user === 'isnull') return { allow: true, filter: { flag: null } };
+      return { allow: true, project: (doc) => ({ ...(doc as object), secret: undefined }) };
+    };
+    const quiet = { onError: (e: unknown) => { throw e; } };
+
+    it('shared states are decided in process under each viewer\'s own readFilter (negative ones included), projected; no read', async () => {
+      const { reader, reads } = fakeReader();
+      const secret = carried('s1', { _id: 's1', confidential: true, level: 'secret', embargo: '2030', flag: 'x', secret: 'k' });
+      const plain = carried('p1', { _id: 'p1', secret: 'k' });
+      const who = ['ne', 'nin', 'absent', 'isnull', 'carol'];
+      const seen = await seeAll({ reader, readPolicy: negative(), ...quiet }, [secret, plain], who.map(viewer), true);
+      expect(reads).toEqual([]);
+      for (const w of ['ne', 'nin', 'absent', 'isnull']) expect(ids(seen.get(w))).toEqual([null, 'p1']);
+      expect(seen.get('carol')!.map((d) => (d as { secret?: string }).secret)).toEqual([undefined, undefined]);
+    });
+
+    it('the state is the carried one, never a later one the re-read would show', async () => {
+      const { reader, reads } = fakeReader(); // o1 is stored with total 5
+      const seen = await seeAll({ reader, readPolicy: undefined, ...quiet }, [carried('o1', { _id: 'o1', owner: 'alice', total: 1 })], [viewer('alice')], true);
+      expect(reads).toEqual([]);
+      expect(seen.get('alice')).toEqual([{ _id: 'o1', owner: 'alice', total: 1 }]);
+    });
+
+    it('where the backend may show the viewer otherwise, its own re-read gates the carried state: not shown, not delivered; only the fields it shows', async () => {
+      const hidingReader: BackendReader = {
+        async find(read: BackendRead, ctx: RequestContext) {
+          const match = compileMatcher(read.filter ?? {})!;
+          // The backend's own ACL: bob is never shown o2, and never shown `secret`.
+          return docs.filter((d) => match(d) && !(ctx.principal?.id === 'bob' && d._id === 'o2')).map((d) => (ctx.principal?.id === 'bob' ? { ...d, secret: undefined } : d));
+        },
+      } as BackendReader;
+      const changes = [carried('o1', { _id: 'o1', owner: 'alice', total: 1, secret: 'old' }, false), carried('o2', { _id: 'o2', owner: 'bob', total: 2, secret: 'old' }, false)];
+      const seen = await seeAll({ reader: hidingReader, readPolicy: undefined, ...quiet }, changes, [viewer('bob')], false);
+      expect(seen.get('bob')).toEqual([{ _id: 'o1', owner: 'alice', total: 1 }, null]);
+    });
+
+    it('withinShape keeps the carried values only where the other read shows the field, at any depth', () => {
+      const doc = { a: 1, hidden: 2, sub: { x: 1, secret: 2 }, items: [{ n: 1, cost: 9 }, 'plain'], changed: { deep: 1 }, id: { $oid: 'ab' } };
+      const shape = { a: 7, sub: { x: 0 }, items: [{ n: 5 }], changed: 'now a string', id: { $oid: 'ab' } };
+      expect(withinShape(doc, shape)).toEqual({ a: 1, sub: { x: 1 }, items: [{ n: 1 }, 'plain'], id: { $oid: 'ab' } });
+    });
+
+    it('a carried delete read with an identity is not guessed at when the readFilter names a field it lacks', async () => {
+      const { reader } = fakeReader();
+      const del = (document: Record<string, unknown>, shared: boolean): Change => ({ db: 'shop', collection: 'orders', op: 'delete', _id: document._id, document, ...(shared ? { shared: true as const } : {}) });
+      const lacking = { _id: 'd1', status: 'x' };
+      const own = await seeAll({ reader, readPolicy: negative(), ...quiet }, [del(lacking, false), del({ ...lacking, confidential: false }, false)], [viewer('ne')], false);
+      expect(ids(own.get('ne'))).toEqual([null, 'd1']);
+      const shared = await seeAll({ reader, readPolicy: negative(), ...quiet }, [del(lacking, true)], [viewer('ne')], true);
+      expect(ids(shared.get('ne'))).toEqual(['d1']);
+    });
+  });
 });
+

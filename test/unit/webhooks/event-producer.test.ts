@@ -206,10 +206,12 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     // each other even if the 2 ms pauses between them stretch.
     const LINGER_MS = 3000;
     const p = producer({ lingerMs: LINGER_MS });
-    const started = Date.now();
+    const started = performance.now();
     p.offer({ stream: ['m', '{"i":0}'] });
     await drained(p);
-    expect(Date.now() - started).toBeLessThan(LINGER_MS / 2);
+    // A lingered write cannot land before its timer (timers never fire early), whatever the load;
+    // one written at once lands as soon as its round trip does (issue 54: no fixed fraction of it).
+    expect(performance.now() - started).toBeLessThan(LINGER_MS);
     // Dense: each event follows the previous one closely, so they wait for each other.
     for (let i = 1; i <= 5; i++) {
       p.offer({ stream: ['m', `{"i":${i}}`] });

@@ -48,8 +48,7 @@ export function serveSocket(server: Server<SocketExtra>, extra: SocketExtra, o: 
     if (unsent <= o.maxUnsentBytes) return false;
     cut = true;
     o.onUnread(extra, unsent);
-    socket.close(1008, `the client does not read: more than ${o.maxUnsentBytes} bytes wait unsent`);
-    setTimeout(() => socket.terminate(), 1000).unref();
+    closeSoon(socket, 1008, `the client does not read: more than ${o.maxUnsentBytes} bytes wait unsent`);
     return true;
   };
 
@@ -73,9 +72,11 @@ export function serveSocket(server: Server<SocketExtra>, extra: SocketExtra, o: 
       send: (data) =>
         new Promise<void>((resolve, reject) => {
           if (socket.readyState !== socket.OPEN) return resolve();
-          socket.send(data, (error) => (error ? reject(error) : resolve()));
+          // A write that fails because the socket was closed or cut meanwhile is no error of the
+          // server's: rejecting would log one line per message still queued (thousands when cut).
+          socket.send(data, (error) => (error && socket.readyState === socket.OPEN ? reject(error) : resolve()));
         }),
-      close: (code, reason) => socket.close(code, reason),
+      close: (code, reason) => closeSoon(socket, code, reason),
       onMessage: (cb) => {
         handle = cb;
       },
@@ -90,13 +91,14 @@ export function serveSocket(server: Server<SocketExtra>, extra: SocketExtra, o: 
       try {
         type = parseMessage(text).type;
       } catch {
-        return socket.close(CloseCode.BadRequest, 'Invalid message received');
+        return closeSoon(socket, CloseCode.BadRequest, 'Invalid message received');
       }
-      if (type !== MessageType.ConnectionInit) return socket.close(CloseCode.Unauthorized, `Unauthorized: only connection_init is accepted before connection_ack (got ${type})`.slice(0, 120));
+      if (type !== MessageType.ConnectionInit) return closeSoon(socket, CloseCode.Unauthorized, `Unauthorized: only connection_init is accepted before connection_ack (got ${type})`.slice(0, 120));
     }
     handle(text).catch((error: unknown) => {
+      if (socket.readyState !== socket.OPEN) return;
       o.onError(error);
-      socket.close(CloseCode.InternalServerError, 'Internal server error');
+      closeSoon(socket, CloseCode.InternalServerError, 'Internal server error');
     });
   });
   // Errors of a server socket are the peer's (bad frames: `ws` has closed with 1002/1009 already).
@@ -118,7 +120,17 @@ export function closeIdle(sockets: Iterable<SocketExtra>, idleMs: number, now: n
     }
     if (extra.idleSince === 0) extra.idleSince = now;
     else if (now - extra.idleSince >= idleMs && extra.socket.readyState === extra.socket.OPEN) {
-      extra.socket.close(1000, `closed after ${Math.round(idleMs / 1000)} s without a subscription (subscriptions.webSockets.idleSeconds)`);
+      closeSoon(extra.socket, 1000, `closed after ${Math.round(idleMs / 1000)} s without a subscription (subscriptions.webSockets.idleSeconds)`);
     }
   }
+}
+
+/**
+ * Closes with `code` and cuts the connection if the client has not answered the close within
+ * 2 s: `ws` waits 30 s for the closing handshake, reading (and dropping) whatever a client that
+ * does not read keeps sending all that time.
+ */
+export function closeSoon(socket: WebSocket, code?: number, reason?: string): void {
+  socket.close(code, reason);
+  setTimeout(() => socket.terminate(), 2000).unref();
 }
