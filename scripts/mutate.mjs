@@ -30,13 +30,17 @@ function score(group) {
   if (!existsSync(file)) return null;
   const counts = {};
   for (const f of Object.values(JSON.parse(readFileSync(file, 'utf8')).files)) {
-    for (const m of f.mutants) counts[m.status] = (counts[m.status] ?? 0) + 1;
+    for (const m of f.mutants) {
+      // Ignored: a string literal (not mutated, stryker.config.mjs) or static (setup-only code).
+      const status = m.status === 'Ignored' ? (/excluded mutation/.test(m.statusReason ?? '') ? 'Excluded' : 'Static') : m.status;
+      counts[status] = (counts[status] ?? 0) + 1;
+    }
   }
   const n = (s) => counts[s] ?? 0;
   const detected = n('Killed') + n('Timeout');
   const undetected = n('Survived') + n('NoCoverage');
   const total = detected + undetected;
-  return { score: total ? (100 * detected) / total : 100, covered: detected + n('Survived') ? (100 * detected) / (detected + n('Survived')) : 100, ...Object.fromEntries(['Killed', 'Timeout', 'Survived', 'NoCoverage', 'Ignored'].map((s) => [s, n(s)])) };
+  return { score: total ? (100 * detected) / total : 100, covered: detected + n('Survived') ? (100 * detected) / (detected + n('Survived')) : 100, ...Object.fromEntries(['Killed', 'Timeout', 'Survived', 'NoCoverage', 'Static', 'Excluded'].map((s) => [s, n(s)])) };
 }
 
 let failed = false;
@@ -51,6 +55,6 @@ for (const group of chosen.length ? chosen : GROUPS) {
 console.log('\n== mutate: scores (killed + timed out, of all mutants tested; "covered": of those some test ran)');
 for (const { group, minutes, status, result } of summary) {
   if (!result) console.log(`${group.padEnd(7)} FAILED (stryker exit ${status})`);
-  else console.log(`${group.padEnd(7)} ${result.score.toFixed(1).padStart(5)} %  covered ${result.covered.toFixed(1).padStart(5)} %  killed ${result.Killed}, timeout ${result.Timeout}, survived ${result.Survived}, no coverage ${result.NoCoverage}, ignored (static) ${result.Ignored}  ${minutes.toFixed(1)} min`);
+  else console.log(`${group.padEnd(7)} ${result.score.toFixed(1).padStart(5)} %  covered ${result.covered.toFixed(1).padStart(5)} %  killed ${result.Killed}, timeout ${result.Timeout}, survived ${result.Survived}, no coverage ${result.NoCoverage}, static (ignored) ${result.Static}, strings (not mutated) ${result.Excluded}  ${minutes.toFixed(1)} min`);
 }
 process.exit(failed ? 1 : 0);
