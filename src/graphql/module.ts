@@ -60,6 +60,8 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     bus,
     feedKey: keys.subscriptionFeed,
     claimsKey: keys.subscribedCollections,
+    batchKey: keys.subscriptionFeedBatch,
+    defaultDb: settings.defaultDb,
     settings: config.subscriptions,
     collectionPath: settings.backend.collectionPath,
     reader,

@@ -79,8 +79,10 @@ export function redisKeys(prefix: string, serviceId: string) {
 
     /** stream: GraphQL subscriptions' change feed `{db, collection, op, _id, document?}`, capped (`subscriptions.retention`). */
     subscriptionFeed: `${ns}:sub-feed`,
-    /** sorted set: `<db>/<collection>` some replica has subscribers for, scored by when that claim expires (ms). */
+    /** sorted set: `["<db>","<collection>"]` some replica has subscribers for, scored by when that claim expires (ms, Redis's clock). */
     subscribedCollections: `${ns}:sub-collections`,
+    /** string with TTL: a batch of changes already appended to the feed, so a resent batch is not appended twice. */
+    subscriptionFeedBatch: (token: string) => `${ns}:sub-feed-batch:${token}`,
 
     /** OAuth (agent sign-in): registered clients (JSON with TTL), authorization codes (JSON, 60 s, by SHA-256 of the code). */
     oauthClient: (clientId: string) => `${ns}:oauth-client:${clientId}`,

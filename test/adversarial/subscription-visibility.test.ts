@@ -168,6 +168,26 @@ describe('subscriptions: who sees a change, and in which state (issue 53, items 
     }
   });
 
+  it('a REST bulk insert of 150 documents carries each one\'s state (read back in chunks before the answer), even when one is updated at once', async () => {
+    await until(async () => (await openSubscriptions(proxy.url)) === 0, 'earlier subscriptions closed');
+    const sub = await rawSse(proxy.url, 'vis', `subscription { orderChanged(status: "bulk") { ${CHANGE} } }`, { auth: READERS.ne });
+    relay.slowMs = 300;
+    try {
+      await subscribed(proxy.url, 1);
+      const numbers = Array.from({ length: 150 }, () => ++number);
+      const res = await call(proxy.url, '/shop/orders', { method: 'POST', auth: CLERK, body: numbers.map((n) => ({ number: n, status: 'bulk' })) });
+      expect(res.status).toBe(200);
+      const first = (res.json as { links: string[] }).links[0]!;
+      expect((await call(proxy.url, `/shop/orders/${first.slice(first.lastIndexOf('/') + 1)}`, { method: 'PATCH', auth: CLERK, body: { $set: { status: 'moved' } } })).status).toBe(200);
+      const got = await sub.waitForNexts(150);
+      expect(got.map((x) => (x.payload.data!.orderChanged as { document: { status: string } }).document.status)).toEqual(numbers.map(() => 'bulk'));
+      expect(numbersOf(got)).toEqual(numbers);
+    } finally {
+      relay.slowMs = 0;
+      await sub.close();
+    }
+  });
+
   it('a document too large to carry is not written into the feed; its change is re-read by each subscriber and reaches only who may read it', async () => {
     await until(async () => (await openSubscriptions(proxy.url)) === 0, 'earlier subscriptions closed');
     const query = `subscription { orderChanged(status: "big") { op document { number pad } } }`;

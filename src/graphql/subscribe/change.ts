@@ -34,6 +34,8 @@ export interface Change {
 
 /** The largest document a change carries, as JSON: the feed's entries stay bounded (retention × this). */
 export const CARRIED_DOCUMENT_BYTES = 16 * 1024;
+/** Ids per capture read. */
+const CAPTURE_BATCH = 100;
 /** A capture read that takes longer than this is given up (the change is published without its state). */
 const CAPTURE_TIMEOUT_MS = 5000;
 
@@ -159,8 +161,15 @@ export async function captureStates(reader: BackendReader, ctx: RequestContext, 
   const ids = [...new Map(wanted.map((c) => [canonicalKey(c._id), c._id])).values()];
   let docs: unknown[];
   try {
-    const filter = ids.length === 1 ? { _id: ids[0] } : { _id: { $in: ids } };
-    docs = await reader.find({ db, collection, filter, page: 1, pagesize: ids.length }, { ...ctx, signal: AbortSignal.timeout(CAPTURE_TIMEOUT_MS) });
+    const signal = AbortSignal.timeout(CAPTURE_TIMEOUT_MS);
+    // A bulk insert's ids in reads of CAPTURE_BATCH (the URL stays a few KiB; RESTHeart's pagesize allows 1,000).
+    const reads: Array<Promise<unknown[]>> = [];
+    for (let at = 0; at < ids.length; at += CAPTURE_BATCH) {
+      const chunk = ids.slice(at, at + CAPTURE_BATCH);
+      const filter = chunk.length === 1 ? { _id: chunk[0] } : { _id: { $in: chunk } };
+      reads.push(reader.find({ db, collection, filter, page: 1, pagesize: chunk.length }, { ...ctx, signal }));
+    }
+    docs = (await Promise.all(reads)).flat();
   } catch (error) {
     onError(error, 'reading the state of a change for subscribers');
     return [...changes];

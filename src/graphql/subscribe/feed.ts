@@ -1,54 +1,78 @@
 /**
  * The change feed through Redis (SPEC §6.5, "every replica sees every change"): the replica that
  * proxied a write appends its changes to one stream per service (`keys.subscriptionFeed`, capped
- * by `subscriptions.retention`: `MAXLEN ~ changes`, and `MINID` for the minutes), and every replica
- * with subscribers reads the stream on a blocking connection of its own and hands the changes of
- * each read, in stream order, to its hub. Positions are the stream ids.
+ * by `subscriptions.retention`: `MAXLEN ~ changes`, and `MINID` for the minutes; publisher.ts), and
+ * every replica with subscribers reads the stream on a blocking connection of its own and hands
+ * the changes of each read, in stream order, to its hub. Positions are the stream ids.
  *
- * Nothing is published for a collection nobody subscribes to: replicas claim the collections they
- * have subscribers for in a sorted set (`keys.subscribedCollections`, scored by when the claim
- * lapses) and announce each claim and each renewal (every few seconds) on the change bus, so the
- * writing replica's check is one lookup in a local Map of claims and when they lapse. A claim is
- * written and announced before the subscription is answered.
+ * Registration and publication are ordered in Redis (issue 53 item 7): a replica claims the
+ * collections it has subscribers for in a sorted set (`keys.subscribedCollections`, scored by
+ * when the claim lapses on Redis's clock, renewed every few seconds) and answers a subscriber only
+ * once its claim is written and its reader has a position from before it; the writing replica
+ * sends the change of every write to a collection some app's Subscription maps (the script
+ * appends it only when claimed at the time of the write). What a replica heard from the others
+ * decides nothing, so no write falls in a gap between a claim and its announcement.
  *
- * A replica without subscribers of its own sends Redis nothing for subscriptions: the blocking
- * reader and the renewal timer run only while it has local subscribers (started by the first,
- * stopped when the last leaves); it learns other replicas' claims from the bus (and reads the
- * sorted set once at start and after the bus reconnects).
+ * A replica without subscribers of its own reads nothing: the blocking reader and the renewal
+ * timer run only while it has local subscribers (started by the first, stopped after the last).
+ *
+ * Redis faults (issue 53 item 11): a claim that lapsed before its renewal (Redis away longer than
+ * the claim's life, or restarted empty) and changes trimmed before the reader came back are told
+ * to the collection's subscribers as a gap (an error event saying to re-read), as are the changes
+ * a writer had to drop (its gap entries).
  */
 import type { Redis } from 'ioredis';
 import type { ChangeBus } from '../../store/change-bus.js';
+import { renewSubscriptionClaims } from '../../store/scripts/subscriptions/renew-subscription-claims.js';
 import type { Change, FeedChange } from './change.js';
 import { comparePositions, isPosition, positionTime } from './positions.js';
+import { FeedPublisher, type GapEntry } from './publisher.js';
+import type { EndReason } from './subscription.js';
 
 export interface FeedOptions {
   readonly redis: Redis;
   /** A connection of its own for XREAD BLOCK. */
   readonly blocking: Redis;
-  readonly bus: ChangeBus;
+  /** Claims are announced here too: a hint for which writes to read back, never for publication. */
+  readonly bus?: ChangeBus;
   readonly feedKey: string;
   readonly claimsKey: string;
+  readonly batchKey: (token: string) => string;
   readonly retention: { readonly changes: number; readonly minutes: number };
   readonly onError: (error: unknown, what: string) => void;
 }
 
-/** The changes one read of the stream returned, in stream order. */
-export type FeedListener = (changes: FeedChange[]) => void;
+/** Changes of a collection its subscribers will not get: they are told why, to re-read. `collection` null: every collection. */
+export interface FeedGap {
+  readonly db: string | null;
+  readonly collection: string | null;
+  readonly reason: EndReason;
+}
+
+export interface FeedListener {
+  /** The changes one read of the stream returned, in stream order. */
+  changes(changes: FeedChange[]): void;
+  gap(gap: FeedGap): void;
+}
+
+/** One entry of a resume's page: a change, or a writer's gap. */
+export type FeedEntry = { readonly position: string; readonly change: Change; readonly gap?: undefined } | { readonly position: string; readonly gap: FeedGap; readonly change?: undefined };
 
 const BLOCK_MS = 1000;
 const READ_COUNT = 500;
 const CLAIM_RENEW_MS = 5000;
 const CLAIM_TTL_MS = 20_000;
 
-/** What a resume finds: the missed changes, or why they cannot be given. */
-export type Missed = { ok: true; changes: FeedChange[] } | { ok: false; code: 'INVALID_LAST_EVENT_ID' | 'LAST_EVENT_ID_AHEAD' | 'BEYOND_RETENTION'; message: string };
+/** Where a resume starts, or why it cannot (garbage, from the future, trimmed away). */
+export type ResumeStart = { ok: true; upTo: string } | { ok: false; code: 'INVALID_LAST_EVENT_ID' | 'LAST_EVENT_ID_AHEAD' | 'BEYOND_RETENTION'; message: string };
 
 export class ChangeFeed {
-  /** Every claim this replica knows of (its own and other replicas'), with when it lapses (ms). */
-  private readonly claimed = new Map<string, number>();
+  private readonly publisher: FeedPublisher;
+  /** Collections some app's Subscription maps: only their writes are sent to Redis. */
+  private subscribable = new Set<string>();
   private readonly localCounts = new Map<string, number>();
-  private queue: Change[] = [];
-  private flushing: Promise<void> | null = null;
+  /** Per claimed member, its first claim while it is being written (later local subscribers wait for it too). */
+  private readonly claiming = new Map<string, { readonly written: Promise<void>; done: boolean }>();
   private position = '0-0';
   private running = false;
   /** The blocking reader: wanted while local subscribers exist; `reading` while its loop is alive. */
@@ -56,19 +80,40 @@ export class ChangeFeed {
   private reading = false;
   private readingStarted: Promise<void> = Promise.resolve();
   private renewTimer: NodeJS.Timeout | undefined;
-  private unsubscribeBus: (() => void) | undefined;
   private listener: FeedListener | undefined;
 
-  constructor(private readonly o: FeedOptions) {}
+  /** Claims heard of (the bus, the last batch written, a read at start), with when they lapse: a hint only, Redis decides publication. */
+  private readonly heardClaimed = new Map<string, number>();
+  private unsubscribeBus: (() => void) | undefined;
+
+  constructor(private readonly o: FeedOptions) {
+    this.publisher = new FeedPublisher({
+      ...o,
+      onClaims: (claimed, unclaimed) => {
+        for (const m of claimed) this.heardClaimed.set(m, Date.now() + CLAIM_TTL_MS);
+        for (const m of unclaimed) this.heardClaimed.delete(m);
+      },
+    });
+  }
+
+  /**
+   * Is the collection subscribed somewhere, as far as this replica knows (its own subscribers, or
+   * the claims its last batch found)? Decides only whether a write's state is read back for the
+   * change; a change without it is re-read at delivery.
+   */
+  likelyClaimed(db: string, collection: string): boolean {
+    const member = claimMember(db, collection);
+    return this.localCounts.has(member) || (this.heardClaimed.get(member) ?? 0) >= Date.now();
+  }
 
   /** The last position handed to the hub: a resume reads up to it, live changes come after it. */
   get current(): string {
     return this.position;
   }
 
-  /** Does any replica subscribe to anything (claims not yet seen to lapse)? */
+  /** Does some app map a Subscription field to anything (else a write costs nothing here)? */
   get anyWanted(): boolean {
-    return this.claimed.size > 0;
+    return this.subscribable.size > 0;
   }
 
   /** Is the blocking reader running (tests: a replica without subscribers does not read)? */
@@ -76,26 +121,41 @@ export class ChangeFeed {
     return this.reading;
   }
 
-  /** Does some replica subscribe to this collection? One Map lookup, on the write path. */
+  /** Changes waiting for Redis on this replica. */
+  get unpublished(): number {
+    return this.publisher.waiting;
+  }
+
+  /** May a subscriber want this collection's writes (an app maps it)? One Set lookup, on the write path. */
   wants(db: string, collection: string): boolean {
-    if (this.claimed.size === 0) return false;
-    const member = claimMember(db, collection);
-    const until = this.claimed.get(member);
-    if (until === undefined) return false;
-    if (until >= Date.now() || this.localCounts.has(member)) return true;
-    this.claimed.delete(member); // lapsed: its claimant stopped renewing it
-    return false;
+    return this.subscribable.size > 0 && this.subscribable.has(claimMember(db, collection));
+  }
+
+  /** The collections the apps' Subscription fields map, as `[db, collection]`. */
+  setSubscribable(collections: Iterable<readonly [string, string]>): void {
+    const next = new Set<string>();
+    for (const [db, collection] of collections) next.add(claimMember(db, collection));
+    this.subscribable = next;
   }
 
   async start(listener: FeedListener): Promise<void> {
     this.listener = listener;
     this.running = true;
-    this.unsubscribeBus = this.o.bus.on((m) => {
-      if (m === 'resync') void this.refreshClaims();
-      // At once: the claimer answers its subscriber next. Renewals come the same way.
-      else if (m.kind === 'subscribed-collections' && m.id) this.claimed.set(m.id, Date.now() + CLAIM_TTL_MS);
+    this.unsubscribeBus = this.o.bus?.on((m) => {
+      if (m === 'resync') void this.hearClaims();
+      else if (m.kind === 'subscribed-collections' && m.id) this.heardClaimed.set(m.id, Date.now() + CLAIM_TTL_MS);
     });
-    await this.refreshClaims();
+    await this.hearClaims();
+  }
+
+  /** The claims in Redis, as a hint (at start, and after the bus reconnects). */
+  private async hearClaims(): Promise<void> {
+    try {
+      const members = await this.o.redis.zrange(this.o.claimsKey, 0, -1);
+      for (const m of members) this.heardClaimed.set(m, Math.max(this.heardClaimed.get(m) ?? 0, Date.now() + CLAIM_TTL_MS));
+    } catch (error) {
+      this.o.onError(error, 'reading subscription claims');
+    }
   }
 
   async stop(): Promise<void> {
@@ -103,30 +163,46 @@ export class ChangeFeed {
     this.wantReading = false;
     this.stopRenewing();
     this.unsubscribeBus?.();
-    await this.flushing;
+    await this.publisher.stop();
     if (this.localCounts.size > 0) {
       const members = [...this.localCounts.keys()];
       await this.o.redis.zrem(this.o.claimsKey, ...members).catch(() => {});
     }
   }
 
+  /** Queues changes for the stream (publisher.ts: off the request path, kept through Redis faults). */
+  publish(changes: readonly Change[]): void {
+    this.publisher.publish(changes, claimMember);
+  }
+
   /**
    * A local subscriber for the collection: the reader started (from the stream's last entry) if it
-   * was not running, and the collection claimed and announced, before the subscription is answered.
+   * was not running, and the collection claimed in Redis, before the subscription is answered.
+   * Throws when Redis cannot do it; nothing is left counted then.
    */
   async claim(db: string, collection: string): Promise<void> {
     const member = claimMember(db, collection);
-    const count = this.localCounts.get(member) ?? 0;
-    this.localCounts.set(member, count + 1);
-    if (!this.renewTimer) {
-      this.renewTimer = setInterval(() => void this.renew(), CLAIM_RENEW_MS);
-      this.renewTimer.unref();
+    this.localCounts.set(member, (this.localCounts.get(member) ?? 0) + 1);
+    try {
+      if (!this.renewTimer) {
+        this.renewTimer = setInterval(() => void this.renew(), CLAIM_RENEW_MS);
+        this.renewTimer.unref();
+      }
+      await this.startReading();
+      let claimed = this.claiming.get(member);
+      if (!claimed) {
+        const c = { written: renewSubscriptionClaims.run(this.o.redis, [this.o.claimsKey], [CLAIM_TTL_MS, member]).then(() => void (c.done = true)), done: false };
+        this.claiming.set(member, (claimed = c));
+        // Kept while it holds: a later subscriber waits for the same write; a failed one is tried again by the next.
+        c.written.catch(() => this.claiming.get(member) === c && this.claiming.delete(member));
+      }
+      await claimed.written;
+      // Announced after it is written: writers then read the state of its writes back (a hint; Redis decides publication).
+      void this.o.bus?.publish({ kind: 'subscribed-collections', id: member });
+    } catch (error) {
+      this.release(db, collection);
+      throw error;
     }
-    await this.startReading();
-    if (count > 0 && this.claimed.has(member)) return;
-    this.claimed.set(member, Date.now() + CLAIM_TTL_MS);
-    await this.o.redis.zadd(this.o.claimsKey, Date.now() + CLAIM_TTL_MS, member);
-    await this.o.bus.publish({ kind: 'subscribed-collections', id: member });
   }
 
   /**
@@ -136,8 +212,10 @@ export class ChangeFeed {
   release(db: string, collection: string): void {
     const member = claimMember(db, collection);
     const count = (this.localCounts.get(member) ?? 1) - 1;
-    if (count <= 0) this.localCounts.delete(member);
-    else this.localCounts.set(member, count);
+    if (count <= 0) {
+      this.localCounts.delete(member);
+      this.claiming.delete(member);
+    } else this.localCounts.set(member, count);
     if (this.localCounts.size === 0) {
       this.wantReading = false;
       this.stopRenewing();
@@ -168,54 +246,36 @@ export class ChangeFeed {
     return this.readingStarted;
   }
 
-  /** Queues changes for the stream; written together on the next turn of the event loop. */
-  publish(changes: readonly Change[]): void {
-    if (changes.length === 0) return;
-    this.queue.push(...changes);
-    this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
-  }
-
-  private async flush(): Promise<void> {
-    const batch = this.queue;
-    this.queue = [];
-    try {
-      if (batch.length === 1) {
-        // The common case at a moderate rate: one command, not MULTI/XADD/EXEC.
-        await this.o.redis.xadd(this.o.feedKey, 'MAXLEN', '~', this.o.retention.changes, '*', 'c', JSON.stringify(batch[0]));
-        return;
-      }
-      const multi = this.o.redis.multi();
-      batch.forEach((change, i) => {
-        const text = JSON.stringify(change);
-        if (i === batch.length - 1) multi.xadd(this.o.feedKey, 'MAXLEN', '~', this.o.retention.changes, '*', 'c', text);
-        else multi.xadd(this.o.feedKey, '*', 'c', text);
-      });
-      await multi.exec();
-    } catch (error) {
-      this.o.onError(error, 'publishing subscription changes');
-    } finally {
-      this.flushing = null;
-      if (this.queue.length > 0) this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
-    }
-  }
-
   /** Reads the stream while local subscribers exist; hands each read's changes over together (the hub batches its re-reads). */
   private async readLoop(): Promise<void> {
+    let failed = false;
     while (this.running && this.wantReading) {
       try {
         const reply = (await this.o.blocking.xread('COUNT', READ_COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', this.o.feedKey, this.position)) as Array<[string, Array<[string, string[]]>]> | null;
+        if (failed) {
+          failed = false;
+          // Back after a fault: what was trimmed meanwhile past this position never comes.
+          if (await this.trimmedAfter(this.position)) this.listener?.gap({ db: null, collection: null, reason: TRIMMED });
+        }
         if (!reply) continue;
-        const changes: FeedChange[] = [];
+        let changes: FeedChange[] = [];
         for (const [, entries] of reply) {
           for (const [id, fields] of entries) {
             this.position = id;
-            const change = decode(fields);
-            if (change) changes.push({ position: id, change });
+            const entry = decode(id, fields);
+            if (entry?.change) changes.push({ position: id, change: entry.change });
+            else if (entry?.gap) {
+              // In order: the changes before the gap go first.
+              if (changes.length > 0) this.listener?.changes(changes);
+              changes = [];
+              this.listener?.gap(entry.gap);
+            }
           }
         }
-        if (changes.length > 0) this.listener?.(changes);
+        if (changes.length > 0) this.listener?.changes(changes);
       } catch (error) {
         if (!this.running) break;
+        failed = true;
         this.o.onError(error, 'reading the subscription feed');
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
@@ -223,27 +283,38 @@ export class ChangeFeed {
     this.reading = false; // in the same turn as the check above: a claim meanwhile starts a new loop
   }
 
-  /** The changes after `since` up to the current position, or why not (garbage, from the future, trimmed away). */
-  async missedSince(since: string): Promise<Missed> {
+  /** Can a resume from `since` be served (retained, not from the future)? It reads up to `upTo`, then pages on. */
+  async resumeStart(since: string): Promise<ResumeStart> {
     if (!isPosition(since)) return { ok: false, code: 'INVALID_LAST_EVENT_ID', message: 'Last-Event-ID is not an event id this server gave; live changes follow' };
     const upTo = this.position;
     if (comparePositions(since, upTo) > 0) return { ok: false, code: 'LAST_EVENT_ID_AHEAD', message: 'Last-Event-ID is later than any change this server has; live changes follow' };
-    if (comparePositions(since, upTo) === 0) return { ok: true, changes: [] };
+    if (comparePositions(since, upTo) === 0) return { ok: true, upTo };
     const cutoff = Date.now() - this.o.retention.minutes * 60_000;
+    if (positionTime(since) < cutoff || (await this.trimmedSince(since))) return { ok: false, code: 'BEYOND_RETENTION', message: beyondRetention(this.o.retention) };
+    return { ok: true, upTo };
+  }
+
+  /**
+   * A page of a resume: at most `count` entries after `after` up to `upTo`, or `trimmed`
+   * when entries after `after` were trimmed away meanwhile (a subscriber that read slowly).
+   */
+  async page(after: string, upTo: string, count: number): Promise<{ entries: FeedEntry[]; next: string | null } | { trimmed: true; message: string }> {
+    if (await this.trimmedSince(after)) return { trimmed: true, message: beyondRetention(this.o.retention) };
+    const raw = (await this.o.redis.xrange(this.o.feedKey, `(${after}`, upTo, 'COUNT', count)) as Array<[string, string[]]>;
+    const entries: FeedEntry[] = [];
+    for (const [id, fields] of raw) {
+      const entry = decode(id, fields);
+      if (entry) entries.push(entry);
+    }
+    // `next`: where the following page starts, when this one was full (else `upTo` was reached).
+    return { entries, next: raw.length >= count ? (raw.at(-1)?.[0] ?? null) : null };
+  }
+
+  /** Were entries after `since` trimmed (the first entry kept is after it, and Redis deleted one after it)? */
+  private async trimmedSince(since: string): Promise<boolean> {
     const first = (await this.o.redis.xrange(this.o.feedKey, '-', '+', 'COUNT', 1)) as Array<[string, string[]]>;
     const firstId = first[0]?.[0];
-    // Retained means: not older than the minutes, and nothing after it was trimmed away (the first entry kept is at or before the next one).
-    const trimmed = firstId === undefined || comparePositions(firstId, since) > 0 ? await this.trimmedAfter(since) : false;
-    if (positionTime(since) < cutoff || trimmed) {
-      return { ok: false, code: 'BEYOND_RETENTION', message: `the changes after Last-Event-ID are no longer retained (subscriptions.retention: ${this.o.retention.changes} changes or ${this.o.retention.minutes} minutes); live changes follow` };
-    }
-    const entries = (await this.o.redis.xrange(this.o.feedKey, `(${since}`, upTo, 'COUNT', this.o.retention.changes)) as Array<[string, string[]]>;
-    const changes: FeedChange[] = [];
-    for (const [id, fields] of entries) {
-      const change = decode(fields);
-      if (change) changes.push({ position: id, change });
-    }
-    return { ok: true, changes };
+    return firstId === undefined || comparePositions(firstId, since) > 0 ? this.trimmedAfter(since) : false;
   }
 
   /** Were entries after `since` trimmed? Redis 7 keeps the largest deleted id (XINFO STREAM). */
@@ -256,53 +327,58 @@ export class ChangeFeed {
     return comparePositions(maxDeleted, since) > 0;
   }
 
-  /** While local subscribers exist: their claims renewed (and announced), lapsed ones swept, the feed trimmed. */
+  /** While local subscribers exist: their claims renewed (lapsed ones told), others' lapsed ones swept, the feed trimmed. */
   private async renew(): Promise<void> {
     if (this.localCounts.size === 0) return;
     try {
-      const now = Date.now();
-      const args: Array<string | number> = [];
-      for (const member of this.localCounts.keys()) {
-        args.push(now + CLAIM_TTL_MS, member);
-        this.claimed.set(member, now + CLAIM_TTL_MS);
+      const members = [...this.localCounts.keys()];
+      const claims = new Map<string, unknown>();
+      for (const m of members) {
+        const c = this.claiming.get(m);
+        if (c?.done) claims.set(m, c);
       }
-      await this.o.redis.zadd(this.o.claimsKey, ...args);
-      for (const member of this.localCounts.keys()) await this.o.bus.publish({ kind: 'subscribed-collections', id: member });
-      await this.o.redis.zremrangebyscore(this.o.claimsKey, '-inf', now);
+      const lapsed = (await renewSubscriptionClaims.run(this.o.redis, [this.o.claimsKey], [CLAIM_TTL_MS, ...members])) as string[];
+      for (const member of members) void this.o.bus?.publish({ kind: 'subscribed-collections', id: member });
+      for (const member of lapsed) {
+        // Only a claim held since before this renewal lapsed; one made meanwhile is new.
+        const held = claims.get(member);
+        if (held === undefined || this.claiming.get(member) !== held) continue;
+        const [db, collection] = JSON.parse(member) as [string, string];
+        this.listener?.gap({ db, collection, reason: { code: 'CHANGES_LOST', message: `changes to ${db}.${collection} may have been missed: Redis was unavailable longer than this replica's claim on the collection lasts; re-read what this subscription follows` } });
+      }
       // The minutes of retention: entries older than them go.
-      await this.o.redis.xtrim(this.o.feedKey, 'MINID', '~', `${now - this.o.retention.minutes * 60_000}-0`);
-      await this.refreshClaims();
+      await this.o.redis.xtrim(this.o.feedKey, 'MINID', '~', `${Date.now() - this.o.retention.minutes * 60_000}-0`);
     } catch (error) {
       this.o.onError(error, 'renewing subscription claims');
     }
   }
+}
 
-  private async refreshClaims(): Promise<void> {
-    try {
-      const now = Date.now();
-      const flat = await this.o.redis.zrangebyscore(this.o.claimsKey, now, '+inf', 'WITHSCORES');
-      // Merged, never cleared: a claim the bus announced while this read was under way stays, and
-      // a claim gone from the set lapses here by its time (at most CLAIM_TTL_MS of writes published for nobody).
-      const extend = (member: string, until: number) => this.claimed.set(member, Math.max(this.claimed.get(member) ?? 0, until));
-      for (let i = 0; i + 1 < flat.length; i += 2) extend(flat[i]!, Number(flat[i + 1]));
-      for (const m of this.localCounts.keys()) extend(m, now + CLAIM_TTL_MS);
-    } catch (error) {
-      this.o.onError(error, 'reading subscription claims');
-    }
-  }
+const TRIMMED: EndReason = { code: 'CHANGES_LOST', message: 'changes were trimmed from the feed (subscriptions.retention) before this replica could read them again after a Redis fault; re-read what this subscription follows' };
+
+function beyondRetention(retention: FeedOptions['retention']): string {
+  return `the changes after Last-Event-ID are no longer retained (subscriptions.retention: ${retention.changes} changes or ${retention.minutes} minutes); re-read what this subscription follows, live changes follow`;
 }
 
 function claimMember(db: string, collection: string): string {
   return JSON.stringify([db, collection]);
 }
 
-function decode(fields: string[]): Change | undefined {
-  const at = fields.indexOf('c');
-  if (at < 0) return undefined;
-  try {
-    const c = JSON.parse(fields[at + 1]!) as Change;
-    return typeof c.db === 'string' && typeof c.collection === 'string' && typeof c.op === 'string' ? c : undefined;
-  } catch {
-    return undefined;
+function decode(position: string, fields: string[]): FeedEntry | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    try {
+      if (fields[i] === 'c') {
+        const c = JSON.parse(fields[i + 1]!) as Change;
+        if (typeof c.db === 'string' && typeof c.collection === 'string' && typeof c.op === 'string') return { position, change: c };
+      } else if (fields[i] === 'g') {
+        const g = JSON.parse(fields[i + 1]!) as GapEntry;
+        if (typeof g.db !== 'string' || typeof g.collection !== 'string') return undefined;
+        const message = `${Number(g.lost) || 'some'} change(s) to ${g.db}.${g.collection} could not be published while Redis was unavailable; re-read what this subscription follows`;
+        return { position, gap: { db: g.db, collection: g.collection, reason: { code: 'CHANGES_LOST', message } } };
+      }
+    } catch {
+      return undefined;
+    }
   }
+  return undefined;
 }

@@ -21,7 +21,7 @@
 import type { ExecutionResult } from 'graphql';
 import type { BackendReader, ReadPolicy } from '../types.js';
 import type { Change, FeedChange } from './change.js';
-import type { ChangeFeed } from './feed.js';
+import type { ChangeFeed, FeedGap } from './feed.js';
 import { SubscriberGroup, type ActiveSubscription, type ChangeValue, type PendingChange } from './group.js';
 import { DELETE_SEEN, seeAll } from './seen.js';
 import type { EndReason, Transport } from './subscription.js';
@@ -49,6 +49,8 @@ export class SubscriptionHub {
   private additions = 0;
   private readonly perPrincipal = new Map<string, number>();
   private readonly all = new Set<ActiveSubscription>();
+  /** Counted against the bounds but not yet registered (their claim is being written): not in the gauge. */
+  private readonly starting = new Set<ActiveSubscription>();
   private readonly timer: NodeJS.Timeout;
   private checking = false;
   private closing = false;
@@ -60,10 +62,11 @@ export class SubscriptionHub {
     this.timer.unref();
   }
 
+  /** Registered subscriptions (those whose start is still under way are not: a write now may not reach them yet). */
   count(transport?: Transport): number {
-    if (!transport) return this.all.size;
+    if (!transport) return this.all.size - this.starting.size;
     let n = 0;
-    for (const s of this.all) if (s.transport === transport) n++;
+    for (const s of this.all) if (s.transport === transport && !this.starting.has(s)) n++;
     return n;
   }
 
@@ -77,7 +80,12 @@ export class SubscriptionHub {
     return null;
   }
 
-  /** Registers a subscription (its collection claimed across replicas first); null when a bound refuses it. */
+  /**
+   * Registers a subscription: counted, grouped, and its collection claimed in Redis before this
+   * resolves (then every write answered afterwards reaches it, from any replica). Null when
+   * registered, the bound's error when one refuses it; throws when Redis cannot take the claim,
+   * and then nothing of it stays counted (issue 53 item 11).
+   */
   async add(sub: ActiveSubscription): Promise<EndReason | null> {
     const refused = this.refusal(sub.principalKey);
     if (refused) return refused;
@@ -94,12 +102,27 @@ export class SubscriptionHub {
     group.add(sub);
     groups.byIdentity.set(sub.identityKey, group);
     this.groupOf.set(sub, group);
-    await this.o.feed.claim(sub.db, sub.collection);
+    this.starting.add(sub);
+    try {
+      await this.o.feed.claim(sub.db, sub.collection);
+    } catch (error) {
+      this.forget(sub);
+      throw error;
+    } finally {
+      this.starting.delete(sub);
+    }
     return null;
   }
 
   remove(sub: ActiveSubscription, reason: EndReason | null): void {
-    if (!this.all.delete(sub)) return;
+    if (!this.forget(sub)) return;
+    this.o.feed.release(sub.db, sub.collection);
+    if (reason?.code === 'SLOW_SUBSCRIBER') this.o.counted('dropped');
+  }
+
+  /** Un-counts and un-groups a subscription (its claim is the feed's business); false when it was not here. */
+  private forget(sub: ActiveSubscription): boolean {
+    if (!this.all.delete(sub)) return false;
     const n = (this.perPrincipal.get(sub.principalKey) ?? 1) - 1;
     if (n <= 0) this.perPrincipal.delete(sub.principalKey);
     else this.perPrincipal.set(sub.principalKey, n);
@@ -112,8 +135,20 @@ export class SubscriptionHub {
       if (group.size === 0) groups.byRead.delete(group.readKey);
       if (groups.byRead.size === 0) this.byCollection.delete(key);
     }
-    this.o.feed.release(sub.db, sub.collection);
-    if (reason?.code === 'SLOW_SUBSCRIBER') this.o.counted('dropped');
+    return true;
+  }
+
+  /**
+   * Changes of a collection (`null`: of every collection) that its subscribers here will not get
+   * (a Redis fault): each is told with an error event, to re-read, and goes on (issue 53 item 11).
+   */
+  tell(gap: FeedGap, only?: ActiveSubscription): void {
+    const applies = (sub: ActiveSubscription) => (gap.db === null || sub.db === gap.db) && (gap.collection === null || sub.collection === gap.collection);
+    if (only) {
+      if (applies(only)) only.stream.notice(gap.reason);
+      return;
+    }
+    for (const sub of this.all) if (applies(sub) && !this.starting.has(sub)) sub.stream.notice(gap.reason, true);
   }
 
   /**

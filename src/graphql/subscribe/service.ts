@@ -13,8 +13,10 @@ import { isPlainObject, type GraphqlApp } from '../app-document.js';
 import { appVersion, type CompiledApp } from '../compile/compile-app.js';
 import type { BackendReader, ReadPolicy, RequestContext, WriteObserver } from '../types.js';
 import type { RequestScope } from '../../http/scope.js';
-import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared } from './change.js';
-import { ChangeFeed } from './feed.js';
+import { redisRefusal } from '../../store/redis-errors.js';
+import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared, type Change } from './change.js';
+import { ChangeFeed, type FeedEntry } from './feed.js';
+import { comparePositions } from './positions.js';
 import { SubscriptionHub, type ActiveSubscription } from './hub.js';
 import { prepareSubscription, type Prepared, type SubscriptionMapping, type SubscriptionParams } from './prepare.js';
 import { restWritesObserver } from './rest-writes.js';
@@ -23,9 +25,13 @@ import { SubscriptionStream, type EndReason, type Transport } from './subscripti
 export interface SubscriptionServiceOptions {
   readonly redis: Redis;
   readonly blocking: Redis;
-  readonly bus: ChangeBus;
+  /** Claims are announced on it: a hint for which writes to read back (Redis decides publication). */
+  readonly bus?: ChangeBus;
   readonly feedKey: string;
   readonly claimsKey: string;
+  readonly batchKey: (token: string) => string;
+  /** `graphql.defaultDb`: the db of a Subscription mapping without one. */
+  readonly defaultDb: string;
   readonly settings: SubscriptionsConfig;
   readonly collectionPath: string;
   readonly reader: BackendReader;
@@ -53,6 +59,8 @@ export interface OpenRequest {
   shutdown(retryAfterMs: number): void;
   /** Told of each result's position, in order (SSE `id:`). */
   onYield?(position: string | null): void;
+  /** Bytes the transport holds unsent (a resume's next page waits for them to go). */
+  unsent?(): number;
   /** Charges one delivered event its estimated documents (SPEC §10 `units: cost`); a reason ends the subscription. */
   chargeEvent?(documents: number): Promise<EndReason | null> | EndReason | null;
   /** Told once when the subscription ends, with the reason when it was ended early. */
@@ -61,7 +69,16 @@ export interface OpenRequest {
   currentApp(): CompiledApp | undefined;
 }
 
-export type Opened = { ok: true; stream: SubscriptionStream; prepared: Extract<Prepared, { ok: true }>['sub'] } | { ok: false; status: number; errors: Array<{ message: string; extensions?: Record<string, unknown> }> };
+export type Opened =
+  | { ok: true; stream: SubscriptionStream; prepared: Extract<Prepared, { ok: true }>['sub'] }
+  | { ok: false; status: number; errors: Array<{ message: string; extensions?: Record<string, unknown> }>; retryAfterSeconds?: number };
+
+/** Missed changes handed to a resuming subscriber at once (at most half its `maxBufferedEvents`). */
+const RESUME_PAGE = 100;
+/** A resuming subscriber must read each page within this; else it is ended as slow. */
+const RESUME_STALL_MS = 30_000;
+/** Bytes its transport may hold unsent before the next page. */
+const RESUME_UNSENT_BYTES = 256 * 1024;
 
 /** How often a subscription's backend identity (headers, a minted JWT) is built again: well within the shortest JWT lifetime (`upstream.identity.jwt.ttlSeconds` ≥ 10). */
 const CTX_RENEW_MS = 4000;
@@ -78,9 +95,10 @@ export class SubscriptionService {
     this.feed = new ChangeFeed({
       redis: o.redis,
       blocking: o.blocking,
-      bus: o.bus,
+      ...(o.bus ? { bus: o.bus } : {}),
       feedKey: o.feedKey,
       claimsKey: o.claimsKey,
+      batchKey: o.batchKey,
       retention: o.settings.retention,
       onError: o.onError,
     });
@@ -100,12 +118,12 @@ export class SubscriptionService {
       (db, c) => this.feed.wants(db, c),
       (changes) => this.feed.publish(changes),
       () => this.feed.anyWanted,
-      writerContext ? (scope, changes) => captureStates(o.reader, writerContext(scope), changes, o.onError) : undefined,
+      writerContext ? (scope, changes) => (this.worthCapturing(changes) ? captureStates(o.reader, writerContext(scope), changes, o.onError) : Promise.resolve(changes)) : undefined,
     );
   }
 
   async start(): Promise<void> {
-    await this.feed.start((changes) => void this.hub.dispatch(changes));
+    await this.feed.start({ changes: (changes) => void this.hub.dispatch(changes), gap: (gap) => this.hub.tell(gap) });
   }
 
   async stop(): Promise<void> {
@@ -116,7 +134,13 @@ export class SubscriptionService {
   /** The apps' Subscription mappings, by app version (compiled apps carry the version). */
   updateApps(apps: Iterable<GraphqlApp>): void {
     this.mappings.clear();
-    for (const app of apps) this.mappings.set(appVersion(app), app.mappings);
+    const collections: Array<[string, string]> = [];
+    for (const app of apps) {
+      this.mappings.set(appVersion(app), app.mappings);
+      collections.push(...subscribedCollectionsOf(app, this.o.defaultDb));
+    }
+    // Only these collections' writes go to Redis: the script there publishes those claimed.
+    this.feed.setSubscribable(collections);
   }
 
   private mappingsOf(app: CompiledApp): Record<string, SubscriptionMapping> | undefined {
@@ -146,6 +170,7 @@ export class SubscriptionService {
     });
     if (w.method !== 'DELETE') {
       if (changes.length === 0) return;
+      if (!this.worthCapturing(changes)) return void this.feed.publish(changes);
       return captureStates(this.o.reader, ctx, changes, this.o.onError).then((captured) => this.feed.publish(captured));
     }
     // A GraphQL delete read its document first (SPEC §6.4): the change carries it unprojected
@@ -155,6 +180,16 @@ export class SubscriptionService {
     const shared = readsShared(ctx) ? { shared: true as const } : {};
     this.feed.publish(before !== undefined && carriable(before) ? changes.map((c) => ({ ...c, document: before, ...shared })) : changes);
   };
+
+  /**
+   * Is a write's state worth reading back before its answer? Only for a collection known to be
+   * subscribed (Redis decides whether it is published): a mapped collection nobody follows costs
+   * no backend read. A change published without its state is re-read at delivery.
+   */
+  private worthCapturing(changes: readonly Change[]): boolean {
+    const first = changes[0];
+    return first !== undefined && this.feed.likelyClaimed(first.db, first.collection);
+  }
 
   /**
    * Opens one subscription: prepared, bounded, registered (its collection claimed across replicas)
@@ -214,19 +249,78 @@ export class SubscriptionService {
       },
     };
     if (req.resumeAfter !== undefined) stream.hold();
-    const added = await this.hub.add(active);
+    let added: EndReason | null;
+    try {
+      added = await this.hub.add(active);
+    } catch (error) {
+      // Nothing of it stays counted (hub.add): the same caller may start again once Redis answers.
+      this.o.onError(error, 'starting a subscription');
+      const refusal = redisRefusal(error);
+      const message = `the subscription could not be registered: ${refusal?.message ?? "Outrigger's store (Redis) failed; retry shortly"}`;
+      return { ok: false, status: 503, errors: [{ message, extensions: { code: 'SUBSCRIPTIONS_UNAVAILABLE' } }], retryAfterSeconds: refusal?.retryAfterSeconds ?? 5 };
+    }
     if (added) return { ok: false, status: 429, errors: [{ message: added.message, extensions: { code: added.code } }] };
     this.shutdowns.set(active, req.shutdown);
     if (req.resumeAfter !== undefined) {
-      const missed = await this.feed.missedSince(req.resumeAfter).catch((error: unknown) => {
+      // Paced, after the answer: the missed changes a page at a time as the subscriber reads them.
+      void this.resume(active, req.resumeAfter, req.unsent).catch((error: unknown) => {
         this.o.onError(error, 'reading missed changes');
-        return { ok: false as const, code: 'BEYOND_RETENTION' as const, message: 'the missed changes could not be read; live changes follow' };
+        stream.end({ message: 'the missed changes could not be read (Redis failed); reconnect with the Last-Event-ID of the last event received to go on from there', code: 'RESUME_FAILED' });
       });
-      if (!missed.ok) stream.notice({ message: missed.message, code: missed.code });
-      else await this.hub.dispatch(missed.changes, active);
-      stream.release();
     }
     return { ok: true, stream, prepared: sub };
+  }
+
+  /**
+   * A resume (`Last-Event-ID`, issue 53 item 11): the missed changes a page at a time, each page
+   * once the previous one was handed out and sent (never more than a page waits, whatever the
+   * backlog within retention), then the live changes held meanwhile. Pages go on up to the
+   * feed's position when the last one was read, so the live changes the subscription's bound
+   * dropped from what it held are covered. A subscriber that does not read a page within
+   * RESUME_STALL_MS is ended as slow.
+   */
+  private async resume(sub: ActiveSubscription, since: string, unsent: (() => number) | undefined): Promise<void> {
+    const stream = sub.stream;
+    const start = await this.feed.resumeStart(since);
+    if (!start.ok) {
+      stream.notice({ message: start.message, code: start.code });
+      stream.release();
+      return;
+    }
+    const size = Math.max(1, Math.min(RESUME_PAGE, Math.floor(this.o.settings.maxBufferedEvents / 2)));
+    let after = since;
+    for (;;) {
+      if (!stream.open) return;
+      const upTo = this.feed.current;
+      if (comparePositions(after, upTo) >= 0) break;
+      const page = await this.feed.page(after, upTo, size);
+      if ('trimmed' in page) {
+        stream.notice({ message: page.message, code: 'BEYOND_RETENTION' });
+        break;
+      }
+      await this.deliverMissed(page.entries, sub);
+      // A short page reached `upTo`; a full one goes on after its last entry.
+      after = page.next ?? upTo;
+      if (!(await readOn(stream, unsent))) {
+        stream.end({ message: `this subscriber did not read the changes it missed within ${RESUME_STALL_MS / 1000} s; reconnect with the Last-Event-ID of the last event received`, code: 'SLOW_SUBSCRIBER' });
+        return;
+      }
+    }
+    stream.release();
+  }
+
+  /** A page's changes to the resuming subscriber, in order; a writer's gap in it is told in its place. */
+  private async deliverMissed(entries: readonly FeedEntry[], sub: ActiveSubscription): Promise<void> {
+    let run: Array<{ position: string; change: NonNullable<FeedEntry['change']> }> = [];
+    for (const e of entries) {
+      if (e.change) run.push({ position: e.position, change: e.change });
+      else {
+        if (run.length > 0) await this.hub.dispatch(run, sub);
+        run = [];
+        this.hub.tell(e.gap, sub);
+      }
+    }
+    if (run.length > 0) await this.hub.dispatch(run, sub);
   }
 
   /** Shutdown (SPEC §2, §6.5): every open subscription gets its reconnect hint and ends. */
@@ -241,4 +335,32 @@ export class SubscriptionService {
       }
     });
   }
+}
+
+/** The `[db, collection]` pairs an app's Subscription fields map (any mapping with `on`: a query's has none). */
+function subscribedCollectionsOf(app: GraphqlApp, defaultDb: string): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (const fields of Object.values(app.mappings ?? {})) {
+    if (!isPlainObject(fields)) continue;
+    for (const m of Object.values(fields)) {
+      if (!isPlainObject(m) || !Array.isArray(m.on) || typeof m.collection !== 'string') continue;
+      out.push([typeof m.db === 'string' ? m.db : defaultDb, m.collection]);
+    }
+  }
+  return out;
+}
+
+/** Waits until the stream handed out every result and the transport sent most of it; false when the subscriber took too long. */
+async function readOn(stream: SubscriptionStream, unsent: (() => number) | undefined): Promise<boolean> {
+  const deadline = Date.now() + RESUME_STALL_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), RESUME_STALL_MS)));
+  const read = await Promise.race([stream.whenEmpty().then(() => true as const), late]);
+  clearTimeout(timer);
+  if (!read) return !stream.open;
+  while (stream.open && unsent && unsent() > RESUME_UNSENT_BYTES) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return true;
 }

@@ -42,6 +42,7 @@ export function createSseTransport(service: SubscriptionService, heartbeatMs = 1
         transport: 'sse',
         ...(lastEventId !== null && lastEventId !== undefined ? { resumeAfter: lastEventId } : {}),
         onYield: (position) => x.ids.push(position),
+        unsent: () => x.res.writableLength,
         // A reconnect hint, not `complete`: the client is to come back (elsewhere) and resume.
         shutdown: (retryAfterMs) => {
           x.shutdownHint = retryAfterMs;
@@ -49,7 +50,9 @@ export function createSseTransport(service: SubscriptionService, heartbeatMs = 1
         },
       });
       if (!opened.ok) {
-        return [JSON.stringify({ errors: opened.errors }), { status: opened.status, statusText: '', headers: { 'content-type': 'application/json; charset=utf-8' } }];
+        const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
+        if (opened.retryAfterSeconds !== undefined) headers['retry-after'] = String(opened.retryAfterSeconds);
+        return [JSON.stringify({ errors: opened.errors }), { status: opened.status, statusText: '', headers }];
       }
       x.stream = opened.stream;
       return opened.stream;
@@ -80,6 +83,8 @@ export function createSseTransport(service: SubscriptionService, heartbeatMs = 1
     res.flushHeaders();
     const onClose = () => void out.return(undefined);
     res.once('close', onClose);
+    // Gone while the subscription was being registered: its 'close' came before anyone listened.
+    if (req.socket.destroyed) onClose();
     const heartbeat = setInterval(() => {
       if (!res.destroyed && !res.writableEnded) res.write(COMMENT);
     }, heartbeatMs);

@@ -7,7 +7,11 @@
  * here waits for the client.
  *
  * While a resume reads the missed changes (`Last-Event-ID`), live changes are held and released
- * after them; a position at or before the last one pushed is dropped, so nothing comes twice.
+ * after them; a position at or before the last one pushed is dropped, so nothing comes twice. A
+ * resume is paced (service.ts hands the missed changes over a page at a time, each once the
+ * previous one was read), so its results are not held against the 1 MiB; the held live ones are
+ * bounded by `maxBufferedEvents` (the oldest go: the resume reads on up to the feed's position,
+ * which covers them).
  */
 import { GraphQLError, type ExecutionResult } from 'graphql';
 import { comparePositions } from './positions.js';
@@ -41,6 +45,8 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
   private endSaid = false;
   private closed = false;
   private waitingBytes = 0;
+  /** Told when the queue is empty (a resume's next page waits for it). */
+  private emptied: Array<() => void> = [];
   /** The position of the result last handed out (`null` for a notice that has none). */
   lastPosition: string | null = null;
   /**
@@ -69,7 +75,7 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
     // Settled rejections must not be unhandled while they wait in the queue.
     value.catch(() => {});
     if (this.held) {
-      this.enqueue(this.held, { position, value });
+      this.hold1({ position, value });
       return;
     }
     if (!this.advance(position)) return;
@@ -80,14 +86,33 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
   pushMissed(position: string, value: Promise<ExecutionResult | null>): void {
     if (!this.open) return;
     value.catch(() => {});
-    if (this.advance(position)) this.enqueue(this.pending, { position, value });
+    if (this.advance(position)) this.enqueue(this.pending, { position, value }, false);
   }
 
-  /** A notice without a position (a resume's error), handed out in order. */
-  notice(errors: EndReason): void {
+  /** A notice without a position (a resume's error; `live`: a gap found while reading the feed, held behind a resume). */
+  notice(errors: EndReason, live = false): void {
+    if (!this.open) return;
     const result: ExecutionResult = { errors: [new GraphQLError(errors.message, { extensions: { code: errors.code } })] };
-    this.pending.push({ position: null, value: Promise.resolve(result) });
+    const p = { position: null, value: Promise.resolve(result) };
+    if (live && this.held) return this.hold1(p);
+    this.pending.push(p);
     this.wake?.();
+  }
+
+  /** Resolves once every queued result was handed out (or the subscription is over). */
+  whenEmpty(): Promise<void> {
+    if (this.pending.length === 0 || !this.open) return Promise.resolve();
+    return new Promise((resolve) => this.emptied.push(resolve));
+  }
+
+  /** Holds a live result behind a resume; past the bound the oldest change goes (the resume's pages cover it), never a notice. */
+  private hold1(p: Pending): void {
+    const held = this.held!;
+    if (held.length >= this.maxBuffered) {
+      const oldest = held.findIndex((h) => h.position !== null);
+      held.splice(oldest >= 0 ? oldest : 0, 1);
+    }
+    held.push(p);
   }
 
   /** From now on live changes wait until `release` (a resume reads the missed ones first). */
@@ -111,13 +136,13 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
     return true;
   }
 
-  private enqueue(queue: Pending[], p: Pending): void {
+  private enqueue(queue: Pending[], p: Pending, measured = true): void {
     if (queue.length >= this.maxBuffered) {
       this.end({ message: `this subscriber did not read: more than ${this.maxBuffered} events were waiting (subscriptions.maxBufferedEvents); reconnect and read faster`, code: 'SLOW_SUBSCRIBER' });
       return;
     }
     queue.push(p);
-    if (queue.length > MEASURE_FROM) this.measure(queue, p);
+    if (measured && queue.length > MEASURE_FROM) this.measure(queue, p);
     this.wake?.();
   }
 
@@ -142,6 +167,13 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
     this.held = null;
     this.onClosed(reason);
     this.wake?.();
+    this.tellEmptied();
+  }
+
+  private tellEmptied(): void {
+    const waiting = this.emptied;
+    this.emptied = [];
+    for (const resolve of waiting) resolve();
   }
 
   async next(): Promise<IteratorResult<ExecutionResult>> {
@@ -184,6 +216,7 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
       }
       this.pending.shift();
       if (head.bytes !== undefined) this.waitingBytes -= head.bytes;
+      if (this.pending.length === 0) this.tellEmptied();
       if (result === null) continue;
       this.lastPosition = head.position;
       this.onYield?.(head.position);
@@ -210,6 +243,7 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
       this.held = null;
       if (!this.ended) this.onClosed(null);
       this.wake?.();
+      this.tellEmptied();
     }
     return { done: true, value: undefined };
   }

@@ -136,6 +136,7 @@ export function createWsTransport(parts: WsParts) {
         onYield: () => {
           if (socket.bufferedAmount > MAX_UNSENT_BYTES) socket.terminate();
         },
+        unsent: () => socket.bufferedAmount,
         // The library waits on the unread socket; the error it would send cannot pass either.
         onEnded: (reason) => {
           if (reason?.code === 'SLOW_SUBSCRIBER') socket.terminate();

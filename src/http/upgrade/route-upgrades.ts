@@ -21,14 +21,15 @@ export function wantsWebSocket(req: IncomingMessage): boolean {
  * Routes upgrades on `server`: a WebSocket upgrade goes to `take` (false when no door takes its
  * path: 404), any other upgrade is served as a plain request.
  *
- * Node ≥ 22.21 / 24.9 read `server.shouldUpgradeCallback` for every request with `Upgrade:`, so
- * there a non-WebSocket upgrade never leaves the request path. Older Node (20) has no such hook:
- * every upgrade request reaches 'upgrade' with its parser already detached, so the request head
- * is written back into the socket without the upgrade and the socket handed to the server again
- * as a new connection (`replayAsPlainRequest`), which parses it, body included, as any other.
+ * Every upgrade request reaches 'upgrade' with its parser already detached, on every Node: for a
+ * non-WebSocket one the request head is written back into the socket without the upgrade and the
+ * socket handed to the server again as a new connection (`replayAsPlainRequest`), which parses
+ * it, body included, as any other. Node ≥ 22.21 / 24.9 also offer `server.shouldUpgradeCallback`
+ * to keep such a request on the request path, but on Node 24.22 a request it declines loses what
+ * was pipelined behind it (an h2c `GET` followed by a `POST` on one connection: the `POST` never
+ * answered), so it is not used: one road on both runtimes.
  */
 export function routeUpgrades(server: Server, take: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean, logger: Logger, prefix: string): void {
-  (server as { shouldUpgradeCallback?: (req: IncomingMessage) => boolean }).shouldUpgradeCallback = wantsWebSocket;
   // One line every 10 s at most, with how many were not logged (a flood must not become one line each).
   let loggedAt = 0;
   let since = 0;
