@@ -108,6 +108,11 @@ describe('resolveAllowedAddresses: edges', () => {
     expect((error as Error).message).toContain('not-an-address');
   });
 
+  it('bounds a lookup by 5 s when no bound is given', async () => {
+    const hanging: HostLookup = () => new Promise(() => {});
+    await expect(resolveAllowedAddresses('slow.test', { lookup: hanging })).rejects.toThrow(/timed out after 5000 ms/);
+  }, 15_000);
+
   it('waits for a slow lookup when the timeout is 0 or not finite (no bound)', async () => {
     const slow: HostLookup = () => new Promise((resolve) => setTimeout(() => resolve([{ address: '93.184.216.1' }]), 30));
     expect(await resolveAllowedAddresses('slow.test', { lookup: slow, lookupTimeoutMs: 0 })).toEqual(['93.184.216.1']);
