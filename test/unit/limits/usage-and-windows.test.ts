@@ -140,6 +140,8 @@ describe('UsageCounter', () => {
       { day: '2000-01-01', requests: 0, units: 0, refused: 0 },
     ]);
     expect(await usage.read('none', [after])).toEqual([{ day: after, requests: 0, units: 0, refused: 0 }]);
+    // Days asked for that hold none of what is pending: answered as Redis has them.
+    expect(await usage.read('k', ['2000-01-02'])).toEqual([{ day: '2000-01-02', requests: 0, units: 0, refused: 0 }]);
   });
 
   it('keeps what Redis refused and writes it with the next flush', async () => {
