@@ -96,8 +96,10 @@ describe('one POST /mcp is bounded as a whole (issue 53 item 3)', () => {
     }
     // Run one at a time and stopped: two reads reached the backend, not ten.
     expect(stack.backend.requests.filter((r) => r.method === 'GET' && r.path === '/shop/orders')).toHaveLength(2);
-    // Bounded memory: a small multiple of the bound (the batch as it ran before took ~100 times the answer's size).
-    expect(grew).toBeLessThan(24 * BOUND);
+    // Bounded memory: a multiple of the bound well below what the batch took before the fix
+    // (+463 MiB, ~115 times the bound). The in-process stand-in's own 3 MB answers count too, and
+    // Node 24 grows its heap in larger steps (+102 MiB seen on 24.22 against +5..42 MiB on 20).
+    expect(grew).toBeLessThan(48 * BOUND);
     expect(slowestProbe).toBeLessThan(2000);
   });
 
