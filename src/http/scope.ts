@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { ANONYMOUS, type Principal } from '../access/principal.js';
+import { ANONYMOUS, type Principal } from '../principal/principal.js';
 import type { RequestTrace } from '../observability/tracing/tracing.js';
 import { canonicalPath, RAW_HASH } from './canonical-path.js';
 
