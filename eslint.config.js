@@ -12,4 +12,29 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
+  {
+    // Habits past the file boundary (issue 46). 80 lines: a function a reader holds on one screen.
+    // 5 parameters: past that a parameter object names the arguments at the call site. Measured
+    // when these were set: 22 functions over 80 lines, 19 over 5 parameters. A function that is
+    // truly one thing (a tokenizer's loop, a UI component) says so in place with
+    // `// eslint-disable-next-line <rule> -- <why>`.
+    files: ['src/**/*.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
+      'max-params': ['error', 5],
+    },
+  },
+  {
+    // pending: issue 46's chain/engines helpers remove their files as they conform.
+    files: [
+      'src/http/handler.ts',
+      'src/proxy/forwarder.ts',
+      'src/limits/limiter.ts',
+      'src/app.ts',
+      'src/graphql/**/*.ts',
+      'src/mcp/call-graphql.ts',
+      'src/mcp/route.ts',
+    ],
+    rules: { 'max-lines-per-function': 'off', 'max-params': 'off' },
+  },
 );

@@ -31,7 +31,7 @@ import { serviceUnavailable } from './errors.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { logRedisTransitions } from './observability/redis-events.js';
-import { healthRoute, metricsRoute } from './observability/routes.js';
+import { healthRoute, metricsRoute } from './admin/health-and-metrics.js';
 import { startSummary } from './observability/start-summary.js';
 import { Tracing } from './observability/tracing/tracing.js';
 import { resolveTelemetry } from './config/telemetry.js';
@@ -215,7 +215,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       ...modules.flatMap((m) => m.routes ?? []),
     ];
     const observers = modules.map((m) => m.observer).filter(Boolean) as RequestObserver[];
-    const slots = (forwarder = new Forwarder({ ...config.upstream, bodyIdleTimeoutMs: config.listen.bodyIdleTimeoutMs, sendTimeoutMs: config.listen.sendTimeoutMs })).slots;
+    const slots = (forwarder = new Forwarder(config)).slots;
     metrics.upstreamSlots.track(() => slots.activeCount, { state: 'in-use' });
     metrics.upstreamSlots.track(() => slots.waitingCount, { state: 'waiting' });
     const buffering = forwarder;

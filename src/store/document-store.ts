@@ -20,6 +20,7 @@ export class DocumentStore<T extends StoredDocument> {
   private reloadQueued = false;
   private readonly loadedListeners: Array<(docs: ReadonlyMap<string, T>) => void> = [];
 
+  // eslint-disable-next-line max-params -- its keys and collaborators held as fields; built by each feature module
   constructor(
     private readonly redis: Redis,
     private readonly bus: ChangeBus,

@@ -48,6 +48,7 @@ export interface WebhooksModuleExtras {
   socketConnector?: buildConnector.connector;
 }
 
+// eslint-disable-next-line max-lines-per-function -- pending split (issue 46)
 export async function createWebhooksModule(context: AppContext, options: FeatureModuleOptions, extras: WebhooksModuleExtras = {}): Promise<WebhooksModule> {
   const { config, redis, keys, bus, logger, metrics, features } = context;
   const settings = config.webhooks;

@@ -32,6 +32,7 @@ export function conditionFor(r: Pick<Recorded, 'method' | 'path'>): string {
   return `method(${r.method}) and path(${quoted})`;
 }
 
+// eslint-disable-next-line max-lines-per-function -- a UI component: one page's state, effects and markup read together
 export function RecordingPage() {
   const [view, setView] = useState<RecordingView | null>(null);
   const [error, setError] = useState<unknown>(null);

@@ -39,6 +39,7 @@ export class DeliveryOutcomes {
    * scheduled), the delivery's marker, the removal of the job it came from (`done`), and the
    * next retry job or the failure count.
    */
+  // eslint-disable-next-line max-params -- pending a delivery parameter object (issue 46)
   settle(
     webhook: WebhookDocument,
     event: CapturedEvent,

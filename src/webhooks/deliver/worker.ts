@@ -181,6 +181,7 @@ export class WebhookWorker implements EntryWork {
    * A delivery that failed for a reason other than Redis being away (a poison input, a bug) ends
    * as a `failed` entry with the reason, so the event is acknowledged instead of retried forever.
    */
+  // eslint-disable-next-line max-params -- pending a delivery parameter object (issue 46)
   async finalizeUnprocessable(
     event: CapturedEvent,
     webhookId: string,
@@ -201,6 +202,7 @@ export class WebhookWorker implements EntryWork {
   }
 
   /** One delivery of an event to one webhook (from the stream, or a retry job's `jobMember`). */
+  // eslint-disable-next-line max-params -- pending a delivery parameter object (issue 46)
   async deliver(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null, entry?: EntryRef): Promise<void> {
     const webhook = this.o.webhook(webhookId);
     const done = jobMember ? [jobMember] : undefined;

@@ -44,6 +44,7 @@ export function jsonSyntaxProblem(text: string): string | null {
 type Expect = 'value' | 'valueOrClose' | 'key' | 'keyOrClose' | 'colon' | 'commaOrClose' | 'end';
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 
+// eslint-disable-next-line max-lines-per-function -- a scanner's one loop over characters; its state is shared by every branch
 function locateJsonError(text: string): { position: number; reason: string } | null {
   const n = text.length;
   const stack: Array<'{' | '['> = [];
