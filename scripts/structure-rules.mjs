@@ -6,7 +6,8 @@
  * folder, any folder of the same layer, and the layers below; never a layer above.
  */
 export const LAYERS = [
-  ['errors', 'util'],
+  // principal: a leaf (imports nothing) so transport, stores and features can name who a request runs as.
+  ['errors', 'util', 'principal'],
   ['net', 'input-limits', 'condition', 'config'],
   ['store', 'proxy'],
   // The request chain: transport, identity and access decisions, the operator's view.

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { AccessControl } from './access/permissions/access-control.js';
 import type { PermissionDocument } from './access/permissions/permission-document.js';
-import type { Principal } from './access/principal.js';
+import type { Principal } from './principal/principal.js';
 import type { IdentityPlan } from './access/identity/identity-propagation.js';
 import type { OutriggerConfig } from './config/types.js';
 import type { Exchange } from './condition/index.js';

@@ -215,7 +215,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       ...modules.flatMap((m) => m.routes ?? []),
     ];
     const observers = modules.map((m) => m.observer).filter(Boolean) as RequestObserver[];
-    const slots = (forwarder = new Forwarder({ ...config.upstream, bodyIdleTimeoutMs: config.listen.bodyIdleTimeoutMs, sendTimeoutMs: config.listen.sendTimeoutMs })).slots;
+    const slots = (forwarder = new Forwarder(config)).slots;
     metrics.upstreamSlots.track(() => slots.activeCount, { state: 'in-use' });
     metrics.upstreamSlots.track(() => slots.waitingCount, { state: 'waiting' });
     const buffering = forwarder;

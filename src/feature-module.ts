@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ApiKeyAuthenticator } from './access/authenticate.js';
-import type { Principal } from './access/principal.js';
+import type { Principal } from './principal/principal.js';
 import type { RequestScope } from './http/scope.js';
 import type { SubRouteHandler } from './admin/admin-route.js';
 import type { ClientIpResolver } from './http/client-ip.js';

@@ -1,7 +1,7 @@
 import { unauthorized } from '../errors.js';
 import type { RequestScope } from '../http/scope.js';
 import type { BasicAuthenticator } from './basic-authenticator.js';
-import { ANONYMOUS, type Principal } from './principal.js';
+import { ANONYMOUS, type Principal } from '../principal/principal.js';
 
 /** Verifies `Authorization: Bearer <prefix>_...` keys (the API keys feature); throws 401/503. */
 export interface ApiKeyAuthenticator {

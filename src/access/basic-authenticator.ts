@@ -6,7 +6,7 @@ import type { RequestTrace } from '../observability/tracing/tracing.js';
 import { clientAddressBucket } from '../net/client-address.js';
 import { parseBasicAuthorization } from './basic-credentials.js';
 import type { BruteForceGuard } from './brute-force-guard.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../principal/principal.js';
 import type { UserVerifier } from './users/user-verifier.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { Principal } from './principal.js';
+import type { Principal } from '../principal/principal.js';
 
 export type CollectionShape = 'collection' | 'document' | 'other';
 

@@ -7,7 +7,7 @@ import { withoutBackendCredentials, type IdentityPlan } from './identity/identit
 import { createShapeClassifier, interpolateUserVariables, projectResponse } from './mongo-rules.js';
 import type { AccessControl } from './permissions/access-control.js';
 import type { PermissionDocument } from './permissions/permission-document.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../principal/principal.js';
 import { isUnverifiedScheme } from './authenticate.js';
 
 const BODY_LIMIT_FOR_PREDICATES = 1024 * 1024;

@@ -5,24 +5,14 @@
  * so it lives here, below both the config and the keys feature.
  */
 import { ConditionSyntaxError, parseCondition } from '../condition/index.js';
+import { QUOTA_PERIODS, type LimitAmount, type QuotaPeriod } from '../principal/limit-amount.js';
 import { SectionReader } from './reader.js';
 
 export const LIMIT_BY = ['key', 'user', 'client', 'service'] as const;
 export type LimitBy = (typeof LIMIT_BY)[number];
 export const LIMIT_UNITS = ['requests', 'cost'] as const;
 export type LimitUnits = (typeof LIMIT_UNITS)[number];
-export const QUOTA_PERIODS = ['day', 'month'] as const;
-export type QuotaPeriod = (typeof QUOTA_PERIODS)[number];
 export const ON_REDIS_UNAVAILABLE = ['local', 'allow', 'deny'] as const;
-
-/** A rolling limit's window in seconds, or a calendar period in UTC (a quota). */
-export type LimitWindow = { seconds: number; period?: undefined } | { period: QuotaPeriod; seconds?: undefined };
-
-/** How many units per window: what a policy sets and what a key's override replaces. */
-export interface LimitAmount {
-  limit: number;
-  window: LimitWindow;
-}
 
 export interface LimitPolicyConfig extends LimitAmount {
   /** `[A-Za-z0-9_-]{1,32}`, unique: named in headers, messages and the metric's label. */

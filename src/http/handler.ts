@@ -3,7 +3,7 @@ import type { TLSSocket } from 'node:tls';
 import { badRequest, OutriggerError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { Principal } from '../access/principal.js';
+import type { Principal } from '../principal/principal.js';
 import type { Forwarder, ProxyPlan } from '../proxy/forwarder.js';
 import { repeatedSingleHeader } from '../proxy/headers.js';
 import type { ClientIpResolver } from './client-ip.js';

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { ANONYMOUS, type Principal } from '../access/principal.js';
+import { ANONYMOUS, type Principal } from '../principal/principal.js';
 import type { RequestTrace } from '../observability/tracing/tracing.js';
 import { canonicalPath, RAW_HASH } from './canonical-path.js';
 
@@ -57,8 +57,6 @@ export class RequestScope {
   routeKind: RouteKind = 'proxy';
   /** Set when the ACL allowed the request: the permission that applied (readFilter, projectResponse). */
   permission: unknown = undefined;
-  /** The rate limits that covered the request when one counts GraphQL cost (src/limits/), charged once estimated. */
-  rateLimits: object | undefined = undefined;
   /** `RateLimit-Policy` and `RateLimit` for the answer (SPEC §10): in the forwarder's head, or set by the handler on own routes. */
   rateLimitHeaders: Record<string, string> | undefined = undefined;
   /** What this request's buffered body counts against (set by the handler; http/body.ts reserves). */
@@ -98,6 +96,9 @@ export class RequestScope {
     const semicolon = canonical === rawPath ? -1 : rawPath.indexOf(';');
     this.pathParameters = semicolon === -1 ? '' : rawPath.slice(semicolon);
     this.rawQuery = q === -1 ? '' : this.rawUrl.slice(q + 1);
+    // The stages' own slots, each declared (typed) by the stage that owns it as an augmentation of
+    // this class (limits/limiter.ts: rateLimits). Set here so every scope has one shape.
+    this.rateLimits = undefined;
   }
 
   get query(): URLSearchParams {

@@ -1,5 +1,5 @@
 import type { AccessControl } from '../access/permissions/access-control.js';
-import type { Principal } from '../access/principal.js';
+import type { Principal } from '../principal/principal.js';
 import { badRequest, forbidden, ValidationError } from '../errors.js';
 import { isPlainObject } from '../http/body.js';
 

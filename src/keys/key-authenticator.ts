@@ -1,5 +1,5 @@
 import type { ApiKeyAuthenticator } from '../access/authenticate.js';
-import type { Principal } from '../access/principal.js';
+import type { Principal } from '../principal/principal.js';
 import { OutriggerError, unauthorized } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';

@@ -5,7 +5,8 @@
  * removes one, as a JSON merge patch does). Stored on the key's record; the verification cache
  * hands them to the limiter on the principal.
  */
-import { readLimitAmount, type LimitAmount, type LimitPolicyConfig } from '../config/limits-config.js';
+import { readLimitAmount, type LimitPolicyConfig } from '../config/limits-config.js';
+import type { LimitAmount } from '../principal/limit-amount.js';
 import { ValidationError } from '../errors.js';
 
 export type KeyLimits = Record<string, LimitAmount>;

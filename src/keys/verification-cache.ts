@@ -1,4 +1,4 @@
-import type { Principal } from '../access/principal.js';
+import type { Principal } from '../principal/principal.js';
 import type { KeyRecord } from './key-record.js';
 
 export interface VerificationCacheOptions {

@@ -6,7 +6,7 @@
  * what idle replicas hold, at most replicas × slice). While Redis is away (`onRedisUnavailable:
  * local`) it counts on its own clock and its own counters, the whole limit per window.
  */
-import type { LimitWindow } from '../config/limits-config.js';
+import type { LimitWindow } from '../principal/limit-amount.js';
 import { windowAt, windowSeconds } from './windows.js';
 
 export const ADMITTED = 0;

@@ -21,17 +21,32 @@ import { describeAmount } from './windows.js';
 /** Lease rounds one request may wait for before it is refused (others kept taking what each lease brought). */
 const MAX_ROUNDS = 3;
 
-/** What covered a request, kept on its scope for the GraphQL cost charged once estimated (and a subscription's events). */
-interface Covered {
-  allowances: Allowance[];
-  policies: CompiledPolicy[];
-}
-
 /**
  * What one decision charges for: a request on the chain (1 unit), a GraphQL request's estimate
  * beyond that unit, or one delivered subscription event (SPEC §6.5: its estimated cost).
  */
-type Charge = 'request' | 'estimate' | 'event';
+type ChargeKind = 'request' | 'estimate' | 'event';
+
+/**
+ * One charge, decided as a whole: the allowances of the policies that cover it (index for
+ * index), what it costs, and whose key's usage it counts. A request's charge stays on its scope
+ * (`rateLimits`) when a `units: cost` policy covers it: its estimate, or its subscription's
+ * events, are charged later against what covered it.
+ */
+export interface Charge {
+  readonly kind: ChargeKind;
+  readonly allowances: Allowance[];
+  readonly policies: CompiledPolicy[];
+  readonly cost: number;
+  readonly keyId: string | undefined;
+}
+
+declare module '../http/scope.js' {
+  interface RequestScope {
+    /** The limit stage's slot: what covered the request, kept when a `units: cost` policy counts its GraphQL cost (see Charge). */
+    rateLimits: Charge | undefined;
+  }
+}
 
 export interface LimiterParts {
   config: LimitsConfig;
@@ -93,22 +108,22 @@ export class RateLimiter {
     if (kind === 'oauth' && scope.path.startsWith('/.well-known/')) return;
     if (kind === 'admin' && this.isConsoleAsset(scope.path)) return;
     const now = Date.now();
-    let covered: Covered | null = null;
+    const keyId = scope.principal.via === 'apikey' ? scope.principal.keyId : undefined;
+    let charge: Charge | null = null;
     for (let i = 0; i < this.policies.length; i++) {
       const policy = this.policies[i]!;
       const allowance = policy.allowanceFor(scope, now);
       if (allowance === null) continue;
-      covered ??= { allowances: [], policies: [] };
-      covered.allowances.push(allowance);
-      covered.policies.push(policy);
+      charge ??= { kind: 'request', allowances: [], policies: [], cost: 1, keyId };
+      charge.allowances.push(allowance);
+      charge.policies.push(policy);
     }
-    const keyId = scope.principal.via === 'apikey' ? scope.principal.keyId : undefined;
-    if (covered === null) {
+    if (charge === null) {
       if (keyId !== undefined) this.usage.record(keyId, 1, 1, 0, now);
       return;
     }
-    if (!this.sharing.shared && this.onAway !== 'local') return this.whileAway(scope, covered, keyId, now, 'request', 1);
-    return this.decide(scope, covered, 1, keyId, now, 0, 'request');
+    if (!this.sharing.shared && this.onAway !== 'local') return this.whileAway(scope, charge, now);
+    return this.decide(scope, charge, now, 0);
   }
 
   /**
@@ -117,19 +132,19 @@ export class RateLimiter {
    * its unit given back.
    */
   chargeCost(scope: RequestScope, documents: number): Promise<void> | void {
-    const covered = scope.rateLimits as Covered | undefined;
+    const covered = scope.rateLimits;
     if (covered === undefined) return;
     const cost = Math.max(1, Math.ceil(documents)) - 1;
-    const byCost: Covered = { allowances: [], policies: [] };
+    const keyId = scope.principal.via === 'apikey' ? scope.principal.keyId : undefined;
+    const byCost: Charge = { kind: 'estimate', allowances: [], policies: [], cost, keyId };
     covered.policies.forEach((p, i) => {
       if (p.units === 'cost') {
         byCost.allowances.push(covered.allowances[i]!);
         byCost.policies.push(p);
       }
     });
-    const keyId = scope.principal.via === 'apikey' ? scope.principal.keyId : undefined;
     if (byCost.allowances.length === 0 || cost === 0 || (!this.sharing.shared && this.onAway !== 'local')) return;
-    return this.decide(scope, byCost, cost, keyId, Date.now(), 0, 'estimate');
+    return this.decide(scope, byCost, Date.now(), 0);
   }
 
   /**
@@ -140,10 +155,11 @@ export class RateLimiter {
    * policy and when to retry, or 503 under `onRedisUnavailable: deny`): the subscription ends.
    */
   chargeEvent(scope: RequestScope, documents: number): Promise<OutriggerError | null> | OutriggerError | null {
-    const covered = scope.rateLimits as Covered | undefined;
+    const covered = scope.rateLimits;
     if (covered === undefined) return null;
     const now = Date.now();
-    const byCost: Covered = { allowances: [], policies: [] };
+    const keyId = scope.principal.via === 'apikey' ? scope.principal.keyId : undefined;
+    const byCost: Charge = { kind: 'event', allowances: [], policies: [], cost: Math.max(1, Math.ceil(documents)), keyId };
     for (const p of covered.policies) {
       if (p.units !== 'cost') continue;
       // Looked up again, not the start's: a key's override may have changed, a swept allowance been replaced.
@@ -153,22 +169,20 @@ export class RateLimiter {
       byCost.policies.push(p);
     }
     if (byCost.allowances.length === 0) return null;
-    const keyId = scope.principal.via === 'apikey' ? scope.principal.keyId : undefined;
-    const cost = Math.max(1, Math.ceil(documents));
     try {
       if (!this.sharing.shared && this.onAway !== 'local') {
-        this.whileAway(scope, byCost, keyId, now, 'event', cost);
+        this.whileAway(scope, byCost, now);
         return null;
       }
-      const decided = this.decide(scope, byCost, cost, keyId, now, 0, 'event');
+      const decided = this.decide(scope, byCost, now, 0);
       return decided === undefined ? null : decided.then(() => null, refusal);
     } catch (error) {
       return refusal(error);
     }
   }
 
-  private decide(scope: RequestScope, covered: Covered, cost: number, keyId: string | undefined, now: number, round: number, charge: Charge): Promise<void> | void {
-    const { allowances } = covered;
+  private decide(scope: RequestScope, charge: Charge, now: number, round: number): Promise<void> | void {
+    const { allowances, cost } = charge;
     const shared = this.sharing.shared;
     let refused = -1;
     let leasing: Allowance[] | null = null;
@@ -187,58 +201,64 @@ export class RateLimiter {
     if (leasing !== null && round < MAX_ROUNDS) {
       // The one await: this allowance holds nothing yet in this window (or its prefetch is late).
       return Promise.all(leasing.map((a) => this.sharing.lease(a, cost - a.held))).then(() => {
-        if (!this.sharing.shared && this.onAway !== 'local') return this.whileAway(scope, covered, keyId, Date.now(), charge, cost);
-        return this.decide(scope, covered, cost, keyId, Date.now(), round + 1, charge);
+        if (!this.sharing.shared && this.onAway !== 'local') return this.whileAway(scope, charge, Date.now());
+        return this.decide(scope, charge, Date.now(), round + 1);
       });
     }
     if (refused === -1 && leasing !== null) refused = taken;
     if (refused !== -1) {
       // Refused on local counters: Redis may be back, and only a lease can tell.
       for (const a of allowances) if (a.local) this.sharing.probe(a, now);
-      return this.refuse(scope, covered, refused, cost, keyId, now, charge);
+      return this.refuse(scope, charge, refused, now);
     }
+    this.admitted(scope, charge, now);
+  }
 
-    // Admitted by every policy.
-    if (keyId !== undefined) this.usage.record(keyId, charge === 'request' ? 1 : 0, cost, 0, now);
-    if (charge === 'request') this.keepCovered(scope, covered);
-    for (const a of allowances) {
+  /** Admitted by every policy: usage counted, slices topped up, headers set. */
+  private admitted(scope: RequestScope, charge: Charge, now: number): void {
+    const { keyId, kind } = charge;
+    if (keyId !== undefined) this.usage.record(keyId, kind === 'request' ? 1 : 0, charge.cost, 0, now);
+    if (kind === 'request') this.keepCovered(scope, charge);
+    for (const a of charge.allowances) {
       if (a.local) this.sharing.probe(a, now);
       else if (a.wantsPrefetch()) void this.sharing.lease(a, 1);
     }
-    // An event's response head went out when the subscription started.
-    if (this.headers && charge !== 'event') this.setHeaders(scope, charge === 'estimate' ? (scope.rateLimits as Covered) : covered, now, -1, charge === 'estimate');
+    // An event's response head went out when the subscription started; an estimate's headers say what covered the request.
+    if (this.headers && kind !== 'event') this.setHeaders(scope, charge, now);
   }
 
   /** A request a `units: cost` policy covers keeps what covered it: its estimate, or its subscription's events, are charged later. */
-  private keepCovered(scope: RequestScope, covered: Covered): void {
-    if (this.hasCostPolicy && covered.policies.some((p) => p.units === 'cost')) scope.rateLimits = covered;
+  private keepCovered(scope: RequestScope, charge: Charge): void {
+    if (this.hasCostPolicy && charge.policies.some((p) => p.units === 'cost')) scope.rateLimits = charge;
   }
 
-  private refuse(scope: RequestScope, covered: Covered, index: number, cost: number, keyId: string | undefined, now: number, charge: Charge): never {
-    const policy = covered.policies[index]!;
-    const allowance = covered.allowances[index]!;
+  private refuse(scope: RequestScope, charge: Charge, index: number, now: number): never {
+    const { kind, cost, keyId } = charge;
+    const policy = charge.policies[index]!;
+    const allowance = charge.allowances[index]!;
     this.refusedMetric.get(policy.name)?.inc();
-    const estimate = charge === 'estimate';
+    const estimate = kind === 'estimate';
     if (estimate) {
       // The unit the chain took for this request goes back: a refused request costs nothing.
-      for (const a of (scope.rateLimits as Covered).allowances) a.refund(1, a.windowId);
+      for (const a of scope.rateLimits!.allowances) a.refund(1, a.windowId);
       if (keyId !== undefined) this.usage.record(keyId, -1, -1, 1, now);
     } else if (keyId !== undefined) this.usage.record(keyId, 0, 0, 1, now);
-    if (this.headers && charge !== 'event') this.setHeaders(scope, estimate ? (scope.rateLimits as Covered) : covered, now, index, estimate, allowance);
+    if (this.headers && kind !== 'event') this.setHeaders(scope, charge, now, allowance);
     const retry = allowance.resetSeconds(now) || 1;
     const what = describeAmount(allowance.limit, allowance.window, policy.units === 'cost' ? 'units' : 'requests');
     const kindOf = allowance.window.period ? 'quota' : 'rate limit';
-    const costly = charge === 'event' ? ` (each event of this subscription costs ${cost} units)` : cost > 1 ? ` (this request costs ${cost + (estimate ? 1 : 0)} units)` : '';
+    const costly = kind === 'event' ? ` (each event of this subscription costs ${cost} units)` : cost > 1 ? ` (this request costs ${cost + (estimate ? 1 : 0)} units)` : '';
     throw tooManyRequests(`${kindOf} '${policy.name}': ${what}${costly}; retry in ${retry} s`, retry);
   }
 
   /** Redis away under `allow` (no limits) or `deny` (503); a probe now and then finds it back. */
-  private whileAway(scope: RequestScope, covered: Covered, keyId: string | undefined, now: number, charge: Charge, cost: number): void {
-    for (const a of covered.allowances) this.sharing.probe(a, now);
+  private whileAway(scope: RequestScope, charge: Charge, now: number): void {
+    const { keyId, kind } = charge;
+    for (const a of charge.allowances) this.sharing.probe(a, now);
     if (this.onAway === 'allow') {
-      if (keyId !== undefined) this.usage.record(keyId, charge === 'request' ? 1 : 0, cost, 0, now);
+      if (keyId !== undefined) this.usage.record(keyId, kind === 'request' ? 1 : 0, charge.cost, 0, now);
       // A subscription started now has its events charged once Redis is back.
-      if (charge === 'request') this.keepCovered(scope, covered);
+      if (kind === 'request') this.keepCovered(scope, charge);
       return;
     }
     if (keyId !== undefined) this.usage.record(keyId, 0, 0, 1, now);
@@ -246,18 +266,20 @@ export class RateLimiter {
   }
 
   /** `RateLimit-Policy` with every covering policy, `RateLimit` with the one nearest exhaustion (draft-ietf-httpapi-ratelimit-headers-11). */
-  private setHeaders(scope: RequestScope, covered: Covered, now: number, refusedIndex: number, estimate: boolean, refusedAllowance?: Allowance): void {
-    const { allowances } = covered;
+  private setHeaders(scope: RequestScope, charge: Charge, now: number, refused?: Allowance): void {
+    // An estimate's headers name every policy that covered the request, not only its `units: cost` ones.
+    const estimate = charge.kind === 'estimate';
+    const { allowances } = estimate ? scope.rateLimits! : charge;
     let policyValue = '';
-    let nearest: Allowance = refusedAllowance ?? allowances[0]!;
+    let nearest: Allowance = refused ?? allowances[0]!;
     for (let i = 0; i < allowances.length; i++) {
       const a = allowances[i]!;
       policyValue = i === 0 ? a.policyItem(now) : `${policyValue}, ${a.policyItem(now)}`;
-      if (refusedIndex === -1 && a.remaining() < nearest.remaining()) nearest = a;
+      if (refused === undefined && a.remaining() < nearest.remaining()) nearest = a;
     }
     const headers = {
       'ratelimit-policy': policyValue,
-      ratelimit: `"${nearest.policy}";r=${refusedIndex === -1 ? nearest.remaining() : 0};t=${nearest.resetSeconds(now)}`,
+      ratelimit: `"${nearest.policy}";r=${refused === undefined ? nearest.remaining() : 0};t=${nearest.resetSeconds(now)}`,
     };
     // On the scope, not setHeader: the forwarder writes them in the upstream answer's head, the
     // handler sets them on own routes and errors (a setHeader per request costs ~0.7 µs each).

@@ -4,7 +4,8 @@
  * Which policies cover a request is decided here, synchronously and without allocation for a
  * request no policy covers.
  */
-import type { LimitAmount, LimitBy, LimitPolicyConfig, LimitUnits } from '../config/limits-config.js';
+import type { LimitBy, LimitPolicyConfig, LimitUnits } from '../config/limits-config.js';
+import type { LimitAmount } from '../principal/limit-amount.js';
 import { parseCondition, type Condition } from '../condition/index.js';
 import { exchangeForScope } from '../http/exchange.js';
 import type { RequestScope } from '../http/scope.js';

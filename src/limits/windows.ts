@@ -3,7 +3,7 @@
  * counts on its own, SPEC §10) and for the `w` of a quota's `RateLimit-Policy` item. While Redis
  * is reachable the window's id and end come from Redis's clock (store/scripts/lease-rate-limit-slice.ts).
  */
-import type { LimitWindow } from '../config/limits-config.js';
+import type { LimitWindow } from '../principal/limit-amount.js';
 
 const DAY_MS = 86_400_000;
 

@@ -15,7 +15,7 @@
  */
 import type { AccessControl } from '../access/permissions/access-control.js';
 import type { PermissionDocument } from '../access/permissions/permission-document.js';
-import type { Principal } from '../access/principal.js';
+import type { Principal } from '../principal/principal.js';
 import { exchangeFromParts, type Exchange, type ExchangeParts } from '../condition/index.js';
 import { collectionPathOf } from '../graphql/backend/collection-path.js';
 import type { RequestScope } from '../http/scope.js';

@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { ResponseHeaderFilter } from './headers.js';
 import type { ForwardBody } from './request-body.js';
+import type { OutriggerConfig } from '../config/types.js';
 
 /** Sees a proxied response as it streams to the client (webhook capture); must never block or throw. */
 export interface ResponseObserver {
@@ -46,35 +47,17 @@ export interface ForwardRequest {
 /** What the features may decide about a proxied request (access/proxy-policy.ts); the handler copies these fields, and only these. */
 export type ProxyPlan = Partial<Pick<ForwardRequest, 'target' | 'removeRequestHeaders' | 'setRequestHeaders' | 'body' | 'filterResponseHeader' | 'rewrite'>>;
 
+/** The upstream's settings as the config declares them (upstream.*; the identity block is access/'s). */
+export type UpstreamSettings = Omit<OutriggerConfig['upstream'], 'identity'>;
+
+/**
+ * What the forwarder reads of the config, passed whole: upstream.* (pool, slots, request
+ * buffering, timeout) and the two listen.* bounds that cut a stalled body or a client that stops
+ * reading (listen.bodyIdleTimeoutMs, listen.sendTimeoutMs, as nginx's send_timeout).
+ */
 export interface ForwarderOptions {
-  url: string;
-  timeoutMs: number;
-  connections: number;
-  /** Upstream slots one client IP may hold (upstream.maxConnectionsPerClient). */
-  maxConnectionsPerClient: number;
-  /** How long a request may wait for a free upstream slot (upstream.queueTimeoutMs). */
-  queueTimeoutMs: number;
-  /** Requests one client IP may have waiting for a slot (upstream.maxQueuedPerClient). */
-  maxQueuedPerClient: number;
-  /** A streamed request body that sends nothing for this long is cut (listen.bodyIdleTimeoutMs). */
-  bodyIdleTimeoutMs: number;
-  /**
-   * Request bodies up to this many bytes are read in full before the request asks for an upstream
-   * slot (upstream.bufferBodyBytes; 0 streams every body). Optional for callers that predate it.
-   */
-  bufferBodyBytes?: number;
-  /**
-   * What all bodies being read for buffering may reserve together (upstream.bufferTotalBytes);
-   * past it a body streams as if buffering were off, so memory stays bounded.
-   */
-  bufferTotalBytes?: number;
-  /** What one client address's bodies may reserve of that (upstream.bufferBytesPerClient). */
-  bufferBytesPerClient?: number;
-  /**
-   * A response the client stops reading is cut after this long without progress
-   * (listen.sendTimeoutMs, as nginx's send_timeout), so it cannot hold its upstream slot.
-   */
-  sendTimeoutMs?: number;
+  upstream: UpstreamSettings;
+  listen: Pick<OutriggerConfig['listen'], 'bodyIdleTimeoutMs' | 'sendTimeoutMs'>;
 }
 
 /** listen.sendTimeoutMs's default, for callers that predate it. */

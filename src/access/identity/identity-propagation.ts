@@ -1,5 +1,5 @@
 import type { OutriggerConfig } from '../../config/types.js';
-import type { Principal } from '../principal.js';
+import type { Principal } from '../../principal/principal.js';
 import { JwtMinter } from './jwt-minter.js';
 
 export interface IdentityPlan {

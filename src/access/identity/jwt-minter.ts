@@ -1,5 +1,5 @@
 import { createHmac, createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
-import type { Principal } from '../principal.js';
+import type { Principal } from '../../principal/principal.js';
 
 export interface JwtSettings {
   secret: string;

@@ -1,6 +1,6 @@
 import { forbidden, unauthorized } from '../../errors.js';
 import type { DocumentStore } from '../../store/document-store.js';
-import type { Principal } from '../principal.js';
+import type { Principal } from '../../principal/principal.js';
 import type { PermissionDocument } from './permission-document.js';
 
 export interface CompiledCondition<X> {

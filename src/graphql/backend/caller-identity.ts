@@ -11,7 +11,7 @@ import type { IdentityPlan } from '../../access/identity/identity-propagation.js
 import { interpolateUserVariables, projectionHides, projectResponse } from '../../access/mongo-rules.js';
 import type { AccessControl } from '../../access/permissions/access-control.js';
 import type { PermissionDocument } from '../../access/permissions/permission-document.js';
-import type { Principal } from '../../access/principal.js';
+import type { Principal } from '../../principal/principal.js';
 import type { Exchange, ExchangeUser } from '../../condition/index.js';
 import type { ReadDecision, ReadPolicy, RequestContext } from '../types.js';
 import { collectionPathOf } from './collection-path.js';

@@ -6,7 +6,7 @@
  * disabled, deleted or changed app ends the subscription within about a second (SPEC: 1 s goal).
  */
 import type { AppContext } from '../../app-context.js';
-import type { Principal } from '../../access/principal.js';
+import type { Principal } from '../../principal/principal.js';
 import { OutriggerError } from '../../errors.js';
 import type { RequestScope } from '../../http/scope.js';
 import { backendHeadersFor, type CallerFacts } from '../backend/caller-identity.js';

@@ -22,7 +22,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import { interpolateUserVariables } from '../../access/mongo-rules.js';
-import type { Principal } from '../../access/principal.js';
+import type { Principal } from '../../principal/principal.js';
 import { OutriggerError } from '../../errors.js';
 import { isPlainObject } from '../app-document.js';
 import type { CompiledApp } from '../compile/compile-app.js';

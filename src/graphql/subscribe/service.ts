@@ -4,7 +4,7 @@
  * writes of mutations), the transports' shared start (`open`), and the shutdown hint.
  */
 import type { Redis } from 'ioredis';
-import type { Principal } from '../../access/principal.js';
+import type { Principal } from '../../principal/principal.js';
 import type { RequestObserver } from '../../http/observe.js';
 import type { ChangeBus } from '../../store/change-bus.js';
 import type { SubscriptionsConfig } from '../../config/subscriptions-config.js';

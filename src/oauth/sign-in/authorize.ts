@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Principal } from '../../access/principal.js';
+import type { Principal } from '../../principal/principal.js';
 import { methodNotAllowed, OutriggerError } from '../../errors.js';
 import type { RequestScope } from '../../http/scope.js';
 import type { Logger } from '../../observability/logger.js';

@@ -1,4 +1,4 @@
-import type { Principal } from '../../access/principal.js';
+import type { Principal } from '../../principal/principal.js';
 import type { AppContext } from '../../app-context.js';
 import { exchangeFromParts } from '../../condition/index.js';
 import { OutriggerError } from '../../errors.js';

@@ -4,7 +4,7 @@
  * route has already authorized the caller (admin roles or an allowing permission); test sends
  * additionally require admin roles, and the signing secret is shown to admins only.
  */
-import type { Principal } from '../../access/principal.js';
+import type { Principal } from '../../principal/principal.js';
 import type { SubRouteHandler } from '../../admin/admin-route.js';
 import { badRequest, methodNotAllowed, notFound } from '../../errors.js';
 import { isPlainObject, readJsonBody } from '../../http/body.js';

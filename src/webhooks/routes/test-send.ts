@@ -4,7 +4,7 @@
  * log, no retry, no document. Admin roles only, since it shows what a target answered; the
  * URL goes through the same SSRF checks as a saved webhook (at validation and at connect).
  */
-import type { Principal } from '../../access/principal.js';
+import type { Principal } from '../../principal/principal.js';
 import { exchangeFromParts, parseCondition } from '../../condition/index.js';
 import { badRequest, forbidden, notFound, ValidationError } from '../../errors.js';
 import { isPlainObject, readJsonBody } from '../../http/body.js';

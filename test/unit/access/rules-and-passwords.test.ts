@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createShapeClassifier, interpolateUserVariables, projectResponse, projectionHides } from '../../../src/access/mongo-rules.js';
 import { hashPassword, parsePasswordHash, verifyPassword } from '../../../src/access/password-hash.js';
-import type { Principal } from '../../../src/access/principal.js';
+import type { Principal } from '../../../src/principal/principal.js';
 
 // The pure parts of access: which backend path a readFilter narrows, the caller's variables in a
 // filter, projectResponse, and the stored password format. Written so that `npm run mutate`

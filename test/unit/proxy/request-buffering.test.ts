@@ -30,7 +30,10 @@ describe('request buffering through an observed body', () => {
         res.end(JSON.stringify({ bytes: body.length, sum: checksum(body), cl: req.headers['content-length'] ?? null, te: req.headers['transfer-encoding'] ?? null }));
       });
     });
-    forwarder = new Forwarder({ url: upstream.url, timeoutMs: 5000, connections: 4, maxConnectionsPerClient: 4, queueTimeoutMs: 2000, maxQueuedPerClient: 8, bodyIdleTimeoutMs: 2000, bufferBodyBytes: BOUND });
+    forwarder = new Forwarder({
+      upstream: { url: upstream.url, timeoutMs: 5000, connections: 4, maxConnectionsPerClient: 4, queueTimeoutMs: 2000, maxQueuedPerClient: 8, bufferBodyBytes: BOUND, bufferTotalBytes: Infinity, bufferBytesPerClient: Infinity },
+      listen: { bodyIdleTimeoutMs: 2000, sendTimeoutMs: 60_000 },
+    });
     front = createServer((req, res) => {
       let seen = 0;
       async function* tapped(source: IncomingMessage): AsyncIterable<Buffer> {
@@ -105,7 +108,10 @@ describe('request buffering stays under upstream.bufferTotalBytes', () => {
       req.resume();
       req.on('end', () => res.end('ok'));
     });
-    forwarder = new Forwarder({ url: upstream.url, timeoutMs: 5000, connections: 4, maxConnectionsPerClient: 4, queueTimeoutMs: 2000, maxQueuedPerClient: 8, bodyIdleTimeoutMs: 5000, bufferBodyBytes: BOUND, bufferTotalBytes: 2 * 60_000 });
+    forwarder = new Forwarder({
+      upstream: { url: upstream.url, timeoutMs: 5000, connections: 4, maxConnectionsPerClient: 4, queueTimeoutMs: 2000, maxQueuedPerClient: 8, bufferBodyBytes: BOUND, bufferTotalBytes: 2 * 60_000, bufferBytesPerClient: Infinity },
+      listen: { bodyIdleTimeoutMs: 5000, sendTimeoutMs: 60_000 },
+    });
     front = createServer((req, res) => {
       const cancel = forwarder.forward({ req, res, method: req.method!, target: req.url!, requestId: 'r', clientIp: '127.0.0.1', peerTrusted: false, secure: false }, (error) => {
         res.writeHead(error.status).end(error.message);

@@ -1,5 +1,5 @@
 /** Who a request runs as (SPEC §3.1). */
-import type { LimitAmount } from '../config/limits-config.js';
+import type { LimitAmount } from './limit-amount.js';
 
 export interface Principal {
   id: string | null;
