@@ -5,7 +5,7 @@ import { parseYaml, readProblem } from '../config/load.js';
 import { ValidationError } from '../errors.js';
 import { isJsonObject } from '../util/objects.js';
 import type { StoredDocument } from '../store/document-store.js';
-import { permissionSetupKind } from '../access/permissions/setup.js';
+import { permissionSetupKind } from './permission-kind.js';
 import type { SetupKind } from './setup-kind.js';
 import { didYouMean } from '../util/did-you-mean.js';
 

@@ -1,6 +1,8 @@
 import { isJsonObject } from '../../util/objects.js';
 import type { Validation } from '../../http/document-routes.js';
+import type { OutriggerConfig } from '../../config/types.js';
 import { didYouMean } from '../../util/did-you-mean.js';
+import { checkPredicateSyntax } from '../predicate-check.js';
 
 export interface ApiKeysBlock {
   roles: string[];
@@ -102,4 +104,10 @@ function projectionProblems(projection: unknown): string[] {
   if ([...values].some((v) => v !== 0 && v !== 1)) return ['mongo.projectResponse values must be 1 (keep) or 0 (remove)'];
   if (values.size > 1) return ['mongo.projectResponse must be all 1 (keep these) or all 0 (remove these), not a mix'];
   return [];
+}
+
+/** How a permission is checked wherever one is written: the admin API and setup files alike. */
+export function permissionValidator(config: OutriggerConfig) {
+  const ctx = { adminRoles: config.acl.adminRoles, checkPredicate: (text: string) => checkPredicateSyntax(text, true) };
+  return (candidate: Record<string, unknown>) => validatePermission(candidate, ctx);
 }
