@@ -23,7 +23,7 @@ import {
 } from 'graphql';
 import { interpolateUserVariables } from '../../access/mongo-rules.js';
 import type { Principal } from '../../principal/principal.js';
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import type { CompiledApp } from '../compile/compile-app.js';
 import type { ExecutionContextValue } from '../compile/resolvers.js';
 import type { ChangeOp } from '../document/subscriptions.js';
