@@ -1,7 +1,6 @@
 import type { Exchange, ExchangeUser } from '../condition/index.js';
 import type { RequestScope } from './scope.js';
-
-const AUTH_TYPES = { basic: 'BASIC', apikey: 'API_KEY', anonymous: undefined } as const;
+import { authenticationTypeOf, userFacts } from '../principal/access-facts.js';
 
 /**
  * The condition language's view of a request, read straight from the scope: nothing is copied
@@ -55,12 +54,11 @@ class ScopeExchange implements Exchange {
     return performance.timeOrigin + this.scope.startedAt;
   }
   get authenticationType() {
-    return AUTH_TYPES[this.scope.principal.via];
+    return authenticationTypeOf(this.scope.principal);
   }
   /** Read per access: the principal is set after authentication, possibly after this object was made. */
   get user(): ExchangeUser | undefined {
-    const { principal } = this.scope;
-    return principal.id === null ? undefined : { id: principal.id, _id: principal.id, roles: principal.roles };
+    return userFacts(this.scope.principal);
   }
   requestBody(): unknown {
     if (!this.bodyParsed) {
