@@ -12,6 +12,8 @@ export const LAYERS = [
   ['store', 'proxy'],
   // The request chain: transport, identity and access decisions, the operator's view.
   ['http', 'access', 'limits', 'observability', 'features', 'admin', 'setup', 'app-context'],
+  // The request chain's stages in order (src/chain/README.md), over the transport and the decisions they call.
+  ['chain'],
   ['feature-module'],
   ['keys', 'webhooks'],
   ['oauth', 'graphql'],
