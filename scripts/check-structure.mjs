@@ -2,13 +2,17 @@
 // The house rules, checked from the code's own imports (type-only imports count: they tie two
 // files together for a reader as much as a value import does). Run by `npm run lint` and so by CI.
 //
-//   node scripts/check-structure.mjs            every rule; exit 1 with one line per breach
-//   node scripts/check-structure.mjs --graph    also print the folder-level import graph
+//   node scripts/check-structure.mjs              every rule; exit 1 with one line per breach
+//   node scripts/check-structure.mjs --graph      also print the folder-level import graph
+//   node scripts/check-structure.mjs --root DIR   check DIR/src against DIR/scripts/structure-rules.mjs
+//                                                 (test/unit/structure runs it on fixture trees)
 //
 // Rules (the layer table and stage orders live in scripts/structure-rules.mjs):
 // 1. no import circle between files of src/;
-// 2. every import runs with the flow: into the same folder, a folder of a lower layer, or an
-//    earlier stage of the same feature;
+// 2. every import runs with the flow: into the same folder, a folder of a strictly lower layer,
+//    or an earlier stage of the same feature. Folders of one layer are peers and never import
+//    each other, so no loop between folders can pass (a loop needs an arrow up or sideways);
+//    every top folder of src/ has exactly one layer, and every name in the table is a folder;
 // 3. no file of src/ over 400 lines, no folder with more than 15 source files directly in it;
 // 4. Redis scripts (EVAL / EVALSHA / SCRIPT LOAD) only in src/store.
 //
@@ -17,11 +21,12 @@
 // TypeScript compiler the project already has reads imports exactly (preProcessFile).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import ts from 'typescript';
-import { LAYERS, STAGED_FEATURES, SCRIPT_HOME, LIMITS } from './structure-rules.mjs';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const rootArg = process.argv.indexOf('--root');
+const root = rootArg > 0 ? resolve(process.argv[rootArg + 1]) : resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const { LAYERS, STAGED_FEATURES, SCRIPT_HOME, LIMITS } = await import(pathToFileURL(join(root, 'scripts', 'structure-rules.mjs')).href);
 const src = join(root, 'src');
 const SOURCE = /\.(ts|mts|mjs|tsx)$/;
 
@@ -105,6 +110,17 @@ function placeOf(file) {
   if (stages && parts.length === 2) stage = parts[1] === stages.entry ? Infinity : -1; // root: shared types (-1) or the entry
   return { top, layer, stage };
 }
+{
+  const tops = new Set([...imports.keys()].map((file) => placeOf(file).top));
+  const seen = new Map();
+  LAYERS.forEach((names, layer) => {
+    for (const name of names) {
+      if (seen.has(name)) problems.push(`scripts/structure-rules.mjs: "${name}" is in layers ${seen.get(name)} and ${layer}; a folder has one place`);
+      seen.set(name, layer);
+      if (!tops.has(name)) problems.push(`scripts/structure-rules.mjs: layer ${layer} names "${name}", which is no folder or root file of src/; drop it or fix the name`);
+    }
+  });
+}
 for (const file of imports.keys()) {
   const place = placeOf(file);
   if (place.stage === -2) problems.push(`${file}: its folder is not a stage of src/${place.top} (${STAGED_FEATURES[place.top].join(' → ')}); add it to STAGED_FEATURES in scripts/structure-rules.mjs or move the file into a stage`);
@@ -118,6 +134,8 @@ for (const [from, targets] of imports) {
     if (a.top !== b.top) {
       if (b.layer > a.layer)
         problems.push(`${from} → ${to}: against the flow (${a.top} is layer ${a.layer}, ${b.top} is layer ${b.layer}); move the shared part down or invert the dependency`);
+      else if (b.layer === a.layer)
+        problems.push(`${from} → ${to}: sideways (${a.top} and ${b.top} share layer ${a.layer}, whose folders are peers); give ${b.top} a lower layer, or move the shared part down`);
       continue;
     }
     if (a.stage === null || a.stage === undefined || b.stage === null || b.stage === undefined) continue;

@@ -2,24 +2,42 @@
 // docs/architecture.md draws it; each folder's README says what it owns.
 
 /**
- * The top folders (and root files) of src/, from the ground up. A file may import its own
- * folder, any folder of the same layer, and the layers below; never a layer above.
+ * The top folders (and root files) of src/, from the ground up. A file may import its own folder
+ * and the layers strictly below; never a layer above, and never another folder of its own layer.
+ *
+ * Why strict (one rule, no same-layer imports) rather than "same-layer imports allowed while they
+ * form no loop": with peers forbidden to import each other, a loop between folders cannot be
+ * written at all (it needs an arrow up or sideways), and the table itself reads as the order in
+ * which the house is built. When one peer comes to need another, it gets a row of its own above
+ * it; that move is the record of the new dependency. test/unit/structure proves a folder loop and
+ * an upward import in a fixture tree fail.
  */
 export const LAYERS = [
   // principal: a leaf (imports nothing) so transport, stores and features can name who a request runs as.
   ['errors', 'util', 'principal'],
-  ['net', 'input-limits', 'condition', 'config'],
-  ['store', 'proxy'],
-  // The request chain: transport, identity and access decisions, the operator's view.
-  ['http', 'access', 'limits', 'observability', 'features', 'admin', 'setup', 'app-context'],
-  // The request chain's stages in order (src/chain/README.md), over the transport and the decisions they call.
+  ['net', 'input-limits', 'condition'],
+  ['config'],
+  // The ground the request path stands on: Redis, upstream connections, logs/metrics/traces.
+  ['store', 'proxy', 'observability'],
+  // The transport: server, scope, bodies, responses, own-route table.
+  ['http'],
+  // Built on the transport, independent of each other: identity and access decisions, rate
+  // limits, feature flags, the operator's routes (admin API, console, health, metrics).
+  ['access', 'limits', 'features', 'admin'],
+  // The request chain's stages in order (src/chain/README.md), over the transport and the
+  // decisions they call; features import its observer contract and condition view.
   ['chain'],
+  // The shared parts every feature module is built from (made of access, limits, features).
+  ['app-context'],
+  // Setup files: applied with a context; the permissions section is the house's own.
+  ['setup'],
   ['feature-module'],
   ['keys', 'webhooks'],
   ['oauth', 'graphql'],
   // Tools for agents: call the GraphQL door as a client would, behind the sign-in's challenge.
   ['mcp'],
-  ['feature-list', 'offline-setup-kinds', 'shutdown', 'app', 'main'],
+  ['feature-list', 'offline-setup-kinds', 'shutdown'],
+  ['app'],
   ['cli'],
 ];
 

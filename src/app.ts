@@ -31,7 +31,7 @@ import { serviceUnavailable } from './errors.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { logRedisTransitions } from './observability/redis-events.js';
-import { healthRoute, metricsRoute } from './observability/routes.js';
+import { healthRoute, metricsRoute } from './admin/health-and-metrics.js';
 import { startSummary } from './observability/start-summary.js';
 import { Tracing } from './observability/tracing/tracing.js';
 import { resolveTelemetry } from './config/telemetry.js';

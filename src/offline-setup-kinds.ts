@@ -1,4 +1,4 @@
-import { permissionSetupKind } from './access/permissions/setup.js';
+import { permissionSetupKind } from './setup/permission-kind.js';
 import type { OutriggerConfig } from './config/types.js';
 import type { SetupKind } from './setup/setup-kind.js';
 import { graphqlAppSetupKind } from './graphql/document/setup-kind.js';

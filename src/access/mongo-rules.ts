@@ -1,4 +1,5 @@
 import type { Principal } from '../principal/principal.js';
+import { isJsonObject } from '../util/objects.js';
 
 export type CollectionShape = 'collection' | 'document' | 'other';
 
@@ -42,12 +43,8 @@ export function interpolateUserVariables(value: unknown, principal: Principal): 
 export function projectResponse(body: unknown, projection: Record<string, 0 | 1>): unknown {
   const paths = Object.keys(projection).map((p) => p.split('.'));
   const keep = Object.values(projection)[0] === 1;
-  const one = (doc: unknown) => (isObject(doc) ? (keep ? keepPaths(doc, paths) : removePaths(doc, paths)) : doc);
+  const one = (doc: unknown) => (isJsonObject(doc) ? (keep ? keepPaths(doc, paths) : removePaths(doc, paths)) : doc);
   return Array.isArray(body) ? body.map(one) : one(body);
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function keepPaths(doc: Record<string, unknown>, paths: string[][]): Record<string, unknown> {
@@ -56,11 +53,11 @@ function keepPaths(doc: Record<string, unknown>, paths: string[][]): Record<stri
     let source: unknown = doc;
     let target = out;
     for (let i = 0; i < path.length; i++) {
-      if (!isObject(source) || !Object.hasOwn(source, path[i]!)) break;
+      if (!isJsonObject(source) || !Object.hasOwn(source, path[i]!)) break;
       const value: unknown = source[path[i]!];
       if (i === path.length - 1) target[path[i]!] = value;
       else {
-        if (!isObject(target[path[i]!])) target[path[i]!] = {};
+        if (!isJsonObject(target[path[i]!])) target[path[i]!] = {};
         target = target[path[i]!] as Record<string, unknown>;
         source = value;
       }
@@ -73,8 +70,8 @@ function removePaths(doc: Record<string, unknown>, paths: string[][]): Record<st
   const out = structuredClone(doc);
   for (const path of paths) {
     let target: unknown = out;
-    for (let i = 0; i < path.length - 1 && isObject(target); i++) target = target[path[i]!];
-    if (isObject(target)) delete target[path[path.length - 1]!];
+    for (let i = 0; i < path.length - 1 && isJsonObject(target); i++) target = target[path[i]!];
+    if (isJsonObject(target)) delete target[path[path.length - 1]!];
   }
   return out;
 }

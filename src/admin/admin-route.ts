@@ -1,7 +1,7 @@
 import { notFound } from '../errors.js';
 import type { OwnRoute } from '../http/route-table.js';
 import type { RequestScope } from '../http/scope.js';
-import { logAdminChange } from '../observability/admin-audit.js';
+import { logAdminChange } from './admin-audit.js';
 import type { Logger } from '../observability/logger.js';
 
 export type SubRouteHandler = (scope: RequestScope, subPath: string) => Promise<void> | void;

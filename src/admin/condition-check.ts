@@ -1,6 +1,7 @@
 import { ConditionSyntaxError, parseCondition } from '../condition/index.js';
 import { badRequest, methodNotAllowed } from '../errors.js';
-import { isPlainObject, readJsonBody } from '../http/body.js';
+import { readJsonBody } from '../http/body.js';
+import { isJsonObject } from '../util/objects.js';
 import { sendJson } from '../http/respond.js';
 import type { SubRouteHandler } from './admin-route.js';
 
@@ -17,7 +18,7 @@ export function createConditionCheckRoute(): SubRouteHandler {
     if (subPath !== '/check') throw badRequest(`nothing at ${scope.path}; use POST .../conditions/check`);
     if (scope.method !== 'POST') throw methodNotAllowed(['POST']);
     const body = await readJsonBody(scope, 64 * 1024);
-    if (!isPlainObject(body)) throw badRequest('the body must be {"condition": "...", "kind": "webhook" | "permission"}');
+    if (!isJsonObject(body)) throw badRequest('the body must be {"condition": "...", "kind": "webhook" | "permission"}');
     const extra = Object.keys(body).find((k) => k !== 'condition' && k !== 'kind');
     if (extra) throw badRequest(`${extra} is not a field here (use condition and kind)`);
     if (typeof body.condition !== 'string') throw badRequest('condition must be a string');

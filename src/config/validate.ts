@@ -30,7 +30,6 @@ const headerName = (v: string): string | null => (/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$
 const FEATURE_STATES = ['not-installed', 'enabled', 'disabled'] as const;
 
 /** Validates and defaults a parsed (and env-interpolated) YAML document. Never throws. */
-// eslint-disable-next-line max-lines-per-function -- pending split into section readers (issue 46)
 export function validateConfig(raw: unknown): { config: OutriggerConfig; problems: string[] } {
   const problems: string[] = [];
   const root = new SectionReader(raw, '', problems);
@@ -56,79 +55,17 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
     upstream: readUpstream(root.section('upstream')),
     redis: readRedis(root.section('redis')),
     users: readUsers(root.section('users')),
-    acl: (() => {
-      const a = root.section('acl');
-      const out = {
-        mode: a.oneOf('mode', 'enforce', ['enforce', 'own-routes'] as const),
-        adminRoles: a.strings('adminRoles', ['root', 'srv-admin']),
-        bootstrap: a.string('bootstrap', null),
-      };
-      a.finish();
-      return out;
-    })(),
-    apiKeys: (() => {
-      const k = root.section('apiKeys');
-      const out = {
-        prefix: k.string('prefix', 'rig', (v) => (/^[a-z][a-z0-9]{1,15}$/.test(v) ? null : 'must be 2-16 lowercase letters or digits, starting with a letter')),
-        maxExpiresInDays: k.integer('maxExpiresInDays', 3650, 1, 3650),
-        maxKeysPerUser: k.integer('maxKeysPerUser', 10, 1, 1000),
-        maxFailuresPerClient: k.integer('maxFailuresPerClient', 100, 1, 1_000_000),
-        failureWindowSeconds: k.integer('failureWindowSeconds', 60, 1, 86_400),
-      };
-      k.finish();
-      return out;
-    })(),
+    acl: readAcl(root.section('acl')),
+    apiKeys: readApiKeys(root.section('apiKeys')),
     graphql: readGraphql(root.section('graphql')),
     routes: readRoutes(root.section('routes')),
-    features: (() => {
-      const f = root.section('features');
-      const out = { apiKeys: f.oneOf('apiKeys', 'enabled', FEATURE_STATES), webhooks: f.oneOf('webhooks', 'enabled', FEATURE_STATES) };
-      f.finish();
-      return out;
-    })(),
+    features: readFeatures(root.section('features')),
     webhooks: readWebhooks(root.section('webhooks')),
     telemetry: readTelemetry(root.section('telemetry')),
     limits: readLimits(root.section('limits')),
     subscriptions: readSubscriptions(root.section('subscriptions')),
-    log: (() => {
-      const l = root.section('log');
-      const out = {
-        level: l.oneOf('level', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
-        secretHeaders: l.strings('secretHeaders', [], headerName).map((h) => h.toLowerCase()),
-      };
-      l.finish();
-      return out;
-    })(),
-    mcp: (() => {
-      const m = root.section('mcp');
-      const c = m.section('clientMetadata');
-      const out = {
-        server: m.oneOf('server', 'backend', ['backend', 'outrigger'] as const),
-        signIn: m.oneOf('signIn', 'key-or-token', ['key-or-token', 'key-only', 'token-only', 'off'] as const),
-        path: m.string('path', '/mcp', routePath),
-        // 0 until set below: by default one answer holds what one GraphQL answer may (issue 53).
-        maxResponseBytes: m.has('maxResponseBytes') ? m.integer('maxResponseBytes', 0, 64 * 1024, 1024 * 1024 * 1024) : 0,
-        tokenTtlMinutes: m.integer('tokenTtlMinutes', 60, 1, 24 * 60),
-        registrationsPerHour: m.integer('registrationsPerHour', 30, 1, 100_000),
-        // 500 a day keeps at most 15,000 self-registered clients (30 days each, at most ~6 KB:
-        // 10 redirect URIs of 512 characters) below ~100 MB of Redis; a new client install
-        // registers once, so a busy service needs far fewer.
-        registrationsPerDay: m.integer('registrationsPerDay', 500, 1, 1_000_000),
-        authorizeRequestsPerAddress: m.integer('authorizeRequestsPerAddress', 60, 1, 100_000),
-        // Each stored request is at most ~3 KB for 10 minutes: 10,000 a window is ~60 MB at most.
-        authorizeRequestsTotal: m.integer('authorizeRequestsTotal', 10_000, 1, 10_000_000),
-        adminRoles: m.oneOf('adminRoles', 'refuse', ['refuse', 'allow'] as const),
-        clientMetadata: {
-          allowPrivateTargets: c.strings('allowPrivateTargets', [], cidr),
-          timeoutMs: c.integer('timeoutMs', 5000, 100, 60_000),
-          maxBytes: c.integer('maxBytes', 16 * 1024, 512, 1024 * 1024),
-          cacheSeconds: c.integer('cacheSeconds', 300, 0, 86_400),
-        },
-      };
-      c.finish();
-      m.finish();
-      return out;
-    })(),
+    log: readLog(root.section('log')),
+    mcp: readMcp(root.section('mcp')),
   };
   config.graphql.backend.url ||= config.upstream.url;
   config.mcp.maxResponseBytes ||= config.graphql.maxResponseBytes;
@@ -373,4 +310,71 @@ function crossCheck(config: OutriggerConfig, problems: string[]): void {
     if (other) problems.push(`${name}: ${path} is already used by ${other}; give each route its own path`);
     own.set(path, name);
   }
+}
+
+function readAcl(a: SectionReader): OutriggerConfig['acl'] {
+  const out = {
+    mode: a.oneOf('mode', 'enforce', ['enforce', 'own-routes'] as const),
+    adminRoles: a.strings('adminRoles', ['root', 'srv-admin']),
+    bootstrap: a.string('bootstrap', null),
+  };
+  a.finish();
+  return out;
+}
+
+function readApiKeys(k: SectionReader): OutriggerConfig['apiKeys'] {
+  const out = {
+    prefix: k.string('prefix', 'rig', (v) => (/^[a-z][a-z0-9]{1,15}$/.test(v) ? null : 'must be 2-16 lowercase letters or digits, starting with a letter')),
+    maxExpiresInDays: k.integer('maxExpiresInDays', 3650, 1, 3650),
+    maxKeysPerUser: k.integer('maxKeysPerUser', 10, 1, 1000),
+    maxFailuresPerClient: k.integer('maxFailuresPerClient', 100, 1, 1_000_000),
+    failureWindowSeconds: k.integer('failureWindowSeconds', 60, 1, 86_400),
+  };
+  k.finish();
+  return out;
+}
+
+function readFeatures(f: SectionReader): OutriggerConfig['features'] {
+  const out = { apiKeys: f.oneOf('apiKeys', 'enabled', FEATURE_STATES), webhooks: f.oneOf('webhooks', 'enabled', FEATURE_STATES) };
+  f.finish();
+  return out;
+}
+
+function readLog(l: SectionReader): OutriggerConfig['log'] {
+  const out = {
+    level: l.oneOf('level', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
+    secretHeaders: l.strings('secretHeaders', [], headerName).map((h) => h.toLowerCase()),
+  };
+  l.finish();
+  return out;
+}
+
+function readMcp(m: SectionReader): OutriggerConfig['mcp'] {
+  const c = m.section('clientMetadata');
+  const out = {
+    server: m.oneOf('server', 'backend', ['backend', 'outrigger'] as const),
+    signIn: m.oneOf('signIn', 'key-or-token', ['key-or-token', 'key-only', 'token-only', 'off'] as const),
+    path: m.string('path', '/mcp', routePath),
+    // 0 until validateConfig sets it: by default one answer holds what one GraphQL answer may (issue 53).
+    maxResponseBytes: m.has('maxResponseBytes') ? m.integer('maxResponseBytes', 0, 64 * 1024, 1024 * 1024 * 1024) : 0,
+    tokenTtlMinutes: m.integer('tokenTtlMinutes', 60, 1, 24 * 60),
+    registrationsPerHour: m.integer('registrationsPerHour', 30, 1, 100_000),
+    // 500 a day keeps at most 15,000 self-registered clients (30 days each, at most ~6 KB:
+    // 10 redirect URIs of 512 characters) below ~100 MB of Redis; a new client install
+    // registers once, so a busy service needs far fewer.
+    registrationsPerDay: m.integer('registrationsPerDay', 500, 1, 1_000_000),
+    authorizeRequestsPerAddress: m.integer('authorizeRequestsPerAddress', 60, 1, 100_000),
+    // Each stored request is at most ~3 KB for 10 minutes: 10,000 a window is ~60 MB at most.
+    authorizeRequestsTotal: m.integer('authorizeRequestsTotal', 10_000, 1, 10_000_000),
+    adminRoles: m.oneOf('adminRoles', 'refuse', ['refuse', 'allow'] as const),
+    clientMetadata: {
+      allowPrivateTargets: c.strings('allowPrivateTargets', [], cidr),
+      timeoutMs: c.integer('timeoutMs', 5000, 100, 60_000),
+      maxBytes: c.integer('maxBytes', 16 * 1024, 512, 1024 * 1024),
+      cacheSeconds: c.integer('cacheSeconds', 300, 0, 86_400),
+    },
+  };
+  c.finish();
+  m.finish();
+  return out;
 }

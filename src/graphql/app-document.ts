@@ -1,3 +1,4 @@
+import { isPlainObject } from '../util/objects.js';
 /**
  * The GraphQL app document (SPEC §6.1): `{_id, descriptor, schema, mappings}` and the small
  * syntax helpers (`$arg`, `$fk`, uri segments) that validation, compilation and translation share.
@@ -105,12 +106,6 @@ export function appUriOf(path: string): string {
   const start = path.startsWith('/') ? 1 : 0;
   const end = path.length > start && path.endsWith('/') ? path.length - 1 : path.length;
   return path.slice(start, end);
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
 }
 
 /** True for `{"$arg": ...}` (exactly that one key). */

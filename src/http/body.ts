@@ -87,7 +87,6 @@ function bodyRefused(bound: 'client' | 'total'): OutriggerError {
       );
 }
 
-
 const JSON_TYPES = /^application\/(json|merge-patch\+json)\s*(;|$)/i;
 
 /** 415 unless the Content-Type (when sent) is JSON or a JSON merge patch. */
@@ -112,8 +111,4 @@ export function parseJsonBody(body: Buffer | string, emptyHint = 'send a JSON do
 export async function readJsonBody(scope: RequestScope, limit = MAX_DOCUMENT_BODY_BYTES): Promise<unknown> {
   checkJsonContentType(scope.req);
   return parseJsonBody(await readBody(scope, limit));
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

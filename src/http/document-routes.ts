@@ -3,7 +3,8 @@ import { badRequest, methodNotAllowed, notFound, ValidationError } from '../erro
 import type { DocumentStore, StoredDocument } from '../store/document-store.js';
 import { applyMergePatch } from '../util/merge-patch.js';
 import { decodePathSegment } from '../input-limits/path-id.js';
-import { isPlainObject, readJsonBody } from './body.js';
+import { readJsonBody } from './body.js';
+import { isJsonObject } from '../util/objects.js';
 import { pageOf, readPaging } from './paging.js';
 import { sendJson, sendNoContent } from './respond.js';
 import type { RequestScope } from './scope.js';
@@ -59,7 +60,7 @@ export function createDocumentRoutes<T extends StoredDocument>(o: DocumentRoutes
       }
       if (method === 'POST') {
         const body = await readJsonBody(scope);
-        if (!isPlainObject(body)) throw badRequest(`the body must be a JSON object describing one ${o.noun}`);
+        if (!isJsonObject(body)) throw badRequest(`the body must be a JSON object describing one ${o.noun}`);
         const id = body._id === undefined ? newDocumentId() : body._id;
         if (typeof id !== 'string' || !ID_PATTERN.test(id))
           throw badRequest(`_id must be a string of 1-128 letters, digits or ._~:@- characters`);
@@ -80,7 +81,7 @@ export function createDocumentRoutes<T extends StoredDocument>(o: DocumentRoutes
         return sendJson(res, 200, present(existing, scope));
       case 'PUT': {
         const body = await readJsonBody(scope);
-        if (!isPlainObject(body)) throw badRequest(`the body must be a JSON object describing one ${o.noun}`);
+        if (!isJsonObject(body)) throw badRequest(`the body must be a JSON object describing one ${o.noun}`);
         if (body._id !== undefined && body._id !== id) throw badRequest(`_id in the body (${JSON.stringify(body._id)}) differs from the one in the path`);
         const doc = await validated({ ...body, _id: id }, existing);
         const { created } = await o.store.put(doc);
@@ -89,7 +90,7 @@ export function createDocumentRoutes<T extends StoredDocument>(o: DocumentRoutes
       case 'PATCH': {
         if (!existing) throw notFound(`no ${o.noun} with _id ${JSON.stringify(id)}`);
         const patch = await readJsonBody(scope);
-        if (!isPlainObject(patch)) throw badRequest('a merge patch must be a JSON object (RFC 7396)');
+        if (!isJsonObject(patch)) throw badRequest('a merge patch must be a JSON object (RFC 7396)');
         if (patch._id !== undefined && patch._id !== id) throw badRequest('_id cannot be changed by a patch');
         const merged = applyMergePatch(existing, patch) as Record<string, unknown>;
         const doc = await validated({ ...merged, _id: id }, existing);

@@ -4,6 +4,11 @@ import type { IncomingMessage } from 'node:http';
 export const LINGER_BYTES = 1024 * 1024;
 /** For at most this long. */
 export const LINGER_MS = 1000;
+/**
+ * Read and thrown away after an answer already sent (a 413): nothing waits on it any more, so the
+ * bound is only what discarding may cost in CPU (some 30 ms), well past any body limit.
+ */
+export const LINGER_AFTER_ANSWER_BYTES = 64 * 1024 * 1024;
 
 /**
  * A request refused before its body was read (a bad token, a wrong Content-Type, a 404) usually
@@ -15,7 +20,16 @@ export const LINGER_MS = 1000;
  */
 export function afterUnreadBody(req: IncomingMessage | undefined, answer: () => void): void {
   const declared = Number(req?.headers['content-length'] ?? 0);
-  if (!req || req.complete || req.destroyed || req.readableEnded || declared > LINGER_BYTES) return answer();
+  if (!req || declared > LINGER_BYTES) return answer();
+  discardUnread(req, LINGER_BYTES, answer);
+}
+
+/**
+ * Reads what is left of `req`'s body and throws it away, for at most `maxBytes` and LINGER_MS,
+ * then calls `then` once (at once when nothing is left to read).
+ */
+export function discardUnread(req: IncomingMessage, maxBytes: number, then: () => void): void {
+  if (req.complete || req.destroyed || req.readableEnded) return then();
   let seen = 0;
   let done = false;
   const finish = () => {
@@ -25,11 +39,11 @@ export function afterUnreadBody(req: IncomingMessage | undefined, answer: () => 
     req.off('data', onData);
     req.off('end', finish);
     req.off('close', finish);
-    answer();
+    then();
   };
   const onData = (chunk: Buffer) => {
     seen += chunk.length;
-    if (seen > LINGER_BYTES) finish();
+    if (seen > maxBytes) finish();
   };
   const timer = setTimeout(finish, LINGER_MS);
   timer.unref();

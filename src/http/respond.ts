@@ -3,7 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import { OAuthProtocolError, OutriggerError } from '../errors.js';
 import type { Logger } from 'pino';
 import { redisRefusal } from '../store/redis-errors.js';
-import { afterUnreadBody } from './linger.js';
+import { afterUnreadBody, discardUnread, LINGER_AFTER_ANSWER_BYTES } from './linger.js';
 
 /**
  * The single place where errors become HTTP answers: RESTHeart's error body shape
@@ -44,12 +44,26 @@ export function sendError(res: ServerResponse, error: unknown, log?: Logger, req
     return;
   }
   const body = error instanceof OAuthProtocolError ? JSON.stringify({ error: error.oauthError, error_description: message }) : errorBody(status, message);
-  // Too large or too slow: the client is cut off at once (a refusal of the body itself).
-  if (status === 413 || status === 408) writeError(res, status, headers, body);
+  // Too slow: the client is cut off at once (a refusal of the body itself).
+  if (status === 408) writeError(res, status, headers, body);
+  else if (status === 413) answerThenDiscard(res, headers, body);
   else afterUnreadBody(res.req, () => writeError(res, status, headers, body));
 }
 
-function writeError(res: ServerResponse, status: number, headers: Record<string, string> | undefined, body: string): void {
+/**
+ * A 413 is sent at once, whole, and the connection is closed only after the rest of the upload
+ * is read and thrown away (bounded: linger.ts), as nginx's lingering close does. Closed with the
+ * upload unread, the kernel answers the client's next bytes with a reset, and a reset also
+ * discards the 413 the client has not read yet: it would see EPIPE instead of the reason.
+ */
+function answerThenDiscard(res: ServerResponse, headers: Record<string, string> | undefined, body: string): void {
+  const req = res.req;
+  if (!req || req.complete) return writeError(res, 413, headers, body);
+  writeError(res, 413, headers, body, false);
+  discardUnread(req, LINGER_AFTER_ANSWER_BYTES, () => res.end());
+}
+
+function writeError(res: ServerResponse, status: number, headers: Record<string, string> | undefined, body: string, end = true): void {
   if (res.destroyed || res.headersSent) return; // the client left while its body was read
   res.writeHead(status, {
     // Still unread (past the linger bounds): Node would keep the connection to read the rest,
@@ -60,7 +74,8 @@ function writeError(res: ServerResponse, status: number, headers: Record<string,
     'content-length': Buffer.byteLength(body),
     'cache-control': 'no-store',
   });
-  res.end(body);
+  if (end) res.end(body);
+  else res.write(body);
 }
 
 export function sendJson(res: ServerResponse, status: number, value: unknown, headers: Record<string, string | number> = {}): void {

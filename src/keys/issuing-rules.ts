@@ -1,7 +1,7 @@
 import type { AccessControl } from '../access/permissions/access-control.js';
 import type { Principal } from '../principal/principal.js';
 import { badRequest, forbidden, ValidationError } from '../errors.js';
-import { isPlainObject } from '../http/body.js';
+import { isJsonObject } from '../util/objects.js';
 
 /** What the permission that applies lets a caller's keys be (SPEC §5.3 steps 3, 5, 6, 7). */
 export interface KeyPolicy {
@@ -68,7 +68,7 @@ export interface IssueRequest {
  * reported at once, each naming its field.
  */
 export function readIssueRequest(body: unknown): IssueRequest {
-  if (!isPlainObject(body)) throw badRequest('the body must be a JSON object: {"name": "...", "roles"?: [...], "expiresIn"?: days}');
+  if (!isJsonObject(body)) throw badRequest('the body must be a JSON object: {"name": "...", "roles"?: [...], "expiresIn"?: days}');
   const problems: string[] = [];
   const { name, roles, expiresIn } = body;
   if (name === undefined) problems.push('name is required: a label for the key, 1 to 100 characters');

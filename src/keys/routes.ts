@@ -27,8 +27,15 @@ export interface KeyRouteParts {
  * `POST /keys`, `GET /keys`, `GET|DELETE /keys/<id>` (SPEC §5.2, Basic callers only) and the
  * `/_admin/keys` area. Issuing runs the checks of SPEC §5.3 in exactly their order.
  */
-// eslint-disable-next-line max-lines-per-function -- pending split of its handlers (issue 46)
-export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { route: OwnRoute; adminArea: SubRouteHandler } {
+export function createKeyRoutes(parts: KeyRouteParts): { route: OwnRoute; adminArea: SubRouteHandler } {
+  const sendUsage = usageSender(parts.context);
+  return { route: ownerRoute(parts, sendUsage), adminArea: adminArea(parts, sendUsage) };
+}
+
+type SendUsage = (scope: RequestScope, keyId: string) => Promise<void>;
+
+/** The owner's side: a Basic caller issues, lists, reads and revokes their own keys. */
+function ownerRoute({ context, store, issuer }: KeyRouteParts, sendUsage: SendUsage): OwnRoute {
   const { config, features, acl } = context;
   const prefix = config.routes.keys;
   const defaults = { maxExpiresInDays: config.apiKeys.maxExpiresInDays, maxKeysPerUser: config.apiKeys.maxKeysPerUser, adminRoles: config.acl.adminRoles };
@@ -79,7 +86,7 @@ export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { ro
     sendJson(scope.res, 200, ownerView(found.record, found.lastUsedAt));
   }
 
-  const route: OwnRoute = {
+  return {
     kind: 'keys',
     prefix,
     handle: (scope) => handleKeys(scope),
@@ -103,9 +110,12 @@ export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { ro
     if (scope.method !== 'GET' && scope.method !== 'DELETE') throw methodNotAllowed(['GET', 'DELETE']);
     return one(scope, id);
   }
+}
 
-  /** `/_admin/keys[?owner=&client=]`, `/_admin/keys/<id>`; the caller is already authorized. */
-  const adminArea: SubRouteHandler = (scope, subPath) => handleAdmin(scope, subPath);
+/** `/_admin/keys[?owner=&client=]`, `/_admin/keys/<id>`; the caller is already authorized. */
+function adminArea({ context, store, issuer }: KeyRouteParts, sendUsage: SendUsage): SubRouteHandler {
+  const { config } = context;
+  return (scope, subPath) => handleAdmin(scope, subPath);
 
   async function handleAdmin(scope: RequestScope, subPath: string): Promise<void> {
     const usageOf = usagePath(subPath);
@@ -150,16 +160,16 @@ export function createKeyRoutes({ context, store, issuer }: KeyRouteParts): { ro
     const found = await store.get(id);
     sendJson(scope.res, 200, adminView(updated, found?.lastUsedAt));
   }
+}
 
-  async function sendUsage(scope: RequestScope, keyId: string): Promise<void> {
+function usageSender(context: AppContext): SendUsage {
+  return async (scope, keyId) => {
     if (scope.method !== 'GET') throw methodNotAllowed(['GET']);
     const days = readUsageDays(scope.query, Date.now());
     // With limits on, what this replica counted and Redis had not yet when it answered is added.
     const usage = context.limits ? await context.limits.usage.read(keyId, days) : await readUsage(context.redis, context.keys, keyId, days);
     sendJson(scope.res, 200, usage);
-  }
-
-  return { route, adminArea };
+  };
 }
 
 const byNewest = (a: StoredKey, b: StoredKey) => newestFirst(a.record, b.record);

@@ -47,6 +47,7 @@ import { callThroughGraphql, failure, notRun, type GraphqlDoor } from './call-gr
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
 import { createMayCall } from './may-call.js';
+import { isJsonObject } from '../util/objects.js';
 
 /** JSON-RPC messages one POST may carry (batches are 2025-03-26's; later revisions send one). */
 export const MAX_BATCH = 10;
@@ -140,7 +141,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
         return void answer(scope, 400, rpcError(-32600, `a batch of ${parsed.value.length} JSON-RPC messages; at most ${MAX_BATCH} in one request`));
 
       const message: unknown = Array.isArray(parsed.value) ? undefined : parsed.value;
-      if (isRecord(message) && message.method === 'subscriptions/listen')
+      if (isJsonObject(message) && message.method === 'subscriptions/listen')
         return void answer(scope, 404, rpcError(-32601, 'subscriptions/listen is not offered: this server announces no list changes; ask tools/list again', message.id));
 
       const controller = new AbortController();
@@ -191,10 +192,6 @@ function describeTool(tool: CatalogueTool): Tool {
 
 function rpcError(code: number, message: string, id: unknown = null): string {
   return JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: typeof id === 'string' || typeof id === 'number' ? id : null });
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null;
 }
 
 function answer(scope: RequestScope, status: number, body: string): void {

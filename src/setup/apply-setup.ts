@@ -3,9 +3,9 @@ import { isDeepStrictEqual } from 'node:util';
 import type { AppContext } from '../app-context.js';
 import { parseYaml, readProblem } from '../config/load.js';
 import { ValidationError } from '../errors.js';
-import { isPlainObject } from '../http/body.js';
+import { isJsonObject } from '../util/objects.js';
 import type { StoredDocument } from '../store/document-store.js';
-import { permissionSetupKind } from '../access/permissions/setup.js';
+import { permissionSetupKind } from './permission-kind.js';
 import type { SetupKind } from './setup-kind.js';
 import { didYouMean } from '../util/did-you-mean.js';
 
@@ -42,7 +42,7 @@ export function readSetupFile(file: string): unknown {
 export async function applySetup(parsed: unknown, kinds: SetupKind[], options: { offline?: boolean } = {}): Promise<SetupSummary> {
   const problems: string[] = [];
   const root = parsed ?? {};
-  if (!isPlainObject(root)) throw new ValidationError(['a setup file must be a mapping with permissions, apps and/or webhooks lists']);
+  if (!isJsonObject(root)) throw new ValidationError(['a setup file must be a mapping with permissions, apps and/or webhooks lists']);
   const known = new Set(kinds.map((k) => k.section));
   for (const key of Object.keys(root)) if (!known.has(key as SetupKind['section'])) problems.push(`${key}: not a setup section (use ${[...known].join(', ')})${didYouMean(key, known)}`);
 
@@ -61,7 +61,7 @@ export async function applySetup(parsed: unknown, kinds: SetupKind[], options: {
     for (let i = 0; i < list.length; i++) {
       const entry = list[i] as unknown;
       const where = `${kind.section}[${i}]`;
-      if (!isPlainObject(entry) || typeof entry._id !== 'string' || entry._id === '') {
+      if (!isJsonObject(entry) || typeof entry._id !== 'string' || entry._id === '') {
         problems.push(`${where}: must be a ${kind.noun} document with a string _id (setup files upsert by _id)`);
         continue;
       }

@@ -11,11 +11,9 @@
  * prototype change.
  */
 
-type Json = unknown;
+import { isJsonObject } from './objects.js';
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
+type Json = unknown;
 
 function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
@@ -24,13 +22,13 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
 /** A patch value as it lands in the result: objects lose their null members (RFC 7396 §2). */
 function materialize(value: Json): Json {
   if (Array.isArray(value)) return structuredCloneJson(value);
-  if (!isObject(value)) return value;
+  if (!isJsonObject(value)) return value;
   return applyMergePatch({}, value);
 }
 
 function structuredCloneJson(value: Json): Json {
   if (Array.isArray(value)) return value.map(structuredCloneJson);
-  if (isObject(value)) {
+  if (isJsonObject(value)) {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) setOwn(out, k, structuredCloneJson(v));
     return out;
@@ -39,15 +37,15 @@ function structuredCloneJson(value: Json): Json {
 }
 
 export function applyMergePatch(target: Json, patch: Json): Json {
-  if (!isObject(patch)) return materialize(patch);
+  if (!isJsonObject(patch)) return materialize(patch);
   const result: Record<string, unknown> = {};
-  if (isObject(target)) {
+  if (isJsonObject(target)) {
     for (const [k, v] of Object.entries(target)) setOwn(result, k, v);
   }
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) {
       delete result[key];
-    } else if (isObject(value)) {
+    } else if (isJsonObject(value)) {
       const current = Object.prototype.hasOwnProperty.call(result, key) ? result[key] : undefined;
       setOwn(result, key, applyMergePatch(current, value));
     } else {

@@ -117,6 +117,30 @@ describe('every door answers bad input with a 4xx naming the problem', () => {
     expect(Date.now() - started).toBeLessThan(LINGER_MS + 5000);
   });
 
+  // Found by CI (a loaded run): the 413 was written and the connection closed with the upload
+  // still coming, so the kernel answered the client's next bytes with a reset, and undici, busy
+  // writing, failed the request with `write EPIPE` before it read the 413. This client, like
+  // that one, writes its whole upload before it reads anything (a loaded machine, a slow link).
+  it('an oversized upload still being sent when the 413 comes is read to its end, not reset', async () => {
+    const size = 1024 * 1024 + 64 * 1024;
+    const socket = await rawClient(sys.url, `POST /_admin/acl HTTP/1.1\r\nhost: x\r\nauthorization: ${ROOT}\r\ncontent-type: application/json\r\ncontent-length: ${size}\r\n\r\n`);
+    const failures: string[] = [];
+    socket.on('error', (error: NodeJS.ErrnoException) => failures.push(error.code ?? error.message));
+    socket.pause();
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    // 17 chunks 20 ms apart: some 350 ms of upload, well inside the linger bound (LINGER_MS).
+    for (let written = 0; written < size && !socket.destroyed; written += chunk.length) {
+      socket.write(chunk);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const reading = readUntilClosed(socket, LINGER_MS + 10_000);
+    socket.resume();
+    const answer = await reading.finally(() => socket.destroy());
+    expect(failures).toEqual([]);
+    expect(answer.text).toMatch(/^HTTP\/1\.1 413 /);
+    expect(answer.text).toMatch(/larger than/);
+  });
+
   it('a GraphQL document nested thousands deep is refused before graphql-js parses it', async () => {
     for (const query of [`{ orders ${'{ a '.repeat(DEEP)}${'}'.repeat(DEEP)} }`, `{ orders(status: ${'['.repeat(DEEP)}${']'.repeat(DEEP)}) { number } }`]) {
       const post = await send(sys.url, 'POST', '/graphql/fuzzshop', { authorization: ROOT, 'content-type': 'application/json' }, JSON.stringify({ query }));

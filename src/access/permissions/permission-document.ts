@@ -1,6 +1,8 @@
-import { isPlainObject } from '../../http/body.js';
+import { isJsonObject } from '../../util/objects.js';
 import type { Validation } from '../../http/document-routes.js';
+import type { OutriggerConfig } from '../../config/types.js';
 import { didYouMean } from '../../util/did-you-mean.js';
+import { checkPredicateSyntax } from '../predicate-check.js';
 
 export interface ApiKeysBlock {
   roles: string[];
@@ -54,10 +56,10 @@ export function validatePermission(input: Record<string, unknown>, ctx: Permissi
   if (apiKeys !== undefined) problems.push(...apiKeysProblems(apiKeys, ctx.adminRoles));
 
   if (mongo !== undefined) {
-    if (!isPlainObject(mongo)) problems.push('mongo must be an object with readFilter and/or projectResponse');
+    if (!isJsonObject(mongo)) problems.push('mongo must be an object with readFilter and/or projectResponse');
     else {
       for (const key of Object.keys(mongo)) if (!MONGO_FIELDS.has(key)) problems.push(`mongo.${key} is not supported (supported: readFilter, projectResponse)`);
-      if (mongo.readFilter !== undefined && (!isPlainObject(mongo.readFilter) || Object.keys(mongo.readFilter).length === 0))
+      if (mongo.readFilter !== undefined && (!isJsonObject(mongo.readFilter) || Object.keys(mongo.readFilter).length === 0))
         problems.push('mongo.readFilter must be a non-empty filter object, e.g. {"owner": "@user.id"}');
       if (mongo.projectResponse !== undefined) problems.push(...projectionProblems(mongo.projectResponse));
     }
@@ -72,7 +74,7 @@ export function validatePermission(input: Record<string, unknown>, ctx: Permissi
 }
 
 function apiKeysProblems(block: unknown, adminRoles: readonly string[]): string[] {
-  if (!isPlainObject(block)) return ['apiKeys must be an object: {"roles": [...], "max-expires-in-days"?: n, "max-keys-per-user"?: n}'];
+  if (!isJsonObject(block)) return ['apiKeys must be an object: {"roles": [...], "max-expires-in-days"?: n, "max-keys-per-user"?: n}'];
   const problems: string[] = [];
   for (const key of Object.keys(block))
     if (!API_KEYS_FIELDS.has(key)) problems.push(`apiKeys.${key} is not an apiKeys field (allowed: roles, max-expires-in-days, max-keys-per-user)`);
@@ -96,10 +98,16 @@ function apiKeysProblems(block: unknown, adminRoles: readonly string[]): string[
 }
 
 function projectionProblems(projection: unknown): string[] {
-  if (!isPlainObject(projection) || Object.keys(projection).length === 0)
+  if (!isJsonObject(projection) || Object.keys(projection).length === 0)
     return ['mongo.projectResponse must be a non-empty object of field paths to 1 (keep) or 0 (remove)'];
   const values = new Set(Object.values(projection));
   if ([...values].some((v) => v !== 0 && v !== 1)) return ['mongo.projectResponse values must be 1 (keep) or 0 (remove)'];
   if (values.size > 1) return ['mongo.projectResponse must be all 1 (keep these) or all 0 (remove these), not a mix'];
   return [];
+}
+
+/** How a permission is checked wherever one is written: the admin API and setup files alike. */
+export function permissionValidator(config: OutriggerConfig) {
+  const ctx = { adminRoles: config.acl.adminRoles, checkPredicate: (text: string) => checkPredicateSyntax(text, true) };
+  return (candidate: Record<string, unknown>) => validatePermission(candidate, ctx);
 }

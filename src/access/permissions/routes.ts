@@ -1,13 +1,16 @@
-import type { AppContext } from '../../app-context.js';
+import type { OutriggerConfig } from '../../config/types.js';
 import { createDocumentRoutes } from '../../http/document-routes.js';
-import type { PermissionDocument } from './permission-document.js';
-import { permissionValidator } from './setup.js';
+import type { DocumentStore } from '../../store/document-store.js';
+import { permissionValidator, type PermissionDocument } from './permission-document.js';
 
-/** `/_admin/acl` and `/_admin/acl/<id>` (SPEC §3.5). */
-export function createPermissionRoutes(context: AppContext) {
-  const validate = permissionValidator(context.config);
+/**
+ * `/_admin/acl` and `/_admin/acl/<id>` (SPEC §3.5). Takes the two parts it needs rather than the
+ * AppContext: app-context sits above access (it is built from access's parts).
+ */
+export function createPermissionRoutes(parts: { config: OutriggerConfig; permissions: DocumentStore<PermissionDocument> }) {
+  const validate = permissionValidator(parts.config);
   return createDocumentRoutes<PermissionDocument>({
-    store: context.permissions,
+    store: parts.permissions,
     noun: 'permission',
     validate: (candidate) => validate(candidate),
     matchesSearch: (doc, term) => doc._id.toLowerCase().includes(term) || doc.predicate.toLowerCase().includes(term),

@@ -14,7 +14,8 @@ import {
   type GraphQLOutputType,
   type GraphQLSchema,
 } from 'graphql';
-import { isPlainObject, type GraphqlApp } from '../app-document.js';
+import { type GraphqlApp } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { canonicalKey } from '../values/ejson.js';
 
 interface EnumMapping {

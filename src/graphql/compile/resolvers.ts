@@ -15,7 +15,8 @@ import {
   type GraphQLResolveInfo,
   type GraphQLSchema,
 } from 'graphql';
-import { isPlainObject, ROOT_DOC_ARG, type GraphqlApp, type QueryMapping } from '../app-document.js';
+import { ROOT_DOC_ARG, type GraphqlApp, type QueryMapping } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { canonicalKey } from '../values/ejson.js';
 import type { ArgScope } from '../values/interpolate.js';
 import { readPath } from '../values/paths.js';

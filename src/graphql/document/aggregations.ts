@@ -12,7 +12,7 @@
  *   same stages by default.
  */
 import { getNamedType, isEnumType, isScalarType, isSpecifiedScalarType, type GraphQLField } from 'graphql';
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 import { checkArgRef, checkName, checkRefs, type RefScope } from './references.js';
 

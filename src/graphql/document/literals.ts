@@ -7,7 +7,8 @@
  * enum values are checked by references.ts and mappings.ts (through `findOperatorKey`, which
  * accepts only the well-formed literals of values/ejson.ts).
  */
-import { isFkRef, isPlainObject } from '../app-document.js';
+import { isFkRef } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { isEjsonLiteral, LITERAL_KEYS, UNSAFE_EJSON_KEYS } from '../values/ejson.js';
 
 const QUERY_PARTS = ['find', 'sort', 'skip', 'limit', 'stages'] as const;

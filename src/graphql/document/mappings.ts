@@ -17,7 +17,7 @@ import {
   type GraphQLField,
   type GraphQLSchema,
 } from 'graphql';
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { canonicalKey, findOperatorKey } from '../values/ejson.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 import { checkAggregationMapping } from './aggregations.js';

@@ -10,7 +10,8 @@ import { GraphQLError, Kind, parse, validate, type DocumentNode, type GraphQLSch
 import { graphqlNestingDepth } from '../../input-limits/graphql-nesting.js';
 import { MAX_GRAPHQL_NESTING } from '../../input-limits/limits.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
-import { isPlainObject, type GraphqlApp, type McpToolDefinition, type McpToolsBlock } from '../app-document.js';
+import { type GraphqlApp, type McpToolDefinition, type McpToolsBlock } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 
 export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** Bounds of one app's block: tools an agent's context can hold, and texts as large as a GraphQL query may be. */

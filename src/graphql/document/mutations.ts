@@ -14,7 +14,7 @@ import {
   type GraphQLObjectType,
   type GraphQLOutputType,
 } from 'graphql';
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { isEjsonLiteral } from '../values/ejson.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 import { checkArgRef, checkName, type RefScope } from './references.js';

@@ -14,7 +14,8 @@ import {
   type GraphQLField,
   type GraphQLInputType,
 } from 'graphql';
-import { isPlainObject, ROOT_DOC_ARG } from '../app-document.js';
+import { ROOT_DOC_ARG } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { findOperatorKey } from '../values/ejson.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 

@@ -8,7 +8,7 @@
  * Every problem is reported with its path.
  */
 import { getNullableType, isObjectType, type GraphQLField, type GraphQLObjectType } from 'graphql';
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { isEjsonLiteral } from '../values/ejson.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 import { checkArgRef, checkName, type RefScope } from './references.js';

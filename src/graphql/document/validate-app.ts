@@ -7,7 +7,8 @@
  * names in references.ts) and their extended-JSON literals in literals.ts.
  */
 import type { GraphQLSchema } from 'graphql';
-import { isPlainObject, normalizeUri, type GraphqlApp, type GraphqlAppDescriptor, type TypeMappings } from '../app-document.js';
+import { normalizeUri, type GraphqlApp, type GraphqlAppDescriptor, type TypeMappings } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { buildAppSchema } from '../schema/sdl.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 import { checkMappingLiterals } from './literals.js';

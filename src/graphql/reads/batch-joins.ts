@@ -18,7 +18,7 @@
  * documents; a batch whose filter would make the URL too long is split into several reads whose
  * results are merged and sorted locally.
  */
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import type { BackendReads } from './backend-reads.js';
 import { canonicalKey, compareForSort } from '../values/ejson.js';
 import { compileMatcher, type Matcher } from '../values/local-match.js';

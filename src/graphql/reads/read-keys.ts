@@ -5,7 +5,7 @@
  * reduce to field paths (`$text`, `$where`, `$jsonSchema`, `$expr` over a hidden field) counts as
  * looking at a hidden field.
  */
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { LITERAL_KEYS } from '../values/ejson.js';
 import type { BackendRead } from '../types.js';
 

@@ -4,7 +4,8 @@
  * field's query becomes one read (or two, when skip is not a multiple of limit and no single page
  * covers the window), sliced to the window.
  */
-import { isArgRef, isFkRef, isPlainObject, type ArgRef, type QueryMapping } from '../app-document.js';
+import { isArgRef, isFkRef, type ArgRef, type QueryMapping } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import type { BackendReads } from './backend-reads.js';
 import { canonicalKey, findOperatorKey } from '../values/ejson.js';
 import {

@@ -6,7 +6,7 @@
  * a key that starts with `$`, so a client cannot inject query operators into a `find`.
  */
 import { GraphQLError, GraphQLScalarType, Kind, valueFromASTUntyped, type ValueNode } from 'graphql';
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { findOperatorKey } from '../values/ejson.js';
 
 export const BSON_SCALAR_NAMES = ['ObjectId', 'Decimal128', 'Timestamp', 'BsonDocument', 'DateTime', 'Regex', 'Long'] as const;

@@ -16,7 +16,7 @@
  */
 import { executeGraphql, errorBody, type GraphqlOutcome, type GraphqlParams, type GraphqlResponseBody } from './execute.js';
 import type { CompiledApp } from '../compile/compile-app.js';
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { MAX_BODY_BYTES, type RequestContext } from '../types.js';
 import { graphqlNestingDepth } from '../../input-limits/graphql-nesting.js';
 import { parseBoundedJson } from '../../input-limits/json-depth.js';

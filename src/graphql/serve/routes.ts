@@ -26,7 +26,7 @@ import type { CompiledApp } from '../compile/compile-app.js';
 import { serveGraphiql, wantsGraphiql } from '../ui/graphiql-route.js';
 import { MAX_BODY_BYTES, type RequestContext } from '../types.js';
 import { RequestAbort } from '../../util/request-abort.js';
-import { logAdminChange } from '../../observability/admin-audit.js';
+import { logAdminChange } from '../../admin/admin-audit.js';
 
 /** Serves a subscription over SSE (subscribe/sse.ts) to its end; the request is authenticated and allowed. */
 export type ServeSse = (scope: RequestScope, app: CompiledApp, appPath: string, body: Buffer | undefined) => Promise<void>;

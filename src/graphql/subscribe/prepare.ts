@@ -24,7 +24,7 @@ import {
 import { interpolateUserVariables } from '../../access/mongo-rules.js';
 import type { Principal } from '../../principal/principal.js';
 import { OutriggerError } from '../../errors.js';
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import type { CompiledApp } from '../compile/compile-app.js';
 import type { ExecutionContextValue } from '../compile/resolvers.js';
 import type { ChangeOp } from '../document/subscriptions.js';

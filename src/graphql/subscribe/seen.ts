@@ -25,7 +25,7 @@
  */
 import { readQueryString } from '../backend/http-reader.js';
 import type { BackendRead, BackendReader, ReadDecision, ReadPolicy, RequestContext } from '../types.js';
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { canonicalKey } from '../values/ejson.js';
 import { compileMatcher, filterPaths } from '../values/local-match.js';
 import { candidateValues, withinShape } from '../values/paths.js';

@@ -3,7 +3,7 @@
  * recognising literal values among operator objects, canonical equality keys, and ordering, so that
  * results of a batched read can be split back per parent the way MongoDB matched them.
  */
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 
 /**
  * The extended-JSON literals accepted as values, each with the exact shape of its content

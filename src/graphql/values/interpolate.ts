@@ -9,7 +9,8 @@
  * argument is a field error naming it.
  */
 import { GraphQLError } from 'graphql';
-import { argRefParts, isArgRef, isFkRef, isPlainObject, ROOT_DOC_ARG, type ArgRef } from '../app-document.js';
+import { argRefParts, isArgRef, isFkRef, ROOT_DOC_ARG, type ArgRef } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { findOperatorKey } from './ejson.js';
 import { readPath } from './paths.js';
 

@@ -7,7 +7,7 @@
  * `compileMatcher` return undefined and the caller reads those finds one by one instead, so a
  * document is never attributed by guesswork and no client-supplied regex runs in the proxy.
  */
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { canonicalKey, compareValues, isEjsonLiteral } from './ejson.js';
 import { candidateValues } from './paths.js';
 

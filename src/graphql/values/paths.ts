@@ -4,7 +4,7 @@
  * `candidateValues` follows MongoDB's query semantics for the same path (what `{"a.b": v}` compares
  * `v` against), used to split batched results back per parent.
  */
-import { isPlainObject } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 
 const INDEX = /^\d+$/;
 

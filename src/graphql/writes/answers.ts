@@ -7,6 +7,7 @@
 import { STATUS_CODES } from 'node:http';
 import { GraphQLError } from 'graphql';
 import type { BackendWriteResponse } from '../types.js';
+import { isJsonObject } from '../../util/objects.js';
 
 const HEX24 = /^[0-9a-fA-F]{24}$/;
 
@@ -59,14 +60,14 @@ export function bulkResult(body: string): BulkResult | undefined {
   } catch {
     return undefined;
   }
-  if (isObject(parsed) && isObject(parsed._embedded)) {
+  if (isJsonObject(parsed) && isJsonObject(parsed._embedded)) {
     const inner = (parsed._embedded as Record<string, unknown>)['rh:result'];
-    if (Array.isArray(inner) && isObject(inner[0])) parsed = inner[0];
+    if (Array.isArray(inner) && isJsonObject(inner[0])) parsed = inner[0];
   }
-  if (!isObject(parsed)) return undefined;
+  if (!isJsonObject(parsed)) return undefined;
   const n = (k: string) => (typeof parsed[k] === 'number' ? (parsed[k] as number) : 0);
   const links = Array.isArray(parsed.links) ? parsed.links.filter((l): l is string => typeof l === 'string') : [];
-  const errors = Array.isArray(parsed.errors) ? parsed.errors.filter(isObject).map((e) => e as BulkResult['errors'][number]) : [];
+  const errors = Array.isArray(parsed.errors) ? parsed.errors.filter(isJsonObject).map((e) => e as BulkResult['errors'][number]) : [];
   return { inserted: n('inserted'), modified: n('modified'), deleted: n('deleted'), matched: n('matched'), links, errors };
 }
 
@@ -74,7 +75,7 @@ export function bulkResult(body: string): BulkResult | undefined {
 function backendMessage(body: string): string | undefined {
   try {
     const parsed: unknown = JSON.parse(body);
-    const message = isObject(parsed) ? parsed.message : undefined;
+    const message = isJsonObject(parsed) ? parsed.message : undefined;
     if (typeof message === 'string' && message !== '') return message.length > 300 ? `${message.slice(0, 300)}…` : message;
   } catch {
     // not JSON: no message to pass on
@@ -109,8 +110,4 @@ export function partialWriteError(what: string, result: BulkResult, status: numb
       },
     },
   );
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

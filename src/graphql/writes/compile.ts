@@ -4,7 +4,8 @@
  * type asks for, looked up per request by `plan.ts` and run by `run.ts`.
  */
 import type { GraphQLSchema } from 'graphql';
-import { isPlainObject, type GraphqlApp } from '../app-document.js';
+import { type GraphqlApp } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { resultForm, writeKind } from '../document/mutations.js';
 import type { CompiledWrite, WriteMapping } from './run.js';
 

@@ -13,6 +13,7 @@ import type { WriteKind } from '../document/mutations.js';
 import type { BackendWrite, BackendWriteResponse } from '../types.js';
 import { bulkResult, idAsString, idFromSegment, lastSegment, partialWriteError, writeError } from './answers.js';
 import { TargetRefusal, writeValue, type Caller } from './values.js';
+import { isJsonObject } from '../../util/objects.js';
 
 export interface WriteMapping {
   readonly db?: string;
@@ -43,7 +44,7 @@ export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, u
   switch (w.kind) {
     case 'insert': {
       const doc = writeValue(w.mapping.insert, args, caller);
-      if (!isObject(doc)) throw new GraphQLError(`the document ${field.name} inserts must be an object`, { extensions: { code: 'BAD_USER_INPUT' } });
+      if (!isJsonObject(doc)) throw new GraphQLError(`the document ${field.name} inserts must be an object`, { extensions: { code: 'BAD_USER_INPUT' } });
       // Its _id becomes the path of the read-back and of every later write: the same rules now.
       if (typeof doc._id === 'string') documentTarget(doc._id);
       const response = await send(state, { method: 'POST', db: w.db, collection: w.collection, body: doc });
@@ -56,7 +57,7 @@ export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, u
     }
     case 'insertMany': {
       const docs = writeValue(w.mapping.insert, args, caller);
-      if (!Array.isArray(docs) || docs.some((d) => !isObject(d))) {
+      if (!Array.isArray(docs) || docs.some((d) => !isJsonObject(d))) {
         throw new GraphQLError(`a bulk insert into ${what} needs a list of documents`, { extensions: { code: 'BAD_USER_INPUT' } });
       }
       if (docs.length === 0) return w.form === 'count' ? 0 : [];
@@ -106,7 +107,7 @@ export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, u
     case 'updateMany':
     case 'deleteMany': {
       const filter = writeValue(w.mapping.find, args, caller, FIND) as Record<string, unknown>;
-      if (!isObject(filter)) throw new GraphQLError(`a bulk write of ${what} needs its filter as an object`, { extensions: { code: 'BAD_USER_INPUT' } });
+      if (!isJsonObject(filter)) throw new GraphQLError(`a bulk write of ${what} needs its filter as an object`, { extensions: { code: 'BAD_USER_INPUT' } });
       const update = w.kind === 'updateMany';
       const response = await send(state, {
         method: update ? 'PATCH' : 'DELETE',
@@ -137,10 +138,10 @@ export function targetRefusal(w: CompiledWrite, args: Readonly<Record<string, un
   try {
     if (w.kind === 'insert') {
       const doc = writeValue(w.mapping.insert, args, PLANNING);
-      if (isObject(doc) && typeof doc._id === 'string') documentTarget(doc._id);
+      if (isJsonObject(doc) && typeof doc._id === 'string') documentTarget(doc._id);
     } else if (w.kind !== 'insertMany') {
       const find = writeValue(w.mapping.find, args, PLANNING, FIND);
-      if ((w.kind === 'update' || w.kind === 'delete') && isObject(find) && typeof find._id === 'string') documentTarget(find._id);
+      if ((w.kind === 'update' || w.kind === 'delete') && isJsonObject(find) && typeof find._id === 'string') documentTarget(find._id);
     }
   } catch (error) {
     if (error instanceof TargetRefusal) return error;
@@ -159,7 +160,7 @@ function documentTarget(id: unknown): { segment: string; idType?: 'STRING' | 'NU
     return { segment: id, filterId: HEX24.test(id) ? { $oid: id.toLowerCase() } : id };
   }
   if (typeof id === 'number' && Number.isFinite(id)) return { segment: String(id), idType: 'NUMBER', filterId: id };
-  if (isObject(id) && typeof id.$oid === 'string' && HEX24.test(id.$oid) && Object.keys(id).length === 1) return { segment: id.$oid.toLowerCase(), filterId: id };
+  if (isJsonObject(id) && typeof id.$oid === 'string' && HEX24.test(id.$oid) && Object.keys(id).length === 1) return { segment: id.$oid.toLowerCase(), filterId: id };
   throw new GraphQLError('the _id this mutation writes must be an ObjectId, a string (not starting with "_" and not "*") or a number', { extensions: { code: 'BAD_USER_INPUT' } });
 }
 
@@ -209,8 +210,4 @@ async function send(state: RequestState, write: BackendWrite, before?: unknown):
   if (response) return response;
   if (failure instanceof OutriggerError) throw new GraphQLError(failure.message, { originalError: failure, extensions: { code: failure.code } });
   throw failure;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -7,7 +7,8 @@
  * dot path that would reach another field) is refused, at any depth.
  */
 import { GraphQLError } from 'graphql';
-import { argRefParts, isArgRef, isPlainObject } from '../app-document.js';
+import { argRefParts, isArgRef } from '../app-document.js';
+import { isPlainObject } from '../../util/objects.js';
 import { isEjsonLiteral } from '../values/ejson.js';
 import { fieldError, missingArgument, setOwn } from '../values/interpolate.js';
 import { readPath } from '../values/paths.js';

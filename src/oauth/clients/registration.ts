@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { OAuthProtocolError, OutriggerError, tooManyRequests } from '../../errors.js';
-import { isPlainObject, readJsonBody } from '../../http/body.js';
+import { readJsonBody } from '../../http/body.js';
+import { isJsonObject } from '../../util/objects.js';
 import { sendJson } from '../../http/respond.js';
 import type { RequestScope } from '../../http/scope.js';
 import type { Logger } from '../../observability/logger.js';
@@ -53,7 +54,7 @@ export function createRegistrationHandler(p: { store: OAuthStore; perHour: numbe
 }
 
 function readMetadata(body: unknown): RegisteredClient {
-  if (!isPlainObject(body)) throw invalid('invalid_client_metadata', 'the body must be a JSON object of client metadata (RFC 7591 §2)');
+  if (!isJsonObject(body)) throw invalid('invalid_client_metadata', 'the body must be a JSON object of client metadata (RFC 7591 §2)');
   const uris = body.redirect_uris;
   if (!Array.isArray(uris) || uris.length === 0) throw invalid('invalid_redirect_uri', 'redirect_uris is required: a non-empty array of URIs');
   if (uris.length > MAX_REDIRECT_URIS) throw invalid('invalid_redirect_uri', `redirect_uris may list at most ${MAX_REDIRECT_URIS} URIs`);

@@ -9,6 +9,7 @@ import { headerFieldProblem } from '../../input-limits/http-field.js';
 import { webhookSecretProblem } from '../signature.js';
 import { templateSyntaxProblem } from '../template/index.js';
 import type { EmailSettings } from '../webhook.js';
+import { isJsonObject } from '../../util/objects.js';
 
 const TIMEOUT_MS_MIN = 1000;
 const TIMEOUT_MS_MAX = 30000;
@@ -50,10 +51,6 @@ export function emailAddressProblem(address: unknown): string | null {
   if (!EMAIL.test(address)) return `"${address}" is not an e-mail address (write it like ops@example.com, without a display name)`;
   if (address.split('@')[0]!.length > 64) return 'has a local part (before @) longer than 64 characters';
   return null;
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 export function has(obj: Record<string, unknown>, key: string): boolean {
@@ -99,7 +96,6 @@ function checkAddressList(problems: string[], field: string, value: unknown, req
   return value as string[];
 }
 
-
 /** Checks timeout_ms, headers, transform and secret, pushing problems. */
 export function checkHttpFields(input: Record<string, unknown>, problems: string[]): void {
   if (has(input, 'timeout_ms')) {
@@ -111,7 +107,7 @@ export function checkHttpFields(input: Record<string, unknown>, problems: string
 
   if (has(input, 'headers')) {
     const headers = input.headers;
-    if (!isPlainObject(headers)) {
+    if (!isJsonObject(headers)) {
       problems.push('headers must be an object of header names to string values');
     } else {
       const entries = Object.entries(headers);
@@ -138,7 +134,7 @@ export function checkHttpFields(input: Record<string, unknown>, problems: string
 
   if (has(input, 'transform')) {
     const transform = input.transform;
-    if (!isPlainObject(transform)) {
+    if (!isJsonObject(transform)) {
       problems.push('transform must be an object {enabled, template}');
     } else {
       for (const key of Object.keys(transform)) {
@@ -168,7 +164,7 @@ export function checkEmailFields(input: Record<string, unknown>, problems: strin
     problems.push('email is required for an email webhook: {to, cc?, subject, bodyType, bodyTemplate}');
     return undefined;
   }
-  if (!isPlainObject(email)) {
+  if (!isJsonObject(email)) {
     problems.push('email must be an object {to, cc?, subject, bodyType, bodyTemplate}');
     return undefined;
   }

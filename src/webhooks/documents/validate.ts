@@ -21,7 +21,8 @@ import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from '../../config/retry-s
 import type { ParsedCidrs } from '../../net/cidr.js';
 import type { EpochDate } from '../../util/epoch-date.js';
 import type { HttpWebhookDocument, WebhookDocument, WebhookValidation } from '../webhook.js';
-import { checkEmailFields, checkHttpFields, has, isPlainObject, typeName } from './channel-fields.js';
+import { checkEmailFields, checkHttpFields, has, typeName } from './channel-fields.js';
+import { isJsonObject } from '../../util/objects.js';
 
 export interface WebhookValidationOptions {
   /** Parses a condition; returns the error (with position) or null. */
@@ -57,7 +58,7 @@ const EMAIL_FIELDS = ['email'];
  */
 // eslint-disable-next-line max-lines-per-function -- pending split (issue 46)
 export async function validateWebhookDocument(input: unknown, options: WebhookValidationOptions): Promise<WebhookValidation> {
-  if (!isPlainObject(input)) return { ok: false, problems: [`must be a JSON object (got ${typeName(input)})`] };
+  if (!isJsonObject(input)) return { ok: false, problems: [`must be a JSON object (got ${typeName(input)})`] };
   const problems: string[] = [];
   const now = options.now ?? Date.now();
 
@@ -132,14 +133,14 @@ export async function validateWebhookDocument(input: unknown, options: WebhookVa
   const disabledAt = input.disabledAt;
   if (has(input, 'disabledReason') && (typeof disabledReason !== 'string' || disabledReason.length > MAX_DISABLED_REASON_CHARS))
     problems.push(`disabledReason must be a string of at most ${MAX_DISABLED_REASON_CHARS} characters`);
-  if (has(input, 'disabledAt') && !(isPlainObject(disabledAt) && typeof disabledAt.$date === 'number'))
+  if (has(input, 'disabledAt') && !(isJsonObject(disabledAt) && typeof disabledAt.$date === 'number'))
     problems.push('disabledAt must be a date {"$date": <epoch ms>}');
   const keepDisabled =
-    !enabled && typeof disabledReason === 'string' ? { disabledReason, ...(isPlainObject(disabledAt) && typeof disabledAt.$date === 'number' ? { disabledAt: { $date: disabledAt.$date } } : {}) } : {};
+    !enabled && typeof disabledReason === 'string' ? { disabledReason, ...(isJsonObject(disabledAt) && typeof disabledAt.$date === 'number' ? { disabledAt: { $date: disabledAt.$date } } : {}) } : {};
 
   const existingCreated = options.existing?.createdAt;
   const createdAt: EpochDate =
-    isPlainObject(existingCreated) && typeof existingCreated.$date === 'number' ? { $date: existingCreated.$date } : { $date: now };
+    isJsonObject(existingCreated) && typeof existingCreated.$date === 'number' ? { $date: existingCreated.$date } : { $date: now };
   const updatedAt: EpochDate = { $date: now };
 
   const common = {

@@ -7,7 +7,8 @@
 import type { Principal } from '../../principal/principal.js';
 import type { SubRouteHandler } from '../../admin/admin-route.js';
 import { badRequest, methodNotAllowed, notFound } from '../../errors.js';
-import { isPlainObject, readJsonBody } from '../../http/body.js';
+import { readJsonBody } from '../../http/body.js';
+import { isJsonObject } from '../../util/objects.js';
 import { createDocumentRoutes } from '../../http/document-routes.js';
 import { decodePathSegment } from '../../input-limits/path-id.js';
 import { readPaging } from '../../http/paging.js';
@@ -79,7 +80,7 @@ export function createWebhookRoutes(deps: WebhookRoutesDeps): SubRouteHandler {
       const id = decodePathSegment(recover[1]!, 'webhook id');
       if (!ID_PATTERN.test(id)) throw notFound(`no webhook with _id ${JSON.stringify(id)}`);
       const body = await readJsonBody(scope);
-      if (!isPlainObject(body) || typeof body.since !== 'string') throw badRequest('the body must be {"since": "<ISO 8601 date>"}, e.g. {"since": "2026-01-31T00:00:00Z"}');
+      if (!isJsonObject(body) || typeof body.since !== 'string') throw badRequest('the body must be {"since": "<ISO 8601 date>"}, e.g. {"since": "2026-01-31T00:00:00Z"}');
       const extra = Object.keys(body).find((k) => k !== 'since');
       if (extra) throw badRequest(`${extra} is not a recover field (only since)`);
       const since = Date.parse(body.since);

@@ -7,7 +7,8 @@
 import type { Principal } from '../../principal/principal.js';
 import { exchangeFromParts, parseCondition } from '../../condition/index.js';
 import { badRequest, forbidden, notFound, ValidationError } from '../../errors.js';
-import { isPlainObject, readJsonBody } from '../../http/body.js';
+import { readJsonBody } from '../../http/body.js';
+import { isJsonObject } from '../../util/objects.js';
 import { sendJson } from '../../http/respond.js';
 import type { RequestScope } from '../../http/scope.js';
 import type { WebhookAttempts } from '../delivery-contract.js';
@@ -30,7 +31,7 @@ export async function handleTestSend(deps: TestSendDeps, scope: RequestScope): P
   if (!deps.isAdmin(scope.principal))
     throw forbidden('test sends are for admin roles only (they show what a target answered); save the webhook and read its logs instead');
   const body = await readJsonBody(scope);
-  if (!isPlainObject(body)) throw badRequest('the body must be {"webhook": {...}} or {"webhookId": "..."}, with an optional "event"');
+  if (!isJsonObject(body)) throw badRequest('the body must be {"webhook": {...}} or {"webhookId": "..."}, with an optional "event"');
   const unknown = Object.keys(body).filter((k) => !BODY_FIELDS.has(k));
   if (unknown.length) throw badRequest(`${unknown[0]} is not a test-send field (use webhook or webhookId, and optionally event)`);
 
@@ -41,7 +42,7 @@ export async function handleTestSend(deps: TestSendDeps, scope: RequestScope): P
     const stored = await deps.fetch(body.webhookId);
     if (!stored) throw notFound(`no webhook with _id ${JSON.stringify(body.webhookId)}`);
     webhook = stored;
-  } else if (isPlainObject(body.webhook)) {
+  } else if (isJsonObject(body.webhook)) {
     const id = typeof body.webhook._id === 'string' ? body.webhook._id : undefined;
     const existing = id ? await deps.fetch(id) : undefined;
     const result = await deps.validate({ ...body.webhook, _id: id ?? 'unsaved' }, existing);
@@ -85,7 +86,7 @@ function evaluateOnSample(conditionText: string, event: CapturedEvent): { matche
  * `POST /sample/orders` answered 201. Headers are redacted like captured ones.
  */
 export function sampleEvent(input: unknown, serviceId: string, redact: TestSendDeps['redact'], now = Date.now()): CapturedEvent {
-  if (input !== undefined && !isPlainObject(input)) throw badRequest('event must be an object {request?: {...}, response?: {...}}');
+  if (input !== undefined && !isJsonObject(input)) throw badRequest('event must be an object {request?: {...}, response?: {...}}');
   const sample = (input ?? {}) as Record<string, unknown>;
   for (const key of Object.keys(sample)) if (key !== 'request' && key !== 'response') throw badRequest(`event.${key} is not an event field (use request and response)`);
   const req = part(sample.request, 'event.request', ['method', 'path', 'query', 'headers', 'body']);
@@ -104,7 +105,7 @@ export function sampleEvent(input: unknown, serviceId: string, redact: TestSendD
   }
   if (req.query !== undefined) {
     if (typeof req.query === 'string') query = { ...query, ...queryObject(req.query.replace(/^\?/, '')) };
-    else if (isPlainObject(req.query) && Object.values(req.query).every(isStringOrStrings)) query = { ...query, ...(req.query as Record<string, string | string[]>) };
+    else if (isJsonObject(req.query) && Object.values(req.query).every(isStringOrStrings)) query = { ...query, ...(req.query as Record<string, string | string[]>) };
     else throw badRequest('event.request.query must be a query string or an object of strings');
   }
   const statusCode = res.statusCode ?? 201;
@@ -136,7 +137,7 @@ export function sampleEvent(input: unknown, serviceId: string, redact: TestSendD
 
 function part(value: unknown, path: string, fields: string[]): Record<string, unknown> {
   if (value === undefined) return {};
-  if (!isPlainObject(value)) throw badRequest(`${path} must be an object`);
+  if (!isJsonObject(value)) throw badRequest(`${path} must be an object`);
   for (const key of Object.keys(value)) if (!fields.includes(key)) throw badRequest(`${path}.${key} is not a field here (use ${fields.join(', ')})`);
   return value;
 }
@@ -147,6 +148,6 @@ function isStringOrStrings(value: unknown): value is string | string[] {
 
 function headersOf(value: unknown, path: string, redact: TestSendDeps['redact'], body: unknown): CapturedHeaders {
   if (value === undefined) return body !== null && typeof body === 'object' ? { 'content-type': 'application/json' } : {};
-  if (!isPlainObject(value) || !Object.values(value).every(isStringOrStrings)) throw badRequest(`${path} must be an object of header names to strings`);
+  if (!isJsonObject(value) || !Object.values(value).every(isStringOrStrings)) throw badRequest(`${path} must be an object of header names to strings`);
   return redact(value as Record<string, string | string[]>);
 }

@@ -39,7 +39,8 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { argRefParts, isArgRef, isPlainObject, type GraphqlApp } from '../../app-document.js';
+import { argRefParts, isArgRef, type GraphqlApp } from '../../app-document.js';
+import { isPlainObject } from '../../../util/objects.js';
 import { planPages } from '../../reads/paging.js';
 import { readPath } from '../../values/paths.js';
 import { BACKEND_MAX_PAGESIZE, type GraphqlLimits } from '../../types.js';

@@ -6,7 +6,7 @@
  * entry, in the order written, as RESTHeart).
  */
 import { GraphQLError, isInterfaceType, isUnionType, type GraphQLAbstractType, type GraphQLSchema } from 'graphql';
-import { isPlainObject } from '../../app-document.js';
+import { isPlainObject } from '../../../util/objects.js';
 import { analyzeResolver, resolveEntry, type ResolverEntry } from './analyze.js';
 import { parsePredicate, PredicateSyntaxError } from './predicate.js';
 

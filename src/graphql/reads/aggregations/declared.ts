@@ -9,7 +9,7 @@
  * backend fills from the identity it authenticated (the caller with `graphql.backend.auth: caller`).
  */
 import { createHash } from 'node:crypto';
-import { isPlainObject } from '../../app-document.js';
+import { isPlainObject } from '../../../util/objects.js';
 
 export interface AggregationMapping {
   readonly db?: string;

@@ -8,7 +8,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { OutriggerError } from '../../../errors.js';
-import { isPlainObject } from '../../app-document.js';
+import { isPlainObject } from '../../../util/objects.js';
 import { declaredAggregationsOf } from './declared.js';
 
 export interface SyncTarget {

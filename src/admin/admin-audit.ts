@@ -1,5 +1,5 @@
 import type { RequestScope } from '../http/scope.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../observability/logger.js';
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

@@ -1,9 +1,11 @@
+// The operator's probes over the transport. Not in observability/: that folder sits below http/
+// (the transport logs and traces through it), so routes that answer requests live up here.
 import { sendJson } from '../http/respond.js';
 import type { OwnRoute } from '../http/route-table.js';
 import type { RequestScope } from '../http/scope.js';
 import { methodNotAllowed, notFound } from '../errors.js';
-import type { Metrics } from './metrics.js';
-import { ProcessMetrics } from './process-metrics.js';
+import type { Metrics } from '../observability/metrics.js';
+import { ProcessMetrics } from '../observability/process-metrics.js';
 
 /** `/_health/live`, `/_health/ready` (Redis reachable, config loaded): public, never proxied. */
 export function healthRoute(prefix: string, isReady: () => { ready: boolean; checks: Record<string, string> }): OwnRoute {
