@@ -48,7 +48,7 @@ export interface BackendRead {
   readonly aggregation?: { readonly name: string; readonly avars: Record<string, unknown> };
   /**
    * The fields the query's answer needs (RESTHeart's `keys`, a MongoDB projection), added by
-   * direct execution (serve/direct-plan.ts). It only narrows what comes back, so it is no part of
+   * direct execution (compile/engines/direct-plan.ts). It only narrows what comes back, so it is no part of
    * the read as the read policy decides it or as a replay finds it (`readQueryString` leaves it out).
    */
   readonly projection?: ReadProjection;

@@ -28,6 +28,9 @@ import { compileWrites } from '../writes/compile.js';
 import { checkMutationPlan } from '../writes/plan.js';
 import { estimateCost, type CostEstimate, type CostLimits } from './cost/estimate.js';
 import { installResolvers } from './resolvers.js';
+import { compiledEngine } from './engines/compiled.js';
+import { directEngine } from './engines/direct.js';
+import type { Engine } from './engines/engine.js';
 
 export interface CompileOptions extends Partial<GraphqlLimits>, Partial<OutputLimits> {
   /** Where query mappings read from (usually `createHttpBackendReader(...)`). */
@@ -59,7 +62,7 @@ export interface CompileOptions extends Partial<GraphqlLimits>, Partial<OutputLi
   readonly prefetchJoins?: boolean;
   /**
    * Answer documents of reads and built-in scalars without GraphQL execution (default true; see
-   * serve/direct-plan.ts). False leaves them to the prefetcher and graphql-jit, for tests of those.
+   * compile/engines/direct-plan.ts). False leaves them to the prefetcher and graphql-jit, for tests of those.
    */
   readonly directExecution?: boolean;
 }
@@ -88,6 +91,11 @@ export interface CompiledApp {
   readonly onError: ((error: unknown, ctx: RequestContext) => void) | undefined;
   /** Parses and validates a query, from the cache when seen before. */
   prepare(query: string): PreparedDocument;
+  /**
+   * The engines that may plan a query before graphql-js, in the order asked (engines/engine.ts):
+   * each holds what this app's resolvers said it may answer and its plans of cached documents.
+   */
+  readonly engines: readonly Engine[];
 }
 
 function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
@@ -127,7 +135,7 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
   const normalized = checked.app;
 
   const writes = compileWrites(schema, normalized, limits.defaultDb);
-  installResolvers(schema, normalized, limits, { prefetchJoins: opts.prefetchJoins !== false, directExecution: opts.directExecution !== false }, writes);
+  const facts = installResolvers(schema, normalized, limits, { prefetchJoins: opts.prefetchJoins !== false, directExecution: opts.directExecution !== false }, writes);
   installTypeResolvers(schema, normalized.mappings);
 
   const introspection = limits.introspection && normalized.descriptor.introspection !== false;
@@ -181,6 +189,8 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
       const mutationType = schema.getMutationType();
       return mutationType ? checkMutationPlan(mutationType, writes, operation, fragmentsOf(document), variables, limits) : [];
     },
+    // Without direct fields (directExecution off, rootDoc, no prefetching) the direct engine plans nothing.
+    engines: facts.direct.size > 0 ? [directEngine(schema, facts.direct), compiledEngine(schema, facts.queryMapped)] : [compiledEngine(schema, facts.queryMapped)],
     prepare(query: string): PreparedDocument {
       // With introspection off, "did you mean" would name the schema's types and fields.
       return cache.prepare(version, query, schema, rules, { maxAliases: output.maxAliases, hideSuggestions: !introspection });

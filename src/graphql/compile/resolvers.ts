@@ -50,13 +50,7 @@ export interface ExecutionContextValue {
 }
 
 /**
- * Fields with a query mapping (of every compiled app): their lists are windows the cost estimate
- * bounds, unlike lists stored inside documents (serve/compiled-execution.ts looks).
- */
-export const queryMappedFields = new WeakSet<GraphQLField<unknown, unknown>>();
-
-/**
- * How direct execution (serve/direct-plan.ts) may answer a field without calling its resolver:
+ * How direct execution (engines/direct-plan.ts) may answer a field without calling its resolver:
  * its read, started as the resolver starts it (a root window or a join, `single` for a non-list
  * field), or the dot path its value is at. Only fields whose resolver does nothing else are
  * here: not with `rootDoc` (each object remembers its root), not without prefetching (joins are
@@ -77,7 +71,17 @@ export interface ProjectionNeeds {
   /** Fields of the parent documents it reads (a join's foreign key); undefined: any. */
   readonly parentNeeds: readonly string[] | undefined;
 }
-export const directFields = new WeakMap<GraphQLField<unknown, unknown>, DirectField>();
+
+/**
+ * What the planners of an app may answer (engines/), learnt while its resolvers are installed and
+ * carried in the compiled app: nothing of it is global.
+ */
+export interface PlannerFacts {
+  /** Fields with a query mapping: their lists are windows the cost estimate bounds, unlike lists stored inside documents (engines/compiled.ts looks). */
+  readonly queryMapped: ReadonlySet<GraphQLField<unknown, unknown>>;
+  /** How the direct planner may answer a field without calling its resolver (engines/direct-plan.ts). */
+  readonly direct: ReadonlyMap<GraphQLField<unknown, unknown>, DirectField>;
+}
 
 /** Sets `resolve` on every mapped field (and `isTypeOf` on every object type) of a freshly built schema. */
 export function installResolvers(
@@ -86,7 +90,9 @@ export function installResolvers(
   limits: GraphqlLimits,
   modes: { readonly prefetchJoins: boolean; readonly directExecution: boolean },
   writes: ReadonlyMap<string, CompiledWrite>,
-): void {
+): PlannerFacts {
+  const queryMappedFields = new Set<GraphQLField<unknown, unknown>>();
+  const directFields = new Map<GraphQLField<unknown, unknown>, DirectField>();
   const queryType = schema.getQueryType();
   const mutationType = schema.getMutationType();
   const enumMaps = enumMappings(schema, app);
@@ -240,6 +246,7 @@ export function installResolvers(
       if (resolve) field.resolve = resolve as GraphQLFieldResolver<unknown, unknown>;
     }
   }
+  return { queryMapped: queryMappedFields, direct: directFields };
 }
 
 /** Marks objects reached below a root document as belonging to it (for `rootDoc`). */

@@ -49,7 +49,7 @@ import type { ReadProjection } from '../types.js';
 /**
  * One join field's resolution, exactly as its resolver does it: a value, a promise of one, or a
  * thrown field error. `State` is the request's state, which the prefetcher only hands back.
- * `projection`: the fields to read, from direct execution (serve/direct-plan.ts) only.
+ * `projection`: the fields to read, from direct execution (compile/engines/direct-plan.ts) only.
  */
 export type JoinStart<State> = (source: unknown, args: Record<string, unknown>, state: State, projection?: ReadProjection) => unknown;
 

@@ -38,7 +38,7 @@ export class RequestState implements BackendReads {
   readonly ctx: RequestContext;
   /** Decisions per distinct read (collection, aggregation, query string): equal reads are decided once. */
   private decisions = new Map<string, Promise<ReadDecision>>();
-  /** Every read's outcome in order per read key, while recording (`recordReads`, serve/compiled-execution.ts). */
+  /** Every read's outcome in order per read key, while recording (`recordReads`, compile/engines/compiled.ts). */
   private recorded: Map<string, Array<Promise<unknown[]>>> | undefined;
   /** Outcomes a replaying state answers from, in the order they were read, before reading anew. */
   private replaying: Map<string, Array<Promise<unknown[]>>> | undefined;

@@ -8,26 +8,16 @@
  * for clients (GraphQL's own, ours, backend summaries) are shown; anything else becomes a generic
  * message and goes to `onError`.
  */
-import {
-  execute,
-  getOperationAST,
-  getVariableValues,
-  GraphQLError,
-  type ExecutionResult,
-  type GraphQLFormattedError,
-  type OperationDefinitionNode,
-} from 'graphql';
-import { OutriggerError } from '../../errors.js';
+import { getOperationAST, getVariableValues, type ExecutionResult, type GraphQLError, type GraphQLFormattedError, type OperationDefinitionNode, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { onAbort, RequestAbort } from '../../util/request-abort.js';
 import type { CompiledApp } from '../compile/compile-app.js';
-import type { ExecutionContextValue } from '../compile/resolvers.js';
+import type { CostEstimate } from '../compile/cost/estimate.js';
+import { PLANNED_MAX_OUTPUT, planQuery, runPlan, type EnginePlan, type Execution } from '../compile/engines/engine.js';
+import { maskFormatted, withCode } from '../errors.js';
 import { BACKEND_ERROR_CODES, RequestState, budgetError, timeoutError } from '../reads/request-state.js';
 import { resolveTrusted } from '../document/trusted/documents.js';
 import { ExecutionDeadline } from '../limits/deadline.js';
 import { MAX_QUERY_BYTES, type RequestContext } from '../types.js';
-import { COMPILED_MAX_OUTPUT, compiledQueryFor } from './compiled-execution.js';
-import { directPlanFor, type DirectPlan } from './direct-plan.js';
-import { GAVE_UP, runDirect } from './direct-run.js';
 
 export interface GraphqlParams {
   /** Absent when the client names a trusted document by its hash only. */
@@ -71,12 +61,54 @@ export function errorBody(message: string, code: string): GraphqlResponseBody {
   return { errors: [{ message, extensions: { code } }] };
 }
 
-export async function executeGraphql(
-  app: CompiledApp,
-  params: GraphqlParams,
-  ctx: RequestContext,
-  opts: ExecuteOptions = {},
-): Promise<GraphqlOutcome> {
+/**
+ * One request through its steps, as graphql-js writes execution: the document (trusted
+ * documents, size, parse), the operation, validation, the variables, the limits before any read
+ * (cost, a mutation's checks, the cost rate limit), the plan (engines/), execution under the
+ * deadline, and the answer (masked errors, status).
+ */
+export async function executeGraphql(app: CompiledApp, params: GraphqlParams, ctx: RequestContext, opts: ExecuteOptions = {}): Promise<GraphqlOutcome> {
+  const request = new GraphqlRequest(app, params, ctx);
+  const refused = documentStep(request) ?? operationStep(request, opts) ?? variablesStep(request) ?? limitsStep(request);
+  if (refused !== undefined) return refused;
+  // SPEC §10: a rate limit with `units: cost` counts the estimate, refused (429) here before any
+  // read, and a mutation before its first write (its read-backs and joins are in the estimate).
+  const charged = ctx.chargeCost?.((request.cost as CostEstimate).documents);
+  if (charged) await charged;
+  const plan = planStep(request);
+  const result = await executeStep(request, plan);
+  return result === undefined ? { status: 500, body: errorBody('internal error while executing the query', 'INTERNAL_SERVER_ERROR') } : answerStep(request, result);
+}
+
+/** What the steps of one request learn, in the order they learn it. */
+class GraphqlRequest implements Execution {
+  document!: DocumentNode;
+  validationErrors: readonly GraphQLError[] | undefined;
+  operation!: OperationDefinitionNode;
+  variableValues!: Record<string, unknown>;
+  cost: CostEstimate | undefined;
+  state!: RequestState;
+  deadline!: ExecutionDeadline;
+  readonly schema: GraphQLSchema;
+  readonly variables: Readonly<Record<string, unknown>> | undefined;
+  readonly operationName: string | undefined;
+  readonly hideSuggestions: boolean;
+
+  constructor(
+    readonly app: CompiledApp,
+    readonly params: GraphqlParams,
+    readonly ctx: RequestContext,
+  ) {
+    this.schema = app.schema;
+    this.variables = params.variables ?? undefined;
+    this.operationName = params.operationName ?? undefined;
+    this.hideSuggestions = !app.introspection;
+  }
+}
+
+/** Trusted documents, the size bound, parse (the app's cache). */
+function documentStep(request: GraphqlRequest): GraphqlOutcome | undefined {
+  const { app, params } = request;
   const trusted = resolveTrusted(app.trusted, params.query, documentIdOf(params));
   if (!trusted.ok) return { status: 400, body: errorBody(trusted.message, trusted.code) };
   const query = trusted.query;
@@ -88,10 +120,17 @@ export async function executeGraphql(
   }
   const prepared = app.prepare(query);
   if (prepared.syntaxErrors) return { status: 400, documentError: true, body: { errors: prepared.syntaxErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_PARSE_FAILED')) } };
-  const document = prepared.document;
-  if (!document) return { status: 400, body: errorBody('the query could not be parsed', 'GRAPHQL_PARSE_FAILED') };
+  if (!prepared.document) return { status: 400, body: errorBody('the query could not be parsed', 'GRAPHQL_PARSE_FAILED') };
+  request.document = prepared.document;
+  // Validation errors are answered after the operation's method check (a GET mutation is 405 first).
+  if (prepared.validationErrors) request.validationErrors = prepared.validationErrors;
+  return undefined;
+}
 
-  const operation: OperationDefinitionNode | null | undefined = getOperationAST(document, params.operationName ?? undefined);
+/** The operation: a GET mutation, validation errors, a missing operation or an operation type the app or HTTP cannot serve. */
+function operationStep(request: GraphqlRequest, opts: ExecuteOptions): GraphqlOutcome | undefined {
+  const { app, params } = request;
+  const operation: OperationDefinitionNode | null | undefined = getOperationAST(request.document, params.operationName ?? undefined);
   if (operation?.operation === 'mutation' && opts.queriesOnly) {
     return {
       status: 405,
@@ -99,8 +138,8 @@ export async function executeGraphql(
       body: errorBody('mutations cannot be sent with GET; use POST', 'METHOD_NOT_ALLOWED'),
     };
   }
-  if (prepared.validationErrors) {
-    return { status: 400, documentError: true, body: { errors: prepared.validationErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_VALIDATION_FAILED')) } };
+  if (request.validationErrors) {
+    return { status: 400, documentError: true, body: { errors: request.validationErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_VALIDATION_FAILED')) } };
   }
   if (!operation) {
     const message = params.operationName
@@ -121,65 +160,81 @@ export async function executeGraphql(
       ),
     };
   }
+  request.operation = operation;
+  return undefined;
+}
 
-  // Variables coerced first (defaults, input-field defaults): the estimate must see what execution
-  // will, and a variable that does not coerce is the client's error (BAD_USER_INPUT).
-  const hideSuggestions = !app.introspection;
-  const coerced = getVariableValues(app.schema, operation.variableDefinitions ?? [], params.variables ?? {}, { maxErrors: 20, hideSuggestions });
+/**
+ * Variables coerced first (defaults, input-field defaults): the estimate must see what execution
+ * will, and a variable that does not coerce is the client's error (BAD_USER_INPUT).
+ */
+function variablesStep(request: GraphqlRequest): GraphqlOutcome | undefined {
+  const coerced = getVariableValues(request.schema, request.operation.variableDefinitions ?? [], request.params.variables ?? {}, {
+    maxErrors: 20,
+    hideSuggestions: request.hideSuggestions,
+  });
   if (coerced.errors) return { status: 400, documentError: true, body: { errors: coerced.errors.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) } };
+  request.variableValues = coerced.coerced;
+  return undefined;
+}
 
-  /** Compiled execution (compiled-execution.ts), where it gives what graphql-js gives. */
-  let compiled: ReturnType<typeof compiledQueryFor>;
-  /** Direct execution (direct-plan.ts), where the document's shape allows it. */
-  let direct: DirectPlan | undefined;
-  if (operation.operation === 'query' || operation.operation === 'mutation') {
-    // Refused before any read (and a mutation before its first write, issue 34): the estimate
-    // needs only the document, the variables and the mappings.
-    const cost = app.estimate(document, operation, coerced.coerced);
-    const max = app.maxCost;
-    if (cost.reads > max.reads || cost.documents > max.documents || cost.output > max.output) {
-      // Infinity: the document expands past what the estimate walks (fragments spread in fragments).
-      const n = (x: number) => (Number.isFinite(x) ? String(x) : 'too many to count');
-      const message =
-        `this ${operation.operation} may need ${n(cost.reads)} backend reads and ${n(cost.documents)} documents and produce ${n(cost.output)} values; ` +
-        `this app allows at most ${max.reads} reads, ${max.documents} documents and ${max.output} values per operation (maxCost); ask for smaller limits, fewer nested lists or fewer fields`;
-      return { status: 400, body: { errors: [{ message, extensions: { code: 'QUERY_TOO_COSTLY', cost, maxCost: max } }] } };
-    }
-    if (operation.operation === 'mutation') {
-      // Refused before the first write: too many writes, bulk inserts past the bound, operator keys in arguments.
-      const problems = app.checkMutation(document, operation, coerced.coerced);
-      if (problems.length > 0) return { status: 400, body: { errors: problems.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) } };
-    }
-    // SPEC §10: a rate limit with `units: cost` counts the estimate, refused (429) here before any
-    // read, and a mutation before its first write (its read-backs and joins are in the estimate).
-    const charged = ctx.chargeCost?.(cost.documents);
-    if (charged) await charged;
-    if (operation.operation === 'query' && cost.output <= COMPILED_MAX_OUTPUT) {
-      direct = directPlanFor(app.schema, document, operation);
-      if (direct === undefined) compiled = compiledQueryFor(app.schema, document, params.operationName ?? undefined);
-    }
+/**
+ * Refused before any read (and a mutation before its first write, issue 34): the estimate needs
+ * only the document, the variables and the mappings.
+ */
+function limitsStep(request: GraphqlRequest): GraphqlOutcome | undefined {
+  const { app, document, operation, variableValues } = request;
+  const cost = app.estimate(document, operation, variableValues);
+  const max = app.maxCost;
+  if (cost.reads > max.reads || cost.documents > max.documents || cost.output > max.output) {
+    // Infinity: the document expands past what the estimate walks (fragments spread in fragments).
+    const n = (x: number) => (Number.isFinite(x) ? String(x) : 'too many to count');
+    const message =
+      `this ${operation.operation} may need ${n(cost.reads)} backend reads and ${n(cost.documents)} documents and produce ${n(cost.output)} values; ` +
+      `this app allows at most ${max.reads} reads, ${max.documents} documents and ${max.output} values per operation (maxCost); ask for smaller limits, fewer nested lists or fewer fields`;
+    return { status: 400, body: { errors: [{ message, extensions: { code: 'QUERY_TOO_COSTLY', cost, maxCost: max } }] } };
   }
+  if (operation.operation === 'mutation') {
+    // Refused before the first write: too many writes, bulk inserts past the bound, operator keys in arguments.
+    const problems = app.checkMutation(document, operation, variableValues);
+    if (problems.length > 0) return { status: 400, body: { errors: problems.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) } };
+  }
+  request.cost = cost;
+  return undefined;
+}
 
+/** A planned engine's plan (direct, then compiled) for a query small enough to run without the clock; else graphql-js. */
+function planStep(request: GraphqlRequest): EnginePlan | undefined {
+  if (request.operation.operation !== 'query' || (request.cost as CostEstimate).output > PLANNED_MAX_OUTPUT) return undefined;
+  return planQuery(request.app.engines, request.document, request.operation, request.operationName);
+}
+
+/**
+ * Execution under the time limit: the plan (or graphql-js) raced against the abort; undefined
+ * when it threw (a bug: told to `onError`, answered 500).
+ */
+async function executeStep(request: GraphqlRequest, plan: EnginePlan | undefined): Promise<ExecutionResult | 'aborted' | undefined> {
+  const { app, ctx } = request;
   const limits = app.settings.limits;
   // The server's abort for this execution when it made one (RequestContext.signal), else one tied to ctx.signal.
   const owned = ctx.signal instanceof RequestAbort;
   const controller = owned ? ctx.signal : new RequestAbort();
-  let state = new RequestState(app.settings, ctx, controller);
-  if (app.verbose) state.readLog = [];
-  state.operationName = operation.name?.value ?? null;
+  request.state = new RequestState(app.settings, ctx, controller);
+  if (app.verbose) request.state.readLog = [];
+  request.state.operationName = request.operation.name?.value ?? null;
   let timer: NodeJS.Timeout | undefined;
   const aborted = new Promise<'aborted'>((resolve) => {
     onAbort(controller, () => resolve('aborted'));
     timer = setTimeout(() => {
-      state.timedOut = true;
+      request.state.timedOut = true;
       controller.abort();
     }, limits.timeoutMs);
   });
   // The deadline inside execution: synchronous completion reads the clock (limits/deadline.ts).
-  const deadline = new ExecutionDeadline(
+  request.deadline = new ExecutionDeadline(
     performance.now() + limits.timeoutMs,
     () => {
-      if (!controller.aborted) state.timedOut = true;
+      if (!controller.aborted) request.state.timedOut = true;
       controller.abort();
     },
     () => controller.aborted,
@@ -187,45 +242,21 @@ export async function executeGraphql(
   );
   // The client went away (the server aborts ctx.signal): stop reading for it.
   const stopListening = !owned && ctx.signal !== undefined ? onAbort(ctx.signal, () => controller.abort()) : undefined;
-
-  let result: ExecutionResult | 'aborted';
   try {
-    const interpreted = () =>
-      execute({
-        schema: app.schema,
-        document,
-        variableValues: params.variables ?? undefined,
-        operationName: params.operationName ?? undefined,
-        contextValue: { state, deadline } satisfies ExecutionContextValue,
-        fieldResolver: deadline.fieldResolver,
-        hideSuggestions,
-      });
-    const run = async (): Promise<ExecutionResult> => {
-      if (direct !== undefined) {
-        state.recordReads();
-        const data = await runDirect(direct, state);
-        if (data !== GAVE_UP || controller.aborted) return { data: data === GAVE_UP ? null : data };
-        // What graphql-js answers (its errors, its conversions), over the same reads.
-        state = state.replay();
-        return interpreted();
-      }
-      if (compiled === undefined) return interpreted();
-      state.recordReads();
-      const first = (await compiled.query(undefined, { state, deadline } satisfies ExecutionContextValue, params.variables ?? {})) as ExecutionResult;
-      if (first.errors === undefined || first.errors.length === 0 || controller.aborted) return first;
-      // Errors as graphql-js words and locates them: executed again over the same reads.
-      state = state.replay();
-      return interpreted();
-    };
-    result = await Promise.race([run(), aborted]);
+    return await Promise.race([runPlan(plan, request), aborted]);
   } catch (error) {
     app.onError?.(error, ctx);
-    return { status: 500, body: errorBody('internal error while executing the query', 'INTERNAL_SERVER_ERROR') };
+    return undefined;
   } finally {
     clearTimeout(timer);
     stopListening?.();
   }
+}
 
+/** The outcome: the output budget, the clock, the read budget, then the data with masked errors and its status. */
+function answerStep(request: GraphqlRequest, result: ExecutionResult | 'aborted'): GraphqlOutcome {
+  const { app, ctx, state, deadline } = request;
+  const limits = app.settings.limits;
   const backendReads = state.reads;
   const backendWrites = state.writes;
   // The output budget stopped the answer (limits/deadline.ts): not a timeout, the client's ask.
@@ -240,7 +271,7 @@ export async function executeGraphql(
   if (!('data' in result)) {
     return { status: 400, documentError: true, body: { errors: (result.errors ?? []).map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) }, backendReads };
   }
-  const errors = result.errors?.map((e) => maskError(e, app, ctx));
+  const errors = result.errors?.map((e) => maskFormatted(e, app.onError, ctx));
 
   const data = result.data ?? null;
   const body: GraphqlResponseBody = { data };
@@ -249,31 +280,6 @@ export async function executeGraphql(
   const backendFailed = errors?.some((e) => BACKEND_ERROR_CODES.has(String(e.extensions?.code))) ?? false;
   const noData = data === null || Object.values(data).every((v) => v === null);
   return { status: backendFailed && noData ? 502 : 200, body, backendReads, ...(backendWrites > 0 ? { backendWrites } : {}) };
-}
-
-/** Keeps messages written for clients; replaces anything else with a generic message. */
-function maskError(error: GraphQLError, app: CompiledApp, ctx: RequestContext): GraphQLFormattedError {
-  const original = error.originalError;
-  if (original === undefined || original instanceof GraphQLError || original instanceof OutriggerError) {
-    const formatted = error.toJSON();
-    if (original instanceof OutriggerError && !formatted.extensions?.code) {
-      return { ...formatted, extensions: { ...(formatted.extensions ?? {}), code: original.code } };
-    }
-    return withCode(formatted, 'GRAPHQL_EXECUTION_FAILED');
-  }
-  app.onError?.(original, ctx);
-  const masked: GraphQLFormattedError = {
-    message: 'internal error while resolving this field',
-    ...(error.locations ? { locations: error.locations } : {}),
-    ...(error.path ? { path: error.path } : {}),
-    extensions: { code: 'INTERNAL_SERVER_ERROR' },
-  };
-  return masked;
-}
-
-/** The error with `extensions.code`, keeping a code it already has. */
-function withCode(error: GraphQLFormattedError, code: string): GraphQLFormattedError {
-  return error.extensions?.code ? error : { ...error, extensions: { ...(error.extensions ?? {}), code } };
 }
 
 /** `documentId`, or Apollo's `extensions.persistedQuery.sha256Hash` as one. */

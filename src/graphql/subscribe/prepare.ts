@@ -23,11 +23,11 @@ import {
 } from 'graphql';
 import { interpolateUserVariables } from '../../access/mongo-rules.js';
 import type { Principal } from '../../principal/principal.js';
-import { OutriggerError } from '../../errors.js';
 import { isPlainObject } from '../../util/objects.js';
 import type { CompiledApp } from '../compile/compile-app.js';
 import type { ExecutionContextValue } from '../compile/resolvers.js';
 import type { ChangeOp } from '../document/subscriptions.js';
+import { maskError, withCode } from '../errors.js';
 import { RequestState } from '../reads/request-state.js';
 import type { RequestContext } from '../types.js';
 import { findOperatorKey } from '../values/ejson.js';
@@ -202,23 +202,8 @@ async function runSelection(
       contextValue,
     });
     if (!result.errors) return result;
-    return { ...result, errors: result.errors.map((e) => mask(e, app, ctx)) } as ExecutionResult;
+    return { ...result, errors: result.errors.map((e) => maskError(e, app.onError, ctx)) } as ExecutionResult;
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** Messages written for clients are kept; anything else is a generic message (and logged). */
-function mask(error: GraphQLError, app: CompiledApp, ctx: RequestContext): GraphQLError {
-  const original = error.originalError;
-  if (original === undefined || original instanceof GraphQLError || original instanceof OutriggerError) {
-    const code = error.extensions?.code ?? (original instanceof OutriggerError ? original.code : 'GRAPHQL_EXECUTION_FAILED');
-    return new GraphQLError(error.message, { ...(error.nodes ? { nodes: error.nodes } : {}), ...(error.path ? { path: error.path } : {}), extensions: { ...error.extensions, code } });
-  }
-  app.onError?.(original, ctx);
-  return new GraphQLError('internal error while resolving this field', { ...(error.path ? { path: error.path } : {}), extensions: { code: 'INTERNAL_SERVER_ERROR' } });
-}
-
-function withCode(error: GraphQLFormattedError, code: string): GraphQLFormattedError {
-  return error.extensions?.code ? error : { ...error, extensions: { ...(error.extensions ?? {}), code } };
 }

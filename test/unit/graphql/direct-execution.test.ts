@@ -6,11 +6,11 @@
  * same data, the same errors and exactly the same backend reads. Data that graphql-js would
  * convert or refuse makes the direct run give up and graphql-js answer over the same reads.
  */
-import { parse, type OperationDefinitionNode } from 'graphql';
+import { parse, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileApp } from '../../../src/graphql/compile/compile-app.js';
 import { validateAppDocument } from '../../../src/graphql/document/validate-app.js';
-import { directPlanFor } from '../../../src/graphql/serve/direct-plan.js';
+import type { DirectEngine } from '../../../src/graphql/compile/engines/direct.js';
 import { executeGraphql } from '../../../src/graphql/serve/execute.js';
 import type { ReadDecision } from '../../../src/graphql/types.js';
 import { startEngine, type Data, type Engine } from './helpers.js';
@@ -93,10 +93,14 @@ const byPath = (errors: any[] | undefined) => (errors ?? []).map((e) => JSON.str
 const readsOf = (e: Engine) => e.reads().map((r) => decodeURIComponent(r.url.replace(/&keys=[^&]*/, '')));
 const keysOf = (e: Engine) => e.reads().map((r) => r.query.get('keys'));
 
+/** The plan the app's direct engine holds for an operation of a cached document. */
+const directPlanFor = (document: DocumentNode, operation: OperationDefinitionNode) =>
+  (direct.app.engines.find((e) => e.name === 'direct') as DirectEngine).plan(document, operation);
+
 /** The plan the direct engine holds for `query` (undefined: not answered directly). */
 function planOf(query: string) {
   const document = direct.app.prepare(query).document!;
-  return directPlanFor(direct.app.schema, document, document.definitions[0] as OperationDefinitionNode);
+  return directPlanFor(document, document.definitions[0] as OperationDefinitionNode);
 }
 
 let lastKeys: Array<string | null> = [];
@@ -215,7 +219,7 @@ describe('what direct execution plans', () => {
   it('is the same for every operation of a document and a name picks its own', () => {
     const document = parse('query A { users { id } } query B { orders { id ...F } } fragment F on Order { number }');
     const [a, b] = document.definitions as OperationDefinitionNode[];
-    expect(directPlanFor(direct.app.schema, document, a!)).toBeDefined();
-    expect(directPlanFor(direct.app.schema, document, b!)).toBeUndefined();
+    expect(directPlanFor(document, a!)).toBeDefined();
+    expect(directPlanFor(document, b!)).toBeUndefined();
   });
 });

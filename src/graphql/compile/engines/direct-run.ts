@@ -8,11 +8,24 @@
  * is executed again by graphql-js over the reads this run recorded (RequestState.replay), which
  * words and locates every error.
  */
-import { readPath } from '../values/paths.js';
-import type { RequestState } from '../reads/request-state.js';
-import type { DirectPlan, ObjectPlan, ReadStep, Step } from './direct-plan.js';
+import type { ExecutionResult } from 'graphql';
+import { readPath } from '../../values/paths.js';
+import type { RequestState } from '../../reads/request-state.js';
+import type { ObjectPlan, ReadStep, Step } from './direct-plan.js';
+import { GAVE_UP, type EnginePlan } from './engine.js';
 
-export const GAVE_UP: unique symbol = Symbol('gave up');
+/** An operation planned for direct execution (direct-plan.ts), and how often its data did not fit. */
+export class DirectPlan implements EnginePlan {
+  /** Answers given up over documents it cannot answer; past a few, the document goes back to graphql-jit (direct.ts). */
+  gaveUp = 0;
+
+  /** @param root The root selection (its reads are the root fields; its document is the root value). */
+  constructor(readonly root: ObjectPlan) {}
+
+  run(state: RequestState): Promise<ExecutionResult | typeof GAVE_UP> {
+    return runDirect(this, state);
+  }
+}
 
 /** A read's outcome, shared by the documents that asked for the same read (the batcher's shared promise). */
 interface Outcome {
@@ -93,8 +106,8 @@ class Run {
   }
 }
 
-/** Runs a plan: the answer's `data`, or GAVE_UP. */
-export async function runDirect(plan: DirectPlan, state: RequestState): Promise<Record<string, unknown> | typeof GAVE_UP> {
+/** Runs a plan: the answer, or GAVE_UP. */
+async function runDirect(plan: DirectPlan, state: RequestState): Promise<ExecutionResult | typeof GAVE_UP> {
   const run = new Run(state);
   const level = run.start(plan.root, [undefined], true);
   for (let settled = 0; settled < run.waits.length; ) {
@@ -104,8 +117,11 @@ export async function runDirect(plan: DirectPlan, state: RequestState): Promise<
   }
   const data = build(plan.root, undefined, level, 0);
   // Documents the plan cannot answer, not a failed read, count towards leaving the document to graphql-jit.
-  if (data === GAVE_UP && !run.failedRead) plan.gaveUp++;
-  return data;
+  if (data === GAVE_UP) {
+    if (!run.failedRead) plan.gaveUp++;
+    return GAVE_UP;
+  }
+  return { data };
 }
 
 function build(plan: ObjectPlan, doc: unknown, level: Level | undefined, index: number): Record<string, unknown> | typeof GAVE_UP {

@@ -9,11 +9,11 @@
  * query, which is most of what Outrigger spent above the floor.
  *
  * Only shapes whose answer is certain to equal graphql-js's are planned; anything else is
- * graphql-jit's or graphql-js's (serve/compiled-execution.ts): fragments, directives, variables,
+ * graphql-jit's or graphql-js's (compiled.ts): fragments, directives, variables,
  * non-null types, abstract types, enums and custom scalars, embedded objects, aggregations,
  * arguments on scalar fields, a response key given twice, a scalar whose name an Object.prototype
  * member has. What the plan cannot know before the documents arrive (a read that fails, a value
- * a scalar would have to convert or refuse) is checked while building: serve/direct-run.ts then
+ * a scalar would have to convert or refuse) is checked while building: direct-run.ts then
  * gives up, and graphql-js answers over the same reads.
  */
 import {
@@ -27,16 +27,15 @@ import {
   isNonNullType,
   isObjectType,
   Kind,
-  type DocumentNode,
   type GraphQLObjectType,
   type GraphQLSchema,
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { directFields, type ProjectionNeeds } from '../compile/resolvers.js';
-import type { JoinStart } from '../reads/prefetch.js';
-import type { RequestState } from '../reads/request-state.js';
-import type { ReadProjection } from '../types.js';
+import type { JoinStart } from '../../reads/prefetch.js';
+import type { RequestState } from '../../reads/request-state.js';
+import type { ReadProjection } from '../../types.js';
+import type { DirectField, ProjectionNeeds } from '../resolvers.js';
 
 /** A scalar read from the document: `accepts` says whether graphql-js would write the value as it is. */
 export interface LeafStep {
@@ -87,43 +86,17 @@ export interface ObjectPlan {
   readonly values: unknown[];
 }
 
-export interface DirectPlan {
-  /** The root selection (its reads are the root fields; its document is the root value). */
-  readonly root: ObjectPlan;
-  /** Answers given up over documents it cannot answer (serve/direct-run.ts); past a few, the document goes back to graphql-jit. */
-  gaveUp: number;
-}
+export type DirectFields = ReadonlyMap<unknown, DirectField>;
 
-/** Answers given up before a document is left to graphql-jit (its data does not fit the plan: failed reads do not count). */
-const MAX_GIVE_UPS = 3;
-
-const plans = new WeakMap<DocumentNode, Map<string, DirectPlan | null>>();
-
-/** The plan of an operation of a cached document (made on first use), or undefined when it has none. */
-export function directPlanFor(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): DirectPlan | undefined {
-  let byOperation = plans.get(document);
-  if (byOperation === undefined) {
-    byOperation = new Map();
-    plans.set(document, byOperation);
-  }
-  const key = operation.name?.value ?? '';
-  let plan = byOperation.get(key);
-  if (plan === undefined) {
-    plan = planOperation(schema, operation) ?? null;
-    byOperation.set(key, plan);
-  }
-  if (plan !== null && plan.gaveUp >= MAX_GIVE_UPS) return undefined;
-  return plan ?? undefined;
-}
-
-function planOperation(schema: GraphQLSchema, operation: OperationDefinitionNode): DirectPlan | undefined {
+/** The root of an operation's plan, its reads' projections assigned, or undefined when it has none. */
+export function planRoot(schema: GraphQLSchema, fields: DirectFields, operation: OperationDefinitionNode): ObjectPlan | undefined {
   const queryType = schema.getQueryType();
   if (operation.operation !== 'query' || !queryType) return undefined;
   if ((operation.variableDefinitions?.length ?? 0) > 0 || (operation.directives?.length ?? 0) > 0) return undefined;
-  const root = objectPlan(queryType, operation.selectionSet, true);
+  const root = objectPlan(fields, queryType, operation.selectionSet, true);
   if (root === undefined || root.reads.length === 0) return undefined;
   assignProjections(root);
-  return { root, gaveUp: 0 };
+  return root;
 }
 
 /**
@@ -177,7 +150,7 @@ function fieldsNeeded(step: ReadStep): Set<string> | undefined {
   return fields;
 }
 
-function objectPlan(type: GraphQLObjectType, selectionSet: SelectionSetNode, isRoot: boolean): ObjectPlan | undefined {
+function objectPlan(fields: DirectFields, type: GraphQLObjectType, selectionSet: SelectionSetNode, isRoot: boolean): ObjectPlan | undefined {
   const steps: Step[] = [];
   const reads: ReadStep[] = [];
   const keys = new Set<string>();
@@ -198,7 +171,7 @@ function objectPlan(type: GraphQLObjectType, selectionSet: SelectionSetNode, isR
     const list = isListType(fieldType);
     const item = isListType(fieldType) ? fieldType.ofType : fieldType;
     if (isNonNullType(item) || isListType(item)) return undefined;
-    const direct = directFields.get(def);
+    const direct = fields.get(def);
     const accepts = SCALARS.get(item);
     if (accepts !== undefined) {
       if (isRoot || list || selection.selectionSet || (selection.arguments?.length ?? 0) > 0) return undefined;
@@ -214,7 +187,7 @@ function objectPlan(type: GraphQLObjectType, selectionSet: SelectionSetNode, isR
     } catch {
       return undefined;
     }
-    const object = objectPlan(item, selection.selectionSet, false);
+    const object = objectPlan(fields, item, selection.selectionSet, false);
     if (object === undefined) return undefined;
     const step: ReadStep = { kind: 'read', key, index: reads.length, read: direct.read, args, single: direct.single, object, needs: direct.projection, projection: undefined };
     steps.push(step);
