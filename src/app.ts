@@ -51,7 +51,6 @@ import { offlineSetupKinds } from './offline-setup-kinds.js';
 import { beginDrain, runShutdown } from './shutdown.js';
 import { RateLimiter } from './limits/limiter.js';
 import { Draining } from './util/draining.js';
-import type { WebhooksModule } from './webhooks/module.js';
 
 export interface StartOptions {
   /** Run the webhook worker in this process (default true; `start --no-worker` turns it off). */
@@ -269,7 +268,6 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     await embedded?.stop();
     await tracing.shutdown();
   };
-  const webhooks = modules.find((m): m is WebhooksModule => m.name === 'webhooks');
   let stopping: Promise<void> | null = null;
   return {
     url: server?.url ?? null,
@@ -280,8 +278,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
         settings: config.shutdown,
         server,
         draining,
-        events: server ? (webhooks?.internals.producer ?? null) : null,
-        worker: webhooks?.internals.worker ?? null,
+        modules,
         logger,
         closeRest,
       });

@@ -27,6 +27,18 @@ export interface FeatureModule {
   /** The proxy's authenticator, once built (for credentials checked outside a request: upgrades, open subscriptions). */
   useAuthenticator?(authenticate: (scope: RequestScope) => Promise<Principal> | Principal): void;
   start?(): Promise<void>;
+  /**
+   * Graceful shutdown, step "stop accepting" (src/shutdown.ts; t0 + drainSeconds, as the server
+   * stops accepting): take no more work and finish what is in flight within `timeoutMs` (the
+   * webhook worker). Awaited after `flush`, so the two overlap.
+   */
+  stopAccepting?(timeoutMs: number): Promise<void>;
+  /**
+   * Graceful shutdown, step "flush": the in-flight requests are done; write what they queued
+   * (the webhook tee's events) within `timeoutMs`. Only in a process that serves HTTP.
+   */
+  flush?(timeoutMs: number): Promise<void>;
+  /** Last: everything else closes, modules in the reverse order of their start. */
   stop?(): Promise<void>;
 }
 
