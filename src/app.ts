@@ -75,7 +75,7 @@ export interface RunningOutrigger {
   url: string | null;
   context: AppContext;
   modules: FeatureModule[];
-  /** SIGTERM behaviour (src/shutdown.ts): drain, stop accepting, finish in-flight (bounded), flush webhook events, close. */
+  /** SIGTERM behaviour (src/shutdown.ts): drain, stop accepting, finish in-flight (bounded), flush what features queued, close. */
   stop(): Promise<void>;
   /** SIGUSR2 (a native sidecar's preStop): the drain alone, readiness 503 and Connection: close, until stop(). */
   beginDrain(): void;
