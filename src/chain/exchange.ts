@@ -1,5 +1,6 @@
 import type { Exchange, ExchangeUser } from '../condition/index.js';
 import type { RequestScope } from '../http/scope.js';
+import { authenticationTypeOf, userFacts } from '../principal/access-facts.js';
 
 declare module '../http/scope.js' {
   interface RequestScope {
@@ -11,8 +12,6 @@ declare module '../http/scope.js' {
     exchange: ScopeExchange | undefined;
   }
 }
-
-const AUTH_TYPES = { basic: 'BASIC', apikey: 'API_KEY', anonymous: undefined } as const;
 
 /**
  * The condition language's view of a request, read straight from the scope: nothing is copied
@@ -66,12 +65,11 @@ class ScopeExchange implements Exchange {
     return performance.timeOrigin + this.scope.startedAt;
   }
   get authenticationType() {
-    return AUTH_TYPES[this.scope.principal.via];
+    return authenticationTypeOf(this.scope.principal);
   }
   /** Read per access: the principal is set after authentication, possibly after this object was made. */
   get user(): ExchangeUser | undefined {
-    const { principal } = this.scope;
-    return principal.id === null ? undefined : { id: principal.id, _id: principal.id, roles: principal.roles };
+    return userFacts(this.scope.principal);
   }
   requestBody(): unknown {
     if (!this.bodyParsed) {
