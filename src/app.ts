@@ -19,9 +19,9 @@ import type { OutriggerConfig } from './config/types.js';
 import { FeatureStates } from './features/feature-states.js';
 import { createFeatureRoutes } from './features/routes.js';
 import { createClientIpResolver } from './http/client-ip.js';
-import { exchangeForScope } from './http/exchange.js';
-import { createRequestHandler } from './http/handler.js';
-import { combineObservers, type RequestObserver } from './http/observe.js';
+import { exchangeForScope } from './chain/exchange.js';
+import { createRequestHandler } from './chain/request-chain.js';
+import { combineObservers, type RequestObserver } from './chain/observer.js';
 import type { RequestScope } from './http/scope.js';
 import { RouteTable, type OwnRoute } from './http/route-table.js';
 import { sendError } from './http/respond.js';
@@ -168,7 +168,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   }
   const signInBasic = basic;
   // Rate limits and key usage (SPEC §10): before the features, which read usage and charge GraphQL cost.
-  const limiter = serve ? new RateLimiter({ config: config.limits, redis, keys, metrics, logger, adminPrefix: config.routes.admin }) : null;
+  const limiter = serve ? new RateLimiter({ config: config.limits, redis, keys, metrics, logger, adminPrefix: config.routes.admin, exchangeFor: exchangeForScope }) : null;
   limiter?.start();
 
   const context: AppContext = {

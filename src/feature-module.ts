@@ -5,7 +5,7 @@ import type { Principal } from './principal/principal.js';
 import type { RequestScope } from './http/scope.js';
 import type { SubRouteHandler } from './admin/admin-route.js';
 import type { ClientIpResolver } from './http/client-ip.js';
-import type { RequestObserver } from './http/observe.js';
+import type { RequestObserver } from './chain/observer.js';
 import type { OwnRoute } from './http/route-table.js';
 import type { SetupKind } from './setup/setup-kind.js';
 

@@ -1,6 +1,17 @@
 import type { Exchange, ExchangeUser } from '../condition/index.js';
-import type { RequestScope } from './scope.js';
+import type { RequestScope } from '../http/scope.js';
 import { authenticationTypeOf, userFacts } from '../principal/access-facts.js';
+
+declare module '../http/scope.js' {
+  interface RequestScope {
+    /**
+     * The condition language's view of this request, built on first use by whichever stage asks
+     * first (authorize, limit, observe). A field rather than a WeakMap: per-request weak entries
+     * cost the garbage collector on every request.
+     */
+    exchange: ScopeExchange | undefined;
+  }
+}
 
 /**
  * The condition language's view of a request, read straight from the scope: nothing is copied
@@ -77,5 +88,5 @@ class ScopeExchange implements Exchange {
 }
 
 export function exchangeForScope(scope: RequestScope): Exchange {
-  return (scope.exchange ??= new ScopeExchange(scope)) as Exchange;
+  return (scope.exchange ??= new ScopeExchange(scope));
 }
