@@ -24,6 +24,7 @@ mkdirSync(work, { recursive: true });
 
 const { RateLimiter } = await import('../dist/src/limits/limiter.js');
 const { RequestScope } = await import('../dist/src/http/scope.js');
+const { exchangeForScope } = await import('../dist/src/chain/exchange.js');
 const { createMetrics } = await import('../dist/src/observability/metrics.js');
 const { createLogger } = await import('../dist/src/observability/logger.js');
 const { redisKeys } = await import('../dist/src/store/keys.js');
@@ -36,6 +37,7 @@ const limiter = new RateLimiter({
   metrics: createMetrics(),
   logger: createLogger({ level: 'silent' }),
   adminPrefix: '/_admin',
+  exchangeFor: exchangeForScope,
 });
 const principal = Object.freeze({ id: 'alice', roles: Object.freeze(['reader']), via: 'apikey', keyId: 'k1', verifiedLocally: true, keyLimits: undefined });
 const socket = new Socket();

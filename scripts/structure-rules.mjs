@@ -24,6 +24,9 @@ export const LAYERS = [
   // Built on the transport, independent of each other: identity and access decisions, rate
   // limits, feature flags, the operator's routes (admin API, console, health, metrics).
   ['access', 'limits', 'features', 'admin'],
+  // The request chain's stages in order (src/chain/README.md), over the transport and the
+  // decisions they call; features import its observer contract and condition view.
+  ['chain'],
   // The shared parts every feature module is built from (made of access, limits, features).
   ['app-context'],
   // Setup files: applied with a context; the permissions section is the house's own.

@@ -19,9 +19,9 @@ import type { OutriggerConfig } from './config/types.js';
 import { FeatureStates } from './features/feature-states.js';
 import { createFeatureRoutes } from './features/routes.js';
 import { createClientIpResolver } from './http/client-ip.js';
-import { exchangeForScope } from './http/exchange.js';
-import { createRequestHandler } from './http/handler.js';
-import { combineObservers, type RequestObserver } from './http/observe.js';
+import { exchangeForScope } from './chain/exchange.js';
+import { createRequestHandler } from './chain/request-chain.js';
+import { combineObservers, type RequestObserver } from './chain/observer.js';
 import type { RequestScope } from './http/scope.js';
 import { RouteTable, type OwnRoute } from './http/route-table.js';
 import { sendError } from './http/respond.js';
@@ -51,7 +51,6 @@ import { offlineSetupKinds } from './offline-setup-kinds.js';
 import { beginDrain, runShutdown } from './shutdown.js';
 import { RateLimiter } from './limits/limiter.js';
 import { Draining } from './util/draining.js';
-import type { WebhooksModule } from './webhooks/module.js';
 
 export interface StartOptions {
   /** Run the webhook worker in this process (default true; `start --no-worker` turns it off). */
@@ -76,7 +75,7 @@ export interface RunningOutrigger {
   url: string | null;
   context: AppContext;
   modules: FeatureModule[];
-  /** SIGTERM behaviour (src/shutdown.ts): drain, stop accepting, finish in-flight (bounded), flush webhook events, close. */
+  /** SIGTERM behaviour (src/shutdown.ts): drain, stop accepting, finish in-flight (bounded), flush what features queued, close. */
   stop(): Promise<void>;
   /** SIGUSR2 (a native sidecar's preStop): the drain alone, readiness 503 and Connection: close, until stop(). */
   beginDrain(): void;
@@ -169,7 +168,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   }
   const signInBasic = basic;
   // Rate limits and key usage (SPEC §10): before the features, which read usage and charge GraphQL cost.
-  const limiter = serve ? new RateLimiter({ config: config.limits, redis, keys, metrics, logger, adminPrefix: config.routes.admin }) : null;
+  const limiter = serve ? new RateLimiter({ config: config.limits, redis, keys, metrics, logger, adminPrefix: config.routes.admin, exchangeFor: exchangeForScope }) : null;
   limiter?.start();
 
   const context: AppContext = {
@@ -269,7 +268,6 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     await embedded?.stop();
     await tracing.shutdown();
   };
-  const webhooks = modules.find((m): m is WebhooksModule => m.name === 'webhooks');
   let stopping: Promise<void> | null = null;
   return {
     url: server?.url ?? null,
@@ -280,8 +278,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
         settings: config.shutdown,
         server,
         draining,
-        events: server ? (webhooks?.internals.producer ?? null) : null,
-        worker: webhooks?.internals.worker ?? null,
+        modules,
         logger,
         closeRest,
       });

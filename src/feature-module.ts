@@ -5,7 +5,7 @@ import type { Principal } from './principal/principal.js';
 import type { RequestScope } from './http/scope.js';
 import type { SubRouteHandler } from './admin/admin-route.js';
 import type { ClientIpResolver } from './http/client-ip.js';
-import type { RequestObserver } from './http/observe.js';
+import type { RequestObserver } from './chain/observer.js';
 import type { OwnRoute } from './http/route-table.js';
 import type { SetupKind } from './setup/setup-kind.js';
 
@@ -27,6 +27,18 @@ export interface FeatureModule {
   /** The proxy's authenticator, once built (for credentials checked outside a request: upgrades, open subscriptions). */
   useAuthenticator?(authenticate: (scope: RequestScope) => Promise<Principal> | Principal): void;
   start?(): Promise<void>;
+  /**
+   * Graceful shutdown, step "stop accepting" (src/shutdown.ts; t0 + drainSeconds, as the server
+   * stops accepting): take no more work and finish what is in flight within `timeoutMs` (the
+   * webhook worker). Awaited after `flush`, so the two overlap.
+   */
+  stopAccepting?(timeoutMs: number): Promise<void>;
+  /**
+   * Graceful shutdown, step "flush": the in-flight requests are done; write what they queued
+   * (the webhook tee's events) within `timeoutMs`. Only in a process that serves HTTP.
+   */
+  flush?(timeoutMs: number): Promise<void>;
+  /** Last: everything else closes, modules in the reverse order of their start. */
   stop?(): Promise<void>;
 }
 

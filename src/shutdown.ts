@@ -6,12 +6,12 @@
  *                           `Connection: close` so kept-alive clients reconnect elsewhere
  *   t0 + drainSeconds       stop accepting, close idle connections; end long-lived streams
  *                           (subscriptions) with a reconnect hint; the in-process worker takes no
- *                           more work and finishes its attempts in flight
+ *                           more work and finishes its attempts in flight (FeatureModule.stopAccepting)
  *   until t0 + timeoutSeconds  in-flight requests finish; what is left then is cut
- *   then                    the events the tee queued are written to Redis, the worker's last
- *                           acknowledgements land (an attempt not finished stays pending in the
- *                           stream's group and another worker reclaims it: none is lost), the
- *                           rest closes, and the process exits 0
+ *   then                    the events the tee queued are written to Redis (FeatureModule.flush),
+ *                           the worker's last acknowledgements land (an attempt not finished stays
+ *                           pending in the stream's group and another worker reclaims it: none is
+ *                           lost), the rest closes, and the process exits 0
  *
  * A second signal is handled by the caller (cli/commands/start.ts): it exits at once. Every
  * event the tee had written is in Redis by then, and a delivery cut short is reclaimed.
@@ -19,8 +19,12 @@
  * `beginDrain` is the first step alone (SIGUSR2): a native sidecar's preStop hook runs when the
  * Pod starts terminating, while its SIGTERM comes only after the backend has exited, so the
  * drain starts early and the SIGTERM then skips the part of it already spent.
+ *
+ * The sequence names no feature: each step a feature takes part in is a FeatureModule hook
+ * (the webhooks feature implements them for its worker and its tee).
  */
 import type { ShutdownConfig } from './config/shutdown-config.js';
+import type { FeatureModule } from './feature-module.js';
 import type { ListeningServer } from './http/server.js';
 import type { Logger } from './observability/logger.js';
 import type { Draining } from './util/draining.js';
@@ -30,10 +34,8 @@ export interface ShutdownParts {
   /** Null in `outrigger worker`: nothing to take out of rotation, so no drain. */
   server: ListeningServer | null;
   draining: Draining;
-  /** The webhook tee's queue (events observed, not yet in Redis). */
-  events: { drain(timeoutMs: number): Promise<void> } | null;
-  /** The in-process webhook worker. */
-  worker: { stop(timeoutMs: number): Promise<void> } | null;
+  /** The feature modules, whose `stopAccepting` and `flush` hooks are the sequence's steps of the same names. */
+  modules: ReadonlyArray<Pick<FeatureModule, 'name' | 'stopAccepting' | 'flush'>>;
   /** Everything else, in the reverse order of its start (modules, stores, connections, Redis, tracing). */
   closeRest(): Promise<void>;
   logger: Logger;
@@ -50,8 +52,8 @@ const FLUSH_MARGIN_MS = 4000;
  * process must end inside the grace period all the same (it exits 0: nothing is lost by then).
  */
 const CLOSE_AT_LEAST_MS = 1000;
-/** The worker's last acknowledgements; an attempt not done by then is left to be reclaimed. */
-const WORKER_AT_LEAST_MS = 1000;
+/** A feature's last acknowledgements (the worker's); an attempt not done by then is left to be reclaimed. */
+const STOP_ACCEPTING_AT_LEAST_MS = 1000;
 
 /** Readiness fails and answers carry `Connection: close` from now on; requests are still served. */
 export function beginDrain(parts: Pick<ShutdownParts, 'server' | 'draining'>): void {
@@ -60,7 +62,7 @@ export function beginDrain(parts: Pick<ShutdownParts, 'server' | 'draining'>): v
 }
 
 export async function runShutdown(parts: ShutdownParts): Promise<void> {
-  const { settings, server, draining, events, worker, logger } = parts;
+  const { settings, server, draining, modules, logger } = parts;
   const started = Date.now();
   const deadline = started + settings.timeoutSeconds * 1000;
   const left = () => Math.max(0, deadline - Date.now());
@@ -80,15 +82,20 @@ export async function runShutdown(parts: ShutdownParts): Promise<void> {
   const requests = server?.drain(left()) ?? Promise.resolve({ forced: 0 });
   if (server) logger.info({ secondsLeft: left() / 1000 }, 'stopped accepting connections; finishing in-flight requests');
   const streams = draining.stopAccepting((error) => logger.error({ err: String(error) }, 'a stream did not end cleanly on shutdown'));
-  const workerStopped = worker?.stop(Math.max(left(), WORKER_AT_LEAST_MS)).catch((error: unknown) => logger.error({ err: String(error) }, 'error while stopping the webhook worker'));
+  const stoppedAccepting = Promise.all(
+    modules.map((module) =>
+      module.stopAccepting?.(Math.max(left(), STOP_ACCEPTING_AT_LEAST_MS)).catch((error: unknown) => logger.error({ feature: module.name, err: String(error) }, `error while stopping the ${module.name} feature's work`)),
+    ),
+  );
 
   const { forced } = await requests;
   if (forced) logger.warn({ forced, timeoutSeconds: settings.timeoutSeconds }, 'shutdown.timeoutSeconds ran out; cut the requests still in flight');
   await streams;
 
   // Only now: the requests that just finished may have queued events.
-  await events?.drain(left() + FLUSH_MARGIN_MS);
-  await workerStopped;
+  const flushMs = left() + FLUSH_MARGIN_MS;
+  await Promise.all(modules.map((module) => module.flush?.(flushMs)));
+  await stoppedAccepting;
   let timer: NodeJS.Timeout | undefined;
   const closed = await Promise.race([
     parts.closeRest().then(() => true),

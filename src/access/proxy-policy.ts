@@ -1,12 +1,11 @@
 import { forbidden } from '../errors.js';
 import { readBody } from '../http/body.js';
-import type { AuthorizeProxy, PlanProxy } from '../http/handler.js';
+import type { AuthorizeProxy, PlanProxy } from './chain-hooks.js';
 import type { RequestScope } from '../http/scope.js';
 import type { ProxyPlan } from '../proxy/forwarder.js';
 import { withoutBackendCredentials, type IdentityPlan } from './identity/identity-propagation.js';
 import { createShapeClassifier, interpolateUserVariables, projectResponse } from './mongo-rules.js';
 import type { AccessControl } from './permissions/access-control.js';
-import type { PermissionDocument } from './permissions/permission-document.js';
 import type { Principal } from '../principal/principal.js';
 import { isUnverifiedScheme } from './authenticate.js';
 
@@ -72,7 +71,7 @@ export function createProxyPolicy<X>(o: ProxyPolicyOptions<X>): { authorizeProxy
     else if (scope.principal.via === 'anonymous' && isUnverifiedScheme(scope.req.headers.authorization))
       plan.removeRequestHeaders = new Set([...(plan.removeRequestHeaders ?? []), 'authorization']);
 
-    const mongo = (scope.permission as PermissionDocument | undefined)?.mongo;
+    const mongo = scope.permission?.mongo;
     if (!mongo) return plan;
     if (mongo.readFilter) {
       const shape = classify(scope.path);

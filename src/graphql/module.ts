@@ -19,6 +19,7 @@ import { createCallers, type Authenticate } from './subscribe/caller.js';
 import { createSseTransport } from './subscribe/sse.js';
 import { createWsTransport } from './subscribe/ws.js';
 import { createClientIpResolver } from '../http/client-ip.js';
+import { accessFacts } from '../principal/access-facts.js';
 
 export interface GraphqlModule extends FeatureModule {
   store: DocumentStore<StoredApp>;
@@ -93,8 +94,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
       status: w.response?.status ?? 502,
       responseHeaders: { ...(w.response?.headers ?? {}) },
       responseBody: w.response?.body ?? '',
-      ...(principal && principal.id !== null ? { user: { id: principal.id, roles: principal.roles } } : {}),
-      ...(principal?.via === 'basic' ? { authenticationType: 'BASIC' } : principal?.via === 'apikey' ? { authenticationType: 'API_KEY' } : {}),
+      ...(principal ? accessFacts(principal) : {}),
       remoteIp: caller?.clientIp ?? '127.0.0.1',
       secure: caller?.secure ?? false,
       via: 'graphql',

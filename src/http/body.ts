@@ -4,8 +4,19 @@ import { parseBoundedJson } from '../input-limits/json-depth.js';
 import { MAX_DOCUMENT_BODY_BYTES } from '../input-limits/limits.js';
 import { clientAddressBucket } from '../net/client-address.js';
 import { readCapped } from '../util/read-capped.js';
-import { requestBodyTap } from './observe.js';
 import type { RequestScope } from './scope.js';
+
+/*
+ * Own routes being observed (chain/observer.ts) see their body's chunks as `readBody` reads them:
+ * the observe stage registers a tap here. A WeakMap, only for observed own routes: the proxied
+ * path's body is tapped on its way to the forwarder instead.
+ */
+const taps = new WeakMap<IncomingMessage, (chunk: Buffer) => void>();
+
+/** Reports each chunk `readBody` reads of this request to `tap` (an observed own route). */
+export function tapRequestBody(req: IncomingMessage, tap: (chunk: Buffer) => void): void {
+  taps.set(req, tap);
+}
 
 /**
  * Reads a whole request body, refusing with 413 past `limit` bytes instead of buffering it. The
@@ -20,7 +31,7 @@ export async function readBody(scope: RequestScope, limit: number): Promise<Buff
   const req = scope.req;
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit) throw payloadTooLarge(`the request body is larger than ${limit} bytes`);
-  const tap = requestBodyTap(req);
+  const tap = taps.get(req);
   const reservations = scope.bodyReservations;
   let refused: 'client' | 'total' | undefined;
   const onChunk =

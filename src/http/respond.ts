@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import { OAuthProtocolError, OutriggerError } from '../errors.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from 'pino';
 import { redisRefusal } from '../store/redis-errors.js';
 import { afterUnreadBody, discardUnread, LINGER_AFTER_ANSWER_BYTES } from './linger.js';
 

@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { ANONYMOUS, type Principal } from '../principal/principal.js';
-import type { RequestTrace } from '../observability/tracing/tracing.js';
 import { canonicalPath, RAW_HASH } from './canonical-path.js';
 
 /**
@@ -28,8 +27,9 @@ export type RouteKind = 'proxy' | 'keys' | 'graphql' | 'graphql-apps' | 'admin' 
 
 /**
  * Everything known about one request while it is handled. Built once per request with plain
- * string slicing (no URL parsing on the pass-through path); features add what they decide
- * (principal, the permission that applied) so later stages and the webhook observer can read it.
+ * string slicing (no URL parsing on the pass-through path); the request chain's stages add what
+ * they decide (the principal here; their own slots, typed where each stage declares them) so
+ * later stages, own routes and the webhook observer can read it.
  */
 export class RequestScope {
   readonly id: string;
@@ -55,8 +55,6 @@ export class RequestScope {
   readonly rawQuery: string;
   principal: Principal = ANONYMOUS;
   routeKind: RouteKind = 'proxy';
-  /** Set when the ACL allowed the request: the permission that applied (readFilter, projectResponse). */
-  permission: unknown = undefined;
   /** `RateLimit-Policy` and `RateLimit` for the answer (SPEC §10): in the forwarder's head, or set by the handler on own routes. */
   rateLimitHeaders: Record<string, string> | undefined = undefined;
   /** What this request's buffered body counts against (set by the handler; http/body.ts reserves). */
@@ -65,16 +63,6 @@ export class RequestScope {
   heldBodyBytes = 0;
   /** The request body, when a feature had to read it whole (bson-request-* predicates); forwarded as is. */
   bufferedBody: Buffer | undefined = undefined;
-  /**
-   * The condition language's view of this request (http/exchange.ts), built on first use. A field
-   * rather than a WeakMap: per-request weak entries cost the garbage collector on every request.
-   */
-  exchange: object | undefined = undefined;
-  /**
-   * The request's trace (SPEC §9): its server span when exporting, else the propagated context.
-   * Set by the handler before anything else runs; own routes and features start children from it.
-   */
-  trace: RequestTrace | undefined = undefined;
   private parsedQuery: URLSearchParams | undefined;
 
   constructor(
@@ -96,9 +84,13 @@ export class RequestScope {
     const semicolon = canonical === rawPath ? -1 : rawPath.indexOf(';');
     this.pathParameters = semicolon === -1 ? '' : rawPath.slice(semicolon);
     this.rawQuery = q === -1 ? '' : this.rawUrl.slice(q + 1);
-    // The stages' own slots, each declared (typed) by the stage that owns it as an augmentation of
-    // this class (limits/limiter.ts: rateLimits). Set here so every scope has one shape.
-    this.rateLimits = undefined;
+    // The slots of the request chain's stages (src/chain/), each declared and typed by the stage
+    // that owns it, as an augmentation of this class: the transport knows none of their types.
+    // Set here so every scope has one shape from its start (hidden classes stay monomorphic).
+    this.trace = undefined; // chain/stages/trace.ts: the request's trace (SPEC §9)
+    this.permission = undefined; // access/chain-hooks.ts: the permission that allowed the request
+    this.rateLimits = undefined; // limits/limiter.ts: what covered the request (its GraphQL cost is charged later)
+    this.exchange = undefined; // chain/exchange.ts: the condition language's view, built on first use
   }
 
   get query(): URLSearchParams {

@@ -7,6 +7,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { LimitsConfig } from '../config/limits-config.js';
+import type { Exchange } from '../condition/index.js';
 import { OutriggerError, tooManyRequests } from '../errors.js';
 import type { RequestScope } from '../http/scope.js';
 import type { Logger } from '../observability/logger.js';
@@ -56,6 +57,8 @@ export interface LimiterParts {
   logger: Logger;
   /** `/_health`, `/_metrics`, the OAuth metadata and the console's assets are not counted. */
   adminPrefix: string;
+  /** What a policy's `condition` reads (the request chain's condition view; chain/exchange.ts). */
+  exchangeFor(scope: RequestScope): Exchange;
 }
 
 export class RateLimiter {
@@ -70,7 +73,7 @@ export class RateLimiter {
 
   constructor(private readonly parts: LimiterParts) {
     const { config, keys, metrics, logger } = parts;
-    this.policies = config.policies.map((p) => new CompiledPolicy(p, keys.rateLimit));
+    this.policies = config.policies.map((p) => new CompiledPolicy(p, keys.rateLimit, parts.exchangeFor));
     this.hasCostPolicy = config.policies.some((p) => p.units === 'cost');
     this.headers = config.headers;
     this.onAway = config.onRedisUnavailable;

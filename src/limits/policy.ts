@@ -6,8 +6,7 @@
  */
 import type { LimitBy, LimitPolicyConfig, LimitUnits } from '../config/limits-config.js';
 import type { LimitAmount } from '../principal/limit-amount.js';
-import { parseCondition, type Condition } from '../condition/index.js';
-import { exchangeForScope } from '../http/exchange.js';
+import { parseCondition, type Condition, type Exchange } from '../condition/index.js';
 import type { RequestScope } from '../http/scope.js';
 import { clientAddressBucket } from '../net/client-address.js';
 import { Allowance } from './allowance.js';
@@ -33,6 +32,8 @@ export class CompiledPolicy {
   constructor(
     config: LimitPolicyConfig,
     private readonly redisKey: (policy: string, window: string, subject: string) => string,
+    /** The condition language's view of a request (chain/exchange.ts, handed down: the chain is above this folder). */
+    private readonly exchangeFor: (scope: RequestScope) => Exchange,
   ) {
     this.name = config.name;
     this.by = config.by;
@@ -67,7 +68,7 @@ export class CompiledPolicy {
     }
     if (!decided) {
       if (this.roles !== null && !p.roles.some((r) => this.roles!.has(r))) return null;
-      if (this.condition !== null && !this.condition.evaluate(exchangeForScope(scope))) return null;
+      if (this.condition !== null && !this.condition.evaluate(this.exchangeFor(scope))) return null;
     }
     const override = this.by === 'key' ? p.keyLimits?.[this.name] : undefined;
     const amount = override ?? this.amount;

@@ -15,11 +15,11 @@
  */
 import type { AccessControl } from '../access/permissions/access-control.js';
 import type { PermissionDocument } from '../access/permissions/permission-document.js';
-import type { Principal } from '../principal/principal.js';
-import { exchangeFromParts, type Exchange, type ExchangeParts } from '../condition/index.js';
+import { exchangeFromParts, type Exchange } from '../condition/index.js';
 import { collectionPathOf } from '../graphql/backend/collection-path.js';
 import type { RequestScope } from '../http/scope.js';
 import type { CatalogueTool, ToolWrite } from './catalogue.js';
+import { accessFacts } from '../principal/access-facts.js';
 
 /** The id a single-document write is decided on while listing (a well-formed ObjectId no write names). */
 const STAND_IN_ID = '000000000000000000000000';
@@ -49,7 +49,7 @@ export function createMayCall(o: MayCallOptions): MayCall {
         ...(body !== undefined ? { body } : {}),
         remoteIp: scope.clientIp,
         secure: scope.secure,
-        ...identity(principal),
+        ...accessFacts(principal),
       }),
     );
   };
@@ -66,12 +66,5 @@ export function createMayCall(o: MayCallOptions): MayCall {
     if (acl.isAdmin(scope.principal)) return true;
     if (!decide(scope, 'POST', `${o.graphqlPrefix}/${tool.app.uri}`, { query: tool.query, operationName: tool.operationName }).allowed) return false;
     return !o.writesDecided || tool.writes.every((write) => writeAllowed(scope, write));
-  };
-}
-
-function identity(principal: Principal): Pick<ExchangeParts, 'user' | 'authenticationType'> {
-  return {
-    ...(principal.id !== null ? { user: { id: principal.id, _id: principal.id, roles: principal.roles } } : {}),
-    ...(principal.via === 'apikey' ? { authenticationType: 'API_KEY' } : principal.via === 'basic' ? { authenticationType: 'BASIC' } : {}),
   };
 }

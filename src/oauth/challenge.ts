@@ -1,5 +1,5 @@
 import { OutriggerError, unauthorized } from '../errors.js';
-import type { Authenticate, AuthorizeProxy } from '../http/handler.js';
+import type { Authenticate, AuthorizeProxy } from '../access/chain-hooks.js';
 import type { RequestScope } from '../http/scope.js';
 
 /**

@@ -59,6 +59,3 @@ export interface ForwarderOptions {
   upstream: UpstreamSettings;
   listen: Pick<OutriggerConfig['listen'], 'bodyIdleTimeoutMs' | 'sendTimeoutMs'>;
 }
-
-/** listen.sendTimeoutMs's default, for callers that predate it. */
-export const DEFAULT_SEND_TIMEOUT_MS = 60_000;

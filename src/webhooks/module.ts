@@ -179,6 +179,10 @@ export async function createWebhooksModule(context: AppContext, options: Feature
       worker?.start();
       if (worker) context.logger.info({ enabled: context.features.enabled('webhooks'), retrySchedule: config.webhooks.retrySchedule }, 'webhook worker started');
     },
+    // The shutdown sequence's steps (src/shutdown.ts): the worker stops taking work as the server
+    // stops accepting; the tee's queue is written once the in-flight requests are done.
+    ...(worker ? { stopAccepting: (timeoutMs: number) => worker.stop(timeoutMs) } : {}),
+    ...(options.serve ? { flush: (timeoutMs: number) => producer.drain(timeoutMs) } : {}),
     async stop() {
       // SIGTERM: the server has stopped taking requests; write what the observer queued.
       await producer.drain(10_000);

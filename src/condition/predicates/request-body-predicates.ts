@@ -1,4 +1,4 @@
-import type { PredicateDefinition, StringList } from '../compile/parameters.js';
+import { nonEmptyList, oneParameter, type PredicateDefinition } from '../compile/parameters.js';
 import type { EvaluationScope } from '../runtime/evaluation-scope.js';
 import { containsKeys, isAbsent, isDocument, jsonEquals, leafKeys, parseExpectedJson, valueAtPath, type JsonDocument } from './json-document.js';
 
@@ -20,20 +20,12 @@ function requestBody(scope: EvaluationScope): unknown {
   }
 }
 
-function requiredNonEmpty(list: StringList, error: () => Error): StringList {
-  if (list.fixed !== undefined && list.fixed.length === 0) throw error();
-  return list;
-}
-
 /** `bson-request-contains`: the body (each document of an array body) has every key. */
 export const bodyContainsPredicate: PredicateDefinition = {
-  name: 'bson-request-contains',
-  parameters: { keys: 'string[]' },
-  defaultParameter: 'keys',
-  required: ['keys'],
+  ...oneParameter('bson-request-contains', 'keys', 'string[]'),
   readsRequestBody: true,
   build: (args, context) => {
-    const keys = requiredNonEmpty(args.list('keys'), () => context.error('needs at least one property name', 'keys'));
+    const keys = nonEmptyList(args.list('keys'), () => context.error('needs at least one property name', 'keys'));
     return (scope) => {
       const body = requestBody(scope);
       return body !== NO_BODY && containsKeys(body, keys.resolve(scope), true);
@@ -43,13 +35,10 @@ export const bodyContainsPredicate: PredicateDefinition = {
 
 /** `bson-request-blacklist`: the body has none of the keys (a request without a body passes). */
 export const bodyBlacklistPredicate: PredicateDefinition = {
-  name: 'bson-request-blacklist',
-  parameters: { blacklist: 'string[]' },
-  defaultParameter: 'blacklist',
-  required: ['blacklist'],
+  ...oneParameter('bson-request-blacklist', 'blacklist', 'string[]'),
   readsRequestBody: true,
   build: (args, context) => {
-    const blacklist = requiredNonEmpty(args.list('blacklist'), () => context.error('needs at least one property name', 'blacklist'));
+    const blacklist = nonEmptyList(args.list('blacklist'), () => context.error('needs at least one property name', 'blacklist'));
     return (scope) => {
       const body = requestBody(scope);
       return body !== NO_BODY && !containsKeys(body, blacklist.resolve(scope), false);
@@ -62,9 +51,7 @@ export const bodyBlacklistPredicate: PredicateDefinition = {
  * empty body, or none, passes; a non-empty document against an empty list does not.
  */
 export const bodyWhitelistPredicate: PredicateDefinition = {
-  name: 'bson-request-whitelist',
-  parameters: { whitelist: 'string[]' },
-  defaultParameter: 'whitelist',
+  ...oneParameter('bson-request-whitelist', 'whitelist', 'string[]'),
   required: [],
   readsRequestBody: true,
   build: (args) => {

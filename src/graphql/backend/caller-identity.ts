@@ -15,6 +15,7 @@ import type { Principal } from '../../principal/principal.js';
 import type { Exchange, ExchangeUser } from '../../condition/index.js';
 import type { CallerFacts, ReadDecision, ReadPolicy, RequestContext } from '../types.js';
 import { collectionPathOf } from './collection-path.js';
+import { authenticationTypeOf, userFacts } from '../../principal/access-facts.js';
 
 /**
  * The headers every backend read of one request carries: the identity plan's headers (a minted
@@ -106,11 +107,9 @@ class ReadExchange implements Exchange {
     return this.caller.clientIp;
   }
   get user(): ExchangeUser | undefined {
-    const { principal } = this.caller;
-    return principal.id === null ? undefined : { id: principal.id, _id: principal.id, roles: principal.roles };
+    return userFacts(this.caller.principal);
   }
   get authenticationType(): string | undefined {
-    const via = this.caller.principal.via;
-    return via === 'basic' ? 'BASIC' : via === 'apikey' ? 'API_KEY' : undefined;
+    return authenticationTypeOf(this.caller.principal);
   }
 }

@@ -12,6 +12,7 @@ import type { AccessControl } from '../../access/permissions/access-control.js';
 import { exchangeFromParts, type Exchange } from '../../condition/index.js';
 
 import type { RequestContext, WriteDecision, WritePolicy } from '../types.js';
+import { accessFacts } from '../../principal/access-facts.js';
 
 export interface CallerWritePolicyOptions {
   acl: AccessControl<Exchange>;
@@ -37,8 +38,7 @@ export function createCallerWritePolicy(o: CallerWritePolicyOptions): WritePolic
       body,
       remoteIp: caller.clientIp,
       secure: caller.secure,
-      ...(principal.id !== null ? { user: { id: principal.id, _id: principal.id, roles: principal.roles } } : {}),
-      ...(principal.via === 'basic' ? { authenticationType: 'BASIC' } : principal.via === 'apikey' ? { authenticationType: 'API_KEY' } : {}),
+      ...accessFacts(principal),
     });
     const decision = o.acl.decide(principal, exchange);
     if (!decision.allowed) return { allow: false, message: `no permission lets your roles send ${rest}, so this mutation may not either` };

@@ -9,7 +9,7 @@
  * in its place; a delete's change goes to the feed when the response is complete.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
-import type { ObservedRequest, RequestObserver } from '../../http/observe.js';
+import type { ObservedRequest, RequestObserver } from '../../chain/observer.js';
 import type { RequestScope } from '../../http/scope.js';
 import { changesOf, isWriteMethod, type Change, type CollectionTarget } from './change.js';
 

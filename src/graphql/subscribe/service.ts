@@ -5,7 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Principal } from '../../principal/principal.js';
-import type { RequestObserver } from '../../http/observe.js';
+import type { RequestObserver } from '../../chain/observer.js';
 import type { ChangeBus } from '../../store/change-bus.js';
 import type { SubscriptionsConfig } from '../../config/subscriptions-config.js';
 import { clientAddressBucket } from '../../net/client-address.js';

@@ -1,4 +1,5 @@
 import type { Principal } from '../../principal/principal.js';
+import { accessFacts } from '../../principal/access-facts.js';
 import type { AppContext } from '../../app-context.js';
 import { exchangeFromParts } from '../../condition/index.js';
 import { OutriggerError } from '../../errors.js';
@@ -46,7 +47,8 @@ export function createOfferMaker(context: AppContext, store: ApiKeyStore) {
         return { kind: 'refused', message: `Admin roles (${adminRolesOf(principal).join(', ')}) never get API keys, and this service gives agents keys only (mcp.signIn: key-only). Sign in as a user without admin roles.` };
       return token(principal);
     }
-    const exchange = exchangeFromParts({ method: 'POST', path: config.routes.keys, user: { id: principal.id ?? '', roles: principal.roles } });
+    // The facts POST /keys would give the permission's condition (principal/access-facts.ts).
+    const exchange = exchangeFromParts({ method: 'POST', path: config.routes.keys, ...accessFacts(principal) });
     let policy: KeyPolicy;
     try {
       policy = keyPolicyFor(acl, principal, exchange, defaults, `POST ${config.routes.keys}`);

@@ -3,7 +3,7 @@
  * (nothing is copied or decoded here), handed to the observer once the response is done.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
-import type { ObservedRequest } from '../../http/observe.js';
+import type { ObservedRequest } from '../../chain/observer.js';
 import type { RequestScope } from '../../http/scope.js';
 
 /** What a finished observed request is handed to: the observer. */

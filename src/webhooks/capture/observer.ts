@@ -12,7 +12,7 @@
  * the whole event here.
  */
 import type { Condition, Exchange } from '../../condition/index.js';
-import type { ObservedRequest, RequestObserver } from '../../http/observe.js';
+import type { ObservedRequest, RequestObserver } from '../../chain/observer.js';
 import type { RequestScope } from '../../http/scope.js';
 import { captureBody, newEventId, queryObject, type CapturedBody, type CapturedEvent } from '../event.js';
 import { backendExchange, type BackendExchangeParts } from './backend-exchange.js';

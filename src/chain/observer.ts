@@ -1,5 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { RequestScope } from './scope.js';
+import { tapRequestBody } from '../http/body.js';
+import type { RequestScope } from '../http/scope.js';
 
 /**
  * Watches requests end to end (webhooks, recordings). `begin` runs on the hot path: return null
@@ -21,19 +22,12 @@ export interface ObservedRequest {
 }
 
 /*
- * Proxied requests are observed by the proxy itself (the handler passes the observer to the
- * forwarder and wraps the request body), which costs nothing beyond the callbacks. Own routes
+ * Proxied requests are observed by the proxy itself (the forward stage passes the observer to
+ * the forwarder and wraps the request body), which costs nothing beyond the callbacks. Own routes
  * (keys, GraphQL) write their answers through `res` and read bodies through `readBody`, so for
- * them the response methods are wrapped and a body tap is registered here. Wrapping is kept off
- * the pass-through path: replacing methods on every proxied response measurably slowed it.
+ * them the response methods are wrapped and a body tap is registered with http/body.ts. Wrapping
+ * is kept off the pass-through path: replacing methods on every proxied response measurably slowed it.
  */
-const taps = new WeakMap<IncomingMessage, (chunk: Buffer) => void>();
-
-/** `readBody` reports the chunks it reads here, for own routes being observed. */
-export function requestBodyTap(req: IncomingMessage): ((chunk: Buffer) => void) | undefined {
-  return taps.get(req);
-}
-
 /** The request body as an async iterable that reports each chunk to the observer on its way upstream. */
 export async function* tappedBody(req: IncomingMessage, observed: ObservedRequest): AsyncIterable<Buffer> {
   for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -45,7 +39,7 @@ export async function* tappedBody(req: IncomingMessage, observed: ObservedReques
 /** Hooks an observer into an own route's request: a body tap, and wrappers on writeHead/write/end. */
 export function observeOwnRoute(scope: RequestScope, observed: ObservedRequest): void {
   const { req, res } = scope;
-  taps.set(req, (chunk) => observed.onRequestData(chunk));
+  tapRequestBody(req, (chunk) => observed.onRequestData(chunk));
 
   const writeHead = res.writeHead;
   const write = res.write;

@@ -1,7 +1,17 @@
 import type { Exchange, ExchangeUser } from '../condition/index.js';
-import type { RequestScope } from './scope.js';
+import type { RequestScope } from '../http/scope.js';
+import { authenticationTypeOf, userFacts } from '../principal/access-facts.js';
 
-const AUTH_TYPES = { basic: 'BASIC', apikey: 'API_KEY', anonymous: undefined } as const;
+declare module '../http/scope.js' {
+  interface RequestScope {
+    /**
+     * The condition language's view of this request, built on first use by whichever stage asks
+     * first (authorize, limit, observe). A field rather than a WeakMap: per-request weak entries
+     * cost the garbage collector on every request.
+     */
+    exchange: ScopeExchange | undefined;
+  }
+}
 
 /**
  * The condition language's view of a request, read straight from the scope: nothing is copied
@@ -55,12 +65,11 @@ class ScopeExchange implements Exchange {
     return performance.timeOrigin + this.scope.startedAt;
   }
   get authenticationType() {
-    return AUTH_TYPES[this.scope.principal.via];
+    return authenticationTypeOf(this.scope.principal);
   }
   /** Read per access: the principal is set after authentication, possibly after this object was made. */
   get user(): ExchangeUser | undefined {
-    const { principal } = this.scope;
-    return principal.id === null ? undefined : { id: principal.id, _id: principal.id, roles: principal.roles };
+    return userFacts(this.scope.principal);
   }
   requestBody(): unknown {
     if (!this.bodyParsed) {
@@ -79,5 +88,5 @@ class ScopeExchange implements Exchange {
 }
 
 export function exchangeForScope(scope: RequestScope): Exchange {
-  return (scope.exchange ??= new ScopeExchange(scope)) as Exchange;
+  return (scope.exchange ??= new ScopeExchange(scope));
 }

@@ -1,0 +1,83 @@
+/**
+ * The request chain (README.md): the stages every request crosses, as one ordered list, and the
+ * handler node:http calls. The handler only builds the request (scope, route, client address),
+ * opens the stages, listens once for the response's close and starts the list.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import type { Authenticate, AuthorizeProxy, PlanProxy } from '../access/chain-hooks.js';
+import { releaseBody } from '../http/body.js';
+import type { ClientIpResolver } from '../http/client-ip.js';
+import type { RouteTable } from '../http/route-table.js';
+import type { RequestScope } from '../http/scope.js';
+import type { Tracing } from '../observability/tracing/tracing.js';
+import { createFailureAnswer } from './failure.js';
+import { ChainRequest } from './request.js';
+import { Chain } from './run.js';
+import type { Stage } from './stage.js';
+import { authenticateStage } from './stages/authenticate.js';
+import { authorizeStage } from './stages/authorize.js';
+import { headStage } from './stages/head.js';
+import { limitStage } from './stages/limit.js';
+import { observeStage, type ObserveParts } from './stages/observe.js';
+import { planStage } from './stages/plan.js';
+import { routeOrForwardStage, type RouteOrForwardParts } from './stages/route-or-forward.js';
+import { traceStage } from './stages/trace.js';
+
+export interface ChainParts extends ObserveParts, RouteOrForwardParts {
+  routes: RouteTable;
+  clientIp: ClientIpResolver;
+  authenticate: Authenticate;
+  authorizeProxy: AuthorizeProxy;
+  planProxy: PlanProxy;
+  /** Rate limits and quotas (SPEC §10; src/limits/): throws 429/503. */
+  limit?: (scope: RequestScope) => Promise<void> | void;
+  /** Traces (SPEC §9); propagation only when absent. */
+  tracing?: Tracing;
+}
+
+/** The request path, in order. A new concern is a new file in stages/ and one line here. */
+export function requestStages(parts: ChainParts): Stage[] {
+  const stages: Array<Stage | null> = [
+    traceStage(parts.tracing),
+    observeStage(parts),
+    headStage(),
+    authenticateStage(parts.authenticate),
+    limitStage(parts.limit),
+    authorizeStage(parts.authorizeProxy),
+    planStage(parts.planProxy),
+    routeOrForwardStage(parts),
+  ];
+  return stages.filter((stage): stage is Stage => stage !== null);
+}
+
+export function createRequestHandler(parts: ChainParts) {
+  const { routes, clientIp } = parts;
+  const chain = new Chain(requestStages(parts), createFailureAnswer(parts.metrics, parts.logger));
+  // Bodies read whole anywhere (own routes, the ACL's body predicates) count where the forwarder's buffering does.
+  const bodyReservations = parts.forwarder.buffers;
+
+  return function handleRequest(req: IncomingMessage, res: ServerResponse, finished?: () => void): void {
+    const { ip, peerTrusted } = clientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], req.socket.remotePort);
+    const request = new ChainRequest(req, res, ip, (req.socket as TLSSocket).encrypted === true);
+    request.bodyReservations = bodyReservations;
+    request.peerTrusted = peerTrusted;
+    // Decided on the canonical path; a path without one matches nothing and is refused by the head stage.
+    const route = request.pathProblem === undefined ? routes.match(request.path) : undefined;
+    if (route) {
+      request.route = route;
+      request.routeKind = route.kind;
+      res.setHeader('x-request-id', request.id);
+    }
+    chain.open(request);
+    // One listener per request for everything that happens at the end ('close' follows 'finish').
+    // `on`, not `once`: a response closes once, and `once` allocates a wrapper per request.
+    res.on('close', () => {
+      finished?.();
+      if (request.heldBodyBytes !== 0) releaseBody(request);
+      chain.close(request, res.writableFinished);
+    });
+    request.fail = (error) => chain.fail(request, error);
+    chain.start(request);
+  };
+}
