@@ -8,9 +8,8 @@ import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import { DocumentStore } from '../store/document-store.js';
 import { graphqlAppSetupKind, type StoredApp } from './document/setup-kind.js';
 import { createHttpBackendReader, type HttpBackendReader } from './backend/http-reader.js';
-import { backendHeadersFor, createCallerReadPolicy, type CallerFacts } from './backend/caller-identity.js';
+import { backendHeadersFor, createCallerReadPolicy } from './backend/caller-identity.js';
 import type { WriteExchange, WriteObserver } from './types.js';
-import type { RequestTrace } from '../observability/tracing/tracing.js';
 import { createHttpBackendWriter, type HttpBackendWriter } from './backend/http-writer.js';
 import { createCallerWritePolicy } from './backend/write-policy.js';
 import { GraphqlAppRegistry } from './compile/registry.js';
@@ -78,7 +77,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
   const onWrite: WriteObserver = (w, ctx) => {
     const held = subscriptions.observeWrite(w, ctx);
     if (!writeExchanges) return held;
-    const caller = ctx.caller as CallerFacts | undefined;
+    const caller = ctx.caller;
     const requestHeaders: Record<string, string | string[] | undefined> = { ...(caller?.headers ?? {}) };
     delete requestHeaders['content-length'];
     delete requestHeaders['transfer-encoding'];
@@ -100,32 +99,17 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
       secure: caller?.secure ?? false,
       via: 'graphql',
       graphql: { app: w.app, operation: w.operationName },
-      ...(ctx.trace ? { traceparent: (ctx.trace as RequestTrace).traceparent } : {}),
+      ...(ctx.trace ? { traceparent: ctx.trace.traceparent } : {}),
     });
     return held;
   };
   const registry = new GraphqlAppRegistry({
+    // The limits whole: the config's graphql section is GraphqlLimits and the wiring beside it.
+    ...settings,
     reader,
-    defaultDb: settings.defaultDb,
-    defaultLimit: settings.defaultLimit,
-    maxLimit: settings.maxLimit,
-    maxDepth: settings.maxDepth,
-    maxBackendReads: settings.maxBackendReads,
-    maxBackendWrites: settings.maxBackendWrites,
-    maxBulkWrite: settings.maxBulkWrite,
-    storedListItems: settings.storedListItems,
     writer,
     onWrite,
     ...(writePolicy ? { writePolicy } : {}),
-    timeoutMs: settings.timeoutMs,
-    introspection: settings.introspection,
-    maxCost: settings.maxCost,
-    maxOutput: settings.maxCost.output,
-    maxAliases: settings.maxAliases,
-    maxResponseBytes: settings.maxResponseBytes,
-    verbose: settings.verbose,
-    aggregations: settings.aggregations,
-    httpProfile: settings.httpProfile,
     ...(readPolicy ? { readPolicy } : {}),
     onError: (error, ctx) => logger.error({ err: error, requestId: ctx.requestId }, 'unexpected error while resolving a GraphQL query'),
     onInvalidApp: (app, problems) => logger.error({ app: app._id, problems }, 'a stored GraphQL app is not valid and is not served; fix it with PUT or PATCH'),
