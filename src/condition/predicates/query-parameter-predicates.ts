@@ -3,31 +3,26 @@ import type { EvaluationScope } from '../runtime/evaluation-scope.js';
 
 const names = (scope: EvaluationScope) => scope.view.queryParameters;
 
-/** `qparams-contain`: every listed query parameter is present (with any value, even empty). */
-export const queryParametersContainPredicate: PredicateDefinition = {
-  ...oneParameter('qparams-contain', 'qparams', 'string[]'),
-  build: (args, context) => {
-    const list = nonEmptyList(args.list('qparams'), () => context.error('needs at least one query parameter name', 'qparams'));
-    return (scope) => {
-      const present = names(scope);
-      for (const name of list.resolve(scope)) if (!present.has(name)) return false;
-      return true;
-    };
-  },
-};
+/**
+ * `qparams-contain` (every listed query parameter is present, with any value, even empty) and
+ * `qparams-blacklist` (none of them is): the same walk, wanting each name present or absent.
+ */
+function listedParameters(name: string, parameter: string, wantPresent: boolean): PredicateDefinition {
+  return {
+    ...oneParameter(name, parameter, 'string[]'),
+    build: (args, context) => {
+      const list = nonEmptyList(args.list(parameter), () => context.error('needs at least one query parameter name', parameter));
+      return (scope) => {
+        const present = names(scope);
+        for (const listed of list.resolve(scope)) if (present.has(listed) !== wantPresent) return false;
+        return true;
+      };
+    },
+  };
+}
 
-/** `qparams-blacklist`: none of the listed query parameters is present. */
-export const queryParametersBlacklistPredicate: PredicateDefinition = {
-  ...oneParameter('qparams-blacklist', 'blacklist', 'string[]'),
-  build: (args, context) => {
-    const list = nonEmptyList(args.list('blacklist'), () => context.error('needs at least one query parameter name', 'blacklist'));
-    return (scope) => {
-      const present = names(scope);
-      for (const name of list.resolve(scope)) if (present.has(name)) return false;
-      return true;
-    };
-  },
-};
+export const queryParametersContainPredicate = listedParameters('qparams-contain', 'qparams', true);
+export const queryParametersBlacklistPredicate = listedParameters('qparams-blacklist', 'blacklist', false);
 
 /** `qparams-whitelist`: only listed parameters are present; with no list, no parameter at all. */
 export const queryParametersWhitelistPredicate: PredicateDefinition = {

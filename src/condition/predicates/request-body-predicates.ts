@@ -20,31 +20,26 @@ function requestBody(scope: EvaluationScope): unknown {
   }
 }
 
-/** `bson-request-contains`: the body (each document of an array body) has every key. */
-export const bodyContainsPredicate: PredicateDefinition = {
-  ...oneParameter('bson-request-contains', 'keys', 'string[]'),
-  readsRequestBody: true,
-  build: (args, context) => {
-    const keys = nonEmptyList(args.list('keys'), () => context.error('needs at least one property name', 'keys'));
-    return (scope) => {
-      const body = requestBody(scope);
-      return body !== NO_BODY && containsKeys(body, keys.resolve(scope), true);
-    };
-  },
-};
+/**
+ * `bson-request-contains` (the body, each document of an array body, has every key) and
+ * `bson-request-blacklist` (the body has none of them; a request without a body passes).
+ */
+function bodyKeysPredicate(name: string, parameter: string, test: (body: unknown, keys: readonly string[]) => boolean): PredicateDefinition {
+  return {
+    ...oneParameter(name, parameter, 'string[]'),
+    readsRequestBody: true,
+    build: (args, context) => {
+      const keys = nonEmptyList(args.list(parameter), () => context.error('needs at least one property name', parameter));
+      return (scope) => {
+        const body = requestBody(scope);
+        return body !== NO_BODY && test(body, keys.resolve(scope));
+      };
+    },
+  };
+}
 
-/** `bson-request-blacklist`: the body has none of the keys (a request without a body passes). */
-export const bodyBlacklistPredicate: PredicateDefinition = {
-  ...oneParameter('bson-request-blacklist', 'blacklist', 'string[]'),
-  readsRequestBody: true,
-  build: (args, context) => {
-    const blacklist = nonEmptyList(args.list('blacklist'), () => context.error('needs at least one property name', 'blacklist'));
-    return (scope) => {
-      const body = requestBody(scope);
-      return body !== NO_BODY && !containsKeys(body, blacklist.resolve(scope), false);
-    };
-  },
-};
+export const bodyContainsPredicate = bodyKeysPredicate('bson-request-contains', 'keys', (body, keys) => containsKeys(body, keys, true));
+export const bodyBlacklistPredicate = bodyKeysPredicate('bson-request-blacklist', 'blacklist', (body, keys) => !containsKeys(body, keys, false));
 
 /**
  * `bson-request-whitelist`: every leaf key of the body is listed (or under a listed key). An
