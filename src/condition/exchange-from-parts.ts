@@ -1,9 +1,13 @@
-import type { Exchange, ExchangeTls, ExchangeUser } from './exchange.js';
+import type { Exchange } from './exchange.js';
 
 export type HeaderInput = Readonly<Record<string, string | readonly string[]>> | ReadonlyArray<readonly [string, string]>;
 
-/** A request (and optionally its response) described with plain values. */
-export interface ExchangeParts {
+/**
+ * A request (and optionally its response) described with plain values. The facts an Exchange
+ * holds as they are (caller, timing, sizes, TLS) are the Exchange's own members, optional here.
+ */
+export interface ExchangeParts
+  extends Partial<Pick<Exchange, 'user' | 'authenticationType' | 'startTime' | 'responseTimeMs' | 'bytesSent' | 'bytesRead' | 'tls' | 'localIp' | 'host'>> {
   /** Default `GET`. */
   readonly method?: string;
   /** Default `/`. May carry a query string: `/c?a=1&b=2`. */
@@ -17,22 +21,13 @@ export interface ExchangeParts {
   readonly responseHeaders?: HeaderInput;
   /** The parsed JSON request body. When the key is present, bson-request-* predicates can read it. */
   readonly body?: unknown;
-  readonly user?: ExchangeUser;
   readonly secure?: boolean;
   /** Default `127.0.0.1`. */
   readonly remoteIp?: string;
-  readonly localIp?: string;
   /** Default 8080. */
   readonly localPort?: number;
-  readonly host?: string;
   /** Default `HTTP/1.1`. */
   readonly protocol?: string;
-  readonly authenticationType?: string;
-  readonly startTime?: number;
-  readonly responseTimeMs?: number;
-  readonly bytesSent?: number;
-  readonly bytesRead?: number;
-  readonly tls?: ExchangeTls;
   readonly storedResponse?: string;
 }
 

@@ -1,4 +1,5 @@
 /** The validated, defaulted configuration. Field names are the YAML names (SPEC §1). */
+import type { GraphqlLimitsConfig } from './graphql-limits.js';
 import type { ShutdownConfig } from './shutdown-config.js';
 import type { LimitsConfig } from './limits-config.js';
 import type { SubscriptionsConfig } from './subscriptions-config.js';
@@ -98,32 +99,10 @@ export interface OutriggerConfig {
     maxFailuresPerClient: number;
     failureWindowSeconds: number;
   };
-  graphql: {
-    defaultDb: string;
+  /** The GraphQL engine: its limits (graphql-limits.ts), where it is served and what it reads. */
+  graphql: GraphqlLimitsConfig & {
     appsPath: string;
     backend: { url: string; collectionPath: string; auth: 'caller' | 'service'; serviceAuthorization: string | null };
-    defaultLimit: number;
-    maxLimit: number;
-    maxDepth: number;
-    maxBackendReads: number;
-    /** Backend writes one GraphQL request may make (mutations; SPEC §6.4). */
-    maxBackendWrites: number;
-    /** Documents one GraphQL request may insert in bulk (issue 27). */
-    maxBulkWrite: number;
-    /** Items the GraphQL cost estimate assumes for a list stored inside a document (no mapping); the output budget stops longer ones. */
-    storedListItems: number;
-    timeoutMs: number;
-    introspection: boolean;
-    /** Largest estimated cost of one operation; an app's `descriptor.maxCost` replaces reads and documents (output is service-wide). */
-    maxCost: { reads: number; documents: number; output: number };
-    /** Aliases one operation may hold, fragments counted where spread. */
-    maxAliases: number;
-    /** Bytes of one GraphQL response body; larger answers are refused (RESPONSE_TOO_LARGE). */
-    maxResponseBytes: number;
-    verbose: boolean;
-    /** Aggregation mappings through the backend's declared aggregations (`_aggrs`); opt-in. */
-    aggregations: boolean;
-    httpProfile: 'graphql-over-http' | 'restheart';
   };
   routes: {
     keys: string;

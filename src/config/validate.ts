@@ -5,6 +5,7 @@ import { readRedis } from './redis-config.js';
 import { readShutdown } from './shutdown-config.js';
 import { readTelemetry, resolveTelemetry } from './telemetry.js';
 import { readLimits } from './limits-config.js';
+import { GRAPHQL_LIMIT_DEFAULTS } from './graphql-limits.js';
 import { readSubscriptions } from './subscriptions-config.js';
 
 import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from './retry-schedule.js';
@@ -156,10 +157,11 @@ export function readStaticUsers(raw: unknown, path: string, problems: string[]):
 }
 
 function readGraphql(g: SectionReader): OutriggerConfig['graphql'] {
+  const D = GRAPHQL_LIMIT_DEFAULTS;
   const b = g.section('backend');
   const c = g.section('maxCost');
   const out: OutriggerConfig['graphql'] = {
-    defaultDb: g.string('defaultDb', 'restheart'),
+    defaultDb: g.string('defaultDb', D.defaultDb),
     appsPath: g.string('appsPath', '/gql-apps', routePath),
     backend: {
       url: b.string('url', '', (v) => (v === '' ? null : httpUrl(v))).replace(/\/$/, ''),
@@ -169,26 +171,26 @@ function readGraphql(g: SectionReader): OutriggerConfig['graphql'] {
       auth: b.oneOf('auth', 'caller', ['caller', 'service'] as const),
       serviceAuthorization: b.string('serviceAuthorization', null),
     },
-    defaultLimit: g.integer('defaultLimit', 100, 1, 1000),
-    maxLimit: g.integer('maxLimit', 1000, 1, 1000),
-    maxDepth: g.integer('maxDepth', 12, 1, 100),
-    maxBackendReads: g.integer('maxBackendReads', 50, 1, 10_000),
-    maxBackendWrites: g.integer('maxBackendWrites', 100, 1, 10_000),
-    maxBulkWrite: g.integer('maxBulkWrite', 1000, 1, 100_000),
-    storedListItems: g.integer('storedListItems', 100, 1, 100_000),
-    timeoutMs: g.integer('timeoutMs', 10_000, 100, 600_000),
-    introspection: g.boolean('introspection', true),
+    defaultLimit: g.integer('defaultLimit', D.defaultLimit, 1, 1000),
+    maxLimit: g.integer('maxLimit', D.maxLimit, 1, 1000),
+    maxDepth: g.integer('maxDepth', D.maxDepth, 1, 100),
+    maxBackendReads: g.integer('maxBackendReads', D.maxBackendReads, 1, 10_000),
+    maxBackendWrites: g.integer('maxBackendWrites', D.maxBackendWrites, 1, 10_000),
+    maxBulkWrite: g.integer('maxBulkWrite', D.maxBulkWrite, 1, 100_000),
+    storedListItems: g.integer('storedListItems', D.storedListItems, 1, 100_000),
+    timeoutMs: g.integer('timeoutMs', D.timeoutMs, 100, 600_000),
+    introspection: g.boolean('introspection', D.introspection),
     maxCost: {
-      reads: c.integer('reads', 50, 1, 100_000),
-      documents: c.integer('documents', 100_000, 1, 100_000_000),
+      reads: c.integer('reads', D.maxCost.reads, 1, 100_000),
+      documents: c.integer('documents', D.maxCost.documents, 1, 100_000_000),
       // Values one answer may hold (issue 25); the reasons for the defaults are in docs/graphql.md.
-      output: c.integer('output', 50_000, 1, 100_000_000),
+      output: c.integer('output', D.maxCost.output, 1, 100_000_000),
     },
-    maxAliases: g.integer('maxAliases', 100, 1, 100_000),
-    maxResponseBytes: g.integer('maxResponseBytes', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
-    verbose: g.boolean('verbose', false),
-    aggregations: g.boolean('aggregations', false),
-    httpProfile: g.oneOf('httpProfile', 'graphql-over-http', ['graphql-over-http', 'restheart'] as const),
+    maxAliases: g.integer('maxAliases', D.maxAliases, 1, 100_000),
+    maxResponseBytes: g.integer('maxResponseBytes', D.maxResponseBytes, 1024, 1024 * 1024 * 1024),
+    verbose: g.boolean('verbose', D.verbose),
+    aggregations: g.boolean('aggregations', D.aggregations),
+    httpProfile: g.oneOf('httpProfile', D.httpProfile, ['graphql-over-http', 'restheart'] as const),
   };
   c.finish();
   b.finish();

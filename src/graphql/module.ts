@@ -8,9 +8,8 @@ import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import { DocumentStore } from '../store/document-store.js';
 import { graphqlAppSetupKind, type StoredApp } from './document/setup-kind.js';
 import { createHttpBackendReader, type HttpBackendReader } from './backend/http-reader.js';
-import { backendHeadersFor, createCallerReadPolicy, type CallerFacts } from './backend/caller-identity.js';
-import type { WriteExchange, WriteObserver } from './types.js';
-import type { RequestTrace } from '../observability/tracing/tracing.js';
+import { backendHeadersFor, createCallerReadPolicy } from './backend/caller-identity.js';
+import type { ReadPolicy, RequestContext, WriteExchange, WriteObserver } from './types.js';
 import { createHttpBackendWriter, type HttpBackendWriter } from './backend/http-writer.js';
 import { createCallerWritePolicy } from './backend/write-policy.js';
 import { GraphqlAppRegistry } from './compile/registry.js';
@@ -18,7 +17,7 @@ import { createAppsRoute, createGraphqlRoute } from './serve/routes.js';
 import { SubscriptionService } from './subscribe/service.js';
 import { createCallers, type Authenticate } from './subscribe/caller.js';
 import { createSseTransport } from './subscribe/sse.js';
-import { createWsTransport } from './subscribe/ws.js';
+import { createWsTransport, type WsParts } from './subscribe/ws.js';
 import { createClientIpResolver } from '../http/client-ip.js';
 import { accessFacts } from '../principal/access-facts.js';
 
@@ -37,95 +36,23 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
   const setupKinds = [graphqlAppSetupKind(config, store)];
   if (!options.serve) return { name: 'graphql', store, registry: null, setupKinds };
 
-  const serviceAuth = settings.backend.auth === 'service';
-  if (serviceAuth && !settings.backend.serviceAuthorization)
-    logger.warn('graphql.backend.auth is service but graphql.backend.serviceAuthorization is not set: GraphQL reads reach the backend without credentials');
-  const serviceHeaders: Record<string, string> = settings.backend.serviceAuthorization ? { authorization: settings.backend.serviceAuthorization } : {};
-  const reader: HttpBackendReader = createHttpBackendReader({
-    baseUrl: settings.backend.url,
-    collectionPath: settings.backend.collectionPath,
-    ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),
-  });
-  const writer: HttpBackendWriter = createHttpBackendWriter({
-    baseUrl: settings.backend.url,
-    collectionPath: settings.backend.collectionPath,
-    ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),
-  });
-  const writePolicy = serviceAuth ? undefined : createCallerWritePolicy({ acl: context.acl, mode: config.acl.mode });
+  const { serviceAuth, reader, writer, readPolicy, writePolicy } = backendOf(context);
   let writeExchanges: ((exchange: WriteExchange) => void) | undefined;
-  const readPolicy = serviceAuth ? undefined : createCallerReadPolicy({ acl: context.acl, collectionPath: settings.backend.collectionPath, mode: config.acl.mode });
   // Subscriptions (SPEC §6.5): the change feed, the hub and the two transports (subscribe/).
-  const subscriptions = new SubscriptionService({
-    redis,
-    blocking: context.connections.blocking('subscription-feed', 1000),
-    bus,
-    feedKey: keys.subscriptionFeed,
-    claimsKey: keys.subscribedCollections,
-    batchKey: keys.subscriptionFeedBatch,
-    defaultDb: settings.defaultDb,
-    settings: config.subscriptions,
-    collectionPath: settings.backend.collectionPath,
-    reader,
-    readPolicy,
-    onError: (error, what) => logger.warn({ err: String(error) }, `error while ${what}`),
-    counted: (outcome) => context.metrics.subscriptionEvents.inc({ outcome }),
-    // A proxied write's state is read back as a GraphQL read of its writer would be made.
-    writerContext: (scope) => ({
-      requestId: scope.id,
-      backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(scope.principal), scope.principal, scope.req.headers),
-    }),
-  });
+  const subscriptions = subscriptionsOf(context, { reader, readPolicy, serviceAuth });
   const onWrite: WriteObserver = (w, ctx) => {
     const held = subscriptions.observeWrite(w, ctx);
     if (!writeExchanges) return held;
-    const caller = ctx.caller as CallerFacts | undefined;
-    const requestHeaders: Record<string, string | string[] | undefined> = { ...(caller?.headers ?? {}) };
-    delete requestHeaders['content-length'];
-    delete requestHeaders['transfer-encoding'];
-    if (w.body !== undefined) requestHeaders['content-type'] = 'application/json';
-    else delete requestHeaders['content-type'];
-    const principal = caller?.principal;
-    writeExchanges({
-      method: w.method,
-      path: w.path,
-      query: w.query,
-      requestHeaders,
-      requestBody: w.body,
-      // No answer from the backend: what the proxy would have answered a REST client (502).
-      status: w.response?.status ?? 502,
-      responseHeaders: { ...(w.response?.headers ?? {}) },
-      responseBody: w.response?.body ?? '',
-      ...(principal ? accessFacts(principal) : {}),
-      remoteIp: caller?.clientIp ?? '127.0.0.1',
-      secure: caller?.secure ?? false,
-      via: 'graphql',
-      graphql: { app: w.app, operation: w.operationName },
-      ...(ctx.trace ? { traceparent: (ctx.trace as RequestTrace).traceparent } : {}),
-    });
+    writeExchanges(writeExchangeOf(w, ctx));
     return held;
   };
   const registry = new GraphqlAppRegistry({
+    // The limits whole: the config's graphql section is GraphqlLimits and the wiring beside it.
+    ...settings,
     reader,
-    defaultDb: settings.defaultDb,
-    defaultLimit: settings.defaultLimit,
-    maxLimit: settings.maxLimit,
-    maxDepth: settings.maxDepth,
-    maxBackendReads: settings.maxBackendReads,
-    maxBackendWrites: settings.maxBackendWrites,
-    maxBulkWrite: settings.maxBulkWrite,
-    storedListItems: settings.storedListItems,
     writer,
     onWrite,
     ...(writePolicy ? { writePolicy } : {}),
-    timeoutMs: settings.timeoutMs,
-    introspection: settings.introspection,
-    maxCost: settings.maxCost,
-    maxOutput: settings.maxCost.output,
-    maxAliases: settings.maxAliases,
-    maxResponseBytes: settings.maxResponseBytes,
-    verbose: settings.verbose,
-    aggregations: settings.aggregations,
-    httpProfile: settings.httpProfile,
     ...(readPolicy ? { readPolicy } : {}),
     onError: (error, ctx) => logger.error({ err: error, requestId: ctx.requestId }, 'unexpected error while resolving a GraphQL query'),
     onInvalidApp: (app, problems) => logger.error({ app: app._id, problems }, 'a stored GraphQL app is not valid and is not served; fix it with PUT or PATCH'),
@@ -138,24 +65,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
   let authenticate: Authenticate | undefined;
   const callerOf = createCallers({ context, registry, authenticate: () => authenticate });
   const serveSse = createSseTransport(subscriptions, config.subscriptions.heartbeatSeconds * 1000);
-  const clientIp = createClientIpResolver(config.listen.trustedProxies);
-  const websockets = createWsTransport({
-    service: subscriptions,
-    prefix: config.routes.graphql,
-    heartbeatMs: config.subscriptions.heartbeatSeconds * 1000,
-    lookup: (path) => {
-      const found = registry.lookup(path);
-      return found.found ? { app: found.app, appPath: path } : undefined;
-    },
-    clientIp: (req) => clientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for']).ip,
-    authenticate: () => authenticate,
-    authorize: (scope) => context.authorizeOwnRoute(scope),
-    limit: (scope) => context.limits?.check(scope),
-    callerOf,
-    bounds: config.subscriptions.webSockets,
-    ownOrigin: new URL(config.service.publicUrl).origin,
-    logger,
-  });
+  const websockets = websocketsOf(context, { subscriptions, registry, callerOf, authenticate: () => authenticate });
   context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('sse'), { transport: 'sse' });
   context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('ws'), { transport: 'ws' });
   // SIGTERM (src/shutdown.ts): when accepting stops, subscribers get their reconnect hint.
@@ -192,4 +102,108 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
       await writer.close();
     },
   };
+}
+
+/** A mutation's backend write as the webhooks see it: the REST exchange a client would have made through the proxy. */
+function writeExchangeOf(w: Parameters<WriteObserver>[0], ctx: RequestContext): WriteExchange {
+  const caller = ctx.caller;
+  const requestHeaders: Record<string, string | string[] | undefined> = { ...(caller?.headers ?? {}) };
+  delete requestHeaders['content-length'];
+  delete requestHeaders['transfer-encoding'];
+  if (w.body !== undefined) requestHeaders['content-type'] = 'application/json';
+  else delete requestHeaders['content-type'];
+  const principal = caller?.principal;
+  return {
+    method: w.method,
+    path: w.path,
+    query: w.query,
+    requestHeaders,
+    requestBody: w.body,
+    // No answer from the backend: what the proxy would have answered a REST client (502).
+    status: w.response?.status ?? 502,
+    responseHeaders: { ...(w.response?.headers ?? {}) },
+    responseBody: w.response?.body ?? '',
+    ...(principal ? accessFacts(principal) : {}),
+    remoteIp: caller?.clientIp ?? '127.0.0.1',
+    secure: caller?.secure ?? false,
+    via: 'graphql',
+    graphql: { app: w.app, operation: w.operationName },
+    ...(ctx.trace ? { traceparent: ctx.trace.traceparent } : {}),
+  };
+}
+
+/** GraphQL over WebSocket on `/graphql/<uri>` upgrades (subscribe/ws.ts), wired to this module's parts. */
+function websocketsOf(
+  context: AppContext,
+  parts: { subscriptions: SubscriptionService; registry: GraphqlAppRegistry; callerOf: WsParts['callerOf']; authenticate: () => Authenticate | undefined },
+): ReturnType<typeof createWsTransport> {
+  const { config, logger } = context;
+  const clientIp = createClientIpResolver(config.listen.trustedProxies);
+  return createWsTransport({
+    service: parts.subscriptions,
+    prefix: config.routes.graphql,
+    heartbeatMs: config.subscriptions.heartbeatSeconds * 1000,
+    lookup: (path) => {
+      const found = parts.registry.lookup(path);
+      return found.found ? { app: found.app, appPath: path } : undefined;
+    },
+    clientIp: (req) => clientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for']).ip,
+    authenticate: parts.authenticate,
+    authorize: (scope) => context.authorizeOwnRoute(scope),
+    limit: (scope) => context.limits?.check(scope),
+    callerOf: parts.callerOf,
+    bounds: config.subscriptions.webSockets,
+    ownOrigin: new URL(config.service.publicUrl).origin,
+    logger,
+  });
+}
+
+/** How the engine reaches the backend: as the service (its own credentials) or as each caller (their ACL decides reads and writes). */
+function backendOf(context: AppContext) {
+  const { config, logger } = context;
+  const settings = config.graphql;
+  const serviceAuth = settings.backend.auth === 'service';
+  if (serviceAuth && !settings.backend.serviceAuthorization)
+    logger.warn('graphql.backend.auth is service but graphql.backend.serviceAuthorization is not set: GraphQL reads reach the backend without credentials');
+  const serviceHeaders: Record<string, string> = settings.backend.serviceAuthorization ? { authorization: settings.backend.serviceAuthorization } : {};
+  const reader: HttpBackendReader = createHttpBackendReader({
+    baseUrl: settings.backend.url,
+    collectionPath: settings.backend.collectionPath,
+    ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),
+  });
+  const writer: HttpBackendWriter = createHttpBackendWriter({
+    baseUrl: settings.backend.url,
+    collectionPath: settings.backend.collectionPath,
+    ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),
+  });
+  const writePolicy = serviceAuth ? undefined : createCallerWritePolicy({ acl: context.acl, mode: config.acl.mode });
+  const readPolicy = serviceAuth ? undefined : createCallerReadPolicy({ acl: context.acl, collectionPath: settings.backend.collectionPath, mode: config.acl.mode });
+  return { serviceAuth, reader, writer, readPolicy, writePolicy };
+}
+
+/** The change feed, the hub and what delivering reads with (subscribe/service.ts). */
+function subscriptionsOf(context: AppContext, backend: { reader: HttpBackendReader; readPolicy: ReadPolicy | undefined; serviceAuth: boolean }): SubscriptionService {
+  const { config, redis, bus, keys, logger } = context;
+  const settings = config.graphql;
+  const { reader, readPolicy, serviceAuth } = backend;
+  return new SubscriptionService({
+    redis,
+    blocking: context.connections.blocking('subscription-feed', 1000),
+    bus,
+    feedKey: keys.subscriptionFeed,
+    claimsKey: keys.subscribedCollections,
+    batchKey: keys.subscriptionFeedBatch,
+    defaultDb: settings.defaultDb,
+    settings: config.subscriptions,
+    collectionPath: settings.backend.collectionPath,
+    reader,
+    readPolicy,
+    onError: (error, what) => logger.warn({ err: String(error) }, `error while ${what}`),
+    counted: (outcome) => context.metrics.subscriptionEvents.inc({ outcome }),
+    // A proxied write's state is read back as a GraphQL read of its writer would be made.
+    writerContext: (scope) => ({
+      requestId: scope.id,
+      backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(scope.principal), scope.principal, scope.req.headers),
+    }),
+  });
 }

@@ -3,6 +3,11 @@
  * one backend read, and the reader contract the engine reads collections through.
  */
 
+import type { IncomingHttpHeaders } from 'node:http';
+import type { GraphqlLimitsConfig } from '../config/graphql-limits.js';
+import type { RequestTrace } from '../observability/tracing/tracing.js';
+import type { Principal } from '../principal/principal.js';
+import { GRAPHQL_LIMIT_DEFAULTS } from '../config/graphql-limits.js';
 import type { AbortLike } from '../util/request-abort.js';
 
 /**
@@ -25,8 +30,18 @@ export interface RequestContext {
   readonly requestId?: string;
   /** Rate limits counting GraphQL cost (SPEC §10): charges the estimate's documents; throws 429. */
   readonly chargeCost?: (documents: number) => Promise<void> | void;
-  /** Anything else the server wants `headersFor` to see. */
-  readonly [key: string]: unknown;
+  /** The live request as the caller's read and write policies see it (`graphql.backend.auth: caller`). */
+  readonly caller?: CallerFacts;
+  /** The request's trace (SPEC §9): backend reads and writes are its client spans, a write's webhooks carry its traceparent. */
+  readonly trace?: RequestTrace;
+}
+
+/** What the read and write policies need to know about the live request (carried in `RequestContext.caller`). */
+export interface CallerFacts {
+  readonly principal: Principal;
+  readonly headers: IncomingHttpHeaders;
+  readonly clientIp: string;
+  readonly secure: boolean;
 }
 
 /** One `GET {backend}{collectionPath}?filter=&sort=&page=&pagesize=` read. */
@@ -65,62 +80,20 @@ export interface BackendReader {
   find(read: BackendRead, ctx: RequestContext): Promise<unknown[]>;
 }
 
-/** Engine limits (SPEC §1 `graphql.*`). */
-export interface GraphqlLimits {
-  /** Used when a query mapping omits `db`. */
-  readonly defaultDb: string;
-  /** Limit used when a query mapping has none (100). */
-  readonly defaultLimit: number;
-  /** Largest limit a mapping or argument may ask for (1000). */
-  readonly maxLimit: number;
-  /** Deepest selection nesting a query may have (12); introspection fields are not counted. */
-  readonly maxDepth: number;
-  /** Backend reads one request may make (50); the request fails with 400 before the 51st. */
-  readonly maxBackendReads: number;
-  /** Time limit for executing one request (10000 ms). */
-  readonly timeoutMs: number;
-  /** Service-wide switch for introspection (true); an app may turn it off for itself. */
-  readonly introspection: boolean;
-  /** Largest estimated cost of one operation (reads 50, documents 100000); an app may set its own. */
-  readonly maxCost: { readonly reads: number; readonly documents: number };
-  /** Report backend reads and batching in `extensions` (false); an app may set its own. */
-  readonly verbose: boolean;
-  /** Aggregation mappings through the backend's declared aggregations (`_aggrs`); opt-in (false). */
-  readonly aggregations: boolean;
-  /**
-   * `graphql-over-http` (default): no Accept or `*\/*` answers application/json, and with
-   * application/json, GraphQL request errors (syntax, validation, variables) are 200, as the
-   * GraphQL-over-HTTP spec asks. `restheart`: application/graphql-response+json by default and
-   * 400 for those errors whatever the media type, as RESTHeart answers.
-   */
-  readonly httpProfile: 'graphql-over-http' | 'restheart';
-  /** Backend writes one request may make (100); a mutation needing more is a 400 before the first (SPEC §6.4). */
-  readonly maxBackendWrites: number;
-  /** Documents one request may write in bulk (1000); more is a 400 before any write (issue 27). */
-  readonly maxBulkWrite: number;
-  /**
-   * Items the cost estimate assumes for a list stored inside a document (a list field with no
-   * mapping), 100; the output budget stops a longer one while the answer is built (issue 34).
-   */
-  readonly storedListItems: number;
-}
+/**
+ * Engine limits (SPEC §1 `graphql.*`): the config's own (config/graphql-limits.ts), taken whole;
+ * the defaults are the config's.
+ */
+export type GraphqlLimits = Readonly<Omit<GraphqlLimitsConfig, 'maxCost'>> & { readonly maxCost: Readonly<GraphqlLimitsConfig['maxCost']> };
 
-export const DEFAULT_LIMITS: GraphqlLimits = {
-  defaultDb: 'restheart',
-  defaultLimit: 100,
-  maxLimit: 1000,
-  maxDepth: 12,
-  maxBackendReads: 50,
-  timeoutMs: 10_000,
-  introspection: true,
-  maxCost: { reads: 50, documents: 100_000 },
-  verbose: false,
-  aggregations: false,
-  httpProfile: 'graphql-over-http',
-  maxBackendWrites: 100,
-  maxBulkWrite: 1000,
-  storedListItems: 100,
-};
+export const DEFAULT_LIMITS: GraphqlLimits = GRAPHQL_LIMIT_DEFAULTS;
+
+/** The limits among `options` (the ones set), the defaults for the rest. */
+export function limitsOf(options: Partial<GraphqlLimits>): GraphqlLimits {
+  const limits: Record<string, unknown> = {};
+  for (const [key, fallback] of Object.entries(DEFAULT_LIMITS)) limits[key] = options[key as keyof GraphqlLimits] ?? fallback;
+  return limits as unknown as GraphqlLimits;
+}
 
 /** Largest `pagesize` a RESTHeart backend accepts. */
 export const BACKEND_MAX_PAGESIZE = 1000;

@@ -35,6 +35,14 @@ function selfOrigin(scope: RequestScope): string {
   return `http://${host}:${socket.localPort}`;
 }
 
+/** What a per-request `Server` needs to know of its request: whose it is, and when the client left. */
+export interface Caller {
+  readonly scope: RequestScope;
+  readonly signal: AbortSignal;
+  /** What the answer's results may still take (`mcp.maxResponseBytes`); its tool calls run one at a time. */
+  readonly budget: AnswerBudget;
+}
+
 /** A result carries its data twice (text and `structuredContent`) up to this size; a larger one once, as text (issue 53). */
 export const BOTH_FORMS_MAX_BYTES = 64 * 1024;
 /** What a result adds around its texts and structured content (`{"content":[{"type":"text","text":…}],…}`). */
@@ -45,7 +53,8 @@ const RESULT_OVERHEAD = 96;
  * budget has room (the connection is dropped past it), and a result that does not fit is replaced
  * by an error naming the bound, after which the budget is filled.
  */
-export async function callThroughGraphql(door: GraphqlDoor, scope: RequestScope, tool: CatalogueTool, args: Record<string, unknown>, signal: AbortSignal, budget: AnswerBudget): Promise<CallToolResult> {
+export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool: CatalogueTool, args: Record<string, unknown>): Promise<CallToolResult> {
+  const { scope, signal, budget } = caller;
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json',

@@ -43,7 +43,7 @@ import { parseBoundedJson } from '../input-limits/json-depth.js';
 import { mcpSignInRequired } from '../oauth/challenge.js';
 import { MAX_BODY_BYTES } from '../graphql/types.js';
 import { AnswerBudget } from './answer-budget.js';
-import { callThroughGraphql, failure, notRun, type GraphqlDoor } from './call-graphql.js';
+import { callThroughGraphql, failure, notRun, type Caller, type GraphqlDoor } from './call-graphql.js';
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
 import { createMayCall } from './may-call.js';
@@ -55,13 +55,6 @@ const SERVER_INFO = { name: 'outrigger', version: process.env.npm_package_versio
 /** Headers the SDK reads (besides `mcp-*`: `Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`); the rest of the request stays with the request chain. */
 const TRANSPORT_HEADERS = new Set(['accept', 'content-type', 'last-event-id']);
 
-/** What a per-request `Server` needs to know of its request: whose it is, and when the client left. */
-interface Caller {
-  readonly scope: RequestScope;
-  readonly signal: AbortSignal;
-  /** What the answer's results may still take (`mcp.maxResponseBytes`); its tool calls run one at a time. */
-  readonly budget: AnswerBudget;
-}
 
 export interface McpRouteOptions {
   readonly catalogue: ToolCatalogue;
@@ -105,7 +98,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       const problems = checkArguments(tool.inputSchema, args);
       if (problems.length > 0) return failure(`invalid arguments for ${tool.name}: ${problems.join('; ')}`);
       // One call at a time, each within what the earlier ones left (answer-budget.ts).
-      return budget.serial(async () => (budget.filled !== null ? notRun(budget, tool.name) : callThroughGraphql(door, scope, tool, args, signal, budget)));
+      return budget.serial(async () => (budget.filled !== null ? notRun(budget, tool.name) : callThroughGraphql(door, { scope, signal, budget }, tool, args)));
     });
     return server;
   }

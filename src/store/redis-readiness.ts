@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisTopology } from './connections.js';
+import { withTimeout } from '../util/with-timeout.js';
 
 export interface RedisReadinessReport {
   ready: boolean;
@@ -80,18 +81,3 @@ export class RedisReadiness {
   }
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
-}

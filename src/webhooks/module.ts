@@ -5,13 +5,13 @@
  * imports every stage (README.md has the order); no stage imports it.
  */
 import type { AppContext } from '../app-context.js';
-import { parseCondition, type Condition } from '../condition/index.js';
 import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import type { HostLookup } from '../net/ssrf-guard/index.js';
 import { DocumentStore } from '../store/document-store.js';
 import type { buildConnector } from 'undici';
 import { webhookSetupKind, webhookValidator } from './documents/index.js';
-import { CAPTURE_SECRET_HEADERS, WebhookObserver, type CompiledWebhook, type CompiledWebhooks } from './capture/observer.js';
+import { CAPTURE_SECRET_HEADERS, WebhookObserver, type CompiledWebhooks } from './capture/observer.js';
+import { createWebhookCompiler } from './capture/compile-webhooks.js';
 import { EventProducer } from './capture/event-producer.js';
 import { Recording, RECORDING_MAX_ENTRIES, RECORDING_TTL_MS } from './capture/recording.js';
 import { createHeaderRedactor } from './capture/redaction.js';
@@ -48,7 +48,6 @@ export interface WebhooksModuleExtras {
   socketConnector?: buildConnector.connector;
 }
 
-// eslint-disable-next-line max-lines-per-function -- pending split (issue 46)
 export async function createWebhooksModule(context: AppContext, options: FeatureModuleOptions, extras: WebhooksModuleExtras = {}): Promise<WebhooksModule> {
   const { config, redis, keys, bus, logger, metrics, features } = context;
   const settings = config.webhooks;
@@ -59,47 +58,13 @@ export async function createWebhooksModule(context: AppContext, options: Feature
   const validate = webhookValidator(config, { lookup: extras.lookup });
   const secretHeaders = [...CAPTURE_SECRET_HEADERS, ...config.log.secretHeaders];
   const redact = createHeaderRedactor(secretHeaders);
-  const deliverer = new Deliverer({
-    serviceId: config.service.id,
-    webhooks: settings,
-    secretHeaders,
-    allowance: new EmailAllowance(redis, keys, settings.email.dailyAllowance),
-    logger,
-    lookup: extras.lookup,
-    socketConnector: extras.socketConnector,
-    tracing: context.tracing,
-  });
+  const deliverer = createDeliverer(context, secretHeaders, extras);
 
   // Conditions are parsed once per definition change, never per request.
   let compiled: CompiledWebhooks = { all: [], enabled: [] };
-  const cache = new Map<string, Condition | string>();
+  const compile = createWebhookCompiler(logger);
   store.onLoaded((docs) => {
-    const all: CompiledWebhook[] = [];
-    const seen = new Set<string>();
-    for (const doc of docs.values()) {
-      if (typeof doc.condition !== 'string') continue;
-      seen.add(doc.condition);
-      let parsed = cache.get(doc.condition);
-      if (parsed === undefined) {
-        try {
-          parsed = parseCondition(doc.condition);
-        } catch (error) {
-          parsed = (error as Error).message;
-          logger.error({ webhook: doc._id, err: parsed }, 'a stored webhook condition cannot be parsed; the webhook never fires until it is fixed');
-        }
-        cache.set(doc.condition, parsed);
-      }
-      all.push({
-        id: doc._id,
-        name: String(doc.name),
-        enabled: doc.enabled !== false,
-        condition: typeof parsed === 'string' ? null : parsed,
-        ...(typeof parsed === 'string' ? { conditionError: parsed } : {}),
-      });
-    }
-    for (const text of cache.keys()) if (!seen.has(text)) cache.delete(text);
-    all.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    compiled = { all, enabled: all.filter((w) => w.enabled) };
+    compiled = compile(docs);
     // Starting or stopping a recording is announced as a webhooks change (see capture/recording.ts).
     recording.changed();
   });
@@ -127,31 +92,7 @@ export async function createWebhooksModule(context: AppContext, options: Feature
     producer,
   });
 
-  const autoDisable = createAutoDisable({
-    store,
-    logger,
-    metrics,
-    alertEmail: settings.alertEmail,
-    serviceId: config.service.id,
-    sendNotice: (to, subject, text) => deliverer.sendNotice(to, subject, text),
-  });
-  const createWorker = (overrides: Partial<WebhookWorkerOptions> = {}) =>
-    new WebhookWorker({
-      redis,
-      openBlockingConnection: (blockMs) => context.connections.blocking('webhook-worker', blockMs),
-      keys,
-      webhook: (id) => store.get(id),
-      enabled: () => features.enabled('webhooks'),
-      deliverer,
-      logs,
-      logger,
-      metrics,
-      retrySchedule: settings.retrySchedule,
-      reclaimIdleMs: settings.reclaimIdleMs,
-      disableAfterFailures: settings.disableAfterFailures,
-      onAutoDisable: autoDisable,
-      ...overrides,
-    });
+  const createWorker = workerFactory(context, { store, deliverer, logs });
   const worker = options.worker ? createWorker() : null;
 
   const area = createWebhookRoutes({
@@ -193,4 +134,53 @@ export async function createWebhooksModule(context: AppContext, options: Feature
       await deliverer.close();
     },
   };
+}
+
+/** Builds a worker on this process's connections: the module's own, or another (tests: a second worker, a crash). */
+function workerFactory(
+  context: AppContext,
+  { store, deliverer, logs }: { store: DocumentStore<WebhookDocument>; deliverer: Deliverer; logs: WebhookLogStore },
+): (overrides?: Partial<WebhookWorkerOptions>) => WebhookWorker {
+  const { config, redis, keys, logger, metrics, features } = context;
+  const settings = config.webhooks;
+  const autoDisable = createAutoDisable({
+    store,
+    logger,
+    metrics,
+    alertEmail: settings.alertEmail,
+    serviceId: config.service.id,
+    sendNotice: (to, subject, text) => deliverer.sendNotice(to, subject, text),
+  });
+  return (overrides = {}) =>
+    new WebhookWorker({
+      redis,
+      openBlockingConnection: (blockMs) => context.connections.blocking('webhook-worker', blockMs),
+      keys,
+      webhook: (id) => store.get(id),
+      enabled: () => features.enabled('webhooks'),
+      deliverer,
+      logs,
+      logger,
+      metrics,
+      retrySchedule: settings.retrySchedule,
+      reclaimIdleMs: settings.reclaimIdleMs,
+      disableAfterFailures: settings.disableAfterFailures,
+      onAutoDisable: autoDisable,
+      ...overrides,
+    });
+}
+
+/** What sends: HTTP through the SSRF guard, email within the daily allowance. */
+function createDeliverer(context: AppContext, secretHeaders: string[], extras: WebhooksModuleExtras): Deliverer {
+  const { config, redis, keys, logger } = context;
+  return new Deliverer({
+    serviceId: config.service.id,
+    webhooks: config.webhooks,
+    secretHeaders,
+    allowance: new EmailAllowance(redis, keys, config.webhooks.email.dailyAllowance),
+    logger,
+    lookup: extras.lookup,
+    socketConnector: extras.socketConnector,
+    tracing: context.tracing,
+  });
 }

@@ -82,3 +82,17 @@ export interface PredicateDefinition {
   readonly readsResponse?: boolean;
   build(args: PredicateArguments, context: BuildContext): PredicateFunction;
 }
+
+/**
+ * The declaration most of Undertow's builders make: one parameter, taking the positional value,
+ * required. Spread into a definition (`{ ...oneParameter('path', 'path', 'string[]'), build }`).
+ */
+export function oneParameter(name: string, parameter: string, kind: ParameterKind) {
+  return { name, parameters: { [parameter]: kind }, defaultParameter: parameter, required: [parameter] };
+}
+
+/** A `String[]` given empty (`{}`): RESTHeart's builders refuse it at build time. */
+export function nonEmptyList(list: StringList, error: () => Error): StringList {
+  if (list.fixed !== undefined && list.fixed.length === 0) throw error();
+  return list;
+}

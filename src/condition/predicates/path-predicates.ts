@@ -1,4 +1,4 @@
-import type { PredicateDefinition, StringList } from '../compile/parameters.js';
+import { oneParameter, type PredicateDefinition, type StringList } from '../compile/parameters.js';
 import type { EvaluationScope, PredicateFunction } from '../runtime/evaluation-scope.js';
 import { normalizePattern, normalizeSlashes, PrefixMatcher } from './path-matching.js';
 import { PathTemplate, PathTemplateError } from './path-template.js';
@@ -14,10 +14,7 @@ function withList<T>(list: StringList, build: (values: readonly string[]) => T, 
 
 /** `path`: exact match of the relative path against any value, both sides slash-normalized. */
 export const pathPredicate: PredicateDefinition = {
-  name: 'path',
-  parameters: { path: 'string[]' },
-  defaultParameter: 'path',
-  required: ['path'],
+  ...oneParameter('path', 'path', 'string[]'),
   build: (args) =>
     withList(
       args.list('path'),
@@ -28,10 +25,7 @@ export const pathPredicate: PredicateDefinition = {
 
 /** `path-prefix`: prefix on a segment boundary; binds `${remaining}`. */
 export const pathPrefixPredicate: PredicateDefinition = {
-  name: 'path-prefix',
-  parameters: { path: 'string[]' },
-  defaultParameter: 'path',
-  required: ['path'],
+  ...oneParameter('path-prefix', 'path', 'string[]'),
   build: (args, context) =>
     withList(
       args.list('path'),
@@ -47,10 +41,7 @@ export const pathPrefixPredicate: PredicateDefinition = {
 
 /** `path-suffix`: the relative path ends with any value (no normalization). */
 export const pathSuffixPredicate: PredicateDefinition = {
-  name: 'path-suffix',
-  parameters: { path: 'string[]' },
-  defaultParameter: 'path',
-  required: ['path'],
+  ...oneParameter('path-suffix', 'path', 'string[]'),
   build: (args) =>
     withList(
       args.list('path'),

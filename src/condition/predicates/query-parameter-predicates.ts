@@ -1,51 +1,32 @@
-import type { PredicateDefinition, StringList } from '../compile/parameters.js';
+import { nonEmptyList, oneParameter, type PredicateDefinition } from '../compile/parameters.js';
 import type { EvaluationScope } from '../runtime/evaluation-scope.js';
-
-/** RESTHeart's builders refuse an empty list for these (`{}`), at build time. */
-function nonEmptyList(list: StringList, error: () => Error): StringList {
-  if (list.fixed !== undefined && list.fixed.length === 0) throw error();
-  return list;
-}
 
 const names = (scope: EvaluationScope) => scope.view.queryParameters;
 
-/** `qparams-contain`: every listed query parameter is present (with any value, even empty). */
-export const queryParametersContainPredicate: PredicateDefinition = {
-  name: 'qparams-contain',
-  parameters: { qparams: 'string[]' },
-  defaultParameter: 'qparams',
-  required: ['qparams'],
-  build: (args, context) => {
-    const list = nonEmptyList(args.list('qparams'), () => context.error('needs at least one query parameter name', 'qparams'));
-    return (scope) => {
-      const present = names(scope);
-      for (const name of list.resolve(scope)) if (!present.has(name)) return false;
-      return true;
-    };
-  },
-};
+/**
+ * `qparams-contain` (every listed query parameter is present, with any value, even empty) and
+ * `qparams-blacklist` (none of them is): the same walk, wanting each name present or absent.
+ */
+function listedParameters(name: string, parameter: string, wantPresent: boolean): PredicateDefinition {
+  return {
+    ...oneParameter(name, parameter, 'string[]'),
+    build: (args, context) => {
+      const list = nonEmptyList(args.list(parameter), () => context.error('needs at least one query parameter name', parameter));
+      return (scope) => {
+        const present = names(scope);
+        for (const listed of list.resolve(scope)) if (present.has(listed) !== wantPresent) return false;
+        return true;
+      };
+    },
+  };
+}
 
-/** `qparams-blacklist`: none of the listed query parameters is present. */
-export const queryParametersBlacklistPredicate: PredicateDefinition = {
-  name: 'qparams-blacklist',
-  parameters: { blacklist: 'string[]' },
-  defaultParameter: 'blacklist',
-  required: ['blacklist'],
-  build: (args, context) => {
-    const list = nonEmptyList(args.list('blacklist'), () => context.error('needs at least one query parameter name', 'blacklist'));
-    return (scope) => {
-      const present = names(scope);
-      for (const name of list.resolve(scope)) if (present.has(name)) return false;
-      return true;
-    };
-  },
-};
+export const queryParametersContainPredicate = listedParameters('qparams-contain', 'qparams', true);
+export const queryParametersBlacklistPredicate = listedParameters('qparams-blacklist', 'blacklist', false);
 
 /** `qparams-whitelist`: only listed parameters are present; with no list, no parameter at all. */
 export const queryParametersWhitelistPredicate: PredicateDefinition = {
-  name: 'qparams-whitelist',
-  parameters: { whitelist: 'string[]' },
-  defaultParameter: 'whitelist',
+  ...oneParameter('qparams-whitelist', 'whitelist', 'string[]'),
   required: [],
   build: (args) => {
     const list = args.optionalList('whitelist');
@@ -61,10 +42,7 @@ export const queryParametersWhitelistPredicate: PredicateDefinition = {
 
 /** `qparams-size`: exactly this many distinct query parameter names. */
 export const queryParametersSizePredicate: PredicateDefinition = {
-  name: 'qparams-size',
-  parameters: { size: 'integer' },
-  defaultParameter: 'size',
-  required: ['size'],
+  ...oneParameter('qparams-size', 'size', 'integer'),
   build: (args) => {
     const size = args.number('size');
     return (scope) => names(scope).size === size;

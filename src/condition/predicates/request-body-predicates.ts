@@ -1,4 +1,4 @@
-import type { PredicateDefinition, StringList } from '../compile/parameters.js';
+import { nonEmptyList, oneParameter, type PredicateDefinition } from '../compile/parameters.js';
 import type { EvaluationScope } from '../runtime/evaluation-scope.js';
 import { containsKeys, isAbsent, isDocument, jsonEquals, leafKeys, parseExpectedJson, valueAtPath, type JsonDocument } from './json-document.js';
 
@@ -20,51 +20,33 @@ function requestBody(scope: EvaluationScope): unknown {
   }
 }
 
-function requiredNonEmpty(list: StringList, error: () => Error): StringList {
-  if (list.fixed !== undefined && list.fixed.length === 0) throw error();
-  return list;
+/**
+ * `bson-request-contains` (the body, each document of an array body, has every key) and
+ * `bson-request-blacklist` (the body has none of them; a request without a body passes).
+ */
+function bodyKeysPredicate(name: string, parameter: string, test: (body: unknown, keys: readonly string[]) => boolean): PredicateDefinition {
+  return {
+    ...oneParameter(name, parameter, 'string[]'),
+    readsRequestBody: true,
+    build: (args, context) => {
+      const keys = nonEmptyList(args.list(parameter), () => context.error('needs at least one property name', parameter));
+      return (scope) => {
+        const body = requestBody(scope);
+        return body !== NO_BODY && test(body, keys.resolve(scope));
+      };
+    },
+  };
 }
 
-/** `bson-request-contains`: the body (each document of an array body) has every key. */
-export const bodyContainsPredicate: PredicateDefinition = {
-  name: 'bson-request-contains',
-  parameters: { keys: 'string[]' },
-  defaultParameter: 'keys',
-  required: ['keys'],
-  readsRequestBody: true,
-  build: (args, context) => {
-    const keys = requiredNonEmpty(args.list('keys'), () => context.error('needs at least one property name', 'keys'));
-    return (scope) => {
-      const body = requestBody(scope);
-      return body !== NO_BODY && containsKeys(body, keys.resolve(scope), true);
-    };
-  },
-};
-
-/** `bson-request-blacklist`: the body has none of the keys (a request without a body passes). */
-export const bodyBlacklistPredicate: PredicateDefinition = {
-  name: 'bson-request-blacklist',
-  parameters: { blacklist: 'string[]' },
-  defaultParameter: 'blacklist',
-  required: ['blacklist'],
-  readsRequestBody: true,
-  build: (args, context) => {
-    const blacklist = requiredNonEmpty(args.list('blacklist'), () => context.error('needs at least one property name', 'blacklist'));
-    return (scope) => {
-      const body = requestBody(scope);
-      return body !== NO_BODY && !containsKeys(body, blacklist.resolve(scope), false);
-    };
-  },
-};
+export const bodyContainsPredicate = bodyKeysPredicate('bson-request-contains', 'keys', (body, keys) => containsKeys(body, keys, true));
+export const bodyBlacklistPredicate = bodyKeysPredicate('bson-request-blacklist', 'blacklist', (body, keys) => !containsKeys(body, keys, false));
 
 /**
  * `bson-request-whitelist`: every leaf key of the body is listed (or under a listed key). An
  * empty body, or none, passes; a non-empty document against an empty list does not.
  */
 export const bodyWhitelistPredicate: PredicateDefinition = {
-  name: 'bson-request-whitelist',
-  parameters: { whitelist: 'string[]' },
-  defaultParameter: 'whitelist',
+  ...oneParameter('bson-request-whitelist', 'whitelist', 'string[]'),
   required: [],
   readsRequestBody: true,
   build: (args) => {

@@ -1,4 +1,4 @@
-import type { PredicateDefinition } from '../compile/parameters.js';
+import { oneParameter, type PredicateDefinition } from '../compile/parameters.js';
 import { readResponseHeader } from '../attributes/exchange-readers.js';
 import type { EvaluationScope } from '../runtime/evaluation-scope.js';
 
@@ -16,10 +16,7 @@ function methodMatches(methods: ReadonlySet<string>, method: string): boolean {
 const toUpperSet = (values: readonly string[]): ReadonlySet<string> => new Set(values.map((v) => v.toUpperCase()));
 
 export const methodPredicate: PredicateDefinition = {
-  name: 'method',
-  parameters: { value: 'string[]' },
-  defaultParameter: 'value',
-  required: ['value'],
+  ...oneParameter('method', 'value', 'string[]'),
   build: (args) => {
     const list = args.list('value');
     if (list.fixed !== undefined) {
@@ -55,10 +52,7 @@ function responseContentLength(scope: EvaluationScope): number | undefined {
 
 function contentSizePredicate(name: string, parameter: string, compare: (length: number, limit: number) => boolean): PredicateDefinition {
   return {
-    name,
-    parameters: { [parameter]: 'long' },
-    defaultParameter: parameter,
-    required: [parameter],
+    ...oneParameter(name, parameter, 'long'),
     readsResponse: true,
     build: (args) => {
       const limit = args.number(parameter);

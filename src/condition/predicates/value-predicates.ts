@@ -1,11 +1,8 @@
-import type { PredicateDefinition } from '../compile/parameters.js';
+import { oneParameter, type PredicateDefinition } from '../compile/parameters.js';
 
 /** `equals`: every attribute reads the same string; null equals only null; fewer than two: true. */
 export const equalsPredicate: PredicateDefinition = {
-  name: 'equals',
-  parameters: { value: 'attribute[]' },
-  defaultParameter: 'value',
-  required: ['value'],
+  ...oneParameter('equals', 'value', 'attribute[]'),
   build: (args) => {
     const readers = args.attributes('value').map((attribute) => attribute.read);
     if (readers.length < 2) return () => true;
@@ -38,10 +35,7 @@ export const containsPredicate: PredicateDefinition = {
 
 /** `exists`: the attribute is present and not empty (`?debug=` does not exist). */
 export const existsPredicate: PredicateDefinition = {
-  name: 'exists',
-  parameters: { value: 'attribute' },
-  defaultParameter: 'value',
-  required: ['value'],
+  ...oneParameter('exists', 'value', 'attribute'),
   build: (args) => {
     const read = args.attribute('value').read;
     return (scope) => {
@@ -87,10 +81,7 @@ function parseJavaDouble(text: string | null): number | undefined {
  */
 function numericComparison(name: string, compare: (left: number, right: number) => boolean): PredicateDefinition {
   return {
-    name,
-    parameters: { value: 'attribute[]' },
-    defaultParameter: 'value',
-    required: ['value'],
+    ...oneParameter(name, 'value', 'attribute[]'),
     build: (args, context) => {
       const values = args.attributes('value');
       if (values.length !== 2) throw context.error(`compares exactly two values, got ${values.length}`, 'value');

@@ -13,17 +13,9 @@ import type { AccessControl } from '../../access/permissions/access-control.js';
 import type { PermissionDocument } from '../../access/permissions/permission-document.js';
 import type { Principal } from '../../principal/principal.js';
 import type { Exchange, ExchangeUser } from '../../condition/index.js';
-import type { ReadDecision, ReadPolicy, RequestContext } from '../types.js';
+import type { CallerFacts, ReadDecision, ReadPolicy, RequestContext } from '../types.js';
 import { collectionPathOf } from './collection-path.js';
 import { authenticationTypeOf, userFacts } from '../../principal/access-facts.js';
-
-/** What the read policy needs to know about the live request (carried in `RequestContext.caller`). */
-export interface CallerFacts {
-  readonly principal: Principal;
-  readonly headers: IncomingHttpHeaders;
-  readonly clientIp: string;
-  readonly secure: boolean;
-}
 
 /**
  * The headers every backend read of one request carries: the identity plan's headers (a minted
@@ -58,7 +50,7 @@ const DENIED = 'no permission lets your roles read';
 export function createCallerReadPolicy(o: CallerReadPolicyOptions): ReadPolicy | undefined {
   if (o.mode === 'own-routes') return undefined;
   return ({ db, collection, aggregation, query }, ctx: RequestContext): ReadDecision => {
-    const caller = ctx.caller as CallerFacts | undefined;
+    const caller = ctx.caller;
     if (!caller) return { allow: false, message: `${DENIED} ${db}/${collection}` };
     const { principal } = caller;
     const collectionPath = collectionPathOf(o.collectionPath, db, collection);

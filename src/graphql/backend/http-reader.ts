@@ -9,7 +9,6 @@ import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../../errors.js';
 import { readCapped } from '../../util/read-capped.js';
 import { collectionPathOf } from './collection-path.js';
-import type { RequestTrace } from '../../observability/tracing/tracing.js';
 import type { BackendRead, BackendReader, RequestContext } from '../types.js';
 
 export interface HttpBackendReaderOptions {
@@ -132,7 +131,7 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
 
       // SPEC §9: each read carries the request's trace, in a client span of its own when recorded
       // (the query string stays out of the span: filters are the caller's data).
-      const span = (ctx.trace as RequestTrace | undefined)?.child(`GET ${read.db}/${read.collection}`, 'client', () => ({
+      const span = ctx.trace?.child(`GET ${read.db}/${read.collection}`, 'client', () => ({
         'http.request.method': 'GET',
         'server.address': base.hostname,
         'url.full': origin + target,

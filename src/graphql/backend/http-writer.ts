@@ -7,7 +7,6 @@
  */
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../../errors.js';
-import type { RequestTrace } from '../../observability/tracing/tracing.js';
 import type { BackendWrite, BackendWriteResponse, BackendWriter, RequestContext } from '../types.js';
 import { encodeQueryComponent } from './http-reader.js';
 
@@ -60,7 +59,7 @@ export function createHttpBackendWriter(opts: HttpBackendWriterOptions): HttpBac
       const body = write.body === undefined ? undefined : JSON.stringify(write.body);
       if (body !== undefined) headers['content-type'] = 'application/json';
       // SPEC §9: each write carries the request's trace, in a client span of its own when recorded (no query: filters are data).
-      const span = (ctx.trace as RequestTrace | undefined)?.child(`${write.method} ${write.db}/${write.collection}`, 'client', () => ({
+      const span = ctx.trace?.child(`${write.method} ${write.db}/${write.collection}`, 'client', () => ({
         'http.request.method': write.method,
         'server.address': base.hostname,
         'url.full': origin + prefix + path,

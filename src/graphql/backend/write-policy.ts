@@ -10,7 +10,7 @@
 import type { PermissionDocument } from '../../access/permissions/permission-document.js';
 import type { AccessControl } from '../../access/permissions/access-control.js';
 import { exchangeFromParts, type Exchange } from '../../condition/index.js';
-import type { CallerFacts } from './caller-identity.js';
+
 import type { RequestContext, WriteDecision, WritePolicy } from '../types.js';
 import { accessFacts } from '../../principal/access-facts.js';
 
@@ -24,7 +24,7 @@ export function createCallerWritePolicy(o: CallerWritePolicyOptions): WritePolic
   if (o.mode === 'own-routes') return undefined;
   return ({ method, path, query, body }, ctx: RequestContext): WriteDecision => {
     const rest = `${method} ${path}${query ? `?${query.length > 200 ? `${query.slice(0, 200)}…` : query}` : ''}`;
-    const caller = ctx.caller as CallerFacts | undefined;
+    const caller = ctx.caller;
     if (!caller) return { allow: false, message: `no permission lets your roles send ${rest}` };
     const { principal } = caller;
     const headers: Record<string, string | string[]> = {};

@@ -22,8 +22,7 @@ import { compileTrustedDocuments, type TrustedDocuments } from '../document/trus
 import type { EngineSettings } from '../reads/backend-reads.js';
 import { depthLimitRule } from '../limits/depth-limit.js';
 import { DocumentCache, type PreparedDocument } from '../limits/document-cache.js';
-import { DEFAULT_OUTPUT_LIMITS, type OutputLimits } from '../limits/settings.js';
-import { DEFAULT_LIMITS, type BackendReader, type BackendWriter, type GraphqlLimits, type ReadPolicy, type RequestContext, type WriteObserver, type WritePolicy } from '../types.js';
+import { limitsOf, type BackendReader, type BackendWriter, type GraphqlLimits, type ReadPolicy, type RequestContext, type WriteObserver, type WritePolicy } from '../types.js';
 import { compileWrites } from '../writes/compile.js';
 import { checkMutationPlan } from '../writes/plan.js';
 import { estimateCost, type CostEstimate, type CostLimits } from './cost/estimate.js';
@@ -32,7 +31,8 @@ import { compiledEngine } from './engines/compiled.js';
 import { directEngine } from './engines/direct.js';
 import type { Engine } from './engines/engine.js';
 
-export interface CompileOptions extends Partial<GraphqlLimits>, Partial<OutputLimits> {
+/** The limits (any left out: the defaults), taken whole (e.g. the config's `graphql` section), and the engine's wiring. */
+export interface CompileOptions extends Partial<GraphqlLimits> {
   /** Where query mappings read from (usually `createHttpBackendReader(...)`). */
   readonly reader: BackendReader;
   /** Largest URL-encoded filter of one batched join read before it is split (default 6144). */
@@ -82,8 +82,6 @@ export interface CompiledApp {
   readonly trusted: TrustedDocuments | undefined;
   /** Largest estimated cost of one operation (the descriptor's `maxCost`, else `graphql.maxCost`; `output` is service-wide). */
   readonly maxCost: CostLimits;
-  /** What one operation may produce (aliases, output values, response bytes). */
-  readonly output: OutputLimits;
   /** What is wrong with a mutation before its first write (write count, bulk size, argument values); empty when nothing. */
   checkMutation(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown>): GraphQLError[];
   /** Estimated reads and documents of an operation (before anything is read). */
@@ -113,22 +111,8 @@ export function appVersion(app: GraphqlApp): string {
  * e.g. a stored app from before a validation rule existed.
  */
 export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
-  const limits: GraphqlLimits = {
-    defaultDb: opts.defaultDb ?? DEFAULT_LIMITS.defaultDb,
-    defaultLimit: opts.defaultLimit ?? DEFAULT_LIMITS.defaultLimit,
-    maxLimit: opts.maxLimit ?? DEFAULT_LIMITS.maxLimit,
-    maxDepth: opts.maxDepth ?? DEFAULT_LIMITS.maxDepth,
-    maxBackendReads: opts.maxBackendReads ?? DEFAULT_LIMITS.maxBackendReads,
-    timeoutMs: opts.timeoutMs ?? DEFAULT_LIMITS.timeoutMs,
-    introspection: opts.introspection ?? DEFAULT_LIMITS.introspection,
-    maxCost: opts.maxCost ?? DEFAULT_LIMITS.maxCost,
-    verbose: opts.verbose ?? DEFAULT_LIMITS.verbose,
-    aggregations: opts.aggregations ?? DEFAULT_LIMITS.aggregations,
-    httpProfile: opts.httpProfile ?? DEFAULT_LIMITS.httpProfile,
-    maxBackendWrites: opts.maxBackendWrites ?? DEFAULT_LIMITS.maxBackendWrites,
-    maxBulkWrite: opts.maxBulkWrite ?? DEFAULT_LIMITS.maxBulkWrite,
-    storedListItems: opts.storedListItems ?? DEFAULT_LIMITS.storedListItems,
-  };
+  const limits = limitsOf(opts);
+
   const checked = validateAppWithSchema(app, { defaultDb: limits.defaultDb, maxLimit: limits.maxLimit, aggregations: limits.aggregations });
   if (!checked.ok) throw new ValidationError(checked.problems);
   const { schema } = checked;
@@ -139,17 +123,16 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
   installTypeResolvers(schema, normalized.mappings);
 
   const introspection = limits.introspection && normalized.descriptor.introspection !== false;
-  const output: OutputLimits = {
-    maxAliases: opts.maxAliases ?? DEFAULT_OUTPUT_LIMITS.maxAliases,
-    maxOutput: opts.maxOutput ?? DEFAULT_OUTPUT_LIMITS.maxOutput,
-    maxResponseBytes: opts.maxResponseBytes ?? DEFAULT_OUTPUT_LIMITS.maxResponseBytes,
-  };
+
   const rules: ValidationRule[] = [...specifiedRules, depthLimitRule(limits.maxDepth)];
   if (!introspection) rules.push(NoSchemaIntrospectionCustomRule);
   const cache = opts.documentCache ?? new DocumentCache();
   /** The estimate of each operation without variables (issue 39: walked per request before). */
   const constantCosts = new WeakMap<OperationDefinitionNode, CostEstimate>();
   const version = appVersion(app);
+  const costContext = { schema, app: normalized, limits };
+  const mutationType = schema.getMutationType();
+  const mutations = mutationType ? { type: mutationType, writes, limits } : undefined;
 
   return {
     id: normalized._id,
@@ -171,29 +154,27 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
     onError: opts.onError,
     verbose: normalized.descriptor.verbose ?? limits.verbose,
     trusted: compileTrustedDocuments(normalized.descriptor.trustedDocuments),
-    maxCost: { ...limits.maxCost, ...(normalized.descriptor.maxCost ?? {}), output: output.maxOutput },
-    output,
+    maxCost: { ...limits.maxCost, ...(normalized.descriptor.maxCost ?? {}), output: limits.maxCost.output },
     estimate(document, operation, variables) {
       // An operation without variables always costs the same: estimated once per cached document.
       if (operation.variableDefinitions !== undefined && operation.variableDefinitions.length > 0) {
-        return estimateCost(schema, normalized, limits, operation, fragmentsOf(document), variables);
+        return estimateCost(costContext, operation, fragmentsOf(document), variables);
       }
       let cost = constantCosts.get(operation);
       if (cost === undefined) {
-        cost = estimateCost(schema, normalized, limits, operation, fragmentsOf(document), variables);
+        cost = estimateCost(costContext, operation, fragmentsOf(document), variables);
         constantCosts.set(operation, cost);
       }
       return cost;
     },
     checkMutation(document, operation, variables) {
-      const mutationType = schema.getMutationType();
-      return mutationType ? checkMutationPlan(mutationType, writes, operation, fragmentsOf(document), variables, limits) : [];
+      return mutations ? checkMutationPlan(mutations, operation, fragmentsOf(document), variables) : [];
     },
     // Without direct fields (directExecution off, rootDoc, no prefetching) the direct engine plans nothing.
     engines: facts.direct.size > 0 ? [directEngine(schema, facts.direct), compiledEngine(schema, facts.queryMapped)] : [compiledEngine(schema, facts.queryMapped)],
     prepare(query: string): PreparedDocument {
       // With introspection off, "did you mean" would name the schema's types and fields.
-      return cache.prepare(version, query, schema, rules, { maxAliases: output.maxAliases, hideSuggestions: !introspection });
+      return cache.prepare(version, query, schema, rules, { maxAliases: limits.maxAliases, hideSuggestions: !introspection });
     },
   };
 }

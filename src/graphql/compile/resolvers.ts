@@ -83,6 +83,24 @@ export interface PlannerFacts {
   readonly direct: ReadonlyMap<GraphQLField<unknown, unknown>, DirectField>;
 }
 
+/** What every field's resolver is built with: the app, its limits and modes, and what the planners may answer. */
+interface ResolverBuild {
+  readonly app: GraphqlApp;
+  readonly limits: GraphqlLimits;
+  readonly enumMaps: ReturnType<typeof enumMappings>;
+  readonly usesRootDoc: boolean;
+  /** Joins answered synchronously where that changes nothing but the cost (reads/prefetch.ts). */
+  readonly prefetch: boolean;
+  /** Fields direct execution may answer are reported (`directFields`). */
+  readonly direct: boolean;
+  readonly loading: { readonly joins: Map<GraphQLField<unknown, unknown>, JoinStart<RequestState>>; readonly all: Set<GraphQLField<unknown, unknown>> };
+  readonly prefetcherOf: (state: RequestState, info: GraphQLResolveInfo) => Prefetcher<RequestState>;
+  readonly queryMappedFields: Set<GraphQLField<unknown, unknown>>;
+  readonly directFields: Map<GraphQLField<unknown, unknown>, DirectField>;
+}
+
+type Resolver = GraphQLFieldResolver<unknown, ExecutionContextValue>;
+
 /** Sets `resolve` on every mapped field (and `isTypeOf` on every object type) of a freshly built schema. */
 export function installResolvers(
   schema: GraphQLSchema,
@@ -91,20 +109,26 @@ export function installResolvers(
   modes: { readonly prefetchJoins: boolean; readonly directExecution: boolean },
   writes: ReadonlyMap<string, CompiledWrite>,
 ): PlannerFacts {
-  const queryMappedFields = new Set<GraphQLField<unknown, unknown>>();
-  const directFields = new Map<GraphQLField<unknown, unknown>, DirectField>();
   const queryType = schema.getQueryType();
   const mutationType = schema.getMutationType();
-  const enumMaps = enumMappings(schema, app);
   const usesRootDoc = JSON.stringify(app.mappings).includes(`"${ROOT_DOC_ARG}.`);
   // Joins are answered synchronously where that changes nothing but the cost (reads/prefetch.ts).
   // Not with rootDoc: each parent then needs its own copies of the joined documents.
   const prefetch = modes.prefetchJoins && !usesRootDoc;
-  // Direct execution starts joins as the prefetcher does, so only where the prefetcher would.
-  const direct = modes.directExecution && prefetch;
   const loading = { joins: new Map<GraphQLField<unknown, unknown>, JoinStart<RequestState>>(), all: new Set<GraphQLField<unknown, unknown>>() };
-  const prefetcherOf = (state: RequestState, info: GraphQLResolveInfo): Prefetcher<RequestState> => (state.prefetcher ??= new Prefetcher(state, loading, info));
-
+  const b: ResolverBuild = {
+    app,
+    limits,
+    enumMaps: enumMappings(schema, app),
+    usesRootDoc,
+    prefetch,
+    // Direct execution starts joins as the prefetcher does, so only where the prefetcher would.
+    direct: modes.directExecution && prefetch,
+    loading,
+    prefetcherOf: (state, info) => (state.prefetcher ??= new Prefetcher(state, loading, info)),
+    queryMappedFields: new Set(),
+    directFields: new Map(),
+  };
   for (const type of Object.values(schema.getTypeMap())) {
     if (!isObjectType(type) || type.name.startsWith('__')) continue;
     type.isTypeOf ??= notHalted;
@@ -113,140 +137,161 @@ export function installResolvers(
     const isRoot = type === queryType;
     const mappings = app.mappings[type.name] ?? {};
     for (const field of Object.values(type.getFields())) {
-      const mapping = mappings[field.name];
       const write = type === mutationType ? writes.get(field.name) : undefined;
       if (write) {
-        const internalize = argsInternalizer(field, enumMaps);
+        const internalize = argsInternalizer(field, b.enumMaps);
         field.resolve = ((_source, args, context: ExecutionContextValue) => runWrite(write, internalize(args), context.state, field)) as GraphQLFieldResolver<unknown, unknown>;
         continue;
       }
-      let resolve: GraphQLFieldResolver<unknown, ExecutionContextValue> | undefined;
-      if (isPlainObject(mapping) && 'stages' in mapping) {
-        const call = aggregationCall(app._id ?? app.descriptor.uri, type.name, field.name, mapping as unknown as AggregationMapping, limits.defaultDb);
-        const single = !isListType(getNullableType(field.type));
-        const internalize = argsInternalizer(field, enumMaps);
-        resolve = (source, args, context) => call(source, internalize(args), context.state).then((docs) => (single ? (docs[0] ?? null) : docs));
-      } else if (isPlainObject(mapping)) {
-        const compiled = compileQueryMapping(`${type.name}.${field.name}`, mapping as unknown as QueryMapping, limits.defaultDb);
-        const single = !isListType(getNullableType(field.type));
-        const internalize = argsInternalizer(field, enumMaps);
-        const fixed = isRoot ? undefined : compileStaticInJoin(compiled, limits, single);
-        // The group key of this join under each projection, made once: a key built per parent was hashed anew by every lookup.
-        const projectedGroupKeys = new WeakMap<ReadProjection, string>();
-        const projectedGroupKeyOf = (projection: ReadProjection): string => {
-          let key = projectedGroupKeys.get(projection);
-          if (key === undefined) {
-            key = projectedGroupKey((fixed as StaticInJoin).groupKey, projection);
-            projectedGroupKeys.set(projection, key);
-          }
-          return key;
-        };
-        /** A parent's join, with its own copies of the documents when the app uses rootDoc. */
-        const ownJoin = (state: RequestState, source: unknown, pending: Promise<unknown>): Promise<unknown> =>
-          !usesRootDoc
-            ? pending
-            : pending.then((shared) => {
-                // Batched joins share document objects between parents; each parent needs its own
-                // copies so that every object knows its one root document.
-                const own = structuredClone(shared);
-                const root = state.rootOf.get(source as object);
-                for (const doc of single ? [own] : (own as unknown[])) {
-                  if (doc !== null && typeof doc === 'object') state.rootOf.set(doc, root);
-                }
-                return own;
-              });
-        /** What the field resolves to: its value, a promise of it, or a thrown field error. */
-        const start: JoinStart<RequestState> = (source, args, state, projection) => {
-          if (fixed !== undefined) {
-            // Everything but the foreign value was resolved at compile time (as resolveQuery would).
-            const fk = readPath(source, fixed.fkPath);
-            if (fk === undefined || fk === null) return single ? null : [];
-            let distinctKey: string;
-            let found: { values: unknown[]; valueKeys: string[] } | undefined;
-            if (fixed.shape.list && Array.isArray(fk)) {
-              found = foreignValues(fixed.shape, fk);
-              if (found === undefined) return single ? null : [];
-              distinctKey = valuesKey(found.valueKeys);
-            } else {
-              checkForeignValue(fixed.shape, fk);
-              distinctKey = canonicalKey(fk);
-            }
-            const groupKey = projection === undefined ? fixed.groupKey : projectedGroupKeyOf(projection);
-            const pending =
-              state.joins.shared(groupKey, fixed.windowKey, distinctKey) ??
-              state.joins.load(
-                staticInJoinQuery(fixed, found?.values ?? [fk], found?.valueKeys ?? [distinctKey], projection === undefined ? undefined : { projection, groupKey }),
-                single,
-                fixed.windowKey,
-                distinctKey,
-              );
-            return ownJoin(state, source, pending);
-          }
-          const scope: ArgScope = {
-            args: internalize(args),
-            parent: source,
-            rootDoc: !isRoot && usesRootDoc && source !== null && typeof source === 'object' ? state.rootOf.get(source) : undefined,
-          };
-          const r = resolveQuery(compiled, scope, state.limits, single);
-          if (r.empty) return single ? null : [];
-          if (!isRoot) return ownJoin(state, source, state.joins.load(r.query, single));
-          const read = readWindow(state, projected(r.query, projection));
-          if (!usesRootDoc && !single) return read;
-          return read.then((docs) => {
-            if (usesRootDoc) {
-              for (const doc of docs) {
-                if (doc !== null && typeof doc === 'object') state.rootOf.set(doc, doc);
-              }
-            }
-            return single ? (docs[0] ?? null) : docs;
-          });
-        };
-        loading.all.add(field);
-        queryMappedFields.add(field);
-        if (direct) directFields.set(field, { read: start, single, projection: projectionNeeds(compiled.db, compiled.collection, isRoot, fixed) });
-        if (!isRoot) loading.joins.set(field, start);
-        if (!prefetch) resolve = (source, args, context) => start(source, args, context.state);
-        else if (isRoot) {
-          resolve = (source, args, context, info) =>
-            loading.joins.size === 0 ? start(source, args, context.state) : prefetcherOf(context.state, info).afterLoad(start(source, args, context.state), info);
-        }
-        else {
-          resolve = (source, args, context, info) => {
-            const state = context.state;
-            const prefetcher = prefetcherOf(state, info);
-            const known = prefetcher.answer(info, source);
-            return known !== NOT_PREFETCHED ? known : prefetcher.afterLoad(start(source, args, state), info);
-          };
-        }
-      } else if (typeof mapping === 'string') {
-        const path = mapping.split('.');
-        if (direct) directFields.set(field, { path });
-        resolve = usesRootDoc
-          ? (source, _args, context) => propagate(context, usesRootDoc, source, readPath(source, path))
-          : (source) => readPath(source, path);
-      } else if (usesRootDoc && isObjectType(getNamedType(field.type))) {
-        const name = field.name;
-        resolve = (source, _args, context) =>
-          propagate(context, usesRootDoc, source, source !== null && typeof source === 'object' ? (source as Record<string, unknown>)[name] : undefined);
-      }
-      const enumOut = outputEnumMapper(field.type, enumMaps);
-      if (enumOut) {
-        directFields.delete(field);
-        const inner = resolve;
-        const name = field.name;
-        resolve = (source, args, context, info) => {
-          const value = inner
-            ? inner(source, args, context, info)
-            : source !== null && typeof source === 'object'
-              ? (source as Record<string, unknown>)[name]
-              : undefined;
-          return value instanceof Promise ? value.then(enumOut) : enumOut(value);
-        };
-      }
+      const resolve = withEnumOutput(b, field, mappedResolver(b, `${type.name}.${field.name}`, field, isRoot, mappings[field.name]));
       if (resolve) field.resolve = resolve as GraphQLFieldResolver<unknown, unknown>;
     }
   }
-  return { queryMapped: queryMappedFields, direct: directFields };
+  return { queryMapped: b.queryMappedFields, direct: b.directFields };
+}
+
+/** A field's resolver from its mapping (aggregation, query, dot path, or a rootDoc-marking read); undefined: graphql-js's default. */
+function mappedResolver(b: ResolverBuild, name: string, field: GraphQLField<unknown, unknown>, isRoot: boolean, mapping: unknown): Resolver | undefined {
+  const { usesRootDoc } = b;
+  if (isPlainObject(mapping) && 'stages' in mapping) {
+    const [typeName, fieldName] = name.split('.') as [string, string];
+    const call = aggregationCall(b.app._id ?? b.app.descriptor.uri, typeName, fieldName, mapping as unknown as AggregationMapping, b.limits.defaultDb);
+    const single = !isListType(getNullableType(field.type));
+    const internalize = argsInternalizer(field, b.enumMaps);
+    return (source, args, context) => call(source, internalize(args), context.state).then((docs) => (single ? (docs[0] ?? null) : docs));
+  }
+  if (isPlainObject(mapping)) return queryResolver(b, name, field, isRoot, mapping as unknown as QueryMapping);
+  if (typeof mapping === 'string') {
+    const path = mapping.split('.');
+    if (b.direct) b.directFields.set(field, { path });
+    return usesRootDoc ? (source, _args, context) => propagate(context, usesRootDoc, source, readPath(source, path)) : (source) => readPath(source, path);
+  }
+  if (usesRootDoc && isObjectType(getNamedType(field.type))) {
+    const fieldName = field.name;
+    return (source, _args, context) =>
+      propagate(context, usesRootDoc, source, source !== null && typeof source === 'object' ? (source as Record<string, unknown>)[fieldName] : undefined);
+  }
+  return undefined;
+}
+
+/** A query mapping's resolver: its read started at once, or through the prefetcher where it answers joins. */
+function queryResolver(b: ResolverBuild, name: string, field: GraphQLField<unknown, unknown>, isRoot: boolean, mapping: QueryMapping): Resolver {
+  const { loading, prefetcherOf } = b;
+  const compiled = compileQueryMapping(name, mapping, b.limits.defaultDb);
+  const single = !isListType(getNullableType(field.type));
+  const fixed = isRoot ? undefined : compileStaticInJoin(compiled, b.limits, single);
+  const start = joinStart(b, { compiled, fixed, single, isRoot }, argsInternalizer(field, b.enumMaps));
+  loading.all.add(field);
+  b.queryMappedFields.add(field);
+  if (b.direct) b.directFields.set(field, { read: start, single, projection: projectionNeeds(compiled.db, compiled.collection, isRoot, fixed) });
+  if (!isRoot) loading.joins.set(field, start);
+  if (!b.prefetch) return (source, args, context) => start(source, args, context.state);
+  if (isRoot) {
+    return (source, args, context, info) =>
+      loading.joins.size === 0 ? start(source, args, context.state) : prefetcherOf(context.state, info).afterLoad(start(source, args, context.state), info);
+  }
+  return (source, args, context, info) => {
+    const state = context.state;
+    const prefetcher = prefetcherOf(state, info);
+    const known = prefetcher.answer(info, source);
+    return known !== NOT_PREFETCHED ? known : prefetcher.afterLoad(start(source, args, state), info);
+  };
+}
+
+/** What a query field resolves to: its value, a promise of it, or a thrown field error. */
+function joinStart(
+  b: ResolverBuild,
+  read: { readonly compiled: ReturnType<typeof compileQueryMapping>; readonly fixed: StaticInJoin | undefined; readonly single: boolean; readonly isRoot: boolean },
+  internalize: (args: Record<string, unknown>) => Record<string, unknown>,
+): JoinStart<RequestState> {
+  const { compiled, fixed, single, isRoot } = read;
+  const { usesRootDoc } = b;
+  // The group key of this join under each projection, made once: a key built per parent was hashed anew by every lookup.
+  const projectedGroupKeys = new WeakMap<ReadProjection, string>();
+  const projectedGroupKeyOf = (projection: ReadProjection): string => {
+    let key = projectedGroupKeys.get(projection);
+    if (key === undefined) {
+      key = projectedGroupKey((fixed as StaticInJoin).groupKey, projection);
+      projectedGroupKeys.set(projection, key);
+    }
+    return key;
+  };
+  /** A parent's join, with its own copies of the documents when the app uses rootDoc. */
+  const ownJoin = (state: RequestState, source: unknown, pending: Promise<unknown>): Promise<unknown> =>
+    !usesRootDoc
+      ? pending
+      : pending.then((shared) => {
+          // Batched joins share document objects between parents; each parent needs its own
+          // copies so that every object knows its one root document.
+          const own = structuredClone(shared);
+          const root = state.rootOf.get(source as object);
+          for (const doc of single ? [own] : (own as unknown[])) {
+            if (doc !== null && typeof doc === 'object') state.rootOf.set(doc, root);
+          }
+          return own;
+        });
+  return (source, args, state, projection) => {
+    if (fixed !== undefined) {
+      // Everything but the foreign value was resolved at compile time (as resolveQuery would).
+      const fk = readPath(source, fixed.fkPath);
+      if (fk === undefined || fk === null) return single ? null : [];
+      let distinctKey: string;
+      let found: { values: unknown[]; valueKeys: string[] } | undefined;
+      if (fixed.shape.list && Array.isArray(fk)) {
+        found = foreignValues(fixed.shape, fk);
+        if (found === undefined) return single ? null : [];
+        distinctKey = valuesKey(found.valueKeys);
+      } else {
+        checkForeignValue(fixed.shape, fk);
+        distinctKey = canonicalKey(fk);
+      }
+      const groupKey = projection === undefined ? fixed.groupKey : projectedGroupKeyOf(projection);
+      const pending =
+        state.joins.shared(groupKey, fixed.windowKey, distinctKey) ??
+        state.joins.load(
+          staticInJoinQuery(fixed, found?.values ?? [fk], found?.valueKeys ?? [distinctKey], projection === undefined ? undefined : { projection, groupKey }),
+          single,
+          fixed.windowKey,
+          distinctKey,
+        );
+      return ownJoin(state, source, pending);
+    }
+    const scope: ArgScope = {
+      args: internalize(args),
+      parent: source,
+      rootDoc: !isRoot && usesRootDoc && source !== null && typeof source === 'object' ? state.rootOf.get(source) : undefined,
+    };
+    const r = resolveQuery(compiled, scope, state.limits, single);
+    if (r.empty) return single ? null : [];
+    if (!isRoot) return ownJoin(state, source, state.joins.load(r.query, single));
+    const read = readWindow(state, projected(r.query, projection));
+    if (!usesRootDoc && !single) return read;
+    return read.then((docs) => {
+      if (usesRootDoc) {
+        for (const doc of docs) {
+          if (doc !== null && typeof doc === 'object') state.rootOf.set(doc, doc);
+        }
+      }
+      return single ? (docs[0] ?? null) : docs;
+    });
+  };
+}
+
+/** An enum field's resolver: the stored value translated to the enum's name (and the field left to graphql-js). */
+function withEnumOutput(b: ResolverBuild, field: GraphQLField<unknown, unknown>, resolve: Resolver | undefined): Resolver | undefined {
+  const enumOut = outputEnumMapper(field.type, b.enumMaps);
+  if (!enumOut) return resolve;
+  b.directFields.delete(field);
+  const inner = resolve;
+  const name = field.name;
+  return (source, args, context, info) => {
+    const value = inner
+      ? inner(source, args, context, info)
+      : source !== null && typeof source === 'object'
+        ? (source as Record<string, unknown>)[name]
+        : undefined;
+    return value instanceof Promise ? value.then(enumOut) : enumOut(value);
+  };
 }
 
 /** Marks objects reached below a root document as belonging to it (for `rootDoc`). */

@@ -90,7 +90,7 @@ export function checkMappings(
       continue;
     }
     if (type && schema && (isUnionType(type) || isInterfaceType(type))) {
-      checkTypeResolver(path, schema, type, typeMappings, problems, warnings);
+      checkTypeResolver(path, schema, type, typeMappings, { problems, warnings });
       continue;
     }
     if (type && !isObjectType(type)) {
@@ -106,7 +106,7 @@ export function checkMappings(
         problems.push(`${fpath}: type ${typeName} has no field ${fieldName}${suggest(fieldName, Object.keys(fields))}`);
         continue;
       }
-      checkFieldMapping(fpath, mapping, field, isRoot, opts, problems);
+      checkFieldMapping(mapping, { path: fpath, field, isRoot }, opts, problems);
     }
   }
 }
@@ -134,14 +134,15 @@ function checkEnumMappings(path: string, values: string[], mappings: Record<stri
   }
 }
 
-function checkFieldMapping(
-  path: string,
-  mapping: unknown,
-  field: GraphQLField<unknown, unknown> | undefined,
-  isRoot: boolean,
-  opts: MappingOptions,
-  problems: string[],
-): void {
+/** The field a mapping is checked for: where it is in the document, its schema field, whether it is a root field. */
+interface MappedField {
+  readonly path: string;
+  readonly field: GraphQLField<unknown, unknown> | undefined;
+  readonly isRoot: boolean;
+}
+
+function checkFieldMapping(mapping: unknown, at: MappedField, opts: MappingOptions, problems: string[]): void {
+  const { path, field, isRoot } = at;
   if (typeof mapping === 'string') {
     if (!DOT_PATH.test(mapping)) {
       problems.push(`${path} must be a dot path into the source document such as "name", "contacts.phone" or "emails.0"`);

@@ -118,90 +118,99 @@ export async function serializeJson(value: unknown, maxBytes: number): Promise<S
   // Small enough to be written at once, and within maxBytes whatever its strings hold.
   if (jsonBytesBound(value, Math.min(maxBytes, ONE_SHOT_BYTES)) !== Infinity) return { ok: true, body: JSON.stringify(value) ?? 'null' };
   const chunks: string[] = [];
-  let chunk = '';
   let bytes = 0;
   let sliceStart = performance.now();
-  const stack: Frame[] = [];
-  // Keys repeat in every row of a list: quote each once.
-  const quoted = new Map<string, string>();
-
-  /** Writes a value: a leaf at once, a container by opening it and pushing its frame. */
-  const open = (v: unknown, inArray: boolean): boolean => {
-    if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') v = (v as { toJSON: () => unknown }).toJSON();
-    switch (typeof v) {
-      case 'string':
-        chunk += JSON.stringify(v);
-        return true;
-      case 'number':
-        chunk += Number.isFinite(v) ? String(v) : 'null';
-        return true;
-      case 'boolean':
-        chunk += v ? 'true' : 'false';
-        return true;
-      case 'bigint':
-        chunk += String(v);
-        return true;
-      case 'object':
-        if (v === null) {
-          chunk += 'null';
-        } else if (isSmall(v)) {
-          chunk += JSON.stringify(v);
-        } else if (Array.isArray(v)) {
-          chunk += '[';
-          stack.push({ value: v, keys: undefined, index: 0, wrote: false });
-        } else {
-          chunk += '{';
-          stack.push({ value: v as Record<string, unknown>, keys: Object.keys(v), index: 0, wrote: false });
-        }
-        return true;
-      default:
-        // undefined, functions, symbols: left out of objects, null in arrays (as JSON.stringify does).
-        if (inArray) chunk += 'null';
-        return inArray;
-    }
-  };
-
-  if (!open(value, true)) return { ok: true, body: 'null' };
-  while (stack.length > 0) {
-    const frame = stack[stack.length - 1] as Frame;
-    if (frame.keys === undefined) {
-      const list = frame.value as unknown[];
-      if (frame.index >= list.length) {
-        chunk += ']';
-        stack.pop();
-      } else {
-        if (frame.index > 0) chunk += ',';
-        open(list[frame.index++], true);
-      }
-    } else {
-      const keys = frame.keys;
-      if (frame.index >= keys.length) {
-        chunk += '}';
-        stack.pop();
-      } else {
-        const key = keys[frame.index++] as string;
-        const member = (frame.value as Record<string, unknown>)[key];
-        const mark = chunk.length;
-        let q = quoted.get(key);
-        if (q === undefined) quoted.set(key, (q = `${JSON.stringify(key)}:`));
-        chunk += frame.wrote ? `,${q}` : q;
-        if (open(member, false)) frame.wrote = true;
-        else chunk = chunk.slice(0, mark);
-      }
-    }
-    if (chunk.length >= CHUNK_CHARS) {
-      bytes += Buffer.byteLength(chunk);
+  const writer = new JsonWriter();
+  if (!writer.open(value, true)) return { ok: true, body: 'null' };
+  while (writer.stack.length > 0) {
+    writer.step();
+    if (writer.chunk.length >= CHUNK_CHARS) {
+      bytes += Buffer.byteLength(writer.chunk);
       if (bytes > maxBytes) return { ok: false, bytes };
-      chunks.push(chunk);
-      chunk = '';
+      chunks.push(writer.chunk);
+      writer.chunk = '';
       if (performance.now() - sliceStart >= SLICE_MS) {
         await nextTurn();
         sliceStart = performance.now();
       }
     }
   }
-  bytes += Buffer.byteLength(chunk);
+  bytes += Buffer.byteLength(writer.chunk);
   if (bytes > maxBytes) return { ok: false, bytes };
-  chunks.push(chunk);
+  chunks.push(writer.chunk);
   return { ok: true, body: chunks.length === 1 ? (chunks[0] as string) : chunks.join('') };
+}
+
+/** JSON written a frame at a time into `chunk`, which the caller takes away in slices. */
+class JsonWriter {
+  chunk = '';
+  readonly stack: Frame[] = [];
+  /** Keys repeat in every row of a list: quote each once. */
+  private readonly quoted = new Map<string, string>();
+
+  /** Writes a value: a leaf at once, a container by opening it and pushing its frame. */
+  open(v: unknown, inArray: boolean): boolean {
+    if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') v = (v as { toJSON: () => unknown }).toJSON();
+    switch (typeof v) {
+      case 'string':
+        this.chunk += JSON.stringify(v);
+        return true;
+      case 'number':
+        this.chunk += Number.isFinite(v) ? String(v) : 'null';
+        return true;
+      case 'boolean':
+        this.chunk += v ? 'true' : 'false';
+        return true;
+      case 'bigint':
+        this.chunk += String(v);
+        return true;
+      case 'object':
+        if (v === null) {
+          this.chunk += 'null';
+        } else if (isSmall(v)) {
+          this.chunk += JSON.stringify(v);
+        } else if (Array.isArray(v)) {
+          this.chunk += '[';
+          this.stack.push({ value: v, keys: undefined, index: 0, wrote: false });
+        } else {
+          this.chunk += '{';
+          this.stack.push({ value: v as Record<string, unknown>, keys: Object.keys(v), index: 0, wrote: false });
+        }
+        return true;
+      default:
+        // undefined, functions, symbols: left out of objects, null in arrays (as JSON.stringify does).
+        if (inArray) this.chunk += 'null';
+        return inArray;
+    }
+  }
+
+  /** The next item or member of the innermost open container, or its close. */
+  step(): void {
+    const frame = this.stack[this.stack.length - 1] as Frame;
+    if (frame.keys === undefined) {
+      const list = frame.value as unknown[];
+      if (frame.index >= list.length) {
+        this.chunk += ']';
+        this.stack.pop();
+      } else {
+        if (frame.index > 0) this.chunk += ',';
+        this.open(list[frame.index++], true);
+      }
+      return;
+    }
+    const keys = frame.keys;
+    if (frame.index >= keys.length) {
+      this.chunk += '}';
+      this.stack.pop();
+      return;
+    }
+    const key = keys[frame.index++] as string;
+    const member = (frame.value as Record<string, unknown>)[key];
+    const mark = this.chunk.length;
+    let q = this.quoted.get(key);
+    if (q === undefined) this.quoted.set(key, (q = `${JSON.stringify(key)}:`));
+    this.chunk += frame.wrote ? `,${q}` : q;
+    if (this.open(member, false)) frame.wrote = true;
+    else this.chunk = this.chunk.slice(0, mark);
+  }
 }

@@ -66,7 +66,7 @@ export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledAp
   // GraphQL-over-HTTP: with application/json, a well-formed GraphQL response is 200 even when the
   // document failed to parse or validate (legacy clients read `errors`, not the status).
   const status = outcome.documentError && mediaType === JSON_TYPE && profile === 'graphql-over-http' ? 200 : outcome.status;
-  const maxBytes = app.output.maxResponseBytes;
+  const maxBytes = app.settings.limits.maxResponseBytes;
   const serialized = await serializeJson(outcome.body, maxBytes);
   if (!serialized.ok) {
     const message =

@@ -18,13 +18,13 @@ import type { RequestScope } from '../../http/scope.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import { syncDeclaredAggregations } from '../reads/aggregations/sync.js';
 import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredApp } from '../document/setup-kind.js';
-import { backendHeadersFor, type CallerFacts } from '../backend/caller-identity.js';
+import { backendHeadersFor } from '../backend/caller-identity.js';
 import { handleGraphqlHttp } from './http-handler.js';
 import { isSubscriptionRequest, streamChoice } from './transport.js';
 import type { GraphqlAppRegistry } from '../compile/registry.js';
 import type { CompiledApp } from '../compile/compile-app.js';
 import { serveGraphiql, wantsGraphiql } from '../ui/graphiql-route.js';
-import { MAX_BODY_BYTES, type RequestContext } from '../types.js';
+import { MAX_BODY_BYTES, type CallerFacts, type RequestContext } from '../types.js';
 import { RequestAbort } from '../../util/request-abort.js';
 import { logAdminChange } from '../../admin/admin-audit.js';
 

@@ -9,10 +9,10 @@ import type { AppContext } from '../../app-context.js';
 import type { Principal } from '../../principal/principal.js';
 import { OutriggerError } from '../../errors.js';
 import type { RequestScope } from '../../http/scope.js';
-import { backendHeadersFor, type CallerFacts } from '../backend/caller-identity.js';
+import { backendHeadersFor } from '../backend/caller-identity.js';
 import type { CompiledApp } from '../compile/compile-app.js';
 import type { GraphqlAppRegistry } from '../compile/registry.js';
-import type { RequestContext } from '../types.js';
+import type { CallerFacts, RequestContext } from '../types.js';
 import type { SseOpen } from './sse.js';
 import type { EndReason } from './subscription.js';
 

@@ -124,6 +124,7 @@ export function prepareSubscription(
   if (cost.reads > max.reads || cost.documents > max.documents || cost.output > max.output) {
     return fail(400, `each event of this subscription may need ${cost.reads} backend reads and ${cost.documents} documents and produce ${cost.output} values; this app allows at most ${max.reads} reads, ${max.documents} documents and ${max.output} values per operation (maxCost); select fewer or smaller joins`, 'QUERY_TOO_COSTLY');
   }
+  const selection: Selection = { app, document, operation, variableValues, fieldName };
   return {
     ok: true,
     sub: {
@@ -138,7 +139,7 @@ export function prepareSubscription(
       matches: matcher,
       onlyId: Object.keys(find).every((k) => k === '_id'),
       indexKey: first ? { field: first[0], value: first[1] as string | number | boolean } : undefined,
-      build: (value, ctx) => runSelection(app, document, operation, variableValues, fieldName, value, ctx),
+      build: (value, ctx) => runSelection(selection, value, ctx),
     },
   };
 }
@@ -179,15 +180,17 @@ function rootField(set: SelectionSetNode, document: DocumentNode): FieldNode | u
   return undefined;
 }
 
-async function runSelection(
-  app: CompiledApp,
-  document: DocumentNode,
-  operation: OperationDefinitionNode,
-  variableValues: Record<string, unknown>,
-  fieldName: string,
-  value: ChangeValue,
-  ctx: RequestContext,
-): Promise<ExecutionResult> {
+/** A subscriber's selection, as each change runs it: the operation and its coerced variables, the root field the change fills. */
+interface Selection {
+  readonly app: CompiledApp;
+  readonly document: DocumentNode;
+  readonly operation: OperationDefinitionNode;
+  readonly variableValues: Record<string, unknown>;
+  readonly fieldName: string;
+}
+
+async function runSelection(selection: Selection, value: ChangeValue, ctx: RequestContext): Promise<ExecutionResult> {
+  const { app, document, operation, variableValues, fieldName } = selection;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), app.settings.limits.timeoutMs);
   try {

@@ -90,26 +90,28 @@ export async function seeAll(o: SeenOptions, changes: readonly Change[], viewers
     }
   });
   const entries = [...byKey.entries()];
+  const batch: SeenBatch = { views, changes, rows, sharedReads };
   for (let start = 0; start < entries.length; start += REREAD_BATCH) {
     const chunk = entries.slice(start, start + REREAD_BATCH);
     const read = rereadOf(db, collection, chunk.map(([, e]) => e.id));
-    work.push(guard(o, seeChunk(o, views, read, chunk, changes, rows, sharedReads), 're-reading a changed document for subscribers'));
+    work.push(guard(o, seeChunk(o, batch, read, chunk), 're-reading a changed document for subscribers'));
   }
   await Promise.all(work);
   viewers.forEach((viewer, v) => out.set(viewer.key, rows[o.readPolicy ? v : 0]!));
   return out;
 }
 
+/** One batch being seen: its views (one per distinct viewer), its changes, the rows each view gets (per change), whether reads are shared. */
+interface SeenBatch {
+  readonly views: readonly IdentityView[];
+  readonly changes: readonly Change[];
+  readonly rows: unknown[][];
+  readonly sharedReads: boolean;
+}
+
 /** One chunk's inserts and updates for every view: decided on their carried state where it can be, re-read where not. */
-async function seeChunk(
-  o: SeenOptions,
-  views: readonly IdentityView[],
-  read: ReturnType<typeof rereadOf>,
-  chunk: ReadonlyArray<[string, { id: unknown; at: number[] }]>,
-  changes: readonly Change[],
-  rows: unknown[][],
-  sharedReads: boolean,
-): Promise<void> {
+async function seeChunk(o: SeenOptions, batch: SeenBatch, read: ReturnType<typeof rereadOf>, chunk: ReadonlyArray<[string, { id: unknown; at: number[] }]>): Promise<void> {
+  const { views, changes, rows, sharedReads } = batch;
   // The ACL is asked with the query string the re-read of this chunk carries (or would carry).
   const decisions = await Promise.all(views.map((view) => view.decide(read)));
   /** Per view, what its re-read decides: carried states cut to what it shows (`gated`), or the document it shows (`current`). */

@@ -18,7 +18,7 @@ import type { IncomingMessage } from 'node:http';
 import { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GraphQLError, parse, type ExecutionArgs } from 'graphql';
-import { handleProtocols, makeServer } from 'graphql-ws';
+import { handleProtocols, makeServer, type Context, type SubscribePayload } from 'graphql-ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { WebSocketBounds } from '../../config/subscriptions-config.js';
@@ -77,84 +77,11 @@ export function createWsTransport(parts: WsParts) {
   const bounds = new SocketBounds(parts.bounds);
   if (bounds.capped) logger.warn({ maxPerProcess: bounds.maxPerProcess, configured: parts.bounds.maxPerProcess }, 'subscriptions.webSockets.maxPerProcess is above half the open-file limit (ulimit -n); this replica takes at most maxPerProcess WebSockets');
 
-  const logged = new Map<string, { at: number; since: number }>();
-  /** One JSON line per reason every REFUSAL_LOG_EVERY_MS: no credentials, the address as its bucket. */
-  const report = (reason: string, fields: Record<string, unknown>, message: string): void => {
-    const now = Date.now();
-    const last = logged.get(reason);
-    if (last !== undefined && now - last.at < REFUSAL_LOG_EVERY_MS) {
-      last.since++;
-      return;
-    }
-    logged.set(reason, { at: now, since: 0 });
-    logger.warn({ event: 'websocket-refused', reason, ...fields, alsoRefusedSinceLastLine: last?.since ?? 0 }, message);
-  };
+  const report = refusalReporter(logger);
 
   const server = makeServer<Record<string, unknown>, SocketExtra>({
-    onConnect: async (ctx) => {
-      const socket = ctx.extra.socket;
-      const p = pending.get(ctx.extra.request);
-      if (!p) return false;
-      if (!p.authenticated) {
-        const auth = ctx.connectionParams?.authorization;
-        if (auth !== undefined && typeof auth !== 'string') return refuse(socket, 4400, 'connection_init payload.authorization must be a string ("Bearer ..." or "Basic ...")');
-        try {
-          p.scope = await authenticated(parts, p.scope.req, auth);
-          parts.authorize(p.scope);
-        } catch (error) {
-          const e = error instanceof OutriggerError ? error : undefined;
-          return refuse(socket, e?.status === 401 ? 4401 : 4403, e?.message ?? 'not allowed');
-        }
-        p.authenticated = true;
-        const refused = p.admission.claim(p.scope.principal.id);
-        if (refused) {
-          report(refused.bound, { address: p.admission.address, principal: p.scope.principal.id }, `a WebSocket was refused after connection_init (${refused.bound})`);
-          return refuse(socket, 4429, refused.message);
-        }
-      }
-      // The library's context: the gate (ws/serve-socket.ts) and the idle sweep read it.
-      ctx.extra.context = ctx;
-      return true;
-    },
-    onSubscribe: async (ctx, id, payload) => {
-      const p = pending.get(ctx.extra.request);
-      const socket = ctx.extra.socket;
-      if (!p || socket.readyState !== socket.OPEN) return [new GraphQLError('the connection is not initialised')];
-      try {
-        await parts.limit?.(p.scope);
-      } catch (error) {
-        const e = error instanceof OutriggerError ? error : undefined;
-        const errors = [{ message: e?.message ?? 'the rate limit could not be checked', extensions: { code: e?.code ?? 'RATE_LIMITS_UNAVAILABLE' } }];
-        if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ id, type: 'error', payload: errors }));
-        return { schema: p.app.schema, document: NOTHING, contextValue: { stream: ended() } } as ExecutionArgs;
-      }
-      const opened = await parts.service.open({
-        ...parts.callerOf(p.scope, p.app, p.appPath),
-        params: payload,
-        transport: 'ws',
-        shutdown: () => socket.close(1001, 'this server is shutting down; reconnect'),
-        onYield: () => {
-          if (socket.bufferedAmount > MAX_UNSENT_BYTES) socket.terminate();
-        },
-        unsent: () => socket.bufferedAmount,
-        // The library waits on the unread socket; the error it would send cannot pass either.
-        onEnded: (reason) => {
-          if (reason?.code === 'SLOW_SUBSCRIBER') socket.terminate();
-        },
-      });
-      if (!opened.ok) {
-        // Sent here, with each error's extensions (the library would want GraphQLErrors of its own graphql instance).
-        if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ id, type: 'error', payload: opened.errors }));
-        return { schema: p.app.schema, document: NOTHING, contextValue: { stream: ended() } } as ExecutionArgs;
-      }
-      const args: ExecutionArgs = {
-        schema: p.app.schema,
-        document: opened.prepared.document,
-        ...(opened.prepared.operationName ? { operationName: opened.prepared.operationName } : {}),
-        contextValue: { stream: opened.stream },
-      };
-      return args;
-    },
+    onConnect: onConnectOf(parts, pending, report),
+    onSubscribe: onSubscribeOf(parts, pending),
     subscribe: (args) => (args.contextValue as { stream: SubscriptionStream }).stream,
   });
 
@@ -178,17 +105,7 @@ export function createWsTransport(parts: WsParts) {
   };
 
   /** Shutdown: every socket, with or without a subscription, closes with 1001 (a reconnect hint); cut if it lingers. */
-  const closeAll = (): void => {
-    for (const client of wss.clients) {
-      client.close(1001, 'this server is shutting down; reconnect');
-      setTimeout(() => client.terminate(), 1000).unref();
-    }
-  };
-
-  const refuseUpgrade = (socket: Duplex, refusal: Refusal, fields: Record<string, unknown>): void => {
-    report(refusal.bound, fields, `a WebSocket upgrade was refused ${refusal.status} (${refusal.bound})`);
-    answer(socket, refusal.status, refusal.message, refusal.status === 503 ? { 'retry-after': '5' } : {});
-  };
+  const closeAll = (): void => closeAllSockets(wss);
 
   /** Takes an upgrade of `/graphql/<uri>`; false when the path is not ours (the caller answers it). */
   const handleUpgrade = function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
@@ -212,7 +129,7 @@ export function createWsTransport(parts: WsParts) {
     const clientIp = parts.clientIp(req);
     const admitted = bounds.admit(clientIp);
     if (isRefusal(admitted)) {
-      refuseUpgrade(socket, admitted, { address: clientAddressBucket(clientIp) });
+      refuseUpgrade(report, socket, admitted, { address: clientAddressBucket(clientIp) });
       return true;
     }
     socket.once('close', admitted.release);
@@ -228,7 +145,7 @@ export function createWsTransport(parts: WsParts) {
       }
       if (header !== undefined) {
         const refused = admitted.claim(scope.principal.id);
-        if (refused) return refuseUpgrade(socket, refused, { address: admitted.address, principal: scope.principal.id });
+        if (refused) return refuseUpgrade(report, socket, refused, { address: admitted.address, principal: scope.principal.id });
       }
       wss.handleUpgrade(req, socket, head, (ws) => {
         pending.set(req, { app: found.app, appPath: found.appPath, scope, authenticated: header !== undefined, admission: admitted });
@@ -238,6 +155,108 @@ export function createWsTransport(parts: WsParts) {
     return true;
   };
   return { handleUpgrade, closeAll, bounds };
+}
+
+type Report = (reason: string, fields: Record<string, unknown>, message: string) => void;
+type WsContext = Context<Record<string, unknown>, SocketExtra>;
+
+/** One JSON line per reason every REFUSAL_LOG_EVERY_MS: no credentials, the address as its bucket. */
+function refusalReporter(logger: Logger): Report {
+  const logged = new Map<string, { at: number; since: number }>();
+  return (reason, fields, message) => {
+    const now = Date.now();
+    const last = logged.get(reason);
+    if (last !== undefined && now - last.at < REFUSAL_LOG_EVERY_MS) {
+      last.since++;
+      return;
+    }
+    logged.set(reason, { at: now, since: 0 });
+    logger.warn({ event: 'websocket-refused', reason, ...fields, alsoRefusedSinceLastLine: last?.since ?? 0 }, message);
+  };
+}
+
+/** `connection_init`: credentials sent in its payload are checked (when the upgrade had none), then the socket's bounds claim. */
+function onConnectOf(parts: WsParts, pending: WeakMap<IncomingMessage, Pending>, report: Report): (ctx: WsContext) => Promise<boolean> {
+  return async (ctx) => {
+  const socket = ctx.extra.socket;
+  const p = pending.get(ctx.extra.request);
+  if (!p) return false;
+  if (!p.authenticated) {
+    const auth = ctx.connectionParams?.authorization;
+    if (auth !== undefined && typeof auth !== 'string') return refuse(socket, 4400, 'connection_init payload.authorization must be a string ("Bearer ..." or "Basic ...")');
+    try {
+      p.scope = await authenticated(parts, p.scope.req, auth);
+      parts.authorize(p.scope);
+    } catch (error) {
+      const e = error instanceof OutriggerError ? error : undefined;
+      return refuse(socket, e?.status === 401 ? 4401 : 4403, e?.message ?? 'not allowed');
+    }
+    p.authenticated = true;
+    const refused = p.admission.claim(p.scope.principal.id);
+    if (refused) {
+      report(refused.bound, { address: p.admission.address, principal: p.scope.principal.id }, `a WebSocket was refused after connection_init (${refused.bound})`);
+      return refuse(socket, 4429, refused.message);
+    }
+  }
+  // The library's context: the gate (ws/serve-socket.ts) and the idle sweep read it.
+  ctx.extra.context = ctx;
+  return true;
+  };
+}
+
+/** `subscribe`: the rate limit, then the subscription opened; a refusal is sent with its extensions and completes at once. */
+function onSubscribeOf(parts: WsParts, pending: WeakMap<IncomingMessage, Pending>): (ctx: WsContext, id: string, payload: SubscribePayload) => Promise<ExecutionArgs | readonly GraphQLError[]> {
+  return async (ctx, id, payload) => {
+  const p = pending.get(ctx.extra.request);
+  const socket = ctx.extra.socket;
+  if (!p || socket.readyState !== socket.OPEN) return [new GraphQLError('the connection is not initialised')];
+  try {
+    await parts.limit?.(p.scope);
+  } catch (error) {
+    const e = error instanceof OutriggerError ? error : undefined;
+    const errors = [{ message: e?.message ?? 'the rate limit could not be checked', extensions: { code: e?.code ?? 'RATE_LIMITS_UNAVAILABLE' } }];
+    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ id, type: 'error', payload: errors }));
+    return { schema: p.app.schema, document: NOTHING, contextValue: { stream: ended() } } as ExecutionArgs;
+  }
+  const opened = await parts.service.open({
+    ...parts.callerOf(p.scope, p.app, p.appPath),
+    params: payload,
+    transport: 'ws',
+    shutdown: () => socket.close(1001, 'this server is shutting down; reconnect'),
+    onYield: () => {
+      if (socket.bufferedAmount > MAX_UNSENT_BYTES) socket.terminate();
+    },
+    unsent: () => socket.bufferedAmount,
+    // The library waits on the unread socket; the error it would send cannot pass either.
+    onEnded: (reason) => {
+      if (reason?.code === 'SLOW_SUBSCRIBER') socket.terminate();
+    },
+  });
+  if (!opened.ok) {
+    // Sent here, with each error's extensions (the library would want GraphQLErrors of its own graphql instance).
+    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ id, type: 'error', payload: opened.errors }));
+    return { schema: p.app.schema, document: NOTHING, contextValue: { stream: ended() } } as ExecutionArgs;
+  }
+  const args: ExecutionArgs = {
+    schema: p.app.schema,
+    document: opened.prepared.document,
+    ...(opened.prepared.operationName ? { operationName: opened.prepared.operationName } : {}),
+    contextValue: { stream: opened.stream },
+  };
+  return args;
+  };
+}
+
+function closeAllSockets(wss: WebSocketServer): void {
+  for (const client of wss.clients) {
+    client.close(1001, 'this server is shutting down; reconnect');
+    setTimeout(() => client.terminate(), 1000).unref();
+  }
+}
+
+function refuseUpgrade(report: Report, socket: Duplex, refusal: Refusal, fields: Record<string, unknown>): void {
+  report(refusal.bound, fields, `a WebSocket upgrade was refused ${refusal.status} (${refusal.bound})`);
+  answer(socket, refusal.status, refusal.message, refusal.status === 503 ? { 'retry-after': '5' } : {});
 }
 
 /** The document of a refused subscription (its error was sent): the library then completes it. */

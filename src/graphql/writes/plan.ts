@@ -24,14 +24,20 @@ import type { GraphqlLimits } from '../types.js';
 import { targetRefusal, type CompiledWrite } from './run.js';
 import { argumentValueProblem } from './values.js';
 
+/** An app's mutations as the checks see them: the Mutation type, each field's compiled write, the write limits. */
+export interface AppMutations {
+  readonly type: GraphQLObjectType;
+  readonly writes: ReadonlyMap<string, CompiledWrite>;
+  readonly limits: Pick<GraphqlLimits, 'maxBackendWrites' | 'maxBulkWrite'>;
+}
+
 export function checkMutationPlan(
-  mutationType: GraphQLObjectType,
-  writes: ReadonlyMap<string, CompiledWrite>,
+  mutations: AppMutations,
   operation: OperationDefinitionNode,
   fragments: ReadonlyMap<string, FragmentDefinitionNode>,
   variables: Record<string, unknown>,
-  limits: Pick<GraphqlLimits, 'maxBackendWrites' | 'maxBulkWrite'>,
 ): GraphQLError[] {
+  const { type: mutationType, writes, limits } = mutations;
   const fields: FieldNode[] = [];
   collectRootFields(operation.selectionSet, fragments, variables, fields, new Set());
   const errors: GraphQLError[] = [];

@@ -40,90 +40,117 @@ const FIND = { nullIsMissing: true } as const;
 export async function runWrite(w: CompiledWrite, args: Readonly<Record<string, unknown>>, state: RequestState, field: GraphQLField<unknown, unknown>): Promise<unknown> {
   const p = state.ctx.principal;
   const caller: Caller = { id: p?.id ?? null, roles: p?.roles ?? [] };
-  const what = `${w.db}/${w.collection}`;
+  const call: WriteCall = { w, args, caller, state, what: `${w.db}/${w.collection}` };
   switch (w.kind) {
-    case 'insert': {
-      const doc = writeValue(w.mapping.insert, args, caller);
-      if (!isJsonObject(doc)) throw new GraphQLError(`the document ${field.name} inserts must be an object`, { extensions: { code: 'BAD_USER_INPUT' } });
-      // Its _id becomes the path of the read-back and of every later write: the same rules now.
-      if (typeof doc._id === 'string') documentTarget(doc._id);
-      const response = await send(state, { method: 'POST', db: w.db, collection: w.collection, body: doc });
-      if (response.status !== 201 && response.status !== 200) throw writeError(`an insert into ${what}`, response);
-      const location = response.headers.location ? lastSegment(response.headers.location) : undefined;
-      const id = doc._id !== undefined ? doc._id : location ? idFromSegment(location.segment, location.idType) : undefined;
-      if (id === undefined) throw new GraphQLError(`the backend stored the document in ${what} but named no Location for it`, { extensions: { code: 'BACKEND_ERROR' } });
-      if (w.form === 'id') return idAsString(id);
-      return readBack(state, w, id, true);
-    }
-    case 'insertMany': {
-      const docs = writeValue(w.mapping.insert, args, caller);
-      if (!Array.isArray(docs) || docs.some((d) => !isJsonObject(d))) {
-        throw new GraphQLError(`a bulk insert into ${what} needs a list of documents`, { extensions: { code: 'BAD_USER_INPUT' } });
-      }
-      if (docs.length === 0) return w.form === 'count' ? 0 : [];
-      const response = await send(state, { method: 'POST', db: w.db, collection: w.collection, body: docs });
-      const result = response.status === 200 || response.status === 207 ? bulkResult(response.body) : undefined;
-      if (!result) throw writeError(`a bulk insert into ${what}`, response);
-      if (response.status === 207 || result.errors.length > 0) throw partialWriteError(`a bulk insert into ${what}`, result, response.status);
-      if (w.form === 'count') return result.inserted;
-      return result.links.map((l) => {
-        const last = lastSegment(l);
-        return last ? idAsString(idFromSegment(last.segment, last.idType)) : null;
-      });
-    }
+    case 'insert':
+      return insertOne(call, field);
+    case 'insertMany':
+      return insertMany(call);
     case 'update':
-    case 'delete': {
-      const find = writeValue(w.mapping.find, args, caller, FIND) as Record<string, unknown>;
-      const { _id: id, ...rest } = find;
-      const target = documentTarget(id);
-      const filter = Object.keys(rest).length > 0 ? rest : undefined;
-      const readKey = { _id: target.filterId, ...(filter ?? {}) };
-      let before: unknown = null;
-      /** The document before a delete as read (readFilter applied, not projectResponse): its change's state (SPEC §6.5). */
-      let unprojected: unknown = null;
-      if (w.form === 'object') {
-        // The result is the document: the caller's read permission is checked before any write.
-        const read = { db: w.db, collection: w.collection, filter: readKey, sort: { _id: 1 }, page: 1, pagesize: 1 };
-        const decision = await state.decideRead(read);
-        if (!decision.allow) {
-          throw new GraphQLError(`${decision.message ?? `you may not read ${what}`}; this mutation returns the document, so it needs the read permission too`, { extensions: { code: 'FORBIDDEN' } });
-        }
-        if (w.kind === 'delete') {
-          unprojected = await readFirst(state, w, target.filterId, filter);
-          before = unprojected === null ? null : state.presentOne(unprojected);
-        }
-      }
-      const write: BackendWrite =
-        w.kind === 'update'
-          ? { method: 'PATCH', db: w.db, collection: w.collection, id: target.segment, ...(target.idType ? { idType: target.idType } : {}), ...(filter ? { filter } : {}), body: writeValue(w.mapping.update, args, caller) }
-          : { method: 'DELETE', db: w.db, collection: w.collection, id: target.segment, ...(target.idType ? { idType: target.idType } : {}), ...(filter ? { filter } : {}) };
-      const response = await send(state, write, unprojected);
-      if (response.status === 404) return w.form === 'boolean' ? false : null;
-      if (response.status < 200 || response.status > 299) throw writeError(`${w.kind === 'update' ? 'an update' : 'a delete'} of a document of ${what}`, response);
-      if (w.form === 'boolean') return true;
-      // The document after the update, by _id alone: the update may have changed what `filter` looked at.
-      return w.kind === 'delete' ? before : readBack(state, w, target.filterId, false);
-    }
+    case 'delete':
+      return writeDocument(call);
     case 'updateMany':
-    case 'deleteMany': {
-      const filter = writeValue(w.mapping.find, args, caller, FIND) as Record<string, unknown>;
-      if (!isJsonObject(filter)) throw new GraphQLError(`a bulk write of ${what} needs its filter as an object`, { extensions: { code: 'BAD_USER_INPUT' } });
-      const update = w.kind === 'updateMany';
-      const response = await send(state, {
-        method: update ? 'PATCH' : 'DELETE',
-        db: w.db,
-        collection: w.collection,
-        id: '*',
-        filter,
-        ...(update ? { body: writeValue(w.mapping.update, args, caller) } : {}),
-      });
-      const result = response.status === 200 || response.status === 207 ? bulkResult(response.body) : undefined;
-      const label = `a bulk ${update ? 'update' : 'delete'} of ${what}`;
-      if (!result) throw writeError(label, response);
-      if (response.status === 207 || result.errors.length > 0) throw partialWriteError(label, result, response.status);
-      return update ? result.modified : result.deleted;
+    case 'deleteMany':
+      return writeMany(call);
+  }
+}
+
+/** One field's write as its kind runs it: the write, its arguments, who asks, the request, `db/collection` for messages. */
+interface WriteCall {
+  readonly w: CompiledWrite;
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly caller: Caller;
+  readonly state: RequestState;
+  readonly what: string;
+}
+
+async function insertOne(call: WriteCall, field: GraphQLField<unknown, unknown>): Promise<unknown> {
+  const { w, args, caller, state, what } = call;
+  const doc = writeValue(w.mapping.insert, args, caller);
+  if (!isJsonObject(doc)) throw new GraphQLError(`the document ${field.name} inserts must be an object`, { extensions: { code: 'BAD_USER_INPUT' } });
+  // Its _id becomes the path of the read-back and of every later write: the same rules now.
+  if (typeof doc._id === 'string') documentTarget(doc._id);
+  const response = await send(state, { method: 'POST', db: w.db, collection: w.collection, body: doc });
+  if (response.status !== 201 && response.status !== 200) throw writeError(`an insert into ${what}`, response);
+  const location = response.headers.location ? lastSegment(response.headers.location) : undefined;
+  const id = doc._id !== undefined ? doc._id : location ? idFromSegment(location.segment, location.idType) : undefined;
+  if (id === undefined) throw new GraphQLError(`the backend stored the document in ${what} but named no Location for it`, { extensions: { code: 'BACKEND_ERROR' } });
+  if (w.form === 'id') return idAsString(id);
+  return readBack(state, w, id, true);
+}
+
+async function insertMany(call: WriteCall): Promise<unknown> {
+  const { w, args, caller, state, what } = call;
+  const docs = writeValue(w.mapping.insert, args, caller);
+  if (!Array.isArray(docs) || docs.some((d) => !isJsonObject(d))) {
+    throw new GraphQLError(`a bulk insert into ${what} needs a list of documents`, { extensions: { code: 'BAD_USER_INPUT' } });
+  }
+  if (docs.length === 0) return w.form === 'count' ? 0 : [];
+  const response = await send(state, { method: 'POST', db: w.db, collection: w.collection, body: docs });
+  const result = response.status === 200 || response.status === 207 ? bulkResult(response.body) : undefined;
+  if (!result) throw writeError(`a bulk insert into ${what}`, response);
+  if (response.status === 207 || result.errors.length > 0) throw partialWriteError(`a bulk insert into ${what}`, result, response.status);
+  if (w.form === 'count') return result.inserted;
+  return result.links.map((l) => {
+    const last = lastSegment(l);
+    return last ? idAsString(idFromSegment(last.segment, last.idType)) : null;
+  });
+}
+
+/** An update or delete of one document (by `_id`, with the rest of the find as a filter). */
+async function writeDocument(call: WriteCall): Promise<unknown> {
+  const { w, args, caller, state, what } = call;
+  const find = writeValue(w.mapping.find, args, caller, FIND) as Record<string, unknown>;
+  const { _id: id, ...rest } = find;
+  const target = documentTarget(id);
+  const filter = Object.keys(rest).length > 0 ? rest : undefined;
+  const readKey = { _id: target.filterId, ...(filter ?? {}) };
+  let before: unknown = null;
+  /** The document before a delete as read (readFilter applied, not projectResponse): its change's state (SPEC §6.5). */
+  let unprojected: unknown = null;
+  if (w.form === 'object') {
+    // The result is the document: the caller's read permission is checked before any write.
+    const read = { db: w.db, collection: w.collection, filter: readKey, sort: { _id: 1 }, page: 1, pagesize: 1 };
+    const decision = await state.decideRead(read);
+    if (!decision.allow) {
+      throw new GraphQLError(`${decision.message ?? `you may not read ${what}`}; this mutation returns the document, so it needs the read permission too`, { extensions: { code: 'FORBIDDEN' } });
+    }
+    if (w.kind === 'delete') {
+      unprojected = await readFirst(state, w, target.filterId, filter);
+      before = unprojected === null ? null : state.presentOne(unprojected);
     }
   }
+  const write: BackendWrite =
+    w.kind === 'update'
+      ? { method: 'PATCH', db: w.db, collection: w.collection, id: target.segment, ...(target.idType ? { idType: target.idType } : {}), ...(filter ? { filter } : {}), body: writeValue(w.mapping.update, args, caller) }
+      : { method: 'DELETE', db: w.db, collection: w.collection, id: target.segment, ...(target.idType ? { idType: target.idType } : {}), ...(filter ? { filter } : {}) };
+  const response = await send(state, write, unprojected);
+  if (response.status === 404) return w.form === 'boolean' ? false : null;
+  if (response.status < 200 || response.status > 299) throw writeError(`${w.kind === 'update' ? 'an update' : 'a delete'} of a document of ${what}`, response);
+  if (w.form === 'boolean') return true;
+  // The document after the update, by _id alone: the update may have changed what `filter` looked at.
+  return w.kind === 'delete' ? before : readBack(state, w, target.filterId, false);
+}
+
+/** A bulk update or delete by filter. */
+async function writeMany(call: WriteCall): Promise<unknown> {
+  const { w, args, caller, state, what } = call;
+  const filter = writeValue(w.mapping.find, args, caller, FIND) as Record<string, unknown>;
+  if (!isJsonObject(filter)) throw new GraphQLError(`a bulk write of ${what} needs its filter as an object`, { extensions: { code: 'BAD_USER_INPUT' } });
+  const update = w.kind === 'updateMany';
+  const response = await send(state, {
+    method: update ? 'PATCH' : 'DELETE',
+    db: w.db,
+    collection: w.collection,
+    id: '*',
+    filter,
+    ...(update ? { body: writeValue(w.mapping.update, args, caller) } : {}),
+  });
+  const result = response.status === 200 || response.status === 207 ? bulkResult(response.body) : undefined;
+  const label = `a bulk ${update ? 'update' : 'delete'} of ${what}`;
+  if (!result) throw writeError(label, response);
+  if (response.status === 207 || result.errors.length > 0) throw partialWriteError(label, result, response.status);
+  return update ? result.modified : result.deleted;
 }
 
 /** Who the caller is does not change a target refusal; `@user.id` is given a stand-in while planning. */

@@ -6,6 +6,7 @@ import { promises as dns } from 'node:dns';
 import { OutriggerError } from '../../errors.js';
 import { formatIp, NO_CIDRS, parseCidrs, parseIp, type IpAddress, type ParsedCidrs } from '../cidr.js';
 import { forbiddenAddressReason, type AddressClassification } from './address-ranges.js';
+import { withTimeout } from '../../util/with-timeout.js';
 
 // Resolution
 
@@ -66,24 +67,6 @@ function refusalMessage(hostname: string, refused: readonly AddressClassificatio
 function formatIpOrSelf(text: string): string {
   const addr = parseIp(text);
   return addr ? formatIp(addr) : text;
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
-  if (!(ms > 0) || !Number.isFinite(ms)) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(onTimeout()), ms);
-    timer.unref?.();
-    promise.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(timer);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
 }
 
 export interface TargetCheckOptions {

@@ -52,8 +52,19 @@ const MAX_TEXT = 1024;
  * must carry both. Nothing is issued here: the code records what the user allowed, and the key
  * or token is made when the code is redeemed.
  */
-// eslint-disable-next-line max-lines-per-function -- pending split of its handlers (issue 46)
 export function createAuthorizeHandler(p: AuthorizeParts) {
+  const ui = authorizeUi(p);
+  const start = requestStarter(p, ui);
+  const post = formHandler(p, ui, consentSteps(p, ui));
+  return async function handleAuthorize(scope: RequestScope): Promise<void> {
+    if (scope.method === 'GET' || scope.method === 'HEAD') return start(scope);
+    if (scope.method === 'POST') return post(scope);
+    throw methodNotAllowed(['GET', 'POST']);
+  };
+}
+
+/** What every step answers with: the binding cookie, the redirect back to the client, the pages. */
+function authorizeUi(p: AuthorizeParts) {
   const cookieName = (id: string) => `${p.secureCookies ? '__Host-' : ''}outrigger-signin-${id}`;
   const cookie = (id: string, value: string, maxAge: number) =>
     `${cookieName(id)}=${value}; Path=${p.secureCookies ? '/' : p.path}; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${p.secureCookies ? '; Secure' : ''}`;
@@ -77,7 +88,14 @@ export function createAuthorizeHandler(p: AuthorizeParts) {
   const notValid = (scope: RequestScope, log: Record<string, unknown>) =>
     refuse(scope, 'Sign-in request not valid', 'The application sent a sign-in request this service cannot accept. You were not redirected.', 400, log);
 
-  async function start(scope: RequestScope): Promise<void> {
+  return { cookieName, cookie, redirect, view, page, refuse, notValid };
+}
+
+type AuthorizeUi = ReturnType<typeof authorizeUi>;
+
+/** GET: the request checked (never redirected while it is not valid), stored, and the sign-in page. */
+function requestStarter(p: AuthorizeParts, { cookie, page, refuse, notValid, view }: AuthorizeUi) {
+  return async function start(scope: RequestScope): Promise<void> {
     // Counted before anything is fetched or stored: each request may cost a metadata-document fetch and a record kept 10 minutes.
     const address = clientAddressBucket(scope.clientIp);
     const counted = await p.store.countAuthorizeRequest(address);
@@ -157,7 +175,10 @@ export function createAuthorizeHandler(p: AuthorizeParts) {
     await p.store.saveRequest(requestId, record);
     sendPage(scope.res, { ...signInPage(view(record), hiddenFields(requestId, record.csrf), p.path), formTargets: formTargets(redirectUri), cookies: [cookie(requestId, binding, 600)] });
   }
+}
 
+/** The consent page for what the user may give, and what Allow records (a code, redeemed later). */
+function consentSteps(p: AuthorizeParts, { cookie, redirect, page, view }: AuthorizeUi) {
   async function consent(scope: RequestScope, requestId: string, r: PendingRequest, principal: Principal, problem?: string): Promise<void> {
     const fields = hiddenFields(requestId, r.csrf);
     const offer = await p.offerFor(principal);
@@ -211,7 +232,12 @@ export function createAuthorizeHandler(p: AuthorizeParts) {
     redirect(scope, r.redirectUri, { code, state: r.state }, 303, [cookie(requestId, '', 0)]);
   }
 
-  async function post(scope: RequestScope): Promise<void> {
+  return { consent, allow };
+}
+
+/** POST: the form checked against its request and browser, then deny, sign in, allow or revoke. */
+function formHandler(p: AuthorizeParts, { cookieName, cookie, redirect, page, view }: AuthorizeUi, { consent, allow }: ReturnType<typeof consentSteps>) {
+  return async function post(scope: RequestScope): Promise<void> {
     const form = await readForm(scope);
     const requestId = form.get('request') ?? '';
     const r = /^[A-Za-z0-9_-]{22}$/.test(requestId) ? await p.store.request(requestId) : null;
@@ -255,12 +281,6 @@ export function createAuthorizeHandler(p: AuthorizeParts) {
     }
     return consent(scope, requestId, r, principal, 'Choose Allow or Deny.');
   }
-
-  return async function handleAuthorize(scope: RequestScope): Promise<void> {
-    if (scope.method === 'GET' || scope.method === 'HEAD') return start(scope);
-    if (scope.method === 'POST') return post(scope);
-    throw methodNotAllowed(['GET', 'POST']);
-  };
 }
 
 function redirectHost(uri: string): string {

@@ -10,11 +10,12 @@ import { parseRetryDelay } from '../../config/retry-schedule.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { RedisKeys } from '../../store/keys.js';
-import type { AttemptResult, RetryJob } from '../delivery-contract.js';
+import type { AttemptResult } from '../delivery-contract.js';
 import type { CapturedEvent } from '../event.js';
 import type { WebhookLogEntry } from '../log-entry.js';
 import type { WebhookDocument } from '../webhook.js';
 import type { CommitPart, MarkerAt } from './group-commit.js';
+import type { Delivery } from './delivery.js';
 import { retryJobMember } from './retry-jobs.js';
 import { nextRetryDelayMs } from './retry-policy.js';
 
@@ -39,16 +40,7 @@ export class DeliveryOutcomes {
    * scheduled), the delivery's marker, the removal of the job it came from (`done`), and the
    * next retry job or the failure count.
    */
-  // eslint-disable-next-line max-params -- pending a delivery parameter object (issue 46)
-  settle(
-    webhook: WebhookDocument,
-    event: CapturedEvent,
-    condition: RetryJob['condition'],
-    attempt: number,
-    marker: MarkerAt,
-    done: string[] | undefined,
-    result: AttemptResult,
-  ): CommitPart {
+  settle(webhook: WebhookDocument, { event, condition, attempt }: Delivery, marker: MarkerAt, done: string[] | undefined, result: AttemptResult): CommitPart {
     let nextAt: number | null = null;
     if (result.retryable) {
       const delay = nextRetryDelayMs(this.scheduleOf(webhook), attempt, result.retryAfterMs, this.o.random);

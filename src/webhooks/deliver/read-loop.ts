@@ -10,10 +10,10 @@ import type { Logger } from '../../observability/logger.js';
 import { entryDeliveryField, type RedisKeys } from '../../store/keys.js';
 import { backoffMs } from '../../util/backoff.js';
 import { LinkedMap } from '../../util/linked-set.js';
-import type { RetryJob } from '../delivery-contract.js';
 import type { CapturedEvent } from '../event.js';
 import { decodeStreamEntry, isNewerEntry, type SkippedWebhook, type StreamRecord } from '../stream-record.js';
 import { EventSlots } from './event-slots.js';
+import { deliverOrFinalize, type Delivery, type DeliveryWork, type EntryRef } from './delivery.js';
 import { WorkerKilled } from './group-commit.js';
 
 const BLOCK_MS = 2000;
@@ -29,21 +29,8 @@ export interface WorkerState {
   killed: boolean;
 }
 
-/**
- * The stream entry a first attempt comes from. With `ack`, the entry's only delivery: its commit
- * acknowledges the entry too (`done` once it did), without a marker. Otherwise its marker is a
- * field of the entry's `entryDeliveries` hash.
- */
-export interface EntryRef {
-  id: string;
-  ack: boolean;
-  done: boolean;
-}
-
 /** What the read loop asks of the worker for each entry. */
-export interface EntryWork {
-  deliver(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null, entry?: EntryRef): Promise<void>;
-  finalizeUnprocessable(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null, error: unknown, entry?: EntryRef): Promise<void>;
+export interface EntryWork extends DeliveryWork {
   logSkipped(event: CapturedEvent, skipped: SkippedWebhook): Promise<void>;
   /** Acknowledges the entry (XACK + XDEL, through the group commit); with `markers`, deletes its markers' hash too. */
   acknowledge(id: string, markers: boolean): Promise<void>;
@@ -308,9 +295,8 @@ export class StreamReader {
       // commit. `beforeAck` (tests) wants the window between the two, so it keeps them apart.
       if (only && due.length === 1 && only.skipped.length === 0 && !this.o.beforeAck) {
         const m = due[0]!;
-        const condition = { matched: true, reason: m.reason };
         const ref: EntryRef = { id, ack: true, done: false };
-        await this.inSlot(() => work.deliver(only.event, m.id, condition, 1, null, ref).catch((e: unknown) => work.finalizeUnprocessable(only.event, m.id, condition, 1, null, e, ref)));
+        await this.inSlot(() => deliverOrFinalize(work, firstAttempt(only.event, m, ref)));
         if (ref.done) return;
       } else {
         const ref: EntryRef = { id, ack: false, done: false };
@@ -356,15 +342,12 @@ export class StreamReader {
     if (record.skipped.length === 0 && record.matched.length === 1) {
       // The usual event of a batch, one delivery: its promise is the event's (no list to settle).
       if (markers[from] != null) return DONE;
-      const m = record.matched[0]!;
-      const condition = { matched: true, reason: m.reason };
-      return work.deliver(record.event, m.id, condition, 1, null, ref).catch((e: unknown) => work.finalizeUnprocessable(record.event, m.id, condition, 1, null, e, ref));
+      return deliverOrFinalize(work, firstAttempt(record.event, record.matched[0]!, ref));
     }
     const tasks: Array<Promise<void>> = record.skipped.map((s) => work.logSkipped(record.event, s));
     record.matched.forEach((m, i) => {
       if (markers[from + i] != null) return;
-      const condition = { matched: true, reason: m.reason };
-      tasks.push(work.deliver(record.event, m.id, condition, 1, null, ref).catch((e: unknown) => work.finalizeUnprocessable(record.event, m.id, condition, 1, null, e, ref)));
+      tasks.push(deliverOrFinalize(work, firstAttempt(record.event, m, ref)));
     });
     return allSettledOrThrow(tasks);
   }
@@ -388,4 +371,8 @@ async function allSettledOrThrow(tasks: ReadonlyArray<Promise<void>>): Promise<v
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+function firstAttempt(event: CapturedEvent, matched: { id: string; reason: string }, entry: EntryRef): Delivery {
+  return { event, webhookId: matched.id, condition: { matched: true, reason: matched.reason }, attempt: 1, jobMember: null, entry };
 }

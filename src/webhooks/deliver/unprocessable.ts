@@ -10,6 +10,7 @@ import { valueNestingDepth } from '../../input-limits/json-depth.js';
 import type { CapturedEvent } from '../event.js';
 import { incomingRequestSection, newLogId, webhookTarget, type IncomingRequestSection, type WebhookLogEntry } from '../log-entry.js';
 import type { WebhookDocument } from '../webhook.js';
+import type { Delivery } from './delivery.js';
 
 /** Thrown when building a write failed (not Redis): retrying cannot help, the event is finalized. */
 export class UnprocessableEvent extends Error {
@@ -40,12 +41,9 @@ function safeIncomingRequest(event: CapturedEvent): IncomingRequestSection {
   return { ...section, body: `[body not kept: nested more than ${MAX_JSON_DEPTH} levels deep or not serializable]`, bodyTooDeep: true };
 }
 
-// eslint-disable-next-line max-params -- pending a delivery parameter object (issue 46)
 export function unprocessableLogEntry(
-  event: CapturedEvent,
+  { event, condition, attempt }: Pick<Delivery, 'event' | 'condition' | 'attempt'>,
   webhook: WebhookDocument,
-  condition: { matched: boolean; reason: string },
-  attempt: number,
   error: unknown,
   now = Date.now(),
 ): WebhookLogEntry {

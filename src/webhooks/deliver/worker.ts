@@ -16,7 +16,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import { entryDeliveryField, type RedisKeys } from '../../store/keys.js';
-import { deliveryMarkerTtlMs, type RetryJob, type WebhookAttempts } from '../delivery-contract.js';
+import { deliveryMarkerTtlMs, type WebhookAttempts } from '../delivery-contract.js';
 import type { CapturedEvent } from '../event.js';
 import { skippedLogEntry } from '../log-entry.js';
 import type { WebhookLogStore } from '../logs/log-store.js';
@@ -24,7 +24,8 @@ import { SKIPPED_LOG_INTERVAL_MS, type SkippedWebhook } from '../stream-record.j
 import type { WebhookDocument } from '../webhook.js';
 import { GroupCommit, WorkerKilled, type CommitPart, type MarkerAt } from './group-commit.js';
 import { DeliveryOutcomes } from './outcome.js';
-import { StreamReader, type EntryRef, type EntryWork, type WorkerState } from './read-loop.js';
+import { deliverOrFinalize, type Delivery, type EntryRef } from './delivery.js';
+import { StreamReader, type EntryWork, type WorkerState } from './read-loop.js';
 import { Reclaim } from './reclaim.js';
 import { RetryJobs, retryJobMember } from './retry-jobs.js';
 import { throttledUntil } from './throttle.js';
@@ -92,10 +93,7 @@ export class WebhookWorker implements EntryWork {
       concurrency,
       state,
       commits: this.commits,
-      deliver: (job, member) =>
-        this.deliver(job.event, job.webhookId, job.condition, job.attempt, member).catch((e: unknown) =>
-          this.finalizeUnprocessable(job.event, job.webhookId, job.condition, job.attempt, member, e),
-        ),
+      deliver: (job, member) => deliverOrFinalize(this, { event: job.event, webhookId: job.webhookId, condition: job.condition, attempt: job.attempt, jobMember: member }),
     });
     this.reclaim = new Reclaim({ ...o, consumer: this.consumer, state, reader: this.reader, retryJobs: this.retryJobs });
   }
@@ -181,20 +179,12 @@ export class WebhookWorker implements EntryWork {
    * A delivery that failed for a reason other than Redis being away (a poison input, a bug) ends
    * as a `failed` entry with the reason, so the event is acknowledged instead of retried forever.
    */
-  // eslint-disable-next-line max-params -- pending a delivery parameter object (issue 46)
-  async finalizeUnprocessable(
-    event: CapturedEvent,
-    webhookId: string,
-    condition: RetryJob['condition'],
-    attempt: number,
-    jobMember: string | null,
-    error: unknown,
-    entry?: EntryRef,
-  ): Promise<void> {
+  async finalizeUnprocessable(delivery: Delivery, error: unknown): Promise<void> {
     if (error instanceof WorkerKilled || (!(error instanceof UnprocessableEvent) && this.o.redis.status !== 'ready')) throw error;
+    const { event, webhookId, jobMember, entry } = delivery;
     const webhook = this.o.webhook(webhookId);
     if (!webhook) return;
-    const log = unprocessableLogEntry(event, webhook, condition, attempt, error);
+    const log = unprocessableLogEntry(delivery, webhook, error);
     this.o.logger.error({ err: log.summary.error, webhook: webhookId, event: event.id }, 'a webhook event could not be processed; logged as failed');
     const marker = this.markerAt(event.id, webhookId, entry);
     await this.commitCarrying({ logs: [log], markers: [[marker.key, 'failed', marker.field]], retryRemove: jobMember ? [jobMember] : undefined }, entry);
@@ -202,8 +192,8 @@ export class WebhookWorker implements EntryWork {
   }
 
   /** One delivery of an event to one webhook (from the stream, or a retry job's `jobMember`). */
-  // eslint-disable-next-line max-params -- pending a delivery parameter object (issue 46)
-  async deliver(event: CapturedEvent, webhookId: string, condition: RetryJob['condition'], attempt: number, jobMember: string | null, entry?: EntryRef): Promise<void> {
+  async deliver(delivery: Delivery): Promise<void> {
+    const { event, webhookId, condition, attempt, jobMember, entry } = delivery;
     const webhook = this.o.webhook(webhookId);
     const done = jobMember ? [jobMember] : undefined;
     if (!webhook || !webhook.enabled) {
@@ -224,7 +214,7 @@ export class WebhookWorker implements EntryWork {
     }
     const result = await this.o.deliverer.attempt(webhook, event, { attempt, condition });
     if (this.state.killed) throw new WorkerKilled();
-    const part = this.outcomes.settle(webhook, event, condition, attempt, marker, done, result);
+    const part = this.outcomes.settle(webhook, delivery, marker, done, result);
     await this.commitCarrying(part, entry);
     this.outcomes.report(webhook, event, attempt, result.entry, part.retryAdd !== undefined);
   }

@@ -39,7 +39,6 @@ export interface WebhookValidationOptions {
   readonly skipUrlResolution?: boolean;
 }
 
-
 const TIMEOUT_MS_DEFAULT = 5000;
 const MAX_NAME_CHARS = 200;
 const MAX_CONDITION_CHARS = 10_000;
@@ -56,7 +55,6 @@ const EMAIL_FIELDS = ['email'];
  * Validates a candidate webhook document. Never throws for bad input; resolves to the complete
  * document (defaults filled) or to every problem found.
  */
-// eslint-disable-next-line max-lines-per-function -- pending split (issue 46)
 export async function validateWebhookDocument(input: unknown, options: WebhookValidationOptions): Promise<WebhookValidation> {
   if (!isJsonObject(input)) return { ok: false, problems: [`must be a JSON object (got ${typeName(input)})`] };
   const problems: string[] = [];
@@ -68,18 +66,7 @@ export async function validateWebhookDocument(input: unknown, options: WebhookVa
   if (!has(input, 'type')) problems.push('type is required: "http" or "email"');
   else if (!typeOk) problems.push(`type must be "http" or "email" (got ${JSON.stringify(type)})`);
 
-  for (const key of Object.keys(input)) {
-    if (COMMON_FIELDS.includes(key)) continue;
-    if (HTTP_FIELDS.includes(key)) {
-      if (type === 'email') problems.push(`${key} is only allowed on http webhooks (this one has type "email")`);
-      continue;
-    }
-    if (EMAIL_FIELDS.includes(key)) {
-      if (type === 'http') problems.push(`${key} is only allowed on email webhooks (this one has type "http")`);
-      continue;
-    }
-    problems.push(`${key} is not a webhook field (allowed: ${[...COMMON_FIELDS, ...HTTP_FIELDS, ...EMAIL_FIELDS].join(', ')})`);
-  }
+  checkFieldNames(input, type, problems);
 
   // _id
   let id: string;
@@ -112,31 +99,8 @@ export async function validateWebhookDocument(input: unknown, options: WebhookVa
   if (has(input, 'enabled') && typeof input.enabled !== 'boolean') problems.push('enabled must be true or false');
   const enabled = typeof input.enabled === 'boolean' ? input.enabled : true;
 
-  // maxPerSecond, retrySchedule (SPEC §7.1: failing targets)
-  if (has(input, 'maxPerSecond')) {
-    const m = input.maxPerSecond;
-    if (typeof m !== 'number' || !Number.isInteger(m) || m < 1 || m > MAX_PER_SECOND_MAX)
-      problems.push(`maxPerSecond must be an integer from 1 to ${MAX_PER_SECOND_MAX} (deliveries per second), or absent for no limit`);
-  }
-  if (has(input, 'retrySchedule')) {
-    const r = input.retrySchedule;
-    if (!Array.isArray(r) || r.length > RETRY_SCHEDULE_MAX_LENGTH)
-      problems.push(`retrySchedule must be a list of at most ${RETRY_SCHEDULE_MAX_LENGTH} delays, e.g. ["5s", "1m", "10m"] ([] for no retries)`);
-    else
-      r.forEach((item: unknown, i) => {
-        if (parseRetryDelay(item) === null)
-          problems.push(`retrySchedule[${i}] must be a delay from 10ms to 7d, as seconds or a string like 200ms, 5s, 1m, 1h (got ${JSON.stringify(item)})`);
-      });
-  }
-  // disabledReason / disabledAt: written by the automatic disable, kept while the webhook stays disabled.
-  const disabledReason = input.disabledReason;
-  const disabledAt = input.disabledAt;
-  if (has(input, 'disabledReason') && (typeof disabledReason !== 'string' || disabledReason.length > MAX_DISABLED_REASON_CHARS))
-    problems.push(`disabledReason must be a string of at most ${MAX_DISABLED_REASON_CHARS} characters`);
-  if (has(input, 'disabledAt') && !(isJsonObject(disabledAt) && typeof disabledAt.$date === 'number'))
-    problems.push('disabledAt must be a date {"$date": <epoch ms>}');
-  const keepDisabled =
-    !enabled && typeof disabledReason === 'string' ? { disabledReason, ...(isJsonObject(disabledAt) && typeof disabledAt.$date === 'number' ? { disabledAt: { $date: disabledAt.$date } } : {}) } : {};
+  checkDeliveryPacing(input, problems);
+  const keepDisabled = disabledState(input, enabled, problems);
 
   const existingCreated = options.existing?.createdAt;
   const createdAt: EpochDate =
@@ -155,47 +119,7 @@ export async function validateWebhookDocument(input: unknown, options: WebhookVa
     updatedAt,
   };
 
-  if (type === 'http') {
-    checkHttpFields(input, problems);
-    const url = input.url;
-    if (typeof url === 'string' && url.length > MAX_URL_CHARS) {
-      problems.push(`url must be at most ${MAX_URL_CHARS} characters`);
-    } else {
-      problems.push(
-        ...(await checkWebhookUrlAtWrite(url, {
-          allowPrivateTargets: options.allowPrivateTargets,
-          lookup: options.lookup,
-          resolveNames: !options.skipUrlResolution,
-        })),
-      );
-    }
-    if (problems.length > 0) return { ok: false, problems };
-
-    const transform = input.transform as Record<string, unknown> | undefined;
-    const existingSecret = options.existing?.secret;
-    const doc: HttpWebhookDocument = {
-      ...common,
-      type: 'http',
-      url: url as string,
-      timeout_ms: (input.timeout_ms as number | undefined) ?? TIMEOUT_MS_DEFAULT,
-      headers: { ...((input.headers as Record<string, string> | undefined) ?? {}) },
-      ...(transform !== undefined
-        ? {
-            transform: {
-              enabled: typeof transform.enabled === 'boolean' ? transform.enabled : true,
-              ...(typeof transform.template === 'string' ? { template: transform.template } : {}),
-            },
-          }
-        : {}),
-      secret:
-        typeof input.secret === 'string'
-          ? input.secret
-          : typeof existingSecret === 'string' && webhookSecretProblem(existingSecret) === null
-            ? existingSecret
-            : generateWebhookSecret(),
-    };
-    return { ok: true, doc };
-  }
+  if (type === 'http') return httpDocument(input, common, options, problems);
 
   if (type === 'email') {
     const email = checkEmailFields(input, problems);
@@ -206,6 +130,100 @@ export async function validateWebhookDocument(input: unknown, options: WebhookVa
   return { ok: false, problems };
 }
 
+/** Which fields a webhook of this type may have: the common ones and its channel's. */
+function checkFieldNames(input: Record<string, unknown>, type: unknown, problems: string[]): void {
+  for (const key of Object.keys(input)) {
+    if (COMMON_FIELDS.includes(key)) continue;
+    if (HTTP_FIELDS.includes(key)) {
+      if (type === 'email') problems.push(`${key} is only allowed on http webhooks (this one has type "email")`);
+      continue;
+    }
+    if (EMAIL_FIELDS.includes(key)) {
+      if (type === 'http') problems.push(`${key} is only allowed on email webhooks (this one has type "http")`);
+      continue;
+    }
+    problems.push(`${key} is not a webhook field (allowed: ${[...COMMON_FIELDS, ...HTTP_FIELDS, ...EMAIL_FIELDS].join(', ')})`);
+  }
+
+}
+
+/** maxPerSecond and retrySchedule (SPEC §7.1: failing targets). */
+function checkDeliveryPacing(input: Record<string, unknown>, problems: string[]): void {
+  if (has(input, 'maxPerSecond')) {
+    const m = input.maxPerSecond;
+    if (typeof m !== 'number' || !Number.isInteger(m) || m < 1 || m > MAX_PER_SECOND_MAX)
+      problems.push(`maxPerSecond must be an integer from 1 to ${MAX_PER_SECOND_MAX} (deliveries per second), or absent for no limit`);
+  }
+  if (has(input, 'retrySchedule')) {
+    const r = input.retrySchedule;
+    if (!Array.isArray(r) || r.length > RETRY_SCHEDULE_MAX_LENGTH)
+      problems.push(`retrySchedule must be a list of at most ${RETRY_SCHEDULE_MAX_LENGTH} delays, e.g. ["5s", "1m", "10m"] ([] for no retries)`);
+    else
+      r.forEach((item: unknown, i) => {
+        if (parseRetryDelay(item) === null)
+          problems.push(`retrySchedule[${i}] must be a delay from 10ms to 7d, as seconds or a string like 200ms, 5s, 1m, 1h (got ${JSON.stringify(item)})`);
+      });
+  }
+}
+
+/** disabledReason / disabledAt: written by the automatic disable, kept while the webhook stays disabled. */
+function disabledState(input: Record<string, unknown>, enabled: boolean, problems: string[]): { disabledReason?: string; disabledAt?: EpochDate } {
+  const disabledReason = input.disabledReason;
+  const disabledAt = input.disabledAt;
+  if (has(input, 'disabledReason') && (typeof disabledReason !== 'string' || disabledReason.length > MAX_DISABLED_REASON_CHARS))
+    problems.push(`disabledReason must be a string of at most ${MAX_DISABLED_REASON_CHARS} characters`);
+  if (has(input, 'disabledAt') && !(isJsonObject(disabledAt) && typeof disabledAt.$date === 'number'))
+    problems.push('disabledAt must be a date {"$date": <epoch ms>}');
+  return !enabled && typeof disabledReason === 'string' ? { disabledReason, ...(isJsonObject(disabledAt) && typeof disabledAt.$date === 'number' ? { disabledAt: { $date: disabledAt.$date } } : {}) } : {};
+}
+
+/** The http channel's fields, its target checked at write time, and the document with its defaults. */
+async function httpDocument(
+  input: Record<string, unknown>,
+  common: Omit<HttpWebhookDocument, 'type' | 'url' | 'timeout_ms' | 'headers' | 'transform' | 'secret'>,
+  options: WebhookValidationOptions,
+  problems: string[],
+): Promise<WebhookValidation> {
+  checkHttpFields(input, problems);
+  const url = input.url;
+  if (typeof url === 'string' && url.length > MAX_URL_CHARS) {
+    problems.push(`url must be at most ${MAX_URL_CHARS} characters`);
+  } else {
+    problems.push(
+      ...(await checkWebhookUrlAtWrite(url, {
+        allowPrivateTargets: options.allowPrivateTargets,
+        lookup: options.lookup,
+        resolveNames: !options.skipUrlResolution,
+      })),
+    );
+  }
+  if (problems.length > 0) return { ok: false, problems };
+
+  const transform = input.transform as Record<string, unknown> | undefined;
+  const existingSecret = options.existing?.secret;
+  const doc: HttpWebhookDocument = {
+    ...common,
+    type: 'http',
+    url: url as string,
+    timeout_ms: (input.timeout_ms as number | undefined) ?? TIMEOUT_MS_DEFAULT,
+    headers: { ...((input.headers as Record<string, string> | undefined) ?? {}) },
+    ...(transform !== undefined
+      ? {
+          transform: {
+            enabled: typeof transform.enabled === 'boolean' ? transform.enabled : true,
+            ...(typeof transform.template === 'string' ? { template: transform.template } : {}),
+          },
+        }
+      : {}),
+    secret:
+      typeof input.secret === 'string'
+        ? input.secret
+        : typeof existingSecret === 'string' && webhookSecretProblem(existingSecret) === null
+          ? existingSecret
+          : generateWebhookSecret(),
+  };
+  return { ok: true, doc };
+}
 
 /** The document as a non-admin may see it (SPEC §7.1: the secret is readable by admins only). */
 export function withoutSecret<T extends { secret?: unknown }>(doc: T): Omit<T, 'secret'> {

@@ -84,9 +84,9 @@ describe('against the RESTHeart stand-in', () => {
       .setSubject('alice')
       .setExpirationTime('1m')
       .sign(new TextEncoder().encode('the-shared-secret'));
-    const reader = createHttpBackendReader({ baseUrl: backend.url, headersFor: (ctx) => ({ authorization: `Bearer ${String(ctx.token)}` }) });
+    const reader = createHttpBackendReader({ baseUrl: backend.url, headersFor: (ctx) => ({ authorization: `Bearer ${String(ctx.backendHeaders?.token)}` }) });
     backend.clearRequests();
-    await reader.find({ db: 'shop', collection: 'orders', page: 1, pagesize: 1 }, { token: jwt });
+    await reader.find({ db: 'shop', collection: 'orders', page: 1, pagesize: 1 }, { backendHeaders: { token: jwt } });
     expect(backend.requests[0]!.identity).toEqual({ via: 'jwt', id: 'alice', roles: ['user'] });
     await reader.close();
   });

@@ -37,7 +37,7 @@ export async function startEngine(
   const checked = validateAppDocument(appDoc, { defaultDb: 'restheart', maxLimit: opts.maxLimit ?? 1000 });
   if (!checked.ok) throw new Error(`test app invalid: ${checked.problems.join('; ')}`);
   // Engine tests look at reads and batching; the cost limit has its own tests (cost.test.ts).
-  const app = compileApp(checked.app, { reader, maxCost: { reads: 1e9, documents: 1e9 }, maxOutput: 1e9, ...opts });
+  const app = compileApp(checked.app, { reader, maxCost: { reads: 1e9, documents: 1e9, output: 1e9 }, ...opts });
   const reads = () => backend.requests.filter((r) => r.method === 'GET');
   return {
     backend,

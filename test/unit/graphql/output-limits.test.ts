@@ -134,7 +134,7 @@ describe('the deadline inside execution', () => {
     if (!checked.ok) throw new Error(checked.problems.join('; '));
     const fields = Array.from({ length: 1000 }, (_, i) => `a${i}: n`).join(' ');
     const run = async (timeoutMs: number) => {
-      const app = compileApp(checked.app, { reader: { find: async () => docs }, timeoutMs, maxAliases: 10_000, maxOutput: 1e9, maxCost: { reads: 1e9, documents: 1e9 } });
+      const app = compileApp(checked.app, { reader: { find: async () => docs }, timeoutMs, maxAliases: 10_000, maxCost: { reads: 1e9, documents: 1e9, output: 1e9 } });
       reads = 0;
       const started = performance.now();
       const out = await executeGraphql(app, { query: `{ ds(limit: 1000) { ${fields} } }` }, {});

@@ -66,29 +66,50 @@ const AGGREGATION_WINDOW = BACKEND_MAX_PAGESIZE;
 /** Stops the walk on absurd documents (fragments are expanded): the estimate is then "too much". */
 const MAX_FIELDS = 20_000;
 
+/** What the estimate reads of a compiled app: its schema, its (normalized) document, its limits. */
+export interface CostContext {
+  readonly schema: GraphQLSchema;
+  readonly app: GraphqlApp;
+  readonly limits: GraphqlLimits;
+}
+
 export function estimateCost(
-  schema: GraphQLSchema,
-  app: GraphqlApp,
-  limits: GraphqlLimits,
+  context: CostContext,
   operation: OperationDefinitionNode,
   fragments: ReadonlyMap<string, FragmentDefinitionNode>,
   /** The operation's variables, coerced (graphql-js `getVariableValues`). */
   variables: Record<string, unknown>,
 ): CostEstimate {
-  const cost: CostEstimate = { reads: 0, documents: 0, output: 0 };
+  const { schema } = context;
   const root =
     operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
-  if (!root) return cost;
   // A mutation's root mappings are writes, a subscription's are changes: no read window of their own.
-  const rootNotRead = operation.operation !== 'query';
-  let visited = 0;
+  const walk = new CostWalk(context, fragments, variables, operation.operation !== 'query');
+  if (root) walk.selections(operation.selectionSet, root, 1, true, new Set());
+  return walk.cost;
+}
 
-  const mappingsOf = (type: GraphQLCompositeType): GraphQLObjectType[] =>
-    isAbstractType(type) ? [...schema.getPossibleTypes(type)] : isObjectType(type) ? [type] : [];
+/** One walk of an operation's selections (fragments expanded), adding up its cost. */
+class CostWalk {
+  readonly cost: CostEstimate = { reads: 0, documents: 0, output: 0 };
+  private visited = 0;
 
-  const walk = (selections: SelectionSetNode, type: GraphQLCompositeType, parents: number, isRoot: boolean, seen: ReadonlySet<string>): void => {
+  constructor(
+    private readonly context: CostContext,
+    private readonly fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+    private readonly variables: Record<string, unknown>,
+    private readonly rootNotRead: boolean,
+  ) {}
+
+  private mappingsOf(type: GraphQLCompositeType): GraphQLObjectType[] {
+    return isAbstractType(type) ? [...this.context.schema.getPossibleTypes(type)] : isObjectType(type) ? [type] : [];
+  }
+
+  selections(selections: SelectionSetNode, type: GraphQLCompositeType, parents: number, isRoot: boolean, seen: ReadonlySet<string>): void {
+    const { schema } = this.context;
+    const cost = this.cost;
     for (const selection of selections.selections) {
-      if (++visited > MAX_FIELDS) {
+      if (++this.visited > MAX_FIELDS) {
         cost.reads = Infinity;
         cost.documents = Infinity;
         cost.output = Infinity;
@@ -96,22 +117,24 @@ export function estimateCost(
       }
       if (selection.kind === Kind.INLINE_FRAGMENT) {
         const cond = selection.typeCondition ? (schema.getType(selection.typeCondition.name.value) as GraphQLCompositeType | undefined) : type;
-        if (cond) walk(selection.selectionSet, cond, parents, isRoot, seen);
+        if (cond) this.selections(selection.selectionSet, cond, parents, isRoot, seen);
         continue;
       }
       if (selection.kind === Kind.FRAGMENT_SPREAD) {
         const name = selection.name.value;
-        const fragment = fragments.get(name);
+        const fragment = this.fragments.get(name);
         if (!fragment || seen.has(name)) continue;
         const cond = schema.getType(fragment.typeCondition.name.value) as GraphQLCompositeType | undefined;
-        if (cond) walk(fragment.selectionSet, cond, parents, isRoot, new Set([...seen, name]));
+        if (cond) this.selections(fragment.selectionSet, cond, parents, isRoot, new Set([...seen, name]));
         continue;
       }
-      field(selection, type, parents, isRoot, seen);
+      this.field(selection, type, parents, isRoot, seen);
     }
-  };
+  }
 
-  const field = (node: FieldNode, type: GraphQLCompositeType, parents: number, isRoot: boolean, seen: ReadonlySet<string>): void => {
+  private field(node: FieldNode, type: GraphQLCompositeType, parents: number, isRoot: boolean, seen: ReadonlySet<string>): void {
+    const cost = this.cost;
+    const limits = this.context.limits;
     cost.output += parents;
     // Over an abstract type the costliest implementation counts.
     let window = 0;
@@ -120,43 +143,23 @@ export function estimateCost(
     let childType: GraphQLCompositeType | undefined;
     let mapped = false;
     let storedList = false;
-    for (const object of mappingsOf(type)) {
+    for (const object of this.mappingsOf(type)) {
       const def = object.getFields()[node.name.value];
       if (!def) continue;
       childType = getNamedType(def.type) as GraphQLCompositeType;
-      const mapping = isRoot && rootNotRead ? undefined : app.mappings[object.name]?.[node.name.value];
+      const mapping = isRoot && this.rootNotRead ? undefined : this.context.app.mappings[object.name]?.[node.name.value];
       if (!isPlainObject(mapping)) {
         if (isListType(getNullableType(def.type))) storedList = true;
         continue;
       }
       mapped = true;
-      const single = !isListType(getNullableType(def.type));
-      let w: number;
-      let r: number;
-      let d: number;
-      if ('stages' in mapping) {
-        w = single ? 1 : AGGREGATION_WINDOW;
-        r = parents;
-        d = parents * w;
-      } else {
-        const args = isArgRef(mapping.limit) || isArgRef(mapping.skip) ? argumentsOf(def, node, variables) : {};
-        w = windowOf(mapping, args, limits, single);
-        const skip = skipOf(mapping, args);
-        if (isRoot) {
-          const plan = planPages(skip, w);
-          r = plan.pages;
-          d = plan.pagesize * plan.pages;
-        } else {
-          d = parents * (skip + w);
-          r = Math.max(1, Math.ceil(d / BACKEND_MAX_PAGESIZE));
-        }
-      }
-      window = Math.max(window, w);
-      reads = Math.max(reads, r);
-      documents = Math.max(documents, d);
+      const read = this.mappedRead(mapping, def, node, parents, isRoot);
+      window = Math.max(window, read.window);
+      reads = Math.max(reads, read.reads);
+      documents = Math.max(documents, read.documents);
     }
     let below = parents;
-    if (isRoot && rootNotRead && childType !== undefined && !storedList && !isLeafType(childType)) {
+    if (isRoot && this.rootNotRead && childType !== undefined && !storedList && !isLeafType(childType)) {
       // The one document a write reads back (or a delete reads first), or a change's re-read.
       cost.reads += 1;
       cost.documents += 1;
@@ -169,11 +172,26 @@ export function estimateCost(
       cost.output += parents * limits.storedListItems;
       below = parents * limits.storedListItems;
     }
-    if (node.selectionSet && childType) walk(node.selectionSet, childType, below, false, seen);
-  };
+    if (node.selectionSet && childType) this.selections(node.selectionSet, childType, below, false, seen);
+  }
 
-  walk(operation.selectionSet, root, 1, true, new Set());
-  return cost;
+  /** The window, reads and documents of one mapped field under `parents` objects. */
+  private mappedRead(mapping: Record<string, unknown>, def: GraphQLField<unknown, unknown>, node: FieldNode, parents: number, isRoot: boolean): { window: number; reads: number; documents: number } {
+    const single = !isListType(getNullableType(def.type));
+    if ('stages' in mapping) {
+      const window = single ? 1 : AGGREGATION_WINDOW;
+      return { window, reads: parents, documents: parents * window };
+    }
+    const args = isArgRef(mapping.limit) || isArgRef(mapping.skip) ? argumentsOf(def, node, this.variables) : {};
+    const window = windowOf(mapping, args, this.context.limits, single);
+    const skip = skipOf(mapping, args);
+    if (isRoot) {
+      const plan = planPages(skip, window);
+      return { window, reads: plan.pages, documents: plan.pagesize * plan.pages };
+    }
+    const documents = parents * (skip + window);
+    return { window, reads: Math.max(1, Math.ceil(documents / BACKEND_MAX_PAGESIZE)), documents };
+  }
 }
 
 /** The field's arguments with the coerced variables; bad arguments fail later, so then none. */

@@ -22,9 +22,10 @@ export function checkTypeResolver(
   schema: GraphQLSchema,
   type: GraphQLAbstractType,
   mapping: Record<string, unknown>,
-  problems: string[],
-  warnings: string[] = [],
+  /** Where problems (the mapping is refused) and warnings (it is saved) are pushed. */
+  found: { readonly problems: string[]; readonly warnings: string[] },
 ): ResolverEntry[] | undefined {
+  const { problems, warnings } = found;
   const kind = isUnionType(type) ? 'union' : 'interface';
   const members = possibleTypeNames(schema, type);
   for (const key of Object.keys(mapping)) {
@@ -83,7 +84,7 @@ export function abstractTypes(schema: GraphQLSchema): GraphQLAbstractType[] {
 export function installTypeResolvers(schema: GraphQLSchema, mappings: Record<string, unknown>): void {
   for (const type of abstractTypes(schema)) {
     const problems: string[] = [];
-    const entries = checkTypeResolver(`mappings.${type.name}`, schema, type, (mappings[type.name] ?? {}) as Record<string, unknown>, problems);
+    const entries = checkTypeResolver(`mappings.${type.name}`, schema, type, (mappings[type.name] ?? {}) as Record<string, unknown>, { problems, warnings: [] });
     if (!entries) continue; // validation refused the app already
     const name = type.name;
     type.resolveType = (value) => {

@@ -89,88 +89,116 @@ const PARAMS: Record<string, { names: readonly string[]; required: readonly stri
 /** Parses a predicate; throws PredicateSyntaxError saying what is wrong and where. */
 export function parsePredicate(text: string): Predicate {
   const tokens = tokenize(text);
-  let pos = 0;
-  const peek = (): Token | undefined => tokens[pos];
-  const where = (): string => (peek() ? `at position ${(peek() as Token).at}` : 'at the end');
-  const expect = (v: string): void => {
-    const tok = peek();
-    if (!tok || tok.t !== 'punct' || tok.v !== v) throw new PredicateSyntaxError(`expected "${v}" ${where()}`);
-    pos++;
-  };
-  const isWord = (v: string): boolean => peek()?.t === 'word' && peek()?.v.toLowerCase() === v;
+  if (tokens.length === 0) throw new PredicateSyntaxError('the predicate is empty');
+  return new PredicateParser(tokens).parse();
+}
 
-  const orExpr = (): Predicate => {
-    const items = [andExpr()];
-    while (isWord('or')) {
-      pos++;
-      items.push(andExpr());
+/** A recursive-descent parser over one predicate's tokens: or, and, not, parentheses, calls. */
+class PredicateParser {
+  private pos = 0;
+
+  constructor(private readonly tokens: readonly Token[]) {}
+
+  parse(): Predicate {
+    const result = this.orExpr();
+    if (this.pos < this.tokens.length) throw new PredicateSyntaxError(`unexpected "${(this.peek() as Token).v}" ${this.where()}`);
+    return result;
+  }
+
+  private peek(): Token | undefined {
+    return this.tokens[this.pos];
+  }
+
+  private where(): string {
+    return this.peek() ? `at position ${(this.peek() as Token).at}` : 'at the end';
+  }
+
+  private expect(v: string): void {
+    const tok = this.peek();
+    if (!tok || tok.t !== 'punct' || tok.v !== v) throw new PredicateSyntaxError(`expected "${v}" ${this.where()}`);
+    this.pos++;
+  }
+
+  private isWord(v: string): boolean {
+    return this.peek()?.t === 'word' && this.peek()?.v.toLowerCase() === v;
+  }
+
+  private orExpr(): Predicate {
+    const items = [this.andExpr()];
+    while (this.isWord('or')) {
+      this.pos++;
+      items.push(this.andExpr());
     }
     return items.length === 1 ? (items[0] as Predicate) : { kind: 'or', items };
-  };
-  const andExpr = (): Predicate => {
-    const items = [unary()];
-    while (isWord('and')) {
-      pos++;
-      items.push(unary());
+  }
+
+  private andExpr(): Predicate {
+    const items = [this.unary()];
+    while (this.isWord('and')) {
+      this.pos++;
+      items.push(this.unary());
     }
     return items.length === 1 ? (items[0] as Predicate) : { kind: 'and', items };
-  };
-  const unary = (): Predicate => {
-    if (isWord('not')) {
-      pos++;
-      return { kind: 'not', item: unary() };
+  }
+
+  private unary(): Predicate {
+    if (this.isWord('not')) {
+      this.pos++;
+      return { kind: 'not', item: this.unary() };
     }
-    const tok = peek();
+    const tok = this.peek();
     if (tok?.t === 'punct' && tok.v === '(') {
-      pos++;
-      const inner = orExpr();
-      expect(')');
+      this.pos++;
+      const inner = this.orExpr();
+      this.expect(')');
       return inner;
     }
-    return call();
-  };
-  const value = (): string[] => {
-    const tok = peek();
+    return this.call();
+  }
+
+  private value(): string[] {
+    const tok = this.peek();
     if (!tok) throw new PredicateSyntaxError('expected a value at the end');
     if (tok.t === 'punct' && tok.v === '{') {
-      pos++;
+      this.pos++;
       const items: string[] = [];
-      while (!(peek()?.t === 'punct' && peek()?.v === '}')) {
-        items.push(...value());
-        if (peek()?.t === 'punct' && peek()?.v === ',') pos++;
-        else if (!(peek()?.t === 'punct' && peek()?.v === '}')) throw new PredicateSyntaxError(`expected "," or "}" ${where()}`);
+      while (!(this.peek()?.t === 'punct' && this.peek()?.v === '}')) {
+        items.push(...this.value());
+        if (this.peek()?.t === 'punct' && this.peek()?.v === ',') this.pos++;
+        else if (!(this.peek()?.t === 'punct' && this.peek()?.v === '}')) throw new PredicateSyntaxError(`expected "," or "}" ${this.where()}`);
       }
-      pos++;
+      this.pos++;
       return items;
     }
-    if (tok.t === 'punct') throw new PredicateSyntaxError(`expected a value ${where()}`);
-    pos++;
+    if (tok.t === 'punct') throw new PredicateSyntaxError(`expected a value ${this.where()}`);
+    this.pos++;
     return [tok.v];
-  };
-  const call = (): Predicate => {
-    const tok = peek();
-    if (!tok || tok.t !== 'word') throw new PredicateSyntaxError(`expected a predicate name ${where()}`);
+  }
+
+  private call(): Predicate {
+    const tok = this.peek();
+    if (!tok || tok.t !== 'word') throw new PredicateSyntaxError(`expected a predicate name ${this.where()}`);
     const spec = PARAMS[tok.v];
     if (!spec) {
       throw new PredicateSyntaxError(`unknown predicate "${tok.v}" at position ${tok.at} (RESTHeart's $typeResolver knows field-exists, field-eq and value-eq)`);
     }
     const name = tok.v;
-    pos++;
-    expect('(');
+    this.pos++;
+    this.expect('(');
     const params = new Map<string, string[]>();
     const positional: string[] = [];
-    while (!(peek()?.t === 'punct' && peek()?.v === ')')) {
-      const next = tokens[pos + 1];
-      if (peek()?.t === 'word' && next?.t === 'punct' && next.v === '=') {
-        const key = (peek() as Token).v;
+    while (!(this.peek()?.t === 'punct' && this.peek()?.v === ')')) {
+      const next = this.tokens[this.pos + 1];
+      if (this.peek()?.t === 'word' && next?.t === 'punct' && next.v === '=') {
+        const key = (this.peek() as Token).v;
         if (!spec.names.includes(key)) throw new PredicateSyntaxError(`${name} has no parameter "${key}" (it takes ${spec.names.join(', ')})`);
-        pos += 2;
-        params.set(key, value());
-      } else positional.push(...value());
-      if (peek()?.t === 'punct' && peek()?.v === ',') pos++;
-      else if (!(peek()?.t === 'punct' && peek()?.v === ')')) throw new PredicateSyntaxError(`expected "," or ")" ${where()}`);
+        this.pos += 2;
+        params.set(key, this.value());
+      } else positional.push(...this.value());
+      if (this.peek()?.t === 'punct' && this.peek()?.v === ',') this.pos++;
+      else if (!(this.peek()?.t === 'punct' && this.peek()?.v === ')')) throw new PredicateSyntaxError(`expected "," or ")" ${this.where()}`);
     }
-    pos++;
+    this.pos++;
     if (positional.length > 0) {
       if (params.has(spec.default)) throw new PredicateSyntaxError(`${name}: ${spec.default} given twice`);
       params.set(spec.default, positional);
@@ -195,10 +223,5 @@ export function parsePredicate(text: string): Predicate {
     }
     const v = json(one('value'));
     return { kind: 'value-eq', value: v, key: canonicalKey(v) };
-  };
-
-  if (tokens.length === 0) throw new PredicateSyntaxError('the predicate is empty');
-  const result = orExpr();
-  if (pos < tokens.length) throw new PredicateSyntaxError(`unexpected "${(peek() as Token).v}" ${where()}`);
-  return result;
+  }
 }

@@ -64,7 +64,6 @@ export class HttpSender {
   }
 
   /** `traceparent`: the attempt span's (SPEC §9), so a receiver that traces joins the request's trace. */
-  // eslint-disable-next-line max-lines-per-function -- pending split (issue 46)
   async send(webhook: HttpWebhookDocument, event: CapturedEvent, traceparent?: string): Promise<SendOutcome> {
     const ref = { id: webhook._id, name: webhook.name };
     let body: string;
@@ -102,14 +101,7 @@ export class HttpSender {
       if (prepared.traceparentAt >= 0) headers[prepared.traceparentAt] = traceparent;
       else headers.push('traceparent', traceparent);
     }
-    const loggedHeaders: Record<string, string | string[]> = Object.assign({}, prepared.loggedHeaders);
-    if (this.signingHeadersSecret) Object.assign(loggedHeaders, this.redact(signing as unknown as Record<string, string>));
-    else {
-      loggedHeaders['webhook-id'] = signing['webhook-id'];
-      loggedHeaders['webhook-timestamp'] = signing['webhook-timestamp'];
-      loggedHeaders['webhook-signature'] = signing['webhook-signature'];
-    }
-    const outgoingRequest: OutgoingRequestSection = { method: 'POST', url: webhook.url, headers: loggedHeaders, body };
+    const outgoingRequest: OutgoingRequestSection = { method: 'POST', url: webhook.url, headers: this.loggedHeaders(prepared, signing), body };
     if (parts) notePayloadParts(outgoingRequest, parts);
 
     const timeoutMs = webhook.timeout_ms;
@@ -119,12 +111,7 @@ export class HttpSender {
       const failure = this.networkFailure(res.error, res.timedOut, timeoutMs);
       return { transformation, outgoingRequest, status: failure.status, statusCode: failure.statusCode, error: failure.error, retryable: failure.retryable, retryAfterMs: failure.retryAfterMs };
     }
-    const bodyError =
-      res.bodyError === 'timeout'
-        ? `the response body was cut: timed out after ${timeoutMs} ms`
-        : res.bodyError === 'broken'
-          ? 'the response body was cut: the connection broke'
-          : null;
+    const bodyError = res.bodyError === 'timeout' ? `the response body was cut: timed out after ${timeoutMs} ms` : res.bodyError === 'broken' ? 'the response body was cut: the connection broke' : null;
     const contentType = headerText(res.headers['content-type']);
     const captured = captureBody(res.kept, {
       contentType,
@@ -151,6 +138,18 @@ export class HttpSender {
       retryable,
       retryAfterMs: retryable ? parseRetryAfter(res.headers['retry-after']) : null,
     };
+  }
+
+  /** The headers as the log entry shows them: the prepared ones, and the signing ones (redacted when configured secret). */
+  private loggedHeaders(prepared: PreparedHttpWebhook, signing: ReturnType<typeof buildStandardWebhookHeaders>): Record<string, string | string[]> {
+    const loggedHeaders: Record<string, string | string[]> = Object.assign({}, prepared.loggedHeaders);
+    if (this.signingHeadersSecret) Object.assign(loggedHeaders, this.redact(signing as unknown as Record<string, string>));
+    else {
+      loggedHeaders['webhook-id'] = signing['webhook-id'];
+      loggedHeaders['webhook-timestamp'] = signing['webhook-timestamp'];
+      loggedHeaders['webhook-signature'] = signing['webhook-signature'];
+    }
+    return loggedHeaders;
   }
 
   private networkFailure(error: unknown, timedOut: boolean, timeoutMs: number): Omit<SendOutcome, 'transformation' | 'outgoingRequest'> {

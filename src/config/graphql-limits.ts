@@ -1,0 +1,70 @@
+/**
+ * The GraphQL engine's limits (SPEC §1 `graphql.*`), declared once: the config's `graphql` section
+ * is these plus where the engine is served and reads from (types.ts), the engine takes them whole
+ * (src/graphql/types.ts `GraphqlLimits`), and the defaults below are the config's and the engine's.
+ * The reason for each output default is in docs/graphql.md (Limits).
+ */
+export interface GraphqlLimitsConfig {
+  /** Used when a query mapping omits `db`. */
+  defaultDb: string;
+  /** Limit used when a query mapping has none. */
+  defaultLimit: number;
+  /** Largest limit a mapping or argument may ask for. */
+  maxLimit: number;
+  /** Deepest selection nesting a query may have; introspection fields are not counted. */
+  maxDepth: number;
+  /** Backend reads one request may make; the request fails with 400 before the one past it. */
+  maxBackendReads: number;
+  /** Backend writes one GraphQL request may make; a mutation needing more is a 400 before the first (SPEC §6.4). */
+  maxBackendWrites: number;
+  /** Documents one GraphQL request may write in bulk; more is a 400 before any write (issue 27). */
+  maxBulkWrite: number;
+  /**
+   * Items the cost estimate assumes for a list stored inside a document (a list field with no
+   * mapping); the output budget stops a longer one while the answer is built (issue 34).
+   */
+  storedListItems: number;
+  /** Time limit for executing one request (ms). */
+  timeoutMs: number;
+  /** Service-wide switch for introspection; an app may turn it off for itself. */
+  introspection: boolean;
+  /**
+   * Largest estimated cost of one operation; an app's `descriptor.maxCost` replaces reads and
+   * documents. `output`: values one answer may hold (issue 25), service-wide.
+   */
+  maxCost: { reads: number; documents: number; output: number };
+  /** Aliases one operation may hold, fragments counted where spread. */
+  maxAliases: number;
+  /** Bytes of one GraphQL response body; larger answers are refused (RESPONSE_TOO_LARGE). */
+  maxResponseBytes: number;
+  /** Report backend reads and batching in `extensions`; an app may set its own. */
+  verbose: boolean;
+  /** Aggregation mappings through the backend's declared aggregations (`_aggrs`); opt-in. */
+  aggregations: boolean;
+  /**
+   * `graphql-over-http` (default): no Accept or `*\/*` answers application/json, and with
+   * application/json, GraphQL request errors (syntax, validation, variables) are 200, as the
+   * GraphQL-over-HTTP spec asks. `restheart`: application/graphql-response+json by default and
+   * 400 for those errors whatever the media type, as RESTHeart answers.
+   */
+  httpProfile: 'graphql-over-http' | 'restheart';
+}
+
+export const GRAPHQL_LIMIT_DEFAULTS: Readonly<GraphqlLimitsConfig> = {
+  defaultDb: 'restheart',
+  defaultLimit: 100,
+  maxLimit: 1000,
+  maxDepth: 12,
+  maxBackendReads: 50,
+  maxBackendWrites: 100,
+  maxBulkWrite: 1000,
+  storedListItems: 100,
+  timeoutMs: 10_000,
+  introspection: true,
+  maxCost: { reads: 50, documents: 100_000, output: 50_000 },
+  maxAliases: 100,
+  maxResponseBytes: 16 * 1024 * 1024,
+  verbose: false,
+  aggregations: false,
+  httpProfile: 'graphql-over-http',
+};
