@@ -151,15 +151,31 @@ export function skippedLogEntry(
   reason: string,
   now = Date.now(),
 ): WebhookLogEntry {
+  return unsentLogEntry(event, webhook, now, {
+    status: 'skipped',
+    attempt: 0,
+    request: event.request,
+    error: null,
+    detail: { incomingRequest: incomingRequestSection(event), condition: { matched: false, reason } },
+  });
+}
+
+/** An entry for a delivery that sent nothing (skipped, or failed before any attempt): no duration, no status code. */
+export function unsentLogEntry(
+  event: CapturedEvent,
+  webhook: { _id: string; type: 'http'; url: string } | { _id: string; type: 'email'; email: { to: string[]; cc?: string[] } },
+  now: number,
+  e: { status: 'skipped' | 'failed'; attempt: number; request: { method: string; path: string }; error: string | null; detail: WebhookLogEntry['detail'] },
+): WebhookLogEntry {
   return {
     _id: newLogId(now),
     webhookId: webhook._id,
     eventId: event.id,
     timestamp: { $date: now },
-    status: 'skipped',
-    attempt: 0,
+    status: e.status,
+    attempt: e.attempt,
     durationMs: 0,
-    summary: { method: event.request.method, path: event.request.path, target: webhookTarget(webhook), statusCode: null, error: null },
-    detail: { incomingRequest: incomingRequestSection(event), condition: { matched: false, reason } },
+    summary: { method: e.request.method, path: e.request.path, target: webhookTarget(webhook), statusCode: null, error: e.error },
+    detail: e.detail,
   };
 }

@@ -8,7 +8,7 @@
 import { MAX_JSON_DEPTH } from '../../input-limits/limits.js';
 import { valueNestingDepth } from '../../input-limits/json-depth.js';
 import type { CapturedEvent } from '../event.js';
-import { incomingRequestSection, newLogId, webhookTarget, type IncomingRequestSection, type WebhookLogEntry } from '../log-entry.js';
+import { incomingRequestSection, unsentLogEntry, type IncomingRequestSection, type WebhookLogEntry } from '../log-entry.js';
 import type { WebhookDocument } from '../webhook.js';
 import type { Delivery } from './delivery.js';
 
@@ -48,15 +48,7 @@ export function unprocessableLogEntry(
   now = Date.now(),
 ): WebhookLogEntry {
   const reason = unprocessableReason(error);
-  return {
-    _id: newLogId(now),
-    webhookId: webhook._id,
-    eventId: event.id,
-    timestamp: { $date: now },
-    status: 'failed',
-    attempt,
-    durationMs: 0,
-    summary: { method: String(event.request?.method), path: String(event.request?.path), target: webhookTarget(webhook), statusCode: null, error: reason },
-    detail: { incomingRequest: safeIncomingRequest(event), condition, error: reason },
-  };
+  // The event may be malformed (that is why it is here): its method and path as text, whatever they are.
+  const request = { method: String(event.request?.method), path: String(event.request?.path) };
+  return unsentLogEntry(event, webhook, now, { status: 'failed', attempt, request, error: reason, detail: { incomingRequest: safeIncomingRequest(event), condition, error: reason } });
 }
