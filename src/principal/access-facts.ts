@@ -3,7 +3,8 @@
  * and the exchange's authentication type. Written once here because every place that builds an
  * exchange for an access decision (the request's own, a GraphQL write's, an MCP tool's, agent
  * sign-in's, a captured backend write's) must give a condition the same facts, or a permission
- * decides one way on a REST request and another on the same caller's GraphQL or MCP call.
+ * decides one way on a REST request and another on the same caller's GraphQL or MCP call. The
+ * identity the backend is told (`identityFacts`) is written here for the same reason.
  */
 import type { Principal } from './principal.js';
 
@@ -29,4 +30,13 @@ export function accessFacts(principal: Principal): { user?: UserFacts; authentic
   const user = userFacts(principal);
   const authenticationType = authenticationTypeOf(principal);
   return { ...(user ? { user } : {}), ...(authenticationType ? { authenticationType } : {}) };
+}
+
+/** The caller as the backend is told it (a minted JWT or identity headers, graphql's RequestContext); undefined for anonymous. */
+export type IdentityFacts = { readonly id: string; readonly roles: readonly string[]; readonly via: Principal['via']; readonly keyId?: string };
+
+export function identityFacts(principal: Principal): IdentityFacts | undefined {
+  if (principal.id === null) return undefined;
+  const { id, roles, via, keyId } = principal;
+  return keyId ? { id, roles, via, keyId } : { id, roles, via };
 }

@@ -27,6 +27,7 @@ import { serveGraphiql, wantsGraphiql } from '../ui/graphiql-route.js';
 import { MAX_BODY_BYTES, type CallerFacts, type RequestContext } from '../types.js';
 import { RequestAbort } from '../../util/request-abort.js';
 import { logAdminChange } from '../../admin/admin-audit.js';
+import { identityFacts } from '../../principal/access-facts.js';
 
 /** Serves a subscription over SSE (subscribe/sse.ts) to its end; the request is authenticated and allowed. */
 export type ServeSse = (scope: RequestScope, app: CompiledApp, appPath: string, body: Buffer | undefined) => Promise<void>;
@@ -86,7 +87,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       res.once('close', onClose);
       const caller: CallerFacts = { principal, headers: req.headers, clientIp: scope.clientIp, secure: scope.secure };
       const ctx: RequestContext = {
-        principal: principal.id === null ? undefined : { id: principal.id, roles: principal.roles, via: principal.via, ...(principal.keyId ? { keyId: principal.keyId } : {}) },
+        principal: identityFacts(principal),
         backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(principal), principal, req.headers),
         signal: controller,
         requestId: scope.id,

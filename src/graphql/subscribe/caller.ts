@@ -15,6 +15,7 @@ import type { GraphqlAppRegistry } from '../compile/registry.js';
 import type { CallerFacts, RequestContext } from '../types.js';
 import type { SseOpen } from './sse.js';
 import type { EndReason } from './subscription.js';
+import { identityFacts } from '../../principal/access-facts.js';
 
 export type Authenticate = (scope: RequestScope) => Promise<Principal> | Principal;
 
@@ -61,7 +62,7 @@ export function createCallers(parts: CallerParts) {
     const ctxFor = (principal: Principal): RequestContext => {
       const caller: CallerFacts = { principal, headers: scope.req.headers, clientIp: scope.clientIp, secure: scope.secure };
       return {
-        principal: principal.id === null ? undefined : { id: principal.id, roles: principal.roles, via: principal.via, ...(principal.keyId ? { keyId: principal.keyId } : {}) },
+        principal: identityFacts(principal),
         backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(principal), principal, scope.req.headers),
         requestId: scope.id,
         caller,
