@@ -46,7 +46,7 @@ import { AnswerBudget } from './answer-budget.js';
 import { callThroughGraphql, failure, notRun, type Caller, type GraphqlDoor } from './call-graphql.js';
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
-import { createMayCall } from './may-call.js';
+import { createMayCall, type MayCall } from './may-call.js';
 import { isJsonObject } from '../util/objects.js';
 
 /** JSON-RPC messages one POST may carry (batches are 2025-03-26's; later revisions send one). */
@@ -79,29 +79,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
     writesDecided: config.graphql.backend.auth === 'caller' && config.acl.mode === 'enforce',
   });
 
-  function serverFor({ scope, signal, budget }: Caller): Server {
-    const server = new Server(SERVER_INFO, {
-      capabilities: { tools: { listChanged: false } },
-      instructions: 'Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.',
-    });
-    server.setRequestHandler('tools/list', () => {
-      const tools = [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool);
-      if (!budget.take(Buffer.byteLength(JSON.stringify(tools)), 'tools/list'))
-        throw new ProtocolError(ProtocolErrorCode.InternalError, `the tool list does not fit what is left of this request's answer bound (mcp.maxResponseBytes, ${budget.limit} bytes); ask for it in a request of its own`);
-      return { tools };
-    });
-    server.setRequestHandler('tools/call', async (request) => {
-      const tool = catalogue.get(request.params.name);
-      if (!tool || !mayCall(scope, tool)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no tool named ${JSON.stringify(request.params.name)} is offered to you; tools/list names the ones you may call`);
-      const args = request.params.arguments ?? {};
-      // Before any backend read (MCP 2025-11-25: input errors are tool results the model can correct).
-      const problems = checkArguments(tool.inputSchema, args);
-      if (problems.length > 0) return failure(`invalid arguments for ${tool.name}: ${problems.join('; ')}`);
-      // One call at a time, each within what the earlier ones left (answer-budget.ts).
-      return budget.serial(async () => (budget.filled !== null ? notRun(budget, tool.name) : callThroughGraphql(door, { scope, signal, budget }, tool, args)));
-    });
-    return server;
-  }
+  const serverFor = serverFactory(catalogue, mayCall, door);
 
   // 2026-07-28: one handler for the process, its per-request `Server` made by the same factory
   // (the SDK hands the factory the Request it was given; `callers` maps it back to its caller).
@@ -181,6 +159,33 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
 
 function describeTool(tool: CatalogueTool): Tool {
   return { name: tool.name, title: tool.annotations.title, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'], annotations: tool.annotations };
+}
+
+/** A Server per caller: the tools it may list and call, each call within its answer's budget. */
+function serverFactory(catalogue: ToolCatalogue, mayCall: MayCall, door: GraphqlDoor): (caller: Caller) => Server {
+  return ({ scope, signal, budget }) => {
+      const server = new Server(SERVER_INFO, {
+        capabilities: { tools: { listChanged: false } },
+        instructions: 'Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.',
+      });
+      server.setRequestHandler('tools/list', () => {
+        const tools = [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool);
+        if (!budget.take(Buffer.byteLength(JSON.stringify(tools)), 'tools/list'))
+          throw new ProtocolError(ProtocolErrorCode.InternalError, `the tool list does not fit what is left of this request's answer bound (mcp.maxResponseBytes, ${budget.limit} bytes); ask for it in a request of its own`);
+        return { tools };
+      });
+      server.setRequestHandler('tools/call', async (request) => {
+        const tool = catalogue.get(request.params.name);
+        if (!tool || !mayCall(scope, tool)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no tool named ${JSON.stringify(request.params.name)} is offered to you; tools/list names the ones you may call`);
+        const args = request.params.arguments ?? {};
+        // Before any backend read (MCP 2025-11-25: input errors are tool results the model can correct).
+        const problems = checkArguments(tool.inputSchema, args);
+        if (problems.length > 0) return failure(`invalid arguments for ${tool.name}: ${problems.join('; ')}`);
+        // One call at a time, each within what the earlier ones left (answer-budget.ts).
+        return budget.serial(async () => (budget.filled !== null ? notRun(budget, tool.name) : callThroughGraphql(door, { scope, signal, budget }, tool, args)));
+      });
+      return server;
+  };
 }
 
 function rpcError(code: number, message: string, id: unknown = null): string {
