@@ -24,11 +24,4 @@ export default tseslint.config(
       'max-params': ['error', 5],
     },
   },
-  {
-    // pending: issue 46's chain/engines helpers remove their files as they conform.
-    files: [
-      'src/app.ts',
-    ],
-    rules: { 'max-lines-per-function': 'off', 'max-params': 'off' },
-  },
 );

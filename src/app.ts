@@ -29,7 +29,7 @@ import { listen, type ListeningServer, type RequestHandler } from './http/server
 import { routeUpgrades } from './http/upgrade/route-upgrades.js';
 import { serviceUnavailable } from './errors.js';
 import { createLogger, type Logger } from './observability/logger.js';
-import { createMetrics } from './observability/metrics.js';
+import { createMetrics, type Metrics } from './observability/metrics.js';
 import { logRedisTransitions } from './observability/redis-events.js';
 import { healthRoute, metricsRoute } from './admin/health-and-metrics.js';
 import { startSummary } from './observability/start-summary.js';
@@ -98,74 +98,16 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   };
   const server: ListeningServer | null = serve ? await listen((req, res, finished) => handle(req, res, finished), config.listen.host, config.listen.port, config.listen) : null;
 
-  let embedded: EmbeddedRedis | null = null;
-  let target: RedisTarget = config.redis;
-  if (config.redis.url === 'embedded') {
-    embedded = await startEmbeddedRedis({
-      dir: options.embeddedRedisDir ?? resolve('.outrigger', `redis-${config.service.id}`),
-      onLeftover: (message) => logger.warn(message),
-    }).catch(async (error: unknown) => {
-      await server?.drain(0);
-      throw error;
-    });
-    target = { ...config.redis, url: embedded.url };
-    logger.info({ redis: embedded.url, dir: embedded.dir }, 'started embedded redis-server');
-  }
-  const connections = createRedisConnections(target, `outrigger:${config.service.id}`);
-  const redis = connections.commands;
-  const keys = redisKeys(config.redis.keyPrefix, config.service.id);
-  const readiness = new RedisReadiness(redis, connections.topology, keys.features);
-  metrics.redisUp.track(() => (readiness.report().ready ? 1 : 0));
-  try {
-    await waitForRedis(redis, 5000);
-  } catch (error) {
-    logger.warn({ redis: describeTarget(target), err: (error as Error).message }, 'Redis is not reachable yet; serving what needs no Redis and retrying in the background');
-  }
-  readiness.start();
-  const unwatchRedis = logRedisTransitions(redis, logger, describeTarget(target));
+  const { embedded, target, connections, redis, keys, readiness, unwatchRedis } = await startRedisParts(config, options, server, logger, metrics);
 
   const bus = new ChangeBus(redis, connections.subscriber, keys.changes);
   await bus.start().catch(() => {});
   const features = new FeatureStates(redis, keys, bus, { 'api-keys': config.features.apiKeys, webhooks: config.features.webhooks });
   await features.start();
 
-  const permissions = new DocumentStore<PermissionDocument>(redis, bus, 'permissions', keys.permissions, keys.permissionsVersion, options.documentPollMs);
-  const acl = new AccessControl<Exchange>(
-    permissions,
-    config.acl.adminRoles,
-    (predicate) => parseCondition(predicate, { allowUserVariables: true }),
-    config.service.id,
-    (doc, error) => logger.error({ permission: doc._id, err: String(error) }, 'a stored permission cannot be parsed and grants nothing'),
-  );
-  await permissions.start();
+  const { permissions, acl, planIdentity, policy } = await startAccess(config, { redis, bus, keys, logger, documentPollMs: options.documentPollMs });
 
-  const planIdentity = createIdentityPropagation(config);
-  const ownTokenPath = config.routes.oauth.token;
-  const policy = createProxyPolicy<Exchange>({
-    mode: config.acl.mode,
-    acl,
-    exchangeFor: exchangeForScope,
-    planIdentity,
-    collectionPath: config.graphql.backend.collectionPath,
-    backendTokenPath: ownTokenPath === '/token' ? null : '/token',
-  });
-
-  let userVerifier: (UserVerifier & { close?(): Promise<void> }) | null = null;
-  let basic: BasicAuthenticator | null = null;
-  if (server) {
-    userVerifier =
-      config.users.source === 'static'
-        ? await createStaticUserVerifier(config.users.static)
-        : createUpstreamUserVerifier({ upstreamUrl: config.upstream.url, ...config.users.upstream, timeoutMs: config.upstream.timeoutMs });
-    basic = new BasicAuthenticator(
-      userVerifier,
-      new BruteForceGuard(redis, keys),
-      config.users.source === 'static' ? 60_000 : config.users.upstream.cacheSeconds * 1000,
-      config.service.id,
-      metrics,
-      logger,
-    );
-  }
+  const { userVerifier, basic } = server ? await createBasicSignIn(config, { redis, keys, metrics, logger }) : { userVerifier: null, basic: null };
   const signInBasic = basic;
   // Rate limits and key usage (SPEC §10): before the features, which read usage and charge GraphQL cost.
   const limiter = serve ? new RateLimiter({ config: config.limits, redis, keys, metrics, logger, adminPrefix: config.routes.admin, exchangeFor: exchangeForScope }) : null;
@@ -191,19 +133,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   if (chain) handle = chain.handle;
   const forwarder = chain?.forwarder ?? null;
   const ownRoutePrefixes = chain?.ownRoutePrefixes ?? [];
-  const loaded: Record<string, number> = { permissions: permissions.all().size };
-  for (const kind of modules.flatMap((m) => m.setupKinds ?? [])) if (kind.store) loaded[kind.section] = kind.store.all().size;
-  const summary = startSummary({
-    config,
-    url: server?.url ?? null,
-    redis: describeTarget(target),
-    redisReady: redis.status === 'ready',
-    features: Object.fromEntries(features.list().map((f) => [f.name, f.state])),
-    loaded,
-    worker: options.worker ?? true,
-    routes: ownRoutePrefixes,
-  });
-  logger.info(summary.fields, summary.message);
+  logStart({ config, logger, server, target, redis, features, permissions, modules, worker: options.worker ?? true, routes: ownRoutePrefixes });
 
   // Everything the shutdown sequence does not name, in the reverse order of its start.
   const closeRest = async () => {
@@ -238,6 +168,110 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     },
     beginDrain: () => beginDrain({ server, draining }),
   };
+}
+
+/** Redis (embedded when asked), its connections and key names, and the readiness probe's view of it. */
+async function startRedisParts(config: OutriggerConfig, options: StartOptions, server: ListeningServer | null, logger: Logger, metrics: Metrics) {
+  let embedded: EmbeddedRedis | null = null;
+  let target: RedisTarget = config.redis;
+  if (config.redis.url === 'embedded') {
+    embedded = await startEmbeddedRedis({
+      dir: options.embeddedRedisDir ?? resolve('.outrigger', `redis-${config.service.id}`),
+      onLeftover: (message) => logger.warn(message),
+    }).catch(async (error: unknown) => {
+      await server?.drain(0);
+      throw error;
+    });
+    target = { ...config.redis, url: embedded.url };
+    logger.info({ redis: embedded.url, dir: embedded.dir }, 'started embedded redis-server');
+  }
+  const connections = createRedisConnections(target, `outrigger:${config.service.id}`);
+  const redis = connections.commands;
+  const keys = redisKeys(config.redis.keyPrefix, config.service.id);
+  const readiness = new RedisReadiness(redis, connections.topology, keys.features);
+  metrics.redisUp.track(() => (readiness.report().ready ? 1 : 0));
+  try {
+    await waitForRedis(redis, 5000);
+  } catch (error) {
+    logger.warn({ redis: describeTarget(target), err: (error as Error).message }, 'Redis is not reachable yet; serving what needs no Redis and retrying in the background');
+  }
+  readiness.start();
+  const unwatchRedis = logRedisTransitions(redis, logger, describeTarget(target));
+
+  return { embedded, target, connections, redis, keys, readiness, unwatchRedis };
+}
+
+/** The stored permissions, the ACL over them, identity propagation and the proxy policy (SPEC §3). */
+async function startAccess(config: OutriggerConfig, { redis, bus, keys, logger, documentPollMs }: { redis: AppContext['redis']; bus: ChangeBus; keys: AppContext['keys']; logger: Logger; documentPollMs: number | undefined }) {
+  const permissions = new DocumentStore<PermissionDocument>(redis, bus, 'permissions', keys.permissions, keys.permissionsVersion, documentPollMs);
+  const acl = new AccessControl<Exchange>(
+    permissions,
+    config.acl.adminRoles,
+    (predicate) => parseCondition(predicate, { allowUserVariables: true }),
+    config.service.id,
+    (doc, error) => logger.error({ permission: doc._id, err: String(error) }, 'a stored permission cannot be parsed and grants nothing'),
+  );
+  await permissions.start();
+
+  const planIdentity = createIdentityPropagation(config);
+  const ownTokenPath = config.routes.oauth.token;
+  const policy = createProxyPolicy<Exchange>({
+    mode: config.acl.mode,
+    acl,
+    exchangeFor: exchangeForScope,
+    planIdentity,
+    collectionPath: config.graphql.backend.collectionPath,
+    backendTokenPath: ownTokenPath === '/token' ? null : '/token',
+  });
+
+  return { permissions, acl, planIdentity, policy };
+}
+
+/** Basic sign-in: the users' verifier (static or the upstream's) behind a cache and the brute-force guard. */
+async function createBasicSignIn(config: OutriggerConfig, { redis, keys, metrics, logger }: { redis: AppContext['redis']; keys: AppContext['keys']; metrics: Metrics; logger: Logger }) {
+  const userVerifier: UserVerifier & { close?(): Promise<void> } =
+    config.users.source === 'static'
+      ? await createStaticUserVerifier(config.users.static)
+      : createUpstreamUserVerifier({ upstreamUrl: config.upstream.url, ...config.users.upstream, timeoutMs: config.upstream.timeoutMs });
+  const basic = new BasicAuthenticator(
+    userVerifier,
+    new BruteForceGuard(redis, keys),
+    config.users.source === 'static' ? 60_000 : config.users.upstream.cacheSeconds * 1000,
+    config.service.id,
+    metrics,
+    logger,
+  );
+  return { userVerifier, basic };
+}
+
+interface StartFacts {
+  config: OutriggerConfig;
+  logger: Logger;
+  server: ListeningServer | null;
+  target: RedisTarget;
+  redis: AppContext['redis'];
+  features: FeatureStates;
+  permissions: DocumentStore<PermissionDocument>;
+  modules: FeatureModule[];
+  worker: boolean;
+  routes: string[];
+}
+
+/** The one start line: where it listens, which Redis, what is loaded and on. */
+function logStart({ config, logger, server, target, redis, features, permissions, modules, worker, routes }: StartFacts): void {
+  const loaded: Record<string, number> = { permissions: permissions.all().size };
+  for (const kind of modules.flatMap((m) => m.setupKinds ?? [])) if (kind.store) loaded[kind.section] = kind.store.all().size;
+  const summary = startSummary({
+    config,
+    url: server?.url ?? null,
+    redis: describeTarget(target),
+    redisReady: redis.status === 'ready',
+    features: Object.fromEntries(features.list().map((f) => [f.name, f.state])),
+    loaded,
+    worker,
+    routes,
+  });
+  logger.info(summary.fields, summary.message);
 }
 
 interface ChainInputs {
