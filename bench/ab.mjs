@@ -77,9 +77,7 @@ async function load(target, amount) {
     return { '2xx': r.ok, expected: r.ok + r.non2xx + r.skipped, p50: r.p50, p99: r.p99 };
   }
   return new Promise((resolvePromise, reject) =>
-    autocannon({ url: `${target.url}${PASS_PATH}`, connections: Number(opts.connections), amount, headers: target.headers }, (error, result) =>
-      error ? reject(error) : resolvePromise(result),
-    ),
+    autocannon({ url: `${target.url}${PASS_PATH}`, connections: Number(opts.connections), amount, headers: target.headers }, (error, result) => (error ? reject(error) : resolvePromise(result))),
   );
 }
 
@@ -144,7 +142,9 @@ async function main() {
       const key = `${t.id} ${t.build}`;
       if (!samples.has(key)) samples.set(key, []);
       samples.get(key).push(sample);
-      process.stdout.write(`  round ${round} ${t.name.padEnd(12)} ${(sample.user + sample.sys).toFixed(1)} µs/request (user ${sample.user.toFixed(1)}, sys ${sample.sys.toFixed(1)})${sample.p99 !== undefined ? ` p50 ${sample.p50.toFixed(2)} ms p99 ${sample.p99.toFixed(2)} ms` : ''}\n`);
+      process.stdout.write(
+        `  round ${round} ${t.name.padEnd(12)} ${(sample.user + sample.sys).toFixed(1)} µs/request (user ${sample.user.toFixed(1)}, sys ${sample.sys.toFixed(1)})${sample.p99 !== undefined ? ` p50 ${sample.p50.toFixed(2)} ms p99 ${sample.p99.toFixed(2)} ms` : ''}\n`,
+      );
     }
   }
 

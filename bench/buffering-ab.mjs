@@ -47,21 +47,27 @@ const peakRssMb = (pid) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pi
 
 const load = (url, body, amount) =>
   new Promise((ok, fail) =>
-    autocannon(
-      { url: `${url}${PASS_PATH}`, method: 'POST', body, headers: { 'content-type': 'application/octet-stream' }, connections: Number(opts.connections), amount },
-      (e, r) => (e ? fail(e) : ok(r)),
+    autocannon({ url: `${url}${PASS_PATH}`, method: 'POST', body, headers: { 'content-type': 'application/octet-stream' }, connections: Number(opts.connections), amount }, (e, r) =>
+      e ? fail(e) : ok(r),
     ),
   );
 
 async function main() {
   stopAllOnExit();
   mkdirSync(work, { recursive: true });
-  say(`buffering-ab: logs in ${work}; load average ${loadavg().map((x) => x.toFixed(2)).join(' / ')}`);
+  say(
+    `buffering-ab: logs in ${work}; load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' / ')}`,
+  );
   const redis = await startRedis(work);
   const upstream = await forkServer('upstream', 'bench/servers/upstream.mjs', { log: join(work, 'upstream.log') });
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
   const sides = [];
-  for (const [id, bufferBodyBytes] of [['buffered', MIB], ['streamed', 0]]) {
+  for (const [id, bufferBodyBytes] of [
+    ['buffered', MIB],
+    ['streamed', 0],
+  ]) {
     const o = await startOutrigger({ name: `buffering-${id}`, workDir: work, redisUrl: redis.url, upstreamUrl, config: { upstream: { url: upstreamUrl, bufferBodyBytes } } });
     sides.push({ id, url: o.url, pid: o.pid });
   }

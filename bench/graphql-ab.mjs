@@ -66,7 +66,11 @@ function load(target, amount) {
 async function main() {
   stopAllOnExit();
   mkdirSync(work, { recursive: true });
-  process.stdout.write(`graphql-ab: ${shape.id}, ${queries} queries × ${rounds} rounds, load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')}; logs in ${work}\n`);
+  process.stdout.write(
+    `graphql-ab: ${shape.id}, ${queries} queries × ${rounds} rounds, load average ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' / ')}; logs in ${work}\n`,
+  );
   const redis = await startRedis(work);
   const standin = await forkServer('standin', 'bench/servers/standin.mjs', { log: join(work, 'standin.log') });
   const prof = (name) => (opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : []);
@@ -88,7 +92,10 @@ async function main() {
       targets.push({ id: name, build, url: `${o.url}/graphql/bench`, pid: o.pid, headers: { authorization: `Bearer ${(await writeKeys(redis.url, o.serviceId, 1))[0]}` } });
     }
   }
-  for (const [id, script] of [['baseline', 'graphql-baseline.mjs'], ['floor', 'graphql-floor.mjs']]) {
+  for (const [id, script] of [
+    ['baseline', 'graphql-baseline.mjs'],
+    ['floor', 'graphql-floor.mjs'],
+  ]) {
     const s = await forkServer(id, `bench/servers/${script}`, { env: { BACKEND: standin.url }, log: join(work, `${id}.log`), execArgv: prof(id) });
     targets.push({ id, build: id, url: `http://127.0.0.1:${s.port}/graphql`, pid: s.pid, headers: {} });
   }
@@ -118,7 +125,11 @@ async function main() {
     const r = byBuild.get('with').flatMap((id, p) => cpu[id].map((w, i) => w / cpu[byBuild.get('base')[p]][i]));
     process.stdout.write(`\nwith ÷ base CPU per query, per round and process pair: ${f(r, 3)}\n`);
   }
-  process.stdout.write(`load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' / ')}\n`);
+  process.stdout.write(
+    `load average at the end ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' / ')}\n`,
+  );
   await stopAll();
   process.exit(0);
 }

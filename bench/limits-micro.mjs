@@ -31,7 +31,11 @@ const { redisKeys } = await import('../dist/src/store/keys.js');
 
 const redis = await startRedis(work);
 const limiter = new RateLimiter({
-  config: { policies: [{ name: 'per-key', by: 'key', limit: 10_000_000, window: { seconds: 60 }, condition: null, roles: null, units: 'requests' }], headers: process.env.LIMITS_HEADERS !== '0', onRedisUnavailable: 'local' },
+  config: {
+    policies: [{ name: 'per-key', by: 'key', limit: 10_000_000, window: { seconds: 60 }, condition: null, roles: null, units: 'requests' }],
+    headers: process.env.LIMITS_HEADERS !== '0',
+    onRedisUnavailable: 'local',
+  },
   redis: redis.client,
   keys: redisKeys('outrigger', 'limits-micro'),
   metrics: createMetrics(),

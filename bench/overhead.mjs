@@ -71,8 +71,7 @@ const maxInflight = 10 * connections;
 const say = (text) => process.stdout.write(`${text}\n`);
 
 const ORDERS_PATH = `/restheart/orders?sort=${encodeURIComponent('{"number":1}')}&page=1&pagesize=100`;
-const usersPath = (ids) =>
-  `/restheart/users?filter=${encodeURIComponent(JSON.stringify({ _id: { $in: ids } }))}&sort=${encodeURIComponent('{"_id":1}')}&page=1&pagesize=1000`;
+const usersPath = (ids) => `/restheart/users?filter=${encodeURIComponent(JSON.stringify({ _id: { $in: ids } }))}&sort=${encodeURIComponent('{"_id":1}')}&page=1&pagesize=1000`;
 
 function statusOf(pid) {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -124,7 +123,9 @@ async function main() {
   const hookProxy = await startOutrigger({ name: 'ovh-webhook', ...common, setup: scenarios.e.setup, config: hookConfig });
   const worker = await startOutrigger({ name: 'ovh-webhook-worker', mode: 'worker', ...common, serviceId: hookProxy.serviceId, config: hookConfig });
   const gqlProxy = await startOutrigger({
-    name: 'ovh-graphql', ...common, upstreamUrl: standin.url,
+    name: 'ovh-graphql',
+    ...common,
+    upstreamUrl: standin.url,
     config: { graphql: { backend: { auth: 'service' } } },
     setup: { permissions: [GRAPHQL_PERMISSION], apps: [GRAPHQL_APP] },
   });
@@ -153,13 +154,34 @@ async function main() {
 
   const allRows = [
     { id: 'direct', label: 'GET 1 KiB, direct to the upstream', url: `${upstreamUrl}${PASS_PATH}`, pids: { upstream: [upstream.pid] } },
-    { id: 'key', label: 'GET 1 KiB through Outrigger, API key (c)', url: `${keyProxy.url}${PASS_PATH}`, headers: keyHeaders, baseline: 'direct', pids: { proxy: [keyProxy.pid] }, rss: { proxy: keyProxy.pid } },
     {
-      id: 'webhook', label: 'GET 1 KiB through Outrigger, key + 1 matching webhook (e), worker delivering', url: `${hookProxy.url}${PASS_PATH}`, headers: hookHeaders, baseline: 'direct',
-      pids: { proxy: [hookProxy.pid], worker: [worker.pid], redis: [redis.pid] }, rss: { proxy: hookProxy.pid, worker: worker.pid },
+      id: 'key',
+      label: 'GET 1 KiB through Outrigger, API key (c)',
+      url: `${keyProxy.url}${PASS_PATH}`,
+      headers: keyHeaders,
+      baseline: 'direct',
+      pids: { proxy: [keyProxy.pid] },
+      rss: { proxy: keyProxy.pid },
     },
-    { id: 'rest', label: 'the query\'s data direct from the stand-in: 2 REST reads in sequence', url: standin.url, exchange: restExchange, pids: { backend: [standin.pid] } },
-    { id: 'graphql', label: 'GraphQL query through Outrigger (100 orders + users, 2 backend reads)', url: gqlTarget.href, exchange: graphqlExchange, baseline: 'rest', pids: { proxy: [gqlProxy.pid], backend: [standin.pid] }, rss: { proxy: gqlProxy.pid } },
+    {
+      id: 'webhook',
+      label: 'GET 1 KiB through Outrigger, key + 1 matching webhook (e), worker delivering',
+      url: `${hookProxy.url}${PASS_PATH}`,
+      headers: hookHeaders,
+      baseline: 'direct',
+      pids: { proxy: [hookProxy.pid], worker: [worker.pid], redis: [redis.pid] },
+      rss: { proxy: hookProxy.pid, worker: worker.pid },
+    },
+    { id: 'rest', label: "the query's data direct from the stand-in: 2 REST reads in sequence", url: standin.url, exchange: restExchange, pids: { backend: [standin.pid] } },
+    {
+      id: 'graphql',
+      label: 'GraphQL query through Outrigger (100 orders + users, 2 backend reads)',
+      url: gqlTarget.href,
+      exchange: graphqlExchange,
+      baseline: 'rest',
+      pids: { proxy: [gqlProxy.pid], backend: [standin.pid] },
+      rss: { proxy: gqlProxy.pid },
+    },
   ];
 
   const rows = allRows.filter((row) => opts.rows.split(',').includes(row.id));
@@ -192,12 +214,28 @@ async function main() {
         say(`  round ${r + 1} ${row.id} @${rate}/s: a test suite ran during the run; measuring it again`);
       }
       const run = {
-        round: r + 1, row: row.id, rate, ok: result.ok, failed: result.non2xx, skipped: result.skipped, achieved: result.reqPerSec, elapsedSec: result.elapsedSec,
-        p50: result.p50, p99: result.p99, cpuMicrosPerRequest: result.cpuMicrosPerRequest, loadavg1: load1, vitest, repeated,
+        round: r + 1,
+        row: row.id,
+        rate,
+        ok: result.ok,
+        failed: result.non2xx,
+        skipped: result.skipped,
+        achieved: result.reqPerSec,
+        elapsedSec: result.elapsedSec,
+        p50: result.p50,
+        p99: result.p99,
+        cpuMicrosPerRequest: result.cpuMicrosPerRequest,
+        loadavg1: load1,
+        vitest,
+        repeated,
       };
       runs.push(run);
-      const cpu = Object.entries(run.cpuMicrosPerRequest).map(([k, v]) => `${k} ${(v / 1000).toFixed(3)} vCPU/1k`).join('  ');
-      say(`  round ${r + 1} ${row.id.padEnd(7)} @${String(rate).padStart(5)}/s: achieved ${result.reqPerSec.toFixed(0).padStart(5)}/s  p50 ${fmt(result.p50)} ms  p99 ${fmt(result.p99)} ms  ${cpu}${result.non2xx ? `  non-2xx ${result.non2xx}` : ''}${result.skipped ? `  skipped ${result.skipped}` : ''}  (load ${load1.toFixed(2)}${vitest ? `, vitest running` : ''})`);
+      const cpu = Object.entries(run.cpuMicrosPerRequest)
+        .map(([k, v]) => `${k} ${(v / 1000).toFixed(3)} vCPU/1k`)
+        .join('  ');
+      say(
+        `  round ${r + 1} ${row.id.padEnd(7)} @${String(rate).padStart(5)}/s: achieved ${result.reqPerSec.toFixed(0).padStart(5)}/s  p50 ${fmt(result.p50)} ms  p99 ${fmt(result.p99)} ms  ${cpu}${result.non2xx ? `  non-2xx ${result.non2xx}` : ''}${result.skipped ? `  skipped ${result.skipped}` : ''}  (load ${load1.toFixed(2)}${vitest ? `, vitest running` : ''})`,
+      );
     }
   }
   const measuredSec = Math.round((performance.now() - t0) / 1000);
@@ -224,7 +262,11 @@ async function main() {
 
 /** Before measuring: every row answers 200, a webhook event reaches the receiver, and the two GraphQL-side rows carry the same data. */
 async function checkAnswers({ upstreamUrl, keyProxy, keyHeaders, hookProxy, hookHeaders, receiver, standin, gqlTarget, gqlBody }) {
-  for (const [url, headers] of [[upstreamUrl, {}], [keyProxy.url, keyHeaders], [hookProxy.url, hookHeaders]]) {
+  for (const [url, headers] of [
+    [upstreamUrl, {}],
+    [keyProxy.url, keyHeaders],
+    [hookProxy.url, hookHeaders],
+  ]) {
     const res = await fetch(`${url}${PASS_PATH}`, { headers });
     const body = await res.arrayBuffer();
     if (res.status !== 200 || body.byteLength !== 1024) throw new Error(`${url}${PASS_PATH} answered ${res.status} with ${body.byteLength} bytes`);
@@ -247,11 +289,19 @@ function summarise(rows, runs, rss) {
       const mine = runs.filter((x) => x.row === row.id && x.rate === rate);
       const pick = (f) => mine.map(f);
       const entry = {
-        row: row.id, label: row.label, rate, baseline: row.baseline ?? null, n: mine.length,
-        achieved: median(pick((x) => x.achieved)), achievedMin: Math.min(...pick((x) => x.achieved)),
-        p50: median(pick((x) => x.p50)), p99: median(pick((x) => x.p99)),
-        failed: pick((x) => x.failed).reduce((a, b) => a + b, 0), skipped: pick((x) => x.skipped).reduce((a, b) => a + b, 0),
-        vcpuPer1k: {}, rss: rss[row.id] ?? null,
+        row: row.id,
+        label: row.label,
+        rate,
+        baseline: row.baseline ?? null,
+        n: mine.length,
+        achieved: median(pick((x) => x.achieved)),
+        achievedMin: Math.min(...pick((x) => x.achieved)),
+        p50: median(pick((x) => x.p50)),
+        p99: median(pick((x) => x.p99)),
+        failed: pick((x) => x.failed).reduce((a, b) => a + b, 0),
+        skipped: pick((x) => x.skipped).reduce((a, b) => a + b, 0),
+        vcpuPer1k: {},
+        rss: rss[row.id] ?? null,
       };
       for (const group of Object.keys(row.pids)) {
         const values = pick((x) => x.cpuMicrosPerRequest[group] / 1000);
@@ -286,21 +336,37 @@ function render(summary, meta, delivered) {
   ];
   const range = (m, lo, hi, d = 2) => `${fmt(m, d)} (${fmt(lo, d)} – ${fmt(hi, d)})`;
   for (const e of summary.filter((x) => x.baseline && summary.some((b) => b.row === x.baseline))) {
-    const cpu = Object.entries(e.vcpuPer1k).filter(([k]) => k === 'proxy' || k === 'worker').map(([k, v]) => `${k === 'worker' ? 'worker ' : ''}${range(v.median, v.min, v.max, 3)}`).join('; ');
-    const mem = Object.entries(e.rss ?? {}).map(([k, v]) => `${k === 'worker' ? 'worker ' : ''}${v.rssMb.toFixed(0)} MB (${v.peakRssMb.toFixed(0)})`).join('; ');
+    const cpu = Object.entries(e.vcpuPer1k)
+      .filter(([k]) => k === 'proxy' || k === 'worker')
+      .map(([k, v]) => `${k === 'worker' ? 'worker ' : ''}${range(v.median, v.min, v.max, 3)}`)
+      .join('; ');
+    const mem = Object.entries(e.rss ?? {})
+      .map(([k, v]) => `${k === 'worker' ? 'worker ' : ''}${v.rssMb.toFixed(0)} MB (${v.peakRssMb.toFixed(0)})`)
+      .join('; ');
     const base = summary.find((x) => x.row === e.baseline && x.rate === e.rate);
     const note = [!held(base) ? `direct: ${Math.round(base.achieved)}/s achieved` : '', e.failed ? `${e.failed} non-2xx` : ''].filter(Boolean).join(', ');
     // A side that could not hold the rate measured its own queue (up to maxInflight requests), not the path: no difference is taken.
     const both = held(e) && held(base);
     const mark = (ok) => (ok ? '' : ' †');
     const added = both ? `${range(e.added.p50, e.added.p50Min, e.added.p50Max)} | ${range(e.added.p99, e.added.p99Min, e.added.p99Max)}` : '– † | – †';
-    lines.push(`| ${e.label} | ${rateCell(e)}${note ? ` (${note})` : ''} | ${fmt(e.direct.p50)} / ${fmt(e.direct.p99)}${mark(held(base))} | ${fmt(e.p50)} / ${fmt(e.p99)}${mark(held(e))} | ${added} | ${cpu} | ${mem} |`);
+    lines.push(
+      `| ${e.label} | ${rateCell(e)}${note ? ` (${note})` : ''} | ${fmt(e.direct.p50)} / ${fmt(e.direct.p99)}${mark(held(base))} | ${fmt(e.p50)} / ${fmt(e.p99)}${mark(held(e))} | ${added} | ${cpu} | ${mem} |`,
+    );
   }
-  if (lines.some((l) => l.includes('†'))) lines.push('', `† did not hold the offered rate (achieved < 97 % of it in some round, or requests left unsent because ${meta.settings.maxInflight} were in flight): its latency is mostly the load generator's own queue, so no added latency is given; CPU per request is still measured over the requests answered.`);
+  if (lines.some((l) => l.includes('†')))
+    lines.push(
+      '',
+      `† did not hold the offered rate (achieved < 97 % of it in some round, or requests left unsent because ${meta.settings.maxInflight} were in flight): its latency is mostly the load generator's own queue, so no added latency is given; CPU per request is still measured over the requests answered.`,
+    );
   const hook = summary.filter((x) => x.row === 'webhook');
-  if (hook.length) lines.push('', `Webhook row: Redis ${hook.map((e) => `${fmt(e.vcpuPer1k.redis?.median, 3)} vCPU per 1,000 req/s at ${e.rate}/s`).join(', ')}; ${delivered} webhook deliveries received over the run.`);
+  if (hook.length)
+    lines.push(
+      '',
+      `Webhook row: Redis ${hook.map((e) => `${fmt(e.vcpuPer1k.redis?.median, 3)} vCPU per 1,000 req/s at ${e.rate}/s`).join(', ')}; ${delivered} webhook deliveries received over the run.`,
+    );
   const direct = summary.filter((x) => x.row === 'direct');
-  if (direct.length) lines.push(`Direct row (how fast the machine was): the upstream ${direct.map((e) => `${fmt(e.vcpuPer1k.upstream?.median * 1000, 1)} µs of CPU per request at ${e.rate}/s`).join(', ')}.`);
+  if (direct.length)
+    lines.push(`Direct row (how fast the machine was): the upstream ${direct.map((e) => `${fmt(e.vcpuPer1k.upstream?.median * 1000, 1)} µs of CPU per request at ${e.rate}/s`).join(', ')}.`);
   const rest = summary.filter((x) => x.row === 'graphql');
   if (rest.length) lines.push(`GraphQL rows: the stand-in backend ${rest.map((e) => `${fmt(e.vcpuPer1k.backend?.median, 3)} vCPU per 1,000 queries/s at ${e.rate}/s through Outrigger`).join(', ')}.`);
   return `${lines.join('\n')}\n`;

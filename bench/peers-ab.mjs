@@ -36,7 +36,11 @@ const load = (t, amount) =>
 async function main() {
   stopAllOnExit();
   mkdirSync(work, { recursive: true });
-  say(`peers-ab: logs in ${work}; load average ${loadavg().map((x) => x.toFixed(2)).join(' / ')}`);
+  say(
+    `peers-ab: logs in ${work}; load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' / ')}`,
+  );
   const redis = await startRedis(work);
   const upstream = await forkServer('upstream', 'bench/servers/upstream.mjs', { log: join(work, 'upstream.log') });
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;

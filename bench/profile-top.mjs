@@ -27,7 +27,11 @@ for (let i = 0; i < profile.samples.length; i++) self.set(profile.samples[i], (s
 for (const [id] of self) if (byId.get(id).callFrame.functionName === '(idle)') self.delete(id);
 const total = [...self.values()].reduce((a, b) => a + b, 0);
 
-const short = (url) => url.replace(/^file:\/\//, '').replace(process.cwd() + '/', '').replace(/^.*node_modules\//, 'node_modules/');
+const short = (url) =>
+  url
+    .replace(/^file:\/\//, '')
+    .replace(process.cwd() + '/', '')
+    .replace(/^.*node_modules\//, 'node_modules/');
 const fnKey = (n) => `${n.callFrame.functionName || '(anonymous)'}  ${short(n.callFrame.url) || '(native)'}:${n.callFrame.lineNumber + 1}`;
 const fileKey = (n) => short(n.callFrame.url) || `(${n.callFrame.functionName || 'native'})`;
 
@@ -47,7 +51,11 @@ const kindOf = (n) => {
   const { functionName: fn, url } = n.callFrame;
   if (fn === '(garbage collector)') return 'garbage collection';
   if (!url && /^(write|writev|writeUtf8String|writeLatin1String|writeBuffer|read|readv|close|epoll)/.test(fn)) return 'socket syscalls (native writes/reads)';
-  if (/modules\/(cjs|esm)|compileSource|wrapSafe|bootstrap|cjs-module-lexer|package_json/.test(url) || /^(wrapSafe|compileSourceTextModule|internalModuleStat|readFileUtf8|openFileHandle|fstat)$/.test(fn)) return 'start-up (module loading, compiling)';
+  if (
+    /modules\/(cjs|esm)|compileSource|wrapSafe|bootstrap|cjs-module-lexer|package_json/.test(url) ||
+    /^(wrapSafe|compileSourceTextModule|internalModuleStat|readFileUtf8|openFileHandle|fstat)$/.test(fn)
+  )
+    return 'start-up (module loading, compiling)';
   if (url.includes('/dist/') || url.includes('/bench/servers/')) return 'JS: the proxy itself';
   if (url.includes('node_modules/undici')) return 'JS: undici';
   if (url.includes('node_modules/')) return 'JS: other dependencies';

@@ -22,9 +22,7 @@ import { gitDescribe } from './lib/git.mjs';
 import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/redis.mjs';
 import { renderResults } from './lib/report.mjs';
 import { measureDeliveryLatency, measureDrain, until } from './lib/drain.mjs';
-import {
-  GRAPHQL_APP, GRAPHQL_PERMISSIONS, GRAPHQL_SHAPES, KEYS_PERMISSION, PASS_PATH, matchingWebhook, passThroughScenarios,
-} from './lib/scenarios.mjs';
+import { GRAPHQL_APP, GRAPHQL_PERMISSIONS, GRAPHQL_SHAPES, KEYS_PERMISSION, PASS_PATH, matchingWebhook, passThroughScenarios } from './lib/scenarios.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(ROOT);
@@ -293,19 +291,32 @@ async function passThroughAndKeys(ctx) {
             await checkAnswers(t, live);
             await warmUp(live);
           }
-          const result = await withRedisCommands(redis, () => runLoad({ url: `${live.url}${PASS_PATH}`, headers: live.headers, connections: settings.connections, duration: settings.seconds, cpu: cpuGroups(live) }));
+          const result = await withRedisCommands(redis, () =>
+            runLoad({ url: `${live.url}${PASS_PATH}`, headers: live.headers, connections: settings.connections, duration: settings.seconds, cpu: cpuGroups(live) }),
+          );
           rounds[t.id].push(result);
           let atRate = null;
           if (settings.fixedRate) {
-            atRate = await withRedisCommands(redis, () => runPaced({ url: `${live.url}${PASS_PATH}`, headers: live.headers, connections: settings.connections, seconds: settings.fixedSeconds, rate: settings.fixedRate, cpu: cpuGroups(live) }));
+            atRate = await withRedisCommands(redis, () =>
+              runPaced({ url: `${live.url}${PASS_PATH}`, headers: live.headers, connections: settings.connections, seconds: settings.fixedSeconds, rate: settings.fixedRate, cpu: cpuGroups(live) }),
+            );
             fixed[t.id].push(atRate);
           }
           let atLowRate = null;
           if (settings.lowRate && LOW_RATE_CONFIGS.has(t.id)) {
-            atLowRate = await runPaced({ url: `${live.url}${PASS_PATH}`, headers: live.headers, connections: settings.connections, seconds: settings.lowSeconds, rate: settings.lowRate, cpu: cpuGroups(live) });
+            atLowRate = await runPaced({
+              url: `${live.url}${PASS_PATH}`,
+              headers: live.headers,
+              connections: settings.connections,
+              seconds: settings.lowSeconds,
+              rate: settings.lowRate,
+              cpu: cpuGroups(live),
+            });
             low[t.id].push(atLowRate);
           }
-          say(`  round ${r + 1} ${t.id.padEnd(7)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  proxy ${live.proxyPids.length ? `${fmt(result.cpuMicrosPerRequest.proxy, 1)} µs/req${atRate ? ` (${fmt(atRate.cpuMicrosPerRequest.proxy, 1)} at ${settings.fixedRate}/s)` : ''}${atLowRate ? ` (${fmt(atLowRate.cpuMicrosPerRequest.proxy, 1)} µs/req, p99 ${fmt(atLowRate.p99, 2)} ms at ${settings.lowRate}/s)` : ''}` : '–'}${result.non2xx || result.errors ? `  non-2xx ${result.non2xx} errors ${result.errors}` : ''}`);
+          say(
+            `  round ${r + 1} ${t.id.padEnd(7)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  proxy ${live.proxyPids.length ? `${fmt(result.cpuMicrosPerRequest.proxy, 1)} µs/req${atRate ? ` (${fmt(atRate.cpuMicrosPerRequest.proxy, 1)} at ${settings.fixedRate}/s)` : ''}${atLowRate ? ` (${fmt(atLowRate.cpuMicrosPerRequest.proxy, 1)} µs/req, p99 ${fmt(atLowRate.p99, 2)} ms at ${settings.lowRate}/s)` : ''}` : '–'}${result.non2xx || result.errors ? `  non-2xx ${result.non2xx} errors ${result.errors}` : ''}`,
+          );
         } finally {
           if (t.launch) await live.stop();
         }
@@ -315,7 +326,15 @@ async function passThroughAndKeys(ctx) {
     const eKey = serviceIdOf.e ? redisKeys('outrigger', serviceIdOf.e).events : null;
     const xlen = eKey ? await redis.client.xlen(eKey).catch(() => null) : null;
     const eventsAfterE = eKey ? await streamEvents(redis.client, eKey).catch(() => null) : null;
-    out.passThrough = { path: PASS_PATH, fixedRate: settings.fixedRate, lowRate: settings.lowRate, rows: targets.map((t) => ({ id: t.id, label: t.label, rounds: rounds[t.id], fixedRate: fixed[t.id], lowRate: low[t.id] })), streamLengthAfterE: xlen, streamEventsAfterE: eventsAfterE, processPerRound: true };
+    out.passThrough = {
+      path: PASS_PATH,
+      fixedRate: settings.fixedRate,
+      lowRate: settings.lowRate,
+      rows: targets.map((t) => ({ id: t.id, label: t.label, rounds: rounds[t.id], fixedRate: fixed[t.id], lowRate: low[t.id] })),
+      streamLengthAfterE: xlen,
+      streamEventsAfterE: eventsAfterE,
+      processPerRound: true,
+    };
   }
 
   if (wanted('keys')) {
@@ -380,7 +399,9 @@ async function keyVerification(ctx, proxy, cachedKey, upstream) {
       const background = idlePerSec * result.elapsedSec;
       result.redisCommands = { total: delta.total, perCommand: delta.perCommand, background, perRequest: Math.max(0, delta.total - background) / Math.max(1, result.ok) };
       runs[kind].push(result);
-      say(`  round ${r + 1} ${kind.padEnd(6)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  proxy ${fmt(result.cpuMicrosPerRequest.proxy, 1)} µs/req  Redis ${fmt(result.redisCommands.perRequest, 2)} commands/req${result.non2xx ? `  non-2xx ${result.non2xx}` : ''}`);
+      say(
+        `  round ${r + 1} ${kind.padEnd(6)} ${fmt(result.reqPerSec, 0).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  proxy ${fmt(result.cpuMicrosPerRequest.proxy, 1)} µs/req  Redis ${fmt(result.redisCommands.perRequest, 2)} commands/req${result.non2xx ? `  non-2xx ${result.non2xx}` : ''}`,
+      );
     }
   }
   if (next > keys.length) say(`  note: the cold runs used ${next} requests for ${keys.length} keys; some keys were reused`);
@@ -398,7 +419,10 @@ async function webhookPipeline(ctx) {
   const upstream = await forkServer('upstream-pipeline', 'bench/servers/upstream.mjs', { log: join(work, 'upstream-pipeline.log') });
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
   const common = {
-    workDir: work, redisUrl: redis.url, upstreamUrl, serviceId: 'bench-pipeline',
+    workDir: work,
+    redisUrl: redis.url,
+    upstreamUrl,
+    serviceId: 'bench-pipeline',
     setup: { permissions: [KEYS_PERMISSION], webhooks: [matchingWebhook(receiverUrl)] },
     config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], streamMaxLength: Math.max(100_000, 4 * n) } },
   };
@@ -413,7 +437,18 @@ async function webhookPipeline(ctx) {
 
   // Fill the stream with the worker off, then let one worker drain it.
   const drainRound = (startWorker) =>
-    measureDrain({ receiver, redis, streamKey, url: `${proxy.url}${PASS_PATH}`, headers, connections: settings.connections, amount: n, warmupEvents: settings.pipelineWarmupEvents, startWorker, deadlineMs: 120_000 });
+    measureDrain({
+      receiver,
+      redis,
+      streamKey,
+      url: `${proxy.url}${PASS_PATH}`,
+      headers,
+      connections: settings.connections,
+      amount: n,
+      warmupEvents: settings.pipelineWarmupEvents,
+      startWorker,
+      deadlineMs: 120_000,
+    });
 
   const drains = [];
   const minimalDrains = [];
@@ -423,7 +458,9 @@ async function webhookPipeline(ctx) {
     for (const which of shuffle(['outrigger', 'minimal'])) {
       const result = await drainRound(which === 'outrigger' ? startWorker : startMinimal);
       (which === 'outrigger' ? drains : minimalDrains).push(result);
-      say(`  round ${r + 1} drain (${which === 'outrigger' ? 'Outrigger' : 'minimal worker'}): ${fmt(result.eventsPerSec, 0)} events/s, worker ${fmt(result.workerCpuMicrosPerEvent, 0)} µs/event, Redis ${fmt(result.redisCommandsPerEvent, 1)} commands/event`);
+      say(
+        `  round ${r + 1} drain (${which === 'outrigger' ? 'Outrigger' : 'minimal worker'}): ${fmt(result.eventsPerSec, 0)} events/s, worker ${fmt(result.workerCpuMicrosPerEvent, 0)} µs/event, Redis ${fmt(result.redisCommandsPerEvent, 1)} commands/event`,
+      );
     }
   }
 
@@ -470,13 +507,21 @@ async function graphqlComparison(ctx) {
     ...prof('graphql'),
   });
   const [key] = await writeKeys(redis.url, outrigger.serviceId, 1);
-  const baseline = await forkServer('graphql-baseline', 'bench/servers/graphql-baseline.mjs', { env: { BACKEND: standin.url }, log: join(work, 'graphql-baseline.log'), execArgv: profArgs('graphql-baseline') });
+  const baseline = await forkServer('graphql-baseline', 'bench/servers/graphql-baseline.mjs', {
+    env: { BACKEND: standin.url },
+    log: join(work, 'graphql-baseline.log'),
+    execArgv: profArgs('graphql-baseline'),
+  });
   // The floor (issue 39): the same reads and answer built by hand, no GraphQL; what both servers pay.
-  const floor = settings.graphqlFloor ? await forkServer('graphql-floor', 'bench/servers/graphql-floor.mjs', { env: { BACKEND: standin.url }, log: join(work, 'graphql-floor.log'), execArgv: profArgs('graphql-floor') }) : undefined;
+  const floor = settings.graphqlFloor
+    ? await forkServer('graphql-floor', 'bench/servers/graphql-floor.mjs', { env: { BACKEND: standin.url }, log: join(work, 'graphql-floor.log'), execArgv: profArgs('graphql-floor') })
+    : undefined;
   const servers = [
     { id: 'outrigger', label: 'Outrigger /graphql/bench (API key, ACL on every read)', url: `${outrigger.url}/graphql/bench`, pid: outrigger.pid, auth: { authorization: `Bearer ${key}` } },
     { id: 'baseline', label: 'hand-written graphql-js + batching loader', url: `http://127.0.0.1:${baseline.port}/graphql`, pid: baseline.pid, auth: {} },
-    ...(floor ? [{ id: 'floor', label: 'floor: the same reads and answer by hand, no GraphQL (bench/servers/graphql-floor.mjs)', url: `http://127.0.0.1:${floor.port}/graphql`, pid: floor.pid, auth: {} }] : []),
+    ...(floor
+      ? [{ id: 'floor', label: 'floor: the same reads and answer by hand, no GraphQL (bench/servers/graphql-floor.mjs)', url: `http://127.0.0.1:${floor.port}/graphql`, pid: floor.pid, auth: {} }]
+      : []),
   ];
   const shapes = [];
   for (const shape of GRAPHQL_SHAPES.filter((x) => !settings.graphqlShapes || settings.graphqlShapes.has(x.id))) {
@@ -490,7 +535,7 @@ async function graphqlComparison(ctx) {
     for (const s of servers) {
       // Reads of queries cut off at the end of the previous shape's last run land first.
       let before = (await standin.ask('stats')).count;
-      for (let settled = -1; settled !== before; ) {
+      for (let settled = -1; settled !== before;) {
         settled = before;
         await sleep(200);
         before = (await standin.ask('stats')).count;
@@ -512,10 +557,20 @@ async function graphqlComparison(ctx) {
       noteLoad(`graphql ${shape.id} round ${r + 1}`);
       for (const s of shuffle(servers)) {
         const before = (await standin.ask('stats')).count;
-        const result = await runLoad({ url: s.url, method: 'POST', headers: headersOf(s), body, connections: settings.graphqlConnections, duration: settings.seconds, cpu: { server: [s.pid], backend: [standin.pid] } });
+        const result = await runLoad({
+          url: s.url,
+          method: 'POST',
+          headers: headersOf(s),
+          body,
+          connections: settings.graphqlConnections,
+          duration: settings.seconds,
+          cpu: { server: [s.pid], backend: [standin.pid] },
+        });
         result.backendReadsPerQuery = ((await standin.ask('stats')).count - before) / Math.max(1, result.ok + result.non2xx);
         rounds[s.id].push(result);
-        say(`  ${shape.id} round ${r + 1} ${s.id.padEnd(9)} ${fmt(result.reqPerSec, 0).padStart(6)} queries/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  server ${fmt(result.cpuMicrosPerRequest.server, 0)} µs/query  backend reads/query ${fmt(result.backendReadsPerQuery, 2)}`);
+        say(
+          `  ${shape.id} round ${r + 1} ${s.id.padEnd(9)} ${fmt(result.reqPerSec, 0).padStart(6)} queries/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  server ${fmt(result.cpuMicrosPerRequest.server, 0)} µs/query  backend reads/query ${fmt(result.backendReadsPerQuery, 2)}`,
+        );
       }
     }
     shapes.push({ id: shape.id, query: shape.query, what: shape.what, rows: servers.map((s) => ({ id: s.id, label: s.label, readsPerQueryProbe: probes[s.id], rounds: rounds[s.id] })) });

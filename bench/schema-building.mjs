@@ -39,7 +39,10 @@ function time(fn, rounds) {
   return median(out);
 }
 const query = parse('{ courses { __typename ... on InternalCourse { _id title level } ... on ExternalCourse { _id title deliveredBy } } }');
-for (const [name, build] of [['graphql-js alone', withGraphqlJs], ['@graphql-tools/schema', withTools]]) {
+for (const [name, build] of [
+  ['graphql-js alone', withGraphqlJs],
+  ['@graphql-tools/schema', withTools],
+]) {
   for (let i = 0; i < 20; i++) build(); // warm up
   const buildMs = time(build, 200);
   const schema = build();

@@ -47,7 +47,13 @@ const { config, problems } = validateConfig({
   listen: { host: '127.0.0.1', port: 0 },
   upstream: { url: backend.url },
   redis: { url: redis.url },
-  users: { source: 'static', static: [{ id: 'root', password: await hashPassword('root-password'), roles: ['root'] }, { id: 'ann', password: await hashPassword('ann-password'), roles: ['user'] }] },
+  users: {
+    source: 'static',
+    static: [
+      { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
+      { id: 'ann', password: await hashPassword('ann-password'), roles: ['user'] },
+    ],
+  },
   acl: { mode: 'enforce' },
   apiKeys: { maxKeysPerUser: 1000 },
   webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
@@ -62,7 +68,11 @@ const send = async (path, init = {}) => {
   await res.arrayBuffer();
   return res.status;
 };
-await send('/_admin/acl/keys', { method: 'PUT', headers: { authorization: ROOT }, body: JSON.stringify({ predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['reader'] } }) });
+await send('/_admin/acl/keys', {
+  method: 'PUT',
+  headers: { authorization: ROOT },
+  body: JSON.stringify({ predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['reader'] } }),
+});
 await send('/_admin/acl/readers', { method: 'PUT', headers: { authorization: ROOT }, body: JSON.stringify({ predicate: 'path-prefix(/shop)', roles: ['reader'], priority: 1 }) });
 
 const info = async () => {
@@ -85,13 +95,21 @@ await new Promise((r) => setTimeout(r, 500));
 const k1 = await info();
 
 // 2. Webhook events: one matching webhook, EVENTS requests, all delivered by the in-process worker.
-await send('/_admin/webhooks', { method: 'POST', headers: { authorization: ROOT }, body: JSON.stringify({ _id: 'orders', name: 'orders', type: 'http', condition: "path('/shop/orders') and method(POST)", url: `${receiverUrl}/hook` }) });
+await send('/_admin/webhooks', {
+  method: 'POST',
+  headers: { authorization: ROOT },
+  body: JSON.stringify({ _id: 'orders', name: 'orders', type: 'http', condition: "path('/shop/orders') and method(POST)", url: `${receiverUrl}/hook` }),
+});
 await new Promise((r) => setTimeout(r, 500));
 const e0 = await info();
 const started = performance.now();
 const inflight = new Set();
 for (let i = 0; i < EVENTS; i++) {
-  const p = send('/shop/orders', { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ n: i, note: 'an order of about a hundred bytes of JSON, as a small API might see' }) });
+  const p = send('/shop/orders', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}` },
+    body: JSON.stringify({ n: i, note: 'an order of about a hundred bytes of JSON, as a small API might see' }),
+  });
   inflight.add(p);
   p.finally(() => inflight.delete(p));
   if (inflight.size >= 32) await Promise.race(inflight);
@@ -104,7 +122,7 @@ const e1 = await info();
 
 // Where the bytes are: MEMORY USAGE of every key, grouped by kind (ids stripped from the names).
 const byKind = {};
-for (let cursor = '0'; ; ) {
+for (let cursor = '0'; ;) {
   const [next, names] = await redis.client.scan(cursor, 'COUNT', 1000);
   for (const name of names) {
     const kind = name.replace(/^[^}]*\}:/, '').replace(/:[^:]*[0-9a-f]{8,}[^:]*/g, ':<id>');

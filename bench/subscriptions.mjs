@@ -114,7 +114,11 @@ async function main() {
   // Both replicas serve the app (applied by a, seen by b through Redis within a second).
   for (const r of replicas) {
     for (let i = 0; i < 100; i++) {
-      const res = await fetch(`${r.url}/graphql/subs`, { method: 'POST', headers: { 'content-type': 'application/json', ...(USERS > 0 ? { authorization: basicOf(0) } : {}) }, body: '{"query":"{ __typename }"}' });
+      const res = await fetch(`${r.url}/graphql/subs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(USERS > 0 ? { authorization: basicOf(0) } : {}) },
+        body: '{"query":"{ __typename }"}',
+      });
       if (res.status === 200) break;
       await sleep(100);
     }
@@ -140,7 +144,9 @@ async function main() {
   };
   const closers = [];
   for (let i = 0; i < SUBS; i += 50) {
-    closers.push(...(await Promise.all(Array.from({ length: Math.min(50, SUBS - i) }, (_, k) => subscribe(replicas[(i + k) % 2].url, (i + k) % GROUPS, onSeq, USERS > 0 ? basicOf((i + k) % USERS) : undefined)))));
+    closers.push(
+      ...(await Promise.all(Array.from({ length: Math.min(50, SUBS - i) }, (_, k) => subscribe(replicas[(i + k) % 2].url, (i + k) % GROUPS, onSeq, USERS > 0 ? basicOf((i + k) % USERS) : undefined)))),
+    );
   }
   say(`${closers.length} subscribers open`);
   await sleep(3000);
@@ -156,7 +162,17 @@ async function main() {
     const due = warmupStarted + ((seq + warmupTotal) * 1000) / RATE;
     const wait = due - performance.now();
     if (wait > 1) await sleep(wait);
-    void pools[-seq % 2].request({ method: 'POST', path: '/restheart/orders', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ group: -seq % GROUPS, seq, ...(USERS > 0 ? { owner: userName(-seq % USERS) } : {}) }) }).then((res) => res.body.dump(), () => {});
+    void pools[-seq % 2]
+      .request({
+        method: 'POST',
+        path: '/restheart/orders',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ group: -seq % GROUPS, seq, ...(USERS > 0 ? { owner: userName(-seq % USERS) } : {}) }),
+      })
+      .then(
+        (res) => res.body.dump(),
+        () => {},
+      );
   }
   if (warmupTotal > 0) await sleep(1000);
   const cpuBefore = cpuMicrosOf(replicas.map((r) => r.pid));
@@ -171,7 +187,12 @@ async function main() {
     const wait = due - performance.now();
     if (wait > 1) await sleep(wait);
     const p = pools[seq % 2]
-      .request({ method: 'POST', path: '/restheart/orders', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ group: seq % GROUPS, seq, ...(USERS > 0 ? { owner: userName(seq % USERS) } : {}) }) })
+      .request({
+        method: 'POST',
+        path: '/restheart/orders',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ group: seq % GROUPS, seq, ...(USERS > 0 ? { owner: userName(seq % USERS) } : {}) }),
+      })
       .then(async (res) => {
         await res.body.dump();
         if (res.statusCode === 201) answered.set(seq, performance.now());
@@ -201,7 +222,12 @@ async function main() {
   const { restWritesObserver } = await import('../dist/src/graphql/subscribe/rest-writes.js');
   const { collectionPathMatcher } = await import('../dist/src/graphql/subscribe/change.js');
   // Some collection is subscribed somewhere (the claims are not empty), just not this one.
-  const observer = restWritesObserver(collectionPathMatcher('/{db}/{collection}'), () => false, () => {}, () => true);
+  const observer = restWritesObserver(
+    collectionPathMatcher('/{db}/{collection}'),
+    () => false,
+    () => {},
+    () => true,
+  );
   const scope = { method: 'POST', routeKind: 'proxy', path: '/restheart/unsubscribed' };
   const n = 1_000_000;
   for (let i = 0; i < 100_000; i++) observer.begin(scope);
@@ -228,7 +254,14 @@ async function main() {
     eventsExpected: expected,
     eventsDelivered: delivered,
     receivedBeforeTheWriteAnswer: early,
-    p99BySecondMs: bySecond.map((l) => Math.round(percentile(l.sort((x, y) => x - y), 99))),
+    p99BySecondMs: bySecond.map((l) =>
+      Math.round(
+        percentile(
+          l.sort((x, y) => x - y),
+          99,
+        ),
+      ),
+    ),
     latencyMs: { p50: Number(percentile(latencies, 50).toFixed(1)), p99: Number(percentile(latencies, 99).toFixed(1)), max: Number((latencies.at(-1) ?? NaN).toFixed(1)) },
     replicasCpuSeconds: Number(cpu.toFixed(2)),
     standinCpuSeconds: Number(standinCpu.toFixed(2)),

@@ -65,7 +65,16 @@ for (const dir of positionals) {
   const metrics = { webhookQueueDepth: quiet, webhookEventsQueued: quiet, webhookEventsDropped: quiet, webhookEventsUnreplicated: quiet };
   const logger = { warn: (o, m) => console.warn(m, o), info() {}, error: (o, m) => console.error(m, o) };
   const key = `tee-alone:${builds.length}:events`;
-  const producer = new EventProducer({ redis, keys: { events: key, recordingEntries: `${key}:recording` }, capacity: 1_000_000, streamMaxLength: 1000, recordingMaxEntries: 10, recordingTtlMs: 60_000, metrics, logger });
+  const producer = new EventProducer({
+    redis,
+    keys: { events: key, recordingEntries: `${key}:recording` },
+    capacity: 1_000_000,
+    streamMaxLength: 1000,
+    recordingMaxEntries: 10,
+    recordingTtlMs: 60_000,
+    metrics,
+    logger,
+  });
   const webhooks = [{ id: 'tee', name: 'tee', enabled: true, condition: parseCondition('method(GET) and path-prefix(/data)') }];
   const compiled = { all: webhooks, enabled: webhooks };
   const observer = new WebhookObserver({
@@ -103,7 +112,7 @@ function request(observer, i) {
 async function runPaced(build, n) {
   const perMs = RATE / 1000;
   const started = performance.now();
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     // Catch up to the schedule, one event per turn of the event loop.
     const due = Math.min(n, Math.floor((performance.now() - started) * perMs) + 1);
     for (; i < due; i++) {
@@ -148,7 +157,8 @@ for (const build of builds) {
 }
 if (RATE > 0) {
   const loop = median(builds.at(-1).samples.map((x) => x.proxy));
-  for (const build of builds.slice(0, -1)) process.stdout.write(`${build.dir}: the tee at ${RATE}/s, paced: ${(median(build.samples.map((x) => x.proxy)) - loop).toFixed(2)} µs/event beyond the loop\n`);
+  for (const build of builds.slice(0, -1))
+    process.stdout.write(`${build.dir}: the tee at ${RATE}/s, paced: ${(median(build.samples.map((x) => x.proxy)) - loop).toFixed(2)} µs/event beyond the loop\n`);
 }
 for (const build of builds) {
   build.producer?.close();

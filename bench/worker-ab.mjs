@@ -59,7 +59,9 @@ const { values: opts } = parseArgs({
   },
 });
 if (!opts.base) {
-  process.stderr.write('usage: node bench/worker-ab.mjs --base DIR [--with DIR] [--events N] [--rounds N] [--rate N] [--seconds N] [--warmup-seconds N] [--warmup-events N] [--cpu-prof] [--with-node-args=...] [--minimal]\n');
+  process.stderr.write(
+    'usage: node bench/worker-ab.mjs --base DIR [--with DIR] [--events N] [--rounds N] [--rate N] [--seconds N] [--warmup-seconds N] [--warmup-events N] [--cpu-prof] [--with-node-args=...] [--minimal]\n',
+  );
   process.exit(2);
 }
 const n = Number(opts.events);
@@ -75,7 +77,11 @@ const say = (text) => process.stdout.write(`${text}\n`);
 async function main() {
   stopAllOnExit();
   mkdirSync(work, { recursive: true });
-  say(`worker-ab: logs in ${work}; load average at start ${loadavg().map((x) => x.toFixed(2)).join(' / ')}`);
+  say(
+    `worker-ab: logs in ${work}; load average at start ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' / ')}`,
+  );
   const redis = await startRedis(work);
   const receiver = await forkServer('receiver', 'bench/servers/receiver.mjs', { log: join(work, 'receiver.log') });
   const receiverUrl = `http://127.0.0.1:${receiver.port}`;
@@ -87,7 +93,11 @@ async function main() {
     const root = rootOf(build);
     const serviceId = `wab-${build}`;
     const common = {
-      workDir: work, redisUrl: redis.url, upstreamUrl, serviceId, root,
+      workDir: work,
+      redisUrl: redis.url,
+      upstreamUrl,
+      serviceId,
+      root,
       setup: { permissions: [KEYS_PERMISSION], webhooks: [matchingWebhook(receiverUrl)] },
       config: { webhooks: { allowPrivateTargets: ['127.0.0.0/8'], streamMaxLength: Math.max(100_000, 4 * n) } },
     };
@@ -113,9 +123,21 @@ async function main() {
   for (let round = 1; round <= Number(opts.rounds); round++) {
     for (const build of shuffle(sideNames)) {
       const side = sides[build];
-      const result = await measureDrain({ receiver, redis, streamKey: side.streamKey, url: `${side.proxy.url}${PASS_PATH}`, headers: side.headers, connections: 50, amount: n, warmupEvents, startWorker: side.startWorker });
+      const result = await measureDrain({
+        receiver,
+        redis,
+        streamKey: side.streamKey,
+        url: `${side.proxy.url}${PASS_PATH}`,
+        headers: side.headers,
+        connections: 50,
+        amount: n,
+        warmupEvents,
+        startWorker: side.startWorker,
+      });
       side.drains.push(result);
-      say(`  round ${round} ${build.padEnd(4)} ${result.eventsPerSec.toFixed(0).padStart(6)} events/s  worker ${result.workerCpuMicrosPerEvent.toFixed(0)} µs/event  Redis ${result.redisCommandsPerEvent.toFixed(2)} commands/event ${JSON.stringify(result.perCommand)}`);
+      say(
+        `  round ${round} ${build.padEnd(4)} ${result.eventsPerSec.toFixed(0).padStart(6)} events/s  worker ${result.workerCpuMicrosPerEvent.toFixed(0)} µs/event  Redis ${result.redisCommandsPerEvent.toFixed(2)} commands/event ${JSON.stringify(result.perCommand)}`,
+      );
       await redis.client.xtrim(side.streamKey, 'MAXLEN', 0);
     }
   }
@@ -145,10 +167,13 @@ async function main() {
   const m = (side, f) => median(side.drains.map(f));
   for (const [build, side] of Object.entries(sides)) {
     const eps = side.drains.map((d) => d.eventsPerSec);
-    say(`| ${build} (${labelOf(build)}) | ${m(side, (d) => d.eventsPerSec).toFixed(0)} (${Math.min(...eps).toFixed(0)}–${Math.max(...eps).toFixed(0)}) | ${m(side, (d) => d.workerCpuMicrosPerEvent).toFixed(0)} | ${m(side, (d) => d.redisCpuMicrosPerEvent).toFixed(0)} | ${m(side, (d) => d.redisCommandsPerEvent).toFixed(2)} | ${side.latency.p50} / ${side.latency.p99} |`);
+    say(
+      `| ${build} (${labelOf(build)}) | ${m(side, (d) => d.eventsPerSec).toFixed(0)} (${Math.min(...eps).toFixed(0)}–${Math.max(...eps).toFixed(0)}) | ${m(side, (d) => d.workerCpuMicrosPerEvent).toFixed(0)} | ${m(side, (d) => d.redisCpuMicrosPerEvent).toFixed(0)} | ${m(side, (d) => d.redisCommandsPerEvent).toFixed(2)} | ${side.latency.p50} / ${side.latency.p99} |`,
+    );
   }
   const w = sides.with;
-  const compare = (a, b) => `events/s ×${(m(a, (d) => d.eventsPerSec) / m(b, (d) => d.eventsPerSec)).toFixed(2)}, worker CPU per event ×${(m(a, (d) => d.workerCpuMicrosPerEvent) / m(b, (d) => d.workerCpuMicrosPerEvent)).toFixed(3)}`;
+  const compare = (a, b) =>
+    `events/s ×${(m(a, (d) => d.eventsPerSec) / m(b, (d) => d.eventsPerSec)).toFixed(2)}, worker CPU per event ×${(m(a, (d) => d.workerCpuMicrosPerEvent) / m(b, (d) => d.workerCpuMicrosPerEvent)).toFixed(3)}`;
   say(`\nwith ÷ base: ${compare(w, base)}`);
   if (sides.minimal) {
     say(`minimal ÷ base: ${compare(sides.minimal, base)}`);

@@ -75,26 +75,43 @@ const problems = [];
 // 1. Circles: Tarjan's strongly connected components.
 {
   let index = 0;
-  const idx = new Map(), low = new Map(), stack = [], onStack = new Set();
+  const idx = new Map(),
+    low = new Map(),
+    stack = [],
+    onStack = new Set();
   const components = [];
   const strongConnect = (v) => {
-    idx.set(v, index); low.set(v, index); index++;
-    stack.push(v); onStack.add(v);
+    idx.set(v, index);
+    low.set(v, index);
+    index++;
+    stack.push(v);
+    onStack.add(v);
     for (const w of imports.get(v)) {
-      if (!idx.has(w)) { strongConnect(w); low.set(v, Math.min(low.get(v), low.get(w))); }
-      else if (onStack.has(w)) low.set(v, Math.min(low.get(v), idx.get(w)));
+      if (!idx.has(w)) {
+        strongConnect(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v), idx.get(w)));
     }
     if (low.get(v) === idx.get(v)) {
       const component = [];
       let w;
-      do { w = stack.pop(); onStack.delete(w); component.push(w); } while (w !== v);
+      do {
+        w = stack.pop();
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
       if (component.length > 1) components.push(component.sort());
     }
   };
   for (const v of [...imports.keys()].sort()) if (!idx.has(v)) strongConnect(v);
   for (const component of components) {
     const members = new Set(component);
-    const ties = component.flatMap((a) => imports.get(a).filter((b) => members.has(b)).map((b) => `${a} → ${b}`));
+    const ties = component.flatMap((a) =>
+      imports
+        .get(a)
+        .filter((b) => members.has(b))
+        .map((b) => `${a} → ${b}`),
+    );
     problems.push(`import circle of ${component.length} files: ${ties.join('; ')}`);
   }
 }
@@ -123,29 +140,31 @@ function placeOf(file) {
 }
 for (const file of imports.keys()) {
   const place = placeOf(file);
-  if (place.stage === -2) problems.push(`${file}: its folder is not a stage of src/${place.top} (${STAGED_FEATURES[place.top].join(' → ')}); add it to STAGED_FEATURES in scripts/structure-rules.mjs or move the file into a stage`);
+  if (place.stage === -2)
+    problems.push(
+      `${file}: its folder is not a stage of src/${place.top} (${STAGED_FEATURES[place.top].join(' → ')}); add it to STAGED_FEATURES in scripts/structure-rules.mjs or move the file into a stage`,
+    );
 }
 for (const [from, targets] of imports) {
   const a = placeOf(from);
-  if (a.layer === -1) { problems.push(`${from}: its folder "${a.top}" has no layer in scripts/structure-rules.mjs; add it where it belongs`); continue; }
+  if (a.layer === -1) {
+    problems.push(`${from}: its folder "${a.top}" has no layer in scripts/structure-rules.mjs; add it where it belongs`);
+    continue;
+  }
   for (const to of targets) {
     const b = placeOf(to);
     if (b.layer === -1) continue; // reported for its own file
     if (a.top !== b.top) {
-      if (b.layer > a.layer)
-        problems.push(`${from} → ${to}: against the flow (${a.top} is layer ${a.layer}, ${b.top} is layer ${b.layer}); move the shared part down or invert the dependency`);
+      if (b.layer > a.layer) problems.push(`${from} → ${to}: against the flow (${a.top} is layer ${a.layer}, ${b.top} is layer ${b.layer}); move the shared part down or invert the dependency`);
       else if (b.layer === a.layer)
         problems.push(`${from} → ${to}: sideways (${a.top} and ${b.top} share layer ${a.layer}, whose folders are peers); give ${b.top} a lower layer, or move the shared part down`);
       continue;
     }
     if (a.stage === null || a.stage === undefined || b.stage === null || b.stage === undefined) continue;
     if (a.stage === -2 || b.stage === -2) continue;
-    if (b.stage === Infinity && a.stage !== Infinity)
-      problems.push(`${from} → ${to}: a stage imports its feature's entry point; take what it needs from the root's shared types`);
-    else if (a.stage === -1 && b.stage >= 0)
-      problems.push(`${from} → ${to}: a shared file at the root of src/${a.top} imports a stage; move what both need to the root, or the file into a stage`);
-    else if (b.stage > a.stage && a.stage !== Infinity)
-      problems.push(`${from} → ${to}: against the stage order of src/${a.top} (${STAGED_FEATURES[a.top].join(' → ')})`);
+    if (b.stage === Infinity && a.stage !== Infinity) problems.push(`${from} → ${to}: a stage imports its feature's entry point; take what it needs from the root's shared types`);
+    else if (a.stage === -1 && b.stage >= 0) problems.push(`${from} → ${to}: a shared file at the root of src/${a.top} imports a stage; move what both need to the root, or the file into a stage`);
+    else if (b.stage > a.stage && a.stage !== Infinity) problems.push(`${from} → ${to}: against the stage order of src/${a.top} (${STAGED_FEATURES[a.top].join(' → ')})`);
   }
 }
 

@@ -58,7 +58,13 @@ const { config, problems } = validateConfig({
   upstream: { url: upstream.url },
   mcp: { server: 'outrigger' },
   redis: { url: redis.url },
-  users: { source: 'static', static: [{ id: 'alice', password: await hashPassword('alice-password'), roles: ['user'] }, { id: 'root', password: await hashPassword('root-password'), roles: ['root'] }] },
+  users: {
+    source: 'static',
+    static: [
+      { id: 'alice', password: await hashPassword('alice-password'), roles: ['user'] },
+      { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
+    ],
+  },
   log: { level: 'silent' },
 });
 if (problems.length) throw new Error(problems.join('\n'));
@@ -74,12 +80,18 @@ await put('/gql-apps/shop', {
   descriptor: { uri: 'shop' },
   schema: 'enum Status { OPEN CLOSED } type Order { number: Int, status: Status } type Query { orders(status: Status, limit: Int = 10): [Order] }',
   mappings: { Status: { OPEN: 'open', CLOSED: 'closed' }, Query: { orders: { db: 'shop', collection: 'orders', find: { status: { $arg: 'status' } }, limit: { $arg: 'limit' } } } },
-  mcp: { tools: [{ name: 'list_orders', description: 'Orders, by status', query: 'query ListOrders($status: Status, $limit: Int = 10) { orders(status: $status, limit: $limit) { number status } }' }] },
+  mcp: {
+    tools: [{ name: 'list_orders', description: 'Orders, by status', query: 'query ListOrders($status: Status, $limit: Int = 10) { orders(status: $status, limit: $limit) { number status } }' }],
+  },
 });
 
 const callbackPort = await freePort();
 const registered = await (
-  await fetch(`${issuer}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'MCP conformance', redirect_uris: [`http://127.0.0.1:${callbackPort}/callback`] }) })
+  await fetch(`${issuer}/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: 'MCP conformance', redirect_uris: [`http://127.0.0.1:${callbackPort}/callback`] }),
+  })
 ).json();
 
 const browser = await chromium.launch({ executablePath: process.env.OUTRIGGER_CHROMIUM ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
@@ -105,7 +117,11 @@ await browser.close();
 // The server scenarios, as an agent that signed in: a key of alice's (role reader), added to every
 // request by a loopback relay in front of /mcp.
 const issued = await (
-  await fetch(`${issuer}/keys`, { method: 'POST', headers: { authorization: `Basic ${Buffer.from('alice:alice-password').toString('base64')}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'conformance', roles: ['reader'] }) })
+  await fetch(`${issuer}/keys`, {
+    method: 'POST',
+    headers: { authorization: `Basic ${Buffer.from('alice:alice-password').toString('base64')}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'conformance', roles: ['reader'] }),
+  })
 ).json();
 const relay = createServer((req, res) => {
   const headers = { ...req.headers, authorization: `Bearer ${issued.key}` };
@@ -121,7 +137,11 @@ await new Promise((done) => relay.once('listening', done));
 const serverResults = [];
 for (const scenario of SERVER_SCENARIOS) {
   const version = SPEC_VERSION[scenario] ? ['--spec-version', SPEC_VERSION[scenario]] : [];
-  const run = spawn(args.node, [resolve(args.cli), 'server', '--url', `http://127.0.0.1:${relay.address().port}/mcp`, '--scenario', scenario, ...version, '--expected-failures', BASELINE, '-o', resolve(args.out)], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const run = spawn(
+    args.node,
+    [resolve(args.cli), 'server', '--url', `http://127.0.0.1:${relay.address().port}/mcp`, '--scenario', scenario, ...version, '--expected-failures', BASELINE, '-o', resolve(args.out)],
+    { stdio: ['ignore', 'inherit', 'inherit'] },
+  );
   serverResults.push([scenario, await new Promise((done) => run.on('exit', done))]);
 }
 console.log(`server scenarios: ${serverResults.map(([s, c]) => `${s} ${c === 0 ? 'passed' : `FAILED (${c})`}`).join(', ')}`);

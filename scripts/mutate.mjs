@@ -40,7 +40,11 @@ function score(group) {
   const detected = n('Killed') + n('Timeout');
   const undetected = n('Survived') + n('NoCoverage');
   const total = detected + undetected;
-  return { score: total ? (100 * detected) / total : 100, covered: detected + n('Survived') ? (100 * detected) / (detected + n('Survived')) : 100, ...Object.fromEntries(['Killed', 'Timeout', 'Survived', 'NoCoverage', 'Static', 'Excluded'].map((s) => [s, n(s)])) };
+  return {
+    score: total ? (100 * detected) / total : 100,
+    covered: detected + n('Survived') ? (100 * detected) / (detected + n('Survived')) : 100,
+    ...Object.fromEntries(['Killed', 'Timeout', 'Survived', 'NoCoverage', 'Static', 'Excluded'].map((s) => [s, n(s)])),
+  };
 }
 
 let failed = false;
@@ -55,6 +59,9 @@ for (const group of chosen.length ? chosen : GROUPS) {
 console.log('\n== mutate: scores (killed + timed out, of all mutants tested; "covered": of those some test ran)');
 for (const { group, minutes, status, result } of summary) {
   if (!result) console.log(`${group.padEnd(7)} FAILED (stryker exit ${status})`);
-  else console.log(`${group.padEnd(7)} ${result.score.toFixed(1).padStart(5)} %  covered ${result.covered.toFixed(1).padStart(5)} %  killed ${result.Killed}, timeout ${result.Timeout}, survived ${result.Survived}, no coverage ${result.NoCoverage}, static (ignored) ${result.Static}, strings (not mutated) ${result.Excluded}  ${minutes.toFixed(1)} min`);
+  else
+    console.log(
+      `${group.padEnd(7)} ${result.score.toFixed(1).padStart(5)} %  covered ${result.covered.toFixed(1).padStart(5)} %  killed ${result.Killed}, timeout ${result.Timeout}, survived ${result.Survived}, no coverage ${result.NoCoverage}, static (ignored) ${result.Static}, strings (not mutated) ${result.Excluded}  ${minutes.toFixed(1)} min`,
+    );
 }
 process.exit(failed ? 1 : 0);

@@ -114,7 +114,18 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   limiter?.start();
 
   const context: AppContext = {
-    config, logger, metrics, tracing, redis, connections, keys, bus, features, permissions, acl, draining,
+    config,
+    logger,
+    metrics,
+    tracing,
+    redis,
+    connections,
+    keys,
+    bus,
+    features,
+    permissions,
+    acl,
+    draining,
     documentPollMs: options.documentPollMs,
     exchangeFor: exchangeForScope,
     authorizeOwnRoute: policy.authorizeOwnRoute,
@@ -125,7 +136,14 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
 
   const modules = await createFeatureModules(context, { worker: options.worker ?? true, serve: options.serve ?? true });
   const bootstrap =
-    config.acl.bootstrap && (options.bootstrap ?? true) ? await startBootstrap(context, config.acl.bootstrap, modules.flatMap((m) => m.setupKinds ?? []), offlineSetupKinds(config)) : null;
+    config.acl.bootstrap && (options.bootstrap ?? true)
+      ? await startBootstrap(
+          context,
+          config.acl.bootstrap,
+          modules.flatMap((m) => m.setupKinds ?? []),
+          offlineSetupKinds(config),
+        )
+      : null;
   for (const module of modules) await module.start?.();
 
   // The request chain (src/chain/): only a process that serves HTTP has one.
@@ -202,7 +220,10 @@ async function startRedisParts(config: OutriggerConfig, options: StartOptions, s
 }
 
 /** The stored permissions, the ACL over them, identity propagation and the proxy policy (SPEC §3). */
-async function startAccess(config: OutriggerConfig, { redis, bus, keys, logger, documentPollMs }: { redis: AppContext['redis']; bus: ChangeBus; keys: AppContext['keys']; logger: Logger; documentPollMs: number | undefined }) {
+async function startAccess(
+  config: OutriggerConfig,
+  { redis, bus, keys, logger, documentPollMs }: { redis: AppContext['redis']; bus: ChangeBus; keys: AppContext['keys']; logger: Logger; documentPollMs: number | undefined },
+) {
   const permissions = new DocumentStore<PermissionDocument>(redis, bus, 'permissions', keys.permissions, keys.permissionsVersion, documentPollMs);
   const acl = new AccessControl<Exchange>(
     permissions,

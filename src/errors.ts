@@ -18,8 +18,7 @@ export class OutriggerError extends Error {
 }
 
 export const badRequest = (message: string, code = 'BAD_REQUEST') => new OutriggerError(400, code, message);
-export const unauthorized = (message: string, headers?: Record<string, string>, code = 'UNAUTHENTICATED') =>
-  new OutriggerError(401, code, message, headers);
+export const unauthorized = (message: string, headers?: Record<string, string>, code = 'UNAUTHENTICATED') => new OutriggerError(401, code, message, headers);
 export const forbidden = (message: string, code = 'FORBIDDEN') => new OutriggerError(403, code, message);
 export const notFound = (message: string, code = 'NOT_FOUND') => new OutriggerError(404, code, message);
 export const methodNotAllowed = (allowed: string[]) =>

@@ -84,7 +84,9 @@ export async function runShutdown(parts: ShutdownParts): Promise<void> {
   const streams = draining.stopAccepting((error) => logger.error({ err: String(error) }, 'a stream did not end cleanly on shutdown'));
   const stoppedAccepting = Promise.all(
     modules.map((module) =>
-      module.stopAccepting?.(Math.max(left(), STOP_ACCEPTING_AT_LEAST_MS)).catch((error: unknown) => logger.error({ feature: module.name, err: String(error) }, `error while stopping the ${module.name} feature's work`)),
+      module
+        .stopAccepting?.(Math.max(left(), STOP_ACCEPTING_AT_LEAST_MS))
+        .catch((error: unknown) => logger.error({ feature: module.name, err: String(error) }, `error while stopping the ${module.name} feature's work`)),
     ),
   );
 
@@ -97,10 +99,7 @@ export async function runShutdown(parts: ShutdownParts): Promise<void> {
   await Promise.all(modules.map((module) => module.flush?.(flushMs)));
   await stoppedAccepting;
   let timer: NodeJS.Timeout | undefined;
-  const closed = await Promise.race([
-    parts.closeRest().then(() => true),
-    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(left(), CLOSE_AT_LEAST_MS)))),
-  ]);
+  const closed = await Promise.race([parts.closeRest().then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(left(), CLOSE_AT_LEAST_MS))))]);
   clearTimeout(timer);
   if (!closed) logger.warn('closing connections did not finish in time (Redis unreachable?); stopping without waiting for them');
   logger.info({ tookMs: Date.now() - started }, 'Outrigger stopped');

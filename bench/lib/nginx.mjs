@@ -24,7 +24,9 @@ export function ensureNginx(log = console.log) {
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   const hasApt = !spawnSync('apt-get', ['--version']).error;
   if (!isRoot || !hasApt) {
-    return { skipped: `nginx is not installed${isRoot ? ' and apt-get is not available' : ' and the bench is not running as root'}; install it (Debian/Ubuntu: sudo apt-get install -y nginx-light) to get the nginx baseline` };
+    return {
+      skipped: `nginx is not installed${isRoot ? ' and apt-get is not available' : ' and the bench is not running as root'}; install it (Debian/Ubuntu: sudo apt-get install -y nginx-light) to get the nginx baseline`,
+    };
   }
   log('bench: nginx is missing; installing nginx-light from Debian (apt-get)…');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };

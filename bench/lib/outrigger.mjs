@@ -116,8 +116,15 @@ export async function writeKeys(redisUrl, serviceId, count) {
         const key = generateApiKey('rig');
         keys.push(key);
         const record = {
-          _id: randomBytes(12).toString('hex'), owner: `bench-${j % 1000}`, name: `bench ${j}`, roles: ['reader'],
-          createdAt: now, expiresAt: now + 86_400_000, via: 'api', serviceId, keyHash: hashApiKey(key),
+          _id: randomBytes(12).toString('hex'),
+          owner: `bench-${j % 1000}`,
+          name: `bench ${j}`,
+          roles: ['reader'],
+          createdAt: now,
+          expiresAt: now + 86_400_000,
+          via: 'api',
+          serviceId,
+          keyHash: hashApiKey(key),
         };
         jobs.push(store.issueWithinLimit(record, 1_000_000, now));
       }

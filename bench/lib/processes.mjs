@@ -111,7 +111,11 @@ export async function stopAll() {
 export async function runThenStopAll(main, say) {
   try {
     await main();
-    say(`load average at end ${loadavg().map((x) => x.toFixed(2)).join(' / ')}`);
+    say(
+      `load average at end ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' / ')}`,
+    );
   } finally {
     await stopAll();
   }

@@ -12,10 +12,12 @@ export async function startRedis(workDir) {
   if (probe.error) throw new Error('redis-server is not on the PATH; install it (Debian/Ubuntu: apt-get install redis-server) and run the bench again');
   const version = /v=([\d.]+)/.exec(probe.stdout)?.[1] ?? 'unknown';
   const port = await freePort();
-  const proc = spawnProcess('redis-server', 'redis-server', [
-    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', workDir,
-    '--protected-mode', 'yes', '--daemonize', 'no', '--loglevel', 'warning',
-  ], { log: join(workDir, 'redis.log') });
+  const proc = spawnProcess(
+    'redis-server',
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', workDir, '--protected-mode', 'yes', '--daemonize', 'no', '--loglevel', 'warning'],
+    { log: join(workDir, 'redis.log') },
+  );
   await waitForPort(port, 10_000, 'redis-server');
   const url = `redis://127.0.0.1:${port}`;
   const client = new Redis(url, { maxRetriesPerRequest: 1 });

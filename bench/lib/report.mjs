@@ -70,17 +70,29 @@ export function renderResults(results) {
       ];
     });
     const t = table(
-      ['configuration', 'req/s median (min–max)', '× undici forwarder', '× nginx', 'p50 ms', 'p99 ms', 'proxy CPU µs/req',
+      [
+        'configuration',
+        'req/s median (min–max)',
+        '× undici forwarder',
+        '× nginx',
+        'p50 ms',
+        'p99 ms',
+        'proxy CPU µs/req',
         ...(pt.fixedRate ? [`proxy CPU µs/req at ${pt.fixedRate} req/s (min–max)`, `p50 ms at ${pt.fixedRate} req/s`] : []),
-        'upstream CPU µs/req', 'Redis CPU µs/req', `Redis commands/req${pt.fixedRate ? ` (saturated / at ${pt.fixedRate} req/s)` : ''}`, 'non-2xx + errors'],
+        'upstream CPU µs/req',
+        'Redis CPU µs/req',
+        `Redis commands/req${pt.fixedRate ? ` (saturated / at ${pt.fixedRate} req/s)` : ''}`,
+        'non-2xx + errors',
+      ],
       body,
     );
     const rounds = pt.rows[0]?.rounds.length ?? 0;
-    sections.push(`## 1. Pass-through\n\n\`GET ${pt.path}\` answered by the upstream with 1 KiB of JSON; ${results.meta.settings.connections} connections; ${rounds} rounds × ${results.meta.settings.seconds} s per configuration, configurations in shuffled order each round${pt.processPerRound ? '; the undici forwarder and every Outrigger configuration run in a new process each round, warmed up for ' + results.meta.settings.warmupSeconds + ' s before it is measured (one process of a build can cost more than another for its whole life; bench/README.md)' : ''}. Ratios are per round, then median (min–max). CPU columns: utime+stime of that process during the run ÷ 2xx responses (median over rounds).${pt.fixedRate ? ` Each round also runs every configuration at a fixed ${pt.fixedRate} req/s, evenly paced (${results.meta.settings.fixedSeconds} s, below every configuration's capacity): CPU per request at equal, unsaturated load, where nothing is amortised over a batch of requests read in one event-loop turn (every request pays its own wake-ups, and (e) one Redis transaction per event).` : ''}${pt.streamLengthAfterE !== null ? ` The (e) stream held ${pt.streamEventsAfterE != null ? `${pt.streamEventsAfterE} events in ` : ''}${pt.streamLengthAfterE} entries after its runs (\`webhooks.streamMaxLength\` 1000; worker off).` : ''}\n\n${t}`);
+    sections.push(
+      `## 1. Pass-through\n\n\`GET ${pt.path}\` answered by the upstream with 1 KiB of JSON; ${results.meta.settings.connections} connections; ${rounds} rounds × ${results.meta.settings.seconds} s per configuration, configurations in shuffled order each round${pt.processPerRound ? '; the undici forwarder and every Outrigger configuration run in a new process each round, warmed up for ' + results.meta.settings.warmupSeconds + ' s before it is measured (one process of a build can cost more than another for its whole life; bench/README.md)' : ''}. Ratios are per round, then median (min–max). CPU columns: utime+stime of that process during the run ÷ 2xx responses (median over rounds).${pt.fixedRate ? ` Each round also runs every configuration at a fixed ${pt.fixedRate} req/s, evenly paced (${results.meta.settings.fixedSeconds} s, below every configuration's capacity): CPU per request at equal, unsaturated load, where nothing is amortised over a batch of requests read in one event-loop turn (every request pays its own wake-ups, and (e) one Redis transaction per event).` : ''}${pt.streamLengthAfterE !== null ? ` The (e) stream held ${pt.streamEventsAfterE != null ? `${pt.streamEventsAfterE} events in ` : ''}${pt.streamLengthAfterE} entries after its runs (\`webhooks.streamMaxLength\` 1000; worker off).` : ''}\n\n${t}`,
+    );
     consoleParts.push(`1. Pass-through (GET ${pt.path}, 1 KiB)\n${t}`);
 
-    const cpuBeside = (id, baseId) =>
-      `CPU ratio ${f(cpuRatio(rows, id, baseId), 2)} saturated${pt.fixedRate ? `, ${f(cpuRatio(rows, id, baseId, true), 2)} at ${pt.fixedRate} req/s` : ''}`;
+    const cpuBeside = (id, baseId) => `CPU ratio ${f(cpuRatio(rows, id, baseId), 2)} saturated${pt.fixedRate ? `, ${f(cpuRatio(rows, id, baseId, true), 2)} at ${pt.fixedRate} req/s` : ''}`;
     const throughput = (name, id, baseId, required) => {
       if (!rows[id] || !rows[baseId]) return;
       addTarget(name, 'req/s, this ÷ baseline', ratios(rows[id].rounds, rows[baseId].rounds), '≥', required, cpuBeside(id, baseId));
@@ -90,11 +102,18 @@ export function renderResults(results) {
     throughput('(d) 20 quiet webhooks ÷ (c)', 'd', 'c', 0.95);
     throughput('(c-limit) one by: key rate limit ÷ (c) (issue 35, SPEC §10)', 'climit', 'c', 0.9);
     if (rows.climit)
-      addTarget('(c-limit) Redis commands per request at saturation (issue 35, SPEC §10)', 'Redis commands/req, saturated (every process\'s pollers included)', spread(rows.climit.rounds.map((r) => r.redisCommandsPerRequest)), '≤', 0.1, '');
+      addTarget(
+        '(c-limit) Redis commands per request at saturation (issue 35, SPEC §10)',
+        "Redis commands/req, saturated (every process's pollers included)",
+        spread(rows.climit.rounds.map((r) => r.redisCommandsPerRequest)),
+        '≤',
+        0.1,
+        '',
+      );
     const proxyCpu = (r) => r.cpuMicrosPerRequest?.proxy;
     if (rows.e && rows.c && pt.fixedRate)
       addTarget(
-        '(e) teeing to Redis: CPU per request ÷ (c)\'s (issue 30 target 2)',
+        "(e) teeing to Redis: CPU per request ÷ (c)'s (issue 30 target 2)",
         `proxy CPU µs/req at ${pt.fixedRate} req/s, this ÷ baseline`,
         ratios(rows.e.fixedRate, rows.c.fixedRate, proxyCpu),
         '≤',
@@ -102,22 +121,41 @@ export function renderResults(results) {
         `saturated req/s ratio ${sp(ratios(rows.e.rounds, rows.c.rounds), 3)}`,
       );
     if (pt.lowRate && rows.c?.lowRate?.length && rows.undici?.lowRate?.length) {
-      addTarget(`(c) at a steady ${pt.lowRate} req/s: CPU per request ÷ the undici forwarder's (issue 30 target 4)`, 'proxy CPU µs/req, this ÷ baseline', ratios(rows.c.lowRate, rows.undici.lowRate, proxyCpu), '≤', 1.2, '');
-      addTarget(`(c) at a steady ${pt.lowRate} req/s: p99 ÷ the undici forwarder's (issue 30 target 4)`, 'p99 latency, this ÷ baseline', ratios(rows.c.lowRate, rows.undici.lowRate, (r) => r.p99), '≤', 1.2, '');
+      addTarget(
+        `(c) at a steady ${pt.lowRate} req/s: CPU per request ÷ the undici forwarder's (issue 30 target 4)`,
+        'proxy CPU µs/req, this ÷ baseline',
+        ratios(rows.c.lowRate, rows.undici.lowRate, proxyCpu),
+        '≤',
+        1.2,
+        '',
+      );
+      addTarget(
+        `(c) at a steady ${pt.lowRate} req/s: p99 ÷ the undici forwarder's (issue 30 target 4)`,
+        'p99 latency, this ÷ baseline',
+        ratios(rows.c.lowRate, rows.undici.lowRate, (r) => r.p99),
+        '≤',
+        1.2,
+        '',
+      );
       const lowRows = pt.rows.filter((row) => row.lowRate?.length);
       const lt = table(
-        ['configuration', 'proxy CPU µs/req (min–max)', 'CPU × the forwarder\'s (per round)', 'p50 ms', 'p99 ms (min–max)', 'p99 × the forwarder\'s (per round)', 'non-2xx + unsent'],
+        ['configuration', 'proxy CPU µs/req (min–max)', "CPU × the forwarder's (per round)", 'p50 ms', 'p99 ms (min–max)', "p99 × the forwarder's (per round)", 'non-2xx + unsent'],
         lowRows.map((row) => [
           row.label,
           row.id === 'direct' ? '–' : sp(spread(row.lowRate.map(proxyCpu)), 1),
           row.id === 'direct' ? '–' : sp(ratios(row.lowRate, rows.undici.lowRate, proxyCpu), 2),
           f(median(row.lowRate.map((r) => r.p50)), 2),
           sp(spread(row.lowRate.map((r) => r.p99)), 2),
-          sp(ratios(row.lowRate, rows.undici.lowRate, (r) => r.p99), 2),
+          sp(
+            ratios(row.lowRate, rows.undici.lowRate, (r) => r.p99),
+            2,
+          ),
           String(row.lowRate.reduce((a, r) => a + r.non2xx + r.skipped, 0)),
         ]),
       );
-      sections.push(`### At a steady ${pt.lowRate} req/s\n\nEach round, right after its fixed-rate run and in the same process: ${results.meta.settings.lowSeconds} s at ${pt.lowRate} req/s, evenly paced, ${results.meta.settings.connections} connections (issue 30 target 4). Far below saturation, every request pays its own wake-ups, timers and allocations, so what load amortises shows here. Ratios are per round against the forwarder's run of the same round, then median (min–max).\n\n${lt}`);
+      sections.push(
+        `### At a steady ${pt.lowRate} req/s\n\nEach round, right after its fixed-rate run and in the same process: ${results.meta.settings.lowSeconds} s at ${pt.lowRate} req/s, evenly paced, ${results.meta.settings.connections} connections (issue 30 target 4). Far below saturation, every request pays its own wake-ups, timers and allocations, so what load amortises shows here. Ratios are per round against the forwarder's run of the same round, then median (min–max).\n\n${lt}`,
+      );
       consoleParts.push(`At ${pt.lowRate} req/s\n${lt}`);
     }
   }
@@ -128,7 +166,11 @@ export function renderResults(results) {
       const runs = keys.runs[kind];
       const per = {};
       for (const run of runs) for (const [cmd, n] of Object.entries(run.redisCommands.perCommand)) per[cmd] = (per[cmd] ?? 0) + n / Math.max(1, run.ok);
-      const mix = Object.entries(per).filter(([, v]) => v >= 0.01 * runs.length).sort((a, b) => b[1] - a[1]).map(([c, v]) => `${c} ${f(v / runs.length, 2)}`).join(', ');
+      const mix = Object.entries(per)
+        .filter(([, v]) => v >= 0.01 * runs.length)
+        .sort((a, b) => b[1] - a[1])
+        .map(([c, v]) => `${c} ${f(v / runs.length, 2)}`)
+        .join(', ');
       return [
         label,
         sp(spread(runs.map((r) => r.reqPerSec))),
@@ -147,7 +189,9 @@ export function renderResults(results) {
       [row('cached', 'cached (one key, in the in-process cache)'), row('cold', 'cold (a new key every request)')],
     );
     const r = ratios(cold, cached);
-    sections.push(`## 2. Key verification\n\nThe (c) proxy alone (everything else stopped), ${keys.requestsPerRun} requests per run, ${cached.length} runs of each, alternating. Cold: every request carries a key the process has never seen (${keys.keysIssued} keys written to Redis beforehand with Outrigger's own key store). Redis commands are \`total_commands_processed\` deltas (which count the commands run inside Lua scripts too: each EVALSHA is one round trip, and the GET/HGET/HEXISTS/HSET beside it run inside the key scripts) minus the background rate measured while idle (${f(keys.idleCommandsPerSec, 1)}/s: the feature and permission pollers). Cold ÷ cached throughput: ${sp(r, 2)}.\n\n${t}`);
+    sections.push(
+      `## 2. Key verification\n\nThe (c) proxy alone (everything else stopped), ${keys.requestsPerRun} requests per run, ${cached.length} runs of each, alternating. Cold: every request carries a key the process has never seen (${keys.keysIssued} keys written to Redis beforehand with Outrigger's own key store). Redis commands are \`total_commands_processed\` deltas (which count the commands run inside Lua scripts too: each EVALSHA is one round trip, and the GET/HGET/HEXISTS/HSET beside it run inside the key scripts) minus the background rate measured while idle (${f(keys.idleCommandsPerSec, 1)}/s: the feature and permission pollers). Cold ÷ cached throughput: ${sp(r, 2)}.\n\n${t}`,
+    );
     consoleParts.push(`2. Key verification\n${t}`);
   }
 
@@ -159,24 +203,60 @@ export function renderResults(results) {
     const drainRow = (label, runs) => [
       label,
       sp(spread(runs.map((x) => x.eventsPerSec))),
-      minimal.length ? sp(ratios(runs, minimal, (x) => x.eventsPerSec), 2) : '–',
+      minimal.length
+        ? sp(
+            ratios(runs, minimal, (x) => x.eventsPerSec),
+            2,
+          )
+        : '–',
       f(median(runs.map((x) => x.workerCpuMicrosPerEvent)), 0),
-      minimal.length ? sp(ratios(minimal, runs, (x) => x.workerCpuMicrosPerEvent), 2) : '–',
+      minimal.length
+        ? sp(
+            ratios(minimal, runs, (x) => x.workerCpuMicrosPerEvent),
+            2,
+          )
+        : '–',
       f(median(runs.map((x) => x.redisCpuMicrosPerEvent)), 0),
       f(median(runs.map((x) => x.redisCommandsPerEvent)), 1),
     ];
     const t1 = table(
       ['worker', 'events/s median (min–max)', '× minimal worker', 'worker CPU µs/event', 'CPU ratio (minimal ÷ this)', 'Redis CPU µs/event', 'Redis commands/event'],
-      [drainRow(`Outrigger worker, ${wh.eventsPerRound} events per round`, d), ...(minimal.length ? [drainRow('minimal worker (baseline: the per-event work only, none of the safety)', minimal)] : [])],
+      [
+        drainRow(`Outrigger worker, ${wh.eventsPerRound} events per round`, d),
+        ...(minimal.length ? [drainRow('minimal worker (baseline: the per-event work only, none of the safety)', minimal)] : []),
+      ],
     );
-    const mix = Object.entries(d[d.length - 1]?.redisCommands ?? {}).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([c, n]) => `${c} ${f(n / wh.eventsPerRound, 2)}`).join(', ');
+    const mix = Object.entries(d[d.length - 1]?.redisCommands ?? {})
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 10)
+      .map(([c, n]) => `${c} ${f(n / wh.eventsPerRound, 2)}`)
+      .join(', ');
     const ms = (v) => (v === 0 ? '<1' : f(v));
-    const t2 = table(['offered req/s, evenly paced (all matching)', 'deliveries', 'latency p50 ms', 'p99 ms', 'max ms'], wh.latency.map((l) => [String(l.offeredRate), String(l.delivered), ms(l.p50), ms(l.p99), ms(l.max)]));
+    const t2 = table(
+      ['offered req/s, evenly paced (all matching)', 'deliveries', 'latency p50 ms', 'p99 ms', 'max ms'],
+      wh.latency.map((l) => [String(l.offeredRate), String(l.delivered), ms(l.p50), ms(l.p99), ms(l.max)]),
+    );
     if (minimal.length) {
-      addTarget('Outrigger worker ÷ minimal worker, events/s (issue 30 target 1)', 'events/s, this ÷ baseline', ratios(d, minimal, (x) => x.eventsPerSec), '≥', 0.75, '');
-      addTarget('Outrigger worker ÷ minimal worker, CPU per event (issue 30 target 1)', 'baseline\'s worker CPU µs/event ÷ this', ratios(minimal, d, (x) => x.workerCpuMicrosPerEvent), '≥', 0.75, '');
+      addTarget(
+        'Outrigger worker ÷ minimal worker, events/s (issue 30 target 1)',
+        'events/s, this ÷ baseline',
+        ratios(d, minimal, (x) => x.eventsPerSec),
+        '≥',
+        0.75,
+        '',
+      );
+      addTarget(
+        'Outrigger worker ÷ minimal worker, CPU per event (issue 30 target 1)',
+        "baseline's worker CPU µs/event ÷ this",
+        ratios(minimal, d, (x) => x.workerCpuMicrosPerEvent),
+        '≥',
+        0.75,
+        '',
+      );
     }
-    sections.push(`## 3. Webhook pipeline\n\nWorker: ${wh.workerMode}. Throughput: the proxy fills the stream with ${wh.eventsPerRound} matching events while no worker runs; then one worker starts and drains it into a local receiver that answers 200 at once. ${minimal.length ? 'Each round drains once with Outrigger\'s worker and once with the minimal worker (bench/servers/minimal-worker.mjs: per event the decode, default payload, signature, POST, log entry and acknowledgement, on the same libraries, without retries, delivery markers, SSRF guard, timeouts or metrics), in shuffled order; ratios are per round. No worker that keeps those guarantees can cost less than the minimal one. ' : ''}${wh.warmupEvents ? `Events/s and worker CPU per event are measured from the delivery after the first ${wh.warmupEvents} to the last: the steady state, without the worker's start-up nor its first second or so, when V8 is still compiling its code (which would weigh more the faster the worker drains).` : 'Events/s is measured from the first to the last delivery (start-up excluded).'} Redis commands per event during the drain: ${mix}.\n\n${t1}\n\nDelivery latency, worker running, requests at a fixed offered rate: from the event's \`timestamp\` (set when the response finished) to the moment the receiver has the whole delivery (1 ms clock resolution).\n\n${t2}`);
+    sections.push(
+      `## 3. Webhook pipeline\n\nWorker: ${wh.workerMode}. Throughput: the proxy fills the stream with ${wh.eventsPerRound} matching events while no worker runs; then one worker starts and drains it into a local receiver that answers 200 at once. ${minimal.length ? "Each round drains once with Outrigger's worker and once with the minimal worker (bench/servers/minimal-worker.mjs: per event the decode, default payload, signature, POST, log entry and acknowledgement, on the same libraries, without retries, delivery markers, SSRF guard, timeouts or metrics), in shuffled order; ratios are per round. No worker that keeps those guarantees can cost less than the minimal one. " : ''}${wh.warmupEvents ? `Events/s and worker CPU per event are measured from the delivery after the first ${wh.warmupEvents} to the last: the steady state, without the worker's start-up nor its first second or so, when V8 is still compiling its code (which would weigh more the faster the worker drains).` : 'Events/s is measured from the first to the last delivery (start-up excluded).'} Redis commands per event during the drain: ${mix}.\n\n${t1}\n\nDelivery latency, worker running, requests at a fixed offered rate: from the event's \`timestamp\` (set when the response finished) to the moment the receiver has the whole delivery (1 ms clock resolution).\n\n${t2}`,
+    );
     consoleParts.push(`3. Webhook pipeline\n${t1}\n${t2}`);
   }
 
@@ -195,11 +275,29 @@ export function renderResults(results) {
       f(median(row.rounds.map((r) => r.p50)), 2),
       f(median(row.rounds.map((r) => r.p99)), 2),
       f(median(row.rounds.map((r) => r.cpuMicrosPerRequest.server)), 0),
-      row.id === 'baseline' ? '1' : sp(ratios(rows.baseline.rounds, row.rounds, (x) => x.cpuMicrosPerRequest.server), 2),
+      row.id === 'baseline'
+        ? '1'
+        : sp(
+            ratios(rows.baseline.rounds, row.rounds, (x) => x.cpuMicrosPerRequest.server),
+            2,
+          ),
       f(median(row.rounds.map((r) => r.cpuMicrosPerRequest.backend)), 0),
       `${row.readsPerQueryProbe} / ${f(median(row.rounds.map((r) => r.backendReadsPerQuery)), 2)}`,
     ]);
-    const t = table(['server', 'queries/s median (min–max)', '× hand-written', 'p50 ms', 'p99 ms', 'server CPU µs/query', 'hand-written CPU ÷ this', 'backend CPU µs/query', 'backend reads/query (one query / under load)'], body);
+    const t = table(
+      [
+        'server',
+        'queries/s median (min–max)',
+        '× hand-written',
+        'p50 ms',
+        'p99 ms',
+        'server CPU µs/query',
+        'hand-written CPU ÷ this',
+        'backend CPU µs/query',
+        'backend reads/query (one query / under load)',
+      ],
+      body,
+    );
     gqlTables.push(`### ${shape.id}: ${shape.what}\n\n\`${shape.query}\`\n\n${t}`);
     consoleParts.push(`4. GraphQL (${shape.id})\n${t}`);
     // Reads per query are compared on the single query each server answered before the runs:
@@ -211,8 +309,20 @@ export function renderResults(results) {
     const required = cpuTargets[shape.id];
     if (required !== undefined) {
       // The floor row (bench/servers/graphql-floor.mjs): the ratio no server could pass on this machine.
-      const ceiling = rows.floor ? `; ceiling (hand-written CPU ÷ the floor's) ${sp(ratios(rows.baseline.rounds, rows.floor.rounds, (x) => x.cpuMicrosPerRequest.server), 2)}` : '';
-      addTarget(`GraphQL ${shape.id}: hand-written CPU per query ÷ Outrigger's (issue 39; backend reads per query ${readsO} vs ${readsB})`, 'server CPU µs/query, baseline ÷ this', cpu, '≥', required, `throughput ratio ${sp(throughput, 2)}${ceiling}`);
+      const ceiling = rows.floor
+        ? `; ceiling (hand-written CPU ÷ the floor's) ${sp(
+            ratios(rows.baseline.rounds, rows.floor.rounds, (x) => x.cpuMicrosPerRequest.server),
+            2,
+          )}`
+        : '';
+      addTarget(
+        `GraphQL ${shape.id}: hand-written CPU per query ÷ Outrigger's (issue 39; backend reads per query ${readsO} vs ${readsB})`,
+        'server CPU µs/query, baseline ÷ this',
+        cpu,
+        '≥',
+        required,
+        `throughput ratio ${sp(throughput, 2)}${ceiling}`,
+      );
       if (readsO !== readsB) targets[targets.length - 1].met = false;
     }
     if (shape.id === 'flat') {
@@ -221,22 +331,63 @@ export function renderResults(results) {
     }
   }
   if (gqlTables.length) {
-    sections.push(`## 4. GraphQL\n\nOver the same stand-in backend; ${results.meta.settings.graphqlConnections} connections. Outrigger is called with an API key (\`Authorization: Bearer rig_…\`), with \`acl.mode: enforce\` and \`graphql.backend.auth: caller\`: every backend read is decided by the ACL as the same REST GET from the same caller. Both servers were checked to return identical \`data\` before the runs. The hand-written server is graphql-js with per-request batching loaders (DataLoader-equivalent, in bench/servers/graphql-baseline.mjs) and a parse+validate cache, sending the backend the same reads as Outrigger (same filters, sort, pages and batching; Outrigger's carry a projection, RESTHeart's \`keys\`, of the fields its answer needs, which neither other server asks for); it authenticates nobody. The floor (bench/servers/graphql-floor.mjs, issue 39) sends the same reads, whole, and builds the same answer by hand, without GraphQL, authentication or ACL: what both servers pay (Node's HTTP server, the undici client, JSON in and out), so the hand-written server's CPU ÷ the floor's is the highest ratio any server could reach here. "hand-written CPU ÷ this" is computed per round (median, min–max).\n\n${gqlTables.join('\n\n')}`);
+    sections.push(
+      `## 4. GraphQL\n\nOver the same stand-in backend; ${results.meta.settings.graphqlConnections} connections. Outrigger is called with an API key (\`Authorization: Bearer rig_…\`), with \`acl.mode: enforce\` and \`graphql.backend.auth: caller\`: every backend read is decided by the ACL as the same REST GET from the same caller. Both servers were checked to return identical \`data\` before the runs. The hand-written server is graphql-js with per-request batching loaders (DataLoader-equivalent, in bench/servers/graphql-baseline.mjs) and a parse+validate cache, sending the backend the same reads as Outrigger (same filters, sort, pages and batching; Outrigger's carry a projection, RESTHeart's \`keys\`, of the fields its answer needs, which neither other server asks for); it authenticates nobody. The floor (bench/servers/graphql-floor.mjs, issue 39) sends the same reads, whole, and builds the same answer by hand, without GraphQL, authentication or ACL: what both servers pay (Node's HTTP server, the undici client, JSON in and out), so the hand-written server's CPU ÷ the floor's is the highest ratio any server could reach here. "hand-written CPU ÷ this" is computed per round (median, min–max).\n\n${gqlTables.join('\n\n')}`,
+    );
   }
 
   const subs = results.subscriptions;
   if (subs?.rows?.length) {
     const body = subs.rows.map(({ what, result: r }) =>
       r
-        ? [what, `${r.writes} at ${r.writesPerSecond}/s`, f(r.writeSeconds, 1), `${r.eventsDelivered} / ${r.eventsExpected}`, f(r.latencyMs.p50, 1), f(r.latencyMs.p99, 1), f(r.latencyMs.max, 1), f((1000 * r.replicasCpuSeconds) / Math.max(1, r.writes - r.writesFailed), 2), f(r.backendReadsPerWrite, 2), f(r.standinCpuSeconds, 1), r.idleSubscriberKb.join(' / '), f(r.loadAverageAtEnd, 1)]
+        ? [
+            what,
+            `${r.writes} at ${r.writesPerSecond}/s`,
+            f(r.writeSeconds, 1),
+            `${r.eventsDelivered} / ${r.eventsExpected}`,
+            f(r.latencyMs.p50, 1),
+            f(r.latencyMs.p99, 1),
+            f(r.latencyMs.max, 1),
+            f((1000 * r.replicasCpuSeconds) / Math.max(1, r.writes - r.writesFailed), 2),
+            f(r.backendReadsPerWrite, 2),
+            f(r.standinCpuSeconds, 1),
+            r.idleSubscriberKb.join(' / '),
+            f(r.loadAverageAtEnd, 1),
+          ]
         : [what, 'no result', '–', '–', '–', '–', '–', '–', '–', '–', '–', '–'],
     );
-    const t = table(['subscribers', 'writes', 'sent in s', 'events delivered / expected', 'p50 ms', 'p99 ms', 'max ms', 'replicas CPU ms/write', 'backend reads/write', 'stand-in CPU s', 'idle subscriber KB (a / b)', 'load at end'], body);
-    sections.push(`## 5. GraphQL subscriptions\n\nbench/subscriptions.mjs (issue 38, SPEC §6.5): two replicas on one Redis and the stand-in backend, 1,000 SSE subscribers (500 per replica) each following one of 100 groups, REST \`POST\`s at the rate asked, alternating replicas; latency from the write's answer reaching the writer to each matching subscriber's receipt. An absolute bound, so the load average beside it matters: every process shares the machine's cores.\n\n${t}`);
+    const t = table(
+      [
+        'subscribers',
+        'writes',
+        'sent in s',
+        'events delivered / expected',
+        'p50 ms',
+        'p99 ms',
+        'max ms',
+        'replicas CPU ms/write',
+        'backend reads/write',
+        'stand-in CPU s',
+        'idle subscriber KB (a / b)',
+        'load at end',
+      ],
+      body,
+    );
+    sections.push(
+      `## 5. GraphQL subscriptions\n\nbench/subscriptions.mjs (issue 38, SPEC §6.5): two replicas on one Redis and the stand-in backend, 1,000 SSE subscribers (500 per replica) each following one of 100 groups, REST \`POST\`s at the rate asked, alternating replicas; latency from the write's answer reaching the writer to each matching subscriber's receipt. An absolute bound, so the load average beside it matters: every process shares the machine's cores.\n\n${t}`,
+    );
     consoleParts.push(`5. GraphQL subscriptions\n${t}`);
     for (const { id, result: r } of subs.rows) {
       if (!r) continue;
-      targets.push({ name: `subscriptions (${id}): p99 from the write's answer to receipt, 1,000 subscribers over 2 replicas at ${r.writesPerSecond} writes/s (issue 38)`, judgedOn: 'ms, one run', measured: { median: r.latencyMs.p99, n: 1 }, op: '≤', required: 100, beside: `p50 ${f(r.latencyMs.p50, 1)} ms; ${r.writes} writes sent in ${f(r.writeSeconds, 1)} s; load ${f(r.loadAverageAtEnd, 1)}`, met: r.writeSeconds <= 1.2 * r.seconds && r.latencyMs.p99 <= 100 });
+      targets.push({
+        name: `subscriptions (${id}): p99 from the write's answer to receipt, 1,000 subscribers over 2 replicas at ${r.writesPerSecond} writes/s (issue 38)`,
+        judgedOn: 'ms, one run',
+        measured: { median: r.latencyMs.p99, n: 1 },
+        op: '≤',
+        required: 100,
+        beside: `p50 ${f(r.latencyMs.p50, 1)} ms; ${r.writes} writes sent in ${f(r.writeSeconds, 1)} s; load ${f(r.loadAverageAtEnd, 1)}`,
+        met: r.writeSeconds <= 1.2 * r.seconds && r.latencyMs.p99 <= 100,
+      });
     }
   }
 
@@ -245,7 +396,9 @@ export function renderResults(results) {
       ['target', 'judged on', 'measured: median of the per-round ratios (min–max)', 'required', 'met', 'beside it'],
       targets.map((x) => [x.name, x.judgedOn, sp(x.measured, 3), `${x.op} ${x.required}`, x.met ? 'yes' : '**no**', x.beside || '–']),
     );
-    sections.unshift(`## Targets\n\nEach target is a ratio to a baseline measured in the same run, computed per round and judged on the median of the rounds. "CPU ratio" beside a throughput target is the baseline's CPU µs/request ÷ this configuration's (medians): at saturation, what the throughput ratio would be if both were CPU-bound on one core${pt?.fixedRate ? `; at a fixed ${pt.fixedRate} req/s (evenly paced, unsaturated), what each costs per request when requests do not arrive in batches` : ''}.\n\n${t}`);
+    sections.unshift(
+      `## Targets\n\nEach target is a ratio to a baseline measured in the same run, computed per round and judged on the median of the rounds. "CPU ratio" beside a throughput target is the baseline's CPU µs/request ÷ this configuration's (medians): at saturation, what the throughput ratio would be if both were CPU-bound on one core${pt?.fixedRate ? `; at a fixed ${pt.fixedRate} req/s (evenly paced, unsaturated), what each costs per request when requests do not arrive in batches` : ''}.\n\n${t}`,
+    );
     consoleParts.unshift(`Targets\n${t}`);
   }
 
@@ -257,7 +410,10 @@ export function renderResults(results) {
   const totalSec = shares.reduce((a, x) => a + x.seconds, 0);
   const mean = totalSec ? shares.reduce((a, x) => a + x.share * x.seconds, 0) / totalSec : null;
   const worst = shares.length ? shares.reduce((a, x) => (x.share > a.share ? x : a)) : null;
-  const noise = mean === null ? '' : `\n- Other processes on the machine (not started by the bench: machine CPU from /proc/stat minus the bench's process tree) used ${(100 * mean).toFixed(1)}% of its cores on average over the run, at most ${(100 * worst.share).toFixed(1)}% (in the interval ending at "${worst.until}").`;
+  const noise =
+    mean === null
+      ? ''
+      : `\n- Other processes on the machine (not started by the bench: machine CPU from /proc/stat minus the bench's process tree) used ${(100 * mean).toFixed(1)}% of its cores on average over the run, at most ${(100 * worst.share).toFixed(1)}% (in the interval ending at "${worst.until}").`;
   const conditions = `## Conditions\n\n- Started ${m.startedAt}, took ${m.durationSec} s; git ${m.git ?? 'unknown'}.\n- ${m.cpu}; Node ${m.node}; load average at start ${m.loadavgAtStart.join(' / ')}.\n- autocannon ${m.versions.autocannon} (in the bench process), undici ${m.versions.undici}, graphql ${m.versions.graphql}, ioredis ${m.versions.ioredis}, redis-server ${m.versions.redis} (no persistence), nginx ${m.versions.nginx ?? `skipped: ${m.nginxSkipped}`}.\n- Settings: ${JSON.stringify(m.settings)}.\n- Every process (load generator, proxy, upstream, Redis) shares the same 2 cores: read ratios and CPU per request, not absolute req/s.\n- ${busy}${noise}${m.idleWait?.waitedSec ? `\n- Waited ${m.idleWait.waitedSec} s for other test suites to finish before starting.` : ''}\n- Raw JSON: \`${m.work}/results.json\` (gitignored).`;
 
   const generated = `# Benchmark results\n\nGenerated by \`npm run bench\` (bench/run.mjs); how to run and read it: [README.md](README.md).\n\n${sections.join('\n\n')}\n\n${conditions}\n`;

@@ -93,7 +93,7 @@ export const GRAPHQL_NESTED_QUERY =
 /** The shapes the GraphQL phase measures, in the order the tables show them. */
 export const GRAPHQL_SHAPES = [
   { id: 'flat', query: GRAPHQL_QUERY, what: '100 orders, each with its user' },
-  { id: 'nested', query: GRAPHQL_NESTED_QUERY, what: '100 orders → their buyer (union `User | Guest`) → the buyer\'s 3 most recent orders' },
+  { id: 'nested', query: GRAPHQL_NESTED_QUERY, what: "100 orders → their buyer (union `User | Guest`) → the buyer's 3 most recent orders" },
 ];
 
 /** The Outrigger app serving both shapes over the stand-in's `restheart.orders` / `restheart.users`. */

@@ -49,14 +49,20 @@ async function nested() {
   const orders = await readCollection(`/restheart/orders?sort=${encodeURIComponent('{"number":1}')}&page=1&pagesize=100`);
   const users = await readCollection(`/restheart/users?filter=${inFilter('_id', distinct(orders, 'userId'))}&sort=${encodeURIComponent('{"_id":1}')}&page=1&pagesize=1000`);
   const byId = new Map(users.map((u) => [u._id, u]));
-  const ids = distinct(orders.map((o) => byId.get(o.userId)).filter((u) => u && 'city' in u), '_id');
+  const ids = distinct(
+    orders.map((o) => byId.get(o.userId)).filter((u) => u && 'city' in u),
+    '_id',
+  );
   const theirs = await readCollection(`/restheart/orders?filter=${inFilter('userId', ids)}&sort=${encodeURIComponent('{"number":-1}')}&page=1&pagesize=1000`);
   const ordersOf = new Map(ids.map((id) => [id, []]));
   for (const o of theirs) ordersOf.get(o.userId)?.push(o);
   const buyer = (u) => {
     if (!u) return null;
     if (!('city' in u)) return { __typename: 'Guest', id: u._id };
-    const recentOrders = ordersOf.get(u._id).slice(0, 3).map((o) => ({ number: o.number, total: o.total, status: o.status }));
+    const recentOrders = ordersOf
+      .get(u._id)
+      .slice(0, 3)
+      .map((o) => ({ number: o.number, total: o.total, status: o.status }));
     return { __typename: 'User', id: u._id, name: u.name, city: u.city, recentOrders };
   };
   return { orders: orders.map((o) => ({ number: o.number, total: o.total, status: o.status, buyer: buyer(byId.get(o.userId)) })) };

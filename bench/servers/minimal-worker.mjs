@@ -53,7 +53,10 @@ function write(command) {
     writeScheduled = false;
     const batch = writes;
     writes = [];
-    redis.multi(batch).exec().catch((error) => process.stderr.write(`minimal-worker: ${error.message}\n`));
+    redis
+      .multi(batch)
+      .exec()
+      .catch((error) => process.stderr.write(`minimal-worker: ${error.message}\n`));
   });
 }
 

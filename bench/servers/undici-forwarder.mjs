@@ -10,8 +10,21 @@ import { countingServer } from './ipc.mjs';
 
 const upstream = new URL(process.env.UPSTREAM);
 const pool = new Pool(upstream.origin, { connections: 128, pipelining: 1, keepAliveTimeout: 30_000 });
-const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
-  'proxy-authorization', 'proxy-authenticate', 'expect', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'expect',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+]);
 
 function requestHeaders(req) {
   const raw = req.rawHeaders;

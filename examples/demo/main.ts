@@ -40,13 +40,11 @@ if (process.argv.includes('--reset')) {
   process.stdout.write(`reset: deleted ${redisDir} (API keys, webhooks, logs and admin changes); the backend's data is rebuilt at every start\n`);
 }
 
-const backend = await startStandinBackend({ port: backendPort, data: demoData, users: demoUsers, jwt: { secret: jwtSecret, issuer: 'restheart.org' } }).catch(
-  (error: unknown) => {
-    const code = (error as NodeJS.ErrnoException).code;
-    const taken = Object.assign(new Error(`the stand-in backend's port 127.0.0.1:${backendPort} is already in use`), { code });
-    exitWith(code === 'EADDRINUSE' ? taken : error, 'OUTRIGGER_DEMO_BACKEND_PORT', backendPort + 10);
-  },
-);
+const backend = await startStandinBackend({ port: backendPort, data: demoData, users: demoUsers, jwt: { secret: jwtSecret, issuer: 'restheart.org' } }).catch((error: unknown) => {
+  const code = (error as NodeJS.ErrnoException).code;
+  const taken = Object.assign(new Error(`the stand-in backend's port 127.0.0.1:${backendPort} is already in use`), { code });
+  exitWith(code === 'EADDRINUSE' ? taken : error, 'OUTRIGGER_DEMO_BACKEND_PORT', backendPort + 10);
+});
 const { config, problems } = validateConfig({
   service: { id: 'demo', publicUrl: `http://localhost:${port}` },
   listen: { host: '127.0.0.1', port },
@@ -145,4 +143,3 @@ Try:
 
 Ctrl-C stops the demo. \`npm run demo -- --reset\` starts again from empty storage (keys, webhooks, changes).
 `);
-

@@ -78,14 +78,7 @@ function ifvar(spec: unknown, vars: Map<string, unknown>, missing: Set<string>):
   return branch === undefined ? undefined : interpolate(branch, vars, missing);
 }
 
-export function runDeclaredAggregation(
-  res: ServerResponse,
-  meta: Doc | undefined,
-  docs: readonly Doc[],
-  name: string,
-  query: URLSearchParams,
-  identity: Identity | undefined,
-): void {
+export function runDeclaredAggregation(res: ServerResponse, meta: Doc | undefined, docs: readonly Doc[], name: string, query: URLSearchParams, identity: Identity | undefined): void {
   const aggrs = Array.isArray(meta?.aggrs) ? (meta.aggrs as Doc[]) : [];
   const aggr = aggrs.find((a) => a.uri === name);
   if (!aggr) throw new HttpProblem(404, `aggregation ${name} does not exist`);
@@ -123,7 +116,11 @@ export function runDeclaredAggregation(
   if (op) throw new HttpProblem(400, `wrong aggregation: the operator ${op} is not allowed`);
   let results: unknown[];
   try {
-    results = aggregate(docs.map((d) => decodeExtendedJson(d) as Doc), decodeExtendedJson(stages) as Doc[], { scriptEnabled: false });
+    results = aggregate(
+      docs.map((d) => decodeExtendedJson(d) as Doc),
+      decodeExtendedJson(stages) as Doc[],
+      { scriptEnabled: false },
+    );
   } catch (err) {
     throw new HttpProblem(400, `wrong aggregation: ${(err as Error).message}`);
   }

@@ -29,7 +29,17 @@ export const demoData: NonNullable<StandinOptions['data']> = {
       { _id: 'p-mug', name: 'Ceramic mug', price: 9.9, tags: ['kitchen'], stock: 200 },
     ],
     orders: [
-      { _id: oid(1), userId: 'alice', status: 'delivered', total: 63.5, createdAt: day('2024-05-02'), items: [{ productId: 'p-espresso', qty: 1 }, { productId: 'p-moka', qty: 1 }] },
+      {
+        _id: oid(1),
+        userId: 'alice',
+        status: 'delivered',
+        total: 63.5,
+        createdAt: day('2024-05-02'),
+        items: [
+          { productId: 'p-espresso', qty: 1 },
+          { productId: 'p-moka', qty: 1 },
+        ],
+      },
       { _id: oid(2), userId: 'alice', status: 'shipped', total: 129, createdAt: day('2024-06-11'), items: [{ productId: 'p-grinder', qty: 1 }] },
       { _id: oid(3), userId: 'bob', status: 'pending', total: 19.8, createdAt: day('2024-06-20'), items: [{ productId: 'p-mug', qty: 2 }] },
       { _id: oid(4), userId: 'carol', status: 'delivered', total: 49, createdAt: day('2024-04-15'), items: [{ productId: 'p-espresso', qty: 2 }] },

@@ -98,13 +98,7 @@ export async function startStandinBackend(options: StandinOptions = {}): Promise
   };
 }
 
-async function handle(
-  req: IncomingMessage,
-  res: ServerResponse,
-  store: Store,
-  auth: Authenticator,
-  requests: ReceivedRequest[],
-): Promise<void> {
+async function handle(req: IncomingMessage, res: ServerResponse, store: Store, auth: Authenticator, requests: ReceivedRequest[]): Promise<void> {
   const rawUrl = req.url ?? '/';
   const method = (req.method ?? 'GET').toUpperCase();
   const url = new URL(rawUrl, 'http://standin.invalid');
@@ -135,29 +129,24 @@ async function handle(
   await route(res, method, url, req, body, identity, store, auth);
 }
 
-function route(
-  res: ServerResponse,
-  method: string,
-  url: URL,
-  req: IncomingMessage,
-  body: string | undefined,
-  identity: Identity,
-  store: Store,
-  auth: Authenticator,
-): void | Promise<void> {
+function route(res: ServerResponse, method: string, url: URL, req: IncomingMessage, body: string | undefined, identity: Identity, store: Store, auth: Authenticator): void | Promise<void> {
   const segments = pathSegments(url.pathname);
   if (segments[0] === 'roles') return handleRoles(res, method, segments, identity);
   const path = `/${segments.join('/')}`;
   if (path === '/token' || path === '/token/cookie') return handleToken(res, method, path, identity, auth);
-  handleMongo(res, {
-    method,
-    segments,
-    query: url.searchParams,
-    headers: req.headers,
-    body,
-    baseUrl: `http://${req.headers.host ?? 'localhost'}`,
-    identity,
-  }, store);
+  handleMongo(
+    res,
+    {
+      method,
+      segments,
+      query: url.searchParams,
+      headers: req.headers,
+      body,
+      baseUrl: `http://${req.headers.host ?? 'localhost'}`,
+      identity,
+    },
+    store,
+  );
 }
 
 /** Decoded path segments; empty ones dropped, since RESTHeart ignores trailing and doubled slashes. */

@@ -41,6 +41,9 @@ console.log(
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-    backend.close().then(() => process.exit(0), () => process.exit(1));
+    backend.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   });
 }

@@ -87,11 +87,16 @@ export function handleMongo(res: ServerResponse, req: MongoRequest, store: Store
   }
   switch (req.method) {
     case 'GET':
-    case 'HEAD': return getDocument(res, docReq, store, id);
-    case 'PUT': return putDocument(res, docReq, store, id);
-    case 'PATCH': return patchDocument(res, docReq, store, id);
-    case 'DELETE': return deleteDocument(res, docReq, store, id);
-    default: throw methodNotAllowed(req.method, ['GET', 'PUT', 'PATCH', 'DELETE']);
+    case 'HEAD':
+      return getDocument(res, docReq, store, id);
+    case 'PUT':
+      return putDocument(res, docReq, store, id);
+    case 'PATCH':
+      return patchDocument(res, docReq, store, id);
+    case 'DELETE':
+      return deleteDocument(res, docReq, store, id);
+    default:
+      throw methodNotAllowed(req.method, ['GET', 'PUT', 'PATCH', 'DELETE']);
   }
 }
 

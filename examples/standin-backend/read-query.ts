@@ -160,10 +160,7 @@ function decoded(doc: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** The stored documents (untouched objects) that match decoded criteria. */
-export function matchDocuments(
-  docs: ReadonlyArray<Record<string, unknown>>,
-  criteria: Record<string, unknown> | undefined,
-): Array<Record<string, unknown>> {
+export function matchDocuments(docs: ReadonlyArray<Record<string, unknown>>, criteria: Record<string, unknown> | undefined): Array<Record<string, unknown>> {
   if (!criteria) return [...docs];
   const query = compileQuery(criteria);
   const ids = idCandidates(criteria);
@@ -220,15 +217,14 @@ function mayHaveId(doc: Record<string, unknown>, ids: Set<string>): boolean {
 export function sortDocuments(docs: Array<Record<string, unknown>>, sort: SortSpec): Array<Record<string, unknown>> {
   const byDecoded = new Map<Record<string, unknown>, Record<string, unknown>>();
   for (const doc of docs) byDecoded.set(decoded(doc), doc);
-  const sorted = find([...byDecoded.keys()], {}, undefined, MINGO_OPTIONS).sort(sort).all() as Array<Record<string, unknown>>;
+  const sorted = find([...byDecoded.keys()], {}, undefined, MINGO_OPTIONS)
+    .sort(sort)
+    .all() as Array<Record<string, unknown>>;
   return sorted.map((d) => byDecoded.get(d) as Record<string, unknown>);
 }
 
 /** Applies a projection to stored documents; their extended JSON values pass through as they are. */
-export function projectDocuments(
-  docs: Array<Record<string, unknown>>,
-  projection: Record<string, unknown> | undefined,
-): Array<Record<string, unknown>> {
+export function projectDocuments(docs: Array<Record<string, unknown>>, projection: Record<string, unknown> | undefined): Array<Record<string, unknown>> {
   if (!projection || Object.keys(projection).length === 0) return docs;
   const plain = plainProjection(projection);
   if (plain) return docs.map(plain);

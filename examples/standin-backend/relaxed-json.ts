@@ -107,11 +107,21 @@ class RelaxedParser {
       }
       const esc = this.text[this.pos++];
       switch (esc) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
         case 'u': {
           const hex = this.text.slice(this.pos, this.pos + 4);
           if (!/^[0-9a-fA-F]{4}$/.test(hex)) this.fail('bad \\u escape');
@@ -119,8 +129,11 @@ class RelaxedParser {
           this.pos += 4;
           break;
         }
-        case undefined: this.fail('unterminated string'); break;
-        default: out += esc; // \" \' \\ \/ and the driver's other pass-through escapes
+        case undefined:
+          this.fail('unterminated string');
+          break;
+        default:
+          out += esc; // \" \' \\ \/ and the driver's other pass-through escapes
       }
     }
   }
@@ -143,9 +156,12 @@ class RelaxedParser {
   private parseWord(): unknown {
     const word = this.parseIdentifier();
     switch (word) {
-      case 'true': return true;
-      case 'false': return false;
-      case 'null': return null;
+      case 'true':
+        return true;
+      case 'false':
+        return false;
+      case 'null':
+        return null;
       case 'new': {
         this.skipSpace();
         const ctor = this.parseIdentifier();
@@ -153,7 +169,8 @@ class RelaxedParser {
         return this.parseDate();
       }
       case 'Date':
-      case 'ISODate': return this.parseDate();
+      case 'ISODate':
+        return this.parseDate();
       case 'ObjectId': {
         const hex = this.parseCallArgument();
         if (typeof hex !== 'string' || !/^[0-9a-fA-F]{24}$/.test(hex)) this.fail('ObjectId needs 24 hex characters');
@@ -166,7 +183,8 @@ class RelaxedParser {
         if (!Number.isFinite(n)) this.fail(`${word} needs a number`);
         return n;
       }
-      default: return this.fail(`unknown word '${word}'`);
+      default:
+        return this.fail(`unknown word '${word}'`);
     }
   }
 

@@ -40,13 +40,7 @@ export function handleRoles(res: ServerResponse, method: string, segments: strin
  * the cookie on /token answers too (RESTHeart does only for /token/cookie or `?set-auth-cookie`),
  * so one call shows a proxy every credential-bearing response header it must strip.
  */
-export async function handleToken(
-  res: ServerResponse,
-  method: string,
-  path: string,
-  identity: Identity,
-  auth: Authenticator,
-): Promise<void> {
+export async function handleToken(res: ServerResponse, method: string, path: string, identity: Identity, auth: Authenticator): Promise<void> {
   const isCookieEndpoint = path === '/token/cookie';
   if (method === 'OPTIONS') return sendEmpty(res, 200, { allow: isCookieEndpoint ? 'POST, OPTIONS' : 'GET, POST, DELETE, OPTIONS' });
   if (identity.via !== 'basic' && identity.via !== 'jwt') {
@@ -64,9 +58,7 @@ export async function handleToken(
 
   const issued = await auth.issueToken(id, roles);
   const maxAge = Math.max(0, Math.floor((issued.validUntil.getTime() - Date.now()) / 1000));
-  const cookieValue = issued.type === 'Bearer'
-    ? `Bearer_${issued.token}`
-    : `Basic_${Buffer.from(`${id}:${issued.token}`).toString('base64')}`;
+  const cookieValue = issued.type === 'Bearer' ? `Bearer_${issued.token}` : `Basic_${Buffer.from(`${id}:${issued.token}`).toString('base64')}`;
   const headers: Headers = {
     'auth-token': issued.token,
     'auth-token-valid-until': issued.validUntil.toISOString(),
@@ -75,8 +67,6 @@ export async function handleToken(
   };
   if (method === 'POST') Object.assign(headers, { 'cache-control': 'no-store', pragma: 'no-cache' });
 
-  const body = isCookieEndpoint
-    ? { authenticated: true, username: id, roles }
-    : { access_token: issued.token, token_type: issued.type, expires_in: maxAge, username: id, roles };
+  const body = isCookieEndpoint ? { authenticated: true, username: id, roles } : { access_token: issued.token, token_type: issued.type, expires_in: maxAge, username: id, roles };
   sendJson(res, 200, body, headers);
 }

@@ -26,7 +26,10 @@ export class Store {
       this.createDb(db);
       for (const [coll, docs] of Object.entries(collections)) {
         // A copy: the caller's seed objects stay theirs, and our writes never reach them.
-        this.dbs.get(db)?.set(coll, docs.map((doc) => structuredClone(doc)));
+        this.dbs.get(db)?.set(
+          coll,
+          docs.map((doc) => structuredClone(doc)),
+        );
       }
     }
   }

@@ -18,10 +18,7 @@ export type WriteMode = 'insert' | 'update' | 'upsert';
 export function parseWriteBody(headers: IncomingHttpHeaders, body: string | undefined): Doc {
   if (body === undefined || body.trim() === '') return {};
   if (!isJsonContentType(headers['content-type'])) {
-    throw new HttpProblem(
-      415,
-      `Content-Type must be application/json (got ${headers['content-type'] ?? 'none'}); send the document as JSON`,
-    );
+    throw new HttpProblem(415, `Content-Type must be application/json (got ${headers['content-type'] ?? 'none'}); send the document as JSON`);
   }
   let parsed: unknown;
   try {

@@ -25,11 +25,7 @@ export function isUnverifiedScheme(header: string | undefined): boolean {
  * anonymous); Bearer with the key prefix → an API key; any other Bearer token → passed to the
  * backend untouched, anonymous to Outrigger's ACL; nothing → anonymous.
  */
-export function createAuthenticator(options: {
-  basic: BasicAuthenticator;
-  apiKeys: () => ApiKeyAuthenticator | null;
-  keyPrefix: string;
-}) {
+export function createAuthenticator(options: { basic: BasicAuthenticator; apiKeys: () => ApiKeyAuthenticator | null; keyPrefix: string }) {
   const bearerKeyPrefix = `${options.keyPrefix}_`;
   return function authenticate(scope: RequestScope): Promise<Principal> | Principal {
     const header = scope.req.headers.authorization;
@@ -40,8 +36,7 @@ export function createAuthenticator(options: {
       const token = header.slice(7).trim();
       if (!token.startsWith(bearerKeyPrefix)) return ANONYMOUS;
       const keys = options.apiKeys();
-      if (!keys)
-        throw unauthorized('API keys are disabled on this service', { 'www-authenticate': 'Bearer error="invalid_token", error_description="API keys are disabled"' });
+      if (!keys) throw unauthorized('API keys are disabled on this service', { 'www-authenticate': 'Bearer error="invalid_token", error_description="API keys are disabled"' });
       return keys.authenticate(token, scope);
     }
     return ANONYMOUS;

@@ -144,7 +144,11 @@ export class FailureCounters {
     const args = counters.flatMap(({ limit, windowMs }, i) => [limit, windowMs, sent[i]! - 1]);
     let answer: unknown;
     try {
-      answer = await reserveFailureAttempt.run(this.redis, counters.map(({ key }) => key), args);
+      answer = await reserveFailureAttempt.run(
+        this.redis,
+        counters.map(({ key }) => key),
+        args,
+      );
     } catch {
       // Redis away: the reservation stays counted here, pending, and goes with a later write.
       for (const [i, entry] of entries.entries()) {

@@ -1,9 +1,7 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
 const scrypt = (password: string, salt: Buffer, keylen: number, options: ScryptOptions) =>
-  new Promise<Buffer>((resolve, reject) =>
-    scryptCallback(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key))),
-  );
+  new Promise<Buffer>((resolve, reject) => scryptCallback(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key))));
 
 // N=2^15, r=8, p=1: OWASP's scrypt floor; ~50 ms here, which also slows online guessing.
 const DEFAULT = { N: 32768, r: 8, p: 1 };

@@ -49,8 +49,7 @@ export function createProxyPolicy<X>(o: ProxyPolicyOptions<X>): { authorizeProxy
   /** Synchronous unless a permission's predicate needs the request body read first. */
   function authorizeProxy(scope: RequestScope): Promise<void> | void {
     const { principal } = scope;
-    if (principal.via === 'apikey' && o.backendTokenPath && isUnder(scope.path, o.backendTokenPath))
-      throw forbidden('an API key cannot be exchanged for a backend token; use the key itself');
+    if (principal.via === 'apikey' && o.backendTokenPath && isUnder(scope.path, o.backendTokenPath)) throw forbidden('an API key cannot be exchanged for a backend token; use the key itself');
     if (o.mode === 'own-routes') return;
     if (o.acl.needsRequestBody(principal) && scope.method !== 'GET' && scope.method !== 'HEAD')
       return readBody(scope, BODY_LIMIT_FOR_PREDICATES).then((body) => {
@@ -68,8 +67,7 @@ export function createProxyPolicy<X>(o: ProxyPolicyOptions<X>): { authorizeProxy
       body: scope.bufferedBody,
     };
     if (scope.principal.via === 'apikey') plan.filterResponseHeader = withoutBackendCredentials;
-    else if (scope.principal.via === 'anonymous' && isUnverifiedScheme(scope.req.headers.authorization))
-      plan.removeRequestHeaders = new Set([...(plan.removeRequestHeaders ?? []), 'authorization']);
+    else if (scope.principal.via === 'anonymous' && isUnverifiedScheme(scope.req.headers.authorization)) plan.removeRequestHeaders = new Set([...(plan.removeRequestHeaders ?? []), 'authorization']);
 
     const mongo = scope.permission?.mongo;
     if (!mongo) return plan;
@@ -77,8 +75,7 @@ export function createProxyPolicy<X>(o: ProxyPolicyOptions<X>): { authorizeProxy
       const shape = classify(scope.path);
       if (shape) {
         const reading = (scope.method === 'GET' || scope.method === 'HEAD') && shape !== 'other';
-        if (!reading)
-          throw forbidden('your roles read this collection through a filter; counts, aggregations and writes under it are not allowed');
+        if (!reading) throw forbidden('your roles read this collection through a filter; counts, aggregations and writes under it are not allowed');
         const filter = JSON.stringify(interpolateUserVariables(mongo.readFilter, scope.principal));
         plan.target = `${scope.rawUrl}${scope.rawQuery || scope.rawUrl.endsWith('?') ? '&' : '?'}filter=${encodeURIComponent(filter)}`;
       }

@@ -31,7 +31,12 @@ export function createAdminRoute(
       const open = publicAreas[area];
       if (open) return open(scope, subPath);
       const handler = areas[area];
-      if (!handler) throw notFound(`nothing at ${scope.path}; admin areas are ${Object.keys(areas).map((a) => `${prefix}/${a}`).join(', ')}`);
+      if (!handler)
+        throw notFound(
+          `nothing at ${scope.path}; admin areas are ${Object.keys(areas)
+            .map((a) => `${prefix}/${a}`)
+            .join(', ')}`,
+        );
       authorize(scope);
       await handler(scope, subPath);
       // Checking a condition (the console, on every keystroke) changes nothing: not an audit line.

@@ -27,7 +27,15 @@ export function createFailureAnswer(metrics: Metrics, logger: Logger): (request:
     }
     refusalsLogged.set(refusal.reason, { at: now, since: 0 });
     logger.warn(
-      { requestId: request.id, trace_id: request.trace?.traceId, method: request.method, path: request.rawPath, reason: refusal.reason, redis: error.message, alsoRefusedSinceLastLine: last?.since ?? 0 },
+      {
+        requestId: request.id,
+        trace_id: request.trace?.traceId,
+        method: request.method,
+        path: request.rawPath,
+        reason: refusal.reason,
+        redis: error.message,
+        alsoRefusedSinceLastLine: last?.since ?? 0,
+      },
       'Redis refused a command; answered 503 with Retry-After (outrigger_redis_refusals_total)',
     );
   };
@@ -39,7 +47,10 @@ export function createFailureAnswer(metrics: Metrics, logger: Logger): (request:
     if (status === 502 || status === 504) {
       metrics.upstreamErrors.inc({ kind: status === 504 ? 'timeout' : 'unreachable' });
       // Operators must see each upstream failure at the default level, not only as a counter.
-      logger.info({ requestId: request.id, trace_id: traceId, method: request.method, path: request.rawPath, status, code: (error as { code?: string }).code, err: (error as Error).message }, 'upstream failure');
+      logger.info(
+        { requestId: request.id, trace_id: traceId, method: request.method, path: request.rawPath, status, code: (error as { code?: string }).code, err: (error as Error).message },
+        'upstream failure',
+      );
     }
     if (!(error instanceof OutriggerError)) {
       const refusal = redisRefusal(error);

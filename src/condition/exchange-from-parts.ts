@@ -6,8 +6,7 @@ export type HeaderInput = Readonly<Record<string, string | readonly string[]>> |
  * A request (and optionally its response) described with plain values. The facts an Exchange
  * holds as they are (caller, timing, sizes, TLS) are the Exchange's own members, optional here.
  */
-export interface ExchangeParts
-  extends Partial<Pick<Exchange, 'user' | 'authenticationType' | 'startTime' | 'responseTimeMs' | 'bytesSent' | 'bytesRead' | 'tls' | 'localIp' | 'host'>> {
+export interface ExchangeParts extends Partial<Pick<Exchange, 'user' | 'authenticationType' | 'startTime' | 'responseTimeMs' | 'bytesSent' | 'bytesRead' | 'tls' | 'localIp' | 'host'>> {
   /** Default `GET`. */
   readonly method?: string;
   /** Default `/`. May carry a query string: `/c?a=1&b=2`. */

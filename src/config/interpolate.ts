@@ -5,12 +5,7 @@
  */
 const PATTERN = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
-export function interpolateEnv(
-  value: unknown,
-  env: NodeJS.ProcessEnv,
-  problems: string[],
-  path = '',
-): unknown {
+export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv, problems: string[], path = ''): unknown {
   if (typeof value === 'string') {
     return value.replace(PATTERN, (whole, name: string | undefined, fallback: string | undefined) => {
       if (whole === '$${') return '${';

@@ -133,11 +133,7 @@ function readPolicies(l: SectionReader): LimitPolicyConfig[] {
     const roles = p.has('roles') ? p.strings('roles', []) : (p.raw('roles'), null);
     if (roles !== null && roles.length === 0) l.problems.push(`${at}.roles: must name at least one role, or be left out (every principal)`);
     const units = p.oneOf('units', 'requests', LIMIT_UNITS);
-    const amount = readLimitAmount(
-      { limit: p.raw('limit'), window: p.raw('window'), quota: p.raw('quota') } as Record<string, unknown>,
-      at,
-      l.problems,
-    );
+    const amount = readLimitAmount({ limit: p.raw('limit'), window: p.raw('window'), quota: p.raw('quota') } as Record<string, unknown>, at, l.problems);
     p.finish();
     if (amount) policies.push({ name, by, condition, roles, units, ...amount });
   });

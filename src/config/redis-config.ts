@@ -45,9 +45,7 @@ export function readRedis(r: SectionReader): RedisConfig {
     url = urlText;
   } else if (!clusterNodes && !sentinel) url = DEFAULT_URL;
 
-  const keyPrefix = r.string('keyPrefix', 'outrigger', (v) =>
-    /^[A-Za-z0-9._:-]{1,64}$/.test(v) ? null : 'must be 1-64 letters, digits or . _ : - (braces would move the service hash tag)',
-  );
+  const keyPrefix = r.string('keyPrefix', 'outrigger', (v) => (/^[A-Za-z0-9._:-]{1,64}$/.test(v) ? null : 'must be 1-64 letters, digits or . _ : - (braces would move the service hash tag)'));
   const replicated = clusterNodes !== null || sentinel !== null;
   const waitForReplicas = r.integer('waitForReplicas', replicated ? 1 : 0, 0, 16);
   // Above the event producer's WAIT (1 s), far below a freeze a client would wait out.
@@ -68,8 +66,7 @@ export function readRedis(r: SectionReader): RedisConfig {
 /** A single-node URL: the problem as text, or what it carries. */
 function checkUrl(text: string): string | { password: string | null; tls: boolean } | null {
   if (text === 'embedded') return null;
-  if (text.includes(',') || /^[^/]*:\d+\s*[,;\s]\s*\S/.test(text))
-    return 'takes one node; for several use redis.cluster.nodes (Redis Cluster) or redis.sentinel.nodes (Sentinel)';
+  if (text.includes(',') || /^[^/]*:\d+\s*[,;\s]\s*\S/.test(text)) return 'takes one node; for several use redis.cluster.nodes (Redis Cluster) or redis.sentinel.nodes (Sentinel)';
   const scheme = /^(rediss?):\/\//.exec(text);
   if (!scheme) return `must be redis://host:port, rediss://host:port or "embedded" (got ${JSON.stringify(redactUrl(text))})`;
   const port = /^rediss?:\/\/(?:[^@/]*@)?(?:\[[^\]]*\]|[^:/?#]*)(?::([^/?#]*))?/.exec(text)?.[1];
@@ -96,7 +93,11 @@ function checkUrl(text: string): string | { password: string | null; tls: boolea
 /** Nodes as a YAML list or one comma-separated string ("h1:7001,h2:7002", so one ${VAR} carries them). */
 export function readNodes(raw: unknown, path: string, problems: string[]): RedisNode[] | null {
   let items: unknown[];
-  if (typeof raw === 'string') items = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (typeof raw === 'string')
+    items = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
   else if (Array.isArray(raw)) items = raw;
   else {
     problems.push(`${path}: must be a list of host:port or one comma-separated string like "h1:7001,h2:7002"`);

@@ -43,9 +43,7 @@ export function readShutdown(section: SectionReader, listen: SectionReader): Shu
   if (listen.has('shutdownGraceMs')) {
     const graceMs = listen.integer('shutdownGraceMs', 0, 0, 600_000);
     if (hasTimeout) {
-      section.problems.push(
-        `${listen.path}.shutdownGraceMs: replaced by shutdown.timeoutSeconds, which is also set; remove listen.shutdownGraceMs`,
-      );
+      section.problems.push(`${listen.path}.shutdownGraceMs: replaced by shutdown.timeoutSeconds, which is also set; remove listen.shutdownGraceMs`);
     } else {
       timeoutSeconds = drainSeconds + graceMs / 1000;
       deprecation =
@@ -55,8 +53,6 @@ export function readShutdown(section: SectionReader, listen: SectionReader): Shu
   } else listen.raw('shutdownGraceMs');
   section.finish();
   if (drainSeconds > timeoutSeconds)
-    section.problems.push(
-      `${section.path}.drainSeconds: must not exceed shutdown.timeoutSeconds (${timeoutSeconds}); the timeout is counted from the signal and includes the drain`,
-    );
+    section.problems.push(`${section.path}.drainSeconds: must not exceed shutdown.timeoutSeconds (${timeoutSeconds}); the timeout is counted from the signal and includes the drain`);
   return { drainSeconds, timeoutSeconds, deprecation };
 }

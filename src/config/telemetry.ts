@@ -6,14 +6,7 @@
  */
 import type { SectionReader } from './reader.js';
 
-export const TRACE_SAMPLERS = [
-  'parentbased_always_on',
-  'parentbased_always_off',
-  'parentbased_traceidratio',
-  'always_on',
-  'always_off',
-  'traceidratio',
-] as const;
+export const TRACE_SAMPLERS = ['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio'] as const;
 export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
@@ -118,8 +111,7 @@ function readHeaderMap(o: SectionReader): Record<string, string> {
     return out;
   }
   for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
-    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name) || typeof value !== 'string')
-      o.problems.push(`${o.path}.headers.${name}: must be a header name with a string value`);
+    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name) || typeof value !== 'string') o.problems.push(`${o.path}.headers.${name}: must be a header name with a string value`);
     else out[name.toLowerCase()] = value;
   }
   return out;
@@ -144,8 +136,7 @@ export function resolveTelemetry(t: TelemetryConfig, env: NodeJS.ProcessEnv): { 
     else protocol = envProtocol as OtlpProtocol;
   }
   const sampler = value('OTEL_TRACES_SAMPLER') ?? t.sampler;
-  if (!(TRACE_SAMPLERS as readonly string[]).includes(sampler))
-    problems.push(`OTEL_TRACES_SAMPLER: must be one of ${TRACE_SAMPLERS.join(', ')} (got ${JSON.stringify(sampler)})`);
+  if (!(TRACE_SAMPLERS as readonly string[]).includes(sampler)) problems.push(`OTEL_TRACES_SAMPLER: must be one of ${TRACE_SAMPLERS.join(', ')} (got ${JSON.stringify(sampler)})`);
   let samplerArg = t.samplerArg ?? 1;
   const envArg = value('OTEL_TRACES_SAMPLER_ARG');
   if (envArg !== undefined) {
@@ -153,7 +144,11 @@ export function resolveTelemetry(t: TelemetryConfig, env: NodeJS.ProcessEnv): { 
     if (!(n >= 0 && n <= 1)) problems.push(`OTEL_TRACES_SAMPLER_ARG: must be a ratio from 0 to 1 (got ${JSON.stringify(envArg)})`);
     else samplerArg = n;
   }
-  const headers = { ...t.otlp.headers, ...parsePairs(value('OTEL_EXPORTER_OTLP_HEADERS'), 'OTEL_EXPORTER_OTLP_HEADERS', problems, true), ...parsePairs(value('OTEL_EXPORTER_OTLP_TRACES_HEADERS'), 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', problems, true) };
+  const headers = {
+    ...t.otlp.headers,
+    ...parsePairs(value('OTEL_EXPORTER_OTLP_HEADERS'), 'OTEL_EXPORTER_OTLP_HEADERS', problems, true),
+    ...parsePairs(value('OTEL_EXPORTER_OTLP_TRACES_HEADERS'), 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', problems, true),
+  };
   const resourceAttributes = parsePairs(value('OTEL_RESOURCE_ATTRIBUTES'), 'OTEL_RESOURCE_ATTRIBUTES', problems, false);
   // OTEL_SERVICE_NAME wins over a service.name in OTEL_RESOURCE_ATTRIBUTES, which wins over the config key.
   const serviceName = value('OTEL_SERVICE_NAME') ?? resourceAttributes['service.name'] ?? t.serviceName;
@@ -167,7 +162,18 @@ export function resolveTelemetry(t: TelemetryConfig, env: NodeJS.ProcessEnv): { 
   if (value('OTEL_SDK_DISABLED') === 'true' || value('OTEL_TRACES_EXPORTER') === 'none') url = null;
   if (url === null) return { settings: null, problems };
   return {
-    settings: { url, protocol, headers, serviceName, sampler: sampler as TraceSampler, samplerArg, clientSampledFlag: t.clientSampledFlag, resourceAttributes, timeoutMs: t.otlp.timeoutMs, maxQueueSize: t.maxQueueSize },
+    settings: {
+      url,
+      protocol,
+      headers,
+      serviceName,
+      sampler: sampler as TraceSampler,
+      samplerArg,
+      clientSampledFlag: t.clientSampledFlag,
+      resourceAttributes,
+      timeoutMs: t.otlp.timeoutMs,
+      maxQueueSize: t.maxQueueSize,
+    },
     problems,
   };
 }

@@ -18,14 +18,12 @@ const httpUrl = (v: string): string | null => {
     return `must be an absolute URL like http://127.0.0.1:8081 (got ${JSON.stringify(v)})`;
   }
 };
-const routePath = (v: string): string | null =>
-  /^\/[A-Za-z0-9._~\-/]*$/.test(v) && !v.endsWith('/') ? null : 'must be a path starting with / and not ending with / (e.g. /keys)';
+const routePath = (v: string): string | null => (/^\/[A-Za-z0-9._~\-/]*$/.test(v) && !v.endsWith('/') ? null : 'must be a path starting with / and not ending with / (e.g. /keys)');
 const cidr = (v: string): string | null => {
   const parsed = parseCidr(v);
   return typeof parsed === 'string' ? `${JSON.stringify(v)} is not a CIDR: ${parsed} (write it like 10.0.0.0/8, 192.168.1.7/32 or fd00::/8)` : null;
 };
-const serviceId = (v: string): string | null =>
-  /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(v) ? null : 'must be 1-64 letters, digits, dot, dash or underscore, starting with a letter or digit';
+const serviceId = (v: string): string | null => (/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(v) ? null : 'must be 1-64 letters, digits, dot, dash or underscore, starting with a letter or digit');
 const headerName = (v: string): string | null => (/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(v) ? null : 'must be an HTTP header name');
 
 const FEATURE_STATES = ['not-installed', 'enabled', 'disabled'] as const;
@@ -144,9 +142,7 @@ export function readStaticUsers(raw: unknown, path: string, problems: string[]):
   raw.forEach((entry, i) => {
     const r = new SectionReader(entry, `${path}[${i}]`, problems);
     const id = r.required('id');
-    const password = r.required('password', (v) =>
-      v.startsWith('scrypt$') ? null : 'must be an scrypt hash from `outrigger hash-password` (plain passwords are refused)',
-    );
+    const password = r.required('password', (v) => (v.startsWith('scrypt$') ? null : 'must be an scrypt hash from `outrigger hash-password` (plain passwords are refused)'));
     const roles = r.strings('roles', []);
     r.finish();
     if (seen.has(id)) problems.push(`${path}[${i}].id: duplicate user ${JSON.stringify(id)}`);
@@ -165,9 +161,7 @@ function readGraphql(g: SectionReader): OutriggerConfig['graphql'] {
     appsPath: g.string('appsPath', '/gql-apps', routePath),
     backend: {
       url: b.string('url', '', (v) => (v === '' ? null : httpUrl(v))).replace(/\/$/, ''),
-      collectionPath: b.string('collectionPath', '/{db}/{collection}', (v) =>
-        v.includes('{collection}') ? null : 'must contain {collection} (and usually {db})',
-      ),
+      collectionPath: b.string('collectionPath', '/{db}/{collection}', (v) => (v.includes('{collection}') ? null : 'must contain {collection} (and usually {db})')),
       auth: b.oneOf('auth', 'caller', ['caller', 'service'] as const),
       serviceAuthorization: b.string('serviceAuthorization', null),
     },
@@ -281,18 +275,14 @@ function crossCheck(config: OutriggerConfig, problems: string[]): void {
   const { identity } = config.upstream;
   if (identity.mode === 'jwt') {
     if (!identity.jwt.secret) problems.push('upstream.identity.jwt.secret: is required when upstream.identity.mode is jwt');
-    else if (identity.jwt.secret.length < 32)
-      problems.push('upstream.identity.jwt.secret: must be at least 32 characters (an HS256 key shorter than the hash is weak)');
+    else if (identity.jwt.secret.length < 32) problems.push('upstream.identity.jwt.secret: must be at least 32 characters (an HS256 key shorter than the hash is weak)');
   }
   if (config.users.source === 'static' && config.users.static.length === 0 && config.acl.mode === 'enforce') {
     // Allowed (keys from another replica, anonymous access), but worth a startup warning; see main.ts.
   }
-  if (config.listen.headersTimeoutMs > config.listen.requestTimeoutMs)
-    problems.push(`listen.headersTimeoutMs: must not exceed listen.requestTimeoutMs (${config.listen.requestTimeoutMs})`);
-  if (config.graphql.defaultLimit > config.graphql.maxLimit)
-    problems.push(`graphql.defaultLimit: must not exceed graphql.maxLimit (${config.graphql.maxLimit})`);
-  if (config.webhooks.email.smtp.host && !config.webhooks.email.from)
-    problems.push('webhooks.email.from: is required when webhooks.email.smtp.host is set');
+  if (config.listen.headersTimeoutMs > config.listen.requestTimeoutMs) problems.push(`listen.headersTimeoutMs: must not exceed listen.requestTimeoutMs (${config.listen.requestTimeoutMs})`);
+  if (config.graphql.defaultLimit > config.graphql.maxLimit) problems.push(`graphql.defaultLimit: must not exceed graphql.maxLimit (${config.graphql.maxLimit})`);
+  if (config.webhooks.email.smtp.host && !config.webhooks.email.from) problems.push('webhooks.email.from: is required when webhooks.email.smtp.host is set');
 
   const own = new Map<string, string>();
   const routes: Array<[string, string]> = [

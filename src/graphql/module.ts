@@ -79,10 +79,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     store,
     registry,
     setupKinds,
-    routes: [
-      createAppsRoute(context, store),
-      createGraphqlRoute(context, registry, (scope, app, appPath, body) => serveSse(scope.req, scope.res, body, callerOf(scope, app, appPath))),
-    ],
+    routes: [createAppsRoute(context, store), createGraphqlRoute(context, registry, (scope, app, appPath, body) => serveSse(scope.req, scope.res, body, callerOf(scope, app, appPath)))],
     observer: subscriptions.observer,
     upgrade: websockets.handleUpgrade,
     useAuthenticator(fn) {

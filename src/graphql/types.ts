@@ -164,10 +164,7 @@ export interface BackendWriter {
 export type WriteDecision = { readonly allow: true } | { readonly allow: false; readonly message: string };
 
 /** Asked once per backend write, before it is sent, with the REST request it is. */
-export type WritePolicy = (
-  target: { readonly method: string; readonly path: string; readonly query: string; readonly body: unknown },
-  ctx: RequestContext,
-) => WriteDecision;
+export type WritePolicy = (target: { readonly method: string; readonly path: string; readonly query: string; readonly body: unknown }, ctx: RequestContext) => WriteDecision;
 
 /** Told of every backend write a mutation made, with what the backend answered (webhooks, recording). */
 export type WriteObserver = (

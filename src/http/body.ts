@@ -79,12 +79,7 @@ function bodyRefused(bound: 'client' | 'total'): OutriggerError {
         'this address already has as many request bytes being read or handled as it may (upstream.bufferBytesPerClient); retry when its other requests are answered',
         { 'retry-after': '1' },
       )
-    : new OutriggerError(
-        503,
-        'REQUEST_BODIES_FULL',
-        'the server holds as many request bytes being read or handled as it may (upstream.bufferTotalBytes); retry shortly',
-        { 'retry-after': '1' },
-      );
+    : new OutriggerError(503, 'REQUEST_BODIES_FULL', 'the server holds as many request bytes being read or handled as it may (upstream.bufferTotalBytes); retry shortly', { 'retry-after': '1' });
 }
 
 const JSON_TYPES = /^application\/(json|merge-patch\+json)\s*(;|$)/i;

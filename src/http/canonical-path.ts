@@ -39,21 +39,17 @@ export function canonicalPath(raw: string): string | PathProblem {
   // `GET http://host/token` (absolute form) is `/token` to Undertow: not forwarded undecided.
   if (!originForm) return new PathProblem('the request target must be a path starting with "/"; absolute URLs and "*" are not proxied');
   if (raw.includes('#')) return new PathProblem(RAW_HASH);
-  if (raw.includes('\\'))
-    return new PathProblem('the path has a raw "\\", which backends read as "/" or as a character, changing its segments; send the path without it');
+  if (raw.includes('\\')) return new PathProblem('the path has a raw "\\", which backends read as "/" or as a character, changing its segments; send the path without it');
   let path = raw;
   const semicolon = path.indexOf(';');
   if (semicolon !== -1) {
     if (path.indexOf('/', semicolon) !== -1)
-      return new PathProblem(
-        'the path has ";" parameters before its last segment, which backends read differently; encode the ";" as %3B or put the parameters on the last segment',
-      );
+      return new PathProblem('the path has ";" parameters before its last segment, which backends read differently; encode the ";" as %3B or put the parameters on the last segment');
     path = path.slice(0, semicolon);
   }
   if (path.includes('//')) path = path.replace(/\/{2,}/g, '/');
   if (!path.includes('%')) return path;
-  if (/%(?:2f|5c)/i.test(path))
-    return new PathProblem('the path has an encoded "/" or "\\" (%2F, %5C), which would change its segments; send the path without it');
+  if (/%(?:2f|5c)/i.test(path)) return new PathProblem('the path has an encoded "/" or "\\" (%2F, %5C), which would change its segments; send the path without it');
   let decoded: string;
   try {
     decoded = decodeURIComponent(path);

@@ -56,14 +56,18 @@ export function createDocumentRoutes<T extends StoredDocument>(o: DocumentRoutes
         let docs = await o.store.fetchAll();
         if (term && o.matchesSearch) docs = docs.filter((d) => o.matchesSearch!(d, term));
         docs.sort(o.compare ?? ((a, b) => (a._id < b._id ? -1 : a._id > b._id ? 1 : 0)));
-        return sendJson(res, 200, pageOf(docs, paging).map((d) => present(d, scope)), { 'x-total-count': docs.length });
+        return sendJson(
+          res,
+          200,
+          pageOf(docs, paging).map((d) => present(d, scope)),
+          { 'x-total-count': docs.length },
+        );
       }
       if (method === 'POST') {
         const body = await readJsonBody(scope);
         if (!isJsonObject(body)) throw badRequest(`the body must be a JSON object describing one ${o.noun}`);
         const id = body._id === undefined ? newDocumentId() : body._id;
-        if (typeof id !== 'string' || !ID_PATTERN.test(id))
-          throw badRequest(`_id must be a string of 1-128 letters, digits or ._~:@- characters`);
+        if (typeof id !== 'string' || !ID_PATTERN.test(id)) throw badRequest(`_id must be a string of 1-128 letters, digits or ._~:@- characters`);
         if (await o.store.fetch(id)) throw new ValidationError([`a ${o.noun} with _id ${JSON.stringify(id)} already exists; use PUT to replace it`], 409);
         const doc = await validated({ ...body, _id: id }, undefined);
         await o.store.put(doc);

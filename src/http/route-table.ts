@@ -26,8 +26,7 @@ export class RouteTable {
   match(path: string): OwnRoute | undefined {
     for (const route of this.routes) {
       if (path === route.prefix) return route;
-      if (path.startsWith(route.prefix) && (path.charCodeAt(route.prefix.length) === 47 /* / */ || route.prefix === '/'))
-        return route;
+      if (path.startsWith(route.prefix) && (path.charCodeAt(route.prefix.length) === 47 /* / */ || route.prefix === '/')) return route;
     }
     return undefined;
   }

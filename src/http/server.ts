@@ -39,12 +39,7 @@ export class ListenError extends Error {
  */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse, finished: () => void) => void;
 
-export async function listen(
-  handler: RequestHandler,
-  host: string,
-  port: number,
-  timeouts: ServerTimeouts,
-): Promise<ListeningServer> {
+export async function listen(handler: RequestHandler, host: string, port: number, timeouts: ServerTimeouts): Promise<ListeningServer> {
   // Not a Set: its rehashed tables keep finished requests alive past young collections (util/linked-set.ts).
   const inFlight = new LinkedSet<ServerResponse>();
   let draining = false;

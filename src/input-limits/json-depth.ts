@@ -29,8 +29,7 @@ export type BoundedJson = { ok: true; value: unknown } | { ok: false; tooDeep: b
 
 /** JSON.parse behind the nesting bound: never throws, says why when it refuses. */
 export function parseBoundedJson(text: string, maxDepth = MAX_JSON_DEPTH): BoundedJson {
-  if (jsonNestingDepth(text, maxDepth) > maxDepth)
-    return { ok: false, tooDeep: true, message: `nests arrays and objects more than ${maxDepth} levels deep (the limit for JSON documents)` };
+  if (jsonNestingDepth(text, maxDepth) > maxDepth) return { ok: false, tooDeep: true, message: `nests arrays and objects more than ${maxDepth} levels deep (the limit for JSON documents)` };
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch (error) {

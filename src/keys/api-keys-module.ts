@@ -19,7 +19,12 @@ export async function createApiKeysModule(context: AppContext, options: FeatureM
   const { config, redis, keys, bus, features, metrics, logger } = context;
   const store = new ApiKeyStore(redis, keys);
   const issuer = new ApiKeyIssuer(store, bus, { prefix: config.apiKeys.prefix, serviceId: config.service.id }, logger);
-  const cache = new KeyVerificationCache((hash) => store.findByHash(hash), config.service.id, {}, (result) => metrics.keyCache.inc({ result }));
+  const cache = new KeyVerificationCache(
+    (hash) => store.findByHash(hash),
+    config.service.id,
+    {},
+    (result) => metrics.keyCache.inc({ result }),
+  );
   const lastUsed = new LastUsedThrottle();
   const authenticator = createKeyAuthenticator({
     prefix: config.apiKeys.prefix,

@@ -46,8 +46,7 @@ export class ApiKeyIssuer {
       });
       const outcome = await this.store.issueWithinLimit(drawn.record, input.maxKeys, drawn.record.createdAt);
       if (outcome.issued) return this.issued(drawn, 'issued an API key');
-      if (outcome.reason === 'limit')
-        throw conflict(`key limit reached: revoke a key first (you hold ${outcome.activeKeys} unexpired keys; the limit is ${input.maxKeys})`, 'KEY_LIMIT_REACHED');
+      if (outcome.reason === 'limit') throw conflict(`key limit reached: revoke a key first (you hold ${outcome.activeKeys} unexpired keys; the limit is ${input.maxKeys})`, 'KEY_LIMIT_REACHED');
       // 96 random bits collided with an existing id: draw again.
     }
   }
@@ -85,7 +84,10 @@ export class ApiKeyIssuer {
 
   private issued(drawn: { record: KeyRecord; key: string }, message: string): { record: KeyRecord; key: string } {
     const { record } = drawn;
-    this.logger.info({ keyId: record._id, owner: record.owner, roles: record.roles, via: record.via, ...(record.kind ? { kind: record.kind } : {}), expiresAt: new Date(record.expiresAt).toISOString() }, message);
+    this.logger.info(
+      { keyId: record._id, owner: record.owner, roles: record.roles, via: record.via, ...(record.kind ? { kind: record.kind } : {}), expiresAt: new Date(record.expiresAt).toISOString() },
+      message,
+    );
     return drawn;
   }
 

@@ -37,10 +37,7 @@ export function keyPolicyFor<X>(acl: AccessControl<X>, principal: Principal, exc
     );
   const permission = acl.applying(principal, exchange);
   if (!permission)
-    throw forbidden(
-      `no permission applies to ${what} for your roles (${principal.roles.join(', ') || 'none'}); an admin must add one, with an apiKeys block, that allows it`,
-      'NO_KEY_PERMISSION',
-    );
+    throw forbidden(`no permission applies to ${what} for your roles (${principal.roles.join(', ') || 'none'}); an admin must add one, with an apiKeys block, that allows it`, 'NO_KEY_PERMISSION');
   const block = permission.doc.apiKeys;
   if (!block)
     throw forbidden(
@@ -74,10 +71,8 @@ export function readIssueRequest(body: unknown): IssueRequest {
   if (name === undefined) problems.push('name is required: a label for the key, 1 to 100 characters');
   else if (typeof name !== 'string' || name.trim() === '') problems.push('name must be a non-empty string (1 to 100 characters)');
   else if ([...name].length > MAX_NAME_LENGTH) problems.push(`name must be at most ${MAX_NAME_LENGTH} characters (got ${[...name].length})`);
-  if (roles !== undefined && (!Array.isArray(roles) || roles.some((r) => typeof r !== 'string')))
-    problems.push('roles must be an array of strings (the roles the key carries; [] for none)');
-  if (expiresIn !== undefined && !(typeof expiresIn === 'number' && Number.isInteger(expiresIn) && expiresIn > 0))
-    problems.push('expiresIn must be a positive integer: the key lifetime in days');
+  if (roles !== undefined && (!Array.isArray(roles) || roles.some((r) => typeof r !== 'string'))) problems.push('roles must be an array of strings (the roles the key carries; [] for none)');
+  if (expiresIn !== undefined && !(typeof expiresIn === 'number' && Number.isInteger(expiresIn) && expiresIn > 0)) problems.push('expiresIn must be a positive integer: the key lifetime in days');
   if (problems.length) throw new ValidationError(problems);
   return { name: name as string, roles: [...new Set((roles as string[] | undefined) ?? [])], expiresIn: expiresIn as number | undefined };
 }

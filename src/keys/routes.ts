@@ -45,8 +45,7 @@ function ownerRoute({ context, store, issuer }: KeyRouteParts, sendUsage: SendUs
     const { principal } = scope;
     if (principal.via === 'anonymous' || principal.id === null)
       throw unauthorized(`sign in with your Basic credentials (user id and password) to ${action}`, { 'www-authenticate': `Basic realm="${config.service.id}"` });
-    if (principal.via === 'apikey')
-      throw forbidden(`an API key cannot ${action}; sign in with your Basic credentials (user id and password) instead`, 'KEY_CANNOT_MANAGE_KEYS');
+    if (principal.via === 'apikey') throw forbidden(`an API key cannot ${action}; sign in with your Basic credentials (user id and password) instead`, 'KEY_CANNOT_MANAGE_KEYS');
     return principal.id;
   }
 
@@ -72,7 +71,12 @@ function ownerRoute({ context, store, issuer }: KeyRouteParts, sendUsage: SendUs
     const owner = basicCaller(scope, 'list your API keys');
     const paging = readPaging(scope.query);
     const keys = (await store.listOfOwner(owner)).sort(byNewest);
-    sendJson(scope.res, 200, pageOf(keys, paging).map((k) => ownerView(k.record, k.lastUsedAt)), { 'x-total-count': keys.length });
+    sendJson(
+      scope.res,
+      200,
+      pageOf(keys, paging).map((k) => ownerView(k.record, k.lastUsedAt)),
+      { 'x-total-count': keys.length },
+    );
   }
 
   async function one(scope: RequestScope, id: string): Promise<void> {
@@ -130,7 +134,12 @@ function adminArea({ context, store, issuer }: KeyRouteParts, sendUsage: SendUsa
       const owner = scope.query.get('owner') || null;
       const client = scope.query.get('client') || null;
       const keys = (await store.listAll()).filter((k) => (owner === null || k.record.owner === owner) && (client === null || k.record.client === client)).sort(byNewest);
-      return sendJson(scope.res, 200, pageOf(keys, paging).map((k) => adminView(k.record, k.lastUsedAt)), { 'x-total-count': keys.length });
+      return sendJson(
+        scope.res,
+        200,
+        pageOf(keys, paging).map((k) => adminView(k.record, k.lastUsedAt)),
+        { 'x-total-count': keys.length },
+      );
     }
     if (scope.method === 'DELETE') {
       if (!(await issuer.revoke(id, { actor: scope.principal.id ?? 'admin' }))) throw notFound(`no key ${JSON.stringify(id)} on this service`);

@@ -27,10 +27,7 @@ export const DEFAULT_CACHE_OPTIONS: VerificationCacheOptions = {
 
 /** The outcome of one verification: a value, never an exception (a bad key is an expected input). */
 export type Verification =
-  | { ok: true; record: KeyRecord; principal: Principal }
-  | { ok: false; reason: 'unknown' }
-  | { ok: false; reason: 'expired'; expiredAt: number }
-  | { ok: false; reason: 'unavailable' };
+  { ok: true; record: KeyRecord; principal: Principal } | { ok: false; reason: 'unknown' } | { ok: false; reason: 'expired'; expiredAt: number } | { ok: false; reason: 'unavailable' };
 
 /**
  * How a verification was answered, for metrics. 'unconfirmed-hit': after a resync the key had to

@@ -57,7 +57,8 @@ export function jsonStringBytes(text: string): number {
     else if (c < 32) extra += c === 8 || c === 9 || c === 10 || c === 12 || c === 13 ? 1 : 5;
     else if (c >= 0xd800 && c <= 0xdfff) {
       const next = text.charCodeAt(i + 1);
-      if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++; // a pair: four UTF-8 bytes, counted by byteLength
+      if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff)
+        i++; // a pair: four UTF-8 bytes, counted by byteLength
       else extra += 3; // \udXXX (6 bytes) where byteLength counts the replacement character (3)
     }
   }

@@ -119,7 +119,9 @@ function tooLarge(budget: AnswerBudget, tool: CatalogueTool, why: string): CallT
 
 /** A call after one whose result did not fit: not run at all. */
 export function notRun(budget: AnswerBudget, name: string): CallToolResult {
-  return failure(`${name} was not run: the result of ${budget.filled} in this request did not fit its answer bound (mcp.maxResponseBytes, ${budget.limit} bytes for all results of one POST /mcp); send ${name} in a request of its own`);
+  return failure(
+    `${name} was not run: the result of ${budget.filled} in this request did not fit its answer bound (mcp.maxResponseBytes, ${budget.limit} bytes for all results of one POST /mcp); send ${name} in a request of its own`,
+  );
 }
 
 /** The body as text, or null once it passes `cap` bytes (the rest is not read: the connection is dropped). */
@@ -151,7 +153,10 @@ function resultOf(status: number, retryAfter: string | undefined, body: unknown,
       return `${code}${String(e.message)}${path}`;
     });
     // `{data, errors}` is the answer itself: its size is the text's.
-    return { result: { isError: true, content: [{ type: 'text', text: lines.join('\n') }], structuredContent: { ...(answer.data !== undefined ? { data: answer.data } : {}), errors: answer.errors } }, structuredBytes: Buffer.byteLength(text) };
+    return {
+      result: { isError: true, content: [{ type: 'text', text: lines.join('\n') }], structuredContent: { ...(answer.data !== undefined ? { data: answer.data } : {}), errors: answer.errors } },
+      structuredBytes: Buffer.byteLength(text),
+    };
   }
   if (status >= 200 && status < 300 && answer.data !== undefined && answer.data !== null && typeof answer.data === 'object') {
     const plain = text.startsWith('{"data":') && text.endsWith('}') && Object.keys(answer).length === 1;

@@ -21,9 +21,8 @@ export interface McpModule extends FeatureModule {
 export function createMcpModule(context: AppContext, options: FeatureModuleOptions, apps: DocumentStore<StoredApp>): McpModule {
   const { config, logger } = context;
   if (config.mcp.server !== 'outrigger' || !options.serve) return { name: 'mcp-tools', catalogue: null };
-  const catalogue = new ToolCatalogue(
-    { defaultDb: config.graphql.defaultDb, maxLimit: config.graphql.maxLimit, aggregations: config.graphql.aggregations },
-    (app, problem) => logger.warn({ app, problem }, 'a GraphQL app offers a tool agents cannot use'),
+  const catalogue = new ToolCatalogue({ defaultDb: config.graphql.defaultDb, maxLimit: config.graphql.maxLimit, aggregations: config.graphql.aggregations }, (app, problem) =>
+    logger.warn({ app, problem }, 'a GraphQL app offers a tool agents cannot use'),
   );
   apps.onLoaded((docs) => catalogue.rebuild(docs.values()));
   const resourceMetadataUrl = config.mcp.signIn === 'off' ? null : oauthEndpoints(config).resourceMetadata;

@@ -23,16 +23,7 @@
  * use the server itself; what each tool may do is decided by the GraphQL door it calls
  * (call-graphql.ts).
  */
-import {
-  createMcpHandler,
-  isLegacyRequest,
-  ProtocolError,
-  ProtocolErrorCode,
-  Server,
-  WebStandardStreamableHTTPServerTransport,
-  type McpRequestContext,
-  type Tool,
-} from '@modelcontextprotocol/server';
+import { createMcpHandler, isLegacyRequest, ProtocolError, ProtocolErrorCode, Server, WebStandardStreamableHTTPServerTransport, type McpRequestContext, type Tool } from '@modelcontextprotocol/server';
 import type { AppContext } from '../app-context.js';
 import { forbidden, methodNotAllowed } from '../errors.js';
 import { readBody } from '../http/body.js';
@@ -54,7 +45,6 @@ export const MAX_BATCH = 10;
 const SERVER_INFO = { name: 'outrigger', version: process.env.npm_package_version ?? '0.1.0' };
 /** Headers the SDK reads (besides `mcp-*`: `Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`); the rest of the request stays with the request chain. */
 const TRANSPORT_HEADERS = new Set(['accept', 'content-type', 'last-event-id']);
-
 
 export interface McpRouteOptions {
   readonly catalogue: ToolCatalogue;
@@ -121,8 +111,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       };
       scope.res.once('close', onClose);
       const headers = new Headers();
-      for (const [name, value] of Object.entries(scope.req.headers))
-        if (typeof value === 'string' && (TRANSPORT_HEADERS.has(name) || name.startsWith('mcp-'))) headers.set(name, value);
+      for (const [name, value] of Object.entries(scope.req.headers)) if (typeof value === 'string' && (TRANSPORT_HEADERS.has(name) || name.startsWith('mcp-'))) headers.set(name, value);
       const request = new Request(`http://outrigger${config.mcp.path}`, { method: 'POST', headers, signal: controller.signal });
       const caller: Caller = { scope, signal: controller.signal, budget: new AnswerBudget(config.mcp.maxResponseBytes) };
       try {
@@ -164,27 +153,31 @@ function describeTool(tool: CatalogueTool): Tool {
 /** A Server per caller: the tools it may list and call, each call within its answer's budget. */
 function serverFactory(catalogue: ToolCatalogue, mayCall: MayCall, door: GraphqlDoor): (caller: Caller) => Server {
   return ({ scope, signal, budget }) => {
-      const server = new Server(SERVER_INFO, {
-        capabilities: { tools: { listChanged: false } },
-        instructions: 'Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.',
-      });
-      server.setRequestHandler('tools/list', () => {
-        const tools = [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool);
-        if (!budget.take(Buffer.byteLength(JSON.stringify(tools)), 'tools/list'))
-          throw new ProtocolError(ProtocolErrorCode.InternalError, `the tool list does not fit what is left of this request's answer bound (mcp.maxResponseBytes, ${budget.limit} bytes); ask for it in a request of its own`);
-        return { tools };
-      });
-      server.setRequestHandler('tools/call', async (request) => {
-        const tool = catalogue.get(request.params.name);
-        if (!tool || !mayCall(scope, tool)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no tool named ${JSON.stringify(request.params.name)} is offered to you; tools/list names the ones you may call`);
-        const args = request.params.arguments ?? {};
-        // Before any backend read (MCP 2025-11-25: input errors are tool results the model can correct).
-        const problems = checkArguments(tool.inputSchema, args);
-        if (problems.length > 0) return failure(`invalid arguments for ${tool.name}: ${problems.join('; ')}`);
-        // One call at a time, each within what the earlier ones left (answer-budget.ts).
-        return budget.serial(async () => (budget.filled !== null ? notRun(budget, tool.name) : callThroughGraphql(door, { scope, signal, budget }, tool, args)));
-      });
-      return server;
+    const server = new Server(SERVER_INFO, {
+      capabilities: { tools: { listChanged: false } },
+      instructions: 'Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.',
+    });
+    server.setRequestHandler('tools/list', () => {
+      const tools = [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool);
+      if (!budget.take(Buffer.byteLength(JSON.stringify(tools)), 'tools/list'))
+        throw new ProtocolError(
+          ProtocolErrorCode.InternalError,
+          `the tool list does not fit what is left of this request's answer bound (mcp.maxResponseBytes, ${budget.limit} bytes); ask for it in a request of its own`,
+        );
+      return { tools };
+    });
+    server.setRequestHandler('tools/call', async (request) => {
+      const tool = catalogue.get(request.params.name);
+      if (!tool || !mayCall(scope, tool))
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no tool named ${JSON.stringify(request.params.name)} is offered to you; tools/list names the ones you may call`);
+      const args = request.params.arguments ?? {};
+      // Before any backend read (MCP 2025-11-25: input errors are tool results the model can correct).
+      const problems = checkArguments(tool.inputSchema, args);
+      if (problems.length > 0) return failure(`invalid arguments for ${tool.name}: ${problems.join('; ')}`);
+      // One call at a time, each within what the earlier ones left (answer-budget.ts).
+      return budget.serial(async () => (budget.filled !== null ? notRun(budget, tool.name) : callThroughGraphql(door, { scope, signal, budget }, tool, args)));
+    });
+    return server;
   };
 }
 

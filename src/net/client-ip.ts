@@ -33,11 +33,7 @@ function forwardedEntryToIp(entry: string): string | null {
   return m ? normalizeIp(m[1]!) : null;
 }
 
-export function resolveClientIp(
-  socketPeer: string,
-  xForwardedFor: string | readonly string[] | undefined,
-  trusted: ParsedCidrs,
-): string {
+export function resolveClientIp(socketPeer: string, xForwardedFor: string | readonly string[] | undefined, trusted: ParsedCidrs): string {
   const peerAddr = parseIp(socketPeer);
   const peer = peerAddr ? formatIp(peerAddr) : socketPeer;
   if (!peerAddr || (trusted.v4.length === 0 && trusted.v6.length === 0)) return peer;

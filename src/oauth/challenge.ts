@@ -13,14 +13,14 @@ import type { RequestScope } from '../http/scope.js';
  */
 export function withMcpChallenge(parts: { authenticate: Authenticate; authorizeProxy: AuthorizeProxy }, mcpPath: string, resourceMetadataUrl: string) {
   const isMcp = (path: string) => path.startsWith(mcpPath) && (path.length === mcpPath.length || path.charCodeAt(mcpPath.length) === 47);
-  const challenge = (scope: RequestScope, error: boolean) =>
-    `Bearer resource_metadata="${resourceMetadataUrl}"${error || hasBearer(scope) ? ', error="invalid_token"' : ''}`;
+  const challenge = (scope: RequestScope, error: boolean) => `Bearer resource_metadata="${resourceMetadataUrl}"${error || hasBearer(scope) ? ', error="invalid_token"' : ''}`;
 
-  const rechallenge = (scope: RequestScope) => (error: unknown): never => {
-    if (error instanceof OutriggerError && error.status === 401)
-      throw new OutriggerError(401, error.code, error.message, { ...error.headers, 'www-authenticate': challenge(scope, true) });
-    throw error;
-  };
+  const rechallenge =
+    (scope: RequestScope) =>
+    (error: unknown): never => {
+      if (error instanceof OutriggerError && error.status === 401) throw new OutriggerError(401, error.code, error.message, { ...error.headers, 'www-authenticate': challenge(scope, true) });
+      throw error;
+    };
 
   const authenticate: Authenticate = (scope) => {
     if (!isMcp(scope.path)) return parts.authenticate(scope);

@@ -62,12 +62,7 @@ export async function createOAuthModule(context: AppContext, options: FeatureMod
   return {
     name: 'agent-sign-in',
     routes: options.serve
-      ? [
-          ...metadataRoutes(endpoints, config.mcp.path, off),
-          route(config.routes.oauth.authorize, authorize),
-          route(config.routes.oauth.token, token),
-          route(config.routes.oauth.register, register),
-        ]
+      ? [...metadataRoutes(endpoints, config.mcp.path, off), route(config.routes.oauth.authorize, authorize), route(config.routes.oauth.token, token), route(config.routes.oauth.register, register)]
       : [],
     async stop() {
       await documents.close();

@@ -66,7 +66,10 @@ export function createTokenHandler(p: TokenParts) {
     const grantType = form.get('grant_type');
     if (grantType === null) throw oauthError('invalid_request', 'grant_type is required');
     if (grantType !== 'authorization_code')
-      throw oauthError('unsupported_grant_type', grantType === 'refresh_token' ? 'there are no refresh tokens here: when a key expires, sign in again' : `grant_type ${JSON.stringify(grantType)} is not supported; use authorization_code`);
+      throw oauthError(
+        'unsupported_grant_type',
+        grantType === 'refresh_token' ? 'there are no refresh tokens here: when a key expires, sign in again' : `grant_type ${JSON.stringify(grantType)} is not supported; use authorization_code`,
+      );
     const code = form.get('code');
     const verifier = form.get('code_verifier');
     const redirectUri = form.get('redirect_uri');
@@ -97,7 +100,15 @@ export function createTokenHandler(p: TokenParts) {
       issued =
         grant.kind === 'token'
           ? await p.issuer.issueToken({ owner: grant.owner, roles: grant.roles, lifetimeMs: p.tokenTtlMinutes * 60_000, client: grant.clientName })
-          : await p.issuer.issue({ owner: grant.owner, name: `${grant.clientName} (agent sign-in)`.slice(0, 100), roles: grant.roles, lifetimeDays: grant.lifetimeDays, maxKeys: grant.maxKeys, via: 'oauth', client: grant.clientName });
+          : await p.issuer.issue({
+              owner: grant.owner,
+              name: `${grant.clientName} (agent sign-in)`.slice(0, 100),
+              roles: grant.roles,
+              lifetimeDays: grant.lifetimeDays,
+              maxKeys: grant.maxKeys,
+              via: 'oauth',
+              client: grant.clientName,
+            });
     } catch (error) {
       if (error instanceof OutriggerError && error.status === 409) throw oauthError('invalid_grant', error.message);
       throw error;

@@ -171,11 +171,16 @@ export function createMetrics() {
   return {
     registry,
     requests: registry.counter('outrigger_requests_total', 'Requests answered, by route kind and status class.'),
-    requestSeconds: registry.histogram('outrigger_request_duration_seconds', 'Time from request start to response end, by route kind.', [
-      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
-    ]),
+    requestSeconds: registry.histogram(
+      'outrigger_request_duration_seconds',
+      'Time from request start to response end, by route kind.',
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    ),
     upstreamErrors: registry.counter('outrigger_upstream_errors_total', 'Upstream failures, by kind (unreachable, timeout, aborted).'),
-    redisRefusals: registry.counter('outrigger_redis_refusals_total', 'Requests answered 503 because Redis refused a command, by reason (unreachable, timeout, failover, oom, readonly, loading, masterdown, clusterdown, tryagain, busy, misconf, noreplicas).'),
+    redisRefusals: registry.counter(
+      'outrigger_redis_refusals_total',
+      'Requests answered 503 because Redis refused a command, by reason (unreachable, timeout, failover, oom, readonly, loading, masterdown, clusterdown, tryagain, busy, misconf, noreplicas).',
+    ),
     authFailures: registry.counter('outrigger_auth_failures_total', 'Rejected credentials, by scheme (basic, apikey) and reason.'),
     keyCache: registry.counter('outrigger_apikey_cache_total', 'API key verifications, by result (hit, miss, negative-hit, unavailable, unconfirmed-hit).'),
     webhookEventsQueued: registry.counter('outrigger_webhook_events_queued_total', 'Events accepted into the in-process webhook queue.'),
@@ -188,12 +193,21 @@ export function createMetrics() {
     subscriptionEvents: registry.counter('outrigger_graphql_subscription_events_total', 'Subscription events, by outcome (delivered; dropped: a subscriber closed because it did not read).'),
     graphqlBackendReads: registry.counter('outrigger_graphql_backend_reads_total', 'Backend collection reads made by GraphQL apps.'),
     upstreamSlots: registry.gauge('outrigger_upstream_slots', 'Upstream request slots, by state (in-use, waiting for a free one).'),
-    requestBufferBytes: registry.gauge('outrigger_request_buffer_bytes', 'Bytes reserved by request bodies read in full: before they take an upstream slot (upstream.bufferBodyBytes), or by an own route; at most upstream.bufferTotalBytes.'),
+    requestBufferBytes: registry.gauge(
+      'outrigger_request_buffer_bytes',
+      'Bytes reserved by request bodies read in full: before they take an upstream slot (upstream.bufferBodyBytes), or by an own route; at most upstream.bufferTotalBytes.',
+    ),
     traceSpansExported: registry.counter('outrigger_trace_spans_exported_total', 'Trace spans the OTLP collector accepted (telemetry: configured).'),
-    traceSpansDropped: registry.counter('outrigger_trace_spans_dropped_total', 'Trace spans lost: the export queue was full (telemetry.maxQueueSize), or the collector refused, failed or did not answer in time.'),
+    traceSpansDropped: registry.counter(
+      'outrigger_trace_spans_dropped_total',
+      'Trace spans lost: the export queue was full (telemetry.maxQueueSize), or the collector refused, failed or did not answer in time.',
+    ),
     redisUp: registry.gauge('outrigger_redis_up', '1 when Redis is ready for this service (on a cluster or Sentinel: the probe behind /_health/ready).'),
     rateLimited: registry.counter('outrigger_rate_limited_total', 'Requests refused by a rate limit or quota (429), by policy name (never a key, user or address).'),
-    rateLimitRedisUnavailable: registry.counter('outrigger_rate_limit_redis_unavailable_total', 'Times rate limits lost Redis and fell back to limits.onRedisUnavailable (local counters, allow or deny).'),
+    rateLimitRedisUnavailable: registry.counter(
+      'outrigger_rate_limit_redis_unavailable_total',
+      'Times rate limits lost Redis and fell back to limits.onRedisUnavailable (local counters, allow or deny).',
+    ),
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

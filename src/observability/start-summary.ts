@@ -37,8 +37,12 @@ export function startSummary(f: StartFacts): { fields: Record<string, unknown>; 
     node: process.version,
   };
   // The keys are plural section names (permissions, apps, webhooks): one of each reads "1 app".
-  const loaded = Object.entries(f.loaded).map(([k, n]) => `${n} ${n === 1 ? k.replace(/s$/, '') : k}`).join(', ');
-  const features = Object.entries(f.features).map(([k, s]) => `${k} ${s}`).join(', ');
+  const loaded = Object.entries(f.loaded)
+    .map(([k, n]) => `${n} ${n === 1 ? k.replace(/s$/, '') : k}`)
+    .join(', ');
+  const features = Object.entries(f.features)
+    .map(([k, s]) => `${k} ${s}`)
+    .join(', ');
   const head = f.url ? `Outrigger listening on ${f.url}, proxying to ${config.upstream.url}` : `Outrigger webhook worker for service ${config.service.id}`;
   const message =
     `${head}; Redis ${f.redis} ${f.redisReady ? 'ready' : 'NOT reachable yet'}; ` +

@@ -1,17 +1,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 
 /** RFC 9110 §7.6.1 hop-by-hop headers plus the proxy-only ones the spec names (SPEC §2). */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'proxy-authorization',
-  'proxy-authenticate',
-]);
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'proxy-authenticate']);
 
 /** Node and undici handle these themselves; forwarding them would confuse the next hop. */
 const REQUEST_ONLY_DROP = new Set(['expect', 'http2-settings']);
@@ -48,8 +38,7 @@ export function repeatedSingleHeader(rawHeaders: string[]): 'authorization' | 'h
     // Only names of the right length are compared, the usual spellings first (no lowercase copy).
     if (name.length === 4) {
       if ((name === 'Host' || name === 'host' || name.toLowerCase() === 'host') && ++hosts > 1) return 'host';
-    } else if (name.length === 13 && (name === 'Authorization' || name === 'authorization' || name.toLowerCase() === 'authorization') && ++authorizations > 1)
-      return 'authorization';
+    } else if (name.length === 13 && (name === 'Authorization' || name === 'authorization' || name.toLowerCase() === 'authorization') && ++authorizations > 1) return 'authorization';
   }
   return undefined;
 }
@@ -121,13 +110,7 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, rawHeaders
  */
 function isUnderscoreSpelling(lower: string, o: UpstreamRequestHeaderOptions): boolean {
   const dashed = lower.replaceAll('_', '-');
-  return (
-    o.remove?.has(dashed) === true ||
-    (o.set !== undefined && dashed in o.set) ||
-    dashed === 'x-forwarded-for' ||
-    dashed === 'x-forwarded-proto' ||
-    dashed === 'x-forwarded-host'
-  );
+  return o.remove?.has(dashed) === true || (o.set !== undefined && dashed in o.set) || dashed === 'x-forwarded-for' || dashed === 'x-forwarded-proto' || dashed === 'x-forwarded-host';
 }
 
 function joined(value: string | string[] | undefined): string | undefined {
@@ -142,10 +125,7 @@ function first(value: string | string[] | undefined): string | undefined {
 export type ResponseHeaderFilter = (lowerName: string, value: string | string[]) => string | string[] | undefined;
 
 /** Response headers from undici to Node's writeHead, minus hop-by-hop ones, through an optional filter. */
-export function clientResponseHeaders(
-  upstream: Record<string, string | string[] | undefined>,
-  filter?: ResponseHeaderFilter,
-): OutgoingHttpHeaders {
+export function clientResponseHeaders(upstream: Record<string, string | string[] | undefined>, filter?: ResponseHeaderFilter): OutgoingHttpHeaders {
   const named = connectionTokens(upstream.connection);
   const out: OutgoingHttpHeaders = {};
   for (const name in upstream) {

@@ -61,9 +61,7 @@ export function bufferBody(req: IncomingMessage, body: ForwardBody, bound: numbe
     finish();
     // Answered with Connection: close; whatever the client still sends is read and dropped.
     req.resume();
-    handler.refuse(
-      new OutriggerError(408, 'REQUEST_BODY_TIMEOUT', `the request body stalled: nothing arrived for ${idleMs} ms (listen.bodyIdleTimeoutMs)`, { connection: 'close' }),
-    );
+    handler.refuse(new OutriggerError(408, 'REQUEST_BODY_TIMEOUT', `the request body stalled: nothing arrived for ${idleMs} ms (listen.bodyIdleTimeoutMs)`, { connection: 'close' }));
   };
   function failed(error: unknown): void {
     if (done) return;

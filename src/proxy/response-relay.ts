@@ -88,7 +88,6 @@ export function upstreamError(error: Error, timeoutMs: number): OutriggerError {
   const code = (error as { code?: string }).code ?? '';
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
     return new OutriggerError(504, 'UPSTREAM_TIMEOUT', `the upstream did not answer within ${timeoutMs} ms (upstream.timeoutMs)`);
-  if (code === 'UND_ERR_ABORTED' || error.message === 'client closed the connection')
-    return new OutriggerError(499, 'CLIENT_CLOSED', 'the client closed the connection');
+  if (code === 'UND_ERR_ABORTED' || error.message === 'client closed the connection') return new OutriggerError(499, 'CLIENT_CLOSED', 'the client closed the connection');
   return new OutriggerError(502, 'UPSTREAM_UNREACHABLE', `the upstream could not be reached (${code || error.message}); check upstream.url and that the backend is running`);
 }

@@ -97,12 +97,9 @@ export class UpstreamSlots {
       timer: setTimeout(() => {
         this.remove(waiter);
         request.refuse(
-          new OutriggerError(
-            503,
-            'UPSTREAM_BUSY',
-            `no upstream connection became free within ${this.o.queueTimeoutMs} ms (upstream.connections, upstream.queueTimeoutMs); retry shortly`,
-            { 'retry-after': '1' },
-          ),
+          new OutriggerError(503, 'UPSTREAM_BUSY', `no upstream connection became free within ${this.o.queueTimeoutMs} ms (upstream.connections, upstream.queueTimeoutMs); retry shortly`, {
+            'retry-after': '1',
+          }),
         );
       }, this.o.queueTimeoutMs),
       cancel: () => this.remove(waiter),

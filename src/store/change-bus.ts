@@ -51,9 +51,10 @@ export class ChangeBus {
     };
     this.subscriber.on('ready', resubscribe);
     // ioredis re-subscribes by itself after a topology change; the listeners still resync.
-    if (sharded) this.subscriber.on('subscribersReady', () => {
-      for (const listener of this.listeners) listener('resync');
-    });
+    if (sharded)
+      this.subscriber.on('subscribersReady', () => {
+        for (const listener of this.listeners) listener('resync');
+      });
     // Not ready yet (Redis still connecting, or down at start): the 'ready' handler subscribes later.
     if (this.subscriber.status === 'ready') await subscribe();
   }

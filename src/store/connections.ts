@@ -87,7 +87,16 @@ function probeOnReadonly(url: string, options: RedisOptions, every: number, reco
   return (error) => {
     if (!error.message.startsWith('READONLY') || Date.now() - last < every) return false;
     last = Date.now();
-    const probe = new Redis(url, { ...options, connectionName: 'outrigger-readonly-probe', lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null, reconnectOnError: null, connectTimeout: 2000 });
+    const probe = new Redis(url, {
+      ...options,
+      connectionName: 'outrigger-readonly-probe',
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      reconnectOnError: null,
+      connectTimeout: 2000,
+    });
     probe.on('error', () => {});
     probe
       .connect()
@@ -208,7 +217,13 @@ async function closeRedis(conn: Redis): Promise<void> {
   if (conn.status === 'ready') {
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, QUIT_WAIT_MS)));
-    await Promise.race([conn.quit().then(() => {}, () => {}), waited]);
+    await Promise.race([
+      conn.quit().then(
+        () => {},
+        () => {},
+      ),
+      waited,
+    ]);
     clearTimeout(timer);
   }
   conn.disconnect();
@@ -264,4 +279,3 @@ export function waitForRedis(conn: Redis, timeoutMs: number): Promise<void> {
     conn.on('error', onError);
   });
 }
-

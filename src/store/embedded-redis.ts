@@ -65,8 +65,28 @@ export async function startEmbeddedRedis(options: { dir: string; port?: number; 
   mkdirSync(options.dir, { recursive: true });
   await stopLeftover(options.dir, options.onLeftover);
   const port = options.port ?? (await freePort());
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', options.dir, '--pidfile', join(realpathSync(options.dir), PIDFILE),
-    '--appendonly', 'yes', '--appendfsync', 'everysec', '--save', '', '--protected-mode', 'yes', '--daemonize', 'no', '--loglevel', 'warning'];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    options.dir,
+    '--pidfile',
+    join(realpathSync(options.dir), PIDFILE),
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'everysec',
+    '--save',
+    '',
+    '--protected-mode',
+    'yes',
+    '--daemonize',
+    'no',
+    '--loglevel',
+    'warning',
+  ];
   // The pipe on stdin is the watchdog's tie to this process: never written, never closed by us.
   const child = spawn(process.execPath, ['-e', WATCHDOG, WATCHDOG_MARK, JSON.stringify([binary, ...args])], { stdio: ['pipe', 'ignore', 'pipe'] });
   child.stdin?.on('error', () => {});
@@ -103,9 +123,7 @@ async function stopLeftover(dir: string, onLeftover: ((message: string) => void)
   }
   const parent = parentOf(pid);
   if (parent !== null && parent > 1 && commandLine(parent).includes(WATCHDOG_MARK)) {
-    throw new Error(
-      `redis.url is "embedded" but another Outrigger already runs a redis-server (pid ${pid}) on ${dir}; stop that Outrigger, or give this one another service.id or directory`,
-    );
+    throw new Error(`redis.url is "embedded" but another Outrigger already runs a redis-server (pid ${pid}) on ${dir}; stop that Outrigger, or give this one another service.id or directory`);
   }
   onLeftover?.(`a redis-server (pid ${pid}) left running on ${dir} by an Outrigger that did not stop cleanly was found; stopping it before starting a new one`);
   process.kill(pid, 'SIGTERM');

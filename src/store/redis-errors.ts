@@ -13,19 +13,7 @@
  *   one of its commands was refused in one of these ways.
  * Anything else (a wrong command, CROSSSLOT, a bug) is not a refusal: it stays a 500.
  */
-export type RedisRefusalReason =
-  | 'unreachable'
-  | 'timeout'
-  | 'failover'
-  | 'oom'
-  | 'readonly'
-  | 'loading'
-  | 'masterdown'
-  | 'clusterdown'
-  | 'tryagain'
-  | 'busy'
-  | 'misconf'
-  | 'noreplicas';
+export type RedisRefusalReason = 'unreachable' | 'timeout' | 'failover' | 'oom' | 'readonly' | 'loading' | 'masterdown' | 'clusterdown' | 'tryagain' | 'busy' | 'misconf' | 'noreplicas';
 
 export interface RedisRefusal {
   /** A fixed label for the metric and the log. */
@@ -55,7 +43,12 @@ const REPLIES: Array<[RegExp, RedisRefusalReason, string, number]> = [
     `${STORE} is failing over or regrouping and cannot serve right now; retry shortly`,
     5,
   ],
-  [/^(?:Stream isn't writeable|Connection is closed|Reached the max retries per request|connect E[A-Z]+|read E[A-Z]+|write E[A-Z]+)/, 'unreachable', `${STORE} is unreachable right now; retry shortly`, 5],
+  [
+    /^(?:Stream isn't writeable|Connection is closed|Reached the max retries per request|connect E[A-Z]+|read E[A-Z]+|write E[A-Z]+)/,
+    'unreachable',
+    `${STORE} is unreachable right now; retry shortly`,
+    5,
+  ],
 ];
 
 /** What Redis refused, or null when the error is not a refusal (a bug, a bad command). */

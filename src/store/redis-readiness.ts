@@ -80,4 +80,3 @@ export class RedisReadiness {
     return { ready: true, detail: `ok (sentinel, master with ${replicas} replica${replicas === 1 ? '' : 's'})` };
   }
 }
-

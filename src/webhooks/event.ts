@@ -83,10 +83,7 @@ function isJsonContentType(contentType: string | undefined): boolean {
  * - valid UTF-8 → the text (cut at the cap, never mid-character);
  * - anything else → a placeholder string naming the size and content type.
  */
-export function captureBody(
-  bytes: Uint8Array,
-  options: { contentType?: string; contentEncoding?: string; limit?: number; totalBytes?: number; keepJsonText?: boolean } = {},
-): CapturedBodyResult {
+export function captureBody(bytes: Uint8Array, options: { contentType?: string; contentEncoding?: string; limit?: number; totalBytes?: number; keepJsonText?: boolean } = {}): CapturedBodyResult {
   const limit = options.limit ?? DEFAULT_BODY_CAPTURE_BYTES;
   const total = Math.max(options.totalBytes ?? bytes.length, bytes.length);
   if (total === 0) return { body: null, truncated: false };
@@ -132,10 +129,7 @@ export interface CapturedBodyResult {
  * parsed body is many small objects for the collector to move. Reading or assigning `body`
  * drops the text, so that a value changed in place is never shadowed by the text it came from.
  */
-export function withCapturedBody<T extends object>(
-  fields: T,
-  captured: CapturedBodyResult,
-): T & { body: CapturedBody; bodyTruncated: boolean; bodyTooDeep?: true } {
+export function withCapturedBody<T extends object>(fields: T, captured: CapturedBodyResult): T & { body: CapturedBody; bodyTruncated: boolean; bodyTooDeep?: true } {
   const section = fields as T & { body: CapturedBody; bodyTruncated: boolean; bodyTooDeep?: true };
   if (captured.json === undefined) {
     section.body = captured.body;

@@ -36,16 +36,7 @@
  * entries written by an older proxy are delivered by a newer worker.
  */
 import type { EpochDate } from '../util/epoch-date.js';
-import {
-  captureBody,
-  queryObject,
-  withCapturedBody,
-  type CapturedBody,
-  type CapturedBodyResult,
-  type CapturedEvent,
-  type CapturedHeaders,
-  type GraphqlOrigin,
-} from './event.js';
+import { captureBody, queryObject, withCapturedBody, type CapturedBody, type CapturedBodyResult, type CapturedEvent, type CapturedHeaders, type GraphqlOrigin } from './event.js';
 
 export interface MatchedWebhook {
   id: string;
@@ -392,4 +383,3 @@ function streamBody(ref: StreamBody | undefined, bytes: string | Buffer | undefi
   // The proxy kept at most the capture cap: the body was cut when it was longer than what was kept.
   return captureBody(kept, { contentType: ref.ct, limit: kept.length, totalBytes: ref.n, keepJsonText: true });
 }
-

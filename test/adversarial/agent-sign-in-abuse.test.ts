@@ -140,7 +140,13 @@ describe('agent sign-in abuse (issue 25)', () => {
   it('never redirects a bad request of a self-registered or metadata-document client before the user acted (RFC 9700 §4.11.2)', async () => {
     const a = await start('abuse-redirect');
     const clientId = await registerClient(a.url, callback);
-    for (const extra of [{ response_type: 'token' }, { code_challenge: '' }, { code_challenge_method: 'plain' }, { resource: 'https://other.example/mcp' }, { scope: 'a', state: 'b', code_challenge_method: 'S256' }] as Array<Record<string, string>>) {
+    for (const extra of [
+      { response_type: 'token' },
+      { code_challenge: '' },
+      { code_challenge_method: 'plain' },
+      { resource: 'https://other.example/mcp' },
+      { scope: 'a', state: 'b', code_challenge_method: 'S256' },
+    ] as Array<Record<string, string>>) {
       const url = new URL(authorizeUrl(a.url, clientId, extra));
       if (extra.scope) url.searchParams.append('scope', 'twice');
       const res = await fetch(url, { redirect: 'manual' });
@@ -204,13 +210,15 @@ describe('agent sign-in abuse (issue 25)', () => {
 
   it('caps registrations from all addresses together, and counts an IPv6 /64 as one address', async () => {
     const a = await start('abuse-reg-total', { registrationsPerDay: 3, registrationsPerHour: 100 });
-    const reg = (ip: string) => fetch(`${a.url}/register`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip }, body: JSON.stringify({ redirect_uris: [callback] }) });
+    const reg = (ip: string) =>
+      fetch(`${a.url}/register`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip }, body: JSON.stringify({ redirect_uris: [callback] }) });
     const total: number[] = [];
     for (let i = 1; i <= 4; i++) total.push((await reg(`198.51.100.${i}`)).status);
     expect(total).toEqual([201, 201, 201, 429]);
     expect(a.log()).toContain('mcp.registrationsPerDay');
     const b = await start('abuse-reg-v6', { registrationsPerHour: 2 });
-    const reg6 = (ip: string) => fetch(`${b.url}/register`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip }, body: JSON.stringify({ redirect_uris: [callback] }) });
+    const reg6 = (ip: string) =>
+      fetch(`${b.url}/register`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': ip }, body: JSON.stringify({ redirect_uris: [callback] }) });
     const v6: number[] = [];
     for (const ip of ['2001:db8:5:6::1', '2001:db8:5:6::2', '2001:db8:5:6:1:2:3:4', '2001:db8:5:7::1']) v6.push((await reg6(ip)).status);
     expect(v6).toEqual([201, 201, 429, 201]);

@@ -121,9 +121,14 @@ describe('bearer flood', () => {
       await stack.redis.restart();
     }
     // What was counted during the outage reaches Redis with the next failure.
-    await expect.poll(async () => {
-      await call(stack.proxy.url, '/data/x', from('127.70.0.3', 'Bearer rig_not-a-key'));
-      return Number(await stack.redis.client.get('outrigger:{bearer-flood}:kf:ip:127.70.0.3'));
-    }, { timeout: 10_000 }).toBeGreaterThanOrEqual(LIMIT);
+    await expect
+      .poll(
+        async () => {
+          await call(stack.proxy.url, '/data/x', from('127.70.0.3', 'Bearer rig_not-a-key'));
+          return Number(await stack.redis.client.get('outrigger:{bearer-flood}:kf:ip:127.70.0.3'));
+        },
+        { timeout: 10_000 },
+      )
+      .toBeGreaterThanOrEqual(LIMIT);
   });
 });

@@ -190,7 +190,7 @@ describe('own routes and the ACL decide on the canonical path (acl.mode enforce,
   });
 });
 
-describe('the backend-token guard and the MCP challenge decide on the canonical path (acl.mode own-routes, Outrigger\'s token endpoint moved)', () => {
+describe("the backend-token guard and the MCP challenge decide on the canonical path (acl.mode own-routes, Outrigger's token endpoint moved)", () => {
   let upstream: Upstream;
   let proxy: Awaited<ReturnType<typeof startTestOutrigger>>;
   let key: string;

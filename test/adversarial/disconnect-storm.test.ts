@@ -74,10 +74,12 @@ describe('disconnect storm', () => {
     // requests are cut. Without cancellation the ~280 requests still waiting would each hold a
     // connection for SLOW_MS, over a minute in all. (Generous bound: on a loaded machine the
     // server may still be reading requests the storm left in its socket buffers.)
-    expect(await eventually(async () => {
-      const slots = await upstreamSlots(stack.proxy.url);
-      return slots.inUse === 0 && slots.waiting === 0;
-    }, 30_000)).toBe(true);
+    expect(
+      await eventually(async () => {
+        const slots = await upstreamSlots(stack.proxy.url);
+        return slots.inUse === 0 && slots.waiting === 0;
+      }, 30_000),
+    ).toBe(true);
     expect(await eventually(() => slowOpen === 0, 5000)).toBe(true);
 
     // And the next authorized request is answered at once.

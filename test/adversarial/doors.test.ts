@@ -51,7 +51,13 @@ describe('every door answers bad input with a 4xx naming the problem', () => {
   const idDoors = DOORS.filter((d) => d.path.includes('{id}'));
   it.each(idDoors.map((d) => [d.name, d] as const))('malformed percent-encoding in the id: %s', async (_name, door) => {
     for (const id of MALFORMED_IDS) {
-      const answer = await send(sys.url, door.method, withId(door, id), { authorization: door.auth, ...(door.body !== 'none' ? { 'content-type': 'application/json' } : {}) }, door.body !== 'none' ? '{}' : undefined);
+      const answer = await send(
+        sys.url,
+        door.method,
+        withId(door, id),
+        { authorization: door.auth, ...(door.body !== 'none' ? { 'content-type': 'application/json' } : {}) },
+        door.body !== 'none' ? '{}' : undefined,
+      );
       // Refused before any route reads the id: a path with no canonical form is a 400 (issue 25).
       expect4xx(door, answer, /percent-encoding/);
     }
@@ -90,9 +96,7 @@ describe('every door answers bad input with a 4xx naming the problem', () => {
     const body = `{"a":"${'x'.repeat(600 * 1024)}"}`;
     for (let round = 0; round < 3; round++) {
       const answers = await Promise.all(
-        Array.from({ length: 6 }, () =>
-          send(sys.url, door.method, someId(door), { authorization: 'Basic !!!notbase64', 'content-type': 'application/json' }, body).catch((error: Error) => error),
-        ),
+        Array.from({ length: 6 }, () => send(sys.url, door.method, someId(door), { authorization: 'Basic !!!notbase64', 'content-type': 'application/json' }, body).catch((error: Error) => error)),
       );
       for (const answer of answers) {
         expect(answer instanceof Error ? answer.message : null).toBeNull();
@@ -156,7 +160,13 @@ describe('every door answers bad input with a 4xx naming the problem', () => {
   it('an app schema (SDL) nesting list types thousands deep is refused at write (found by the fuzz run)', async () => {
     for (const method of ['POST', 'PUT', 'PATCH']) {
       const schema = `type Query { a: ${'['.repeat(DEEP)}String${']'.repeat(DEEP)} }`;
-      const answer = await send(sys.url, method, method === 'POST' ? '/gql-apps' : '/gql-apps/x1', { authorization: ROOT, 'content-type': 'application/json' }, JSON.stringify({ descriptor: { name: 'deep', uri: 'deepsdl' }, schema, mappings: { Query: { a: { collection: 'c' } } } }));
+      const answer = await send(
+        sys.url,
+        method,
+        method === 'POST' ? '/gql-apps' : '/gql-apps/x1',
+        { authorization: ROOT, 'content-type': 'application/json' },
+        JSON.stringify({ descriptor: { name: 'deep', uri: 'deepsdl' }, schema, mappings: { Query: { a: { collection: 'c' } } } }),
+      );
       expect(answer.status, answer.text.slice(0, 300)).toBe(400);
       expect(answer.message).toMatch(/schema nests .* levels deep/);
     }
@@ -193,7 +203,13 @@ describe('every door answers bad input with a 4xx naming the problem', () => {
     const permission = await send(sys.url, 'POST', '/_admin/acl', { authorization: ROOT, 'content-type': 'application/json' }, JSON.stringify({ predicate: costly, roles: ['user'] }));
     expect(permission.status, permission.text.slice(0, 300)).toBe(400);
     expect(permission.message).toMatch(/too costly to run on every request.*\(\?:w0abc\|w1abc.*at most \d+ are allowed/);
-    const hook = await send(sys.url, 'POST', '/_admin/webhooks', { authorization: ROOT, 'content-type': 'application/json' }, JSON.stringify({ name: 'r', type: 'http', condition: costly, url: `${sys.target.url}/h` }));
+    const hook = await send(
+      sys.url,
+      'POST',
+      '/_admin/webhooks',
+      { authorization: ROOT, 'content-type': 'application/json' },
+      JSON.stringify({ name: 'r', type: 'http', condition: costly, url: `${sys.target.url}/h` }),
+    );
     expect(hook.status, hook.text.slice(0, 300)).toBe(400);
     expect(hook.message).toMatch(/too costly/);
   });

@@ -69,8 +69,5 @@ export const DOORS: Door[] = [
 /** Prefixes and areas the running process serves that no door covers (must be empty). */
 export function uncovered(routes: string[], adminAreas: string[]): string[] {
   const covered = new Set(DOORS.map((d) => d.covers));
-  return [
-    ...routes.filter((r) => r !== '/_admin' && !covered.has(r)),
-    ...adminAreas.map((a) => `admin:${a}`).filter((a) => !covered.has(a)),
-  ];
+  return [...routes.filter((r) => r !== '/_admin' && !covered.has(r)), ...adminAreas.map((a) => `admin:${a}`).filter((a) => !covered.has(a))];
 }

@@ -49,7 +49,7 @@ function enc(s: string): string {
   return encodeURIComponent(Buffer.from(s, 'utf8').toString('utf8'));
 }
 
-const PRINTABLE = '!$&\'()*+,-.0123456789:;=@ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz~';
+const PRINTABLE = "!$&'()*+,-.0123456789:;=@ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz~";
 
 function text(r: Rng, max = 40): string {
   const pool = [
@@ -99,13 +99,49 @@ function withRaw(doc: unknown, raw: string): string {
 // Predicates, regexes, templates, GraphQL documents
 
 const PREDICATE_ATOMS = [
-  "path('/a')", "path-prefix('/api')", 'method(POST)', 'true', 'false', "equals('%{i,X}', 'a')", "regex('^/a')",
-  "regex(pattern='[a-z]+', value='%{i,User-Agent}')", "contains(value='%U', search='x')", 'exists(%{i,X})', "path-template('/a/{id}')",
-  "bson-request-prop-equals(key=a.b, value='1')", "in(value='%m', array={'GET','POST'})", "ip-match('127.0.0.1/8')", '${1}', '%{q,a}', '@user.id',
+  "path('/a')",
+  "path-prefix('/api')",
+  'method(POST)',
+  'true',
+  'false',
+  "equals('%{i,X}', 'a')",
+  "regex('^/a')",
+  "regex(pattern='[a-z]+', value='%{i,User-Agent}')",
+  "contains(value='%U', search='x')",
+  'exists(%{i,X})',
+  "path-template('/a/{id}')",
+  "bson-request-prop-equals(key=a.b, value='1')",
+  "in(value='%m', array={'GET','POST'})",
+  "ip-match('127.0.0.1/8')",
+  '${1}',
+  '%{q,a}',
+  '@user.id',
 ];
 const REGEX_FRAGMENTS = [
-  '(?<=a)', '(?!a)', '\\1', 'a{999999}', 'a{2,1}', '[z-a]', '\\p{L}', '(?i)', '(?m)x$', '(', ')', '[', '\\', 'a++', '(a*)*', '(?<n>x)', '\\Q..\\E',
-  '{', 'x{16}{16}{16}', '.*.*.*', '(?:a|b|c|d|e|f|g|h)*', '\\uZZZZ', '\u0000', '😀',
+  '(?<=a)',
+  '(?!a)',
+  '\\1',
+  'a{999999}',
+  'a{2,1}',
+  '[z-a]',
+  '\\p{L}',
+  '(?i)',
+  '(?m)x$',
+  '(',
+  ')',
+  '[',
+  '\\',
+  'a++',
+  '(a*)*',
+  '(?<n>x)',
+  '\\Q..\\E',
+  '{',
+  'x{16}{16}{16}',
+  '.*.*.*',
+  '(?:a|b|c|d|e|f|g|h)*',
+  '\\uZZZZ',
+  '\u0000',
+  '😀',
 ];
 
 export function fuzzRegex(r: Rng): string {
@@ -171,11 +207,30 @@ export function fuzzGraphql(r: Rng): string {
 export function fuzzMutation(r: Rng): string {
   const n = r.depth();
   // Issue 34: dot segments (alone, with path parameters, encoded) and nulls, as ids and inside input objects.
-  const id = r.pick(['"0000000000000000000000aa"', '"*"', '"_null"', '""', '"a/b"', '1', 'null', JSON.stringify(text(r, 30)), '".."', '"."', '"..;x"', '".;x"', '"..;"', '"a;b"', '"%2e%2e"', '"..\\\\x"', '"../orders"']);
+  const id = r.pick([
+    '"0000000000000000000000aa"',
+    '"*"',
+    '"_null"',
+    '""',
+    '"a/b"',
+    '1',
+    'null',
+    JSON.stringify(text(r, 30)),
+    '".."',
+    '"."',
+    '"..;x"',
+    '".;x"',
+    '"..;"',
+    '"a;b"',
+    '"%2e%2e"',
+    '"..\\\\x"',
+    '"../orders"',
+  ]);
   return r.pick<() => string>([
     () => `mutation { addOrder(number: ${r.pick(['1', '-1', '1e999', '"x"', 'null'])}, status: ${JSON.stringify(text(r, 40))}) }`,
     () => `mutation { setStatus(id: ${id}, status: "x") }`,
-    () => `mutation { edit(id: ${id}, changes: ${r.pick(['{$where: "1"}', '{a: {$set: {b: 1}}}', '{"a.b": 1}', `${'{a: '.repeat(n)}1${'}'.repeat(n)}`, '{$expr: {$eq: [1, 1]}}', '{__proto__: {x: 1}}', '[]'])}) }`,
+    () =>
+      `mutation { edit(id: ${id}, changes: ${r.pick(['{$where: "1"}', '{a: {$set: {b: 1}}}', '{"a.b": 1}', `${'{a: '.repeat(n)}1${'}'.repeat(n)}`, '{$expr: {$eq: [1, 1]}}', '{__proto__: {x: 1}}', '[]'])}) }`,
     () => `mutation($d: BsonDocument) { edit(id: ${id}, changes: $d) purge(filter: $d) }`,
     () => `mutation { purge(filter: ${r.pick(['{$ne: null}', '{}', '{status: {$function: {body: "x"}}}', '{"status.x": 1}', 'null'])}) }`,
     () => `mutation { bulk(orders: [${Array.from({ length: r.int(0, 3000) }, (_, i) => `{number: ${i}}`).join(',')}]) }`,
@@ -204,9 +259,7 @@ export function fuzzId(r: Rng): string {
 }
 
 export function fuzzQuery(r: Rng): string {
-  const params = [
-    'page', 'pagesize', 'search', 'status', 'before', 'owner', 'client', 'variables', 'operationName', 'extensions', 'query', 'filter', text(r, 8),
-  ];
+  const params = ['page', 'pagesize', 'search', 'status', 'before', 'owner', 'client', 'variables', 'operationName', 'extensions', 'query', 'filter', text(r, 8)];
   const parts: string[] = [];
   for (let i = r.int(1, 5); i > 0; i--) {
     const name = r.pick(params);
@@ -223,8 +276,18 @@ export function fuzzQuery(r: Rng): string {
 }
 
 const CONTENT_TYPES = [
-  'application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1', 'application/merge-patch+json', 'application/graphql',
-  'text/plain', 'application/xml', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded', 'application/json;;;', '*/*', 'application/',
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json; charset=latin1',
+  'application/merge-patch+json',
+  'application/graphql',
+  'text/plain',
+  'application/xml',
+  'multipart/form-data; boundary=x',
+  'application/x-www-form-urlencoded',
+  'application/json;;;',
+  '*/*',
+  'application/',
 ];
 
 let clientCounter = 0;
@@ -299,7 +362,11 @@ function shapedDocument(r: Rng, door: Door, targetUrl: string): unknown {
       return { name: r.chance(0.8) ? text(r, 30) : value(r), roles: r.chance(0.6) ? [text(r, 8)] : value(r), ...(r.chance(0.5) ? { expiresIn: value(r) } : {}) };
     case 'key-limits':
       return r.chance(0.8)
-        ? { limits: r.chance(0.8) ? { [r.pick(['per-key', 'per-key-day', '', text(r, 10)])]: r.chance(0.7) ? { limit: value(r), window: r.pick(['60s', '1d', '0s', '', text(r, 6)]) } : value(r) } : value(r) }
+        ? {
+            limits: r.chance(0.8)
+              ? { [r.pick(['per-key', 'per-key-day', '', text(r, 10)])]: r.chance(0.7) ? { limit: value(r), window: r.pick(['60s', '1d', '0s', '', text(r, 6)]) } : value(r) }
+              : value(r),
+          }
         : value(r);
     case 'mcp':
       // JSON-RPC as an agent sends it, one field made bad: the method, the id, the params, a tool call's name and arguments.
@@ -308,7 +375,13 @@ function shapedDocument(r: Rng, door: Door, targetUrl: string): unknown {
         ...(r.chance(0.8) ? { id: r.chance(0.7) ? r.int(0, 1e6) : value(r) } : {}),
         method: r.chance(0.85) ? r.pick(['initialize', 'tools/list', 'tools/call', 'ping', 'notifications/initialized', 'resources/list', '', text(r, 12)]) : value(r),
         params: r.chance(0.7)
-          ? { name: r.chance(0.7) ? text(r, 12) : value(r), arguments: r.chance(0.5) ? '__RAW__' : value(r), protocolVersion: r.pick(['2025-06-18', '2025-11-25', '2026-07-28', '1999-01-01', text(r, 10)]), capabilities: value(r), clientInfo: value(r) }
+          ? {
+              name: r.chance(0.7) ? text(r, 12) : value(r),
+              arguments: r.chance(0.5) ? '__RAW__' : value(r),
+              protocolVersion: r.pick(['2025-06-18', '2025-11-25', '2026-07-28', '1999-01-01', text(r, 10)]),
+              capabilities: value(r),
+              clientInfo: value(r),
+            }
           : value(r),
       };
     case 'test-send':

@@ -66,7 +66,19 @@ function writesOneOrder(url: string): boolean {
 async function runDoor(sys: InputSystem, door: Door, seed: number): Promise<DoorCounts> {
   const rng = new Rng(seed);
   const requests: FuzzRequest[] = Array.from({ length: PER_DOOR }, () => fuzzRequest(rng, door, sys.target.url));
-  const counts: DoorCounts = { door: `${door.method} ${door.path} (${door.name})`, sent: 0, classes: {}, codes: {}, fiveHundreds: [], hangs: [], closedPastLinger: [], oversized: 0, otherErrors: [], kinds: {}, slowest: { ms: 0, kind: '' } };
+  const counts: DoorCounts = {
+    door: `${door.method} ${door.path} (${door.name})`,
+    sent: 0,
+    classes: {},
+    codes: {},
+    fiveHundreds: [],
+    hangs: [],
+    closedPastLinger: [],
+    oversized: 0,
+    otherErrors: [],
+    kinds: {},
+    slowest: { ms: 0, kind: '' },
+  };
   let next = 0;
   async function worker() {
     while (next < requests.length) {
@@ -137,7 +149,17 @@ describe(`fuzz run: ${PER_DOOR} generated bad inputs per door, seed ${SEED}`, ()
       console.table(rows);
       const alive = sys.alive() && (await send(sys.url, 'GET', '/_health/live')).status === 200;
       const unexpected = (sys.cli.output().match(/unexpected error while handling a request/g) ?? []).length;
-      const report = { seed: SEED, perDoor: PER_DOOR, doors: results.length, total: results.reduce((n, r) => n + r.sent, 0), alive, exits: alive ? 0 : 1, unexpectedErrorsLogged: unexpected, rows, details: results };
+      const report = {
+        seed: SEED,
+        perDoor: PER_DOOR,
+        doors: results.length,
+        total: results.reduce((n, r) => n + r.sent, 0),
+        alive,
+        exits: alive ? 0 : 1,
+        unexpectedErrorsLogged: unexpected,
+        rows,
+        details: results,
+      };
       if (process.env.OUTRIGGER_FUZZ_REPORT) writeFileSync(process.env.OUTRIGGER_FUZZ_REPORT, JSON.stringify(report, null, 2));
 
       // Issue 34: every write a mutation sent acts on the orders collection or one plain document of it.

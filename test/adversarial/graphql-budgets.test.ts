@@ -116,7 +116,11 @@ describe('GraphQL output budgets (issue 25)', () => {
     const res = await query('{ groups(limit: 100) { n items(limit: 3) { n s } } }');
     expect(res.status).toBe(200);
     expect(res.json.data.groups).toHaveLength(100);
-    expect(res.json.data.groups[99].items).toEqual([{ n: 1, s: 'item-1' }, { n: 2, s: 'item-2' }, { n: 3, s: 'item-3' }]);
+    expect(res.json.data.groups[99].items).toEqual([
+      { n: 1, s: 'item-1' },
+      { n: 2, s: 'item-2' },
+      { n: 3, s: 'item-3' },
+    ]);
   });
 
   it('1,000 scalar aliases under a 100 × 100 join: refused before any read', async () => {

@@ -60,8 +60,7 @@ describe('GraphQL output budget, second round (issue 34)', () => {
   );
   beforeEach(() => stack.backend.clearRequests());
   const backendCalls = (method: string) => stack.backend.requests.filter((r) => r.method === method && r.path.startsWith('/adv/')).length;
-  const gql = (query: string) =>
-    call(stack.proxy.url, '/graphql/out2', { method: 'POST', auth: ALICE, headers: { accept: 'application/graphql-response+json' }, body: { query } });
+  const gql = (query: string) => call(stack.proxy.url, '/graphql/out2', { method: 'POST', auth: ALICE, headers: { accept: 'application/graphql-response+json' }, body: { query } });
   const codeOf = (res: { json: any }) => res.json?.errors?.[0]?.extensions?.code as string | undefined;
 
   it('item 2: a mutation whose answer is over the output budget is refused before its write', async () => {

@@ -33,8 +33,15 @@ const data = {
 };
 
 const SCHEMA = /* GraphQL */ `
-  type Order { number: Int, owner: String, status: String }
-  type User { name: String, matching: [Order] }
+  type Order {
+    number: Int
+    owner: String
+    status: String
+  }
+  type User {
+    name: String
+    matching: [Order]
+  }
   type Query {
     orders(status: String): [Order]
     bySecret(secret: String): [Order]

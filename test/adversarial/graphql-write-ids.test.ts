@@ -92,7 +92,7 @@ describe('GraphQL mutation ids as path segments (issue 34)', () => {
     expect(writes).toEqual([]);
   });
 
-  it('an explicit null for an $arg of a write\'s find is refused as an omitted one is', async () => {
+  it("an explicit null for an $arg of a write's find is refused as an omitted one is", async () => {
     for (const [query, variables] of [
       ['mutation { purge(status: null) }', undefined],
       ['mutation($s: String) { purge(status: $s) }', { s: null }],
@@ -109,7 +109,10 @@ describe('GraphQL mutation ids as path segments (issue 34)', () => {
     for (const second of ['b: setStatus(id: "..;x", status: "x")', 'b: setByRef(ref: {id: ".", status: "x"})', 'b: purge(status: null)']) {
       const res = await gql(`mutation { a: setStatus(id: "order-1", status: "x") ${second} }`);
       expect(res.status, `${second}: ${res.text.slice(0, 300)}`).toBe(400);
-      expect(codes(res).some((c: string) => c === 'BAD_USER_INPUT' || c === 'MISSING_ARGUMENT'), res.text.slice(0, 300)).toBe(true);
+      expect(
+        codes(res).some((c: string) => c === 'BAD_USER_INPUT' || c === 'MISSING_ARGUMENT'),
+        res.text.slice(0, 300),
+      ).toBe(true);
     }
     expect(writes).toEqual([]);
   });

@@ -55,10 +55,11 @@ async function startGate(backendUrl: string): Promise<{ url: string; hold(): { a
       held = { arrive, wait };
       return { arrived, release };
     },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

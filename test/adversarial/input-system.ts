@@ -99,43 +99,61 @@ export async function startInputSystem(serviceId: string, extraYaml = ''): Promi
   const admin = await send(url, 'GET', '/_admin/__no_such_area__', { authorization: ROOT });
   const adminAreas = [...String(JSON.parse(admin.text).message).matchAll(/\/_admin\/([A-Za-z0-9-]+)/g)].map((m) => m[1]!).filter((a) => a !== '__no_such_area__');
 
-  const app = await send(url, 'POST', '/gql-apps', { authorization: ROOT, 'content-type': 'application/json' }, JSON.stringify({
-    _id: 'x1',
-    descriptor: { name: 'fuzz shop', uri: APP_URI },
-    schema:
-      'type Order { number: Int, status: String } input OrderIn { number: Int, status: String } input OrderRef { id: ID, status: String } type Query { orders(status: String, limit: Int): [Order] } ' +
-      'type Mutation { addOrder(number: Int, status: String): ID setStatus(id: ID!, status: String): Boolean edit(id: ID!, changes: BsonDocument): Boolean ' +
-      'bulk(orders: [OrderIn!]): Int purge(filter: BsonDocument): Int remove(id: ID!): Order setByRef(ref: OrderRef!): Boolean }',
-    mappings: {
-      Query: { orders: { db: 'shop', collection: 'orders', find: { status: { $arg: 'status' } }, limit: { $arg: 'limit' } } },
-      Mutation: {
-        addOrder: { db: 'shop', collection: 'orders', insert: { number: { $arg: 'number' }, status: { $arg: ['status', 'new'] }, owner: '@user.id' } },
-        setStatus: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'id' } }, update: { $set: { status: { $arg: 'status' } } } },
-        edit: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'id' } }, update: { $set: { $arg: 'changes' } } },
-        bulk: { db: 'shop', collection: 'orders', insert: { $arg: 'orders' } },
-        purge: { db: 'shop', collection: 'orders', find: { status: { $arg: 'filter' } }, many: true, delete: true },
-        remove: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'id' } }, delete: true },
-        setByRef: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'ref.id' } }, update: { $set: { status: { $arg: 'ref.status' } } } },
+  const app = await send(
+    url,
+    'POST',
+    '/gql-apps',
+    { authorization: ROOT, 'content-type': 'application/json' },
+    JSON.stringify({
+      _id: 'x1',
+      descriptor: { name: 'fuzz shop', uri: APP_URI },
+      schema:
+        'type Order { number: Int, status: String } input OrderIn { number: Int, status: String } input OrderRef { id: ID, status: String } type Query { orders(status: String, limit: Int): [Order] } ' +
+        'type Mutation { addOrder(number: Int, status: String): ID setStatus(id: ID!, status: String): Boolean edit(id: ID!, changes: BsonDocument): Boolean ' +
+        'bulk(orders: [OrderIn!]): Int purge(filter: BsonDocument): Int remove(id: ID!): Order setByRef(ref: OrderRef!): Boolean }',
+      mappings: {
+        Query: { orders: { db: 'shop', collection: 'orders', find: { status: { $arg: 'status' } }, limit: { $arg: 'limit' } } },
+        Mutation: {
+          addOrder: { db: 'shop', collection: 'orders', insert: { number: { $arg: 'number' }, status: { $arg: ['status', 'new'] }, owner: '@user.id' } },
+          setStatus: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'id' } }, update: { $set: { status: { $arg: 'status' } } } },
+          edit: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'id' } }, update: { $set: { $arg: 'changes' } } },
+          bulk: { db: 'shop', collection: 'orders', insert: { $arg: 'orders' } },
+          purge: { db: 'shop', collection: 'orders', find: { status: { $arg: 'filter' } }, many: true, delete: true },
+          remove: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'id' } }, delete: true },
+          setByRef: { db: 'shop', collection: 'orders', find: { _id: { $arg: 'ref.id' } }, update: { $set: { status: { $arg: 'ref.status' } } } },
+        },
       },
-    },
-  }));
+    }),
+  );
   if (app.status !== 201) throw new Error(`the GraphQL app was refused: ${app.status} ${app.text}`);
-  const hook = await send(url, 'POST', '/_admin/webhooks', { authorization: ROOT, 'content-type': 'application/json' }, JSON.stringify({
-    _id: 'x1',
-    name: 'every api write',
-    type: 'http',
-    condition: "path-prefix('/api') and method(POST) and regex(pattern='^/api/[a-z0-9/]*$', value='%R')",
-    url: `${target.url}/hook`,
-    transform: { template: '{"path": "{{request.path}}", "body": {{{request.body}}}}' },
-  }));
+  const hook = await send(
+    url,
+    'POST',
+    '/_admin/webhooks',
+    { authorization: ROOT, 'content-type': 'application/json' },
+    JSON.stringify({
+      _id: 'x1',
+      name: 'every api write',
+      type: 'http',
+      condition: "path-prefix('/api') and method(POST) and regex(pattern='^/api/[a-z0-9/]*$', value='%R')",
+      url: `${target.url}/hook`,
+      transform: { template: '{"path": "{{request.path}}", "body": {{{request.body}}}}' },
+    }),
+  );
   if (hook.status !== 201) throw new Error(`the webhook was refused: ${hook.status} ${hook.text}`);
   // Users may issue keys (so the body of POST /keys is read), and x1 exists for PATCH doors.
-  const permission = await send(url, 'POST', '/_admin/acl', { authorization: ROOT, 'content-type': 'application/json' }, JSON.stringify({
-    _id: 'x1',
-    predicate: "path-prefix('/keys')",
-    roles: ['user'],
-    apiKeys: { roles: ['user'] },
-  }));
+  const permission = await send(
+    url,
+    'POST',
+    '/_admin/acl',
+    { authorization: ROOT, 'content-type': 'application/json' },
+    JSON.stringify({
+      _id: 'x1',
+      predicate: "path-prefix('/keys')",
+      roles: ['user'],
+      apiKeys: { roles: ['user'] },
+    }),
+  );
   if (permission.status !== 201) throw new Error(`the permission was refused: ${permission.status} ${permission.text}`);
 
   return {
@@ -181,14 +199,7 @@ export async function closePools(): Promise<void> {
 }
 
 /** One request with a deadline; a hang rejects with `timeout`. */
-export async function send(
-  base: string,
-  method: string,
-  path: string,
-  headers: Record<string, string> = {},
-  body?: string | Buffer,
-  timeoutMs = 10_000,
-): Promise<Answer> {
+export async function send(base: string, method: string, path: string, headers: Record<string, string> = {}, body?: string | Buffer, timeoutMs = 10_000): Promise<Answer> {
   const res = await poolFor(base).request({
     path,
     method: method as 'GET',

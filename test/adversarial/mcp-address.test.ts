@@ -32,14 +32,23 @@ const POD_ADDRESS = '198.18.0.1';
 
 /** ESTABLISHED IPv4 connections to `host:port`, by their client end (Linux's /proc/net/tcp). */
 function clientEndsTo(host: string, port: number): Array<{ address: string; port: number }> {
-  const hex = (address: string, p: number) => `${address.split('.').map((n) => Number(n).toString(16).padStart(2, '0')).reverse().join('').toUpperCase()}:${p.toString(16).padStart(4, '0').toUpperCase()}`;
+  const hex = (address: string, p: number) =>
+    `${address
+      .split('.')
+      .map((n) => Number(n).toString(16).padStart(2, '0'))
+      .reverse()
+      .join('')
+      .toUpperCase()}:${p.toString(16).padStart(4, '0').toUpperCase()}`;
   const target = hex(host, port);
   const ends: Array<{ address: string; port: number }> = [];
   for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
     const [, local, remote, state] = line.trim().split(/\s+/);
     if (!local || remote !== target || state !== '01') continue;
     const [a, p] = local.split(':') as [string, string];
-    const bytes = a.match(/../g)!.map((b) => parseInt(b, 16)).reverse();
+    const bytes = a
+      .match(/../g)!
+      .map((b) => parseInt(b, 16))
+      .reverse();
     ends.push({ address: bytes.join('.'), port: parseInt(p, 16) });
   }
   return ends;
@@ -101,7 +110,16 @@ function suite(title: string, listenHost: string, agents: [string, string]) {
         // From another loopback address, the same port number as a connection of ours (which may be the inner one).
         const status = await new Promise<number>((done, fail) => {
           const req = httpRequest(
-            { agent: false, host: listenHost, port, method: 'POST', path: '/graphql/far', localAddress: '127.0.0.7', localPort: end.port, headers: { authorization: ALICE, 'content-type': 'application/json', 'x-forwarded-for': '10.9.9.9' } },
+            {
+              agent: false,
+              host: listenHost,
+              port,
+              method: 'POST',
+              path: '/graphql/far',
+              localAddress: '127.0.0.7',
+              localPort: end.port,
+              headers: { authorization: ALICE, 'content-type': 'application/json', 'x-forwarded-for': '10.9.9.9' },
+            },
             (res) => {
               res.resume();
               res.on('end', () => done(res.statusCode ?? 0));

@@ -89,7 +89,9 @@ describe('one POST /mcp is bounded as a whole (issue 53 item 3)', () => {
     expect(results).toHaveLength(10);
     expect(results[0]!.isError).toBeFalsy();
     expect(results[1]!.isError).toBe(true);
-    expect(results[1]!.content[0]!.text).toMatch(/^the result of big_orders was not sent: its GraphQL answer is larger than the \d+ bytes left of this request's answer bound \(mcp\.maxResponseBytes, 4194304 bytes for all results of one POST \/mcp\)/);
+    expect(results[1]!.content[0]!.text).toMatch(
+      /^the result of big_orders was not sent: its GraphQL answer is larger than the \d+ bytes left of this request's answer bound \(mcp\.maxResponseBytes, 4194304 bytes for all results of one POST \/mcp\)/,
+    );
     for (const later of results.slice(2)) {
       expect(later.isError).toBe(true);
       expect(later.content[0]!.text).toMatch(/^big_orders was not run: the result of big_orders in this request did not fit its answer bound \(mcp\.maxResponseBytes, 4194304 bytes/);

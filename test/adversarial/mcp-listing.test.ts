@@ -20,7 +20,10 @@ function app(): Record<string, unknown> {
     ...base,
     schema: `${base.schema as string}\n extend type Mutation { renameProduct(id: String!, name: String!): Product }`,
     mappings: { ...mappings, Mutation: { ...mappings.Mutation, renameProduct: { db: 'shop', collection: 'products', find: { _id: { $arg: 'id' } }, update: { $set: { name: { $arg: 'name' } } } } } },
-    mcp: { ...mcp, tools: [...mcp.tools, { name: 'rename_product', description: 'Renames a product', query: 'mutation Rename($id: String!, $name: String!) { renameProduct(id: $id, name: $name) { name } }' }] },
+    mcp: {
+      ...mcp,
+      tools: [...mcp.tools, { name: 'rename_product', description: 'Renames a product', query: 'mutation Rename($id: String!, $name: String!) { renameProduct(id: $id, name: $name) { name } }' }],
+    },
   };
 }
 
@@ -63,7 +66,11 @@ describe('MCP tools/list decides as the call would, backend writes included (iss
     await expect(reader.callTool({ name: 'set_status', arguments: { number: 1, status: 'OPEN' } })).rejects.toThrow(/no tool named "set_status"/);
     expect(stack.backend.requests.filter((r) => r.method !== 'GET')).toHaveLength(0);
     // The door it was refused at is the real one: the same mutation straight to GraphQL is FORBIDDEN by the write policy.
-    const direct = await fetch(`${stack.proxy.url}/graphql/shop`, { method: 'POST', headers: { authorization: as('reader'), 'content-type': 'application/json' }, body: JSON.stringify({ query: 'mutation { addProduct(name: "raft", price: 1) }' }) });
+    const direct = await fetch(`${stack.proxy.url}/graphql/shop`, {
+      method: 'POST',
+      headers: { authorization: as('reader'), 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'mutation { addProduct(name: "raft", price: 1) }' }),
+    });
     const text = JSON.stringify(await direct.json());
     expect(text, text).toMatch(/FORBIDDEN/);
   });

@@ -128,7 +128,12 @@ describe('Outrigger MCP server: abuse', () => {
     // Disabled, it saves (it offers nothing); enabling it again is refused the same way.
     const disabled = await call(stack.proxy.url, '/gql-apps/shadow', { method: 'PUT', auth: ROOT, body: { ...shadow, descriptor: { uri: 'shadow', enabled: false } } });
     expect(disabled.status).toBe(201);
-    const enable = await call(stack.proxy.url, '/gql-apps/shadow', { method: 'PATCH', auth: ROOT, headers: { 'content-type': 'application/merge-patch+json' }, body: { descriptor: { enabled: true } } });
+    const enable = await call(stack.proxy.url, '/gql-apps/shadow', {
+      method: 'PATCH',
+      auth: ROOT,
+      headers: { 'content-type': 'application/merge-patch+json' },
+      body: { descriptor: { enabled: true } },
+    });
     expect(enable.status).toBe(400);
     await call(stack.proxy.url, '/gql-apps/shadow', { method: 'DELETE', auth: ROOT });
   });
@@ -159,7 +164,12 @@ describe('Outrigger MCP server: abuse', () => {
 
   it('DNS rebinding: a request whose Origin is another site is 403; its own origin and loopback pages are answered', async () => {
     const init = { jsonrpc: '2.0', id: 1, method: 'ping' };
-    const evil = await call(stack.proxy.url, '/mcp', { method: 'POST', auth: ALICE, headers: { accept: 'application/json, text/event-stream', origin: 'http://evil.example.com', host: 'evil.example.com' }, body: init });
+    const evil = await call(stack.proxy.url, '/mcp', {
+      method: 'POST',
+      auth: ALICE,
+      headers: { accept: 'application/json, text/event-stream', origin: 'http://evil.example.com', host: 'evil.example.com' },
+      body: init,
+    });
     expect(evil.status).toBe(403);
     for (const origin of ['http://localhost:6274', 'http://127.0.0.1:9', new URL(stack.proxy.url).origin]) {
       const ok = await call(stack.proxy.url, '/mcp', { method: 'POST', auth: ALICE, headers: { accept: 'application/json, text/event-stream', origin }, body: init });
@@ -188,12 +198,15 @@ describe('Outrigger MCP server: abuse', () => {
     // 2026-07-28 has no batches: two enveloped messages in one POST are refused, nothing run.
     const batch = await modern([injected, { ...injected, id: 2 }]);
     expect(batch.status).toBe(400);
-    const listen = await modern({ jsonrpc: '2.0', id: 3, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: meta } }, { 'mcp-method': 'subscriptions/listen', 'mcp-name': '' });
+    const listen = await modern(
+      { jsonrpc: '2.0', id: 3, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: meta } },
+      { 'mcp-method': 'subscriptions/listen', 'mcp-name': '' },
+    );
     expect([listen.status, listen.json.error.code, listen.json.id]).toEqual([404, -32601, 3]);
     expect(stack.backend.requests).toHaveLength(0);
   });
 
-  it('the inner GraphQL request is decided on the agent\'s address, not loopback\'s: an agent at 127.0.0.5 is listed and served by a grant for 127.0.0.5 only, and not by one for 127.0.0.1', async () => {
+  it("the inner GraphQL request is decided on the agent's address, not loopback's: an agent at 127.0.0.5 is listed and served by a grant for 127.0.0.5 only, and not by one for 127.0.0.1", async () => {
     // Two permissions on a second app: one for calls from 127.0.0.5, the other (same role) for loopback 127.0.0.1 only.
     const app = {
       descriptor: { uri: 'byaddress' },
@@ -202,8 +215,10 @@ describe('Outrigger MCP server: abuse', () => {
       mcp: { tools: [{ name: 'one_order', description: 'An order', query: '{ orders { number } }' }] },
     };
     expect((await call(stack.proxy.url, '/gql-apps/byaddress', { method: 'PUT', auth: ROOT, body: app })).status).toBe(201);
-    const grant = async (id: string, predicate: string) =>
-      { const r = await call(stack.proxy.url, `/_admin/acl/${id}`, { method: 'PUT', auth: ROOT, body: { predicate, roles: ['user'], priority: 5 } }); expect(r.status, r.text).toBeLessThan(300); };
+    const grant = async (id: string, predicate: string) => {
+      const r = await call(stack.proxy.url, `/_admin/acl/${id}`, { method: 'PUT', auth: ROOT, body: { predicate, roles: ['user'], priority: 5 } });
+      expect(r.status, r.text).toBeLessThan(300);
+    };
     await grant('byaddress-loopback', "path-prefix(/graphql/byaddress) and ip-match('127.0.0.1 allow')");
     const from5 = new Agent({ localAddress: '127.0.0.5' });
     const rpcFrom5 = async (body: unknown) => {

@@ -49,7 +49,12 @@ describe('agent sign-in under attack', () => {
   }
 
   const postForm = (base: string, form: Record<string, string>, cookie?: string) =>
-    fetch(`${base}/authorize`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) }, body: new URLSearchParams(form) });
+    fetch(`${base}/authorize`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) },
+      body: new URLSearchParams(form),
+    });
 
   beforeAll(async () => {
     redis = await startTestRedis();
@@ -58,7 +63,8 @@ describe('agent sign-in under attack', () => {
     let goodFetches = 0;
     const docs = await startHttpServer((req, res) => {
       const self = `http://127.0.0.1:${docs.port}`;
-      if (req.url === '/big.json') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ client_id: `${self}/big.json`, redirect_uris: [callback], pad: 'x'.repeat(5000) }));
+      if (req.url === '/big.json')
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ client_id: `${self}/big.json`, redirect_uris: [callback], pad: 'x'.repeat(5000) }));
       if (req.url === '/slow.json') return; // never answers
       if (req.url === '/good.json') {
         goodFetches++;
@@ -66,11 +72,17 @@ describe('agent sign-in under attack', () => {
       }
       if (req.url === '/mismatch.json') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ client_id: `${self}/other.json`, redirect_uris: [callback] }));
       if (req.url === '/redirect.json') return void res.writeHead(302, { location: `${self}/mismatch.json` }).end();
-      if (req.url === '/secret.json') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ client_id: `${self}/secret.json`, redirect_uris: [callback], token_endpoint_auth_method: 'client_secret_basic' }));
+      if (req.url === '/secret.json')
+        return void res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ client_id: `${self}/secret.json`, redirect_uris: [callback], token_endpoint_auth_method: 'client_secret_basic' }));
       res.writeHead(404).end();
     });
     docs.server.on('connection', () => connections++);
-    documents = Object.defineProperty(Object.defineProperty(docs, 'connections', { get: () => connections }), 'goodFetches', { get: () => goodFetches }) as TestServer & { connections: number; goodFetches: number };
+    documents = Object.defineProperty(Object.defineProperty(docs, 'connections', { get: () => connections }), 'goodFetches', { get: () => goodFetches }) as TestServer & {
+      connections: number;
+      goodFetches: number;
+    };
     users = await staticUsers({ alice: ['user'], root: ['root'] });
     a = await start('oauth-adv-a', { clientMetadata: { allowPrivateTargets: ['127.0.0.0/8'], maxBytes: 1024, timeoutMs: 600 } });
   }, 60_000);
@@ -84,10 +96,16 @@ describe('agent sign-in under attack', () => {
   describe('pages', () => {
     it('are never framed, run no script, load nothing from elsewhere, and escape what clients chose', async () => {
       const clientId = await (async () => {
-        const res = await fetch(`${a.url}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: '<script>alert(1)</script>', redirect_uris: [callback] }) });
+        const res = await fetch(`${a.url}/register`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ client_name: '<script>alert(1)</script>', redirect_uris: [callback] }),
+        });
         return ((await res.json()) as { client_id: string }).client_id;
       })();
-      const res = await fetch(`${a.url}/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: callback, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })}`);
+      const res = await fetch(
+        `${a.url}/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: callback, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })}`,
+      );
       const csp = res.headers.get('content-security-policy')!;
       expect(csp).toContain("frame-ancestors 'none'");
       expect(csp).toContain("default-src 'none'");
@@ -104,7 +122,7 @@ describe('agent sign-in under attack', () => {
   });
 
   describe('CSRF', () => {
-    it('refuses a form without the token, with a wrong token, without the browser cookie, or with another request\'s cookie', async () => {
+    it("refuses a form without the token, with a wrong token, without the browser cookie, or with another request's cookie", async () => {
       const one = await openSignIn(a.url);
       const two = await openSignIn(a.url);
       const creds = { action: 'sign-in', username: 'alice', password: 'alice-password' };
@@ -235,7 +253,13 @@ describe('agent sign-in under attack', () => {
       expect(wrongClient.json.error).toBe('invalid_grant');
       const second = await authorizeParams(a.url);
       const got2 = await codeThroughForms(a.url, second.params, { id: 'alice', password: 'alice-password' }, { roles: 'reader' });
-      const wrongUri = await redeem(a.url, { grant_type: 'authorization_code', code: got2.location!.searchParams.get('code')!, code_verifier: second.verifier, redirect_uri: 'http://127.0.0.1:9/other', client_id: second.clientId });
+      const wrongUri = await redeem(a.url, {
+        grant_type: 'authorization_code',
+        code: got2.location!.searchParams.get('code')!,
+        code_verifier: second.verifier,
+        redirect_uri: 'http://127.0.0.1:9/other',
+        client_id: second.clientId,
+      });
       expect(wrongUri.json.error).toBe('invalid_grant');
     });
 
@@ -261,7 +285,10 @@ describe('agent sign-in under attack', () => {
 
   describe('client metadata documents', () => {
     const tryClient = async (base: string, clientId: string) => {
-      const res = await fetch(`${base}/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: callback, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })}`, { redirect: 'manual' });
+      const res = await fetch(
+        `${base}/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: callback, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })}`,
+        { redirect: 'manual' },
+      );
       expect(res.headers.get('location')).toBeNull();
       return { status: res.status, html: await res.text() };
     };

@@ -105,10 +105,13 @@ describe("own routes' answers and bodies are bounded as the proxied path's (issu
     let bytes = 0;
     socket.on('data', (chunk: Buffer) => (bytes += chunk.length));
     // Reads in bursts of 100 ms with pauses of 2/3 of the send timeout: each pause alone is shorter than the timeout.
-    const reading = setInterval(() => {
-      socket.resume();
-      setTimeout(() => socket.pause(), 100);
-    }, 100 + SEND_TIMEOUT_MS * (2 / 3));
+    const reading = setInterval(
+      () => {
+        socket.resume();
+        setTimeout(() => socket.pause(), 100);
+      },
+      100 + SEND_TIMEOUT_MS * (2 / 3),
+    );
     socket.pause();
     const headLength = 400;
     const done = await eventually(() => bytes >= full + headLength - 200 || socket.destroyed, 45_000, 200);
@@ -117,7 +120,7 @@ describe("own routes' answers and bodies are bounded as the proxied path's (issu
     expect(socket.destroyed).toBe(false);
   }, 60_000);
 
-  it('one address holds at most upstream.bufferBytesPerClient of own routes\' request bodies; past it 429 naming it', async () => {
+  it("one address holds at most upstream.bufferBytesPerClient of own routes' request bodies; past it 429 naming it", async () => {
     const answers: Array<Promise<{ text: string; closed: boolean }>> = [];
     // Eight 1 MB bodies from one address, each sent to 600 KB and then stalled.
     for (let i = 0; i < 8; i++) {

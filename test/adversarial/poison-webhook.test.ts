@@ -42,7 +42,12 @@ describe('a poison webhook event', () => {
 
   const logsOf = async () => (await call(stack.proxy.url, `/_admin/webhooks/${hookId}/logs?pagesize=100`, { auth: ROOT })).json as any[];
   const logEntryOf = (eventId: string, what: string) =>
-    waitFor(async () => (await logsOf()).find((e) => e.eventId === eventId), (e) => e !== undefined, DELIVERY_DEADLINE_MS, what);
+    waitFor(
+      async () => (await logsOf()).find((e) => e.eventId === eventId),
+      (e) => e !== undefined,
+      DELIVERY_DEADLINE_MS,
+      what,
+    );
 
   async function normalEventsDelivered(tag: string): Promise<number> {
     const started = performance.now();
@@ -117,7 +122,12 @@ describe('a poison webhook event', () => {
     expect(entry.summary.error).toMatch(/the worker could not process this event: .*(call stack|serializ)/i);
     expect(entry.detail.incomingRequest.bodyTooDeep).toBe(true);
     // Acknowledged: nothing of it stays pending for a reclaim that would repeat the cycle.
-    await waitFor(async () => (await stack.redis.client.xpending(keys.events, keys.eventsGroup)) as unknown[], (p) => Number(p[0]) === 0, DELIVERY_DEADLINE_MS, 'no pending entries');
+    await waitFor(
+      async () => (await stack.redis.client.xpending(keys.events, keys.eventsGroup)) as unknown[],
+      (p) => Number(p[0]) === 0,
+      DELIVERY_DEADLINE_MS,
+      'no pending entries',
+    );
     const failed = await call(stack.proxy.url, `/_admin/webhooks/${hookId}/logs?status=failed`, { auth: ROOT });
     expect(failed.json.some((e: any) => e.eventId === eventId)).toBe(true);
   });
@@ -136,12 +146,27 @@ describe('a poison webhook event', () => {
     await stack.redis.client.xadd(keys.events, '*', 'e', '{"v":4,"n":999999}', 'e', good, 'e', good);
 
     await normalEventsDelivered('batch');
-    await waitFor(() => stack.target.received.filter((r) => r.body.includes('"path":"/poison/batch-good"')).length, (n) => n === 1, DELIVERY_DEADLINE_MS, 'the good event of the batch');
+    await waitFor(
+      () => stack.target.received.filter((r) => r.body.includes('"path":"/poison/batch-good"')).length,
+      (n) => n === 1,
+      DELIVERY_DEADLINE_MS,
+      'the good event of the batch',
+    );
     const entry = await logEntryOf(poisonId, 'the failed entry of the poison in the batch');
     expect(entry.status).toBe('failed');
-    await waitFor(async () => (await stack.redis.client.xpending(keys.events, keys.eventsGroup)) as unknown[], (p) => Number(p[0]) === 0, DELIVERY_DEADLINE_MS, 'no pending entries');
+    await waitFor(
+      async () => (await stack.redis.client.xpending(keys.events, keys.eventsGroup)) as unknown[],
+      (p) => Number(p[0]) === 0,
+      DELIVERY_DEADLINE_MS,
+      'no pending entries',
+    );
     // Every entry read, finished and deleted: nothing is left that could still send (issue 54).
-    await waitFor(() => stack.redis.client.xlen(keys.events), (n) => n === 0, DELIVERY_DEADLINE_MS, 'every entry deleted');
+    await waitFor(
+      () => stack.redis.client.xlen(keys.events),
+      (n) => n === 0,
+      DELIVERY_DEADLINE_MS,
+      'every entry deleted',
+    );
     expect(stack.target.received.filter((r) => r.body.includes('"path":"/poison/batch-good"'))).toHaveLength(1); // the forged entry sent nothing
   });
 });

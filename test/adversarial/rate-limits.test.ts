@@ -149,7 +149,7 @@ describe('a replica whose clock is a day ahead', () => {
     },
   });
 
-  it('shares the one window on Redis\'s clock: a window on its own clock would have given it a fresh day', async () => {
+  it("shares the one window on Redis's clock: a window on its own clock would have given it a fresh day", async () => {
     if (!existsSync(CLI)) throw new Error('run `npm run build` first: the skewed replica is the built CLI');
     const skew = join(tmpdir(), `outrigger-skew-${process.pid}.mjs`);
     writeFileSync(skew, 'const real = Date.now; Date.now = () => real() + 86_400_000;\n');

@@ -165,9 +165,7 @@ describe('Redis outage', () => {
       expect(await eventually(async () => (await call(proxy.url, '/_health/ready')).status === 200, 10_000), '/_health/ready answering 200 once Redis restarted').toBe(true);
       // Still locked once Redis is back, and Redis now holds the count made during the outage.
       expect((await call(proxy.url, '/a', from('127.80.0.2', RIGHT))).status).toBe(429);
-      expect(
-        await eventually(async () => Number(await redis.client.get('outrigger:{outage-guard}:bf:u:alice:127.80.0.2')) >= 10, 5000),
-      ).toBe(true);
+      expect(await eventually(async () => Number(await redis.client.get('outrigger:{outage-guard}:bf:u:alice:127.80.0.2')) >= 10, 5000)).toBe(true);
       // An address with no failures signs in as usual.
       expect((await call(proxy.url, '/a', from('127.80.0.3', RIGHT))).status).toBe(200);
     });

@@ -45,7 +45,11 @@ describe('the change feed publisher under a Redis outage (issue 53 item 11)', ()
     });
     await redis.stop();
     const total = 10_005;
-    for (let i = 0; i < total; i += 5) publisher.publish(Array.from({ length: 5 }, (_, j) => ({ db: 'shop', collection: 'orders', op: 'insert' as const, _id: i + j })), member);
+    for (let i = 0; i < total; i += 5)
+      publisher.publish(
+        Array.from({ length: 5 }, (_, j) => ({ db: 'shop', collection: 'orders', op: 'insert' as const, _id: i + j })),
+        member,
+      );
     expect(publisher.waiting).toBe(10_000);
     await new Promise((resolve) => setTimeout(resolve, 1500));
     await redis.restart();

@@ -30,11 +30,30 @@ const CLERK = basic('clerk', 'clerk-password');
 const READERS = { ne: basic('ne', 'ne-password'), nin: basic('nin', 'nin-password'), absent: basic('absent', 'absent-password'), isnull: basic('isnull', 'isnull-password') };
 
 const SCHEMA = /* GraphQL */ `
-  type Order { _id: ObjectId, number: Int, status: String, confidential: Boolean, level: String, embargo: String, flag: String, pad: String }
-  type OrderChange { op: String, id: ID, document: Order }
-  type Query { orders: [Order] }
-  type Mutation { deleteOrder(id: ID!): Order }
-  type Subscription { orderChanged(status: String): OrderChange }
+  type Order {
+    _id: ObjectId
+    number: Int
+    status: String
+    confidential: Boolean
+    level: String
+    embargo: String
+    flag: String
+    pad: String
+  }
+  type OrderChange {
+    op: String
+    id: ID
+    document: Order
+  }
+  type Query {
+    orders: [Order]
+  }
+  type Mutation {
+    deleteOrder(id: ID!): Order
+  }
+  type Subscription {
+    orderChanged(status: String): OrderChange
+  }
 `;
 const orders = { db: 'shop', collection: 'orders' };
 const APP = {
@@ -168,7 +187,7 @@ describe('subscriptions: who sees a change, and in which state (issue 53, items 
     }
   });
 
-  it('a REST bulk insert of 150 documents carries each one\'s state (read back in chunks before the answer), even when one is updated at once', async () => {
+  it("a REST bulk insert of 150 documents carries each one's state (read back in chunks before the answer), even when one is updated at once", async () => {
     await until(async () => (await openSubscriptions(proxy.url)) === 0, 'earlier subscriptions closed');
     const sub = await rawSse(proxy.url, 'vis', `subscription { orderChanged(status: "bulk") { ${CHANGE} } }`, { auth: READERS.ne });
     relay.slowMs = 300;

@@ -27,7 +27,11 @@ const SERVICE = 'subs-redis-faults';
 const MAX_BUFFERED = 50;
 
 type Sse = Awaited<ReturnType<typeof rawSse>>;
-const numbers = (s: Sse) => s.nexts().filter((n) => n.payload.data).map((n) => (n.payload.data!.orderChanged as { document: { number: number } }).document.number);
+const numbers = (s: Sse) =>
+  s
+    .nexts()
+    .filter((n) => n.payload.data)
+    .map((n) => (n.payload.data!.orderChanged as { document: { number: number } }).document.number);
 const errorsOf = (s: Sse) => s.nexts().flatMap((n) => n.payload.errors ?? []);
 
 describe('GraphQL subscriptions under Redis faults (issue 53 items 7 and 11)', () => {
@@ -93,7 +97,9 @@ describe('GraphQL subscriptions under Redis faults (issue 53 items 7 and 11)', (
     try {
       // Every replica's pub/sub connection is cut, and none can come back (Redis takes no new connection).
       const connected = Number(/connected_clients:(\d+)/.exec(await client.info('clients'))?.[1]);
-      const pubsub = String(await client.call('CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').filter((l) => l.trim()).length;
+      const pubsub = String(await client.call('CLIENT', 'LIST', 'TYPE', 'pubsub'))
+        .split('\n')
+        .filter((l) => l.trim()).length;
       expect(pubsub).toBeGreaterThanOrEqual(2);
       await client.config('SET', 'maxclients', String(connected - pubsub));
       await client.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
@@ -138,12 +144,16 @@ describe('GraphQL subscriptions under Redis faults (issue 53 items 7 and 11)', (
       thaw();
       // maxPerPrincipal is 3: three starts after the thaw are all served.
       await until(async () => (await client.ping().catch(() => '')) === 'PONG', 'Redis answering again');
-      await until(async () => {
-        const s = await subscribe(b.url, 'after');
-        if (s.status === 200) opened.push(s);
-        else await s.close();
-        return s.status === 200;
-      }, 'a subscription served after the thaw', 30_000);
+      await until(
+        async () => {
+          const s = await subscribe(b.url, 'after');
+          if (s.status === 200) opened.push(s);
+          else await s.close();
+          return s.status === 200;
+        },
+        'a subscription served after the thaw',
+        30_000,
+      );
       for (let i = 0; i < 2; i++) {
         const s = await subscribe(b.url, 'after');
         opened.push(s);

@@ -170,7 +170,7 @@ describe('WebSocket abuse (issue 53, items 9 and 8)', () => {
     await closeAll(proxy.url);
   });
 
-  it('9a: a refused socket that keeps sending and never reads its close is cut within seconds, not after ws\' 30 s', async () => {
+  it("9a: a refused socket that keeps sending and never reads its close is cut within seconds, not after ws' 30 s", async () => {
     const rude = await open(proxy.url, { from: '2001:db8:a3::1' });
     const socket = (rude.ws as unknown as { _socket: Socket })._socket;
     socket.pause();
@@ -204,7 +204,10 @@ describe('WebSocket abuse (issue 53, items 9 and 8)', () => {
     const pongs = stuck.messages.filter((m) => m.type === 'pong').length;
     expect(pongs).toBeLessThan(pings);
     expect([1008, 1006]).toContain(stuck.closed!.code);
-    const line = proxy.log().split('\n').find((l) => l.includes('"reason":"unread"'))!;
+    const line = proxy
+      .log()
+      .split('\n')
+      .find((l) => l.includes('"reason":"unread"'))!;
     expect(JSON.parse(line)).toMatchObject({ event: 'websocket-refused', address: '2001:db8:a2::/64' });
     await closeAll(proxy.url);
   }, 60_000);
@@ -221,7 +224,10 @@ describe('WebSocket abuse (issue 53, items 9 and 8)', () => {
     const elsewhere = await open(proxy.url, { from: '2001:db8:b2::1' });
     expect(elsewhere.ws.readyState).toBe(WebSocket.OPEN);
     // One JSON line, the address as its /64, no credentials.
-    const line = proxy.log().split('\n').find((l) => l.includes('"reason":"maxPerAddress"'))!;
+    const line = proxy
+      .log()
+      .split('\n')
+      .find((l) => l.includes('"reason":"maxPerAddress"'))!;
     expect(JSON.parse(line)).toMatchObject({ event: 'websocket-refused', address: '2001:db8:b1::/64' });
     // A closed socket frees its place.
     sockets.find((s) => s.ws.readyState === WebSocket.OPEN)!.ws.close();
@@ -293,7 +299,8 @@ describe('WebSocket abuse (issue 53, items 9 and 8)', () => {
     const body = JSON.stringify({ number: 1, status: 'h2c' });
     const { statuses } = await rawHttp(
       proxy.url,
-      `GET /_health/live HTTP/1.1\r\nHost: x\r\n${h2c}\r\n` + `POST /shop/orders HTTP/1.1\r\nHost: x\r\nAuthorization: ${CAROL}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n${h2c}\r\n${body}`,
+      `GET /_health/live HTTP/1.1\r\nHost: x\r\n${h2c}\r\n` +
+        `POST /shop/orders HTTP/1.1\r\nHost: x\r\nAuthorization: ${CAROL}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n${h2c}\r\n${body}`,
       2,
     );
     expect(statuses).toEqual([200, 201]);

@@ -43,7 +43,15 @@ describe.skipIf(process.platform !== 'linux')('chaos: the embedded redis-server 
     dir = mkdtempSync(join(tmpdir(), 'outrigger-chaos-orphan-'));
     writeFileSync(
       join(dir, 'outrigger.yaml'),
-      [`service: { id: ${SERVICE} }`, 'listen: { host: 127.0.0.1, port: 0 }', 'shutdown: { drainSeconds: 0 }', `upstream: { url: ${upstream.url} }`, 'redis: { url: embedded }', 'acl: { mode: own-routes }', 'log: { level: info }'].join('\n'),
+      [
+        `service: { id: ${SERVICE} }`,
+        'listen: { host: 127.0.0.1, port: 0 }',
+        'shutdown: { drainSeconds: 0 }',
+        `upstream: { url: ${upstream.url} }`,
+        'redis: { url: embedded }',
+        'acl: { mode: own-routes }',
+        'log: { level: info }',
+      ].join('\n'),
     );
   });
   afterAll(async () => {

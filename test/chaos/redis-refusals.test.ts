@@ -18,7 +18,12 @@ function representative(door: Door, targetUrl: string): { path: string; body?: s
     key: { name: 'chaos key', roles: ['user'] },
     permission: { ...(door.method === 'POST' ? { _id: 'chaos' } : {}), predicate: "path-prefix('/chaos')", roles: ['user'] },
     webhook: door.method === 'POST' ? { _id: 'chaos', ...webhook } : webhook,
-    app: { ...(door.method === 'POST' ? { _id: 'chaos' } : {}), descriptor: { name: 'chaos', uri: 'chaos' }, schema: 'type Order { number: Int, status: String } type Query { orders(status: String, limit: Int): [Order] }', mappings: { Query: { orders: { db: 'shop', collection: 'orders', find: { status: { $arg: 'status' } }, limit: { $arg: 'limit' } } } } },
+    app: {
+      ...(door.method === 'POST' ? { _id: 'chaos' } : {}),
+      descriptor: { name: 'chaos', uri: 'chaos' },
+      schema: 'type Order { number: Int, status: String } type Query { orders(status: String, limit: Int): [Order] }',
+      mappings: { Query: { orders: { db: 'shop', collection: 'orders', find: { status: { $arg: 'status' } }, limit: { $arg: 'limit' } } } },
+    },
     'test-send': { webhookId: 'x1' },
     condition: { condition: 'method(POST)' },
     graphql: { query: '{ orders(limit: 3) { number } }' },

@@ -94,7 +94,10 @@ describe('chaos: Redis read-only, then restarted, under traffic', () => {
     await sleep(1000);
     const answers = await load.stop();
     // The fault was real: some key issues were refused while Redis was a replica.
-    expect(answers.some((a) => a.what === 'issue' && a.res.status === 503), 'no write was refused: was Redis read-only at all?').toBe(true);
+    expect(
+      answers.some((a) => a.what === 'issue' && a.res.status === 503),
+      'no write was refused: was Redis read-only at all?',
+    ).toBe(true);
     await expectNothingLost('ro', answers);
   }, 60_000);
 
@@ -106,7 +109,10 @@ describe('chaos: Redis read-only, then restarted, under traffic', () => {
     await redis.restart();
     await sleep(1500);
     const answers = await load.stop();
-    expect(answers.some((a) => a.what === 'issue' && a.res.status === 503), 'no write was refused: was Redis down at all?').toBe(true);
+    expect(
+      answers.some((a) => a.what === 'issue' && a.res.status === 503),
+      'no write was refused: was Redis down at all?',
+    ).toBe(true);
     await expectNothingLost('rs', answers);
   }, 60_000);
 });

@@ -45,7 +45,12 @@ describe('chaos: the SMTP server down, then slow', () => {
     const hook = await call(proxy.url, '/_admin/webhooks', {
       method: 'POST',
       auth: ROOT,
-      body: { name: 'order mail', type: 'email', condition: "method(POST) and path('/shop/orders')", email: { to: ['ops@example.com'], subject: 'Order', bodyType: 'json', bodyTemplate: '{"id": "{{request.body._id}}"}' } },
+      body: {
+        name: 'order mail',
+        type: 'email',
+        condition: "method(POST) and path('/shop/orders')",
+        email: { to: ['ops@example.com'], subject: 'Order', bodyType: 'json', bodyTemplate: '{"id": "{{request.body._id}}"}' },
+      },
     });
     expect(hook.status, JSON.stringify(hook.json)).toBe(201);
     hookId = hook.json._id;

@@ -39,7 +39,11 @@ export async function startChaosStack(o: { service: string; redisUrl?: (redis: T
     },
     { worker: o.worker ?? false },
   );
-  const permission = await call(proxy.url, '/_admin/acl/keys', { method: 'PUT', auth: ROOT, body: { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['user'], 'max-keys-per-user': 1000 } } });
+  const permission = await call(proxy.url, '/_admin/acl/keys', {
+    method: 'PUT',
+    auth: ROOT,
+    body: { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['user'], 'max-keys-per-user': 1000 } },
+  });
   expect(permission.status, permission.text).toBe(201);
   return {
     redis,

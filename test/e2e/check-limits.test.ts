@@ -26,7 +26,15 @@ describe('outrigger check: limits', () => {
   });
 
   it('accepts a good block', async () => {
-    const file = writeTempFile('limits-good.yaml', { ...base, limits: { policies: [{ name: 'per-key', by: 'key', limit: 100, window: '60s' }, { name: 'monthly', by: 'key', quota: { limit: 100000, period: 'month' } }] } });
+    const file = writeTempFile('limits-good.yaml', {
+      ...base,
+      limits: {
+        policies: [
+          { name: 'per-key', by: 'key', limit: 100, window: '60s' },
+          { name: 'monthly', by: 'key', quota: { limit: 100000, period: 'month' } },
+        ],
+      },
+    });
     const { code, stdout, stderr } = await runCli(['check', '-c', file]);
     expect(code, stdout + stderr).toBe(0);
   });

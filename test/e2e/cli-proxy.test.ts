@@ -103,7 +103,12 @@ describe('the built CLI as a proxy', () => {
     const proxy = await startCli(config(), ['--no-worker']);
     const before = slowArrived;
     const inFlight = request(`${proxy.url}/slow`);
-    await waitFor(() => slowArrived, (n) => n > before, 15_000, 'the upstream to receive /slow through the proxy');
+    await waitFor(
+      () => slowArrived,
+      (n) => n > before,
+      15_000,
+      'the upstream to receive /slow through the proxy',
+    );
     proxy.child.kill('SIGTERM');
     const res = await inFlight;
     expect(res.statusCode).toBe(200);

@@ -55,7 +55,12 @@ describe('console: key usage and limits (Chromium, built CLI)', { timeout: 90_00
         ],
       },
       acl: { mode: 'own-routes', bootstrap: setup },
-      limits: { policies: [{ name: 'per-key', by: 'key', limit: 4, window: '1d' }, { name: 'monthly', by: 'key', quota: { limit: 10000, period: 'month' } }] },
+      limits: {
+        policies: [
+          { name: 'per-key', by: 'key', limit: 4, window: '1d' },
+          { name: 'monthly', by: 'key', quota: { limit: 10000, period: 'month' } },
+        ],
+      },
       log: { level: 'info' },
     });
     proxy = await startCli(configFile);
@@ -73,7 +78,7 @@ describe('console: key usage and limits (Chromium, built CLI)', { timeout: 90_00
     await redis?.close();
   });
 
-  it('shows 30 days of each key\'s use as a chart, and edits a key\'s own limit which the proxy then applies', async () => {
+  it("shows 30 days of each key's use as a chart, and edits a key's own limit which the proxy then applies", async () => {
     const issued = await call(proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'alice laptop', roles: ['reader'] } });
     expect(issued.status).toBe(201);
     const key = `Bearer ${issued.json.key}`;

@@ -216,7 +216,12 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
 
   it('shows a matching request in the Logs tab, with its six sections', async () => {
     expect((await call(proxy.url, '/shop/orders', { method: 'POST', body: { _id: 'o1', item: 'paddle' } })).status).toBe(201);
-    await waitFor(() => target.on('/hook'), (r) => r.length === 2, 10_000, 'the delivery');
+    await waitFor(
+      () => target.on('/hook'),
+      (r) => r.length === 2,
+      10_000,
+      'the delivery',
+    );
     await page.getByRole('link', { name: 'Logs', exact: true }).click();
     await refreshUntil(page.getByRole('list', { name: 'Log entries' }).locator('li'), 1, 'the log entry in the page');
     const entry = page.getByRole('list', { name: 'Log entries' }).locator('li').first();
@@ -239,7 +244,12 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
   it('filters by status, resends a failed entry, and clears the logs after confirmation', async () => {
     targetStatus = 400; // final: no retry
     expect((await call(proxy.url, '/shop/orders', { method: 'POST', body: { _id: 'o2' } })).status).toBe(201);
-    await waitFor(() => target.on('/hook'), (r) => r.length === 3, 10_000, 'the failing delivery');
+    await waitFor(
+      () => target.on('/hook'),
+      (r) => r.length === 3,
+      10_000,
+      'the failing delivery',
+    );
     const entries = page.getByRole('list', { name: 'Log entries' }).locator('li');
     await refreshUntil(entries, 2, 'two entries');
     await page.getByLabel('Status', { exact: true }).selectOption('failed');
@@ -255,7 +265,12 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     targetStatus = 200;
     await entries.first().getByRole('button', { name: 'Resend' }).click();
     await page.getByText('Resend queued as attempt 2').waitFor();
-    await waitFor(() => target.on('/hook'), (r) => r.length === 4, 10_000, 'the resent delivery');
+    await waitFor(
+      () => target.on('/hook'),
+      (r) => r.length === 4,
+      10_000,
+      'the resent delivery',
+    );
     const sent = target.on('/hook');
     expect(sent[3]!.headers['webhook-id']).toBe(sent[2]!.headers['webhook-id']);
     await page.getByLabel('Status', { exact: true }).selectOption('');
@@ -265,7 +280,12 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     // Recover: an event that failed while the target was down is sent again.
     targetStatus = 400;
     expect((await call(proxy.url, '/shop/orders', { method: 'POST', body: { _id: 'o2b' } })).status).toBe(201);
-    await waitFor(() => target.on('/hook'), (r) => r.length === 5, 10_000, 'another failing delivery');
+    await waitFor(
+      () => target.on('/hook'),
+      (r) => r.length === 5,
+      10_000,
+      'another failing delivery',
+    );
     targetStatus = 200;
     await page.getByRole('button', { name: 'Recover failed…' }).click();
     const recover = page.getByRole('dialog', { name: /Recover failed events/ });
@@ -278,7 +298,12 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     await expectAccessible('recover dialog');
     await recover.getByRole('button', { name: 'Recover' }).click();
     await page.getByText('Re-queued 1 event.').waitFor();
-    await waitFor(() => target.on('/hook'), (r) => r.length === 6, 10_000, 'the recovered delivery');
+    await waitFor(
+      () => target.on('/hook'),
+      (r) => r.length === 6,
+      10_000,
+      'the recovered delivery',
+    );
     expect(JSON.parse(target.on('/hook')[5]!.body)).toEqual(JSON.parse(target.on('/hook')[4]!.body));
 
     await page.getByRole('button', { name: 'Clear Logs' }).click();
@@ -390,7 +415,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     await nav('Webhooks').click();
   });
 
-  it('sets, shows and clears a webhook\'s delivery rate limit and retry schedule; a bad delay is named under its field', async () => {
+  it("sets, shows and clears a webhook's delivery rate limit and retry schedule; a bad delay is named under its field", async () => {
     const id = (await webhookId('Order created'))!;
     await go(`#/webhooks/${id}`);
     const rate = page.getByLabel('Max deliveries per second (optional)');
@@ -468,7 +493,12 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     expect((await call(proxy.url, '/shop/items', { auth: `Bearer ${laptop.json.key}` })).status).toBe(200);
     expect((await call(proxy.url, '/shop/items', { auth: `Bearer ${agent.key}` })).status).toBe(200);
     // lastUsedAt is written in the background after the first use.
-    await waitFor(() => api('/_admin/keys'), (r) => r.json.filter((k: { lastUsedAt?: unknown }) => k.lastUsedAt).length === 2, 10_000, 'last use recorded');
+    await waitFor(
+      () => api('/_admin/keys'),
+      (r) => r.json.filter((k: { lastUsedAt?: unknown }) => k.lastUsedAt).length === 2,
+      10_000,
+      'last use recorded',
+    );
 
     await nav('API keys').click();
     const rows = page.locator('tbody tr');

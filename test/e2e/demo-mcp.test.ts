@@ -17,9 +17,9 @@ import { call } from '../support/http-client.js';
 const DEMO = resolve(import.meta.dirname, '../../dist/examples/demo/main.js');
 const README = readFileSync(resolve(import.meta.dirname, '../../README.md'), 'utf8');
 
-describe('npm run demo (built): an MCP client lists and calls the demo app\'s tools', () => {
-  it('a key from POST /keys, then the SDK client on /mcp: a reader key lists recent_orders only (place_order writes, which reader may not), and it answers alice\'s orders; alice herself lists both', async () => {
-    expect(README).toContain('new StreamableHTTPClientTransport(new URL(\'http://localhost:8080/mcp\')');
+describe("npm run demo (built): an MCP client lists and calls the demo app's tools", () => {
+  it("a key from POST /keys, then the SDK client on /mcp: a reader key lists recent_orders only (place_order writes, which reader may not), and it answers alice's orders; alice herself lists both", async () => {
+    expect(README).toContain("new StreamableHTTPClientTransport(new URL('http://localhost:8080/mcp')");
     const port = await freePort();
     const env = { ...process.env, OUTRIGGER_LOG_LEVEL: 'warn', OUTRIGGER_DEMO_PORT: String(port), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
     const child = spawn(process.execPath, [DEMO], { cwd: mkdtempSync(join(tmpdir(), 'outrigger-demo-mcp-')), env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -96,7 +96,10 @@ describe('npm run demo (built)', () => {
       answer = { status: res.status, json: res.json };
       const until = Date.now() + 15_000;
       while (!live().includes('webhook "new orders" delivered') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-      delivered = live().split('\n').find((l) => l.startsWith('webhook "new orders" delivered')) ?? '';
+      delivered =
+        live()
+          .split('\n')
+          .find((l) => l.startsWith('webhook "new orders" delivered')) ?? '';
     });
     expect(result.code).toBe(0);
     expect(answer.status).toBe(200);
@@ -183,7 +186,7 @@ describe('npm run demo (built)', () => {
     expect(existsSync(dir)).toBe(false);
   }, 60_000);
 
-  it('prints a curl showing a key\'s RateLimit headers (SPEC §10), which the demo\'s per-key policy sends', async () => {
+  it("prints a curl showing a key's RateLimit headers (SPEC §10), which the demo's per-key policy sends", async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
     const env = { OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
     let headers: Record<string, unknown> = {};

@@ -70,7 +70,7 @@ describe('examples/kubernetes', () => {
       expect(rho).toMatch(/\/jwtConfigProvider\/key->"\$\(UPSTREAM_JWT_SECRET\)"/);
     });
 
-    it("gives Outrigger every ${VAR} its mounted config uses, and the config passes outrigger check", async () => {
+    it('gives Outrigger every ${VAR} its mounted config uses, and the config passes outrigger check', async () => {
       const available = new Set(Object.keys(secret.stringData));
       for (const name of requiredVars(configMap.data['outrigger.yaml'])) expect(available.has(name), `${name} is not in the outrigger container's environment`).toBe(true);
       const mount = outrigger.volumeMounts.find((m: any) => m.name === pod.volumes.find((v: any) => v.configMap?.name === configMap.metadata.name).name);
@@ -146,7 +146,7 @@ describe('examples/docker-compose', () => {
     for (const m of composeText.matchAll(/\$\{UPSTREAM_JWT_SECRET(:[-?][^}]*)?\}/g)) expect(m[1], 'UPSTREAM_JWT_SECRET must be required (:?)').toMatch(/^:\?/);
   });
 
-  it("mounts a config whose ${VAR}s the container gets, and which passes outrigger check", async () => {
+  it('mounts a config whose ${VAR}s the container gets, and which passes outrigger check', async () => {
     const files: Record<string, string> = {};
     let mountDir = '';
     for (const volume of outrigger.volumes as string[]) {

@@ -13,7 +13,7 @@ const root = resolve(import.meta.dirname, '../..');
 const npmMajor = Number(execFileSync('npm', ['--version'], { encoding: 'utf8' }).split('.')[0]);
 
 describe('install scripts of dependencies', () => {
-  it('denies esbuild\'s postinstall in package.json (its binary comes in @esbuild/<platform>)', () => {
+  it("denies esbuild's postinstall in package.json (its binary comes in @esbuild/<platform>)", () => {
     const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { allowScripts?: Record<string, boolean> };
     expect(pkg.allowScripts).toEqual({ esbuild: false });
   });

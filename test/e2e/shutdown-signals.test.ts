@@ -149,7 +149,7 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
     }
   }, 180_000);
 
-  it('SIGUSR2 (a native sidecar\'s preStop) drains without stopping; the SIGTERM that follows skips the drain time spent', async () => {
+  it("SIGUSR2 (a native sidecar's preStop) drains without stopping; the SIGTERM that follows skips the drain time spent", async () => {
     const cli = await startCli(configFile({ drainSeconds: 1, timeoutSeconds: 10 }), ['--no-worker'], START_MS);
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
@@ -242,7 +242,12 @@ describe('SIGTERM on the built CLI: drain, then close', () => {
       worker = await startWorker(configFile({ drainSeconds: 60, timeoutSeconds: 120 }));
       await until(() => target.received.length === deliveries + 2, 'another worker to reclaim and deliver the event', 30_000);
       expect(target.received.at(-1)!.headers['webhook-id']).toBe(eventId);
-      await waitFor(async () => ((await redis.client.xpending(keys.events, keys.eventsGroup)) as [number])[0], (n) => n === 0, 15_000, 'the delivery to be acknowledged');
+      await waitFor(
+        async () => ((await redis.client.xpending(keys.events, keys.eventsGroup)) as [number])[0],
+        (n) => n === 0,
+        15_000,
+        'the delivery to be acknowledged',
+      );
       // `outrigger worker` serves nothing, so it has nothing to drain: SIGTERM stops it at once, exit 0.
       worker.child.kill('SIGTERM');
       expect(await worker.exited).toBe(0);

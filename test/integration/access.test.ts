@@ -84,9 +84,25 @@ describe('access: permissions, Basic sign-in, identity propagation', () => {
     beforeAll(async () => {
       expect((await put('users-read-products', { predicate: 'method(GET) and path-prefix(/shop/products)', roles: ['user'], priority: 1 })).status).toBe(201);
       expect(
-        (await put('users-read-own-orders', { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10, mongo: { readFilter: { owner: '@user.id' }, projectResponse: { secret: 0, 'nested.b': 0 } } })).status,
+        (
+          await put('users-read-own-orders', {
+            predicate: 'method(GET) and path-prefix(/shop/orders)',
+            roles: ['user'],
+            priority: 10,
+            mongo: { readFilter: { owner: '@user.id' }, projectResponse: { secret: 0, 'nested.b': 0 } },
+          })
+        ).status,
       ).toBe(201);
-      expect((await put('auditors-read-orders', { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['auditor'], priority: 20, mongo: { projectResponse: { _id: 1, total: 1, 'nested.a': 1 } } })).status).toBe(201);
+      expect(
+        (
+          await put('auditors-read-orders', {
+            predicate: 'method(GET) and path-prefix(/shop/orders)',
+            roles: ['auditor'],
+            priority: 20,
+            mongo: { projectResponse: { _id: 1, total: 1, 'nested.a': 1 } },
+          })
+        ).status,
+      ).toBe(201);
       expect((await put('anyone-health-of-backend', { predicate: 'path(/ping)', roles: ['$unauthenticated', 'user'], priority: 0 })).status).toBe(201);
       expect((await put('by-forwarded-ip', { predicate: "path(/by-ip) and equals(%a, '9.9.9.9')", roles: ['$unauthenticated'], priority: 0 })).status).toBe(201);
     });

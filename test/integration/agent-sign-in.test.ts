@@ -50,7 +50,11 @@ describe('agent sign-in: an MCP SDK client gets a key through the browser', () =
     });
     running.push(r);
     for (const doc of PERMISSIONS) {
-      const res = await fetch(`${r.url}/_admin/acl/${doc._id}`, { method: 'PUT', headers: { authorization: basic('root', 'root-password'), 'content-type': 'application/json' }, body: JSON.stringify(doc) });
+      const res = await fetch(`${r.url}/_admin/acl/${doc._id}`, {
+        method: 'PUT',
+        headers: { authorization: basic('root', 'root-password'), 'content-type': 'application/json' },
+        body: JSON.stringify(doc),
+      });
       expect(res.status).toBeLessThan(300);
     }
     return r;
@@ -200,7 +204,7 @@ describe('agent sign-in: an MCP SDK client gets a key through the browser', () =
     }
   }, 60_000);
 
-  it('client metadata document: the client id is a URL the test serves over loopback; the key names the document\'s client', async () => {
+  it("client metadata document: the client id is a URL the test serves over loopback; the key names the document's client", async () => {
     const provider = new TestOAuthProvider(`${callback.url}/callback`, 'ignored', { client_id: `${metadataHost.url}/agent/client.json` });
     const { client, consentText } = await sdkSignIn(a.url, provider, { user: 'alice', password: 'alice-password', roles: ['writer'] });
     expect(consentText).toContain('Metadata Agent');
@@ -212,7 +216,11 @@ describe('agent sign-in: an MCP SDK client gets a key through the browser', () =
   }, 60_000);
 
   it('a user at the key limit sees the message, revokes a key on the page, then can allow', async () => {
-    const issued = await fetch(`${a.url}/keys`, { method: 'POST', headers: { authorization: basic('bob', 'bob-password'), 'content-type': 'application/json' }, body: JSON.stringify({ name: 'laptop', roles: ['reader'] }) });
+    const issued = await fetch(`${a.url}/keys`, {
+      method: 'POST',
+      headers: { authorization: basic('bob', 'bob-password'), 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'laptop', roles: ['reader'] }),
+    });
     expect(issued.status).toBe(201);
     const provider = new TestOAuthProvider(`${callback.url}/callback`, 'Limit Agent');
     expect(await connectMcp(`${a.url}/mcp`, provider)).toBeNull();
@@ -260,9 +268,18 @@ describe('agent sign-in: an MCP SDK client gets a key through the browser', () =
     const t = await startTokenOnly();
     const alice = await codeThroughForms(t.url, await authorizeParams(t.url, callbackUrl), { id: 'alice', password: 'alice-password' });
     expect(alice.status).toBe(303);
-    for (const [base, got] of [[a.url, nora], [t.url, alice]] as const) {
+    for (const [base, got] of [
+      [a.url, nora],
+      [t.url, alice],
+    ] as const) {
       const params = pending.get(base)!;
-      const res = await redeem(base, { grant_type: 'authorization_code', code: got.location!.searchParams.get('code')!, code_verifier: params.verifier, redirect_uri: callbackUrl, client_id: params.clientId });
+      const res = await redeem(base, {
+        grant_type: 'authorization_code',
+        code: got.location!.searchParams.get('code')!,
+        code_verifier: params.verifier,
+        redirect_uri: callbackUrl,
+        client_id: params.clientId,
+      });
       expect(res.status).toBe(200);
       const listed = (await (await fetch(`${base}/_admin/keys`, { headers: { authorization: basic('root', 'root-password') } })).json()) as any[];
       expect(listed.find((k) => k.owner === (base === a.url ? 'nora' : 'alice') && k.kind === 'token')).toBeTruthy();
@@ -346,7 +363,14 @@ describe('agent sign-in: an MCP SDK client gets a key through the browser', () =
       expect(res.headers.get('location')).toBeNull();
       const good = await codeThroughForms(a.url, await authorizeParams(a.url, redirectUri()), { id: 'alice', password: 'alice-password' }, { roles: 'reader' });
       const p = pending.get(a.url)!;
-      const token = await redeem(a.url, { grant_type: 'authorization_code', code: good.location!.searchParams.get('code')!, code_verifier: p.verifier, redirect_uri: redirectUri(), client_id: p.clientId, resource: 'https://other.example/mcp' });
+      const token = await redeem(a.url, {
+        grant_type: 'authorization_code',
+        code: good.location!.searchParams.get('code')!,
+        code_verifier: p.verifier,
+        redirect_uri: redirectUri(),
+        client_id: p.clientId,
+        resource: 'https://other.example/mcp',
+      });
       expect(token.status).toBe(400);
       expect(token.json.error).toBe('invalid_target');
     });
@@ -378,7 +402,15 @@ describe('agent sign-in: an MCP SDK client gets a key through the browser', () =
 
     it('off: every OAuth route answers 404 and /mcp has no sign-in challenge', async () => {
       const off = await start('signin-off', { signIn: 'off' });
-      for (const path of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource', '/.well-known/oauth-authorization-server', '/.well-known/openid-configuration', '/authorize', '/token', '/register']) {
+      for (const path of [
+        '/.well-known/oauth-protected-resource/mcp',
+        '/.well-known/oauth-protected-resource',
+        '/.well-known/oauth-authorization-server',
+        '/.well-known/openid-configuration',
+        '/authorize',
+        '/token',
+        '/register',
+      ]) {
         const res = await fetch(`${off.url}${path}`, { method: path === '/token' || path === '/register' ? 'POST' : 'GET' });
         expect(res.status, path).toBe(404);
       }

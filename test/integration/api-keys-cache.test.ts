@@ -210,7 +210,12 @@ describe('KeyVerificationCache over a real Redis', () => {
       await redis.restart();
     }
     // Once Redis answers again (the client reconnects on its own schedule), the key is trusted again.
-    const back = await waitFor(() => settle(cache.verify(hash)), (v) => v.ok, 15_000, 'the cached key to verify again after the Redis restart');
+    const back = await waitFor(
+      () => settle(cache.verify(hash)),
+      (v) => v.ok,
+      15_000,
+      'the cached key to verify again after the Redis restart',
+    );
     expect(back).toMatchObject({ ok: true });
   });
 });

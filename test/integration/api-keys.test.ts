@@ -69,7 +69,12 @@ describe('API keys: issue, list, revoke, verify', () => {
     await stack.put('/_admin/acl/b-users-keys', { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 10, apiKeys: { roles: ['reader'] } }, b.url);
     await stack.put('/_admin/acl/b-readers', { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['reader'], priority: 5 }, b.url);
     // The second replica learns of the permissions through the change bus.
-    await waitFor(() => a2.context.permissions.all().size, (n) => n === 5, 15_000, 'replica 2 to learn the five permissions');
+    await waitFor(
+      () => a2.context.permissions.all().size,
+      (n) => n === 5,
+      15_000,
+      'replica 2 to learn the five permissions',
+    );
   });
   const issueAs = (id: string, body: unknown, base = () => stack.proxy.url) => call(base(), '/keys', { method: 'POST', auth: as(id), body });
 
@@ -320,7 +325,12 @@ describe('API keys: issue, list, revoke, verify', () => {
     it('/_admin/keys lists every key with owner, filters by owner and client, pages; DELETE revokes', async () => {
       // An agent sign-in key (via oauth, with a client) issued through the same issuer the agent sign-in uses.
       const keys = redisKeys('outrigger', 'keys-a');
-      const issuer = new ApiKeyIssuer(new ApiKeyStore(stack.redis.client, keys), new ChangeBus(stack.redis.client, stack.redis.client, keys.changes), { prefix: 'rig', serviceId: 'keys-a' }, createLogger({ level: 'silent' }));
+      const issuer = new ApiKeyIssuer(
+        new ApiKeyStore(stack.redis.client, keys),
+        new ChangeBus(stack.redis.client, stack.redis.client, keys.changes),
+        { prefix: 'rig', serviceId: 'keys-a' },
+        createLogger({ level: 'silent' }),
+      );
       const agent = await issuer.issue({ owner: 'u-other', name: 'claude sign-in', roles: ['reader'], lifetimeDays: 1, maxKeys: 10, via: 'oauth', client: 'claude-desktop' });
 
       const all = await call(stack.proxy.url, '/_admin/keys', { auth: as('root') });
@@ -332,7 +342,17 @@ describe('API keys: issue, list, revoke, verify', () => {
       expect(new Set(byOwner.json.map((k: any) => k.owner))).toEqual(new Set(['u-other']));
       const byClient = await call(stack.proxy.url, '/_admin/keys?client=claude-desktop', { auth: as('root') });
       expect(byClient.json).toEqual([
-        { _id: agent.record._id, owner: 'u-other', name: 'claude sign-in', roles: ['reader'], createdAt: { $date: agent.record.createdAt }, expiresAt: { $date: agent.record.expiresAt }, via: 'oauth', client: 'claude-desktop', limits: {} },
+        {
+          _id: agent.record._id,
+          owner: 'u-other',
+          name: 'claude sign-in',
+          roles: ['reader'],
+          createdAt: { $date: agent.record.createdAt },
+          expiresAt: { $date: agent.record.expiresAt },
+          via: 'oauth',
+          client: 'claude-desktop',
+          limits: {},
+        },
       ]);
       const paged = await call(stack.proxy.url, '/_admin/keys?pagesize=2&page=1', { auth: as('root') });
       expect(paged.json).toHaveLength(2);
@@ -470,7 +490,12 @@ describe('API keys: issue, list, revoke, verify', () => {
       const key = issued.json.key;
       for (let i = 0; i < 3; i++) expect((await call(stack.proxy.url, '/shop/orders', { auth: bearer(key) })).status).toBe(200); // warm-up: first read, first lastUsedAt
       // The first use's lastUsedAt write is not awaited by its request: it must land before the window.
-      await waitFor(() => stack.redis.client.hexists('outrigger:{keys-a}:apikeys-last-used', issued.json._id), (n) => n === 1, 10_000, 'the first use written');
+      await waitFor(
+        () => stack.redis.client.hexists('outrigger:{keys-a}:apikeys-last-used', issued.json._id),
+        (n) => n === 1,
+        10_000,
+        'the first use written',
+      );
       const N = 300;
       // The three replicas' timers run through the window whatever the traffic: their poller
       // reads and PINGs are left out, and usage writes count only up to what the periodic flush
@@ -484,7 +509,9 @@ describe('API keys: issue, list, revoke, verify', () => {
       const usageWrites = commands.filter((c) => isUsageWrite(c.args));
       expect(usageWritesBeyondFlushes(commands, windowMs, 3)).toBeNull();
       expect(commands.filter((c) => !isPollerRead(c.args) && !isUsageWrite(c.args))).toEqual([]);
-      console.info(`[api-keys] ${N} key-authenticated proxied requests in ${windowMs.toFixed(0)} ms: ${commands.length} Redis commands at Redis, ${pollerReads} periodic poller reads and PINGs, ${usageWrites.length} usage writes of the periodic flush, 0 caused by verification`);
+      console.info(
+        `[api-keys] ${N} key-authenticated proxied requests in ${windowMs.toFixed(0)} ms: ${commands.length} Redis commands at Redis, ${pollerReads} periodic poller reads and PINGs, ${usageWrites.length} usage writes of the periodic flush, 0 caused by verification`,
+      );
     });
 
     it('writes lastUsedAt on first use and then at most once a minute per key per replica', async () => {

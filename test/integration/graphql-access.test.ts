@@ -17,7 +17,11 @@ type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
 const ALICE = basic('alice', 'alice-password');
 const CAROL = basic('carol', 'carol-password');
 const data = shopData();
-const ordersOf = (owner: string) => data.shop.orders.filter((o) => o.owner === owner).map((o) => o.number).sort((a, b) => a - b);
+const ordersOf = (owner: string) =>
+  data.shop.orders
+    .filter((o) => o.owner === owner)
+    .map((o) => o.number)
+    .sort((a, b) => a - b);
 
 describe('GraphQL reads as the caller, or as the service', () => {
   const stack = useStack({

@@ -18,7 +18,8 @@ function miniApp(id: string, uri = id): Record<string, any> {
   return {
     _id: id,
     descriptor: { name: `App ${id}`, uri },
-    schema: 'type Order { number: Int, total: Int, user: User } type User { id: String, name: String } input Range { min: Int } type Query { orders(status: String, range: Range, limit: Int): [Order] }',
+    schema:
+      'type Order { number: Int, total: Int, user: User } type User { id: String, name: String } input Range { min: Int } type Query { orders(status: String, range: Range, limit: Int): [Order] }',
     mappings: {
       Order: { user: { db: 'shop', collection: 'users', find: { _id: { $fk: 'userId' } } } },
       User: { id: '_id' },
@@ -42,12 +43,24 @@ const INVALID: Array<[string, (d: Record<string, any>) => void, RegExp]> = [
   ['a limit that is not an integer', (d) => (d.mappings.Query.orders.limit = 1.5), /mappings\.Query\.orders\.limit must be an integer/],
   ['a skip that is not an integer', (d) => (d.mappings.Query.orders.skip = 'a'), /mappings\.Query\.orders\.skip must be an integer/],
   ['a literal limit above graphql.maxLimit', (d) => (d.mappings.Query.orders.limit = 1001), /mappings\.Query\.orders\.limit must be at most 1000/],
-  ['an $arg the field does not declare', (d) => (d.mappings.Query.orders.find = { status: { $arg: 'state' } }), /find\.status\.\$arg: the field orders has no argument "state" .*did you mean "status"/],
+  [
+    'an $arg the field does not declare',
+    (d) => (d.mappings.Query.orders.find = { status: { $arg: 'state' } }),
+    /find\.status\.\$arg: the field orders has no argument "state" .*did you mean "status"/,
+  ],
   ['an $arg dot path the input type lacks', (d) => (d.mappings.Query.orders.find = { total: { $gte: { $arg: 'range.max' } } }), /input type Range has no field "max"/],
   ['$fk in a root type mapping', (d) => (d.mappings.Query.orders.find = { _id: { $fk: 'x' } }), /\$fk is only allowed in mappings of non-root types/],
   ['$where in a find', (d) => (d.mappings.Query.orders.find = { $where: 'true' }), /the operator \$where runs server-side JavaScript/],
-  ['an aggregation mapping (stages)', (d) => (d.mappings.Query.orders = { db: 'shop', collection: 'orders', stages: [] }), /aggregation mappings are turned off: the HTTP backend cannot run ad-hoc pipelines.*graphql.aggregations: true/],
-  ['a Mutation mapping without insert, update or delete', (d) => ((d.schema += ' type Mutation { x: Int }'), (d.mappings.Mutation = { x: { collection: 'a' } })), /mappings\.Mutation\.x must have exactly one of insert, update or delete/],
+  [
+    'an aggregation mapping (stages)',
+    (d) => (d.mappings.Query.orders = { db: 'shop', collection: 'orders', stages: [] }),
+    /aggregation mappings are turned off: the HTTP backend cannot run ad-hoc pipelines.*graphql.aggregations: true/,
+  ],
+  [
+    'a Mutation mapping without insert, update or delete',
+    (d) => ((d.schema += ' type Mutation { x: Int }'), (d.mappings.Mutation = { x: { collection: 'a' } })),
+    /mappings\.Mutation\.x must have exactly one of insert, update or delete/,
+  ],
   ['empty Query mappings', (d) => (d.mappings.Query = {}), /mappings\.Query must map at least one field/],
   ['a uri with characters outside [A-Za-z0-9._~-]', (d) => (d.descriptor.uri = 'shop v2'), /descriptor\.uri segment "shop v2" may only contain/],
   ['a uri with a .. segment', (d) => (d.descriptor.uri = 'shop/../admin'), /descriptor\.uri must not contain "\." or "\.\." segments/],
@@ -223,7 +236,13 @@ describe('GraphQL app documents', () => {
 
     beforeAll(async () => {
       const users = stack.raw.users.static.map((u: { id: string; password: string; roles: string[] }) => ({ ...u }));
-      configFile = writeTempFile('outrigger.yaml', { ...stack.raw, users: { source: 'static', static: users }, listen: { host: '127.0.0.1', port: 0 }, shutdown: { drainSeconds: 0 }, log: { level: 'info' } });
+      configFile = writeTempFile('outrigger.yaml', {
+        ...stack.raw,
+        users: { source: 'static', static: users },
+        listen: { host: '127.0.0.1', port: 0 },
+        shutdown: { drainSeconds: 0 },
+        log: { level: 'info' },
+      });
       second = await startCli(configFile, ['--no-worker']);
       reader = await stack.start({}, { documentPollMs: BUS_ONLY_POLL_MS });
     }, 90_000);
@@ -260,60 +279,68 @@ describe('GraphQL app documents', () => {
     // Each runs the CLI (a Node process) several times: seconds apiece on a loaded machine (issue 40).
     const CLI_TEST_MS = 120_000;
 
-    it('`outrigger apply` upserts apps with the same validation, all or nothing, and running processes serve them', async () => {
-      const setup = writeTempFile('setup.yaml', { apps: [miniApp('applied'), miniApp('applied-too', 'applied/too')] });
-      const first = await runCli(['apply', '-c', configFile, '-f', setup]);
-      expect(first.stderr).toBe('');
-      expect(first.code).toBe(0);
-      expect(first.stdout).toMatch(/created\s+apps\/applied\n/);
-      expect(first.stdout).toMatch(/created\s+apps\/applied-too\n/);
-      expect(first.stdout).toMatch(/2 created, 0 updated, 0 unchanged/);
-      // The apply process announces what it wrote on the change bus: a replica that hears it
-      // serves both apps within 1 s goal + 3 s for a loaded machine (issue 54).
-      const applied = await pollUntil(async () => (await gql(reader.url, 'applied/too', '{ orders(limit: 1) { number } }')).status === 200, 8000, 5);
-      expect(applied).toBeLessThan(1000 + 3000);
-      expect((await gql(reader.url, 'applied', '{ orders(limit: 1) { number } }')).status).toBe(200);
-      await pollUntil(async () => (await gql(stack.proxy.url, 'applied/too', '{ orders(limit: 1) { number } }')).status === 200, 10_000, 5);
-      await pollUntil(async () => (await gql(second!.url, 'applied', '{ orders(limit: 1) { number } }')).status === 200, 10_000, 5);
-      expect((await apps('/applied')).json.descriptor).toEqual({ name: 'App applied', uri: 'applied', enabled: true });
+    it(
+      '`outrigger apply` upserts apps with the same validation, all or nothing, and running processes serve them',
+      async () => {
+        const setup = writeTempFile('setup.yaml', { apps: [miniApp('applied'), miniApp('applied-too', 'applied/too')] });
+        const first = await runCli(['apply', '-c', configFile, '-f', setup]);
+        expect(first.stderr).toBe('');
+        expect(first.code).toBe(0);
+        expect(first.stdout).toMatch(/created\s+apps\/applied\n/);
+        expect(first.stdout).toMatch(/created\s+apps\/applied-too\n/);
+        expect(first.stdout).toMatch(/2 created, 0 updated, 0 unchanged/);
+        // The apply process announces what it wrote on the change bus: a replica that hears it
+        // serves both apps within 1 s goal + 3 s for a loaded machine (issue 54).
+        const applied = await pollUntil(async () => (await gql(reader.url, 'applied/too', '{ orders(limit: 1) { number } }')).status === 200, 8000, 5);
+        expect(applied).toBeLessThan(1000 + 3000);
+        expect((await gql(reader.url, 'applied', '{ orders(limit: 1) { number } }')).status).toBe(200);
+        await pollUntil(async () => (await gql(stack.proxy.url, 'applied/too', '{ orders(limit: 1) { number } }')).status === 200, 10_000, 5);
+        await pollUntil(async () => (await gql(second!.url, 'applied', '{ orders(limit: 1) { number } }')).status === 200, 10_000, 5);
+        expect((await apps('/applied')).json.descriptor).toEqual({ name: 'App applied', uri: 'applied', enabled: true });
 
-      const again = await runCli(['apply', '-c', configFile, '-f', setup]);
-      expect(again.code).toBe(0);
-      expect(again.stdout).toMatch(/0 created, 0 updated, 2 unchanged/);
+        const again = await runCli(['apply', '-c', configFile, '-f', setup]);
+        expect(again.code).toBe(0);
+        expect(again.stdout).toMatch(/0 created, 0 updated, 2 unchanged/);
 
-      const bad = miniApp('apply-bad');
-      bad.mappings.Query.orders.find = { status: { $arg: 'state' } };
-      const invalid = writeTempFile('setup.yaml', { apps: [miniApp('apply-good'), bad, miniApp('apply-clash', 'applied')] });
-      const refused = await runCli(['apply', '-c', configFile, '-f', invalid]);
-      expect(refused.code).toBe(1);
-      expect(refused.stderr).toMatch(/nothing applied/);
-      expect(refused.stderr).toMatch(/apps\[1\] \(apply-bad\): mappings\.Query\.orders\.find\.status\.\$arg: the field orders has no argument "state"/);
-      expect(refused.stderr).toMatch(/apps: apps "applied" and "apply-clash" are both served at \/graphql\/applied/);
-      expect((await apps('/apply-good')).status).toBe(404);
-    }, CLI_TEST_MS);
+        const bad = miniApp('apply-bad');
+        bad.mappings.Query.orders.find = { status: { $arg: 'state' } };
+        const invalid = writeTempFile('setup.yaml', { apps: [miniApp('apply-good'), bad, miniApp('apply-clash', 'applied')] });
+        const refused = await runCli(['apply', '-c', configFile, '-f', invalid]);
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toMatch(/nothing applied/);
+        expect(refused.stderr).toMatch(/apps\[1\] \(apply-bad\): mappings\.Query\.orders\.find\.status\.\$arg: the field orders has no argument "state"/);
+        expect(refused.stderr).toMatch(/apps: apps "applied" and "apply-clash" are both served at \/graphql\/applied/);
+        expect((await apps('/apply-good')).status).toBe(404);
+      },
+      CLI_TEST_MS,
+    );
 
-    it('`outrigger check` validates the apps of the bootstrap file, and acl.bootstrap applies them at start', async () => {
-      const bad = miniApp('boot-bad');
-      bad.mappings.Query.orders.limit = 5000;
-      const badBootstrap = writeTempFile('bootstrap.yaml', { apps: [bad] });
-      const checked = await runCli(['check', '-c', writeTempFile('outrigger.yaml', { ...stack.raw, acl: { ...stack.raw.acl, bootstrap: badBootstrap } })]);
-      expect(checked.code).toBe(1);
-      expect(checked.stderr).toMatch(/apps\[0\] \(boot-bad\): mappings\.Query\.orders\.limit must be at most 1000/);
+    it(
+      '`outrigger check` validates the apps of the bootstrap file, and acl.bootstrap applies them at start',
+      async () => {
+        const bad = miniApp('boot-bad');
+        bad.mappings.Query.orders.limit = 5000;
+        const badBootstrap = writeTempFile('bootstrap.yaml', { apps: [bad] });
+        const checked = await runCli(['check', '-c', writeTempFile('outrigger.yaml', { ...stack.raw, acl: { ...stack.raw.acl, bootstrap: badBootstrap } })]);
+        expect(checked.code).toBe(1);
+        expect(checked.stderr).toMatch(/apps\[0\] \(boot-bad\): mappings\.Query\.orders\.limit must be at most 1000/);
 
-      const bootstrap = writeTempFile('bootstrap.yaml', { apps: [miniApp('booted')] });
-      const okCheck = await runCli(['check', '-c', writeTempFile('outrigger.yaml', { ...stack.raw, acl: { ...stack.raw.acl, bootstrap } })]);
-      expect(okCheck.code).toBe(0);
-      const booted = await startTestOutrigger({ ...stack.raw, acl: { ...stack.raw.acl, bootstrap } });
-      try {
-        const res = await gql(booted.url, 'booted', '{ orders(limit: 2) { number user { id } } }');
-        expect(res.status).toBe(200);
-        expect(res.json.data.orders).toEqual([
-          { number: 1, user: { id: 'u1' } },
-          { number: 2, user: { id: 'u2' } },
-        ]);
-      } finally {
-        await booted.stop();
-      }
-    }, CLI_TEST_MS);
+        const bootstrap = writeTempFile('bootstrap.yaml', { apps: [miniApp('booted')] });
+        const okCheck = await runCli(['check', '-c', writeTempFile('outrigger.yaml', { ...stack.raw, acl: { ...stack.raw.acl, bootstrap } })]);
+        expect(okCheck.code).toBe(0);
+        const booted = await startTestOutrigger({ ...stack.raw, acl: { ...stack.raw.acl, bootstrap } });
+        try {
+          const res = await gql(booted.url, 'booted', '{ orders(limit: 2) { number user { id } } }');
+          expect(res.status).toBe(200);
+          expect(res.json.data.orders).toEqual([
+            { number: 1, user: { id: 'u1' } },
+            { number: 2, user: { id: 'u2' } },
+          ]);
+        } finally {
+          await booted.stop();
+        }
+      },
+      CLI_TEST_MS,
+    );
   });
 });

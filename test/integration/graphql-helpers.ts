@@ -6,8 +6,6 @@ import type { ReceivedRequest, StandinBackend } from '../../examples/standin-bac
 import { call, type CallResult } from '../support/http-client.js';
 export { call, type CallResult };
 
-
-
 /** `POST /graphql/<uri>` with a JSON body, accepting RESTHeart's media type (and so its status codes). */
 export function gql(base: string, uri: string, query: string, opts: { variables?: Record<string, unknown>; auth?: string; operationName?: string } = {}) {
   return call(base, `/graphql/${uri}`, {
@@ -64,8 +62,14 @@ export function shopData() {
 }
 
 export const SHOP_SCHEMA = /* GraphQL */ `
-  enum Status { OPEN CLOSED }
-  type Item { sku: String, qty: Int }
+  enum Status {
+    OPEN
+    CLOSED
+  }
+  type Item {
+    sku: String
+    qty: Int
+  }
   type User {
     id: String
     name: String
@@ -85,8 +89,15 @@ export const SHOP_SCHEMA = /* GraphQL */ `
     firstSku: String
     user: User
   }
-  type Product { name: String, price: Int, cheaper: [Product] }
-  input Range { min: Int, max: Int }
+  type Product {
+    name: String
+    price: Int
+    cheaper: [Product]
+  }
+  input Range {
+    min: Int
+    max: Int
+  }
   type Query {
     orders(status: Status, skip: Int = 0, limit: Int = 100): [Order]
     order(number: Int!): Order

@@ -36,7 +36,8 @@ describe('webhooks: GraphQL mutations are exchanges too', () => {
         url: `${stack.target.url}/orders`,
         transform: {
           enabled: true,
-          template: '{"path": "{{request.path}}", "number": {{request.body.number}}, "owner": "{{request.body.owner}}", "status": {{response.statusCode}}, "via": "{{request.via}}", "app": "{{request.graphql.app}}", "operation": "{{request.graphql.operation}}"}',
+          template:
+            '{"path": "{{request.path}}", "number": {{request.body.number}}, "owner": "{{request.body.owner}}", "status": {{response.statusCode}}, "via": "{{request.via}}", "app": "{{request.graphql.app}}", "operation": "{{request.graphql.operation}}"}',
         },
       },
     });
@@ -49,7 +50,12 @@ describe('webhooks: GraphQL mutations are exchanges too', () => {
     const rest = await call(stack.proxy.url, '/shop/orders', { method: 'POST', auth: as('alice'), body: { number: 901, owner: 'alice' } });
     expect(rest.status).toBe(201);
 
-    const got = await waitFor(() => stack.target.on('/orders'), (r) => r.length === 2, 10_000, 'two deliveries');
+    const got = await waitFor(
+      () => stack.target.on('/orders'),
+      (r) => r.length === 2,
+      10_000,
+      'two deliveries',
+    );
     const bodies = got.map((g) => JSON.parse(g.body)).sort((a, b) => a.number - b.number);
     expect(bodies).toEqual([
       { path: '/shop/orders', number: 900, owner: 'alice', status: 201, via: 'graphql', app: 'writes', operation: 'NewOrder' },
@@ -63,7 +69,10 @@ describe('webhooks: GraphQL mutations are exchanges too', () => {
       5000,
       'two log entries',
     );
-    const incoming = logs.filter((e) => e.status === 'success').map((e) => e.detail.incomingRequest).sort((a, b) => a.body.number - b.body.number);
+    const incoming = logs
+      .filter((e) => e.status === 'success')
+      .map((e) => e.detail.incomingRequest)
+      .sort((a, b) => a.body.number - b.body.number);
     expect(incoming[0]).toMatchObject({ method: 'POST', path: '/shop/orders', via: 'graphql', graphql: { app: 'writes', operation: 'NewOrder' } });
     expect(incoming[0].headers.authorization).toBe('[redacted]');
     expect(incoming[1].via).toBeUndefined();
@@ -79,9 +88,20 @@ describe('webhooks: GraphQL mutations are exchanges too', () => {
     await untilKnown([stack.proxy], patchHook.json._id);
     const res = await gql(stack.proxy.url, 'writes', 'mutation { closeAll(owner: "bob") }', { auth: as('alice') });
     expect(res.json.data.closeAll).toBeGreaterThan(0);
-    const [delivery] = await waitFor(() => stack.target.on('/patches'), (r) => r.length === 1, 10_000, 'the PATCH delivery');
+    const [delivery] = await waitFor(
+      () => stack.target.on('/patches'),
+      (r) => r.length === 1,
+      10_000,
+      'the PATCH delivery',
+    );
     const payload = JSON.parse(delivery!.body);
-    expect(payload.request).toMatchObject({ method: 'PATCH', path: '/shop/orders/*', query: { filter: '{"owner":"bob","status":"open"}' }, via: 'graphql', graphql: { app: 'writes', operation: null } });
+    expect(payload.request).toMatchObject({
+      method: 'PATCH',
+      path: '/shop/orders/*',
+      query: { filter: '{"owner":"bob","status":"open"}' },
+      via: 'graphql',
+      graphql: { app: 'writes', operation: null },
+    });
     expect(payload.response.statusCode).toBe(200);
     expect(payload.response.body).toMatchObject({ modified: res.json.data.closeAll });
   });
@@ -98,7 +118,14 @@ describe('webhooks: GraphQL mutations are exchanges too', () => {
         'the GraphQL request and its backend write in the recording',
       );
       const write = view.requests.find((r: any) => r.via === 'graphql');
-      expect(write).toMatchObject({ method: 'POST', path: '/shop/orders', body: { number: 902, owner: 'alice' }, response: { statusCode: 201 }, completed: true, graphql: { app: 'writes', operation: 'Recorded' } });
+      expect(write).toMatchObject({
+        method: 'POST',
+        path: '/shop/orders',
+        body: { number: 902, owner: 'alice' },
+        response: { statusCode: 201 },
+        completed: true,
+        graphql: { app: 'writes', operation: 'Recorded' },
+      });
       expect(write.headers.authorization).toBe('[redacted]');
       const byName = Object.fromEntries(write.webhooks.map((w: any) => [w.name, w.matched]));
       expect(byName).toEqual({ 'new orders': true, 'status changes': false });

@@ -7,9 +7,25 @@ import { expect } from 'vitest';
 import { call } from './graphql-helpers.js';
 
 export const MUTATION_SCHEMA = /* GraphQL */ `
-  type Order { _id: ObjectId, number: Int, owner: String, status: String, total: Int, secret: String, tags: [String] }
-  input NewOrder { number: Int!, total: Int!, status: String = "open", owner: String }
-  type Query { orders: [Order], order(number: Int!): Order }
+  type Order {
+    _id: ObjectId
+    number: Int
+    owner: String
+    status: String
+    total: Int
+    secret: String
+    tags: [String]
+  }
+  input NewOrder {
+    number: Int!
+    total: Int!
+    status: String = "open"
+    owner: String
+  }
+  type Query {
+    orders: [Order]
+    order(number: Int!): Order
+  }
   type Mutation {
     createOrder(number: Int!, total: Int!): Order
     createOrderId(number: Int!, total: Int!): ID

@@ -88,12 +88,9 @@ describe('GraphQL mutations (SPEC §6.4)', () => {
     });
 
     it('a duplicate _id is CONFLICT; the next root field still runs, in document order', async () => {
-      const res = await gql(
-        proxy.url,
-        'writes',
-        'mutation { a: createWithId(id: "dup-1", number: 104) b: createWithId(id: "dup-1", number: 105) c: createWithId(id: "dup-2", number: 106) }',
-        { auth: ALICE },
-      );
+      const res = await gql(proxy.url, 'writes', 'mutation { a: createWithId(id: "dup-1", number: 104) b: createWithId(id: "dup-1", number: 105) c: createWithId(id: "dup-2", number: 106) }', {
+        auth: ALICE,
+      });
       expect(res.status).toBe(200);
       expect(res.json.data).toEqual({ a: 'dup-1', b: null, c: 'dup-2' });
       expect(res.json.errors).toHaveLength(1);
@@ -113,13 +110,21 @@ describe('GraphQL mutations (SPEC §6.4)', () => {
     it('[ID]: one POST with the array, the ids from the links', async () => {
       const res = await gql(proxy.url, 'writes', 'mutation ($o: [NewOrder!]!) { importOrders(orders: $o) }', {
         auth: ALICE,
-        variables: { o: [{ number: 200, total: 1 }, { number: 201, total: 2 }] },
+        variables: {
+          o: [
+            { number: 200, total: 1 },
+            { number: 201, total: 2 },
+          ],
+        },
       });
       expect(res.status).toBe(200);
       const ids = res.json.data.importOrders;
       expect(ids).toHaveLength(2);
       expect(writes()).toHaveLength(1);
-      expect(JSON.parse(writes()[0]!.body!)).toEqual([{ number: 200, total: 1, status: 'open' }, { number: 201, total: 2, status: 'open' }]);
+      expect(JSON.parse(writes()[0]!.body!)).toEqual([
+        { number: 200, total: 1, status: 'open' },
+        { number: 201, total: 2, status: 'open' },
+      ]);
       expect((byNumber(200)!._id as { $oid: string }).$oid).toBe(ids[0]);
     });
 
@@ -296,7 +301,8 @@ describe('GraphQL mutations (SPEC §6.4)', () => {
         'mappings.Mutation.importOrderCount: the field returns Int, but a single-document insert returns',
         'mappings.Mutation.deleteOrder: the mutation field deleteOrder has no mapping',
         'mappings.Mutation.setAnything.find._id must be one id',
-      ]) expect(message).toContain(expected);
+      ])
+        expect(message).toContain(expected);
       const many = mutationApp('bad2', 'bad2');
       ((many.mappings as any).Mutation as Record<string, any>).setStatus = { collection: 'orders', find: { status: 'x' }, many: true, update: { $set: { status: 'y' } } };
       const res2 = await call(proxy.url, '/gql-apps/bad2', { method: 'PUT', auth: ROOT, body: many });

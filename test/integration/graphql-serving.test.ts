@@ -167,9 +167,7 @@ describe('GraphQL apps served through Outrigger', () => {
       // share theirs (status omitted), so one read serves both; "open" has its own.
       const reads = collectionReads(stack.backend);
       expect(reads.map((r) => r.path)).toEqual(['/shop/users', '/shop/orders', '/shop/orders']);
-      expect(reads.slice(1).map(filterOf)).toEqual(
-        expect.arrayContaining([{ userId: { $in: ['u1', 'u10', 'u100'] } }, { userId: { $in: ['u1', 'u10', 'u100'] }, status: 'open' }]),
-      );
+      expect(reads.slice(1).map(filterOf)).toEqual(expect.arrayContaining([{ userId: { $in: ['u1', 'u10', 'u100'] } }, { userId: { $in: ['u1', 'u10', 'u100'] }, status: 'open' }]));
     });
 
     it('a $fk join that is not an equality is one $or read, split back per parent', async () => {
@@ -269,7 +267,12 @@ describe('GraphQL apps served through Outrigger', () => {
     });
 
     it('400 for an unparseable body, a syntax error, a validation error', async () => {
-      const unparseable = await call(stack.proxy.url, '/graphql/shop', { method: 'POST', auth: ALICE, rawBody: '{"query": ', headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' } });
+      const unparseable = await call(stack.proxy.url, '/graphql/shop', {
+        method: 'POST',
+        auth: ALICE,
+        rawBody: '{"query": ',
+        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+      });
       expect(unparseable.status).toBe(400);
       expect(unparseable.json.errors[0].message).toMatch(/not valid JSON/);
       const syntax = await query('{ orders { number }');
@@ -382,7 +385,12 @@ describe('GraphQL apps served through Outrigger', () => {
       // Not a hint for callers without rights either: same answer as an unknown app.
       expect((await call(stack.proxy.url, '/graphql/shop', { method: 'POST', body: { query: q } })).status).toBe(404);
 
-      const enable = await call(stack.proxy.url, '/gql-apps/shop', { method: 'PATCH', auth: ROOT, headers: { 'content-type': 'application/merge-patch+json' }, rawBody: JSON.stringify({ descriptor: { enabled: true } }) });
+      const enable = await call(stack.proxy.url, '/gql-apps/shop', {
+        method: 'PATCH',
+        auth: ROOT,
+        headers: { 'content-type': 'application/merge-patch+json' },
+        rawBody: JSON.stringify({ descriptor: { enabled: true } }),
+      });
       expect(enable.status).toBe(200);
       const again = await query(q);
       expect(again.status).toBe(200);

@@ -19,7 +19,11 @@ const CAROL = basic('carol', 'carol-password');
 const SERVICE = 'gql-subs-faults';
 
 type Sse = Awaited<ReturnType<typeof rawSse>>;
-const numbers = (s: Sse) => s.nexts().filter((n) => n.payload.data).map((n) => (n.payload.data!.orderChanged as { document: { number: number } }).document.number);
+const numbers = (s: Sse) =>
+  s
+    .nexts()
+    .filter((n) => n.payload.data)
+    .map((n) => (n.payload.data!.orderChanged as { document: { number: number } }).document.number);
 const errorsOf = (s: Sse) => s.nexts().flatMap((n) => n.payload.errors ?? []);
 
 describe('GraphQL subscriptions when Redis stops and comes back (issue 53 item 11)', () => {
@@ -90,12 +94,16 @@ describe('GraphQL subscriptions when Redis stops and comes back (issue 53 item 1
       expect(JSON.stringify(ws.error)).toContain('SUBSCRIPTIONS_UNAVAILABLE');
       expect(await openSubscriptions(b.url)).toBe(0);
       await redisBack();
-      await until(async () => {
-        const s = await subscribe(b.url, 'back');
-        if (s.status === 200) opened.push(s);
-        else await s.close();
-        return s.status === 200;
-      }, 'a start served after Redis came back', 30_000);
+      await until(
+        async () => {
+          const s = await subscribe(b.url, 'back');
+          if (s.status === 200) opened.push(s);
+          else await s.close();
+          return s.status === 200;
+        },
+        'a start served after Redis came back',
+        30_000,
+      );
       for (let i = 0; i < 2; i++) {
         const s = await subscribe(b.url, 'back');
         opened.push(s);
@@ -127,7 +135,10 @@ describe('GraphQL subscriptions when Redis stops and comes back (issue 53 item 1
       // Nothing lost, nothing twice (or told: CHANGES_LOST, never silence).
       if (errorsOf(sub).length > 0) expect(errorsOf(sub).map((e) => e.extensions!.code)).toContain('CHANGES_LOST');
       else expect(numbers(sub)).toEqual(written);
-      const ids = sub.nexts().map((e) => e.id).filter((id) => id !== undefined);
+      const ids = sub
+        .nexts()
+        .map((e) => e.id)
+        .filter((id) => id !== undefined);
       expect(new Set(ids).size).toBe(ids.length);
     } finally {
       await Promise.all(opened.map((s) => s.close()));

@@ -13,9 +13,24 @@ import { call } from './graphql-helpers.js';
 import { until } from '../support/wait.js';
 
 export const SUB_SCHEMA = /* GraphQL */ `
-  type Order { _id: ObjectId, number: Int, owner: String, status: String, total: Int, secret: String, pad: String }
-  type OrderChange { op: String, id: ID, _id: ObjectId, document: Order }
-  type Query { orders: [Order] }
+  type Order {
+    _id: ObjectId
+    number: Int
+    owner: String
+    status: String
+    total: Int
+    secret: String
+    pad: String
+  }
+  type OrderChange {
+    op: String
+    id: ID
+    _id: ObjectId
+    document: Order
+  }
+  type Query {
+    orders: [Order]
+  }
   type Mutation {
     createOrder(number: Int!, status: String): Order
     setStatus(id: ID!, status: String!): Order

@@ -74,10 +74,20 @@ describe('GraphQL subscriptions over two replicas (SPEC §6.5)', () => {
     b = await startTestOutrigger(await config());
     await putSubscriptionPermissions(a.url, ROOT);
     expect((await call(a.url, '/_admin/acl/other', { method: 'PUT', auth: ROOT, body: { predicate: 'path-prefix(/shop/other)', roles: ['everything'], priority: 1 } })).status).toBe(201);
-    expect((await call(a.url, '/_admin/acl/temp', { method: 'PUT', auth: ROOT, body: { predicate: 'path-prefix(/graphql/subs) or path-prefix(/shop/orders)', roles: ['temp'], priority: 1 } })).status).toBe(201);
+    expect(
+      (await call(a.url, '/_admin/acl/temp', { method: 'PUT', auth: ROOT, body: { predicate: 'path-prefix(/graphql/subs) or path-prefix(/shop/orders)', roles: ['temp'], priority: 1 } })).status,
+    ).toBe(201);
     expect((await call(a.url, '/gql-apps/subs', { method: 'PUT', auth: ROOT, body: subscriptionApp() })).status).toBe(201);
     expect((await call(a.url, '/gql-apps/subs2', { method: 'PUT', auth: ROOT, body: subscriptionApp('subs2', 'subs/two') })).status).toBe(201);
-    expect((await call(a.url, '/_admin/acl/race', { method: 'PUT', auth: ROOT, body: { predicate: Array.from({ length: RACES }, (_, i) => `path-prefix(/shop/race${i})`).join(' or '), roles: ['everything'], priority: 1 } })).status).toBe(201);
+    expect(
+      (
+        await call(a.url, '/_admin/acl/race', {
+          method: 'PUT',
+          auth: ROOT,
+          body: { predicate: Array.from({ length: RACES }, (_, i) => `path-prefix(/shop/race${i})`).join(' or '), roles: ['everything'], priority: 1 },
+        })
+      ).status,
+    ).toBe(201);
     expect((await call(a.url, '/gql-apps/race', { method: 'PUT', auth: ROOT, body: raceApp() })).status).toBe(201);
     // The other replica serves the apps too (within a second, SPEC §6.3).
     await until(async () => (await call(b.url, '/graphql/subs/two', { method: 'POST', auth: ROOT, body: { query: '{ __typename }' } })).status === 200, 'replica b serving the apps');
@@ -241,7 +251,9 @@ describe('GraphQL subscriptions over two replicas (SPEC §6.5)', () => {
     const query = JSON.stringify({ query: 'subscription { orderChanged(status: "big") { op document { number pad } } }' });
     const url = new URL(b.url);
     const stuck = net.connect(Number(url.port), url.hostname);
-    stuck.write(`POST /graphql/subs HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\ncontent-type: application/json\r\nauthorization: ${CAROL}\r\ncontent-length: ${Buffer.byteLength(query)}\r\n\r\n${query}`);
+    stuck.write(
+      `POST /graphql/subs HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\ncontent-type: application/json\r\nauthorization: ${CAROL}\r\ncontent-length: ${Buffer.byteLength(query)}\r\n\r\n${query}`,
+    );
     stuck.pause(); // never reads
     const reader = sseSubscribe(b.url, 'subs', 'subscription { orderChanged(status: "big") { document { number } } }', { auth: CAROL });
     try {

@@ -32,15 +32,28 @@ const APP = {
   _id: 'state',
   descriptor: { uri: 'state' },
   schema: /* GraphQL */ `
-    type Order { _id: ObjectId, number: Int, status: String, confidential: Boolean }
-    type OrderChange { op: String, id: ID, document: Order }
-    type Query { orders: [Order] }
+    type Order {
+      _id: ObjectId
+      number: Int
+      status: String
+      confidential: Boolean
+    }
+    type OrderChange {
+      op: String
+      id: ID
+      document: Order
+    }
+    type Query {
+      orders: [Order]
+    }
     type Mutation {
       createOrder(number: Int!, status: String!, confidential: Boolean): Order
       setStatus(id: ID!, status: String!): Order
       deleteOrder(id: ID!): Order
     }
-    type Subscription { orderChanged(status: String): OrderChange }
+    type Subscription {
+      orderChanged(status: String): OrderChange
+    }
   `,
   mappings: {
     Query: { orders },
@@ -54,7 +67,7 @@ const APP = {
 };
 const CHANGE = 'op id document { number status confidential }';
 
-describe('subscriptions across replicas: each change in its own state, seen under each subscriber\'s own permission (issue 53)', () => {
+describe("subscriptions across replicas: each change in its own state, seen under each subscriber's own permission (issue 53)", () => {
   let redis: TestRedis;
   let backend: StandinBackend;
   let relay: SlowReads;

@@ -81,7 +81,10 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
     expect(values.map((v) => (v.data!.orderChanged as { document: { number: number } }).document.number)).toEqual([alices.n]);
     // alice's permission hides secret (projectResponse); carol's does not.
     expect((values[0]!.data!.orderChanged as { document: Record<string, unknown> }).document.secret).toBeNull();
-    expect(seen.map((v) => (v.data!.orderChanged as { document: { number: number; secret: string } }).document)).toMatchObject([{ number: bobs.n, secret: 's' }, { number: alices.n, secret: 's' }]);
+    expect(seen.map((v) => (v.data!.orderChanged as { document: { number: number; secret: string } }).document)).toMatchObject([
+      { number: bobs.n, secret: 's' },
+      { number: alices.n, secret: 's' },
+    ]);
     alice.close();
     carol.close();
   });
@@ -154,7 +157,7 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
     }
   });
 
-  it('a GraphQL delete carries the document it read first, unprojected: matched against find and each readFilter, projected as each subscriber\'s permission says (issue 53)', async () => {
+  it("a GraphQL delete carries the document it read first, unprojected: matched against find and each readFilter, projected as each subscriber's permission says (issue 53)", async () => {
     await until(async () => (await openSubscriptions(proxy.url)) === 0, 'earlier subscriptions closed');
     const query = 'subscription { orderChanged(status: "gone") { op id document { number owner secret } } }';
     const alice = sseSubscribe(proxy.url, 'subs', query, { auth: ALICE });

@@ -65,7 +65,12 @@ describe('Outrigger MCP server: an SDK client signs in through the browser, then
       stack.backend.clearRequests();
       const result = await client!.callTool({ name: 'list_orders', arguments: { status: 'OPEN', limit: 2 } });
       expect(result.isError).toBeFalsy();
-      expect(result.structuredContent).toEqual({ orders: [{ number: 1, status: 'OPEN', total: 10, secret: null }, { number: 5, status: 'OPEN', total: 50, secret: null }] });
+      expect(result.structuredContent).toEqual({
+        orders: [
+          { number: 1, status: 'OPEN', total: 10, secret: null },
+          { number: 5, status: 'OPEN', total: 50, secret: null },
+        ],
+      });
       const reads = collectionReads(stack.backend, 'orders');
       expect(reads).toHaveLength(1);
       // The backend saw alice with the key's roles (identity headers), never the key itself.

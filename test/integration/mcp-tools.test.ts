@@ -163,7 +163,12 @@ describe('Outrigger MCP server: tools from GraphQL apps', () => {
       expect(init.json.result.protocolVersion).toBe(version);
       expect(init.headers['mcp-session-id']).toBeUndefined();
       // Stateless: a tools/list in a new request, without the session a stateful server would want.
-      const list = await call(stack.proxy.url, '/mcp', { method: 'POST', auth: ALICE, headers: { ...headers, 'mcp-protocol-version': version }, body: { jsonrpc: '2.0', id: 2, method: 'tools/list' } });
+      const list = await call(stack.proxy.url, '/mcp', {
+        method: 'POST',
+        auth: ALICE,
+        headers: { ...headers, 'mcp-protocol-version': version },
+        body: { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      });
       expect(list.status).toBe(200);
       expect(list.json.result.tools.length).toBe(3);
       const called = await call(stack.proxy.url, '/mcp', {
@@ -245,7 +250,10 @@ describe('Outrigger MCP server: tools from GraphQL apps', () => {
   });
 
   it("the v2 SDK client negotiates 2026-07-28 by server/discover (no initialize) and lists and calls; in 'legacy' mode it still gets 2025-11-25", async () => {
-    for (const [mode, version] of [['auto', '2026-07-28'], ['legacy', '2025-11-25']] as const) {
+    for (const [mode, version] of [
+      ['auto', '2026-07-28'],
+      ['legacy', '2025-11-25'],
+    ] as const) {
       const client = await mcpClientV2(stack.proxy.url, ALICE, mode);
       try {
         expect(client.getNegotiatedProtocolVersion()).toBe(version);

@@ -68,7 +68,19 @@ describe('operator logs at info', () => {
     const local: Array<Record<string, any>> = [];
     const other = await startOutrigger(unreachable, {
       worker: false,
-      logger: createLogger({ level: 'info', destination: new Writable({ write: (c, _e, done) => (c.toString().split('\n').filter(Boolean).forEach((l: string) => local.push(JSON.parse(l))), done()) }) }),
+      logger: createLogger({
+        level: 'info',
+        destination: new Writable({
+          write: (c, _e, done) => (
+            c
+              .toString()
+              .split('\n')
+              .filter(Boolean)
+              .forEach((l: string) => local.push(JSON.parse(l))),
+            done()
+          ),
+        }),
+      }),
     });
     try {
       expect((await call(other.url!, '/x')).status).toBe(502);
@@ -101,7 +113,16 @@ describe('operator logs at info', () => {
     // Its own Redis and no worker: the outage concerns only the connection watch.
     const own = await startTestRedis();
     const local: Array<Record<string, any>> = [];
-    const destination = new Writable({ write: (c, _e, done) => (c.toString().split('\n').filter(Boolean).forEach((l: string) => local.push(JSON.parse(l))), done()) });
+    const destination = new Writable({
+      write: (c, _e, done) => (
+        c
+          .toString()
+          .split('\n')
+          .filter(Boolean)
+          .forEach((l: string) => local.push(JSON.parse(l))),
+        done()
+      ),
+    });
     const other = await startOutrigger(testConfig({ service: { id: 'operator-logs-redis' }, upstream: { url: stack.upstreamUrl }, redis: { url: own.url }, acl: { mode: 'own-routes' } }), {
       worker: false,
       logger: createLogger({ level: 'info', destination }),

@@ -85,10 +85,7 @@ describe('proxy core', () => {
 
   it('shows the status and headers of a response whose body has not started yet', async () => {
     // The upstream sent only its head and waits: the client must get the head now, not with the body.
-    const head = await Promise.race([
-      request(`${stack.proxy.url}/late-body`),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no response head within 2 s')), 2000)),
-    ]);
+    const head = await Promise.race([request(`${stack.proxy.url}/late-body`), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no response head within 2 s')), 2000))]);
     expect(head.statusCode).toBe(200);
     expect(head.headers['x-early']).toBe('yes');
     expect(releaseLateBody).not.toBeNull();
@@ -243,4 +240,3 @@ describe('proxy core: unreachable upstream', () => {
     }
   });
 });
-

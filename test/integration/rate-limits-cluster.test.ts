@@ -29,10 +29,13 @@ describe('rate limits on Redis Cluster', { timeout: 90_000 }, () => {
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(9);
     expect(statuses.at(-1)).toBe(429);
     await expect
-      .poll(async () => {
-        const usage = await call(fleet.replicas[0].url, `/_admin/keys/${keyId}/usage?from=${new Date().toISOString().slice(0, 10)}`, { auth: basic('root', 'root-password') });
-        return usage.json?.[0] ? usage.json[0].requests + usage.json[0].refused : 0;
-      }, { timeout: 20_000, interval: 500 })
+      .poll(
+        async () => {
+          const usage = await call(fleet.replicas[0].url, `/_admin/keys/${keyId}/usage?from=${new Date().toISOString().slice(0, 10)}`, { auth: basic('root', 'root-password') });
+          return usage.json?.[0] ? usage.json[0].requests + usage.json[0].refused : 0;
+        },
+        { timeout: 20_000, interval: 500 },
+      )
       .toBe(12);
   });
 });

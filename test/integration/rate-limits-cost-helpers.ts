@@ -7,15 +7,31 @@
  * at 11.
  */
 export const COST_SCHEMA = /* GraphQL */ `
-  type Order { _id: String, userId: String, n: Int }
-  type User { _id: String, name: String, orders(limit: Int = 10): [Order] }
-  type UserChange { op: String, id: ID, document: User }
-  type Query { user(id: String!): User }
+  type Order {
+    _id: String
+    userId: String
+    n: Int
+  }
+  type User {
+    _id: String
+    name: String
+    orders(limit: Int = 10): [Order]
+  }
+  type UserChange {
+    op: String
+    id: ID
+    document: User
+  }
+  type Query {
+    user(id: String!): User
+  }
   type Mutation {
     renameUser(id: String!, name: String!): User
     setName(id: String!, name: String!): Boolean
   }
-  type Subscription { userChanged: UserChange }
+  type Subscription {
+    userChanged: UserChange
+  }
 `;
 
 const users = { db: 'shop', collection: 'users' };
@@ -41,5 +57,14 @@ export function costData() {
     ...Array.from({ length: 20 }, (_, i) => ({ _id: `o2-${i}`, userId: 'u2', n: i })),
     ...Array.from({ length: 20 }, (_, i) => ({ _id: `o3-${i}`, userId: 'u3', n: i })),
   ];
-  return { shop: { users: [{ _id: 'u1', name: 'One' }, { _id: 'u2', name: 'Two' }, { _id: 'u3', name: 'Three' }], orders } };
+  return {
+    shop: {
+      users: [
+        { _id: 'u1', name: 'One' },
+        { _id: 'u2', name: 'Two' },
+        { _id: 'u3', name: 'Three' },
+      ],
+      orders,
+    },
+  };
 }

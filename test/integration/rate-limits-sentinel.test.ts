@@ -36,7 +36,10 @@ describe('rate limits on a Redis Sentinel group', { timeout: 120_000 }, () => {
     // allowance is judged: during the switch onRedisUnavailable: local may count on its own.
     for (const r of fleet.replicas) {
       await expect
-        .poll(async () => (await call(r.url, '/keys', { method: 'POST', auth: basic('alice', 'alice-password'), body: { name: 'probe', roles: ['reader'] } })).status, { timeout: 60_000, interval: 500 })
+        .poll(async () => (await call(r.url, '/keys', { method: 'POST', auth: basic('alice', 'alice-password'), body: { name: 'probe', roles: ['reader'] } })).status, {
+          timeout: 60_000,
+          interval: 500,
+        })
         .toBe(201);
     }
 

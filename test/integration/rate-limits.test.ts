@@ -108,10 +108,12 @@ describe('rate limits on one replica', () => {
     const leaseScripts = perRequest.filter((c) => /^evalsha$/i.test(c.args[0] ?? ''));
     expect(leaseScripts.length).toBeLessThanOrEqual(5);
     expect(perRequest.filter((c) => !/^evalsha$/i.test(c.args[0] ?? ''))).toEqual([]);
-    console.info(`[limits] ${N} covered requests in ${windowMs.toFixed(0)} ms: ${commands.length} commands at Redis, ${leaseScripts.length} lease scripts, ${commands.filter((c) => isUsageWrite(c.args)).length} usage writes of the periodic flush`);
+    console.info(
+      `[limits] ${N} covered requests in ${windowMs.toFixed(0)} ms: ${commands.length} commands at Redis, ${leaseScripts.length} lease scripts, ${commands.filter((c) => isUsageWrite(c.args)).length} usage writes of the periodic flush`,
+    );
   });
 
-  it('by: user shares one allowance between a user\'s keys and Basic sign-ins, only where the condition holds', async () => {
+  it("by: user shares one allowance between a user's keys and Basic sign-ins, only where the condition holds", async () => {
     const key = await issueKey(stack.proxy.url, BOB, 'user-shared');
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) statuses.push((await call(stack.proxy.url, '/shop/orders', { auth: BOB })).status);
@@ -318,10 +320,13 @@ describe('Redis stopped mid-test', () => {
     }
     // Back: the next lease (a probe at most every 2 s) finds Redis and the replica shares again.
     await expect
-      .poll(async () => {
-        await call(stack.proxy.url, '/shop/items', { auth: key });
-        return stack.logLines.some((l) => String(l.msg).startsWith('rate limits: Redis is reachable again'));
-      }, { timeout: 15_000, interval: 500 })
+      .poll(
+        async () => {
+          await call(stack.proxy.url, '/shop/items', { auth: key });
+          return stack.logLines.some((l) => String(l.msg).startsWith('rate limits: Redis is reachable again'));
+        },
+        { timeout: 15_000, interval: 500 },
+      )
       .toBe(true);
   });
 });

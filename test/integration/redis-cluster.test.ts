@@ -17,11 +17,16 @@ const FAILOVER = { timeout: 150_000 };
  */
 describe('Redis Cluster: two proxies, two workers, a master killed under traffic', () => {
   // Each test can run alone (`-t`): scale.prepared() runs the cross-proxy set-up once.
-  const scale = useFleet(SERVICE, 'cluster', () => startTestCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 1000 }), (cluster) => [
-    // Both spellings of the node list: a YAML list and one comma-separated string.
-    { cluster: { nodes: cluster.seeds } },
-    { cluster: { nodes: cluster.seeds.slice(0, 2).join(',') } },
-  ]);
+  const scale = useFleet(
+    SERVICE,
+    'cluster',
+    () => startTestCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 1000 }),
+    (cluster) => [
+      // Both spellings of the node list: a YAML list and one comma-separated string.
+      { cluster: { nodes: cluster.seeds } },
+      { cluster: { nodes: cluster.seeds.slice(0, 2).join(',') } },
+    ],
+  );
   const slotKey = redisKeys('outrigger', SERVICE).features;
   /** A master to kill must have a replica to promote: an earlier failover may have left the slot on one without. */
   const onMasterWithReplica = async () => {
@@ -33,7 +38,12 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
     const { key } = await scale.prepared();
     await onMasterWithReplica();
     const master = await scale.topology.masterOf(slotKey);
-    return failoverUnderTraffic(scale.fleet, key, () => fail(scale.topology.node(master)), () => scale.topology.waitForFailover(slotKey, master, 30_000));
+    return failoverUnderTraffic(
+      scale.fleet,
+      key,
+      () => fail(scale.topology.node(master)),
+      () => scale.topology.waitForFailover(slotKey, master, 30_000),
+    );
   };
 
   it('serves keys, apps, webhooks, logs and recording across proxies', async () => {
@@ -58,7 +68,12 @@ describe('Redis Cluster: two proxies, two workers, a master killed under traffic
     const revoked = await runCli(['keys', 'revoke', issued.json._id, '-c', file]);
     expect(revoked.code, revoked.stderr).toBe(0);
     const at = performance.now();
-    await waitFor(() => call(b.url, '/shop/users', { auth: bearer(issued.json.key) }), (r) => r.status === 401, 20_000, 'proxy B to refuse the key revoked by the CLI');
+    await waitFor(
+      () => call(b.url, '/shop/users', { auth: bearer(issued.json.key) }),
+      (r) => r.status === 401,
+      20_000,
+      'proxy B to refuse the key revoked by the CLI',
+    );
     console.log(`[cluster] revocation by \`outrigger keys revoke\` seen by a proxy after ${Math.round(performance.now() - at)} ms`);
 
     const bad = writeTempFile('bad.yaml', { service: { id: SERVICE }, upstream: { url: 'http://127.0.0.1:1' }, redis: { url: scale.topology.seeds.slice(0, 2).join(',') } });

@@ -10,10 +10,12 @@ import { failoverUnderTraffic, serviceBackChecks, useFleet } from './scale-helpe
  */
 describe('Redis Sentinel: the master hangs (SIGSTOP) under traffic', () => {
   // The topology's close SIGKILLs its processes, which ends a stopped one too.
-  const scale = useFleet('scale-hung', 'sentinel', () => startTestSentinel({ downAfterMs: 1000, failoverTimeoutMs: 3000 }), (sentinel) => [
-    { sentinel: { masterName: sentinel.masterName, nodes: sentinel.seeds } },
-    { sentinel: { masterName: sentinel.masterName, nodes: sentinel.seeds } },
-  ]);
+  const scale = useFleet(
+    'scale-hung',
+    'sentinel',
+    () => startTestSentinel({ downAfterMs: 1000, failoverTimeoutMs: 3000 }),
+    (sentinel) => [{ sentinel: { masterName: sentinel.masterName, nodes: sentinel.seeds } }, { sentinel: { masterName: sentinel.masterName, nodes: sentinel.seeds } }],
+  );
 
   it('follows the promoted replica; no request waits on the hung master; 0 events lost', { timeout: 150_000 }, async () => {
     const { key } = await scale.prepared();

@@ -11,10 +11,12 @@ const FAILOVER = { timeout: 150_000 };
  */
 describe('Redis Sentinel: two proxies, two workers, the master killed under traffic', () => {
   // Either test can run alone (`-t`): scale.prepared() runs the cross-proxy set-up once.
-  const scale = useFleet('scale-sentinel', 'sentinel', () => startTestSentinel({ downAfterMs: 1000, failoverTimeoutMs: 3000 }), (sentinel) => [
-    { sentinel: { masterName: sentinel.masterName, nodes: sentinel.seeds } },
-    { sentinel: { masterName: sentinel.masterName, nodes: sentinel.seeds.join(',') } },
-  ]);
+  const scale = useFleet(
+    'scale-sentinel',
+    'sentinel',
+    () => startTestSentinel({ downAfterMs: 1000, failoverTimeoutMs: 3000 }),
+    (sentinel) => [{ sentinel: { masterName: sentinel.masterName, nodes: sentinel.seeds } }, { sentinel: { masterName: sentinel.masterName, nodes: sentinel.seeds.join(',') } }],
+  );
 
   it('serves keys, apps, webhooks, logs and recording across proxies', async () => {
     const result = await scale.prepared();

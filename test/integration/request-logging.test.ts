@@ -24,7 +24,12 @@ describe('request logging', () => {
     });
     expect(res.status).toBe(200);
     expect(res.headers['x-request-id']).toBe('trace-123');
-    const line = await waitFor(() => stack.logLines.find((l) => l.msg === 'request' && l.requestId === 'trace-123'), (l) => l !== undefined, 10_000, 'the request log line of trace-123');
+    const line = await waitFor(
+      () => stack.logLines.find((l) => l.msg === 'request' && l.requestId === 'trace-123'),
+      (l) => l !== undefined,
+      10_000,
+      'the request log line of trace-123',
+    );
     expect(line!.req.path).toBe('/some/path');
     expect(line!.res.statusCode).toBe(200);
     expect(line!.user).toBe('alice');

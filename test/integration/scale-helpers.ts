@@ -40,7 +40,12 @@ export async function startFleet(serviceId: string, redis: RawConfig[]): Promise
       done();
     },
   });
-  const users = await Promise.all([['root', ['root']], ['alice', ['user']]].map(async ([id, roles]) => ({ id, password: await hashPassword(`${id}-password`), roles })));
+  const users = await Promise.all(
+    [
+      ['root', ['root']],
+      ['alice', ['user']],
+    ].map(async ([id, roles]) => ({ id, password: await hashPassword(`${id}-password`), roles })),
+  );
   const raw = (i: number): RawConfig => ({
     service: { id: serviceId },
     upstream: { url: backend.url },
@@ -84,12 +89,7 @@ export interface ScaleSetUp<T> {
  * A topology and a fleet on it for one describe: started in a beforeAll, the fleet stopped and the
  * topology closed in an afterAll. `redis` gives each instance's `redis` config sections.
  */
-export function useFleet<T extends { close(): Promise<void> }>(
-  serviceId: string,
-  topologyName: string,
-  startTopology: () => Promise<T>,
-  redis: (topology: T) => RawConfig[],
-): ScaleSetUp<T> {
+export function useFleet<T extends { close(): Promise<void> }>(serviceId: string, topologyName: string, startTopology: () => Promise<T>, redis: (topology: T) => RawConfig[]): ScaleSetUp<T> {
   let topology: T | undefined;
   let fleet: Fleet | undefined;
   let crossProxy: Promise<CrossProxyResult> | undefined;
@@ -130,13 +130,23 @@ export interface CrossProxyResult {
 export async function crossProxyChecks(fleet: Fleet, topology: string): Promise<CrossProxyResult> {
   const [a, b] = fleet.proxies;
   for (const p of fleet.proxies) {
-    const ready = await waitFor(() => call(p.url, '/_health/ready'), (r) => r.status === 200, 10_000, 'readiness');
+    const ready = await waitFor(
+      () => call(p.url, '/_health/ready'),
+      (r) => r.status === 200,
+      10_000,
+      'readiness',
+    );
     expect(ready.json.checks.redis).toMatch(new RegExp(`^ok \\(${topology}`));
   }
   const put = async (id: string, doc: Record<string, unknown>) => expect((await call(a.url, `/_admin/acl/${id}`, { method: 'PUT', auth: ROOT, body: doc })).status).toBe(201);
   await put('users-keys', { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 10, apiKeys: { roles: ['reader'] } });
   await put('readers', { predicate: 'path-prefix(/shop) or path-prefix(/graphql)', roles: ['reader'], priority: 5 });
-  await waitFor(() => b.context.permissions.all().size, (n) => n === 2, 5000, 'proxy B to learn the permissions');
+  await waitFor(
+    () => b.context.permissions.all().size,
+    (n) => n === 2,
+    5000,
+    'proxy B to learn the permissions',
+  );
 
   // Keys: issued on A, used on B, revoked on B, refused on A.
   const issued = await call(a.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'cross', roles: ['reader'] } });
@@ -149,7 +159,12 @@ export async function crossProxyChecks(fleet: Fleet, topology: string): Promise<
   expect((await call(b.url, '/shop/users', { auth: bearer(second.json.key) })).status).toBe(200);
   expect((await call(b.url, `/keys/${second.json._id}`, { method: 'DELETE', auth: ALICE })).status).toBe(204);
   const revokedAt = performance.now();
-  await waitFor(() => call(a.url, '/shop/users', { auth: bearer(second.json.key) }), (r) => r.status === 401, 20_000, 'proxy A to refuse the revoked key');
+  await waitFor(
+    () => call(a.url, '/shop/users', { auth: bearer(second.json.key) }),
+    (r) => r.status === 401,
+    20_000,
+    'proxy A to refuse the revoked key',
+  );
   const revocationMs = performance.now() - revokedAt;
   const listed = await call(b.url, '/keys', { auth: ALICE });
   expect(listed.json.map((k: { name: string }) => k.name)).toEqual(['cross']);
@@ -180,11 +195,26 @@ export async function crossProxyChecks(fleet: Fleet, topology: string): Promise<
   await untilKnown([a, b, ...fleet.workers], 'orders');
   expect((await call(a.url, '/_admin/webhooks/recording', { method: 'POST', auth: ROOT })).status).toBeLessThan(300);
   expect((await call(a.url, '/shop/orders', { method: 'POST', auth: bearer(key), body: { n: -1 } })).status).toBe(201);
-  await waitFor(() => fleet.target.on('/orders'), (l) => l.length === 1, 10_000, 'the first webhook delivery');
+  await waitFor(
+    () => fleet.target.on('/orders'),
+    (l) => l.length === 1,
+    10_000,
+    'the first webhook delivery',
+  );
   for (const p of [a, b]) {
-    const logs = await waitFor(async () => (await call(p.url, '/_admin/webhooks/orders/logs', { auth: ROOT })).json, (l) => Array.isArray(l) && l.length === 1, 5000, 'the delivery log');
+    const logs = await waitFor(
+      async () => (await call(p.url, '/_admin/webhooks/orders/logs', { auth: ROOT })).json,
+      (l) => Array.isArray(l) && l.length === 1,
+      5000,
+      'the delivery log',
+    );
     expect(logs[0]).toMatchObject({ status: 'success' });
-    const recording = await waitFor(async () => (await call(p.url, '/_admin/webhooks/recording', { auth: ROOT })).json, (v) => v?.total >= 1, 5000, 'the recording');
+    const recording = await waitFor(
+      async () => (await call(p.url, '/_admin/webhooks/recording', { auth: ROOT })).json,
+      (v) => v?.total >= 1,
+      5000,
+      'the recording',
+    );
     expect(recording.total).toBeGreaterThanOrEqual(1);
   }
   expect((await call(b.url, '/_admin/webhooks/recording', { method: 'DELETE', auth: ROOT })).status).toBe(204);
@@ -320,25 +350,40 @@ export async function failoverUnderTraffic(
   // Each delivery names its event's request body; one without it is reported, not counted.
   const strays: string[] = [];
   const runOf = (body: string) => (JSON.parse(body) as { request?: { body?: { n?: number; run?: number } | null } }).request?.body;
-  const thisRun = () => fleet.target.on('/orders').filter((r) => {
-    const sent = runOf(r.body);
-    if (!sent && !strays.includes(r.body)) strays.push(r.body);
-    return sent?.run === run;
-  });
+  const thisRun = () =>
+    fleet.target.on('/orders').filter((r) => {
+      const sent = runOf(r.body);
+      if (!sent && !strays.includes(r.body)) strays.push(r.body);
+      return sent?.run === run;
+    });
   const ns = () => new Set(thisRun().map((r) => runOf(r.body)!.n));
   // A wait that runs out is a failure, named after what it waited for; the figures below come
   // only from what the pollers saw, so they are reported only when every wait succeeded.
   const problems: string[] = [];
-  const wait = (what: string, check: () => boolean, ms: number, seen: () => string) =>
-    waitFor(check, (ok) => ok, ms, what).catch(() => void problems.push(`${what}: not within ${ms} ms (${seen()})`));
-  await wait(`all ${count} events of run ${run} at the receiver`, () => ns().size >= count, deliverWithinMs, () => `${ns().size} arrived`);
+  const wait = (what: string, check: () => boolean, ms: number, seen: () => string) => waitFor(check, (ok) => ok, ms, what).catch(() => void problems.push(`${what}: not within ${ms} ms (${seen()})`));
+  await wait(
+    `all ${count} events of run ${run} at the receiver`,
+    () => ns().size >= count,
+    deliverWithinMs,
+    () => `${ns().size} arrived`,
+  );
   const allDeliveredMs = performance.now() - killedAt;
   // Both proxies must read Redis again, and answer ready, as their pollers see it, before they stop.
   const names = ['proxy A', 'proxy B'];
   for (const [i, p] of fleet.proxies.entries()) {
     const name = `${names[i]} (${p.url})`;
-    await wait(`${name}: a Redis read (GET /_admin/webhooks/orders) answering 200 after the kill`, () => watch.redisOk[i]!, 20_000, () => `last failed read: ${watch.lastFailedRead[i] || 'none'}`);
-    await wait(`${name}: /_health/ready answering 200 after the kill`, () => watch.ready[i]!, 20_000, () => 'it answered 503, or never answered');
+    await wait(
+      `${name}: a Redis read (GET /_admin/webhooks/orders) answering 200 after the kill`,
+      () => watch.redisOk[i]!,
+      20_000,
+      () => `last failed read: ${watch.lastFailedRead[i] || 'none'}`,
+    );
+    await wait(
+      `${name}: /_health/ready answering 200 after the kill`,
+      () => watch.ready[i]!,
+      20_000,
+      () => 'it answered 503, or never answered',
+    );
   }
   watch.stop = true;
   await Promise.all(pollers);
@@ -381,7 +426,12 @@ export async function failoverUnderTraffic(
  */
 export async function serviceBackChecks(fleet: Fleet): Promise<{ revocationMs: number; goalBoundMs: number }> {
   const [a, b] = fleet.proxies;
-  const issued = await waitFor(() => call(b.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'after-failover', roles: ['reader'] } }), (r) => r.status === 201, 15_000, 'issuing on B');
+  const issued = await waitFor(
+    () => call(b.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'after-failover', roles: ['reader'] } }),
+    (r) => r.status === 201,
+    15_000,
+    'issuing on B',
+  );
   expect((await call(a.url, '/shop/users', { auth: bearer(issued.json.key) })).status).toBe(200);
   expect((await call(b.url, '/shop/users', { auth: bearer(issued.json.key) })).status).toBe(200);
   const baseline = await timedMs(async () => expect((await call(a.url, '/shop/users', { auth: bearer(issued.json.key) })).status).toBe(200));
@@ -389,7 +439,12 @@ export async function serviceBackChecks(fleet: Fleet): Promise<{ revocationMs: n
   expect(logs.status).toBe(200);
   expect((await call(b.url, `/keys/${issued.json._id}`, { method: 'DELETE', auth: ALICE })).status).toBe(204);
   const at = performance.now();
-  await waitFor(() => call(a.url, '/shop/users', { auth: bearer(issued.json.key) }), (r) => r.status === 401, 25_000, 'proxy A to refuse a key revoked after the failover');
+  await waitFor(
+    () => call(a.url, '/shop/users', { auth: bearer(issued.json.key) }),
+    (r) => r.status === 401,
+    25_000,
+    'proxy A to refuse a key revoked after the failover',
+  );
   return { revocationMs: performance.now() - at, goalBoundMs: changeGoalBound(baseline) };
 }
 
@@ -402,6 +457,9 @@ export async function serviceBackChecks(fleet: Fleet): Promise<{ revocationMs: n
  * tag) answers CROSSSLOT or MOVED on its own, outside such a line.
  */
 export function expectNoRoutingErrors(fleet: Fleet): void {
-  const lines = fleet.logs().split('\n').filter((line) => !line.includes('Too many Cluster redirections'));
+  const lines = fleet
+    .logs()
+    .split('\n')
+    .filter((line) => !line.includes('Too many Cluster redirections'));
   expect(lines.join('\n')).not.toMatch(/CROSSSLOT|MOVED|\bASK\b/);
 }

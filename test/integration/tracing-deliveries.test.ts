@@ -110,7 +110,9 @@ describe('traces: GraphQL, webhook deliveries, secrets, a collector in trouble',
       return s.filter((x) => x.name === 'webhook deliver orders out').length >= 2 && s.some((x) => x.kind === 2) ? s : undefined;
     });
     const server = spans.find((s) => s.kind === 2)!;
-    const deliveries = spans.filter((s) => s.name === 'webhook deliver orders out').sort((a, b) => Number(a.attributes['outrigger.webhook.attempt']) - Number(b.attributes['outrigger.webhook.attempt']));
+    const deliveries = spans
+      .filter((s) => s.name === 'webhook deliver orders out')
+      .sort((a, b) => Number(a.attributes['outrigger.webhook.attempt']) - Number(b.attributes['outrigger.webhook.attempt']));
     for (const d of deliveries) expect(d.parentSpanId).toBe(server.spanId);
     expect(deliveries.map((d) => d.spanId)).toEqual(attempts.map((a) => a.spanId));
     expect(deliveries[0]!.attributes).toMatchObject({ 'outrigger.webhook.id': hookId, 'outrigger.webhook.attempt': 1, 'http.response.status_code': 503, 'server.address': '127.0.0.1' });

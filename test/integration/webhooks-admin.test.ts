@@ -69,7 +69,11 @@ describe('webhooks: documents, test sends, the feature lifecycle, setup files, l
     const badPatch = await call(stack.proxy.url, '/_admin/webhooks/crud-1', { method: 'PATCH', auth: ALICE, body: { timeout_ms: 999999 } });
     expect(badPatch.status).toBe(400);
 
-    await call(stack.proxy.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { _id: 'crud-2', name: 'Item deleted', type: 'http', condition: 'method(DELETE)', url: `${stack.target.url}/items` } });
+    await call(stack.proxy.url, '/_admin/webhooks', {
+      method: 'POST',
+      auth: ROOT,
+      body: { _id: 'crud-2', name: 'Item deleted', type: 'http', condition: 'method(DELETE)', url: `${stack.target.url}/items` },
+    });
     const searched = await call(stack.proxy.url, '/_admin/webhooks?search=ORDER', { auth: ROOT });
     expect(searched.json.map((w: any) => w._id)).toEqual(['crud-1']);
     expect((await call(stack.proxy.url, '/_admin/webhooks?search=/items', { auth: ROOT })).json.map((w: any) => w._id)).toEqual(['crud-2']);
@@ -121,7 +125,11 @@ describe('webhooks: documents, test sends, the feature lifecycle, setup files, l
     expect((await call(stack.proxy.url, '/_admin/webhooks/unsaved/logs', { auth: ROOT })).status).toBe(404);
 
     // A saved webhook by id: signed with its stored secret; a failing target is reported, not retried.
-    const saved = await call(stack.proxy.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { _id: 'test-by-id', name: 'by id', type: 'http', condition: 'false', url: `${stack.target.url}/test-500` } });
+    const saved = await call(stack.proxy.url, '/_admin/webhooks', {
+      method: 'POST',
+      auth: ROOT,
+      body: { _id: 'test-by-id', name: 'by id', type: 'http', condition: 'false', url: `${stack.target.url}/test-500` },
+    });
     const failed = await call(stack.proxy.url, '/_admin/webhooks/test', { method: 'POST', auth: ROOT, body: { webhookId: 'test-by-id' } });
     expect(failed.status).toBe(200);
     expect(failed.json).toMatchObject({ status: 'failed', summary: { statusCode: 500 }, detail: { response: { body: 'boom' }, condition: { matched: false } } });
@@ -142,11 +150,20 @@ describe('webhooks: documents, test sends, the feature lifecycle, setup files, l
   });
 
   it('disabled: nothing fires and everything is kept; enabled again: it fires', async () => {
-    const hook = await call(stack.proxy.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { _id: 'life', name: 'lifecycle', type: 'http', condition: "path('/shop/items')", url: `${stack.target.url}/life` } });
+    const hook = await call(stack.proxy.url, '/_admin/webhooks', {
+      method: 'POST',
+      auth: ROOT,
+      body: { _id: 'life', name: 'lifecycle', type: 'http', condition: "path('/shop/items')", url: `${stack.target.url}/life` },
+    });
     expect(hook.status).toBe(201);
     await untilKnown([stack.proxy], 'life');
     await call(stack.proxy.url, '/shop/items', { method: 'POST', body: { n: 1 } });
-    await waitFor(() => logsOf('life'), (l) => l.length === 1, 5000, 'first delivery');
+    await waitFor(
+      () => logsOf('life'),
+      (l) => l.length === 1,
+      5000,
+      'first delivery',
+    );
 
     for (const action of ['disable', 'uninstall']) {
       expect((await call(stack.proxy.url, `/_admin/features/webhooks/${action}`, { method: 'POST', auth: ROOT })).status).toBe(200);
@@ -160,7 +177,12 @@ describe('webhooks: documents, test sends, the feature lifecycle, setup files, l
     }
     expect((await call(stack.proxy.url, '/_admin/features/webhooks/install', { method: 'POST', auth: ROOT })).status).toBe(200);
     await call(stack.proxy.url, '/shop/items', { method: 'POST', body: { n: 3 } });
-    await waitFor(() => stack.target.on('/life'), (l) => l.length === 2, 5000, 'delivery after enabling');
+    await waitFor(
+      () => stack.target.on('/life'),
+      (l) => l.length === 2,
+      5000,
+      'delivery after enabling',
+    );
     expect(JSON.parse(stack.target.on('/life')[1]!.body).request.body).toEqual({ n: 3 });
   });
 
@@ -168,7 +190,13 @@ describe('webhooks: documents, test sends, the feature lifecycle, setup files, l
     const setup = {
       webhooks: [
         { _id: 'from-setup', name: 'from setup', type: 'http', condition: "path-prefix('/shop')", url: `${stack.target.url}/setup` },
-        { _id: 'mail-setup', name: 'mail', type: 'email', condition: 'method(DELETE)', email: { to: ['ops@example.com'], subject: 'deleted {{request.path}}', bodyType: 'html', bodyTemplate: '<p>{{request.path}}</p>' } },
+        {
+          _id: 'mail-setup',
+          name: 'mail',
+          type: 'email',
+          condition: 'method(DELETE)',
+          email: { to: ['ops@example.com'], subject: 'deleted {{request.path}}', bodyType: 'html', bodyTemplate: '<p>{{request.path}}</p>' },
+        },
       ],
     };
     const file = writeTempFile('setup.yaml', setup);
@@ -180,7 +208,15 @@ describe('webhooks: documents, test sends, the feature lifecycle, setup files, l
     const stored = await call(stack.proxy.url, '/_admin/webhooks/from-setup', { auth: ROOT });
     expect(stored.json.secret).toMatch(/^whsec_/);
 
-    writeFileSync(file, stringify({ webhooks: [{ ...setup.webhooks[0], name: 'renamed' }, { _id: 'broken', name: 'x', type: 'http', condition: 'nope(', url: 'http://10.0.0.1/' }] }));
+    writeFileSync(
+      file,
+      stringify({
+        webhooks: [
+          { ...setup.webhooks[0], name: 'renamed' },
+          { _id: 'broken', name: 'x', type: 'http', condition: 'nope(', url: 'http://10.0.0.1/' },
+        ],
+      }),
+    );
     const failure = await applySetupFile(stack.proxy.context, file, kinds).catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(ValidationError);
     const problems = (failure as ValidationError).problems.join('\n');
@@ -199,11 +235,20 @@ describe('webhooks: documents, test sends, the feature lifecycle, setup files, l
   it('log entries expire after the retention', async () => {
     const short = await startTestOutrigger({ ...stack.raw, service: { id: 'wh-admin-retention' }, webhooks: { ...stack.raw.webhooks, logRetentionSeconds: 2 } }, { worker: true });
     try {
-      const hook = await call(short.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { _id: 'expiring', name: 'expiring', type: 'http', condition: 'true', url: `${stack.target.url}/expiring` } });
+      const hook = await call(short.url, '/_admin/webhooks', {
+        method: 'POST',
+        auth: ROOT,
+        body: { _id: 'expiring', name: 'expiring', type: 'http', condition: 'true', url: `${stack.target.url}/expiring` },
+      });
       expect(hook.status).toBe(201);
       await untilKnown([short], 'expiring');
       await call(short.url, '/shop/orders', { method: 'POST', body: { n: 1 } });
-      const logs = await waitFor(async () => (await call(short.url, '/_admin/webhooks/expiring/logs', { auth: ROOT })).json, (l) => l.length === 1, 5000, 'a log entry');
+      const logs = await waitFor(
+        async () => (await call(short.url, '/_admin/webhooks/expiring/logs', { auth: ROOT })).json,
+        (l) => l.length === 1,
+        5000,
+        'a log entry',
+      );
       const key = `${short.context.keys.webhookLogEntry(logs[0]._id)}`;
       const ttl = await stack.redis.client.pttl(key);
       expect(ttl).toBeGreaterThan(0);

@@ -44,7 +44,12 @@ describe('webhooks: from a proxied request to a delivery', () => {
     const res = await call(stack.proxy.url, p, { method: 'POST', body: { name: 'O\'Brien "Bob"\n<b>', qty: 2 } });
     expect(res.status).toBe(201);
 
-    const [got] = await waitFor(() => stack.target.on('/signed'), (r) => r.length === 1, 10_000, 'the delivery');
+    const [got] = await waitFor(
+      () => stack.target.on('/signed'),
+      (r) => r.length === 1,
+      10_000,
+      'the delivery',
+    );
     expect(JSON.parse(got!.body)).toEqual({ order: 'O\'Brien "Bob"\n<b>', qty: 2, status: 201, svc: 'wh-delivery', ct: 'application/json' });
     expect(got!.headers['x-custom']).toBe('yes');
     expect(got!.headers['content-type']).toBe('application/json');
@@ -55,7 +60,12 @@ describe('webhooks: from a proxied request to a delivery', () => {
     expect(() => new Webhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw').verify(got!.body, got!.headers as Record<string, string>)).toThrow();
     expect(() => new Webhook(hook.secret).verify(got!.body.replace('2', '3'), got!.headers as Record<string, string>)).toThrow();
 
-    const logs = await waitFor(() => logsOf(hook._id), (l) => l.length === 1, 5000, 'the log entry');
+    const logs = await waitFor(
+      () => logsOf(hook._id),
+      (l) => l.length === 1,
+      5000,
+      'the log entry',
+    );
     const entry = logs[0];
     expect(entry).toMatchObject({ webhookId: hook._id, status: 'success', attempt: 1, summary: { method: 'POST', path: p, target: `${stack.target.url}/signed`, statusCode: 200, error: null } });
     expect(got!.headers['webhook-id']).toBe(deliveryMessageId(entry.eventId, hook._id));
@@ -74,7 +84,12 @@ describe('webhooks: from a proxied request to a delivery', () => {
     const p = path();
     const hook = await createWebhook({ name: 'default payload', type: 'http', condition: `path('${p}')`, url: `${stack.target.url}/default` });
     const answer = await call(stack.proxy.url, `${p}?a=1&a=2&b=x`, { method: 'POST', body: { item: 'boat' }, headers: { 'x-trace': 't1' } });
-    const [got] = await waitFor(() => stack.target.on('/default'), (r) => r.length === 1, 10_000, 'the delivery');
+    const [got] = await waitFor(
+      () => stack.target.on('/default'),
+      (r) => r.length === 1,
+      10_000,
+      'the delivery',
+    );
     const payload = JSON.parse(got!.body);
     expect(payload).toMatchObject({
       service: { id: 'wh-delivery' },
@@ -94,7 +109,12 @@ describe('webhooks: from a proxied request to a delivery', () => {
     const p = path();
     const hook = await createWebhook({ name: 'never matches here', type: 'http', condition: `path('${p}') and method(DELETE)`, url: `${stack.target.url}/never` });
     await call(stack.proxy.url, p, { method: 'POST', body: { a: 1 } });
-    const logs = await waitFor(() => logsOf(hook._id), (l) => l.length >= 1, 5000, 'the skipped entry');
+    const logs = await waitFor(
+      () => logsOf(hook._id),
+      (l) => l.length >= 1,
+      5000,
+      'the skipped entry',
+    );
     expect(logs[0]).toMatchObject({ status: 'skipped', attempt: 0, summary: { method: 'POST', path: p }, detail: { condition: { matched: false } } });
     expect(logs[0].detail.condition.reason).toMatch(/did not match POST/);
     expect(logs[0].detail.incomingRequest.body).toEqual({ a: 1 });
@@ -119,16 +139,31 @@ describe('webhooks: from a proxied request to a delivery', () => {
     const fast2 = await createWebhook({ name: 'fast 2', type: 'http', condition: `path-prefix('${p}')`, url: `${stack.target.url}/parallel-fast-2` });
     await call(stack.proxy.url, p, { method: 'POST', body: { n: 1 } });
     // Both fast deliveries are logged as successes while the slow target still holds its request.
-    await waitFor(async () => [...(await logsOf(fast1._id)), ...(await logsOf(fast2._id))], (l) => l.length === 2, 4000, 'the fast deliveries');
+    await waitFor(
+      async () => [...(await logsOf(fast1._id)), ...(await logsOf(fast2._id))],
+      (l) => l.length === 2,
+      4000,
+      'the fast deliveries',
+    );
     expect(await logsOf(slow._id)).toHaveLength(0);
     expect(stack.target.on('/parallel-slow')).toHaveLength(1);
     const fastAt = [...stack.target.on('/parallel-fast-1'), ...stack.target.on('/parallel-fast-2')].map((r) => r.at);
     expect(Math.max(...fastAt)).toBeLessThan(slowAnswers[0]!);
     // Another event behind the slow one is not held up either.
     await call(stack.proxy.url, `${p}/x`, { method: 'POST', body: { n: 2 } });
-    await waitFor(() => logsOf(fast2._id), (l) => l.length === 2, 4000, 'a second fast delivery');
+    await waitFor(
+      () => logsOf(fast2._id),
+      (l) => l.length === 2,
+      4000,
+      'a second fast delivery',
+    );
     expect(await logsOf(slow._id, '?status=success')).toHaveLength(0);
-    const slowLogs = await waitFor(() => logsOf(slow._id, '?status=success'), (l) => l.length === 1, 10_000, 'the slow delivery');
+    const slowLogs = await waitFor(
+      () => logsOf(slow._id, '?status=success'),
+      (l) => l.length === 1,
+      10_000,
+      'the slow delivery',
+    );
     expect(slowLogs[0]).toMatchObject({ status: 'success', summary: { statusCode: 200 } });
     expect(slowLogs[0].durationMs).toBeGreaterThanOrEqual(4500);
     stack.target.answer = () => ({ status: 200, body: 'ok' });
@@ -149,19 +184,39 @@ describe('webhooks: from a proxied request to a delivery', () => {
     const hRedirect = await createWebhook({ name: 'redirect', type: 'http', condition: `path('${p}')`, url: `${stack.target.url}/fredirect` });
     await call(stack.proxy.url, p, { method: 'POST', body: { n: 1 } });
 
-    const [e401] = await waitFor(() => logsOf(h401._id), (l) => l.length === 1, 5000, '401 log');
+    const [e401] = await waitFor(
+      () => logsOf(h401._id),
+      (l) => l.length === 1,
+      5000,
+      '401 log',
+    );
     expect(e401).toMatchObject({ status: 'failed', attempt: 1, summary: { statusCode: 401, error: 'the target answered 401' } });
     expect(e401.nextAttemptAt).toBeUndefined();
     expect(e401.detail.response).toMatchObject({ statusCode: 401, body: 'no token', headers: { 'www-authenticate': 'Bearer', 'set-cookie': '[redacted]' } });
-    const [e400] = await waitFor(() => logsOf(h400._id), (l) => l.length === 1, 5000, '400 log');
+    const [e400] = await waitFor(
+      () => logsOf(h400._id),
+      (l) => l.length === 1,
+      5000,
+      '400 log',
+    );
     expect(e400).toMatchObject({ status: 'failed', summary: { statusCode: 400 }, detail: { response: { statusCode: 400, body: { error: 'bad field x' } } } });
     expect(e400.nextAttemptAt).toBeUndefined();
-    const [eRedirect] = await waitFor(() => logsOf(hRedirect._id), (l) => l.length === 1, 5000, 'redirect log');
+    const [eRedirect] = await waitFor(
+      () => logsOf(hRedirect._id),
+      (l) => l.length === 1,
+      5000,
+      'redirect log',
+    );
     expect(eRedirect).toMatchObject({ status: 'failed', summary: { statusCode: 302 } });
     expect(eRedirect.summary.error).toMatch(/redirects are not followed/);
 
     // A timeout is retried on the schedule (3 retries here), then final.
-    const slowLogs = await waitFor(() => logsOf(hSlow._id), (l) => l.length === 4, 15_000, 'timeout attempts');
+    const slowLogs = await waitFor(
+      () => logsOf(hSlow._id),
+      (l) => l.length === 4,
+      15_000,
+      'timeout attempts',
+    );
     expect(slowLogs.map((e: any) => e.attempt)).toEqual([4, 3, 2, 1]);
     for (const e of slowLogs) {
       expect(e).toMatchObject({ status: 'failed', summary: { statusCode: null, error: 'timed out after 1000 ms without an answer' } });
@@ -189,7 +244,12 @@ describe('webhooks: from a proxied request to a delivery', () => {
     };
     const hook = await createWebhook({ name: 'flaky', type: 'http', condition: `path('${p}')`, url: `${stack.target.url}/flaky` });
     await call(stack.proxy.url, p, { method: 'POST', body: { n: 1 } });
-    const logs = await waitFor(() => logsOf(hook._id), (l) => l.length === 3, 10_000, 'three attempts');
+    const logs = await waitFor(
+      () => logsOf(hook._id),
+      (l) => l.length === 3,
+      10_000,
+      'three attempts',
+    );
     // Newest first.
     expect(logs.map((e: any) => [e.attempt, e.status, e.summary.statusCode])).toEqual([
       [3, 'success', 204],

@@ -86,7 +86,12 @@ describe('webhooks: e-mail through a real SMTP server', () => {
       },
     });
     await call(proxy.url, '/shop/orders', { method: 'POST', body: { id: 7, by: 'ann', note: 'say "hi"\nthen <b>leave</b>' } });
-    const [mail] = await waitFor(() => mailsTo('ops@example.com'), (m) => m.length === 1, 10_000, 'the e-mail');
+    const [mail] = await waitFor(
+      () => mailsTo('ops@example.com'),
+      (m) => m.length === 1,
+      10_000,
+      'the e-mail',
+    );
     expect(mail!.from).toBe('outrigger@example.com');
     expect(mail!.to.sort()).toEqual(['audit@example.com', 'ops@example.com', 'sales@example.com']);
     expect(mail!.headers.subject).toBe('Order 7 created by <ann> & co');
@@ -95,7 +100,12 @@ describe('webhooks: e-mail through a real SMTP server', () => {
     expect(mail!.headers['content-type']).toMatch(/^text\/plain/);
     expect(mail!.headers['message-id']).toMatch(/^<msg_[A-Za-z0-9_-]+@outrigger\.wh-mail>$/);
     expect(JSON.parse(mail!.body)).toEqual({ id: 7, note: 'say "hi"\nthen <b>leave</b>', status: 201 });
-    const [entry] = await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 1, 5000, 'the log');
+    const [entry] = await waitFor(
+      () => logsOf(proxy, h._id),
+      (l) => l.length === 1,
+      5000,
+      'the log',
+    );
     expect(entry).toMatchObject({ status: 'success', summary: { target: 'mailto:ops@example.com,sales@example.com,audit@example.com', statusCode: 250 } });
     expect(entry.detail.outgoingRequest).toMatchObject({ method: 'SMTP', headers: { subject: 'Order 7 created by <ann> & co', cc: 'audit@example.com' } });
     expect(entry.detail.transformation.output.body).toBe(mail!.body);
@@ -112,13 +122,23 @@ describe('webhooks: e-mail through a real SMTP server', () => {
     const trace = '4bf92f3577b34da6a3ce929d0e0e4736';
     const incoming = `00-${trace}-00f067aa0ba902b7-01`;
     await call(proxy.url, '/shop/d', { method: 'POST', body: {}, headers: { traceparent: incoming } });
-    const [mail] = await waitFor(() => mailsTo('trace@example.com'), (m) => m.length === 1, 10_000, 'the e-mail');
+    const [mail] = await waitFor(
+      () => mailsTo('trace@example.com'),
+      (m) => m.length === 1,
+      10_000,
+      'the e-mail',
+    );
     const sent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/.exec(mail!.headers.traceparent ?? '');
     expect(sent, `a traceparent header in:\n${mail!.raw.slice(0, 2000)}`).not.toBeNull();
     // The same trace, the attempt span's own id (not the caller's, not the proxy span's).
     expect(sent![1]).toBe(trace);
     expect(sent![2]).not.toBe('00f067aa0ba902b7');
-    const [entry] = await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 1, 5000, 'the log');
+    const [entry] = await waitFor(
+      () => logsOf(proxy, h._id),
+      (l) => l.length === 1,
+      5000,
+      'the log',
+    );
     expect(entry.detail.outgoingRequest.headers.traceparent).toBe(mail!.headers.traceparent);
     expect(entry.traceparent).toMatch(new RegExp(`^00-${trace}-`));
   });
@@ -132,10 +152,20 @@ describe('webhooks: e-mail through a real SMTP server', () => {
     });
     refuseNext = 1;
     await call(proxy.url, '/shop/refunds', { method: 'POST', body: { note: '<script>alert(1)</script>', html: '<em>ok</em>' } });
-    const [mail] = await waitFor(() => mailsTo('refunds@example.com'), (m) => m.length === 1, 10_000, 'the e-mail');
+    const [mail] = await waitFor(
+      () => mailsTo('refunds@example.com'),
+      (m) => m.length === 1,
+      10_000,
+      'the e-mail',
+    );
     expect(mail!.headers['content-type']).toMatch(/^text\/html/);
     expect(mail!.body).toBe('<p>Note: &lt;script&gt;alert(1)&lt;&#x2F;script&gt;</p><p><em>ok</em></p>');
-    const logs = await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 2, 5000, 'two attempts');
+    const logs = await waitFor(
+      () => logsOf(proxy, h._id),
+      (l) => l.length === 2,
+      5000,
+      'two attempts',
+    );
     expect(logs.map((e: any) => [e.attempt, e.status, e.summary.statusCode])).toEqual([
       [2, 'success', 250],
       [1, 'failed', 451],
@@ -149,22 +179,45 @@ describe('webhooks: e-mail through a real SMTP server', () => {
     const proxy = await start('wh-mail-allowance', { dailyAllowance: 8 });
     const five = ['a1@example.com', 'a2@example.com', 'a3@example.com', 'a4@example.com'];
     const first = await hook(proxy, { name: 'five', condition: "path('/shop/a')", email: { to: five, cc: ['a5@example.com'], subject: 'five', bodyType: 'json', bodyTemplate: '{"n": 1}' } });
-    const again = await hook(proxy, { name: 'five again', condition: "path('/shop/b')", email: { to: ['b1@example.com', 'b2@example.com', 'b3@example.com', 'b4@example.com', 'b5@example.com'], subject: 'again', bodyType: 'json', bodyTemplate: '{"n": 2}' } });
-    const three = await hook(proxy, { name: 'three', condition: "path('/shop/c')", email: { to: ['c1@example.com', 'c2@example.com'], cc: ['c3@example.com'], subject: 'three', bodyType: 'json', bodyTemplate: '{"n": 3}' } });
+    const again = await hook(proxy, {
+      name: 'five again',
+      condition: "path('/shop/b')",
+      email: { to: ['b1@example.com', 'b2@example.com', 'b3@example.com', 'b4@example.com', 'b5@example.com'], subject: 'again', bodyType: 'json', bodyTemplate: '{"n": 2}' },
+    });
+    const three = await hook(proxy, {
+      name: 'three',
+      condition: "path('/shop/c')",
+      email: { to: ['c1@example.com', 'c2@example.com'], cc: ['c3@example.com'], subject: 'three', bodyType: 'json', bodyTemplate: '{"n": 3}' },
+    });
     const dayKey = proxy.context.keys.emailAllowance(utcDay());
 
     await call(proxy.url, '/shop/a', { method: 'POST', body: {} });
-    await waitFor(() => logsOf(proxy, first._id), (l) => l.length === 1, 5000, 'five sent');
+    await waitFor(
+      () => logsOf(proxy, first._id),
+      (l) => l.length === 1,
+      5000,
+      'five sent',
+    );
     expect(await stack.redis.client.get(dayKey)).toBe('5');
     // Five recipients with three left: nothing is sent, nothing reserved, and the failure is final.
     await call(proxy.url, '/shop/b', { method: 'POST', body: {} });
-    const [refused] = await waitFor(() => logsOf(proxy, again._id), (l) => l.length === 1, 5000, 'the refusal');
+    const [refused] = await waitFor(
+      () => logsOf(proxy, again._id),
+      (l) => l.length === 1,
+      5000,
+      'the refusal',
+    );
     expect(refused).toMatchObject({ status: 'failed', summary: { error: 'daily email allowance exceeded' }, detail: { error: 'daily email allowance exceeded' } });
     expect(refused.nextAttemptAt).toBeUndefined();
     expect(await stack.redis.client.get(dayKey)).toBe('5');
     // Three recipients with three left: sent.
     await call(proxy.url, '/shop/c', { method: 'POST', body: {} });
-    await waitFor(() => logsOf(proxy, three._id), (l) => l.length === 1 && l[0].status === 'success', 5000, 'three sent');
+    await waitFor(
+      () => logsOf(proxy, three._id),
+      (l) => l.length === 1 && l[0].status === 'success',
+      5000,
+      'three sent',
+    );
     expect(await stack.redis.client.get(dayKey)).toBe('8');
     await sleep(300);
     expect(mails().filter((m) => m.to.some((t) => t.startsWith('b')))).toHaveLength(0);
@@ -173,9 +226,18 @@ describe('webhooks: e-mail through a real SMTP server', () => {
 
     // Another service with its own server configured: no allowance.
     const own = await start('wh-mail-own', { dailyAllowance: 1, ownServer: true });
-    const lifted = await hook(own, { name: 'lifted', condition: "path('/shop/d')", email: { to: ['d1@example.com', 'd2@example.com', 'd3@example.com'], subject: 'own', bodyType: 'json', bodyTemplate: '{"n": 4}' } });
+    const lifted = await hook(own, {
+      name: 'lifted',
+      condition: "path('/shop/d')",
+      email: { to: ['d1@example.com', 'd2@example.com', 'd3@example.com'], subject: 'own', bodyType: 'json', bodyTemplate: '{"n": 4}' },
+    });
     await call(own.url, '/shop/d', { method: 'POST', body: {} });
-    await waitFor(() => logsOf(own, lifted._id), (l) => l.length === 1 && l[0].status === 'success', 5000, 'sent without allowance');
+    await waitFor(
+      () => logsOf(own, lifted._id),
+      (l) => l.length === 1 && l[0].status === 'success',
+      5000,
+      'sent without allowance',
+    );
     expect(mailsTo('d3@example.com')).toHaveLength(1);
     expect(await stack.redis.client.get(own.context.keys.emailAllowance(utcDay()))).toBeNull();
   });

@@ -48,23 +48,48 @@ describe('webhooks: failing targets', () => {
 
     // A success between failures breaks the run: 2 failed, 1 success, 2 failed stays enabled.
     await send(p, 2);
-    await waitFor(() => logsOf(h._id), (l) => l.filter((e) => e.status === 'failed').length === 2, 10_000, 'two failures');
+    await waitFor(
+      () => logsOf(h._id),
+      (l) => l.filter((e) => e.status === 'failed').length === 2,
+      10_000,
+      'two failures',
+    );
     status = 200;
     await send(p, 1);
-    await waitFor(() => logsOf(h._id), (l) => l.some((e) => e.status === 'success'), 10_000, 'a success');
+    await waitFor(
+      () => logsOf(h._id),
+      (l) => l.some((e) => e.status === 'success'),
+      10_000,
+      'a success',
+    );
     status = 404;
     await send(p, 2);
-    await waitFor(() => logsOf(h._id), (l) => l.filter((e) => e.status === 'failed').length === 4, 10_000, 'four failures');
+    await waitFor(
+      () => logsOf(h._id),
+      (l) => l.filter((e) => e.status === 'failed').length === 4,
+      10_000,
+      'four failures',
+    );
     expect((await get(h._id)).enabled).toBe(true);
 
     // The third consecutive failure disables it.
     const disabledBefore = stack.proxy.context.metrics.webhooksAutoDisabled.get({ type: 'http' });
     await send(p, 1);
-    const doc = await waitFor(() => get(h._id), (d) => d.enabled === false, 10_000, 'the automatic disable');
+    const doc = await waitFor(
+      () => get(h._id),
+      (d) => d.enabled === false,
+      10_000,
+      'the automatic disable',
+    );
     expect(doc.disabledReason).toMatch(/3 consecutive events ended failed/);
     expect(typeof doc.disabledAt.$date).toBe('number');
     expect(stack.proxy.context.metrics.webhooksAutoDisabled.get({ type: 'http' })).toBe(disabledBefore + 1);
-    const mail = await waitFor(() => stack.smtp.mails.filter((m) => m.to.includes('ops@example.com')), (m) => m.length === 1, 10_000, 'the alert e-mail');
+    const mail = await waitFor(
+      () => stack.smtp.mails.filter((m) => m.to.includes('ops@example.com')),
+      (m) => m.length === 1,
+      10_000,
+      'the alert e-mail',
+    );
     expect(mail[0]!.raw).toContain('broken');
     expect(mail[0]!.raw).toContain(h._id);
 
@@ -77,18 +102,38 @@ describe('webhooks: failing targets', () => {
     // Enabled again: the reason goes, the count starts from zero (two failures do not disable it again).
     const enabled = await call(stack.proxy.url, `/_admin/webhooks/${h._id}`, { method: 'PATCH', body: { enabled: true } });
     expect(enabled.status, JSON.stringify(enabled.json)).toBe(200);
-    const again = await waitFor(() => get(h._id), (d) => d.enabled === true, 5000, 'the re-enable');
+    const again = await waitFor(
+      () => get(h._id),
+      (d) => d.enabled === true,
+      5000,
+      'the re-enable',
+    );
     expect(again.disabledReason).toBeUndefined();
     await untilKnown([stack.proxy], h._id);
-    await waitFor(async () => (await call(stack.proxy.url, '/_admin/webhooks')).json.find((d: any) => d._id === h._id)?.enabled, (e) => e === true, 5000, 'the worker to see it enabled');
+    await waitFor(
+      async () => (await call(stack.proxy.url, '/_admin/webhooks')).json.find((d: any) => d._id === h._id)?.enabled,
+      (e) => e === true,
+      5000,
+      'the worker to see it enabled',
+    );
     const failedBefore = (await logsOf(h._id)).filter((e) => e.status === 'failed').length;
     await send(p, 2);
-    await waitFor(() => logsOf(h._id), (l) => l.filter((e) => e.status === 'failed').length === failedBefore + 2, 10_000, 'two more failures');
+    await waitFor(
+      () => logsOf(h._id),
+      (l) => l.filter((e) => e.status === 'failed').length === failedBefore + 2,
+      10_000,
+      'two more failures',
+    );
     await untilSettled(stack.redis.client, [stack.proxy]);
     expect((await get(h._id)).enabled).toBe(true);
     // ...and a third does: it was still delivered (and failed), so the two had not disabled it.
     await send(p, 1);
-    await waitFor(() => get(h._id), (d) => d.enabled === false, 10_000, 'the second automatic disable');
+    await waitFor(
+      () => get(h._id),
+      (d) => d.enabled === false,
+      10_000,
+      'the second automatic disable',
+    );
     expect((await logsOf(h._id)).filter((e) => e.status === 'failed')).toHaveLength(failedBefore + 3);
   }, 60_000);
 
@@ -98,7 +143,12 @@ describe('webhooks: failing targets', () => {
     stack.target.answer = () => ({ status: 200, body: 'ok' });
     const events = 16;
     await send(p, events);
-    const got = await waitFor(() => stack.target.on('/throttled'), (l) => l.length >= events, 30_000, 'every throttled delivery');
+    const got = await waitFor(
+      () => stack.target.on('/throttled'),
+      (l) => l.length >= events,
+      30_000,
+      'every throttled delivery',
+    );
     // Nothing lost, nothing twice.
     const orders = got.map((r) => JSON.parse(r.body).request.body.i as number).sort((a, b) => a - b);
     expect(orders).toEqual(Array.from({ length: events }, (_, i) => i));
@@ -111,7 +161,12 @@ describe('webhooks: failing targets', () => {
       perSecond.set(second, (perSecond.get(second) ?? 0) + 1);
     }
     expect(Math.max(...perSecond.values())).toBeLessThanOrEqual(5); // 4, plus one that crossed a second boundary in flight
-    const logs = await waitFor(() => logsOf(h._id), (l) => l.filter((e) => e.status === 'success').length === events, 10_000, 'the logs');
+    const logs = await waitFor(
+      () => logsOf(h._id),
+      (l) => l.filter((e) => e.status === 'success').length === events,
+      10_000,
+      'the logs',
+    );
     // Waiting for the rate uses no attempt.
     expect(logs.every((e) => e.attempt === 1)).toBe(true);
   }, 60_000);
@@ -132,7 +187,12 @@ describe('webhooks: failing targets', () => {
     const h = await hook({ name: 'own schedule', type: 'http', condition: `path('${p}')`, url: `${stack.target.url}/flaky`, retrySchedule: ['100ms', '100ms', '100ms'] });
     stack.target.answer = (req) => (req.url === '/flaky' ? { status: 503, body: 'busy' } : { status: 200, body: 'ok' });
     await send(p, 1);
-    const logs = await waitFor(() => logsOf(h._id), (l) => l.length === 4 && l.some((e) => e.attempt === 4), 15_000, 'four attempts');
+    const logs = await waitFor(
+      () => logsOf(h._id),
+      (l) => l.length === 4 && l.some((e) => e.attempt === 4),
+      15_000,
+      'four attempts',
+    );
     expect(logs.map((e) => e.attempt).sort()).toEqual([1, 2, 3, 4]);
     expect(logs.find((e) => e.attempt === 4)!.nextAttemptAt).toBeUndefined();
     await untilSettled(stack.redis.client, [stack.proxy]);

@@ -36,7 +36,12 @@ describe('webhooks: a graceful worker stop leaves no event behind', () => {
     const a = worker(proxy, 'stop-a');
     a.start();
     await call(proxy.url, '/shop/orders', { method: 'POST', body: { order: 1 } });
-    await waitFor(() => stack.target.on('/stop'), (l) => l.length === 2, 10_000, 'attempt 2 to start');
+    await waitFor(
+      () => stack.target.on('/stop'),
+      (l) => l.length === 2,
+      10_000,
+      'attempt 2 to start',
+    );
     const [member] = await stack.redis.client.zrange(proxy.context.keys.retrySchedule, 0, -1);
     expect(await dueIn(proxy, member!)).toBeGreaterThan(60_000); // leased for reclaimIdleMs
 
@@ -46,9 +51,19 @@ describe('webhooks: a graceful worker stop leaves no event behind', () => {
     // The hung attempt is still open (as a stopped process's would be): the next worker sends it again.
     const b = worker(proxy, 'stop-b');
     b.start();
-    await waitFor(() => stack.target.on('/stop'), (l) => l.length === 3, 10_000, 'the next worker to deliver the retry');
+    await waitFor(
+      () => stack.target.on('/stop'),
+      (l) => l.length === 3,
+      10_000,
+      'the next worker to deliver the retry',
+    );
     stack.target.release();
-    await waitFor(() => stack.redis.client.zcard(proxy.context.keys.retrySchedule), (n) => n === 0, 5000, 'the retry job to be done');
+    await waitFor(
+      () => stack.redis.client.zcard(proxy.context.keys.retrySchedule),
+      (n) => n === 0,
+      5000,
+      'the retry job to be done',
+    );
     await b.stop();
   });
 
@@ -60,7 +75,12 @@ describe('webhooks: a graceful worker stop leaves no event behind', () => {
     const maker = worker(proxy, 'stop-maker');
     maker.start();
     await call(proxy.url, '/shop/orders', { method: 'POST', body: { order: 2 } });
-    await waitFor(() => stack.redis.client.zcard(keys.retrySchedule), (n) => n === 1, 10_000, 'the retry job');
+    await waitFor(
+      () => stack.redis.client.zcard(keys.retrySchedule),
+      (n) => n === 1,
+      10_000,
+      'the retry job',
+    );
     await maker.stop();
     const [member] = await stack.redis.client.zrange(keys.retrySchedule, 0, -1);
     await stack.redis.client.zadd(keys.retrySchedule, 0, member!);
@@ -78,7 +98,12 @@ describe('webhooks: a graceful worker stop leaves no event behind', () => {
 
     const b = worker(proxy, 'stop-next');
     b.start();
-    await waitFor(() => stack.target.on('/stop'), (l) => l.length === 2, 10_000, 'the next worker to deliver the retry');
+    await waitFor(
+      () => stack.target.on('/stop'),
+      (l) => l.length === 2,
+      10_000,
+      'the next worker to deliver the retry',
+    );
     await b.stop();
   });
 
@@ -100,7 +125,12 @@ describe('webhooks: a graceful worker stop leaves no event behind', () => {
       b.start();
       await call(proxy.url, '/shop/orders', { method: 'POST', body: { order: 3 } });
       expect(await read).not.toBeNull(); // the stale read took the entry: pending for a consumer that left
-      await waitFor(() => stack.target.on('/stop'), (l) => l.length === 1, 10_000, 'the live worker to take the entry from the stale consumer');
+      await waitFor(
+        () => stack.target.on('/stop'),
+        (l) => l.length === 1,
+        10_000,
+        'the live worker to take the entry from the stale consumer',
+      );
       await b.stop();
     } finally {
       stale.disconnect();

@@ -29,7 +29,13 @@ export function webhooksOf(running: RunningOutrigger): WebhooksModule {
 
 /** Waits until every replica's in-process copy holds the webhook (the observer reads that copy). */
 export async function untilKnown(replicas: RunningOutrigger[], id: string): Promise<void> {
-  for (const r of replicas) await waitFor(() => webhooksOf(r).internals.store.get(id), (d) => d !== undefined, 5000, `webhook ${id} on a replica`);
+  for (const r of replicas)
+    await waitFor(
+      () => webhooksOf(r).internals.store.get(id),
+      (d) => d !== undefined,
+      5000,
+      `webhook ${id} on a replica`,
+    );
 }
 
 /** Lets role `hook-editor` manage webhooks (a permission on /_admin/webhooks); the answer, for the caller to check. */
@@ -81,10 +87,7 @@ export function useWorkerStack() {
 export async function untilSettled(redis: Redis, replicas: RunningOutrigger[], timeoutMs = 15_000): Promise<void> {
   const { keys } = replicas[0]!.context;
   await waitFor(
-    async () =>
-      replicas.every((r) => webhooksOf(r).internals.producer.depth === 0) &&
-      (await redis.xlen(keys.events)) === 0 &&
-      (await redis.zcard(keys.retrySchedule)) === 0,
+    async () => replicas.every((r) => webhooksOf(r).internals.producer.depth === 0) && (await redis.xlen(keys.events)) === 0 && (await redis.zcard(keys.retrySchedule)) === 0,
     (settled) => settled,
     timeoutMs,
     'every captured event delivered and no retry scheduled',

@@ -26,9 +26,15 @@ describe('webhooks: recording', () => {
   });
 
   it('captures every request on every replica for its window, with each webhook evaluation, then stops by itself', async () => {
-    const on = await call(stack.proxy.url, '/_admin/webhooks', { method: 'POST', body: { _id: 'orders', name: 'orders', type: 'http', condition: "path-prefix('/shop/orders')", url: `${stack.target.url}/rec` } });
+    const on = await call(stack.proxy.url, '/_admin/webhooks', {
+      method: 'POST',
+      body: { _id: 'orders', name: 'orders', type: 'http', condition: "path-prefix('/shop/orders')", url: `${stack.target.url}/rec` },
+    });
     expect(on.status).toBe(201);
-    const off = await call(stack.proxy.url, '/_admin/webhooks', { method: 'POST', body: { _id: 'paused', name: 'paused', type: 'http', enabled: false, condition: 'method(GET)', url: `${stack.target.url}/paused` } });
+    const off = await call(stack.proxy.url, '/_admin/webhooks', {
+      method: 'POST',
+      body: { _id: 'paused', name: 'paused', type: 'http', enabled: false, condition: 'method(GET)', url: `${stack.target.url}/paused` },
+    });
     expect(off.status).toBe(201);
     await untilKnown([stack.proxy, r2], 'paused');
 
@@ -37,7 +43,12 @@ describe('webhooks: recording', () => {
     expect(started.json).toMatchObject({ active: true, windowSeconds: 3, total: 0 });
     expect(started.json.endsAt.$date - started.json.startedAt.$date).toBe(3000);
     // The other replica learns of it through the change bus.
-    await waitFor(() => webhooksOf(r2).internals.recording.isActive(), (a) => a, 2000, 'replica 2 to record');
+    await waitFor(
+      () => webhooksOf(r2).internals.recording.isActive(),
+      (a) => a,
+      2000,
+      'replica 2 to record',
+    );
 
     const sent: Array<[string, string]> = [];
     for (let i = 0; i < 12; i++) {
@@ -50,7 +61,12 @@ describe('webhooks: recording', () => {
     }
     await call(stack.proxy.url, '/_admin/webhooks'); // admin routes are never recorded
     await call(stack.proxy.url, '/_health/live');
-    const view = await waitFor(async () => (await call(stack.proxy.url, '/_admin/webhooks/recording?pagesize=1000')).json, (v) => v.total === 12, 5000, 'twelve recorded requests');
+    const view = await waitFor(
+      async () => (await call(stack.proxy.url, '/_admin/webhooks/recording?pagesize=1000')).json,
+      (v) => v.total === 12,
+      5000,
+      'twelve recorded requests',
+    );
     expect(view.requests).toHaveLength(12);
     const bySeq = new Map(view.requests.map((r: any) => [Number(r.headers['x-seq']), r]));
     sent.forEach(([method, path], i) => {
@@ -77,7 +93,12 @@ describe('webhooks: recording', () => {
     expect(page.headers['x-total-count']).toBe('12');
 
     // The window closes by itself; what it captured stays readable.
-    await waitFor(async () => (await call(stack.proxy.url, '/_admin/webhooks/recording?pagesize=1')).json.active, (a) => a === false, 5000, 'the window to end');
+    await waitFor(
+      async () => (await call(stack.proxy.url, '/_admin/webhooks/recording?pagesize=1')).json.active,
+      (a) => a === false,
+      5000,
+      'the window to end',
+    );
     await call(stack.proxy.url, '/shop/orders?late=1', { method: 'POST', body: { late: 1 } });
     await call(r2.url, '/shop/items?late=1', { method: 'POST', body: { late: true } });
     await call(r2.url, '/shop/orders?late=2', { method: 'POST', body: { late: 2 } });
@@ -90,11 +111,26 @@ describe('webhooks: recording', () => {
 
   it('DELETE stops a recording at once; a new one starts empty', async () => {
     await call(stack.proxy.url, '/_admin/webhooks/recording', { method: 'POST' });
-    await waitFor(() => webhooksOf(r2).internals.recording.isActive(), (a) => a, 2000, 'replica 2 to record');
+    await waitFor(
+      () => webhooksOf(r2).internals.recording.isActive(),
+      (a) => a,
+      2000,
+      'replica 2 to record',
+    );
     await call(r2.url, '/shop/orders?n=1', { method: 'POST', body: { n: 1 } });
-    await waitFor(async () => (await call(stack.proxy.url, '/_admin/webhooks/recording')).json.total, (t) => t === 1, 3000, 'one request');
+    await waitFor(
+      async () => (await call(stack.proxy.url, '/_admin/webhooks/recording')).json.total,
+      (t) => t === 1,
+      3000,
+      'one request',
+    );
     expect((await call(stack.proxy.url, '/_admin/webhooks/recording', { method: 'DELETE' })).status).toBe(204);
-    await waitFor(() => webhooksOf(r2).internals.recording.isActive(), (a) => !a, 2000, 'replica 2 to stop');
+    await waitFor(
+      () => webhooksOf(r2).internals.recording.isActive(),
+      (a) => !a,
+      2000,
+      'replica 2 to stop',
+    );
     await call(r2.url, '/shop/orders?n=2', { method: 'POST', body: { n: 2 } });
     await call(stack.proxy.url, '/shop/orders?n=3', { method: 'POST', body: { n: 3 } });
     await deliveredWith('n', [2, 3]);

@@ -33,7 +33,12 @@ describe('webhooks: resend and recover', () => {
     await createWebhook('a', '/a');
     answers.set('/a', 503);
     expect((await call(stack.proxy.url, '/shop/a', { method: 'POST', body: { n: 1 } })).status).toBe(201);
-    const [failed] = await waitFor(() => logsOf('a'), (l) => l.length === 1, 10_000, 'the failed attempt');
+    const [failed] = await waitFor(
+      () => logsOf('a'),
+      (l) => l.length === 1,
+      10_000,
+      'the failed attempt',
+    );
     expect(failed.status).toBe('failed');
     expect(failed.nextAttemptAt).toBeDefined();
     expect(await retryJobs()).toHaveLength(1);
@@ -48,7 +53,12 @@ describe('webhooks: resend and recover', () => {
     expect(resent.status, resent.text).toBe(202);
     expect(resent.json).toMatchObject({ webhookId: 'a', eventId: failed.eventId, attempt: 2, queued: true });
 
-    const logs = await waitFor(() => logsOf('a'), (l) => l.length === 2, 10_000, 'the resent attempt');
+    const logs = await waitFor(
+      () => logsOf('a'),
+      (l) => l.length === 2,
+      10_000,
+      'the resent attempt',
+    );
     expect(logs[0]).toMatchObject({ status: 'success', attempt: 2, eventId: failed.eventId });
     expect(logs[0].detail.incomingRequest).toEqual(failed.detail.incomingRequest);
     const sent = stack.target.on('/a');
@@ -62,7 +72,12 @@ describe('webhooks: resend and recover', () => {
     // A successful entry may be resent too (the receiver dedupes on webhook-id).
     const again = await call(stack.proxy.url, `/_admin/webhooks/a/logs/${logs[0]._id}/resend`, { method: 'POST', auth: ROOT });
     expect(again.json.attempt).toBe(3);
-    await waitFor(() => stack.target.on('/a'), (r) => r.length === 3, 10_000, 'the second resend');
+    await waitFor(
+      () => stack.target.on('/a'),
+      (r) => r.length === 3,
+      10_000,
+      'the second resend',
+    );
   });
 
   it('refuses what cannot be resent, each with its reason', async () => {
@@ -89,10 +104,20 @@ describe('webhooks: resend and recover', () => {
     await createWebhook('b', '/b');
     answers.set('/b', 400); // final: no retry is scheduled
     for (let i = 0; i < 3; i++) expect((await call(stack.proxy.url, '/shop/b', { method: 'POST', body: { i } })).status).toBe(201);
-    await waitFor(() => logsOf('b', '?status=failed'), (l) => l.length === 3, 10_000, 'three failed events');
+    await waitFor(
+      () => logsOf('b', '?status=failed'),
+      (l) => l.length === 3,
+      10_000,
+      'three failed events',
+    );
     answers.set('/b', 200);
     expect((await call(stack.proxy.url, '/shop/b', { method: 'POST', body: { i: 'ok' } })).status).toBe(201);
-    await waitFor(() => logsOf('b', '?status=success'), (l) => l.length === 1, 10_000, 'one success');
+    await waitFor(
+      () => logsOf('b', '?status=success'),
+      (l) => l.length === 1,
+      10_000,
+      'one success',
+    );
     expect(await retryJobs()).toHaveLength(0);
 
     const future = await call(stack.proxy.url, '/_admin/webhooks/b/recover', { method: 'POST', auth: ROOT, body: { since: new Date(Date.now() + 60_000).toISOString() } });
@@ -102,13 +127,31 @@ describe('webhooks: resend and recover', () => {
     expect(recovered.status, recovered.text).toBe(202);
     expect(recovered.json).toMatchObject({ webhookId: 'b', requeued: 3, alreadyScheduled: 0, more: false });
 
-    const successes = await waitFor(() => logsOf('b', '?status=success'), (l) => l.length === 4, 10_000, 'the recovered deliveries');
+    const successes = await waitFor(
+      () => logsOf('b', '?status=success'),
+      (l) => l.length === 4,
+      10_000,
+      'the recovered deliveries',
+    );
     expect(successes.slice(0, 3).map((e) => e.attempt)).toEqual([2, 2, 2]);
     const sent = stack.target.on('/b');
     expect(sent).toHaveLength(7);
-    const firstIds = sent.slice(0, 3).map((r) => r.headers['webhook-id']).sort();
-    expect(sent.slice(4).map((r) => r.headers['webhook-id']).sort()).toEqual(firstIds);
-    expect(sent.slice(4).map((r) => JSON.parse(r.body).request.body.i).sort()).toEqual([0, 1, 2]);
+    const firstIds = sent
+      .slice(0, 3)
+      .map((r) => r.headers['webhook-id'])
+      .sort();
+    expect(
+      sent
+        .slice(4)
+        .map((r) => r.headers['webhook-id'])
+        .sort(),
+    ).toEqual(firstIds);
+    expect(
+      sent
+        .slice(4)
+        .map((r) => JSON.parse(r.body).request.body.i)
+        .sort(),
+    ).toEqual([0, 1, 2]);
 
     // Their last attempts now succeeded: nothing left to recover.
     const again = await call(stack.proxy.url, '/_admin/webhooks/b/recover', { method: 'POST', auth: ROOT, body: { since: new Date(Date.now() - 60_000).toISOString() } });

@@ -37,24 +37,44 @@ describe('webhooks: reliability', () => {
     workers.push(a);
     a.start();
     await call(proxy.url, '/shop/orders', { method: 'POST', body: { order: 1 } });
-    await waitFor(() => stack.target.on('/kill'), (l) => l.length === 1, 5000, 'worker A to start delivering');
+    await waitFor(
+      () => stack.target.on('/kill'),
+      (l) => l.length === 1,
+      5000,
+      'worker A to start delivering',
+    );
     expect(a.inFlight).toBe(1);
     a.kill(); // dies while the target still holds its request
 
     const b = module.internals.createWorker({ consumerName: 'worker-b' });
     workers.push(b);
     b.start();
-    const logs = await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 1, 10_000, 'worker B to deliver');
+    const logs = await waitFor(
+      () => logsOf(proxy, h._id),
+      (l) => l.length === 1,
+      10_000,
+      'worker B to deliver',
+    );
     expect(logs[0]).toMatchObject({ status: 'success', attempt: 1 });
     const got = stack.target.on('/kill');
     expect(got).toHaveLength(2);
     expect(got[1]!.headers['webhook-id']).toBe(got[0]!.headers['webhook-id']);
     expect(JSON.parse(got[1]!.body).request.body).toEqual({ order: 1 });
-    await waitFor(() => pending(proxy), (n) => n === 0, 5000, 'the entry to be acknowledged');
+    await waitFor(
+      () => pending(proxy),
+      (n) => n === 0,
+      5000,
+      'the entry to be acknowledged',
+    );
     // The dead worker's late answer changes nothing.
     stack.target.release();
     // The positive event: the dead worker has done with its late answer (issue 54).
-    await waitFor(() => a.inFlight, (n) => n === 0, 10_000, 'the dead worker to let go of its delivery');
+    await waitFor(
+      () => a.inFlight,
+      (n) => n === 0,
+      10_000,
+      'the dead worker to let go of its delivery',
+    );
     expect(await logsOf(proxy, h._id)).toHaveLength(1);
     await b.stop();
   });
@@ -66,38 +86,74 @@ describe('webhooks: reliability', () => {
     const h = await hook(proxy, { name: 'half', type: 'http', condition: "path('/shop/orders')", url: `${stack.target.url}/half`, timeout_ms: 30_000 });
     const orderOf = (r: { body: string }) => JSON.parse(r.body).request.body.order as number;
     await Promise.all(Array.from({ length: 20 }, (_, i) => call(proxy.url, '/shop/orders', { method: 'POST', body: { order: i + 1 } })));
-    await waitFor(() => streamEvents(stack.redis.client, keys.events), (e) => e.length === 20, 5000, 'the twenty events in the stream');
+    await waitFor(
+      () => streamEvents(stack.redis.client, keys.events),
+      (e) => e.length === 20,
+      5000,
+      'the twenty events in the stream',
+    );
     // Requests at once: their events share entries. The first event of each shared entry hangs
     // on its first delivery, the others succeed: every shared entry is left half done.
     const entries = (await stack.redis.client.xrangeBuffer(keys.events, '-', '+')).map(([, f]) => decodeStreamEntry(f)!.map((r) => (r.event.request.body as { order: number }).order));
     const shared = entries.filter((orders) => orders.length > 1);
     expect(shared.length).toBeGreaterThan(0);
     const hanging = new Set(shared.map((orders) => orders[0]!));
-    stack.target.answer = (req) => (req.url === '/half' && hanging.has(orderOf(req)) && stack.target.on('/half').filter((r) => orderOf(r) === orderOf(req)).length === 1 ? 'hang' : { status: 200, body: 'ok' });
+    stack.target.answer = (req) =>
+      req.url === '/half' && hanging.has(orderOf(req)) && stack.target.on('/half').filter((r) => orderOf(r) === orderOf(req)).length === 1 ? 'hang' : { status: 200, body: 'ok' };
 
     const a = module.internals.createWorker({ consumerName: 'half-a' });
     workers.push(a);
     a.start();
-    await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 20 - hanging.size, 5000, 'worker A to finish the deliveries that answer');
+    await waitFor(
+      () => logsOf(proxy, h._id),
+      (l) => l.length === 20 - hanging.size,
+      5000,
+      'worker A to finish the deliveries that answer',
+    );
     expect(stack.target.on('/half')).toHaveLength(20);
     // Entries of one event are acknowledged; a shared one waits for its hanging delivery.
-    await waitFor(() => pending(proxy), (n) => n === shared.length, 5000, 'only the shared entries to stay pending');
+    await waitFor(
+      () => pending(proxy),
+      (n) => n === shared.length,
+      5000,
+      'only the shared entries to stay pending',
+    );
     a.kill(); // dies while the hanging deliveries wait
 
     const b = module.internals.createWorker({ consumerName: 'half-b' });
     workers.push(b);
     b.start();
-    await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 20, 15_000, 'worker B to deliver the rest');
-    await waitFor(() => pending(proxy), (n) => n === 0, 5000, 'the entries to be acknowledged');
+    await waitFor(
+      () => logsOf(proxy, h._id),
+      (l) => l.length === 20,
+      15_000,
+      'worker B to deliver the rest',
+    );
+    await waitFor(
+      () => pending(proxy),
+      (n) => n === 0,
+      5000,
+      'the entries to be acknowledged',
+    );
     const got = stack.target.on('/half');
     expect(got).toHaveLength(20 + hanging.size);
-    expect(got.slice(20).map(orderOf).sort((x, y) => x - y)).toEqual([...hanging].sort((x, y) => x - y));
+    expect(
+      got
+        .slice(20)
+        .map(orderOf)
+        .sort((x, y) => x - y),
+    ).toEqual([...hanging].sort((x, y) => x - y));
     for (const again of got.slice(20)) expect(again.headers['webhook-id']).toBe(got.find((r) => orderOf(r) === orderOf(again))!.headers['webhook-id']);
     const logs = await logsOf(proxy, h._id);
     expect(logs.map((e: { status: string }) => e.status)).toEqual(Array(20).fill('success'));
     expect(await stack.redis.client.xlen(keys.events)).toBe(0);
     stack.target.release();
-    await waitFor(() => a.inFlight, (n) => n === 0, 10_000, 'the dead worker to let go of its deliveries');
+    await waitFor(
+      () => a.inFlight,
+      (n) => n === 0,
+      10_000,
+      'the dead worker to let go of its deliveries',
+    );
     expect(await logsOf(proxy, h._id)).toHaveLength(20); // A's late answers change nothing
     await b.stop();
   }, 30_000);
@@ -114,7 +170,12 @@ describe('webhooks: reliability', () => {
     workers.push(a);
     a.start();
     await call(proxy.url, '/shop/orders', { method: 'POST', body: { order: 2 } });
-    const first = await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 1, 5000, 'attempt 1');
+    const first = await waitFor(
+      () => logsOf(proxy, h._id),
+      (l) => l.length === 1,
+      5000,
+      'attempt 1',
+    );
     expect(first[0]).toMatchObject({ status: 'failed', attempt: 1, summary: { statusCode: 503 } });
     expect(first[0].nextAttemptAt.$date).toBeGreaterThanOrEqual(first[0].timestamp.$date + 3000);
     expect(await stack.redis.client.zcard(keys.retrySchedule)).toBe(1);
@@ -124,7 +185,12 @@ describe('webhooks: reliability', () => {
     const b = module.internals.createWorker({ consumerName: 'retry-b' });
     workers.push(b);
     b.start();
-    await waitFor(() => pending(proxy), (n) => n === 0, 5000, 'B to reclaim and acknowledge');
+    await waitFor(
+      () => pending(proxy),
+      (n) => n === 0,
+      5000,
+      'B to reclaim and acknowledge',
+    );
     expect(stack.target.on('/later')).toHaveLength(1);
     // B is restarted (a deploy) before the retry is due; the retry is in Redis, not in B.
     await b.stop();
@@ -132,12 +198,22 @@ describe('webhooks: reliability', () => {
     const c = module.internals.createWorker({ consumerName: 'retry-c' });
     workers.push(c);
     c.start();
-    const logs = await waitFor(() => logsOf(proxy, h._id), (l) => l.length === 2, 10_000, 'the retry');
+    const logs = await waitFor(
+      () => logsOf(proxy, h._id),
+      (l) => l.length === 2,
+      10_000,
+      'the retry',
+    );
     expect(logs[0]).toMatchObject({ status: 'success', attempt: 2 });
     expect(logs[0].timestamp.$date).toBeGreaterThanOrEqual(first[0].nextAttemptAt.$date);
     // Nothing is left that could send it again: no retry job, no unacknowledged entry (issue 54:
     // asserted from that state, not after a sleep a slow duplicate would outlast).
-    await waitFor(async () => (await stack.redis.client.zcard(keys.retrySchedule)) + (await pending(proxy)), (n) => n === 0, 10_000, 'no retry job and no pending entry');
+    await waitFor(
+      async () => (await stack.redis.client.zcard(keys.retrySchedule)) + (await pending(proxy)),
+      (n) => n === 0,
+      10_000,
+      'no retry job and no pending entry',
+    );
     expect(stack.target.on('/later')).toHaveLength(2);
     expect(new Set(stack.target.on('/later').map((r) => r.headers['webhook-id'])).size).toBe(1);
     expect(await stack.redis.client.zcard(keys.retrySchedule)).toBe(0);
@@ -155,7 +231,12 @@ describe('webhooks: reliability', () => {
     workers.push(a);
     a.start();
     for (let order = 1; order <= 3; order++) await call(proxy.url, '/shop/orders', { method: 'POST', body: { order } });
-    await waitFor(() => stack.target.on('/stop'), (l) => l.length === 3, 5000, 'worker A to start every delivery');
+    await waitFor(
+      () => stack.target.on('/stop'),
+      (l) => l.length === 3,
+      5000,
+      'worker A to start every delivery',
+    );
     await stack.redis.stop();
     try {
       stack.target.release(); // the deliveries succeed, and their logs and acknowledgements cannot be written
@@ -172,8 +253,16 @@ describe('webhooks: reliability', () => {
     const b = module.internals.createWorker({ consumerName: 'stop-b' });
     workers.push(b);
     b.start();
-    await waitFor(() => pending(proxy), (n) => n === 0, 15_000, 'worker B to deliver and acknowledge the entries');
-    const orders = stack.target.on('/stop').slice(3).map((r) => JSON.parse(r.body).request.body.order as number);
+    await waitFor(
+      () => pending(proxy),
+      (n) => n === 0,
+      15_000,
+      'worker B to deliver and acknowledge the entries',
+    );
+    const orders = stack.target
+      .on('/stop')
+      .slice(3)
+      .map((r) => JSON.parse(r.body).request.body.order as number);
     expect(orders.sort()).toEqual([1, 2, 3]);
     await b.stop();
   }, 60_000);
@@ -187,7 +276,12 @@ describe('webhooks: reliability', () => {
     await hook(proxy, { name: 'lost', type: 'http', condition: "path('/shop/orders')", url: `${stack.target.url}/lost` });
     stack.target.answer = () => ({ status: 200, body: 'ok' });
     for (const order of [1, 2, 3]) await call(proxy.url, '/shop/orders', { method: 'POST', body: { order } });
-    await waitFor(() => streamEvents(stack.redis.client, keys.events), (e) => e.length === 3, 5000, 'the three events in the stream');
+    await waitFor(
+      () => streamEvents(stack.redis.client, keys.events),
+      (e) => e.length === 3,
+      5000,
+      'the three events in the stream',
+    );
     const entries = await stack.redis.client.xlen(keys.events); // 1 to 3: events a few ms apart share an entry
     await stack.redis.client.xgroup('CREATE', keys.events, keys.eventsGroup, '0', 'MKSTREAM').catch(() => {});
     const lost = (await stack.redis.client.xreadgroup('GROUP', keys.eventsGroup, 'lost-a', 'COUNT', 10, 'STREAMS', keys.events, '>')) as Array<[string, unknown[]]>;
@@ -197,12 +291,22 @@ describe('webhooks: reliability', () => {
     workers.push(a);
     const startedAt = Date.now();
     a.start();
-    await waitFor(() => stack.target.on('/lost'), (l) => l.length === 3, 10_000, 'the worker to take its entries back');
+    await waitFor(
+      () => stack.target.on('/lost'),
+      (l) => l.length === 3,
+      10_000,
+      'the worker to take its entries back',
+    );
     console.log(`[worker] entries of a lost read reply delivered ${Date.now() - startedAt} ms after the worker started`);
     const orders = stack.target.on('/lost').map((r) => JSON.parse(r.body).request.body.order as number);
     expect(orders.sort()).toEqual([1, 2, 3]);
     // Nothing is left that a later sweep could send again: every entry acknowledged and deleted.
-    await waitFor(async () => (await pending(proxy)) + (await stack.redis.client.xlen(keys.events)), (n) => n === 0, 5000, 'the entries to be acknowledged and deleted');
+    await waitFor(
+      async () => (await pending(proxy)) + (await stack.redis.client.xlen(keys.events)),
+      (n) => n === 0,
+      5000,
+      'the entries to be acknowledged and deleted',
+    );
     expect(stack.target.on('/lost')).toHaveLength(3);
     await a.stop();
   });
@@ -249,7 +353,12 @@ describe('webhooks: reliability', () => {
     });
     expect([...delivered].sort((x, y) => x - y)).toEqual([...sent].sort((x, y) => x - y));
     expect(proxy.context.metrics.webhookEventsDropped.get()).toBe(0);
-    await waitFor(() => logsOf(proxy, h._id), (l) => l.filter((e: any) => e.status === 'success').length >= sent.length, 10_000, 'the logs');
+    await waitFor(
+      () => logsOf(proxy, h._id),
+      (l) => l.filter((e: any) => e.status === 'success').length >= sent.length,
+      10_000,
+      'the logs',
+    );
     const duplicates = stack.target.on(path).length - delivered.size;
     expect(duplicates).toBeLessThanOrEqual(2); // at-least-once: a lost EXEC reply may repeat a batch
   }, 60_000);
@@ -283,7 +392,12 @@ describe('webhooks: reliability', () => {
     } finally {
       if ((await stack.redis.client.ping().catch(() => null)) !== 'PONG') await stack.redis.restart();
     }
-    const events = await waitFor(() => streamEvents(stack.redis.client, proxy.context.keys.events), (e) => e.length === 10, 5000, 'the flushed events');
+    const events = await waitFor(
+      () => streamEvents(stack.redis.client, proxy.context.keys.events),
+      (e) => e.length === 10,
+      5000,
+      'the flushed events',
+    );
     expect(events.map((record) => (record.event.request.body as { i: number }).i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // Written in one batch once Redis was back: one entry holds them all.
     expect(await stack.redis.client.xlen(proxy.context.keys.events)).toBe(1);

@@ -82,14 +82,23 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
   it('refuses them again when sending: every resolved address is checked and only a checked one is connected to', async () => {
     // A webhook saved while 127.0.0.0/8 was allowed; the allowance is then removed from the config.
     const allowed = await startTestOutrigger({ ...stack.raw, service: { id: 'wh-ssrf-send' }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'] } });
-    const saved = await call(allowed.url, '/_admin/webhooks', { method: 'POST', auth: ROOT, body: { _id: 'was-allowed', name: 'n', type: 'http', condition: 'true', url: `${stack.target.url}/was-allowed` } });
+    const saved = await call(allowed.url, '/_admin/webhooks', {
+      method: 'POST',
+      auth: ROOT,
+      body: { _id: 'was-allowed', name: 'n', type: 'http', condition: 'true', url: `${stack.target.url}/was-allowed` },
+    });
     expect(saved.status).toBe(201);
     await allowed.stop();
     const proxy = await startTestOutrigger({ ...stack.raw, service: { id: 'wh-ssrf-send' } }, { worker: true });
     running.push(proxy);
     await untilKnown([proxy], 'was-allowed');
     await call(proxy.url, '/some/thing', { method: 'POST', body: { a: 1 } });
-    const [entry] = await waitFor(async () => (await call(proxy.url, '/_admin/webhooks/was-allowed/logs', { auth: ROOT })).json, (l) => l.length === 1, 5000, 'the refusal');
+    const [entry] = await waitFor(
+      async () => (await call(proxy.url, '/_admin/webhooks/was-allowed/logs', { auth: ROOT })).json,
+      (l) => l.length === 1,
+      5000,
+      'the refusal',
+    );
     expect(entry).toMatchObject({ status: 'failed', attempt: 1, summary: { statusCode: null } });
     expect(entry.summary.error).toContain('127.0.0.1 (loopback');
     expect(entry.nextAttemptAt).toBeUndefined(); // final, never retried
@@ -107,7 +116,11 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
     let rebinding = 0;
     const lookup: HostLookup = async (name) => {
       if (name === 'rebinding.example') return rebinding++ === 0 ? [{ address: '93.184.216.34', family: 4 }] : [{ address: '127.0.0.1', family: 4 }];
-      if (name === 'mixed.example') return [{ address: '93.184.216.34', family: 4 }, { address: '10.1.2.3', family: 4 }];
+      if (name === 'mixed.example')
+        return [
+          { address: '93.184.216.34', family: 4 },
+          { address: '10.1.2.3', family: 4 },
+        ];
       throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
     };
     const config = testConfig({ ...stack.raw, service: { id: 'wh-ssrf-unit' } });
@@ -124,7 +137,13 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
     const validate = webhookValidator(config, { lookup });
     const rebound = await validate({ _id: 'rebound', name: 'n', type: 'http', condition: 'true', url: `http://rebinding.example:${stack.target.port}/rebound` }, undefined);
     expect(rebound.ok).toBe(true);
-    const event = { id: 'evt_ssrf', timestamp: Date.now(), serviceId: 'x', request: { method: 'GET', path: '/', query: {}, headers: {}, body: null, bodyTruncated: false }, response: { statusCode: 200, headers: {}, body: null, bodyTruncated: false } };
+    const event = {
+      id: 'evt_ssrf',
+      timestamp: Date.now(),
+      serviceId: 'x',
+      request: { method: 'GET', path: '/', query: {}, headers: {}, body: null, bodyTruncated: false },
+      response: { statusCode: 200, headers: {}, body: null, bodyTruncated: false },
+    };
     const docs: WebhookDocument[] = [
       ...['http://127.0.0.1:1/x', 'http://10.0.0.1/x', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.1]:1/x', 'http://mixed.example/x'].map(
         (url, i) => ({ ...(rebound.ok ? rebound.doc : ({} as WebhookDocument)), _id: `stored-${i}`, url }) as WebhookDocument,
@@ -158,7 +177,8 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
         {
           transform: {
             enabled: true,
-            template: '{"auth": "{{request.headers.authorization}}", "cookie": "{{request.headers.cookie}}", "setCookie": "{{response.headers.set-cookie}}", "key": "{{response.body.key}}", "whole": {{{response.body}}} }',
+            template:
+              '{"auth": "{{request.headers.authorization}}", "cookie": "{{request.headers.cookie}}", "setCookie": "{{response.headers.set-cookie}}", "key": "{{response.body.key}}", "whole": {{{response.body}}} }',
           },
         },
       ],
@@ -197,7 +217,12 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
 
     // Events: no worker runs yet, so they wait in the stream.
     const events = proxy.context.keys.events;
-    await waitFor(() => stack.redis.client.xlen(events), (n) => n === 3, 5000, 'three events in the stream');
+    await waitFor(
+      () => stack.redis.client.xlen(events),
+      (n) => n === 3,
+      5000,
+      'three events in the stream',
+    );
     const streamText = JSON.stringify(await stack.redis.client.xrange(events, '-', '+'));
     expectNoSecret(streamText, 'the event stream');
     expect(streamText).toContain('[redacted]');
@@ -208,7 +233,12 @@ describe('webhooks: SSRF guard at write and at send, and no secrets in events, p
     // Deliveries: payloads as the targets receive them.
     const worker = webhooksOf(proxy).internals.createWorker();
     worker.start();
-    await waitFor(() => stack.target.received.length, (n) => n === 6, 10_000, 'six deliveries');
+    await waitFor(
+      () => stack.target.received.length,
+      (n) => n === 6,
+      10_000,
+      'six deliveries',
+    );
     for (const r of stack.target.received) expectNoSecret(r.body, `the payload to ${r.url}`);
     const templated = stack.target.on('/all-template').map((r) => JSON.parse(r.body));
     expect(templated.find((p) => p.whole?.path === '/shop/orders?x=1')).toMatchObject({ auth: '[redacted]', cookie: '[redacted]', setCookie: '[redacted]' });

@@ -31,7 +31,12 @@ describe('webhooks: the worker batches its Redis writes', () => {
   async function sweeps(n: number): Promise<void> {
     const watch = await monitor(stack.redis.port);
     try {
-      await waitFor(() => watch.seen.filter((c) => c.args[0]?.toLowerCase() === 'xpending' && c.args.length === 3).length, (k) => k >= n, 15_000, `${n} sweeps`);
+      await waitFor(
+        () => watch.seen.filter((c) => c.args[0]?.toLowerCase() === 'xpending' && c.args.length === 3).length,
+        (k) => k >= n,
+        15_000,
+        `${n} sweeps`,
+      );
     } finally {
       await watch.stop();
     }
@@ -49,13 +54,21 @@ describe('webhooks: the worker batches its Redis writes', () => {
   }
 
   it('delivers a backlog of 300 events once each, at most 5 Redis commands per event', async () => {
-    const res = await call(stack.proxy.url, '/_admin/webhooks', { method: 'POST', body: { _id: 'batch', name: 'batch', type: 'http', condition: "method(GET) and path('/shop/orders')", url: `${stack.target.url}/batch` } });
+    const res = await call(stack.proxy.url, '/_admin/webhooks', {
+      method: 'POST',
+      body: { _id: 'batch', name: 'batch', type: 'http', condition: "method(GET) and path('/shop/orders')", url: `${stack.target.url}/batch` },
+    });
     expect(res.status).toBe(201);
     await untilKnown([stack.proxy], 'batch');
     const events = 300;
     for (let i = 0; i < events; i += 30) await Promise.all(Array.from({ length: 30 }, () => call(stack.proxy.url, '/shop/orders')));
     const { keys } = stack.proxy.context;
-    await waitFor(() => streamEvents(stack.redis.client, keys.events), (e) => e.length === events, 10_000, 'the stream to hold every event');
+    await waitFor(
+      () => streamEvents(stack.redis.client, keys.events),
+      (e) => e.length === events,
+      10_000,
+      'the stream to hold every event',
+    );
     // 30 requests at a time: their events share entries (version 4).
     expect(await stack.redis.client.xlen(keys.events)).toBeLessThan(events);
 
@@ -63,7 +76,12 @@ describe('webhooks: the worker batches its Redis writes', () => {
     const worker = webhooksOf(stack.proxy).internals.createWorker({ consumerName: 'batcher' });
     worker.start();
     try {
-      await waitFor(() => stack.redis.client.xlen(keys.events), (n) => n === 0, 30_000, 'every event to be delivered and acknowledged');
+      await waitFor(
+        () => stack.redis.client.xlen(keys.events),
+        (n) => n === 0,
+        30_000,
+        'every event to be delivered and acknowledged',
+      );
     } finally {
       await worker.stop();
     }
@@ -80,12 +98,20 @@ describe('webhooks: the worker batches its Redis writes', () => {
   }, 60_000);
 
   it('counts its concurrency in events, not entries: an entry of many events starts only as many as slots are free', async () => {
-    const res = await call(stack.proxy.url, '/_admin/webhooks', { method: 'POST', body: { _id: 'slots', name: 'slots', type: 'http', condition: "path('/shop/slots')", url: `${stack.target.url}/slots` } });
+    const res = await call(stack.proxy.url, '/_admin/webhooks', {
+      method: 'POST',
+      body: { _id: 'slots', name: 'slots', type: 'http', condition: "path('/shop/slots')", url: `${stack.target.url}/slots` },
+    });
     expect(res.status).toBe(201);
     await untilKnown([stack.proxy], 'slots');
     const { keys } = stack.proxy.context;
     await Promise.all(Array.from({ length: 40 }, (_, i) => call(stack.proxy.url, '/shop/slots', { method: 'POST', body: { i } })));
-    await waitFor(() => streamEvents(stack.redis.client, keys.events), (e) => e.length === 40, 10_000, 'the forty events in the stream');
+    await waitFor(
+      () => streamEvents(stack.redis.client, keys.events),
+      (e) => e.length === 40,
+      10_000,
+      'the forty events in the stream',
+    );
     // Requests at once share entries: the four oldest hold more than four events (what a worker counting entries would start).
     const sizes = (await stack.redis.client.xrangeBuffer(keys.events, '-', '+')).map(([, f]) => eventsInEntry(f));
     expect(sizes.slice(0, 4).reduce((a, b) => a + b, 0)).toBeGreaterThan(4);
@@ -94,12 +120,22 @@ describe('webhooks: the worker batches its Redis writes', () => {
     const worker = webhooksOf(stack.proxy).internals.createWorker({ consumerName: 'slots', concurrency: 4 });
     worker.start();
     try {
-      await waitFor(() => stack.target.on('/slots'), (l) => l.length === 4, 5000, 'four deliveries to start');
+      await waitFor(
+        () => stack.target.on('/slots'),
+        (l) => l.length === 4,
+        5000,
+        'four deliveries to start',
+      );
       await sweeps(2); // the worker ran on for two sweeps with the four hanging
       expect(stack.target.on('/slots')).toHaveLength(4); // no fifth while the four hang
       stack.target.answer = previous;
       stack.target.release();
-      await waitFor(() => stack.redis.client.xlen(keys.events), (n) => n === 0, 10_000, 'every event to be delivered and acknowledged');
+      await waitFor(
+        () => stack.redis.client.xlen(keys.events),
+        (n) => n === 0,
+        10_000,
+        'every event to be delivered and acknowledged',
+      );
     } finally {
       stack.target.answer = previous;
       stack.target.release();
@@ -109,7 +145,7 @@ describe('webhooks: the worker batches its Redis writes', () => {
     expect(stack.target.on('/slots')).toHaveLength(40);
   }, 30_000);
 
-  it('an event with one delivery commits its log entry and acknowledgement together, without a marker; one with two marks each delivery in its entry\'s hash, deleted at acknowledgement', async () => {
+  it("an event with one delivery commits its log entry and acknowledgement together, without a marker; one with two marks each delivery in its entry's hash, deleted at acknowledgement", async () => {
     for (const id of ['solo', 'pair-a', 'pair-b']) {
       const path = id === 'solo' ? '/shop/solo' : '/shop/pair';
       const res = await call(stack.proxy.url, '/_admin/webhooks', { method: 'POST', body: { _id: id, name: id, type: 'http', condition: `path('${path}')`, url: `${stack.target.url}/${id}` } });
@@ -126,7 +162,12 @@ describe('webhooks: the worker batches its Redis writes', () => {
     await call(stack.proxy.url, '/shop/solo', { method: 'POST', body: { n: 1 } });
     await sleep(50);
     await call(stack.proxy.url, '/shop/pair', { method: 'POST', body: { n: 2 } });
-    await waitFor(() => stack.redis.client.xlen(keys.events), (n) => n === 3, 10_000, 'the three events in the stream');
+    await waitFor(
+      () => stack.redis.client.xlen(keys.events),
+      (n) => n === 3,
+      10_000,
+      'the three events in the stream',
+    );
 
     // What the worker writes, as Redis sees it: markers are SETs of `delivered:` keys or HSETs of `entry-delivered:` hashes.
     const redisMonitor = await stack.redis.client.monitor();
@@ -139,10 +180,22 @@ describe('webhooks: the worker batches its Redis writes', () => {
       if (command?.toLowerCase() === 'hset' && key?.startsWith(keys.entryDeliveries(''))) for (let i = 0; i < rest.length; i += 2) marked.push(`field ${rest[i]!.split(':').at(-1)} ${rest[i + 1]}`);
     });
     try {
-      await withWorker('markers', () => waitFor(() => stack.redis.client.xlen(keys.events), (n) => n === 0, 10_000, 'the events to be acknowledged'));
+      await withWorker('markers', () =>
+        waitFor(
+          () => stack.redis.client.xlen(keys.events),
+          (n) => n === 0,
+          10_000,
+          'the events to be acknowledged',
+        ),
+      );
       // MONITOR streams asynchronously: the marker showing up means every line before it has.
       await stack.redis.client.echo('markers-end');
-      await waitFor(() => ended, (e) => e, 10_000, 'the monitor to show the end marker');
+      await waitFor(
+        () => ended,
+        (e) => e,
+        10_000,
+        'the monitor to show the end marker',
+      );
     } finally {
       redisMonitor.disconnect();
     }
@@ -166,11 +219,21 @@ describe('webhooks: the worker batches its Redis writes', () => {
     const foreign = await stack.redis.client.xadd(keys.events, '*', 'x', 'not an event');
     const before = stack.target.on('/solo').length;
     await call(stack.proxy.url, '/shop/solo', { method: 'POST', body: { n: 3 } });
-    await waitFor(() => stack.redis.client.xlen(keys.events), (n) => n === 3, 10_000, 'the event behind the two hand-written entries');
+    await waitFor(
+      () => stack.redis.client.xlen(keys.events),
+      (n) => n === 3,
+      10_000,
+      'the event behind the two hand-written entries',
+    );
     expect((await stack.redis.client.xrange(keys.events, '-', '+')).map(([id]) => id).slice(0, 2)).toEqual([newer, foreign]);
 
     await withWorker('older', async () => {
-      await waitFor(() => stack.redis.client.xlen(keys.events), (n) => n === 1, 10_000, 'the event and the foreign entry to be acknowledged');
+      await waitFor(
+        () => stack.redis.client.xlen(keys.events),
+        (n) => n === 1,
+        10_000,
+        'the event and the foreign entry to be acknowledged',
+      );
       await sweeps(2); // sweeps for orphans pass over the newer entry
       const pending = (await stack.redis.client.xpending(keys.events, keys.eventsGroup, '-', '+', 10)) as Array<[string, string, number, number]>;
       expect(pending.map(([id]) => id)).toEqual([newer]);

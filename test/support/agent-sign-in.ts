@@ -201,7 +201,12 @@ export async function codeThroughForms(
 ): Promise<{ location: URL | null; status: number; html: string; post(form: Record<string, string | string[]>): Promise<Response> }> {
   const start = await fetch(`${base}/authorize?${new URLSearchParams(params)}`, { redirect: 'manual' });
   if (start.status !== 200)
-    return { location: start.headers.get('location') ? new URL(start.headers.get('location')!) : null, status: start.status, html: await start.text(), post: () => Promise.reject(new Error('no form')) };
+    return {
+      location: start.headers.get('location') ? new URL(start.headers.get('location')!) : null,
+      status: start.status,
+      html: await start.text(),
+      post: () => Promise.reject(new Error('no form')),
+    };
   const html = await start.text();
   const fields = hiddenFieldsOf(html);
   const cookie = (start.headers.get('set-cookie') ?? '').split(';')[0]!;

@@ -94,13 +94,27 @@ class StackParts implements Stack {
     if (value === undefined) throw new Error(`this test's stack has no ${name}: ask useStack for it`);
     return value as T;
   }
-  get redis() { return this.part<TestRedis>('redis'); }
-  get backend() { return this.part<StandinBackend>('backend'); }
-  get upstreamUrl() { return this.parts.backend ? this.backend.url : this.part<TestServer>('upstream').url; }
-  get target() { return this.part<Target>('target'); }
-  get smtp() { return this.part<SmtpCapture>('smtp'); }
-  get proxy() { return this.part<Running>('proxy'); }
-  get raw() { return this.part<RawConfig>('raw'); }
+  get redis() {
+    return this.part<TestRedis>('redis');
+  }
+  get backend() {
+    return this.part<StandinBackend>('backend');
+  }
+  get upstreamUrl() {
+    return this.parts.backend ? this.backend.url : this.part<TestServer>('upstream').url;
+  }
+  get target() {
+    return this.part<Target>('target');
+  }
+  get smtp() {
+    return this.part<SmtpCapture>('smtp');
+  }
+  get proxy() {
+    return this.part<Running>('proxy');
+  }
+  get raw() {
+    return this.part<RawConfig>('raw');
+  }
 
   onStop(stop: () => Promise<unknown> | unknown): void {
     this.stops.push(stop);
@@ -163,9 +177,7 @@ async function fill(stack: StackParts, options: StackOptions): Promise<void> {
     }
     const base: RawConfig = {
       ...(options.service ? { service: { id: options.service } } : {}),
-      ...(stack.parts.backend || stack.parts.upstream
-        ? { upstream: { url: stack.upstreamUrl, ...(options.jwtIdentity ? { identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } } : {}) } }
-        : {}),
+      ...(stack.parts.backend || stack.parts.upstream ? { upstream: { url: stack.upstreamUrl, ...(options.jwtIdentity ? { identity: { mode: 'jwt', jwt: { secret: JWT_SECRET } } } : {}) } } : {}),
       redis: { url: redis.url },
       ...(options.users ? { users: await staticUsers(options.users) } : {}),
     };

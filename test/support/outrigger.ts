@@ -32,7 +32,11 @@ export const BUS_ONLY_POLL_MS = 10 * 60_000;
 /** Outrigger in this process (fast to start; the CLI e2e tests cover the built binary). */
 export async function startTestOutrigger(raw: RawConfig, options: TestStartOptions = {}): Promise<RunningOutrigger & { url: string }> {
   const config = testConfig(raw);
-  const running = await startOutrigger(config, { worker: options.worker ?? false, documentPollMs: options.documentPollMs, logger: createLogger({ level: process.env.OUTRIGGER_TEST_LOG ?? 'silent' }) });
+  const running = await startOutrigger(config, {
+    worker: options.worker ?? false,
+    documentPollMs: options.documentPollMs,
+    logger: createLogger({ level: process.env.OUTRIGGER_TEST_LOG ?? 'silent' }),
+  });
   return running as RunningOutrigger & { url: string };
 }
 

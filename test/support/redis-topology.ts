@@ -27,7 +27,12 @@ async function freeClusterPort(taken: Set<number>): Promise<number> {
   for (let i = 0; i < 200; i++) {
     const port = await listenOnce(0);
     if (port > 55_000 || taken.has(port) || taken.has(port + 10_000)) continue;
-    if (await listenOnce(port + 10_000).then(() => true, () => false)) {
+    if (
+      await listenOnce(port + 10_000).then(
+        () => true,
+        () => false,
+      )
+    ) {
       taken.add(port);
       taken.add(port + 10_000);
       return port;
@@ -155,20 +160,38 @@ export async function startTestCluster(options: { masters?: number; replicas?: n
       nodes.push(
         startServer(
           'redis-server',
-          ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`,
-            '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 1500), '--appendonly', 'no', '--save', '', '--daemonize', 'no',
-            '--loglevel', 'warning', '--dir', join(dir, String(port))],
+          [
+            '--port',
+            String(port),
+            '--bind',
+            '127.0.0.1',
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            `nodes-${port}.conf`,
+            '--cluster-node-timeout',
+            String(options.nodeTimeoutMs ?? 1500),
+            '--appendonly',
+            'no',
+            '--save',
+            '',
+            '--daemonize',
+            'no',
+            '--loglevel',
+            'warning',
+            '--dir',
+            join(dir, String(port)),
+          ],
           port,
           join(dir, String(port)),
         ),
       );
     }
     await Promise.all(nodes.map((n) => untilPingable(n.port)));
-    const created = spawnSync(
-      'redis-cli',
-      ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
-      { encoding: 'utf8', timeout: 60_000 },
-    );
+    const created = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}\n${created.stderr}`);
     // Every node agrees the cluster is ok and every replica has finished its first sync.
     await until(
@@ -250,10 +273,15 @@ export async function startTestCluster(options: { masters?: number; replicas?: n
         }
       });
       // The new owner first, then the old one, then every other master (the order the docs give).
-      const masters = [...new Set([toPort, fromPort, ...(await ask(toPort, async (r) => ((await r.cluster('SLOTS')) as unknown as Array<[number, number, [string, number]]>).map(([, , o]) => Number(o[1]))))])];
+      const masters = [
+        ...new Set([toPort, fromPort, ...(await ask(toPort, async (r) => ((await r.cluster('SLOTS')) as unknown as Array<[number, number, [string, number]]>).map(([, , o]) => Number(o[1]))))]),
+      ];
       for (const port of masters) await ask(port, (r) => r.call('CLUSTER', 'SETSLOT', slot, 'NODE', toId));
       await until(
-        () => Promise.all(live().map((n) => ask(n.port, async (r) => ((await r.cluster('SLOTS')) as unknown as Array<[number, number, [string, number]]>).find(([a, z]) => slot >= a && slot <= z)?.[2][1]))),
+        () =>
+          Promise.all(
+            live().map((n) => ask(n.port, async (r) => ((await r.cluster('SLOTS')) as unknown as Array<[number, number, [string, number]]>).find(([a, z]) => slot >= a && slot <= z)?.[2][1])),
+          ),
         (owners) => owners.every((port) => Number(port) === toPort),
         15_000,
         `every node to name ${toPort} as the owner of slot ${slot}`,
@@ -291,7 +319,12 @@ export async function startTestSentinel(options: { downAfterMs?: number; failove
   const taken = new Set<number>();
   const started: RedisNodeProcess[] = [];
   const data = (port: number, extra: string[]) =>
-    startServer('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--appendonly', 'no', '--save', '', '--daemonize', 'no', '--loglevel', 'warning', '--dir', join(dir, String(port)), ...extra], port, join(dir, String(port)));
+    startServer(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--appendonly', 'no', '--save', '', '--daemonize', 'no', '--loglevel', 'warning', '--dir', join(dir, String(port)), ...extra],
+      port,
+      join(dir, String(port)),
+    );
   try {
     const masterPort = await freeClusterPort(taken);
     const replicaPort = await freeClusterPort(taken);
@@ -301,7 +334,12 @@ export async function startTestSentinel(options: { downAfterMs?: number; failove
     const replica = data(replicaPort, ['--replicaof', '127.0.0.1', String(masterPort)]);
     started.push(replica);
     await untilPingable(replicaPort);
-    await until(() => ask(replicaPort, (r) => r.info('replication')), (i) => i.includes('master_link_status:up'), 15_000, 'the replica to sync');
+    await until(
+      () => ask(replicaPort, (r) => r.info('replication')),
+      (i) => i.includes('master_link_status:up'),
+      15_000,
+      'the replica to sync',
+    );
     const sentinels: RedisNodeProcess[] = [];
     for (let i = 0; i < 3; i++) {
       const port = await freeClusterPort(taken);
@@ -358,7 +396,12 @@ export async function startTestSentinel(options: { downAfterMs?: number; failove
       masterPort: masterPortNow,
       async waitForFailover(oldPort, timeoutMs) {
         const port = await until(masterPortNow, (p) => p !== oldPort, timeoutMs, 'the sentinels to promote the replica');
-        await until(() => ask(port, (r) => r.call('ROLE') as Promise<[string]>), (role) => role[0] === 'master', timeoutMs, 'the promoted replica to act as master');
+        await until(
+          () => ask(port, (r) => r.call('ROLE') as Promise<[string]>),
+          (role) => role[0] === 'master',
+          timeoutMs,
+          'the promoted replica to act as master',
+        );
         return port;
       },
       async close() {

@@ -76,30 +76,21 @@ export function validatePermission(input: Record<string, unknown>, ctx: Permissi
 function apiKeysProblems(block: unknown, adminRoles: readonly string[]): string[] {
   if (!isJsonObject(block)) return ['apiKeys must be an object: {"roles": [...], "max-expires-in-days"?: n, "max-keys-per-user"?: n}'];
   const problems: string[] = [];
-  for (const key of Object.keys(block))
-    if (!API_KEYS_FIELDS.has(key)) problems.push(`apiKeys.${key} is not an apiKeys field (allowed: roles, max-expires-in-days, max-keys-per-user)`);
+  for (const key of Object.keys(block)) if (!API_KEYS_FIELDS.has(key)) problems.push(`apiKeys.${key} is not an apiKeys field (allowed: roles, max-expires-in-days, max-keys-per-user)`);
   const roles = block.roles;
-  if (
-    !Array.isArray(roles) ||
-    roles.length === 0 ||
-    roles.some((r) => typeof r !== 'string' || r === '') ||
-    new Set(roles).size !== roles.length
-  )
+  if (!Array.isArray(roles) || roles.length === 0 || roles.some((r) => typeof r !== 'string' || r === '') || new Set(roles).size !== roles.length)
     problems.push('apiKeys.roles must be a non-empty array of distinct strings');
   else {
     const admin = roles.filter((r: string) => adminRoles.includes(r));
     if (admin.length) problems.push(`apiKeys.roles must not contain the admin role${admin.length > 1 ? 's' : ''} ${admin.join(', ')} (admin roles never get API keys)`);
   }
-  if (block['max-expires-in-days'] !== undefined && !isInt(block['max-expires-in-days'], 1, 3650))
-    problems.push('apiKeys.max-expires-in-days must be an integer from 1 to 3650');
-  if (block['max-keys-per-user'] !== undefined && !isInt(block['max-keys-per-user'], 1, 1000))
-    problems.push('apiKeys.max-keys-per-user must be an integer from 1 to 1000');
+  if (block['max-expires-in-days'] !== undefined && !isInt(block['max-expires-in-days'], 1, 3650)) problems.push('apiKeys.max-expires-in-days must be an integer from 1 to 3650');
+  if (block['max-keys-per-user'] !== undefined && !isInt(block['max-keys-per-user'], 1, 1000)) problems.push('apiKeys.max-keys-per-user must be an integer from 1 to 1000');
   return problems;
 }
 
 function projectionProblems(projection: unknown): string[] {
-  if (!isJsonObject(projection) || Object.keys(projection).length === 0)
-    return ['mongo.projectResponse must be a non-empty object of field paths to 1 (keep) or 0 (remove)'];
+  if (!isJsonObject(projection) || Object.keys(projection).length === 0) return ['mongo.projectResponse must be a non-empty object of field paths to 1 (keep) or 0 (remove)'];
   const values = new Set(Object.values(projection));
   if ([...values].some((v) => v !== 0 && v !== 1)) return ['mongo.projectResponse values must be 1 (keep) or 0 (remove)'];
   if (values.size > 1) return ['mongo.projectResponse must be all 1 (keep these) or all 0 (remove these), not a mix'];

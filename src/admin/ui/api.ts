@@ -61,7 +61,8 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
     data = text;
   }
   if (!res.ok) {
-    const message = (data && typeof data === 'object' && typeof (data as { message?: unknown }).message === 'string' ? (data as { message: string }).message : null) ?? `${res.status} ${res.statusText}`;
+    const message =
+      (data && typeof data === 'object' && typeof (data as { message?: unknown }).message === 'string' ? (data as { message: string }).message : null) ?? `${res.status} ${res.statusText}`;
     if (res.status === 401 && !options.signInCheck && authorization) {
       authorization = null;
       onSignedOut?.('Your sign-in is no longer accepted (the password may have changed). Sign in again.');

@@ -62,9 +62,10 @@ function FeatureCard({ feature, onChanged }: { feature: Feature; onChanged: (f: 
     <p class="muted">${about.text}</p>
     <div class="row">
       ${ACTIONS[feature.state].map(
-        (a) => html`<button type="button" class=${a === 'uninstall' ? 'danger' : a === 'install' || a === 'enable' ? 'primary' : ''} disabled=${busy} onClick=${() => act(a)}>
-          ${a[0]!.toUpperCase() + a.slice(1)}<span class="visually-hidden"> ${about.title}</span>
-        </button>`,
+        (a) =>
+          html`<button type="button" class=${a === 'uninstall' ? 'danger' : a === 'install' || a === 'enable' ? 'primary' : ''} disabled=${busy} onClick=${() => act(a)}>
+            ${a[0]!.toUpperCase() + a.slice(1)}<span class="visually-hidden"> ${about.title}</span>
+          </button>`,
       )}
     </div>
     <${ErrorBox} error=${error} />

@@ -70,7 +70,14 @@ function modeOf(a: Amount | undefined): Mode {
 }
 
 /** One form for the key's overrides of every `by: key` policy; saves them in one PATCH. */
-export function LimitsEditor({ keyId, keyName, current, policies, onSaved, onCancel }: {
+export function LimitsEditor({
+  keyId,
+  keyName,
+  current,
+  policies,
+  onSaved,
+  onCancel,
+}: {
   keyId: string;
   keyName: string;
   current: Record<string, Amount>;
@@ -80,10 +87,12 @@ export function LimitsEditor({ keyId, keyName, current, policies, onSaved, onCan
 }) {
   const byKey = policies.filter((p) => p.by === 'key');
   const [fields, setFields] = useState(() =>
-    Object.fromEntries(byKey.map((p) => {
-      const a = current[p.name];
-      return [p.name, { mode: modeOf(a), limit: a ? String('quota' in a ? a.quota.limit : a.limit) : '', window: a && 'window' in a ? a.window : '60s' }];
-    })),
+    Object.fromEntries(
+      byKey.map((p) => {
+        const a = current[p.name];
+        return [p.name, { mode: modeOf(a), limit: a ? String('quota' in a ? a.quota.limit : a.limit) : '', window: a && 'window' in a ? a.window : '60s' }];
+      }),
+    ),
   );
   const [error, setError] = useState<unknown>(null);
   const [saving, setSaving] = useState(false);
@@ -110,8 +119,10 @@ export function LimitsEditor({ keyId, keyName, current, policies, onSaved, onCan
   };
 
   if (byKey.length === 0)
-    return html`<div class="panel"><p>No <code>by: key</code> policy is configured (<code>limits.policies</code>), so a key has no limit to override.</p>
-      <button type="button" onClick=${onCancel}>Close</button></div>`;
+    return html`<div class="panel">
+      <p>No <code>by: key</code> policy is configured (<code>limits.policies</code>), so a key has no limit to override.</p>
+      <button type="button" onClick=${onCancel}>Close</button>
+    </div>`;
   return html`<form class="panel limits-editor" onSubmit=${save} aria-label=${`Limits of ${keyName}`}>
     <h2>Limits of “${keyName}”</h2>
     ${byKey.map((p) => {
@@ -120,18 +131,30 @@ export function LimitsEditor({ keyId, keyName, current, policies, onSaved, onCan
       return html`<fieldset key=${p.name}>
         <legend>${p.name} <span class="muted small">(policy: ${describeAmount(p, p.units)})</span></legend>
         <div class="row">
-          <div><label for=${`${id}-mode`}>Override</label>
+          <div>
+            <label for=${`${id}-mode`}>Override</label>
             <select id=${`${id}-mode`} value=${f.mode} onChange=${(e: Event) => set(p.name, { mode: (e.target as HTMLSelectElement).value as Mode })}>
               <option value="default">the policy's own</option>
               <option value="window">a limit per window</option>
               <option value="day">a quota per UTC day</option>
               <option value="month">a quota per UTC month</option>
-            </select></div>
-          ${f.mode !== 'default' && html`<div><label for=${`${id}-limit`}>Limit (${p.units})</label>
-            <input id=${`${id}-limit`} type="number" min="1" required value=${f.limit} onInput=${(e: Event) => set(p.name, { limit: (e.target as HTMLInputElement).value })} /></div>`}
-          ${f.mode === 'window' && html`<div><label for=${`${id}-window`}>Window</label>
-            <input id=${`${id}-window`} type="text" class="code" required value=${f.window} onInput=${(e: Event) => set(p.name, { window: (e.target as HTMLInputElement).value })} />
-            <p class="hint">1s to 1d, like 60s, 15m, 1h</p></div>`}
+            </select>
+          </div>
+          ${
+            f.mode !== 'default' &&
+            html`<div>
+              <label for=${`${id}-limit`}>Limit (${p.units})</label>
+              <input id=${`${id}-limit`} type="number" min="1" required value=${f.limit} onInput=${(e: Event) => set(p.name, { limit: (e.target as HTMLInputElement).value })} />
+            </div>`
+          }
+          ${
+            f.mode === 'window' &&
+            html`<div>
+              <label for=${`${id}-window`}>Window</label>
+              <input id=${`${id}-window`} type="text" class="code" required value=${f.window} onInput=${(e: Event) => set(p.name, { window: (e.target as HTMLInputElement).value })} />
+              <p class="hint">1s to 1d, like 60s, 15m, 1h</p>
+            </div>`
+          }
         </div>
       </fieldset>`;
     })}

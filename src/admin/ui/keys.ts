@@ -58,46 +58,95 @@ export function KeysPage() {
   return html`<main id="main">
     <${PageTitle}>API keys<//>
     <form class="toolbar" role="search" onSubmit=${(e: Event) => (e.preventDefault(), setPage(1), setFilter({ owner: owner.trim(), client: client.trim() }))}>
-      <div class="grow"><label for="key-owner">Holder</label><input id="key-owner" type="search" value=${owner} onInput=${(e: Event) => setOwner((e.target as HTMLInputElement).value)} placeholder="user id" /></div>
-      <div class="grow"><label for="key-client">Client</label><input id="key-client" type="search" value=${client} onInput=${(e: Event) => setClient((e.target as HTMLInputElement).value)} placeholder="agent client name" /></div>
+      <div class="grow">
+        <label for="key-owner">Holder</label><input id="key-owner" type="search" value=${owner} onInput=${(e: Event) => setOwner((e.target as HTMLInputElement).value)} placeholder="user id" />
+      </div>
+      <div class="grow">
+        <label for="key-client">Client</label
+        ><input id="key-client" type="search" value=${client} onInput=${(e: Event) => setClient((e.target as HTMLInputElement).value)} placeholder="agent client name" />
+      </div>
       <button type="submit">Filter</button>
       ${filtered && html`<button type="button" onClick=${() => (setOwner(''), setClient(''), setPage(1), setFilter({ owner: '', client: '' }))}>Show all</button>`}
     </form>
     ${note && html`<p class="notice" role="status">${note}</p>`}
     <${ErrorBox} error=${keys.error || actionError} />
-    ${keys.data && rows.length === 0 &&
-    (filtered
-      ? html`<${Empty} title="No key matches this filter."><p>Holder and client must match exactly.</p><//>`
-      : html`<${Empty} title="No API keys on this service yet.">
-          <p>Users issue their own keys with <code>POST /keys</code> once a permission offers them (an <code>apiKeys</code> block), and agents get one when a user signs them in. Revoked keys are not listed.</p><//>`)}
-    ${rows.length > 0 &&
-    html`<div class="table-wrap"><table>
-      <caption class="visually-hidden">API keys of this service</caption>
-      <thead><tr><th scope="col">Holder</th><th scope="col">Name</th><th scope="col">Roles</th><th scope="col">Client</th><th scope="col">Via</th><th scope="col">Created</th><th scope="col">Last use</th><th scope="col">Expires</th><th scope="col">Use, 30 days</th><th scope="col">Own limits</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-      <tbody>
-        ${rows.map(
-          (k) => html`<tr key=${k._id}>
-            <td>${k.owner}</td>
-            <td>${k.name}${k.kind === 'token' ? html` <span class="badge neutral">token</span>` : ''}</td>
-            <td>${k.roles.length ? k.roles.join(', ') : html`<span class="muted">none</span>`}</td>
-            <td>${k.client ?? html`<span class="muted">—</span>`}</td>
-            <td>${k.via}</td>
-            <td><${Time} value=${k.createdAt} /></td>
-            <td>${k.lastUsedAt ? html`<${Time} value=${k.lastUsedAt} />` : html`<span class="muted">never</span>`}</td>
-            <td>${(k.expiresAt?.$date ?? 0) < Date.now() ? html`<span class="badge failed">expired</span> ` : ''}<${Time} value=${k.expiresAt} /></td>
-            <td><${UsageChart} keyId=${k._id} name=${k.name} /></td>
-            <td>${Object.entries(k.limits ?? {}).map(([name, a]) => html`<div class="small"><strong>${name}</strong>: ${describeAmount(a)}</div>`)}
-              <button type="button" class="link" onClick=${() => setEditing(editing === k._id ? null : k._id)} aria-expanded=${editing === k._id}>Edit limits<span class="visually-hidden"> of ${k.name}</span></button></td>
-            <td><button type="button" class="danger" onClick=${() => revoke(k)}>Revoke<span class="visually-hidden"> ${k.name} of ${k.owner}</span></button></td>
-          </tr>
-          ${editing === k._id &&
-          html`<tr key=${`${k._id}-limits`}><td colspan="11">
-            <${LimitsEditor} keyId=${k._id} keyName=${k.name} current=${k.limits ?? {}} policies=${policies.data?.data.policies ?? []}
-              onSaved=${(message: string) => (setEditing(null), setNote(message), keys.reload())} onCancel=${() => setEditing(null)} />
-          </td></tr>`}`,
-        )}
-      </tbody>
-    </table></div>`}
+    ${
+      keys.data &&
+      rows.length === 0 &&
+      (filtered
+        ? html`<${Empty} title="No key matches this filter."><p>Holder and client must match exactly.</p><//>`
+        : html`<${Empty} title="No API keys on this service yet.">
+            <p>
+              Users issue their own keys with <code>POST /keys</code> once a permission offers them (an <code>apiKeys</code> block), and agents get one when a user signs them in. Revoked keys are not
+              listed.
+            </p><//
+          >`)
+    }
+    ${
+      rows.length > 0 &&
+      html`<div class="table-wrap">
+        <table>
+          <caption class="visually-hidden">
+            API keys of this service
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Holder</th>
+              <th scope="col">Name</th>
+              <th scope="col">Roles</th>
+              <th scope="col">Client</th>
+              <th scope="col">Via</th>
+              <th scope="col">Created</th>
+              <th scope="col">Last use</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Use, 30 days</th>
+              <th scope="col">Own limits</th>
+              <th scope="col"><span class="visually-hidden">Actions</span></th>
+            </tr>
+          </thead>
+          <tbody>
+            ${rows.map(
+              (k) =>
+                html`<tr key=${k._id}>
+                    <td>${k.owner}</td>
+                    <td>${k.name}${k.kind === 'token' ? html` <span class="badge neutral">token</span>` : ''}</td>
+                    <td>${k.roles.length ? k.roles.join(', ') : html`<span class="muted">none</span>`}</td>
+                    <td>${k.client ?? html`<span class="muted">—</span>`}</td>
+                    <td>${k.via}</td>
+                    <td><${Time} value=${k.createdAt} /></td>
+                    <td>${k.lastUsedAt ? html`<${Time} value=${k.lastUsedAt} />` : html`<span class="muted">never</span>`}</td>
+                    <td>${(k.expiresAt?.$date ?? 0) < Date.now() ? html`<span class="badge failed">expired</span> ` : ''}<${Time} value=${k.expiresAt} /></td>
+                    <td><${UsageChart} keyId=${k._id} name=${k.name} /></td>
+                    <td>
+                      ${Object.entries(k.limits ?? {}).map(([name, a]) => html`<div class="small"><strong>${name}</strong>: ${describeAmount(a)}</div>`)}
+                      <button type="button" class="link" onClick=${() => setEditing(editing === k._id ? null : k._id)} aria-expanded=${editing === k._id}>
+                        Edit limits<span class="visually-hidden"> of ${k.name}</span>
+                      </button>
+                    </td>
+                    <td>
+                      <button type="button" class="danger" onClick=${() => revoke(k)}>Revoke<span class="visually-hidden"> ${k.name} of ${k.owner}</span></button>
+                    </td>
+                  </tr>
+                  ${
+                    editing === k._id &&
+                    html`<tr key=${`${k._id}-limits`}>
+                      <td colspan="11">
+                        <${LimitsEditor}
+                          keyId=${k._id}
+                          keyName=${k.name}
+                          current=${k.limits ?? {}}
+                          policies=${policies.data?.data.policies ?? []}
+                          onSaved=${(message: string) => (setEditing(null), setNote(message), keys.reload())}
+                          onCancel=${() => setEditing(null)}
+                        />
+                      </td>
+                    </tr>`
+                  }`,
+            )}
+          </tbody>
+        </table>
+      </div>`
+    }
     <${Pager} page=${page} pagesize=${PAGESIZE} total=${keys.data?.total ?? null} onPage=${setPage} label="Keys" />
   </main>`;
 }

@@ -31,10 +31,8 @@ function Entry({ entry, webhook, onResent }: { entry: any; webhook: Webhook; onR
       <span class="small"><${Time} value=${entry.timestamp} /></span>
     </div>
     <div class="row small muted meta">
-      ${entry.status !== 'skipped' && html`<span>Attempt ${entry.attempt}</span>`}
-      ${s.statusCode != null && html`<span>Target answered ${s.statusCode}</span>`}
-      ${entry.status !== 'skipped' && html`<span>${entry.durationMs} ms</span>`}
-      ${entry.nextAttemptAt && html`<span>Next attempt <${Time} value=${entry.nextAttemptAt} /></span>`}
+      ${entry.status !== 'skipped' && html`<span>Attempt ${entry.attempt}</span>`} ${s.statusCode != null && html`<span>Target answered ${s.statusCode}</span>`}
+      ${entry.status !== 'skipped' && html`<span>${entry.durationMs} ms</span>`} ${entry.nextAttemptAt && html`<span>Next attempt <${Time} value=${entry.nextAttemptAt} /></span>`}
     </div>
     ${s.error && html`<p class="field-error small">${s.error}</p>`}
     <div class="row">
@@ -80,9 +78,11 @@ function ClearLogs({ webhook, onCleared }: { webhook: Webhook; onCleared: () => 
           <legend>Which entries</legend>
           <label class="inline"><input type="radio" name="clear-mode" checked=${mode === 'all'} onChange=${() => setMode('all')} /> All entries</label><br />
           <label class="inline"><input type="radio" name="clear-mode" checked=${mode === 'before'} onChange=${() => setMode('before')} /> Entries older than a date</label>
-          ${mode === 'before' &&
-          html`<label for="clear-before">Older than (your time zone)</label>
-            <input id="clear-before" type="datetime-local" step="1" value=${before} onInput=${(e: Event) => setBefore((e.target as HTMLInputElement).value)} />`}
+          ${
+            mode === 'before' &&
+            html`<label for="clear-before">Older than (your time zone)</label>
+              <input id="clear-before" type="datetime-local" step="1" value=${before} onInput=${(e: Event) => setBefore((e.target as HTMLInputElement).value)} />`
+          }
         </fieldset>
         ${error && html`<p class="field-error" role="alert">${error}</p>`}
         <div class="actions">
@@ -115,7 +115,9 @@ function RecoverFailed({ webhook, onDone }: { webhook: Webhook; onDone: (message
       const res = await api<{ requeued: number; alreadyScheduled: number; more: boolean }>('POST', admin(`/webhooks/${enc(webhook._id)}/recover`), { since: at.toISOString() });
       dialog.current?.close();
       const r = res.data;
-      onDone(`Re-queued ${r.requeued} event${r.requeued === 1 ? '' : 's'}${r.alreadyScheduled ? `; ${r.alreadyScheduled} already have a retry scheduled` : ''}${r.more ? '; more remain, recover again' : ''}. Refresh in a moment to see the new attempts.`);
+      onDone(
+        `Re-queued ${r.requeued} event${r.requeued === 1 ? '' : 's'}${r.alreadyScheduled ? `; ${r.alreadyScheduled} already have a retry scheduled` : ''}${r.more ? '; more remain, recover again' : ''}. Refresh in a moment to see the new attempts.`,
+      );
     } catch (err) {
       setError(errorText(err));
     }
@@ -142,10 +144,7 @@ export function LogsTab({ webhook }: { webhook: Webhook }) {
   const [status, setStatus] = useState('');
   const [page, setPage] = useState(1);
   const [note, setNote] = useState<string | null>(null);
-  const logs = useLoad(
-    () => api<any[]>('GET', admin(`/webhooks/${enc(webhook._id)}/logs?page=${page}&pagesize=${PAGESIZE}${status ? `&status=${status}` : ''}`)),
-    [webhook._id, status, page],
-  );
+  const logs = useLoad(() => api<any[]>('GET', admin(`/webhooks/${enc(webhook._id)}/logs?page=${page}&pagesize=${PAGESIZE}${status ? `&status=${status}` : ''}`)), [webhook._id, status, page]);
   const entries = logs.data?.data ?? [];
   return html`<section aria-labelledby="logs-title">
     <h2 id="logs-title" class="visually-hidden">Logs</h2>
@@ -162,18 +161,30 @@ export function LogsTab({ webhook }: { webhook: Webhook }) {
       <button type="button" onClick=${() => (setNote(null), logs.reload())}>Refresh</button>
       <${RecoverFailed} webhook=${webhook} onDone=${(m: string) => setNote(m)} />
       <${ClearLogs} webhook=${webhook} onCleared=${() => (setNote('Logs cleared.'), setPage(1), logs.reload())} />
-      <span class="muted small" aria-live="polite">${logs.loading ? 'Loading…' : logs.data ? `${logs.data.total ?? entries.length} ${(logs.data.total ?? entries.length) === 1 ? 'entry' : 'entries'}` : ''}</span>
+      <span class="muted small" aria-live="polite"
+        >${logs.loading ? 'Loading…' : logs.data ? `${logs.data.total ?? entries.length} ${(logs.data.total ?? entries.length) === 1 ? 'entry' : 'entries'}` : ''}</span
+      >
     </div>
     ${note && html`<p class="notice" role="status">${note}</p>`}
     <${ErrorBox} error=${logs.error} />
-    ${logs.data && entries.length === 0 &&
-    (status
-      ? html`<${Empty} title=${`No ${status} entries.`}><p>Choose "All" to see every entry.</p><//>`
-      : html`<${Empty} title="No log entries yet.">
-          <p>An entry appears for each delivery attempt once a request matches the condition (<code>${webhook.condition}</code>).
-          Send such a request through Outrigger, or use Test Webhook on the <a href=${`#/webhooks/${enc(webhook._id)}`}>Settings</a> tab (test sends are not logged).</p>
-        <//>`)}
-    ${entries.length > 0 && html`<ul class="cards" aria-label="Log entries">${entries.map((e) => html`<${Entry} key=${e._id} entry=${e} webhook=${webhook} onResent=${logs.reload} />`)}</ul>`}
+    ${
+      logs.data &&
+      entries.length === 0 &&
+      (status
+        ? html`<${Empty} title=${`No ${status} entries.`}><p>Choose "All" to see every entry.</p><//>`
+        : html`<${Empty} title="No log entries yet.">
+            <p>
+              An entry appears for each delivery attempt once a request matches the condition (<code>${webhook.condition}</code>). Send such a request through Outrigger, or use Test Webhook on the
+              <a href=${`#/webhooks/${enc(webhook._id)}`}>Settings</a> tab (test sends are not logged).
+            </p>
+          <//>`)
+    }
+    ${
+      entries.length > 0 &&
+      html`<ul class="cards" aria-label="Log entries">
+        ${entries.map((e) => html`<${Entry} key=${e._id} entry=${e} webhook=${webhook} onResent=${logs.reload} />`)}
+      </ul>`
+    }
     <${Pager} page=${page} pagesize=${PAGESIZE} total=${logs.data?.total ?? null} onPage=${setPage} label="Log" />
   </section>`;
 }

@@ -90,7 +90,10 @@ function Page({ hash }: { hash: string }) {
     case 'apps':
       return html`<${DocumentsPage} key="apps" kind="apps" />`;
     default:
-      return html`<main id="main"><h1>Nothing here</h1><p>There is no page at ${hash}. <a href="#/webhooks">Go to webhooks</a>.</p></main>`;
+      return html`<main id="main">
+        <h1>Nothing here</h1>
+        <p>There is no page at ${hash}. <a href="#/webhooks">Go to webhooks</a>.</p>
+      </main>`;
   }
 }
 
@@ -106,8 +109,7 @@ function App() {
   }, []);
   if (!user) return html`<${SignIn} notice=${notice} onSignedIn=${(u: string) => (setNotice(null), setUser(u))} />`;
   const section = `#/${hash.replace(/^#\/?/, '').split('/')[0]}`;
-  return html`
-    <a class="skip" href="#main" onClick=${(e: Event) => (e.preventDefault(), document.getElementById('main')?.querySelector('h1')?.focus())}>Skip to content</a>
+  return html` <a class="skip" href="#main" onClick=${(e: Event) => (e.preventDefault(), document.getElementById('main')?.querySelector('h1')?.focus())}>Skip to content</a>
     <header class="top">
       <span class="brand">Outrigger console</span>
       <nav aria-label="Main">
@@ -115,7 +117,8 @@ function App() {
           ${PAGES.map((p) => html`<li><a href=${p.hash} aria-current=${section === p.hash ? 'page' : undefined}>${p.label}</a></li>`)}
         </ul>
       </nav>
-      <span class="who">Signed in as <strong>${user}</strong>
+      <span class="who"
+        >Signed in as <strong>${user}</strong>
         <button type="button" onClick=${() => (signOut(), setNotice('You signed out.'), setUser(null))}>Sign out</button>
       </span>
     </header>

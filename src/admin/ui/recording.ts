@@ -86,42 +86,62 @@ export function RecordingPage() {
 
   return html`<main id="main">
     <${PageTitle}>Recording<//>
-    <p class="muted">A recording captures every request through Outrigger for ${view?.windowSeconds ?? 60} seconds, on every replica, whatever the conditions say, with each webhook's evaluation: read real paths and body fields before you write a condition.</p>
+    <p class="muted">
+      A recording captures every request through Outrigger for ${view?.windowSeconds ?? 60} seconds, on every replica, whatever the conditions say, with each webhook's evaluation: read real paths and
+      body fields before you write a condition.
+    </p>
     <div class="toolbar">
-      ${active
-        ? html`<p class="notice" role="status" style="margin:0">Recording… <span class="countdown" aria-live="off">${remaining} s</span> left</p>
-            <button type="button" class="danger" onClick=${stop}>Stop</button>`
-        : html`<button type="button" class="primary" onClick=${restart}>Start Recording</button>`}
+      ${
+        active
+          ? html`<p class="notice" role="status" style="margin:0">Recording… <span class="countdown" aria-live="off">${remaining} s</span> left</p>
+              <button type="button" class="danger" onClick=${stop}>Stop</button>`
+          : html`<button type="button" class="primary" onClick=${restart}>Start Recording</button>`
+      }
     </div>
     <${ErrorBox} error=${error} />
-    ${view && requests.length === 0 &&
-    (active
-      ? html`<${Empty} title="Waiting for requests…"><p>Send a request through Outrigger (not to <code>/_admin</code>, <code>/_health</code> or <code>/_metrics</code>, which are never recorded). It appears here within a second.</p><//>`
-      : html`<${Empty} title="Nothing recorded.">
-          <p>Press <strong>Start Recording</strong>, then use your application as usual. Each request shows up here, and <em>Make a condition</em> turns one into a new webhook's condition.</p><//>`)}
-    ${requests.length > 0 &&
-    html`<p class="muted small">${view!.total} request${view!.total === 1 ? '' : 's'} captured${active ? '' : view!.endsAt ? html`; the recording ended <${Time} value=${view!.endsAt} />` : ''}.</p>
-      <ul class="cards" aria-label="Recorded requests">
-        ${requests.map(
-          (r) => html`<li class="card" key=${r.eventId}>
-            <div class="head">
-              <span class="title mono">${r.method} ${r.path}</span>
-              <span class=${`badge ${r.response.statusCode < 400 ? 'success' : 'failed'}`}>${r.response.statusCode}</span>
-              <span class="small"><${Time} value=${r.timestamp} /></span>
-            </div>
-            ${!r.completed && html`<p class="warning small">The client left before the answer was complete: no webhook fires for it.</p>`}
-            <div class="row small" aria-label="Webhook evaluations">
-              ${r.webhooks.length === 0
-                ? html`<span class="muted">No webhooks yet.</span>`
-                : r.webhooks.map((w) => html`<span class=${`badge ${w.matched ? 'success' : 'neutral'}`}>${w.name}: ${w.matched ? 'matches' : 'no match'}${w.enabled ? '' : ' (disabled)'}</span>`)}
-            </div>
-            <div class="row">
-              <button type="button" onClick=${() => (prefillCondition(conditionFor(r)), (location.hash = '#/webhooks/new'))}>Make a condition from this request</button>
-              <button type="button" aria-expanded=${open === r.eventId ? 'true' : 'false'} onClick=${() => setOpen(open === r.eventId ? null : r.eventId)}>${open === r.eventId ? 'Hide request' : 'Show request'}</button>
-            </div>
-            ${open === r.eventId && html`<${Json} value=${{ query: r.query, headers: r.headers, body: r.body }} label="Recorded request" />`}
-          </li>`,
-        )}
-      </ul>`}
+    ${
+      view &&
+      requests.length === 0 &&
+      (active
+        ? html`<${Empty} title="Waiting for requests…"
+            ><p>Send a request through Outrigger (not to <code>/_admin</code>, <code>/_health</code> or <code>/_metrics</code>, which are never recorded). It appears here within a second.</p><//
+          >`
+        : html`<${Empty} title="Nothing recorded.">
+            <p>Press <strong>Start Recording</strong>, then use your application as usual. Each request shows up here, and <em>Make a condition</em> turns one into a new webhook's condition.</p><//
+          >`)
+    }
+    ${
+      requests.length > 0 &&
+      html`<p class="muted small">${view!.total} request${view!.total === 1 ? '' : 's'} captured${active ? '' : view!.endsAt ? html`; the recording ended <${Time} value=${view!.endsAt} />` : ''}.</p>
+        <ul class="cards" aria-label="Recorded requests">
+          ${requests.map(
+            (r) =>
+              html`<li class="card" key=${r.eventId}>
+                <div class="head">
+                  <span class="title mono">${r.method} ${r.path}</span>
+                  <span class=${`badge ${r.response.statusCode < 400 ? 'success' : 'failed'}`}>${r.response.statusCode}</span>
+                  <span class="small"><${Time} value=${r.timestamp} /></span>
+                </div>
+                ${!r.completed && html`<p class="warning small">The client left before the answer was complete: no webhook fires for it.</p>`}
+                <div class="row small" aria-label="Webhook evaluations">
+                  ${
+                    r.webhooks.length === 0
+                      ? html`<span class="muted">No webhooks yet.</span>`
+                      : r.webhooks.map(
+                          (w) => html`<span class=${`badge ${w.matched ? 'success' : 'neutral'}`}>${w.name}: ${w.matched ? 'matches' : 'no match'}${w.enabled ? '' : ' (disabled)'}</span>`,
+                        )
+                  }
+                </div>
+                <div class="row">
+                  <button type="button" onClick=${() => (prefillCondition(conditionFor(r)), (location.hash = '#/webhooks/new'))}>Make a condition from this request</button>
+                  <button type="button" aria-expanded=${open === r.eventId ? 'true' : 'false'} onClick=${() => setOpen(open === r.eventId ? null : r.eventId)}>
+                    ${open === r.eventId ? 'Hide request' : 'Show request'}
+                  </button>
+                </div>
+                ${open === r.eventId && html`<${Json} value=${{ query: r.query, headers: r.headers, body: r.body }} label="Recorded request" />`}
+              </li>`,
+          )}
+        </ul>`
+    }
   </main>`;
 }

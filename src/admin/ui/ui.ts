@@ -36,7 +36,10 @@ export function Json({ value, label }: { value: unknown; label?: string }) {
 }
 
 export function Empty({ title, children }: { title: string; children?: ComponentChildren }) {
-  return html`<div class="empty panel"><p><strong>${title}</strong></p>${children}</div>`;
+  return html`<div class="empty panel">
+    <p><strong>${title}</strong></p>
+    ${children}
+  </div>`;
 }
 
 export function Pager({ page, pagesize, total, onPage, label }: { page: number; pagesize: number; total: number | null; onPage: (p: number) => void; label: string }) {
@@ -94,13 +97,15 @@ export function ConfirmHost() {
     (returnFocus.current as HTMLElement | null)?.focus?.();
   };
   return html`<dialog ref=${dialog} aria-labelledby="confirm-title" onCancel=${(e: Event) => (e.preventDefault(), finish(false))}>
-    ${request &&
-    html`<h2 id="confirm-title">${request.title}</h2>
-      <div>${request.body}</div>
-      <div class="actions">
-        <button type="button" onClick=${() => finish(false)} autofocus>Cancel</button>
-        <button type="button" class="danger" onClick=${() => finish(true)}>${request.action}</button>
-      </div>`}
+    ${
+      request &&
+      html`<h2 id="confirm-title">${request.title}</h2>
+        <div>${request.body}</div>
+        <div class="actions">
+          <button type="button" onClick=${() => finish(false)} autofocus>Cancel</button>
+          <button type="button" class="danger" onClick=${() => finish(true)}>${request.action}</button>
+        </div>`
+    }
   </dialog>`;
 }
 

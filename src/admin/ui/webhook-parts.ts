@@ -26,7 +26,9 @@ export interface Webhook {
 /** "Disabled automatically" (a failing target, SPEC §7.1), when the webhook says so. */
 export function AutoDisabled({ webhook }: { webhook: Webhook }) {
   if (webhook.enabled || !webhook.disabledReason) return null;
-  return html`<p class="warning small">Disabled automatically${webhook.disabledAt ? html` on <${Time} value=${webhook.disabledAt} />` : ''}: ${webhook.disabledReason}. Fix the target, then enable the webhook again.</p>`;
+  return html`<p class="warning small">
+    Disabled automatically${webhook.disabledAt ? html` on <${Time} value=${webhook.disabledAt} />` : ''}: ${webhook.disabledReason}. Fix the target, then enable the webhook again.
+  </p>`;
 }
 
 export function EnableToggle({ webhook, onChanged }: { webhook: Webhook; onChanged: (w: Webhook) => void }) {

@@ -15,7 +15,11 @@ export function registerApplyCommand(program: Command): void {
       const config = loadConfigOrExit(opts.config);
       const running = await startOutrigger(config, { serve: false, worker: false, bootstrap: false, logger: createLogger({ level: 'warn' }) });
       try {
-        const summary = await applySetupFile(running.context, opts.file, running.modules.flatMap((m) => m.setupKinds ?? []));
+        const summary = await applySetupFile(
+          running.context,
+          opts.file,
+          running.modules.flatMap((m) => m.setupKinds ?? []),
+        );
         for (const change of summary.changes) process.stdout.write(`${change.change.padEnd(9)} ${change.section}/${change.id}\n`);
         for (const warning of summary.warnings) process.stdout.write(`warning: ${warning}\n`);
         const { created, updated, unchanged } = summary.counts;

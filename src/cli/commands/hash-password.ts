@@ -9,7 +9,9 @@ export function registerHashPasswordCommand(program: Command): void {
       const chunks: Buffer[] = [];
       for await (const chunk of process.stdin as AsyncIterable<Buffer>) chunks.push(chunk);
       // One trailing newline (from echo or a terminal) is not part of the password.
-      const password = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+      const password = Buffer.concat(chunks)
+        .toString('utf8')
+        .replace(/\r?\n$/, '');
       if (password === '') {
         process.stderr.write('no password on stdin; try: printf %s "$PASSWORD" | outrigger hash-password\n');
         process.exitCode = 1;

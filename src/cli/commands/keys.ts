@@ -27,7 +27,13 @@ export function registerKeysCommand(program: Command): void {
           .filter((k) => (opts.owner === undefined || k.record.owner === opts.owner) && (opts.client === undefined || k.record.client === opts.client))
           .sort((a, b) => newestFirst(a.record, b.record));
         if (opts.json) {
-          process.stdout.write(`${JSON.stringify(listed.map((k) => jsonRow(k)), null, 2)}\n`);
+          process.stdout.write(
+            `${JSON.stringify(
+              listed.map((k) => jsonRow(k)),
+              null,
+              2,
+            )}\n`,
+          );
           return;
         }
         if (listed.length) process.stdout.write(`${table(listed, now)}\n`);
@@ -77,10 +83,7 @@ async function withStore(file: string, work: (parts: { store: ApiKeyStore; issue
   redis.on('error', (error: Error) => (lastError = error.message));
   try {
     try {
-      await Promise.race([
-        waitForRedis(redis, 5000),
-        new Promise<never>((_, reject) => redis.once('end', () => reject(new Error(`gave up after 4 attempts${lastError ? ` (${lastError})` : ''}`)))),
-      ]);
+      await Promise.race([waitForRedis(redis, 5000), new Promise<never>((_, reject) => redis.once('end', () => reject(new Error(`gave up after 4 attempts${lastError ? ` (${lastError})` : ''}`))))]);
     } catch (error) {
       process.stderr.write(`cannot reach Redis at ${describeTarget(cfg.redis)}: ${(error as Error).message}\n`);
       process.exitCode = 1;
@@ -124,5 +127,12 @@ function table(rows: StoredKey[], now: number): string {
     record.expiresAt <= now ? 'expired' : 'active',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  return [header, ...cells].map((line) => line.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return [header, ...cells]
+    .map((line) =>
+      line
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }

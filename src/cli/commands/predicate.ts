@@ -103,7 +103,7 @@ export function registerPredicateCommand(program: Command, io: CommandIo = proce
   predicate
     .command('test')
     .description('parse a condition and evaluate it against a described request; prints true (exit 0) or false (exit 1), or the parse error with a caret (exit 2)')
-    .argument('<expression>', "the condition, e.g. \"path-prefix('/api') and method(GET)\"")
+    .argument('<expression>', 'the condition, e.g. "path-prefix(\'/api\') and method(GET)"')
     .option('--method <method>', 'request method', 'GET')
     .option('--path <path>', 'request path, may carry a query string (/c?a=1&b=2)', '/')
     .option('--header <name:value>', 'request header, repeatable (names are case-insensitive)', collect, [])

@@ -16,7 +16,14 @@ export function registerStartCommands(program: Command): void {
       // taken when the start is done, not answered by Node's default, which ends the process.
       const started = startOutrigger(config, { worker: opts.worker, logger });
       stopOnSignals(async () => (await started).stop(), logger);
-      drainOnSignal(() => void started.then((running) => running.beginDrain(), () => {}), logger);
+      drainOnSignal(
+        () =>
+          void started.then(
+            (running) => running.beginDrain(),
+            () => {},
+          ),
+        logger,
+      );
       await started;
     });
 

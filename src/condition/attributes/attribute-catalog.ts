@@ -50,8 +50,7 @@ const bytesRead = (dashIfZero: boolean): AttributeDefinition =>
     const n = s.exchange.bytesRead ?? 0;
     return dashIfZero && n === 0 ? '-' : String(n);
   });
-const responseTime = (format: (ms: number) => string): AttributeDefinition =>
-  response((s) => (s.exchange.responseTimeMs === undefined ? null : format(s.exchange.responseTimeMs)));
+const responseTime = (format: (ms: number) => string): AttributeDefinition => response((s) => (s.exchange.responseTimeMs === undefined ? null : format(s.exchange.responseTimeMs)));
 const millis = responseTime((ms) => String(Math.floor(ms)));
 
 /**
@@ -126,14 +125,20 @@ const NAMED: ReadonlyMap<string, AttributeDefinition> = new Map([
 
 /** `%{x,argument}` attributes, by the part before the comma. */
 const WITH_ARGUMENT: ReadonlyMap<string, (argument: string) => AttributeDefinition> = new Map([
-  ['i', (name: string) => {
-    const lower = name.toLowerCase();
-    return request((s) => readRequestHeader(s.exchange, lower));
-  }],
-  ['o', (name: string) => {
-    const lower = name.toLowerCase();
-    return response((s) => readResponseHeader(s.exchange, lower));
-  }],
+  [
+    'i',
+    (name: string) => {
+      const lower = name.toLowerCase();
+      return request((s) => readRequestHeader(s.exchange, lower));
+    },
+  ],
+  [
+    'o',
+    (name: string) => {
+      const lower = name.toLowerCase();
+      return response((s) => readResponseHeader(s.exchange, lower));
+    },
+  ],
   ['q', (name: string) => request((s) => renderValues(s.view.queryParameters.get(name)))],
   ['p', (name: string) => request((s) => renderValues(s.view.pathParameters.get(name)))],
   ['c', (name: string) => request((s) => s.view.cookies.get(name) ?? null)],
@@ -142,14 +147,9 @@ const WITH_ARGUMENT: ReadonlyMap<string, (argument: string) => AttributeDefiniti
 ]);
 
 /** Attributes Undertow knows that Outrigger deliberately does not offer, with the reason. */
-const UNSUPPORTED_WITH_ARGUMENT: ReadonlyMap<string, string> = new Map([
-  ['time', 'formatted request times (%{time,...}) are not supported in conditions; use %t'],
-]);
+const UNSUPPORTED_WITH_ARGUMENT: ReadonlyMap<string, string> = new Map([['time', 'formatted request times (%{time,...}) are not supported in conditions; use %t']]);
 
-export type AttributeLookup =
-  | { readonly found: AttributeDefinition }
-  | { readonly unsupported: string }
-  | { readonly unknown: true };
+export type AttributeLookup = { readonly found: AttributeDefinition } | { readonly unsupported: string } | { readonly unknown: true };
 
 /** Resolves one `%...` token (already split out of a value). */
 export function lookupAttribute(token: string): AttributeLookup {

@@ -22,9 +22,7 @@ export function readResponseHeader(exchange: Exchange, lowerCaseName: string): s
 }
 
 export function readResponseCookie(exchange: Exchange, name: string): string | null {
-  const headers =
-    exchange.responseHeaderValues?.('set-cookie') ??
-    (exchange.responseHeader?.('set-cookie') !== undefined ? [exchange.responseHeader('set-cookie')!] : []);
+  const headers = exchange.responseHeaderValues?.('set-cookie') ?? (exchange.responseHeader?.('set-cookie') !== undefined ? [exchange.responseHeader('set-cookie')!] : []);
   for (const header of headers) {
     const cookie = setCookieNameAndValue(header);
     if (cookie !== undefined && cookie[0] === name) return cookie[1];
@@ -32,8 +30,7 @@ export function readResponseCookie(exchange: Exchange, name: string): string | n
   return null;
 }
 
-export const readQueryString = (scope: EvaluationScope): string =>
-  scope.exchange.rawQuery.length === 0 ? '' : `?${scope.exchange.rawQuery}`;
+export const readQueryString = (scope: EvaluationScope): string => (scope.exchange.rawQuery.length === 0 ? '' : `?${scope.exchange.rawQuery}`);
 
 export function readHostHeader(exchange: Exchange): string | undefined {
   return exchange.host ?? exchange.requestHeader('host');

@@ -9,10 +9,7 @@ const USER_VARIABLE = /^@user\.([^.\s][^\s]*)$/;
 /** RESTHeart's other `@` variables, which Outrigger does not offer. */
 const OTHER_RESTHEART_VARIABLES = ['@request', '@now', '@rnd', '@qparams', '@authenticated', '@roles', '@filter', '@mongoPermissions'];
 
-export type UserVariableCheck =
-  | { readonly kind: 'none' }
-  | { readonly kind: 'variable'; readonly path: readonly string[] }
-  | { readonly kind: 'invalid'; readonly message: string };
+export type UserVariableCheck = { readonly kind: 'none' } | { readonly kind: 'variable'; readonly path: readonly string[] } | { readonly kind: 'invalid'; readonly message: string };
 
 /**
  * Classifies a value token. RESTHeart substitutes `@user.<field>` textually before parsing;

@@ -23,7 +23,7 @@ class IpRules {
   allows(ip: string): boolean {
     const v4 = ipv4Number(ip);
     if (v4 !== undefined) {
-      for (const rule of this.v4) if (((v4 & rule.mask) >>> 0) === rule.prefix) return !rule.deny;
+      for (const rule of this.v4) if ((v4 & rule.mask) >>> 0 === rule.prefix) return !rule.deny;
       return this.defaultAllow;
     }
     const v6 = ipv6Bytes(ip);

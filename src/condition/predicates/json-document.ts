@@ -10,9 +10,29 @@ export function isDocument(value: unknown): value is JsonDocument {
 }
 
 const UPDATE_OPERATORS: ReadonlySet<string> = new Set([
-  '$inc', '$mul', '$rename', '$setOnInsert', '$set', '$unset', '$min', '$max', '$currentDate',
-  '$', '$[]', '$addToSet', '$pop', '$pullAll', '$pull', '$pushAll', '$push', '$each', '$position',
-  '$slice', '$sort', '$bit', '$isolated',
+  '$inc',
+  '$mul',
+  '$rename',
+  '$setOnInsert',
+  '$set',
+  '$unset',
+  '$min',
+  '$max',
+  '$currentDate',
+  '$',
+  '$[]',
+  '$addToSet',
+  '$pop',
+  '$pullAll',
+  '$pull',
+  '$pushAll',
+  '$push',
+  '$each',
+  '$position',
+  '$slice',
+  '$sort',
+  '$bit',
+  '$isolated',
 ]);
 
 export const isUpdateOperator = (key: string): boolean => UPDATE_OPERATORS.has(key);

@@ -29,8 +29,7 @@ export const regexPredicate: PredicateDefinition = {
     const { prefix, contains } = compiled.required;
     // The linear-time engine is slow next to a string search: inputs that lack what every match contains stop here,
     // and so do inputs too long for this pattern's cost bound.
-    const mayMatch = (input: string) =>
-      input.length <= maxInputChars && (prefix === undefined || input.startsWith(prefix)) && (contains === undefined || input.includes(contains));
+    const mayMatch = (input: string) => input.length <= maxInputChars && (prefix === undefined || input.startsWith(prefix)) && (contains === undefined || input.includes(contains));
     const value = args.optionalAttribute('value');
     const read = value === undefined ? (scope: EvaluationScope) => scope.view.relativePath : value.read;
     if (!context.bindingsRead) {

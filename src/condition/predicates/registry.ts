@@ -1,12 +1,7 @@
 import type { PredicateDefinition } from '../compile/parameters.js';
 import { ipMatchPredicate } from './ip-match.js';
 import { pathPredicate, pathPrefixPredicate, pathSuffixPredicate, pathTemplatePredicate } from './path-predicates.js';
-import {
-  queryParametersBlacklistPredicate,
-  queryParametersContainPredicate,
-  queryParametersSizePredicate,
-  queryParametersWhitelistPredicate,
-} from './query-parameter-predicates.js';
+import { queryParametersBlacklistPredicate, queryParametersContainPredicate, queryParametersSizePredicate, queryParametersWhitelistPredicate } from './query-parameter-predicates.js';
 import { regexPredicate } from './regex-predicate.js';
 import { bodyBlacklistPredicate, bodyContainsPredicate, bodyPropertyEqualsPredicate, bodyWhitelistPredicate } from './request-body-predicates.js';
 import {

@@ -39,8 +39,7 @@ class TokenQueue {
 const isOperator = (text: string): boolean => text === AND || text === OR || text === NOT || text === ARROW;
 
 /** Characters that cannot stand where a value or an operand is expected. */
-const isSpecialCharacter = (text: string): boolean =>
-  text === '(' || text === ')' || text === ',' || text === '=' || text === '[' || text === ']';
+const isSpecialCharacter = (text: string): boolean => text === '(' || text === ')' || text === ',' || text === '=' || text === '[' || text === ']';
 
 function precedence(operator: string): number {
   if (operator === NOT) return 3;
@@ -188,7 +187,10 @@ class ShuntingYard {
         args.set(current.text, { kind: 'array', token: value, items: this.readList('}'), name: current });
       } else {
         if (isOperator(value.text) || isSpecialCharacter(value.text)) {
-          throw this.error(value.position, `unexpected '${value.text}' as the value of ${current.text}: quote it if it is meant literally, or use another value (operator words are reserved even when quoted)`);
+          throw this.error(
+            value.position,
+            `unexpected '${value.text}' as the value of ${current.text}: quote it if it is meant literally, or use another value (operator words are reserved even when quoted)`,
+          );
         }
         args.set(current.text, { kind: 'value', token: value, name: current });
       }

@@ -2,8 +2,7 @@ import type { Token } from './tokenizer.js';
 
 /** A parameter value as written: one token, or a `{a, b}` list (also the positional `v1, v2` form). */
 export type ArgumentNode =
-  | { readonly kind: 'value'; readonly token: Token; readonly name?: Token }
-  | { readonly kind: 'array'; readonly token: Token; readonly items: readonly Token[]; readonly name?: Token };
+  { readonly kind: 'value'; readonly token: Token; readonly name?: Token } | { readonly kind: 'array'; readonly token: Token; readonly items: readonly Token[]; readonly name?: Token };
 
 /**
  * The parse tree of a condition, before predicates and attributes are resolved. `call` holds its

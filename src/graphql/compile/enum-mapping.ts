@@ -41,10 +41,7 @@ export function enumMappings(schema: GraphQLSchema, app: GraphqlApp): Map<string
 }
 
 /** Enum arguments arrive as value names; mappings want the stored values. */
-export function argsInternalizer(
-  field: GraphQLField<unknown, unknown>,
-  enumMaps: Map<string, EnumMapping>,
-): (args: Record<string, unknown>) => Record<string, unknown> {
+export function argsInternalizer(field: GraphQLField<unknown, unknown>, enumMaps: Map<string, EnumMapping>): (args: Record<string, unknown>) => Record<string, unknown> {
   if (enumMaps.size === 0 || !field.args.some((a) => involvesMappedEnum(a.type, enumMaps, new Set()))) return (args) => args;
   const convert = (type: GraphQLInputType, value: unknown): unknown => {
     if (value === null || value === undefined) return value;

@@ -5,16 +5,7 @@
  * aggregation, string mappings read a dot path, enum mappings translate stored values
  * (enum-mapping.ts), mutation fields write (writes/run.ts), and with `rootDoc` every object remembers the root document above it.
  */
-import {
-  getNamedType,
-  getNullableType,
-  isListType,
-  isObjectType,
-  type GraphQLField,
-  type GraphQLFieldResolver,
-  type GraphQLResolveInfo,
-  type GraphQLSchema,
-} from 'graphql';
+import { getNamedType, getNullableType, isListType, isObjectType, type GraphQLField, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import { ROOT_DOC_ARG, type GraphqlApp, type QueryMapping } from '../app-document.js';
 import { isPlainObject } from '../../util/objects.js';
 import { canonicalKey } from '../values/ejson.js';
@@ -168,8 +159,7 @@ function mappedResolver(b: ResolverBuild, name: string, field: GraphQLField<unkn
   }
   if (usesRootDoc && isObjectType(getNamedType(field.type))) {
     const fieldName = field.name;
-    return (source, _args, context) =>
-      propagate(context, usesRootDoc, source, source !== null && typeof source === 'object' ? (source as Record<string, unknown>)[fieldName] : undefined);
+    return (source, _args, context) => propagate(context, usesRootDoc, source, source !== null && typeof source === 'object' ? (source as Record<string, unknown>)[fieldName] : undefined);
   }
   return undefined;
 }
@@ -187,8 +177,7 @@ function queryResolver(b: ResolverBuild, name: string, field: GraphQLField<unkno
   if (!isRoot) loading.joins.set(field, start);
   if (!b.prefetch) return (source, args, context) => start(source, args, context.state);
   if (isRoot) {
-    return (source, args, context, info) =>
-      loading.joins.size === 0 ? start(source, args, context.state) : prefetcherOf(context.state, info).afterLoad(start(source, args, context.state), info);
+    return (source, args, context, info) => (loading.joins.size === 0 ? start(source, args, context.state) : prefetcherOf(context.state, info).afterLoad(start(source, args, context.state), info));
   }
   return (source, args, context, info) => {
     const state = context.state;
@@ -285,11 +274,7 @@ function withEnumOutput(b: ResolverBuild, field: GraphQLField<unknown, unknown>,
   const inner = resolve;
   const name = field.name;
   return (source, args, context, info) => {
-    const value = inner
-      ? inner(source, args, context, info)
-      : source !== null && typeof source === 'object'
-        ? (source as Record<string, unknown>)[name]
-        : undefined;
+    const value = inner ? inner(source, args, context, info) : source !== null && typeof source === 'object' ? (source as Record<string, unknown>)[name] : undefined;
     return value instanceof Promise ? value.then(enumOut) : enumOut(value);
   };
 }

@@ -35,13 +35,7 @@ export function blockedStageOperator(key: string): string | undefined {
 const AGGREGATION_MAPPING_FIELDS = ['db', 'collection', 'stages', 'allowDiskUse', 'dataLoader'];
 
 /** Checks one aggregation mapping (the caller has checked that `graphql.aggregations` is on). */
-export function checkAggregationMapping(
-  path: string,
-  mapping: Record<string, unknown>,
-  field: GraphQLField<unknown, unknown> | undefined,
-  isRoot: boolean,
-  problems: string[],
-): void {
+export function checkAggregationMapping(path: string, mapping: Record<string, unknown>, field: GraphQLField<unknown, unknown> | undefined, isRoot: boolean, problems: string[]): void {
   for (const key of Object.keys(mapping)) {
     if (!AGGREGATION_MAPPING_FIELDS.includes(key)) {
       problems.push(`${path}.${key} is not an aggregation mapping field (allowed: ${AGGREGATION_MAPPING_FIELDS.join(', ')})${suggest(key, AGGREGATION_MAPPING_FIELDS)}`);

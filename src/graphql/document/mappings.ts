@@ -6,17 +6,7 @@
  * (type-resolver/), and each field mapping is a dot path or a query mapping whose parts are
  * checked here (aggregation mappings in aggregations.ts; references and names in references.ts).
  */
-import {
-  getNamedType,
-  isEnumType,
-  isInterfaceType,
-  isObjectType,
-  isScalarType,
-  isSpecifiedScalarType,
-  isUnionType,
-  type GraphQLField,
-  type GraphQLSchema,
-} from 'graphql';
+import { getNamedType, isEnumType, isInterfaceType, isObjectType, isScalarType, isSpecifiedScalarType, isUnionType, type GraphQLField, type GraphQLSchema } from 'graphql';
 import { isPlainObject } from '../../util/objects.js';
 import { canonicalKey, findOperatorKey } from '../values/ejson.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
@@ -35,13 +25,7 @@ interface MappingOptions {
 const QUERY_MAPPING_FIELDS = ['db', 'collection', 'find', 'sort', 'skip', 'limit', 'dataLoader'];
 
 /** Checks every type's mappings; reports each problem with its path. */
-export function checkMappings(
-  mappings: Record<string, unknown>,
-  schema: GraphQLSchema | undefined,
-  opts: MappingOptions,
-  problems: string[],
-  warnings: string[] = [],
-): void {
+export function checkMappings(mappings: Record<string, unknown>, schema: GraphQLSchema | undefined, opts: MappingOptions, problems: string[], warnings: string[] = []): void {
   const queryName = schema?.getQueryType()?.name ?? 'Query';
   const mutationName = schema?.getMutationType()?.name;
   const subscriptionName = schema?.getSubscriptionType()?.name;
@@ -86,7 +70,12 @@ export function checkMappings(
       continue;
     }
     if (type && isEnumType(type)) {
-      checkEnumMappings(path, type.getValues().map((v) => v.name), typeMappings, problems);
+      checkEnumMappings(
+        path,
+        type.getValues().map((v) => v.name),
+        typeMappings,
+        problems,
+      );
       continue;
     }
     if (type && schema && (isUnionType(type) || isInterfaceType(type))) {
@@ -159,7 +148,7 @@ function checkFieldMapping(mapping: unknown, at: MappedField, opts: MappingOptio
     if (!opts.aggregations) {
       problems.push(
         `${path}.stages: aggregation mappings are turned off: the HTTP backend cannot run ad-hoc pipelines, and Outrigger runs them only ` +
-          'as aggregations declared in the collection\'s metadata (RESTHeart\'s /{db}/{coll}/_aggrs/{name}), which needs graphql.aggregations: true; ' +
+          "as aggregations declared in the collection's metadata (RESTHeart's /{db}/{coll}/_aggrs/{name}), which needs graphql.aggregations: true; " +
           'or map the field to a collection query (collection, find, sort, skip, limit)',
       );
       return;

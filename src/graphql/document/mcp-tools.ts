@@ -53,8 +53,7 @@ export function checkMcpBlock(raw: unknown, schema: GraphQLSchema | undefined, p
     else if (description.length > MAX_DESCRIPTION_CHARS) problems.push(`${at}.description is longer than ${MAX_DESCRIPTION_CHARS} characters`);
     if (typeof query !== 'string' || query.trim() === '') return void problems.push(`${at}.query must be the GraphQL text of one operation`);
     const operation = checkOperation(`${at}.query`, query, schema, problems);
-    if (operation?.operation === 'mutation' && !mutations)
-      warnings.push(`${at} (${String(name)}) is a mutation: it stays hidden from agents until mcp.mutations is true`);
+    if (operation?.operation === 'mutation' && !mutations) warnings.push(`${at} (${String(name)}) is a mutation: it stays hidden from agents until mcp.mutations is true`);
   });
   if (problems.length > before) return undefined;
   return { ...(raw.mutations !== undefined ? { mutations } : {}), tools: (raw.tools as Record<string, string>[]).map((t) => ({ name: t.name!, description: t.description!, query: t.query! })) };
@@ -105,7 +104,8 @@ export function toolNameClashes(others: Iterable<GraphqlApp>, candidate: Graphql
   const problems: string[] = [];
   candidate.mcp.tools.forEach((tool: McpToolDefinition, i) => {
     const owner = owners.get(tool.name);
-    if (owner) problems.push(`mcp.tools[${i}].name ${JSON.stringify(tool.name)} is already a tool of the GraphQL app ${JSON.stringify(owner._id)}; tool names are unique across the service's enabled apps`);
+    if (owner)
+      problems.push(`mcp.tools[${i}].name ${JSON.stringify(tool.name)} is already a tool of the GraphQL app ${JSON.stringify(owner._id)}; tool names are unique across the service's enabled apps`);
   });
   return problems;
 }

@@ -6,14 +6,7 @@
  * delete binds `_id` in `find` (else `many: true`); and the field's type is one the table gives
  * for its mapping. Every problem is reported with its path.
  */
-import {
-  getNullableType,
-  isListType,
-  isObjectType,
-  type GraphQLField,
-  type GraphQLObjectType,
-  type GraphQLOutputType,
-} from 'graphql';
+import { getNullableType, isListType, isObjectType, type GraphQLField, type GraphQLObjectType, type GraphQLOutputType } from 'graphql';
 import { isPlainObject } from '../../util/objects.js';
 import { isEjsonLiteral } from '../values/ejson.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
@@ -22,7 +15,26 @@ import { checkArgRef, checkName, type RefScope } from './references.js';
 export const UPDATE_OPERATORS = new Set(['$set', '$unset', '$inc', '$mul', '$min', '$max', '$push', '$pull', '$addToSet', '$currentDate', '$rename']);
 /** Query operators a `find` may hold; anything else with a `$` (`$where`, `$function`, `$expr`…) is refused. */
 export const FIND_OPERATORS = new Set([
-  '$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$and', '$or', '$nor', '$not', '$exists', '$type', '$all', '$elemMatch', '$size', '$regex', '$options', '$mod',
+  '$eq',
+  '$ne',
+  '$gt',
+  '$gte',
+  '$lt',
+  '$lte',
+  '$in',
+  '$nin',
+  '$and',
+  '$or',
+  '$nor',
+  '$not',
+  '$exists',
+  '$type',
+  '$all',
+  '$elemMatch',
+  '$size',
+  '$regex',
+  '$options',
+  '$mod',
 ]);
 /** Operators `$push` / `$addToSet` / `$pull` values may use. */
 const ARRAY_MODIFIERS = new Set(['$each', '$position', '$slice', '$sort']);
@@ -143,7 +155,9 @@ function checkMutationMapping(path: string, mapping: unknown, field: GraphQLFiel
 
 function checkFind(path: string, find: unknown, many: boolean, scope: RefScope): void {
   if (find === undefined) {
-    scope.problems.push(many ? `${path}.find is required: a bulk write needs a filter (RESTHeart refuses one without)` : `${path}.find is required and must bind _id (or set many: true with a filter)`);
+    scope.problems.push(
+      many ? `${path}.find is required: a bulk write needs a filter (RESTHeart refuses one without)` : `${path}.find is required and must bind _id (or set many: true with a filter)`,
+    );
     return;
   }
   if (!isPlainObject(find) || Object.keys(find).length === 0) {
@@ -196,4 +210,3 @@ function checkWriteValue(path: string, value: unknown, scope: RefScope, place: P
     checkWriteValue(kpath, v, scope, place);
   }
 }
-

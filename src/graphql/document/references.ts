@@ -4,16 +4,7 @@
  * skip and limit need; `rootDoc.<path>` below the root fields), `{"$fk": ...}` (non-root types
  * only) and blocked operator in a find, sort, skip, limit or aggregation stage.
  */
-import {
-  getNamedType,
-  getNullableType,
-  isInputObjectType,
-  isListType,
-  isScalarType,
-  isSpecifiedScalarType,
-  type GraphQLField,
-  type GraphQLInputType,
-} from 'graphql';
+import { getNamedType, getNullableType, isInputObjectType, isListType, isScalarType, isSpecifiedScalarType, type GraphQLField, type GraphQLInputType } from 'graphql';
 import { ROOT_DOC_ARG } from '../app-document.js';
 import { isPlainObject } from '../../util/objects.js';
 import { findOperatorKey } from '../values/ejson.js';

@@ -53,10 +53,7 @@ export function findUriConflict(existing: Iterable<GraphqlApp>, candidate: Graph
 export function uriCollision(others: Iterable<GraphqlApp>, candidate: GraphqlApp, graphqlPrefix: string): Error | undefined {
   const other = findUriConflict(others, candidate);
   if (!other) return undefined;
-  return conflict(
-    `URI collision: the GraphQL app ${JSON.stringify(other._id)} is already served at ${graphqlPrefix}/${candidate.descriptor.uri}; choose another descriptor.uri`,
-    'URI_COLLISION',
-  );
+  return conflict(`URI collision: the GraphQL app ${JSON.stringify(other._id)} is already served at ${graphqlPrefix}/${candidate.descriptor.uri}; choose another descriptor.uri`, 'URI_COLLISION');
 }
 
 /** 400 when an enabled candidate names a tool another enabled app already offers (SPEC §11). */

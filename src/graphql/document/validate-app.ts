@@ -40,10 +40,7 @@ export function validateAppDocument(input: unknown, opts: ValidateAppOptions): A
 }
 
 /** As validateAppDocument, also handing back the schema it built (compileApp reuses it). */
-export function validateAppWithSchema(
-  input: unknown,
-  opts: ValidateAppOptions,
-): { ok: true; app: GraphqlApp; schema: GraphQLSchema; warnings: string[] } | { ok: false; problems: string[] } {
+export function validateAppWithSchema(input: unknown, opts: ValidateAppOptions): { ok: true; app: GraphqlApp; schema: GraphQLSchema; warnings: string[] } | { ok: false; problems: string[] } {
   const problems: string[] = [];
   const warnings: string[] = [];
   if (!isPlainObject(input)) {

@@ -42,10 +42,10 @@ export function aliasLimitError(document: DocumentNode, maxAliases: number): Gra
 
   for (const d of document.definitions) {
     if (d.kind !== Kind.OPERATION_DEFINITION || count(d.selectionSet, new Set()) <= maxAliases) continue;
-    return new GraphQLError(
-      `the operation holds more than ${maxAliases} aliases (fragments counted where they are spread), the most allowed (graphql.maxAliases); ask for each field once`,
-      { nodes: [d], extensions: { code: 'TOO_MANY_ALIASES', maxAliases } },
-    );
+    return new GraphQLError(`the operation holds more than ${maxAliases} aliases (fragments counted where they are spread), the most allowed (graphql.maxAliases); ask for each field once`, {
+      nodes: [d],
+      extensions: { code: 'TOO_MANY_ALIASES', maxAliases },
+    });
   }
   return undefined;
 }

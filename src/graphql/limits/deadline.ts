@@ -67,5 +67,4 @@ export class ExecutionDeadline {
 }
 
 /** The `isTypeOf` of every object type: false once the request's execution is halted. */
-export const notHalted: GraphQLIsTypeOfFn<unknown, unknown> = (_source, context) =>
-  (context as { deadline?: ExecutionDeadline } | null)?.deadline?.halted !== true;
+export const notHalted: GraphQLIsTypeOfFn<unknown, unknown> = (_source, context) => (context as { deadline?: ExecutionDeadline } | null)?.deadline?.halted !== true;

@@ -85,12 +85,7 @@ export class JoinBatcher {
    * (non-list) field the first document or null. An equal join already queued in this batch is
    * shared; `windowKey` and `distinctKey` may be passed when the caller computed them.
    */
-  load(
-    query: ResolvedQuery,
-    single: boolean,
-    windowKey = windowKeyOf(query.skip, query.limit, single),
-    distinctKey = distinctKeyOf(query),
-  ): Promise<unknown> {
+  load(query: ResolvedQuery, single: boolean, windowKey = windowKeyOf(query.skip, query.limit, single), distinctKey = distinctKeyOf(query)): Promise<unknown> {
     this.state.joinStats.loads++;
     let group = this.groups.get(query.groupKey);
     if (!group) {
@@ -188,11 +183,7 @@ export class JoinBatcher {
       });
     }
     const rest = group.rest ?? {};
-    const filters = chunkFilters(
-      values,
-      (chunk) => ({ ...rest, [path]: { $in: chunk } }),
-      this.state.settings.maxFilterBytes,
-    );
+    const filters = chunkFilters(values, (chunk) => ({ ...rest, [path]: { $in: chunk } }), this.state.settings.maxFilterBytes);
     const split = (docs: unknown[]): unknown[][] => {
       const index = new Map<string, number[]>();
       docs.forEach((doc, i) => {
@@ -231,12 +222,7 @@ export class JoinBatcher {
    * Reads every filter (chunk) of a batch, page after page while a page is full and some request
    * still lacks documents; merges chunks (deduplicated, sorted locally by the group's sort).
    */
-  private async readBatch(
-    group: Group,
-    filters: Record<string, unknown>[],
-    distinct: Distinct[],
-    split: (docs: unknown[]) => unknown[][],
-  ): Promise<unknown[]> {
+  private async readBatch(group: Group, filters: Record<string, unknown>[], distinct: Distinct[], split: (docs: unknown[]) => unknown[][]): Promise<unknown[]> {
     const pagesize = BACKEND_MAX_PAGESIZE;
     const chunks = await Promise.all(
       filters.map(async (filter) => {

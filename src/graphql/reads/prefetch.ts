@@ -226,13 +226,7 @@ export class Prefetcher<State> {
   }
 
   /** Starts (once per document and join) the joins of one document; adds what is still running to `pending`. */
-  private startOn(
-    doc: unknown,
-    joins: readonly PlannedJoin<State>[],
-    args: Array<Record<string, unknown> | undefined>,
-    slots: Slot[],
-    pending: Set<Outcome> | undefined,
-  ): Set<Outcome> | undefined {
+  private startOn(doc: unknown, joins: readonly PlannedJoin<State>[], args: Array<Record<string, unknown> | undefined>, slots: Slot[], pending: Set<Outcome> | undefined): Set<Outcome> | undefined {
     for (let k = 0; k < joins.length; k++) {
       const a = args[k];
       if (a === undefined) continue;

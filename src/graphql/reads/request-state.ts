@@ -165,10 +165,9 @@ export class RequestState implements BackendReads {
 }
 
 export function budgetError(max: number): GraphQLError {
-  return new GraphQLError(
-    `this query needs more than ${max} backend reads (graphql.maxBackendReads); ask for fewer fields, aliases or nested joins per request`,
-    { extensions: { code: 'TOO_MANY_BACKEND_READS' } },
-  );
+  return new GraphQLError(`this query needs more than ${max} backend reads (graphql.maxBackendReads); ask for fewer fields, aliases or nested joins per request`, {
+    extensions: { code: 'TOO_MANY_BACKEND_READS' },
+  });
 }
 
 export function timeoutError(ms: number): GraphQLError {

@@ -8,16 +8,7 @@ import { isArgRef, isFkRef, type ArgRef, type QueryMapping } from '../app-docume
 import { isPlainObject } from '../../util/objects.js';
 import type { BackendReads } from './backend-reads.js';
 import { canonicalKey, findOperatorKey } from '../values/ejson.js';
-import {
-  fieldError,
-  foreignValueError,
-  interpolateQuery,
-  interpolateValue,
-  missingArgument,
-  setOwn,
-  type ArgScope,
-  type InterpolationNotes,
-} from '../values/interpolate.js';
+import { fieldError, foreignValueError, interpolateQuery, interpolateValue, missingArgument, setOwn, type ArgScope, type InterpolationNotes } from '../values/interpolate.js';
 import { planPages } from './paging.js';
 import { readPath } from '../values/paths.js';
 import type { GraphqlLimits, ReadProjection } from '../types.js';
@@ -73,12 +64,7 @@ export function compileQueryMapping(label: string, mapping: QueryMapping, defaul
 }
 
 /** Joins with equal keys can share one backend read: same collection and sort, same batching shape. */
-function groupKeyOf(
-  db: string,
-  collection: string,
-  sort: Readonly<Record<string, unknown>>,
-  inJoin: { path: string; rest: Record<string, unknown> } | undefined,
-): string {
+function groupKeyOf(db: string, collection: string, sort: Readonly<Record<string, unknown>>, inJoin: { path: string; rest: Record<string, unknown> } | undefined): string {
   const shape = inJoin ? `in:${inJoin.path}:${canonicalKey(inJoin.rest)}` : 'or';
   return `${db}\u0000${collection}\u0000${canonicalKey(sort)}\u0000${shape}`;
 }
@@ -267,13 +253,7 @@ export function staticInJoinQuery(j: StaticInJoin, values: unknown[], valueKeys:
   };
 }
 
-function resolveWindow(
-  m: CompiledQueryMapping,
-  scope: ArgScope,
-  notes: InterpolationNotes,
-  limits: GraphqlLimits,
-  single: boolean,
-): { skip: number; limit: number } {
+function resolveWindow(m: CompiledQueryMapping, scope: ArgScope, notes: InterpolationNotes, limits: GraphqlLimits, single: boolean): { skip: number; limit: number } {
   const skip = resolveCount(m.skip, 'skip', scope, notes, 0);
   let limit = resolveCount(m.limit, 'limit', scope, notes, limits.defaultLimit);
   // RESTHeart passes limit 0 to MongoDB, where it means "no limit"; we give the most allowed.
@@ -285,13 +265,7 @@ function resolveWindow(
   return { skip, limit };
 }
 
-function resolveCount(
-  spec: number | ArgRef | undefined,
-  name: 'skip' | 'limit',
-  scope: ArgScope,
-  notes: InterpolationNotes,
-  fallback: number,
-): number {
+function resolveCount(spec: number | ArgRef | undefined, name: 'skip' | 'limit', scope: ArgScope, notes: InterpolationNotes, fallback: number): number {
   if (spec === undefined) return fallback;
   const value = typeof spec === 'number' ? spec : interpolateValue(spec, scope, notes);
   if (value === undefined) throw missingArgument(name);

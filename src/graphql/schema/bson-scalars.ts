@@ -76,10 +76,9 @@ function freeForm(scalar: string): Parser {
   return (value) => {
     const hit = findOperatorKey(value);
     if (hit !== undefined) {
-      throw new GraphQLError(
-        `${scalar} value refused: "${hit}" looks like a query operator; argument values are literal values and may not hold keys starting with "$"`,
-        { extensions: { code: 'OPERATOR_INJECTION' } },
-      );
+      throw new GraphQLError(`${scalar} value refused: "${hit}" looks like a query operator; argument values are literal values and may not hold keys starting with "$"`, {
+        extensions: { code: 'OPERATOR_INJECTION' },
+      });
     }
     return value;
   };

@@ -2,28 +2,13 @@
  * SDL → executable-shape schema: parses the app's SDL, declares the BSON scalars it uses without
  * declaring (as RESTHeart does), builds and validates the schema, and installs scalar coercion.
  */
-import {
-  buildASTSchema,
-  GraphQLError,
-  GraphQLScalarType,
-  isScalarType,
-  isSpecifiedScalarType,
-  Kind,
-  parse,
-  validateSchema,
-  type DefinitionNode,
-  type DocumentNode,
-  type GraphQLSchema,
-} from 'graphql';
+import { buildASTSchema, GraphQLError, GraphQLScalarType, isScalarType, isSpecifiedScalarType, Kind, parse, validateSchema, type DefinitionNode, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { graphqlNestingDepth } from '../../input-limits/graphql-nesting.js';
 import { MAX_GRAPHQL_NESTING } from '../../input-limits/limits.js';
 import { BSON_SCALAR_NAMES, installScalarCoercion } from './bson-scalars.js';
 
 const BSON_SCALAR_DEFINITIONS = new Map<string, DefinitionNode>(
-  parse(BSON_SCALAR_NAMES.map((n) => `scalar ${n}`).join('\n')).definitions.map((d) => [
-    (d as { name: { value: string } }).name.value,
-    d,
-  ]),
+  parse(BSON_SCALAR_NAMES.map((n) => `scalar ${n}`).join('\n')).definitions.map((d) => [(d as { name: { value: string } }).name.value, d]),
 );
 
 function located(error: GraphQLError): string {

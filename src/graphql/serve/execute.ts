@@ -142,9 +142,7 @@ function operationStep(request: GraphqlRequest, opts: ExecuteOptions): GraphqlOu
     return { status: 400, documentError: true, body: { errors: request.validationErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_VALIDATION_FAILED')) } };
   }
   if (!operation) {
-    const message = params.operationName
-      ? `operationName "${params.operationName}" does not name an operation of the query`
-      : 'the query holds several operations; pass operationName to pick one';
+    const message = params.operationName ? `operationName "${params.operationName}" does not name an operation of the query` : 'the query holds several operations; pass operationName to pick one';
     return { status: 400, body: errorBody(message, 'OPERATION_NOT_FOUND') };
   }
   // GraphQL over HTTP: an operation type the schema lacks is a request error (400), not a 200 with errors.

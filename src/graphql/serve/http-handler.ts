@@ -69,9 +69,7 @@ export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledAp
   const maxBytes = app.settings.limits.maxResponseBytes;
   const serialized = await serializeJson(outcome.body, maxBytes);
   if (!serialized.ok) {
-    const message =
-      `the answer is larger than ${maxBytes} bytes (graphql.maxResponseBytes) and was not sent; ` +
-      'ask for fewer documents, fewer fields or fewer aliases, or page through the results';
+    const message = `the answer is larger than ${maxBytes} bytes (graphql.maxResponseBytes) and was not sent; ` + 'ask for fewer documents, fewer fields or fewer aliases, or page through the results';
     return respond(mediaType, { ...outcome, status: 400, headers: {}, body: { errors: [{ message, extensions: { code: 'RESPONSE_TOO_LARGE', maxResponseBytes: maxBytes } }] } });
   }
   return respond(mediaType, { ...outcome, status }, serialized.body);
@@ -196,7 +194,10 @@ function paramsFromBody(input: GraphqlHttpInput): GraphqlParams | GraphqlOutcome
     return bad(`a POST request needs Content-Type ${JSON_TYPE} or application/graphql`, 'UNSUPPORTED_MEDIA_TYPE', 415);
   }
   const [type = '', ...paramParts] = contentType.split(';').map((s) => s.trim().toLowerCase());
-  const charset = paramParts.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/"/g, '');
+  const charset = paramParts
+    .find((p) => p.startsWith('charset='))
+    ?.slice('charset='.length)
+    .replace(/"/g, '');
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     return bad(`only utf-8 request bodies are accepted (got charset=${charset})`, 'UNSUPPORTED_MEDIA_TYPE', 415);
   }

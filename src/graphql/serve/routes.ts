@@ -45,8 +45,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       // 1. The app; unknown and disabled answer alike, so a caller learns nothing about disabled apps.
       const found = rest.length > 1 ? registry.lookup(rest) : ({ found: false, reason: 'unknown' } as const);
       // An app answers on its own path only (app-document.ts appUriOf, issue 53): the path every decision saw.
-      if (!found.found)
-        throw notFound(`no GraphQL app is served at ${scope.path}; an app answers only at ${prefix}/<its uri>, and the apps are listed at ${config.graphql.appsPath}`, 'APP_NOT_FOUND');
+      if (!found.found) throw notFound(`no GraphQL app is served at ${scope.path}; an app answers only at ${prefix}/<its uri>, and the apps are listed at ${config.graphql.appsPath}`, 'APP_NOT_FOUND');
 
       // 2. The ACL (a permission that looks at the body needs it read first).
       const readsBody = scope.method === 'POST';
@@ -138,10 +137,7 @@ export function createAppsRoute(context: AppContext, store: DocumentStore<Stored
       const warnings = scope.method === 'GET' ? [] : warningsOf(doc);
       return warnings.length > 0 ? { ...doc, warnings } : doc;
     },
-    matchesSearch: (doc, term) =>
-      doc._id.toLowerCase().includes(term) ||
-      doc.descriptor.uri.toLowerCase().includes(term) ||
-      (doc.descriptor.name ?? '').toLowerCase().includes(term),
+    matchesSearch: (doc, term) => doc._id.toLowerCase().includes(term) || doc.descriptor.uri.toLowerCase().includes(term) || (doc.descriptor.name ?? '').toLowerCase().includes(term),
   });
   const prefix = config.graphql.appsPath;
   return {

@@ -111,10 +111,12 @@ export function changesOf(target: CollectionTarget, w: WriteParts): Change[] {
       const last = w.location ? lastSegment(w.location) : undefined;
       return last ? [{ db, collection, op: 'insert', _id: idFromSegment(last.segment, last.idType) }] : [];
     }
-    return bulkLinks(w.responseText?.()).map((link) => {
-      const last = lastSegment(link);
-      return { db, collection, op: 'insert' as const, _id: last ? idFromSegment(last.segment, last.idType) : undefined };
-    }).filter((c) => c._id !== undefined);
+    return bulkLinks(w.responseText?.())
+      .map((link) => {
+        const last = lastSegment(link);
+        return { db, collection, op: 'insert' as const, _id: last ? idFromSegment(last.segment, last.idType) : undefined };
+      })
+      .filter((c) => c._id !== undefined);
   }
   if (segment === '*') return []; // bulk by filter: no ids (documented)
   const _id = idFromSegment(segment, idType);

@@ -344,7 +344,14 @@ export class ChangeFeed {
         const held = claims.get(member);
         if (held === undefined || this.claiming.get(member) !== held) continue;
         const [db, collection] = JSON.parse(member) as [string, string];
-        this.listener?.gap({ db, collection, reason: { code: 'CHANGES_LOST', message: `changes to ${db}.${collection} may have been missed: Redis was unavailable longer than this replica's claim on the collection lasts; re-read what this subscription follows` } });
+        this.listener?.gap({
+          db,
+          collection,
+          reason: {
+            code: 'CHANGES_LOST',
+            message: `changes to ${db}.${collection} may have been missed: Redis was unavailable longer than this replica's claim on the collection lasts; re-read what this subscription follows`,
+          },
+        });
       }
       // The minutes of retention: entries older than them go.
       await this.o.redis.xtrim(this.o.feedKey, 'MINID', '~', `${Date.now() - this.o.retention.minutes * 60_000}-0`);
@@ -354,7 +361,10 @@ export class ChangeFeed {
   }
 }
 
-const TRIMMED: EndReason = { code: 'CHANGES_LOST', message: 'changes were trimmed from the feed (subscriptions.retention) before this replica could read them again after a Redis fault; re-read what this subscription follows' };
+const TRIMMED: EndReason = {
+  code: 'CHANGES_LOST',
+  message: 'changes were trimmed from the feed (subscriptions.retention) before this replica could read them again after a Redis fault; re-read what this subscription follows',
+};
 
 function beyondRetention(retention: FeedOptions['retention']): string {
   return `the changes after Last-Event-ID are no longer retained (subscriptions.retention: ${retention.changes} changes or ${retention.minutes} minutes); re-read what this subscription follows, live changes follow`;

@@ -54,7 +54,6 @@ export interface ChangeValue {
   readonly document: unknown;
 }
 
-
 type Plain = string | number | boolean;
 
 /** A live change waiting for its group's next batch, with how many subscriptions were registered when it arrived (later ones do not get it). */

@@ -73,7 +73,8 @@ export class SubscriptionHub {
   /** Room for one more subscription of this principal? The error naming the bound, or null. */
   refusal(principalKey: string): EndReason | null {
     if (this.closing) return { message: 'this replica is shutting down; reconnect', code: 'SHUTTING_DOWN' };
-    if (this.all.size >= this.o.maxPerProcess) return { message: `this replica holds its most subscriptions (subscriptions.maxPerProcess: ${this.o.maxPerProcess}); retry later or elsewhere`, code: 'TOO_MANY_SUBSCRIPTIONS' };
+    if (this.all.size >= this.o.maxPerProcess)
+      return { message: `this replica holds its most subscriptions (subscriptions.maxPerProcess: ${this.o.maxPerProcess}); retry later or elsewhere`, code: 'TOO_MANY_SUBSCRIPTIONS' };
     if ((this.perPrincipal.get(principalKey) ?? 0) >= this.o.maxPerPrincipal) {
       return { message: `you hold the most subscriptions one caller may hold (subscriptions.maxPerPrincipal: ${this.o.maxPerPrincipal}); end one first`, code: 'TOO_MANY_SUBSCRIPTIONS' };
     }
@@ -167,7 +168,11 @@ export class SubscriptionHub {
       if (only) {
         const group = new SubscriberGroup(only.readKey);
         group.add(only);
-        const next = this.dispatchToGroup(group, changes.map((fc) => ({ fc, registeredBy: this.additions })), only);
+        const next = this.dispatchToGroup(
+          group,
+          changes.map((fc) => ({ fc, registeredBy: this.additions })),
+          only,
+        );
         if (next) queued.push(next);
         continue;
       }
@@ -202,7 +207,12 @@ export class SubscriptionHub {
     const viewers = changes.length > 0 ? group.viewers() : [];
     if (viewers.length === 0) return undefined;
     // `{}`: the group reads without identity headers, as a change's `shared` state was read.
-    const seen = seeAll(this.o, changes.map((p) => p.fc.change), viewers, group.readKey === '{}');
+    const seen = seeAll(
+      this.o,
+      changes.map((p) => p.fc.change),
+      viewers,
+      group.readKey === '{}',
+    );
     const key = group.readKey;
     const prior = this.chains.get(key);
     const next = (prior ? prior.then(() => seen) : seen).then((views) => {

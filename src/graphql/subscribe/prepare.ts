@@ -64,12 +64,7 @@ export type Prepared = { ok: true; sub: PreparedSubscription } | { ok: false; st
 
 const fail = (status: number, message: string, code: string): Prepared => ({ ok: false, status, errors: [{ message, extensions: { code } }] });
 
-export function prepareSubscription(
-  app: CompiledApp,
-  mappings: Readonly<Record<string, SubscriptionMapping>> | undefined,
-  params: SubscriptionParams,
-  principal: Principal,
-): Prepared {
+export function prepareSubscription(app: CompiledApp, mappings: Readonly<Record<string, SubscriptionMapping>> | undefined, params: SubscriptionParams, principal: Principal): Prepared {
   if (typeof params.query !== 'string' || params.query.trim() === '') return fail(400, 'the request needs a query (a subscription operation)', 'BAD_REQUEST');
   if (params.variables !== undefined && params.variables !== null && !isPlainObject(params.variables)) return fail(400, 'variables must be an object', 'BAD_REQUEST');
   if (params.operationName !== undefined && params.operationName !== null && typeof params.operationName !== 'string') return fail(400, 'operationName must be a string', 'BAD_REQUEST');
@@ -79,9 +74,18 @@ export function prepareSubscription(
   const document = prepared.document as DocumentNode;
   const operationName = (params.operationName as string | null | undefined) ?? undefined;
   const operation = getOperationAST(document, operationName);
-  if (!operation) return fail(400, operationName ? `operationName "${operationName}" does not name an operation of the query` : 'the query holds several operations; pass operationName to pick one', 'OPERATION_NOT_FOUND');
+  if (!operation)
+    return fail(
+      400,
+      operationName ? `operationName "${operationName}" does not name an operation of the query` : 'the query holds several operations; pass operationName to pick one',
+      'OPERATION_NOT_FOUND',
+    );
   if (operation.operation !== 'subscription') {
-    return fail(400, `only subscriptions are served over this transport; send ${operation.operation === 'query' ? 'queries' : 'mutations'} as a plain POST to the same path`, 'OPERATION_NOT_SUPPORTED');
+    return fail(
+      400,
+      `only subscriptions are served over this transport; send ${operation.operation === 'query' ? 'queries' : 'mutations'} as a plain POST to the same path`,
+      'OPERATION_NOT_SUPPORTED',
+    );
   }
   const type = app.schema.getSubscriptionType();
   if (!type) return fail(400, 'this app has no Subscription type', 'OPERATION_NOT_SUPPORTED');
@@ -122,7 +126,11 @@ export function prepareSubscription(
   const cost = app.estimate(document, operation, variableValues);
   const max = app.maxCost;
   if (cost.reads > max.reads || cost.documents > max.documents || cost.output > max.output) {
-    return fail(400, `each event of this subscription may need ${cost.reads} backend reads and ${cost.documents} documents and produce ${cost.output} values; this app allows at most ${max.reads} reads, ${max.documents} documents and ${max.output} values per operation (maxCost); select fewer or smaller joins`, 'QUERY_TOO_COSTLY');
+    return fail(
+      400,
+      `each event of this subscription may need ${cost.reads} backend reads and ${cost.documents} documents and produce ${cost.output} values; this app allows at most ${max.reads} reads, ${max.documents} documents and ${max.output} values per operation (maxCost); select fewer or smaller joins`,
+      'QUERY_TOO_COSTLY',
+    );
   }
   const selection: Selection = { app, document, operation, variableValues, fieldName };
   return {

@@ -161,7 +161,7 @@ export class FeedPublisher {
   private drop(entries: readonly Entry[]): void {
     for (const e of entries) {
       const prior = this.lost.get(e.member);
-      this.lost.set(e.member, { db: e.db, collection: e.collection, lost: (prior?.lost ?? 0) + (e.field === 'g' ? e.lost ?? 0 : 1) });
+      this.lost.set(e.member, { db: e.db, collection: e.collection, lost: (prior?.lost ?? 0) + (e.field === 'g' ? (e.lost ?? 0) : 1) });
     }
   }
 }

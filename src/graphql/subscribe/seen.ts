@@ -78,10 +78,26 @@ export async function seeAll(o: SeenOptions, changes: readonly Change[], viewers
   const work: Array<Promise<void>> = [];
   changes.forEach((change, i) => {
     if (change.op === 'delete' && change.document === undefined) {
-      views.forEach((view, v) => work.push(guard(o, view.deleteSeen().then((seen) => void (rows[v]![i] = seen)), 'deciding who may see a change')));
+      views.forEach((view, v) =>
+        work.push(
+          guard(
+            o,
+            view.deleteSeen().then((seen) => void (rows[v]![i] = seen)),
+            'deciding who may see a change',
+          ),
+        ),
+      );
     } else if (change.op === 'delete') {
       const exact = change.shared === true && sharedReads;
-      views.forEach((view, v) => work.push(guard(o, view.carriedDelete(change.document, exact).then((doc) => void (rows[v]![i] = doc)), 'deciding who may see a change')));
+      views.forEach((view, v) =>
+        work.push(
+          guard(
+            o,
+            view.carriedDelete(change.document, exact).then((doc) => void (rows[v]![i] = doc)),
+            'deciding who may see a change',
+          ),
+        ),
+      );
     } else {
       const key = canonicalKey(change._id);
       const entry = byKey.get(key);
@@ -93,7 +109,11 @@ export async function seeAll(o: SeenOptions, changes: readonly Change[], viewers
   const batch: SeenBatch = { views, changes, rows, sharedReads };
   for (let start = 0; start < entries.length; start += REREAD_BATCH) {
     const chunk = entries.slice(start, start + REREAD_BATCH);
-    const read = rereadOf(db, collection, chunk.map(([, e]) => e.id));
+    const read = rereadOf(
+      db,
+      collection,
+      chunk.map(([, e]) => e.id),
+    );
     work.push(guard(o, seeChunk(o, batch, read, chunk), 're-reading a changed document for subscribers'));
   }
   await Promise.all(work);
@@ -124,7 +144,8 @@ async function seeChunk(o: SeenOptions, batch: SeenBatch, read: ReturnType<typeo
       for (const i of e.at) {
         const change = changes[i]!;
         if (change.document === undefined) needs[v]!.current.push(i);
-        else if (matches && !matches(change.document)) continue; // its state is not this viewer's to read
+        else if (matches && !matches(change.document))
+          continue; // its state is not this viewer's to read
         else if (matches && change.shared === true && sharedReads) rows[v]![i] = decision.project ? decision.project(change.document) : change.document;
         else needs[v]!.gated.push(i);
       }

@@ -204,17 +204,22 @@ export class SubscriptionService {
     const refused = this.hub.refusal(principalKey);
     if (refused) return { ok: false, status: 429, errors: [{ message: refused.message, extensions: { code: refused.code } }] };
     const sub = prepared.sub;
-    const stream = new SubscriptionStream(req.transport, this.o.settings.maxBufferedEvents, (reason) => {
-      // Called only once the subscription is running, after `active` below is set.
-      this.hub.remove(active, reason);
-      this.shutdowns.delete(active);
-      req.onEnded?.(reason);
-    }, req.onYield);
+    const stream = new SubscriptionStream(
+      req.transport,
+      this.o.settings.maxBufferedEvents,
+      (reason) => {
+        // Called only once the subscription is running, after `active` below is set.
+        this.hub.remove(active, reason);
+        this.shutdowns.delete(active);
+        req.onEnded?.(reason);
+      },
+      req.onYield,
+    );
     if (req.chargeEvent) stream.charge = req.chargeEvent.bind(req, sub.eventDocuments);
     let ctx = req.ctx();
     let ctxAt = Date.now();
     const principal = req.principal;
-    const identityKey = JSON.stringify([principal.id, principal.roles, principal.via, principal.keyId ?? null, principal.verifiedLocally ? null : ctx.backendHeaders ?? null]);
+    const identityKey = JSON.stringify([principal.id, principal.roles, principal.via, principal.keyId ?? null, principal.verifiedLocally ? null : (ctx.backendHeaders ?? null)]);
     const version = req.app.version;
     const active: ActiveSubscription = {
       stream,
@@ -303,7 +308,10 @@ export class SubscriptionService {
       // A short page reached `upTo`; a full one goes on after its last entry.
       after = page.next ?? upTo;
       if (!(await readOn(stream, unsent))) {
-        stream.end({ message: `this subscriber did not read the changes it missed within ${RESUME_STALL_MS / 1000} s; reconnect with the Last-Event-ID of the last event received`, code: 'SLOW_SUBSCRIBER' });
+        stream.end({
+          message: `this subscriber did not read the changes it missed within ${RESUME_STALL_MS / 1000} s; reconnect with the Last-Event-ID of the last event received`,
+          code: 'SLOW_SUBSCRIBER',
+        });
         return;
       }
     }

@@ -148,14 +148,17 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
 
   /** Counts a waiting result's size once built; past 1 MiB waiting the subscriber is ended. */
   private measure(queue: Pending[], p: Pending): void {
-    void p.value.then((result) => {
-      if (!result || !queue.includes(p) || p.bytes !== undefined) return;
-      p.bytes = JSON.stringify(result).length;
-      this.waitingBytes += p.bytes;
-      if (this.waitingBytes > MAX_WAITING_BYTES) {
-        this.end({ message: `this subscriber did not read: more than ${MAX_WAITING_BYTES / 1024 / 1024} MiB of events were waiting; reconnect and read faster`, code: 'SLOW_SUBSCRIBER' });
-      }
-    }, () => {});
+    void p.value.then(
+      (result) => {
+        if (!result || !queue.includes(p) || p.bytes !== undefined) return;
+        p.bytes = JSON.stringify(result).length;
+        this.waitingBytes += p.bytes;
+        if (this.waitingBytes > MAX_WAITING_BYTES) {
+          this.end({ message: `this subscriber did not read: more than ${MAX_WAITING_BYTES / 1024 / 1024} MiB of events were waiting; reconnect and read faster`, code: 'SLOW_SUBSCRIBER' });
+        }
+      },
+      () => {},
+    );
   }
 
   /** Ends the subscription with an error the client is told (revocation, a slow reader, a changed app). */

@@ -75,7 +75,11 @@ export function createWsTransport(parts: WsParts) {
   const pending = new WeakMap<IncomingMessage, Pending>();
   const sockets = new Set<SocketExtra>();
   const bounds = new SocketBounds(parts.bounds);
-  if (bounds.capped) logger.warn({ maxPerProcess: bounds.maxPerProcess, configured: parts.bounds.maxPerProcess }, 'subscriptions.webSockets.maxPerProcess is above half the open-file limit (ulimit -n); this replica takes at most maxPerProcess WebSockets');
+  if (bounds.capped)
+    logger.warn(
+      { maxPerProcess: bounds.maxPerProcess, configured: parts.bounds.maxPerProcess },
+      'subscriptions.webSockets.maxPerProcess is above half the open-file limit (ulimit -n); this replica takes at most maxPerProcess WebSockets',
+    );
 
   const report = refusalReporter(logger);
 
@@ -178,72 +182,72 @@ function refusalReporter(logger: Logger): Report {
 /** `connection_init`: credentials sent in its payload are checked (when the upgrade had none), then the socket's bounds claim. */
 function onConnectOf(parts: WsParts, pending: WeakMap<IncomingMessage, Pending>, report: Report): (ctx: WsContext) => Promise<boolean> {
   return async (ctx) => {
-  const socket = ctx.extra.socket;
-  const p = pending.get(ctx.extra.request);
-  if (!p) return false;
-  if (!p.authenticated) {
-    const auth = ctx.connectionParams?.authorization;
-    if (auth !== undefined && typeof auth !== 'string') return refuse(socket, 4400, 'connection_init payload.authorization must be a string ("Bearer ..." or "Basic ...")');
-    try {
-      p.scope = await authenticated(parts, p.scope.req, auth);
-      parts.authorize(p.scope);
-    } catch (error) {
-      const e = error instanceof OutriggerError ? error : undefined;
-      return refuse(socket, e?.status === 401 ? 4401 : 4403, e?.message ?? 'not allowed');
+    const socket = ctx.extra.socket;
+    const p = pending.get(ctx.extra.request);
+    if (!p) return false;
+    if (!p.authenticated) {
+      const auth = ctx.connectionParams?.authorization;
+      if (auth !== undefined && typeof auth !== 'string') return refuse(socket, 4400, 'connection_init payload.authorization must be a string ("Bearer ..." or "Basic ...")');
+      try {
+        p.scope = await authenticated(parts, p.scope.req, auth);
+        parts.authorize(p.scope);
+      } catch (error) {
+        const e = error instanceof OutriggerError ? error : undefined;
+        return refuse(socket, e?.status === 401 ? 4401 : 4403, e?.message ?? 'not allowed');
+      }
+      p.authenticated = true;
+      const refused = p.admission.claim(p.scope.principal.id);
+      if (refused) {
+        report(refused.bound, { address: p.admission.address, principal: p.scope.principal.id }, `a WebSocket was refused after connection_init (${refused.bound})`);
+        return refuse(socket, 4429, refused.message);
+      }
     }
-    p.authenticated = true;
-    const refused = p.admission.claim(p.scope.principal.id);
-    if (refused) {
-      report(refused.bound, { address: p.admission.address, principal: p.scope.principal.id }, `a WebSocket was refused after connection_init (${refused.bound})`);
-      return refuse(socket, 4429, refused.message);
-    }
-  }
-  // The library's context: the gate (ws/serve-socket.ts) and the idle sweep read it.
-  ctx.extra.context = ctx;
-  return true;
+    // The library's context: the gate (ws/serve-socket.ts) and the idle sweep read it.
+    ctx.extra.context = ctx;
+    return true;
   };
 }
 
 /** `subscribe`: the rate limit, then the subscription opened; a refusal is sent with its extensions and completes at once. */
 function onSubscribeOf(parts: WsParts, pending: WeakMap<IncomingMessage, Pending>): (ctx: WsContext, id: string, payload: SubscribePayload) => Promise<ExecutionArgs | readonly GraphQLError[]> {
   return async (ctx, id, payload) => {
-  const p = pending.get(ctx.extra.request);
-  const socket = ctx.extra.socket;
-  if (!p || socket.readyState !== socket.OPEN) return [new GraphQLError('the connection is not initialised')];
-  try {
-    await parts.limit?.(p.scope);
-  } catch (error) {
-    const e = error instanceof OutriggerError ? error : undefined;
-    const errors = [{ message: e?.message ?? 'the rate limit could not be checked', extensions: { code: e?.code ?? 'RATE_LIMITS_UNAVAILABLE' } }];
-    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ id, type: 'error', payload: errors }));
-    return { schema: p.app.schema, document: NOTHING, contextValue: { stream: ended() } } as ExecutionArgs;
-  }
-  const opened = await parts.service.open({
-    ...parts.callerOf(p.scope, p.app, p.appPath),
-    params: payload,
-    transport: 'ws',
-    shutdown: () => socket.close(1001, 'this server is shutting down; reconnect'),
-    onYield: () => {
-      if (socket.bufferedAmount > MAX_UNSENT_BYTES) socket.terminate();
-    },
-    unsent: () => socket.bufferedAmount,
-    // The library waits on the unread socket; the error it would send cannot pass either.
-    onEnded: (reason) => {
-      if (reason?.code === 'SLOW_SUBSCRIBER') socket.terminate();
-    },
-  });
-  if (!opened.ok) {
-    // Sent here, with each error's extensions (the library would want GraphQLErrors of its own graphql instance).
-    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ id, type: 'error', payload: opened.errors }));
-    return { schema: p.app.schema, document: NOTHING, contextValue: { stream: ended() } } as ExecutionArgs;
-  }
-  const args: ExecutionArgs = {
-    schema: p.app.schema,
-    document: opened.prepared.document,
-    ...(opened.prepared.operationName ? { operationName: opened.prepared.operationName } : {}),
-    contextValue: { stream: opened.stream },
-  };
-  return args;
+    const p = pending.get(ctx.extra.request);
+    const socket = ctx.extra.socket;
+    if (!p || socket.readyState !== socket.OPEN) return [new GraphQLError('the connection is not initialised')];
+    try {
+      await parts.limit?.(p.scope);
+    } catch (error) {
+      const e = error instanceof OutriggerError ? error : undefined;
+      const errors = [{ message: e?.message ?? 'the rate limit could not be checked', extensions: { code: e?.code ?? 'RATE_LIMITS_UNAVAILABLE' } }];
+      if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ id, type: 'error', payload: errors }));
+      return { schema: p.app.schema, document: NOTHING, contextValue: { stream: ended() } } as ExecutionArgs;
+    }
+    const opened = await parts.service.open({
+      ...parts.callerOf(p.scope, p.app, p.appPath),
+      params: payload,
+      transport: 'ws',
+      shutdown: () => socket.close(1001, 'this server is shutting down; reconnect'),
+      onYield: () => {
+        if (socket.bufferedAmount > MAX_UNSENT_BYTES) socket.terminate();
+      },
+      unsent: () => socket.bufferedAmount,
+      // The library waits on the unread socket; the error it would send cannot pass either.
+      onEnded: (reason) => {
+        if (reason?.code === 'SLOW_SUBSCRIBER') socket.terminate();
+      },
+    });
+    if (!opened.ok) {
+      // Sent here, with each error's extensions (the library would want GraphQLErrors of its own graphql instance).
+      if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ id, type: 'error', payload: opened.errors }));
+      return { schema: p.app.schema, document: NOTHING, contextValue: { stream: ended() } } as ExecutionArgs;
+    }
+    const args: ExecutionArgs = {
+      schema: p.app.schema,
+      document: opened.prepared.document,
+      ...(opened.prepared.operationName ? { operationName: opened.prepared.operationName } : {}),
+      contextValue: { stream: opened.stream },
+    };
+    return args;
   };
 }
 

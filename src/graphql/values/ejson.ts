@@ -26,14 +26,8 @@ const LITERAL_SHAPES: Readonly<Record<string, (content: unknown) => boolean>> = 
   $numberDouble: (c) => typeof c === 'string' && DECIMAL.test(c),
   $numberDecimal: (c) => typeof c === 'string' && DECIMAL.test(c),
   $binary: (c) =>
-    isPlainObject(c) &&
-    Object.keys(c).length === 2 &&
-    typeof c.base64 === 'string' &&
-    /^[A-Za-z0-9+/]*={0,2}$/.test(c.base64) &&
-    typeof c.subType === 'string' &&
-    /^[0-9a-fA-F]{1,2}$/.test(c.subType),
-  $timestamp: (c) =>
-    isPlainObject(c) && Object.keys(c).length === 2 && Number.isSafeInteger(c.t) && (c.t as number) >= 0 && Number.isSafeInteger(c.i) && (c.i as number) >= 0,
+    isPlainObject(c) && Object.keys(c).length === 2 && typeof c.base64 === 'string' && /^[A-Za-z0-9+/]*={0,2}$/.test(c.base64) && typeof c.subType === 'string' && /^[0-9a-fA-F]{1,2}$/.test(c.subType),
+  $timestamp: (c) => isPlainObject(c) && Object.keys(c).length === 2 && Number.isSafeInteger(c.t) && (c.t as number) >= 0 && Number.isSafeInteger(c.i) && (c.i as number) >= 0,
   $uuid: (c) => typeof c === 'string' && /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/.test(c),
   $minKey: (c) => c === 1,
   $maxKey: (c) => c === 1,

@@ -34,10 +34,7 @@ export function fieldError(message: string, code: string): GraphQLError {
 }
 
 export function missingArgument(name: string): GraphQLError {
-  return fieldError(
-    `argument "${name}" is required by this field's mapping: pass it, or give it a default in the schema`,
-    'MISSING_ARGUMENT',
-  );
+  return fieldError(`argument "${name}" is required by this field's mapping: pass it, or give it a default in the schema`, 'MISSING_ARGUMENT');
 }
 
 type Resolved = { found: true; value: unknown } | { found: false; name: string };
@@ -73,10 +70,7 @@ function resolveFk(path: string, scope: ArgScope, notes: InterpolationNotes): un
 }
 
 export function foreignValueError(path: string, op: string): GraphQLError {
-  return fieldError(
-    `the parent document's "${path}" holds an object with the key "${op}", which would act as a query operator; it cannot be used to join`,
-    'INVALID_FOREIGN_VALUE',
-  );
+  return fieldError(`the parent document's "${path}" holds an object with the key "${op}", which would act as a query operator; it cannot be used to join`, 'INVALID_FOREIGN_VALUE');
 }
 
 /** Substitutes everything in `value`; an omitted argument without default throws a field error. */

@@ -88,7 +88,8 @@ function compare(arg: unknown, accept: (c: number) => boolean): ValuesTest {
     values.some((v) => {
       const c = compareValues(v, arg);
       return c !== undefined && accept(c);
-    }) || (values.length === 0 && arg === null && accept(0));
+    }) ||
+    (values.length === 0 && arg === null && accept(0));
 }
 
 function compileOperator(op: string, arg: unknown): ValuesTest {
@@ -116,7 +117,7 @@ function compileOperator(op: string, arg: unknown): ValuesTest {
     }
     case '$exists': {
       const want = Boolean(arg);
-      return (values) => (values.length > 0) === want;
+      return (values) => values.length > 0 === want;
     }
     case '$all': {
       if (!Array.isArray(arg) || arg.length === 0) throw new Unsupported();
@@ -138,8 +139,14 @@ function compileOperator(op: string, arg: unknown): ValuesTest {
     case '$elemMatch': {
       if (!isPlainObject(arg)) throw new Unsupported();
       const element: (e: unknown) => boolean = isOperatorObject(arg)
-        ? ((t) => (e: unknown) => t(Array.isArray(e) ? [e, ...e] : [e]))(compileCondition(arg))
-        : ((m) => (e: unknown) => isPlainObject(e) && m(e))(compileQuery(arg));
+        ? (
+            (t) => (e: unknown) =>
+              t(Array.isArray(e) ? [e, ...e] : [e])
+          )(compileCondition(arg))
+        : (
+            (m) => (e: unknown) =>
+              isPlainObject(e) && m(e)
+          )(compileQuery(arg));
       return (values) => values.some((v) => Array.isArray(v) && v.some(element));
     }
     case '$comment':

@@ -76,7 +76,7 @@ function within(doc: unknown, shape: unknown): unknown {
   if (Array.isArray(doc)) {
     if (!Array.isArray(shape)) return LEFT_OUT;
     const objects = shape.filter((e) => isPlainObject(e) && !isLiteral(e));
-    const union = objects.length > 0 ? Object.assign({}, ...objects) as Record<string, unknown> : undefined;
+    const union = objects.length > 0 ? (Object.assign({}, ...objects) as Record<string, unknown>) : undefined;
     const out: unknown[] = [];
     for (const element of doc) {
       if (isPlainObject(element) && !isLiteral(element)) {

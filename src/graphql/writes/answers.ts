@@ -97,17 +97,14 @@ export function partialWriteError(what: string, result: BulkResult, status: numb
   const duplicate = result.errors.length > 0 && result.errors.every((e) => e.httpStatus === 409);
   const first = result.errors[0];
   const detail = first ? ` (first: document ${first.index ?? '?'}, ${first.httpStatus ?? '?'}${first.message ? ` ${first.message}` : ''})` : '';
-  return new GraphQLError(
-    `the backend wrote only part of ${what}: ${result.errors.length} of its documents failed${detail}`,
-    {
-      extensions: {
-        code: duplicate ? 'CONFLICT' : 'BACKEND_ERROR',
-        status,
-        inserted: result.inserted,
-        modified: result.modified,
-        deleted: result.deleted,
-        errors: result.errors.slice(0, 20),
-      },
+  return new GraphQLError(`the backend wrote only part of ${what}: ${result.errors.length} of its documents failed${detail}`, {
+    extensions: {
+      code: duplicate ? 'CONFLICT' : 'BACKEND_ERROR',
+      status,
+      inserted: result.inserted,
+      modified: result.modified,
+      deleted: result.deleted,
+      errors: result.errors.slice(0, 20),
     },
-  );
+  });
 }

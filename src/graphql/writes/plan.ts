@@ -85,13 +85,7 @@ export function checkMutationPlan(
   return errors;
 }
 
-function collectRootFields(
-  set: SelectionSetNode,
-  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
-  variables: Record<string, unknown>,
-  out: FieldNode[],
-  spread: Set<string>,
-): void {
+function collectRootFields(set: SelectionSetNode, fragments: ReadonlyMap<string, FragmentDefinitionNode>, variables: Record<string, unknown>, out: FieldNode[], spread: Set<string>): void {
   for (const selection of set.selections) {
     if (!included(selection, variables)) continue;
     if (selection.kind === Kind.FIELD) {

@@ -122,7 +122,15 @@ async function writeDocument(call: WriteCall): Promise<unknown> {
   }
   const write: BackendWrite =
     w.kind === 'update'
-      ? { method: 'PATCH', db: w.db, collection: w.collection, id: target.segment, ...(target.idType ? { idType: target.idType } : {}), ...(filter ? { filter } : {}), body: writeValue(w.mapping.update, args, caller) }
+      ? {
+          method: 'PATCH',
+          db: w.db,
+          collection: w.collection,
+          id: target.segment,
+          ...(target.idType ? { idType: target.idType } : {}),
+          ...(filter ? { filter } : {}),
+          body: writeValue(w.mapping.update, args, caller),
+        }
       : { method: 'DELETE', db: w.db, collection: w.collection, id: target.segment, ...(target.idType ? { idType: target.idType } : {}), ...(filter ? { filter } : {}) };
   const response = await send(state, write, unprojected);
   if (response.status === 404) return w.form === 'boolean' ? false : null;
@@ -182,7 +190,8 @@ function documentTarget(id: unknown): { segment: string; idType?: 'STRING' | 'NU
     // The id becomes a path segment: the canonical-path rules of a REST path (issue 34), so the
     // write policy decides on the path the backend acts on (no "..", ".", "..;x", "/", "_…", "*").
     const problem = idSegmentProblem(id);
-    if (problem !== undefined) throw new TargetRefusal(`the _id this mutation writes ${problem}; it must be an ObjectId, a string that is one plain path segment, or a number`, { extensions: { code: 'BAD_USER_INPUT' } });
+    if (problem !== undefined)
+      throw new TargetRefusal(`the _id this mutation writes ${problem}; it must be an ObjectId, a string that is one plain path segment, or a number`, { extensions: { code: 'BAD_USER_INPUT' } });
     // A 24-hex string is an ObjectId to RESTHeart, as in a REST client's /orders/<hex>.
     return { segment: id, filterId: HEX24.test(id) ? { $oid: id.toLowerCase() } : id };
   }
@@ -232,7 +241,19 @@ async function send(state: RequestState, write: BackendWrite, before?: unknown):
   } catch (error) {
     failure = error;
   }
-  const observed = onWrite?.({ method: write.method, path, query, body: write.body, response, operationName: state.operationName, app: state.settings.appUri ?? '', ...(before !== undefined && before !== null ? { before } : {}) }, state.ctx);
+  const observed = onWrite?.(
+    {
+      method: write.method,
+      path,
+      query,
+      body: write.body,
+      response,
+      operationName: state.operationName,
+      app: state.settings.appUri ?? '',
+      ...(before !== undefined && before !== null ? { before } : {}),
+    },
+    state.ctx,
+  );
   if (observed) await observed.catch(() => undefined);
   if (response) return response;
   if (failure instanceof OutriggerError) throw new GraphQLError(failure.message, { originalError: failure, extensions: { code: failure.code } });

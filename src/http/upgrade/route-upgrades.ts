@@ -38,7 +38,10 @@ export function routeUpgrades(server: Server, take: (req: IncomingMessage, socke
     if (take(req, socket, head)) return;
     const path = (req.url ?? '/').split('?')[0]!.slice(0, 200);
     if (Date.now() - loggedAt >= 10_000) {
-      logger.info({ event: 'websocket-refused', reason: 'no-websocket-here', path, peer: req.socket.remoteAddress, alsoRefusedSinceLastLine: since }, 'a WebSocket upgrade for a path that takes none was answered 404');
+      logger.info(
+        { event: 'websocket-refused', reason: 'no-websocket-here', path, peer: req.socket.remoteAddress, alsoRefusedSinceLastLine: since },
+        'a WebSocket upgrade for a path that takes none was answered 404',
+      );
       loggedAt = Date.now();
       since = 0;
     } else since++;
@@ -59,7 +62,9 @@ function replayAsPlainRequest(server: Server, req: IncomingMessage, socket: Dupl
       const lower = name.toLowerCase();
       if (UPGRADE_HEADERS.has(lower)) continue;
       if (lower === 'connection') {
-        const kept = raw[i + 1]!.split(',').map((t) => t.trim()).filter((t) => t !== '' && !UPGRADE_HEADERS.has(t.toLowerCase()));
+        const kept = raw[i + 1]!.split(',')
+          .map((t) => t.trim())
+          .filter((t) => t !== '' && !UPGRADE_HEADERS.has(t.toLowerCase()));
         if (kept.length > 0) lines.push(`${name}: ${kept.join(', ')}`);
         continue;
       }
@@ -94,7 +99,9 @@ export function answerUpgrade(socket: Duplex, status: number, body: string, head
   const extra = Object.entries(headers)
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('');
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json; charset=utf-8\r\ncache-control: no-store\r\n${extra}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json; charset=utf-8\r\ncache-control: no-store\r\n${extra}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
   // A client that does not read its answer must not keep the socket.
   setTimeout(() => socket.destroy(), 1000).unref();
 }

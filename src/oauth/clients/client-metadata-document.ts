@@ -84,14 +84,16 @@ export class ClientMetadataFetcher {
     } catch {
       throw new ClientMetadataError('the client_id is not a valid URL');
     }
-    if (url.href !== clientId)
-      throw new ClientMetadataError('the client_id URL is not in canonical form (no dot segments, no default port, lower-case scheme and host)');
+    if (url.href !== clientId) throw new ClientMetadataError('the client_id URL is not in canonical form (no dot segments, no default port, lower-case scheme and host)');
     if (url.hash !== '' || url.username !== '' || url.password !== '') throw new ClientMetadataError('the client_id URL must not contain a fragment or credentials');
     if (url.pathname === '/' || url.pathname === '') throw new ClientMetadataError('the client_id URL must have a path (https://client.example/oauth/metadata.json)');
     if (url.protocol === 'http:') {
       const ip = parseIp(url.hostname);
       if (!ip || !ipInCidrs(ip, this.allow))
-        throw new ClientMetadataError('the client_id URL must use https (http is accepted only for an IP address inside mcp.clientMetadata.allowPrivateTargets)', 'mcp.clientMetadata.allowPrivateTargets');
+        throw new ClientMetadataError(
+          'the client_id URL must use https (http is accepted only for an IP address inside mcp.clientMetadata.allowPrivateTargets)',
+          'mcp.clientMetadata.allowPrivateTargets',
+        );
     } else if (url.protocol !== 'https:') throw new ClientMetadataError('the client_id URL must use https');
     return url;
   }
@@ -112,7 +114,9 @@ export class ClientMetadataFetcher {
       });
       if (res.statusCode !== 200) {
         res.body.resume();
-        throw new ClientMetadataError(`fetching the client metadata document answered ${res.statusCode}, not 200${res.statusCode >= 300 && res.statusCode < 400 ? ' (redirects are not followed)' : ''}`);
+        throw new ClientMetadataError(
+          `fetching the client metadata document answered ${res.statusCode}, not 200${res.statusCode >= 300 && res.statusCode < 400 ? ' (redirects are not followed)' : ''}`,
+        );
       }
       const declared = Number(res.headers['content-length'] ?? 0);
       if (declared > this.o.maxBytes) {
@@ -150,16 +154,14 @@ export class ClientMetadataFetcher {
     }
     if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new ClientMetadataError('the client metadata document must be a JSON object');
     const d = doc as Record<string, unknown>;
-    if (d.client_id !== clientId) throw new ClientMetadataError('the client metadata document\'s client_id must equal the URL it was fetched from');
-    if (!Array.isArray(d.redirect_uris) || d.redirect_uris.length === 0 || d.redirect_uris.length > 20)
-      throw new ClientMetadataError('the client metadata document must list 1 to 20 redirect_uris');
+    if (d.client_id !== clientId) throw new ClientMetadataError("the client metadata document's client_id must equal the URL it was fetched from");
+    if (!Array.isArray(d.redirect_uris) || d.redirect_uris.length === 0 || d.redirect_uris.length > 20) throw new ClientMetadataError('the client metadata document must list 1 to 20 redirect_uris');
     for (const uri of d.redirect_uris) {
       const problem = redirectUriProblem(uri);
       if (problem) throw new ClientMetadataError(`redirect_uris: ${problem}`);
     }
     const method = d.token_endpoint_auth_method;
-    if (method !== undefined && method !== 'none')
-      throw new ClientMetadataError(`token_endpoint_auth_method ${JSON.stringify(method)} is not supported: this server has public clients only ("none")`);
+    if (method !== undefined && method !== 'none') throw new ClientMetadataError(`token_endpoint_auth_method ${JSON.stringify(method)} is not supported: this server has public clients only ("none")`);
     if (d.client_secret !== undefined) throw new ClientMetadataError('a client metadata document must not contain a client_secret');
     const name = typeof d.client_name === 'string' && d.client_name.trim() !== '' ? d.client_name.trim().slice(0, 100) : new URL(clientId).host;
     return { clientId, clientName: name, redirectUris: d.redirect_uris as string[] };

@@ -69,8 +69,7 @@ function readMetadata(body: unknown): RegisteredClient {
   if (grants !== undefined && (!Array.isArray(grants) || !grants.includes('authorization_code') || grants.some((g) => g !== 'authorization_code' && g !== 'refresh_token')))
     throw invalid('invalid_client_metadata', 'grant_types must include authorization_code (the only grant; refresh_token is accepted and ignored)');
   const responses = body.response_types;
-  if (responses !== undefined && (!Array.isArray(responses) || responses.some((r) => r !== 'code')))
-    throw invalid('invalid_client_metadata', 'response_types may contain only "code"');
+  if (responses !== undefined && (!Array.isArray(responses) || responses.some((r) => r !== 'code'))) throw invalid('invalid_client_metadata', 'response_types may contain only "code"');
   const name = body.client_name;
   if (name !== undefined && (typeof name !== 'string' || name.trim() === '' || [...name].length > 100))
     throw invalid('invalid_client_metadata', 'client_name must be a non-empty string of at most 100 characters');

@@ -100,15 +100,24 @@ function requestStarter(p: AuthorizeParts, { cookie, page, refuse, notValid, vie
     const address = clientAddressBucket(scope.clientIp);
     const counted = await p.store.countAuthorizeRequest(address);
     if (counted.count > p.requestsPerAddress) {
-      p.logger.warn({ address, limit: p.requestsPerAddress, setting: 'mcp.authorizeRequestsPerAddress' }, 'agent sign-in: too many authorization requests from one address (mcp.authorizeRequestsPerAddress)');
+      p.logger.warn(
+        { address, limit: p.requestsPerAddress, setting: 'mcp.authorizeRequestsPerAddress' },
+        'agent sign-in: too many authorization requests from one address (mcp.authorizeRequestsPerAddress)',
+      );
       scope.res.setHeader('retry-after', String(counted.retryAfter));
-      return page(scope, errorPage('Too many sign-ins', `Too many sign-ins were started from your network. Wait ${Math.ceil(counted.retryAfter / 60)} minutes, then start again from the application.`, 429));
+      return page(
+        scope,
+        errorPage('Too many sign-ins', `Too many sign-ins were started from your network. Wait ${Math.ceil(counted.retryAfter / 60)} minutes, then start again from the application.`, 429),
+      );
     }
     const total = await p.store.countAuthorizeRequestTotal();
     if (total.count > p.requestsTotal) {
       p.logger.warn({ limit: p.requestsTotal, setting: 'mcp.authorizeRequestsTotal' }, 'agent sign-in: too many authorization requests from all addresses (mcp.authorizeRequestsTotal)');
       scope.res.setHeader('retry-after', String(total.retryAfter));
-      return page(scope, errorPage('Too many sign-ins', `Too many sign-ins are under way on this service. Wait ${Math.ceil(total.retryAfter / 60)} minutes, then start again from the application.`, 429));
+      return page(
+        scope,
+        errorPage('Too many sign-ins', `Too many sign-ins are under way on this service. Wait ${Math.ceil(total.retryAfter / 60)} minutes, then start again from the application.`, 429),
+      );
     }
     const q = scope.query;
     const once = (name: string): string | null | 'repeated' => {
@@ -122,7 +131,11 @@ function requestStarter(p: AuthorizeParts, { cookie, page, refuse, notValid, vie
       client = await p.clients.find(clientId);
     } catch (error) {
       if (error instanceof ClientMetadataError)
-        return refuse(scope, 'Unknown application', 'The application could not be identified. You were not redirected.', 400, { clientId: clientId.slice(0, 300), problem: error.message, ...(error.setting ? { setting: error.setting } : {}) });
+        return refuse(scope, 'Unknown application', 'The application could not be identified. You were not redirected.', 400, {
+          clientId: clientId.slice(0, 300),
+          problem: error.message,
+          ...(error.setting ? { setting: error.setting } : {}),
+        });
       throw error;
     }
     const asked = once('redirect_uri');
@@ -154,9 +167,15 @@ function requestStarter(p: AuthorizeParts, { cookie, page, refuse, notValid, vie
       return notValid(scope, { clientId, problem: `resource must be ${p.endpoints.resource} (invalid_target)`, setting: 'service.publicUrl and mcp.path' });
     const state = q.get('state');
     const scopeText = q.get('scope');
-    for (const [name, value] of [['state', state], ['scope', scopeText]] as const)
+    for (const [name, value] of [
+      ['state', state],
+      ['scope', scopeText],
+    ] as const)
       if (value !== null && value.length > MAX_TEXT)
-        return refuse(scope, 'Sign-in request too long', `The application's sign-in request is too long (its ${name} is over ${MAX_TEXT} characters). You were not redirected.`, 400, { clientId, problem: `${name} is ${value.length} characters, over ${MAX_TEXT}` });
+        return refuse(scope, 'Sign-in request too long', `The application's sign-in request is too long (its ${name} is over ${MAX_TEXT} characters). You were not redirected.`, 400, {
+          clientId,
+          problem: `${name} is ${value.length} characters, over ${MAX_TEXT}`,
+        });
 
     const requestId = random(16);
     const binding = random(24);
@@ -174,7 +193,7 @@ function requestStarter(p: AuthorizeParts, { cookie, page, refuse, notValid, vie
     };
     await p.store.saveRequest(requestId, record);
     sendPage(scope.res, { ...signInPage(view(record), hiddenFields(requestId, record.csrf), p.path), formTargets: formTargets(redirectUri), cookies: [cookie(requestId, binding, 600)] });
-  }
+  };
 }
 
 /** The consent page for what the user may give, and what Allow records (a code, redeemed later). */
@@ -188,12 +207,24 @@ function consentSteps(p: AuthorizeParts, { cookie, redirect, page, view }: Autho
     if (activeKeys.length >= policy.maxKeysPerUser)
       return page(
         scope,
-        keyLimitPage(view(r), fields, p.path, { user: principal.id!, limit: policy.maxKeysPerUser, keys: activeKeys.map((k) => ({ id: k.record._id, name: k.record.name, client: k.record.client, expiresAt: k.record.expiresAt })) }, problem),
+        keyLimitPage(
+          view(r),
+          fields,
+          p.path,
+          { user: principal.id!, limit: policy.maxKeysPerUser, keys: activeKeys.map((k) => ({ id: k.record._id, name: k.record.name, client: k.record.client, expiresAt: k.record.expiresAt })) },
+          problem,
+        ),
         r,
       );
     const requested = (r.scope ?? '').split(' ').filter((s) => policy.availableRoles.includes(s));
     const fallback = Math.min(90, policy.maxExpiresInDays);
-    const k = { user: principal.id!, availableRoles: policy.availableRoles, preselected: requested.length ? requested : policy.availableRoles, lifetimes: lifetimeChoices(policy.maxExpiresInDays, fallback), defaultLifetime: fallback };
+    const k = {
+      user: principal.id!,
+      availableRoles: policy.availableRoles,
+      preselected: requested.length ? requested : policy.availableRoles,
+      lifetimes: lifetimeChoices(policy.maxExpiresInDays, fallback),
+      defaultLifetime: fallback,
+    };
     return page(scope, { ...keyConsentPage(view(r), fields, p.path, k, problem), ...(problem ? { status: 400 } : {}) }, r);
   }
 
@@ -247,7 +278,11 @@ function formHandler(p: AuthorizeParts, { cookieName, cookie, redirect, page, vi
     if (!sameText(sentCsrf, r.csrf) || binding === null || !sameText(sha256(binding), r.browser))
       return page(
         scope,
-        errorPage('Form not accepted', 'The form could not be verified (its CSRF token is missing or wrong, or it was sent from another browser). Nothing was allowed. Start the sign-in again from the application.', 403),
+        errorPage(
+          'Form not accepted',
+          'The form could not be verified (its CSRF token is missing or wrong, or it was sent from another browser). Nothing was allowed. Start the sign-in again from the application.',
+          403,
+        ),
       );
     const action = form.get('action');
     if (action === 'deny') {
@@ -280,7 +315,7 @@ function formHandler(p: AuthorizeParts, { cookieName, cookie, redirect, page, vi
       return consent(scope, requestId, r, principal, revoked ? undefined : 'That key is not one of yours, or it was already revoked.');
     }
     return consent(scope, requestId, r, principal, 'Choose Allow or Deny.');
-  }
+  };
 }
 
 function redirectHost(uri: string): string {

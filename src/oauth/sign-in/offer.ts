@@ -8,9 +8,7 @@ import type { ApiKeyStore, StoredKey } from '../../keys/key-store.js';
 
 /** What a signed-in user can give an agent (SPEC §5.6 `mcp.signIn`). */
 export type Offer =
-  | { kind: 'key'; policy: KeyPolicy; activeKeys: StoredKey[] }
-  | { kind: 'token'; roles: readonly string[]; minutes: number; withheld: readonly string[] }
-  | { kind: 'refused'; message: string };
+  { kind: 'key'; policy: KeyPolicy; activeKeys: StoredKey[] } | { kind: 'token'; roles: readonly string[]; minutes: number; withheld: readonly string[] } | { kind: 'refused'; message: string };
 
 /**
  * Decides between a key (the apiKeys block of the permission that applies to `POST /keys`, with
@@ -44,7 +42,10 @@ export function createOfferMaker(context: AppContext, store: ApiKeyStore) {
     if (mode === 'token-only') return token(principal);
     if (acl.isAdmin(principal)) {
       if (mode === 'key-only')
-        return { kind: 'refused', message: `Admin roles (${adminRolesOf(principal).join(', ')}) never get API keys, and this service gives agents keys only (mcp.signIn: key-only). Sign in as a user without admin roles.` };
+        return {
+          kind: 'refused',
+          message: `Admin roles (${adminRolesOf(principal).join(', ')}) never get API keys, and this service gives agents keys only (mcp.signIn: key-only). Sign in as a user without admin roles.`,
+        };
       return token(principal);
     }
     // The facts POST /keys would give the permission's condition (principal/access-facts.ts).

@@ -10,8 +10,7 @@ fieldset label{display:inline;font-weight:400;margin-left:.3rem}button{font:inhe
 .note{background:#f4f4f4;padding:.6rem}.unverified{border:2px solid #9c6500;background:#fff8e1;padding:.6rem}code{overflow-wrap:anywhere}table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem;border-bottom:1px solid #ddd}`;
 const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64');
 
-export const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+export const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** Stricter than STRICT_CSP: nothing but the one stylesheet; forms post to this origin and may end in a redirect to the client's registered callback. */
 function csp(formTargets: readonly string[]): string {
@@ -119,7 +118,10 @@ export interface KeyConsent {
 
 export function keyConsentPage(c: ClientView, fields: string, action: string, k: KeyConsent, problem?: string): PageOptions {
   const roles = k.availableRoles
-    .map((role, i) => `<div><input type="checkbox" id="role-${i}" name="roles" value="${escapeHtml(role)}"${k.preselected.includes(role) ? ' checked' : ''}><label for="role-${i}">${escapeHtml(role)}</label></div>`)
+    .map(
+      (role, i) =>
+        `<div><input type="checkbox" id="role-${i}" name="roles" value="${escapeHtml(role)}"${k.preselected.includes(role) ? ' checked' : ''}><label for="role-${i}">${escapeHtml(role)}</label></div>`,
+    )
     .join('\n');
   const options = k.lifetimes.map((d) => `<option value="${d}"${d === k.defaultLifetime ? ' selected' : ''}>${days(d)}</option>`).join('');
   return {

@@ -12,7 +12,9 @@ import { RedisScript } from '../redis-script.js';
  * Grants `need` plus up to `extra` more when `need` fits under the limit, else nothing.
  * Returns {granted, units still free in the window, ms until the window ends, window id}.
  */
-export const leaseRateLimitSlice = new RedisScript('leaseRateLimitSlice', `
+export const leaseRateLimitSlice = new RedisScript(
+  'leaseRateLimitSlice',
+  `
 local t = redis.call('TIME')
 local sec = tonumber(t[1])
 local nowMs = sec * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -62,4 +64,5 @@ redis.call('PEXPIREAT', KEYS[1], endMs + 1000)
 local free = limit - n
 if free < 0 then free = 0 end
 return {granted, free, endMs - nowMs, idText}
-`);
+`,
+);

@@ -7,7 +7,9 @@ import { RedisScript } from '../redis-script.js';
  * counted while Redis was away (added with the reservation). Answers {0} when reserved, or
  * {i, pttl} when counter i (1-based) is at its limit (nothing is written then).
  */
-export const reserveFailureAttempt = new RedisScript('reserveFailureAttempt', `
+export const reserveFailureAttempt = new RedisScript(
+  'reserveFailureAttempt',
+  `
 for i = 1, #KEYS do
   local used = tonumber(redis.call('GET', KEYS[i]) or '0') + tonumber(ARGV[3 * i])
   if used >= tonumber(ARGV[3 * i - 2]) then
@@ -19,4 +21,5 @@ for i = 1, #KEYS do
   redis.call('PEXPIRE', KEYS[i], ARGV[3 * i - 1])
 end
 return {0}
-`);
+`,
+);

@@ -6,7 +6,9 @@ import { RedisScript } from '../redis-script.js';
  * `pcall`, like a MULTI: an XADD that Redis refuses does not stop the others. Answers
  * `{refused, first error}`.
  */
-export const xaddEach = new RedisScript('xaddEach', `
+export const xaddEach = new RedisScript(
+  'xaddEach',
+  `
 local refused, first = 0, nil
 local i = 2
 while i <= #ARGV do
@@ -20,4 +22,5 @@ while i <= #ARGV do
 end
 if first then return {refused, first} end
 return {0}
-`);
+`,
+);

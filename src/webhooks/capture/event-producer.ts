@@ -64,7 +64,6 @@ export interface EventProducerOptions {
 const EVENTS_PER_ENTRY = 256;
 const ENTRY_BYTES = 1024 * 1024;
 
-
 const RETRY_MIN_MS = 100;
 const REPLICA_WAIT_MS = 1000;
 /** While the master has too few replicas (its replica just got promoted away), wait only this long. */
@@ -239,8 +238,7 @@ export class EventProducer {
       return;
     }
     this.o.metrics.webhookEventsUnreplicated.inc({}, events);
-    if (!this.replicasShort)
-      this.o.logger.warn({ wanted, acked, events }, 'webhook events written but not on enough replicas in time (redis.waitForReplicas); a failover now could lose them');
+    if (!this.replicasShort) this.o.logger.warn({ wanted, acked, events }, 'webhook events written but not on enough replicas in time (redis.waitForReplicas); a failover now could lose them');
     this.replicasShort = true;
   }
 
@@ -279,7 +277,11 @@ export class EventProducer {
    */
   private async writeEntries(batch: QueuedEvent[]): Promise<void> {
     const { redis, keys } = this.o;
-    const entries = packEntries(batch.map((item) => item.stream![1]!), this.eventsPerEntry, ENTRY_BYTES);
+    const entries = packEntries(
+      batch.map((item) => item.stream![1]!),
+      this.eventsPerEntry,
+      ENTRY_BYTES,
+    );
     // MAXLEN counts entries and `streamMaxLength` means events: scaled by this batch's events per
     // entry. Only the batch's last XADD trims (`~` removes whole stream nodes anyway).
     const maxLength = String(Math.max(1, Math.ceil((this.o.streamMaxLength * entries.length) / batch.length)));
@@ -360,8 +362,7 @@ export class EventProducer {
       await this.flush(true);
       if (this.queue.length > 0) await new Promise((r) => setTimeout(r, 100));
     }
-    if (this.queue.length > 0)
-      this.o.logger.error({ lost: this.queue.length }, 'stopping with webhook events that could not be written to Redis; they are lost');
+    if (this.queue.length > 0) this.o.logger.error({ lost: this.queue.length }, 'stopping with webhook events that could not be written to Redis; they are lost');
   }
 
   close(): void {

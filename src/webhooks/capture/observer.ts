@@ -233,12 +233,7 @@ export class WebhookObserver implements RequestObserver, RequestCompletion {
   }
 
   /** A body for the stream: its bytes appended to `bodies`, or (compressed, or a redacted content header) captured here. */
-  private rawBody(
-    tap: BodyTap,
-    contentTypeHeader: string | string[] | number | undefined,
-    contentEncodingHeader: string | string[] | number | undefined,
-    bodies: Buffer[],
-  ): StreamBody | undefined {
+  private rawBody(tap: BodyTap, contentTypeHeader: string | string[] | number | undefined, contentEncodingHeader: string | string[] | number | undefined, bodies: Buffer[]): StreamBody | undefined {
     if (tap.total === 0) return undefined;
     const contentType = firstValue(contentTypeHeader);
     const contentEncoding = firstValue(contentEncodingHeader);

@@ -75,12 +75,7 @@ export class Recording {
     const state = { startedAt: now, endsAt: now + this.windowMs };
     // The state outlives the window (active means endsAt > now), so a finished recording still
     // tells when it ran.
-    await this.redis
-      .multi()
-      .set(this.keys.recordingState, JSON.stringify(state), 'PX', RECORDING_TTL_MS)
-      .del(this.keys.recordingEntries)
-      .incr(this.keys.webhooksVersion)
-      .exec();
+    await this.redis.multi().set(this.keys.recordingState, JSON.stringify(state), 'PX', RECORDING_TTL_MS).del(this.keys.recordingEntries).incr(this.keys.webhooksVersion).exec();
     this.startedAt = state.startedAt;
     this.endsAt = state.endsAt;
     await this.bus.publish({ kind: 'webhooks', id: RECORDING_CHANGE_ID });

@@ -35,8 +35,8 @@ export function createAutoDisable(o: AutoDisableOptions) {
     const text =
       `The webhook "${doc.name}" (${webhookId}) of service ${o.serviceId} was disabled at ${new Date(now).toISOString()}:\n` +
       `${reason}.\n\nIts logs show why the deliveries failed. Enabling it again (PATCH {"enabled": true}) restarts the count.\n`;
-    await o.sendNotice(o.alertEmail, subject, text).catch((error: unknown) =>
-      o.logger.error({ err: String(error), webhook: webhookId }, 'could not e-mail the notice of a disabled webhook to webhooks.alertEmail'),
-    );
+    await o
+      .sendNotice(o.alertEmail, subject, text)
+      .catch((error: unknown) => o.logger.error({ err: String(error), webhook: webhookId }, 'could not e-mail the notice of a disabled webhook to webhooks.alertEmail'));
   };
 }

@@ -78,9 +78,7 @@ export class DeliveryOutcomes {
     if (limit <= 0 || before >= limit || after < limit) return;
     const webhook = this.o.webhook(webhookId);
     if (!webhook || !webhook.enabled || !this.o.onAutoDisable) return;
-    this.o.onAutoDisable(webhookId, webhookVersion(webhook), after).catch((error: unknown) =>
-      this.o.logger.error({ err: String(error), webhook: webhookId }, 'could not disable a failing webhook'),
-    );
+    this.o.onAutoDisable(webhookId, webhookVersion(webhook), after).catch((error: unknown) => this.o.logger.error({ err: String(error), webhook: webhookId }, 'could not disable a failing webhook'));
   }
 
   /** The webhook's own retry schedule, or the configured one; parsed once per webhook version. */

@@ -142,9 +142,7 @@ export class StreamReader {
       try {
         if (!this.groupReady) await this.ensureGroup();
         if (!state.running) break; // stopped while the group was being made: no read would be ended
-        const read = this.blocking!.callBuffer(
-          'XREADGROUP', 'GROUP', this.o.keys.eventsGroup, this.o.consumer, 'COUNT', this.entriesFor(free), 'BLOCK', BLOCK_MS, 'STREAMS', this.o.keys.events, '>',
-        );
+        const read = this.blocking!.callBuffer('XREADGROUP', 'GROUP', this.o.keys.eventsGroup, this.o.consumer, 'COUNT', this.entriesFor(free), 'BLOCK', BLOCK_MS, 'STREAMS', this.o.keys.events, '>');
         // A read queued while the connection was reconnecting is never settled by the disconnect
         // of stop() (ioredis keeps it queued): the stop signal ends the wait instead.
         reply = await new Promise<unknown>((resolve, reject) => {

@@ -89,11 +89,7 @@ export class Reclaim {
       // Entries may hold hundreds of events each: take no more than the free event slots cover.
       for (let round = 0; round < 10 && state.running && reader.slots.free > 0; round++) {
         const count = Math.min(50, reader.entriesFor(reader.slots.free));
-        const reply = (await redis.callBuffer('XAUTOCLAIM', keys.events, keys.eventsGroup, this.o.consumer, this.o.reclaimIdleMs, cursor, 'COUNT', count)) as [
-          Buffer,
-          RawStreamEntry[],
-          Buffer[]?,
-        ];
+        const reply = (await redis.callBuffer('XAUTOCLAIM', keys.events, keys.eventsGroup, this.o.consumer, this.o.reclaimIdleMs, cursor, 'COUNT', count)) as [Buffer, RawStreamEntry[], Buffer[]?];
         const claimed: StreamEntry[] = [];
         for (const [rawId, fields] of reply[1] ?? []) {
           const id = String(rawId);

@@ -13,12 +13,7 @@ export const JITTER = 0.2;
  * The delay before the next attempt after attempt number `failedAttempt` (1-based) failed in a
  * retryable way, or null when the schedule is exhausted (the failure is final).
  */
-export function nextRetryDelayMs(
-  schedule: readonly number[],
-  failedAttempt: number,
-  retryAfterMs: number | null,
-  random: () => number = Math.random,
-): number | null {
+export function nextRetryDelayMs(schedule: readonly number[], failedAttempt: number, retryAfterMs: number | null, random: () => number = Math.random): number | null {
   if (failedAttempt < 1 || failedAttempt > schedule.length) return null;
   if (retryAfterMs !== null && Number.isFinite(retryAfterMs)) return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, Math.round(retryAfterMs)));
   const base = schedule[failedAttempt - 1]!;

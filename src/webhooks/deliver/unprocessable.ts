@@ -41,12 +41,7 @@ function safeIncomingRequest(event: CapturedEvent): IncomingRequestSection {
   return { ...section, body: `[body not kept: nested more than ${MAX_JSON_DEPTH} levels deep or not serializable]`, bodyTooDeep: true };
 }
 
-export function unprocessableLogEntry(
-  { event, condition, attempt }: Pick<Delivery, 'event' | 'condition' | 'attempt'>,
-  webhook: WebhookDocument,
-  error: unknown,
-  now = Date.now(),
-): WebhookLogEntry {
+export function unprocessableLogEntry({ event, condition, attempt }: Pick<Delivery, 'event' | 'condition' | 'attempt'>, webhook: WebhookDocument, error: unknown, now = Date.now()): WebhookLogEntry {
   const reason = unprocessableReason(error);
   // The event may be malformed (that is why it is here): its method and path as text, whatever they are.
   const request = { method: String(event.request?.method), path: String(event.request?.path) };

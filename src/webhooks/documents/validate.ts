@@ -103,8 +103,7 @@ export async function validateWebhookDocument(input: unknown, options: WebhookVa
   const keepDisabled = disabledState(input, enabled, problems);
 
   const existingCreated = options.existing?.createdAt;
-  const createdAt: EpochDate =
-    isJsonObject(existingCreated) && typeof existingCreated.$date === 'number' ? { $date: existingCreated.$date } : { $date: now };
+  const createdAt: EpochDate = isJsonObject(existingCreated) && typeof existingCreated.$date === 'number' ? { $date: existingCreated.$date } : { $date: now };
   const updatedAt: EpochDate = { $date: now };
 
   const common = {
@@ -144,7 +143,6 @@ function checkFieldNames(input: Record<string, unknown>, type: unknown, problems
     }
     problems.push(`${key} is not a webhook field (allowed: ${[...COMMON_FIELDS, ...HTTP_FIELDS, ...EMAIL_FIELDS].join(', ')})`);
   }
-
 }
 
 /** maxPerSecond and retrySchedule (SPEC §7.1: failing targets). */
@@ -160,8 +158,7 @@ function checkDeliveryPacing(input: Record<string, unknown>, problems: string[])
       problems.push(`retrySchedule must be a list of at most ${RETRY_SCHEDULE_MAX_LENGTH} delays, e.g. ["5s", "1m", "10m"] ([] for no retries)`);
     else
       r.forEach((item: unknown, i) => {
-        if (parseRetryDelay(item) === null)
-          problems.push(`retrySchedule[${i}] must be a delay from 10ms to 7d, as seconds or a string like 200ms, 5s, 1m, 1h (got ${JSON.stringify(item)})`);
+        if (parseRetryDelay(item) === null) problems.push(`retrySchedule[${i}] must be a delay from 10ms to 7d, as seconds or a string like 200ms, 5s, 1m, 1h (got ${JSON.stringify(item)})`);
       });
   }
 }
@@ -172,9 +169,10 @@ function disabledState(input: Record<string, unknown>, enabled: boolean, problem
   const disabledAt = input.disabledAt;
   if (has(input, 'disabledReason') && (typeof disabledReason !== 'string' || disabledReason.length > MAX_DISABLED_REASON_CHARS))
     problems.push(`disabledReason must be a string of at most ${MAX_DISABLED_REASON_CHARS} characters`);
-  if (has(input, 'disabledAt') && !(isJsonObject(disabledAt) && typeof disabledAt.$date === 'number'))
-    problems.push('disabledAt must be a date {"$date": <epoch ms>}');
-  return !enabled && typeof disabledReason === 'string' ? { disabledReason, ...(isJsonObject(disabledAt) && typeof disabledAt.$date === 'number' ? { disabledAt: { $date: disabledAt.$date } } : {}) } : {};
+  if (has(input, 'disabledAt') && !(isJsonObject(disabledAt) && typeof disabledAt.$date === 'number')) problems.push('disabledAt must be a date {"$date": <epoch ms>}');
+  return !enabled && typeof disabledReason === 'string'
+    ? { disabledReason, ...(isJsonObject(disabledAt) && typeof disabledAt.$date === 'number' ? { disabledAt: { $date: disabledAt.$date } } : {}) }
+    : {};
 }
 
 /** The http channel's fields, its target checked at write time, and the document with its defaults. */
@@ -215,12 +213,7 @@ async function httpDocument(
           },
         }
       : {}),
-    secret:
-      typeof input.secret === 'string'
-        ? input.secret
-        : typeof existingSecret === 'string' && webhookSecretProblem(existingSecret) === null
-          ? existingSecret
-          : generateWebhookSecret(),
+    secret: typeof input.secret === 'string' ? input.secret : typeof existingSecret === 'string' && webhookSecretProblem(existingSecret) === null ? existingSecret : generateWebhookSecret(),
   };
   return { ok: true, doc };
 }
@@ -236,9 +229,5 @@ export function withoutSecret<T extends { secret?: unknown }>(doc: T): Omit<T, '
 export function matchesWebhookSearch(doc: WebhookDocument, term: string): boolean {
   const t = term.toLowerCase();
   if (t === '') return true;
-  return (
-    doc.name.toLowerCase().includes(t) ||
-    doc.condition.toLowerCase().includes(t) ||
-    (doc.type === 'http' && doc.url.toLowerCase().includes(t))
-  );
+  return doc.name.toLowerCase().includes(t) || doc.condition.toLowerCase().includes(t) || (doc.type === 'http' && doc.url.toLowerCase().includes(t));
 }

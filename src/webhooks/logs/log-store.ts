@@ -79,11 +79,10 @@ export class WebhookLogStore {
     const index = options.status ? this.keys.webhookLogStatusIndex(webhookId, options.status) : this.keys.webhookLogIndex(webhookId);
     const cutoff = String(Date.now() - this.retentionMs);
     const offset = (options.page - 1) * options.pagesize;
-    const [[, total], [, ids]] = (await this.redis
-      .multi()
-      .zcount(index, cutoff, '+inf')
-      .zrevrangebyscore(index, '+inf', cutoff, 'LIMIT', offset, options.pagesize)
-      .exec()) as [[unknown, number], [unknown, string[]]];
+    const [[, total], [, ids]] = (await this.redis.multi().zcount(index, cutoff, '+inf').zrevrangebyscore(index, '+inf', cutoff, 'LIMIT', offset, options.pagesize).exec()) as [
+      [unknown, number],
+      [unknown, string[]],
+    ];
     if (ids.length === 0) return { total, entries: [] };
     const texts = await this.redis.mget(ids.map((id) => this.keys.webhookLogEntry(id)));
     const entries: WebhookLogEntry[] = [];

@@ -28,8 +28,7 @@ export interface TestSendDeps {
 const BODY_FIELDS = new Set(['webhook', 'webhookId', 'event']);
 
 export async function handleTestSend(deps: TestSendDeps, scope: RequestScope): Promise<void> {
-  if (!deps.isAdmin(scope.principal))
-    throw forbidden('test sends are for admin roles only (they show what a target answered); save the webhook and read its logs instead');
+  if (!deps.isAdmin(scope.principal)) throw forbidden('test sends are for admin roles only (they show what a target answered); save the webhook and read its logs instead');
   const body = await readJsonBody(scope);
   if (!isJsonObject(body)) throw badRequest('the body must be {"webhook": {...}} or {"webhookId": "..."}, with an optional "event"');
   const unknown = Object.keys(body).filter((k) => !BODY_FIELDS.has(k));
@@ -109,8 +108,7 @@ export function sampleEvent(input: unknown, serviceId: string, redact: TestSendD
     else throw badRequest('event.request.query must be a query string or an object of strings');
   }
   const statusCode = res.statusCode ?? 201;
-  if (typeof statusCode !== 'number' || !Number.isInteger(statusCode) || statusCode < 100 || statusCode > 599)
-    throw badRequest('event.response.statusCode must be an integer from 100 to 599');
+  if (typeof statusCode !== 'number' || !Number.isInteger(statusCode) || statusCode < 100 || statusCode > 599) throw badRequest('event.response.statusCode must be an integer from 100 to 599');
 
   const requestBody = req.body === undefined ? { _id: 'sample-1', status: 'new' } : req.body;
   const responseBody = res.body === undefined ? { _id: 'sample-1' } : res.body;

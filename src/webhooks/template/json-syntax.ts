@@ -25,8 +25,7 @@ export function jsonSyntaxProblem(text: string): string | null {
     const { line, column } = lineAndColumn(text, located.position);
     const from = Math.max(0, located.position - 30);
     const to = Math.min(text.length, located.position + 30);
-    const snippet =
-      (from > 0 ? '…' : '') + text.slice(from, located.position) + '⟪HERE⟫' + text.slice(located.position, to) + (to < text.length ? '…' : '');
+    const snippet = (from > 0 ? '…' : '') + text.slice(from, located.position) + '⟪HERE⟫' + text.slice(located.position, to) + (to < text.length ? '…' : '');
     // Control characters made visible, so the message stays on one line.
     let visible = '';
     for (const ch of snippet) {
@@ -121,9 +120,7 @@ function locateJsonError(text: string): { position: number; reason: string } | n
           continue;
         }
         if (c !== '"') {
-          return fail(
-            c === '}' ? 'a trailing comma before "}" is not allowed' : `expected an object key in double quotes, found ${describeChar(c)}`,
-          );
+          return fail(c === '}' ? 'a trailing comma before "}" is not allowed' : `expected an object key in double quotes, found ${describeChar(c)}`);
         }
         const problem = scanString();
         if (problem) return problem;

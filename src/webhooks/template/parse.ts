@@ -5,12 +5,7 @@
  */
 import Mustache from 'mustache';
 
-export type TemplateErrorCode =
-  | 'TEMPLATE_SYNTAX'
-  | 'TEMPLATE_PARTIALS_UNSUPPORTED'
-  | 'TEMPLATE_OUTPUT_TOO_LARGE'
-  | 'TEMPLATE_TOO_COMPLEX'
-  | 'TEMPLATE_OUTPUT_INVALID_JSON';
+export type TemplateErrorCode = 'TEMPLATE_SYNTAX' | 'TEMPLATE_PARTIALS_UNSUPPORTED' | 'TEMPLATE_OUTPUT_TOO_LARGE' | 'TEMPLATE_TOO_COMPLEX' | 'TEMPLATE_OUTPUT_INVALID_JSON';
 
 /** A mustache.js token: [type, value, start, end, children?, ...]. */
 export type Token = [string, string, number, number, Token[]?, ...unknown[]];

@@ -38,9 +38,7 @@ const DEFAULT_MAX_TEMPLATE_OUTPUT_BYTES = 1024 * 1024;
 /** Token visits allowed per render (bounds CPU, e.g. sections nested over large arrays). */
 const DEFAULT_MAX_TEMPLATE_STEPS = 2_000_000;
 
-export type TemplateRenderResult =
-  | { readonly ok: true; readonly output: string }
-  | { readonly ok: false; readonly code: TemplateErrorCode; readonly error: string };
+export type TemplateRenderResult = { readonly ok: true; readonly output: string } | { readonly ok: false; readonly code: TemplateErrorCode; readonly error: string };
 
 interface RenderOptions {
   readonly maxOutputBytes?: number;

@@ -102,7 +102,8 @@ describe('stored passwords', () => {
       `scrypt$1024$8$-1$${salt}$${hash}`,
       `scrypt$1024$8$1$${Buffer.alloc(7).toString('base64')}$${hash}`,
       `scrypt$1024$8$1$${salt}$${Buffer.alloc(15).toString('base64')}`,
-    ]) expect(parsePasswordHash(bad), bad).toBeNull();
+    ])
+      expect(parsePasswordHash(bad), bad).toBeNull();
     expect(parsePasswordHash(`scrypt$${2 ** 20}$8$1$${salt}$${hash}`)).not.toBeNull();
   });
 });

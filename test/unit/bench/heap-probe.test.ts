@@ -31,7 +31,13 @@ describe('bench heap probe (what the soak judges growth on)', () => {
     writeFileSync(script, CHILD);
     const child = fork(script, [], { execArgv: ['--expose-gc', `--import=${PROBE}`], env: { ...process.env, OUTRIGGER_HEAP_PROBE_FILE: out }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     const next = () => new Promise<void>((done) => child.once('message', () => done()));
-    const lines = () => (existsSync(out) ? readFileSync(out, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { heapUsed: number; rss: number }) : []);
+    const lines = () =>
+      existsSync(out)
+        ? readFileSync(out, 'utf8')
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as { heapUsed: number; rss: number })
+        : [];
     const report = async () => {
       const before = lines().length;
       child.kill('SIGUSR2');

@@ -21,7 +21,13 @@ describe('exchangeFromParts', () => {
   });
 
   it('looks headers up by lower-case name and keeps every value', () => {
-    const exchange = exchangeFromParts({ headers: [['Accept', 'a'], ['ACCEPT', 'b'], ['X-One', '1']] });
+    const exchange = exchangeFromParts({
+      headers: [
+        ['Accept', 'a'],
+        ['ACCEPT', 'b'],
+        ['X-One', '1'],
+      ],
+    });
     expect(exchange.requestHeader('accept')).toBe('a');
     expect(exchange.requestHeaderValues?.('accept')).toEqual(['a', 'b']);
     expect(exchange.requestHeader('x-one')).toBe('1');

@@ -64,7 +64,7 @@ describe('predicate calls', () => {
 
   it('takes several positional values as a list', () => {
     expect(matches("path-suffix('.json', '.xml')", { path: '/a.xml' })).toBe(true);
-    expect(matches("method({PUT, PATCH})", { method: 'PATCH' })).toBe(true);
+    expect(matches('method({PUT, PATCH})', { method: 'PATCH' })).toBe(true);
   });
 
   it('takes named parameters, with {a, b} lists, in either bracket style', () => {

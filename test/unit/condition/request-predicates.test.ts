@@ -35,7 +35,14 @@ describe('equals, contains, exists, in', () => {
 
   it('reads multi-valued headers and parameters as [a, b]', () => {
     expect(matches("equals(%{q,tag}, '[a, b]')", { path: '/t?tag=a&tag=b' })).toBe(true);
-    expect(matches("equals(%{i,Accept}, '[a, b]')", { headers: [['Accept', 'a'], ['accept', 'b']] })).toBe(true);
+    expect(
+      matches("equals(%{i,Accept}, '[a, b]')", {
+        headers: [
+          ['Accept', 'a'],
+          ['accept', 'b'],
+        ],
+      }),
+    ).toBe(true);
   });
 
   it('contains needs a present value containing any search string', () => {

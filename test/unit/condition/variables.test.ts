@@ -25,8 +25,8 @@ describe('@user variables (ACL permissions)', () => {
     expect(acl('in(value=%{q,role}, array=@user.roles)', asAlice('/?role=editor'))).toBe(true);
     expect(acl('in(value=%{q,role}, array=@user.roles)', asAlice('/?role=admin'))).toBe(false);
     expect(acl('qparams-whitelist(@user.roles)', asAlice('/?user=1'))).toBe(true);
-    expect(acl("path-prefix(@user.tenant)", asAlice('/acme/x'))).toBe(true);
-    expect(acl("in(value=%{q,t}, array={@user.tenant, other})", asAlice('/?t=acme'))).toBe(true);
+    expect(acl('path-prefix(@user.tenant)', asAlice('/acme/x'))).toBe(true);
+    expect(acl('in(value=%{q,t}, array={@user.tenant, other})', asAlice('/?t=acme'))).toBe(true);
   });
 
   it('never lets an unresolved variable match: not anonymous, not a missing field, not an array as a value', () => {
@@ -78,7 +78,7 @@ describe('predicate-context bindings', () => {
     expect(matches("path-template('/{i}') and equals($id, 7d)", { path: '/7' })).toBe(true);
   });
 
-  it('start empty on every evaluation, so one condition never sees another one\'s values', () => {
+  it("start empty on every evaluation, so one condition never sees another one's values", () => {
     const binder = parseCondition("path-template('/{id}')");
     const reader = parseCondition('exists(${id})');
     const exchange = exchangeFromParts({ path: '/42' });

@@ -36,12 +36,16 @@ describe('limits: in the config (SPEC §10)', () => {
         { name: 'both', by: 'user', limit: 1, window: '1s', quota: { limit: 1, period: 'day' } },
         { name: 'badquota', by: 'user', quota: { limit: 1, period: 'week' } },
         { name: 'bad name!', limit: 1, window: '1s', condition: 'path-prefix(' },
-        { name: 'body', by: 'client', limit: 1, window: '1s', condition: "bson-request-contains(a)", roles: [] },
+        { name: 'body', by: 'client', limit: 1, window: '1s', condition: 'bson-request-contains(a)', roles: [] },
       ],
       onRedisUnavailable: 'maybe',
       header: true,
     });
-    const expectOne = (pattern: RegExp) => expect(problems.filter((p) => pattern.test(p)), `${pattern}\n${problems.join('\n')}`).toHaveLength(1);
+    const expectOne = (pattern: RegExp) =>
+      expect(
+        problems.filter((p) => pattern.test(p)),
+        `${pattern}\n${problems.join('\n')}`,
+      ).toHaveLength(1);
     expectOne(/^limits\.policies\[1\]\.window: must be a duration from 1s to 1d.*0 seconds/);
     expectOne(/^limits\.policies\[2\]\.window: must be a duration from 1s to 1d.*calendar quota/);
     expectOne(/^limits\.policies\[3\]\.name: "ok" is already the name of another policy/);

@@ -41,8 +41,6 @@ describe('shutdown: drainSeconds and timeoutSeconds (SPEC §2)', () => {
     expect(validateConfig({ ...base, listen: { shutdownGraceMs: 2000 }, shutdown: { timeoutSeconds: 10 } }).problems).toEqual([
       'listen.shutdownGraceMs: replaced by shutdown.timeoutSeconds, which is also set; remove listen.shutdownGraceMs',
     ]);
-    expect(validateConfig({ ...base, listen: { shutdownGraceMs: -5 } }).problems).toEqual([
-      'listen.shutdownGraceMs: must be an integer from 0 to 600000 (got -5)',
-    ]);
+    expect(validateConfig({ ...base, listen: { shutdownGraceMs: -5 } }).problems).toEqual(['listen.shutdownGraceMs: must be an integer from 0 to 600000 (got -5)']);
   });
 });

@@ -6,7 +6,14 @@ describe('subscriptions config', () => {
   it('defaults to SPEC §6.5', () => {
     const { config, problems } = validateConfig({ service: { id: 's' }, upstream: { url: 'http://127.0.0.1:1' } });
     expect(problems).toEqual([]);
-    expect(config.subscriptions).toEqual({ retention: { changes: 10_000, minutes: 10 }, maxPerPrincipal: 20, maxPerProcess: 10_000, maxBufferedEvents: 1000, heartbeatSeconds: 15, webSockets: { maxPerAddress: 100, maxPerPrincipal: 20, maxPerProcess: 5000, idleSeconds: 120 } });
+    expect(config.subscriptions).toEqual({
+      retention: { changes: 10_000, minutes: 10 },
+      maxPerPrincipal: 20,
+      maxPerProcess: 10_000,
+      maxBufferedEvents: 1000,
+      heartbeatSeconds: 15,
+      webSockets: { maxPerAddress: 100, maxPerPrincipal: 20, maxPerProcess: 5000, idleSeconds: 120 },
+    });
   });
 
   it('names bad values and unknown keys', () => {

@@ -9,7 +9,15 @@ const clock = new Date(at).toTimeString().slice(0, 8);
 
 describe("the demo's readable log lines", () => {
   it('prints an info line as its time, level and message alone (the message says what the fields hold)', () => {
-    const line = JSON.stringify({ level: 30, time: at, pid: 7, name: 'outrigger', url: 'http://127.0.0.1:8080', features: { webhooks: 'enabled' }, msg: 'Outrigger listening on http://127.0.0.1:8080' });
+    const line = JSON.stringify({
+      level: 30,
+      time: at,
+      pid: 7,
+      name: 'outrigger',
+      url: 'http://127.0.0.1:8080',
+      features: { webhooks: 'enabled' },
+      msg: 'Outrigger listening on http://127.0.0.1:8080',
+    });
     expect(readableLine(line)).toBe(`${clock} INFO  Outrigger listening on http://127.0.0.1:8080\n`);
   });
 

@@ -37,8 +37,7 @@ it('passes every item of the GraphQL-over-HTTP server audit, SHOULDs included', 
   expect(results).toHaveLength(61);
 });
 
-const post = (url: string, body: string, accept?: string) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(accept ? { accept } : {}) }, body });
+const post = (url: string, body: string, accept?: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(accept ? { accept } : {}) }, body });
 
 describe('what RESTHeart clients see', () => {
   it('application/graphql-response+json: 400 for syntax and validation errors, as RESTHeart', async () => {
@@ -59,7 +58,7 @@ describe('what RESTHeart clients see', () => {
     const ok = await post(server.url, JSON.stringify({ query: '{ items { name } }' }), '*/*');
     expect(await ok.json()).toEqual({ data: { items: [{ name: 'a' }] } });
   });
-  it('the restheart profile answers RESTHeart\'s media type and 400 whatever the Accept', async () => {
+  it("the restheart profile answers RESTHeart's media type and 400 whatever the Accept", async () => {
     for (const accept of [undefined, '*/*', 'application/json']) {
       const r = await post(restheart.url, JSON.stringify({ query: '{ items { nope } }' }), accept);
       expect(r.status).toBe(400);

@@ -51,10 +51,7 @@ describe('against the RESTHeart stand-in', () => {
   it('sends filter, sort, page and pagesize; extended JSON filters match', async () => {
     const reader = createHttpBackendReader({ baseUrl: backend.url });
     backend.clearRequests();
-    const docs = await reader.find(
-      { db: 'shop', collection: 'orders', filter: { tag: 'odd', at: { $gte: { $date: 1_700_000_003_000 } } }, sort: { n: -1 }, page: 2, pagesize: 2 },
-      {},
-    );
+    const docs = await reader.find({ db: 'shop', collection: 'orders', filter: { tag: 'odd', at: { $gte: { $date: 1_700_000_003_000 } } }, sort: { n: -1 }, page: 2, pagesize: 2 }, {});
     expect(docs.map((d: any) => d.n)).toEqual([7, 5]);
     const q = backend.requests[0]!.query;
     expect(backend.requests[0]!.path).toBe('/shop/orders');
@@ -79,11 +76,7 @@ describe('against the RESTHeart stand-in', () => {
 
   it("sends the caller's identity from headersFor (the backend sees who asked)", async () => {
     const { SignJWT } = await import('jose');
-    const jwt = await new SignJWT({ roles: ['user'] })
-      .setProtectedHeader({ alg: 'HS256' })
-      .setSubject('alice')
-      .setExpirationTime('1m')
-      .sign(new TextEncoder().encode('the-shared-secret'));
+    const jwt = await new SignJWT({ roles: ['user'] }).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').setExpirationTime('1m').sign(new TextEncoder().encode('the-shared-secret'));
     const reader = createHttpBackendReader({ baseUrl: backend.url, headersFor: (ctx) => ({ authorization: `Bearer ${String(ctx.backendHeaders?.token)}` }) });
     backend.clearRequests();
     await reader.find({ db: 'shop', collection: 'orders', page: 1, pagesize: 1 }, { backendHeaders: { token: jwt } });
@@ -177,7 +170,7 @@ describe('failures map to BACKEND_UNAVAILABLE and BACKEND_ERROR', () => {
 it('encodeQueryComponent keeps : , $ @ / readable and escapes the rest', () => {
   expect(encodeQueryComponent('{"$in":[1,2],"a b":"x&y=z+"}')).toBe('%7B%22$in%22:%5B1,2%5D,%22a%20b%22:%22x%26y%3Dz%2B%22%7D');
   expect(decodeURIComponent(encodeQueryComponent('{"$in":[1,2]}'))).toBe('{"$in":[1,2]}');
-  for (const s of ['{"$in":[1,2],"a b":"x&y=z+"}', 'città ✓ 😀 \u0000 ~*()\'!', JSON.stringify({ _id: { $oid: '65a000000000000000000001' } })]) {
+  for (const s of ['{"$in":[1,2],"a b":"x&y=z+"}', "città ✓ 😀 \u0000 ~*()'!", JSON.stringify({ _id: { $oid: '65a000000000000000000001' } })]) {
     expect(encodedQueryLength(s)).toBe(encodeQueryComponent(s).length);
   }
   // The ASCII table (issue 39) writes what encodeURIComponent with : , $ @ / put back writes.

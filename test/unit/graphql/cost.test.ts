@@ -40,7 +40,7 @@ describe('estimateCost', () => {
     expect(cost('{ user { best { n } } }')).toEqual({ reads: 2, documents: 2, output: 3 });
     expect(cost('fragment F on User { orders(limit: 3) { n } } { a: users(limit: 2) { ...F } b: users(limit: 2) { ...F } }')).toEqual({ reads: 4, documents: 16, output: 18 });
   });
-  it('over a union, each member\'s fragment counts as if every item were of that type (an upper bound)', () => {
+  it("over a union, each member's fragment counts as if every item were of that type (an upper bound)", () => {
     expect(cost('{ things { ... on User { orders(limit: 10) { n } } ... on Order { lines(limit: 2) { sku } } } }')).toEqual({ reads: 3, documents: 1300, output: 1401 });
   });
   it('output counts every selected field once per object, aliases and __typename included', () => {

@@ -74,8 +74,7 @@ const app = {
   },
 };
 
-const readPolicy = ({ collection }: { collection: string }): ReadDecision =>
-  collection === 'secrets' ? { allow: false, message: 'you may not read secrets' } : { allow: true };
+const readPolicy = ({ collection }: { collection: string }): ReadDecision => (collection === 'secrets' ? { allow: false, message: 'you may not read secrets' } : { allow: true });
 
 let direct: Engine;
 let lazy: Engine;
@@ -94,8 +93,7 @@ const readsOf = (e: Engine) => e.reads().map((r) => decodeURIComponent(r.url.rep
 const keysOf = (e: Engine) => e.reads().map((r) => r.query.get('keys'));
 
 /** The plan the app's direct engine holds for an operation of a cached document. */
-const directPlanFor = (document: DocumentNode, operation: OperationDefinitionNode) =>
-  (direct.app.engines.find((e) => e.name === 'direct') as DirectEngine).plan(document, operation);
+const directPlanFor = (document: DocumentNode, operation: OperationDefinitionNode) => (direct.app.engines.find((e) => e.name === 'direct') as DirectEngine).plan(document, operation);
 
 /** The plan the direct engine holds for `query` (undefined: not answered directly). */
 function planOf(query: string) {
@@ -133,7 +131,10 @@ describe('direct execution answers exactly as graphql-js', () => {
     ]);
     const noId = await same('{ orders(limit: 3) { number user { name } } }');
     expect(noId.body.data.orders[0]).toEqual({ number: 0, user: { name: 'user0' } });
-    expect(lastKeys.map((k) => JSON.parse(k!))).toEqual([{ _id: 0, number: 1, userId: 1 }, { _id: 1, name: 1 }]);
+    expect(lastKeys.map((k) => JSON.parse(k!))).toEqual([
+      { _id: 0, number: 1, userId: 1 },
+      { _id: 1, name: 1 },
+    ]);
   });
 
   it('nested joins, aliases, __typename and keys in the order the document gives them', async () => {
@@ -142,14 +143,23 @@ describe('direct execution answers exactly as graphql-js', () => {
     const r = await same(query);
     expect(Object.keys(r.body.data)).toEqual(['__typename', 'first', 'order']);
     expect(Object.keys(r.body.data.first[0])).toEqual(['user', 'n']);
-    expect(r.body.data.first[1].user).toEqual({ orders: [{ number: 7, __typename: 'Order', user: { name: 'user1' } }, { number: 1, __typename: 'Order', user: { name: 'user1' } }], id: 'u1' });
+    expect(r.body.data.first[1].user).toEqual({
+      orders: [
+        { number: 7, __typename: 'Order', user: { name: 'user1' } },
+        { number: 1, __typename: 'Order', user: { name: 'user1' } },
+      ],
+      id: 'u1',
+    });
     expect(planOf(query)?.gaveUp).toBe(0);
   });
 
   it('one projection per collection, so batches stay as they were; what a join matches by its own find is read whole', async () => {
     const aliased = await same('{ orders(limit: 4) { a: user { name } b: user { age } } }');
     expect(aliased.backendReads).toBe(2);
-    expect(lastKeys.map((k) => JSON.parse(k!))).toEqual([{ _id: 0, userId: 1 }, { _id: 1, age: 1, name: 1 }]);
+    expect(lastKeys.map((k) => JSON.parse(k!))).toEqual([
+      { _id: 0, userId: 1 },
+      { _id: 1, age: 1, name: 1 },
+    ]);
     // User.orders takes its limit from an argument: its parents' and its own documents are read whole.
     await same('{ orders(limit: 2) { number user { orders(limit: 1) { number } } } }');
     expect(lastKeys).toEqual([null, null, null]);

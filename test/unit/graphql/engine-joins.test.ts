@@ -164,8 +164,20 @@ describe('batched $fk joins', () => {
   it('rootDoc: the document the root field returned, per parent even when joined documents are shared', async () => {
     const r = await e.run('{ orders(limit: 2) { id products { id buyer { name } } } }');
     expect(r.body.data.orders).toEqual([
-      { id: 'o000', products: [{ id: 'p0', buyer: { name: 'user0' } }, { id: 'p1', buyer: { name: 'user0' } }] },
-      { id: 'o001', products: [{ id: 'p1', buyer: { name: 'user1' } }, { id: 'p2', buyer: { name: 'user1' } }] },
+      {
+        id: 'o000',
+        products: [
+          { id: 'p0', buyer: { name: 'user0' } },
+          { id: 'p1', buyer: { name: 'user0' } },
+        ],
+      },
+      {
+        id: 'o001',
+        products: [
+          { id: 'p1', buyer: { name: 'user1' } },
+          { id: 'p2', buyer: { name: 'user1' } },
+        ],
+      },
     ]);
     // orders, products (one batch), buyers (one $in batch).
     expect(e.reads()).toHaveLength(3);
@@ -243,8 +255,20 @@ describe("the caller's read policy (readFilter / projectResponse)", () => {
     // each user's orders are found by the hidden userId, and shown without it.
     const childSide = await guarded.run('{ users(limit: 2) { name orders(limit: 2) { id total } } }');
     expect(childSide.body.data.users).toEqual([
-      { name: 'user0', orders: [{ id: 'o190', total: null }, { id: 'o180', total: null }] },
-      { name: 'user1', orders: [{ id: 'o191', total: null }, { id: 'o181', total: null }] },
+      {
+        name: 'user0',
+        orders: [
+          { id: 'o190', total: null },
+          { id: 'o180', total: null },
+        ],
+      },
+      {
+        name: 'user1',
+        orders: [
+          { id: 'o191', total: null },
+          { id: 'o181', total: null },
+        ],
+      },
     ]);
   });
 });

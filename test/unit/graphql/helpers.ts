@@ -27,11 +27,7 @@ export interface Engine {
   close(): Promise<void>;
 }
 
-export async function startEngine(
-  data: Data,
-  appDoc: Record<string, unknown>,
-  opts: Partial<CompileOptions> = {},
-): Promise<Engine> {
+export async function startEngine(data: Data, appDoc: Record<string, unknown>, opts: Partial<CompileOptions> = {}): Promise<Engine> {
   const backend = await startStandinBackend({ data });
   const reader = createHttpBackendReader({ baseUrl: backend.url, headersFor: (ctx) => ({ ...(ctx.backendHeaders ?? {}) }) });
   const checked = validateAppDocument(appDoc, { defaultDb: 'restheart', maxLimit: opts.maxLimit ?? 1000 });
@@ -60,10 +56,7 @@ export async function startEngine(
 export const oid = (n: number) => ({ $oid: n.toString(16).padStart(24, '0') });
 
 /** A real node:http server answering every request with handleGraphqlHttp for one app. */
-export async function serveApp(
-  app: CompiledApp,
-  ctxFor: (req: IncomingMessage) => RequestContext = () => ({}),
-): Promise<{ url: string; close(): Promise<void> }> {
+export async function serveApp(app: CompiledApp, ctxFor: (req: IncomingMessage) => RequestContext = () => ({})): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));

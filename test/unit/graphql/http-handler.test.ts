@@ -39,11 +39,7 @@ function compiled(reader: BackendReader, extra: Record<string, unknown> = {}, do
 let e: Engine;
 let server: { url: string; close(): Promise<void> };
 beforeAll(async () => {
-  e = await startEngine(
-    { restheart: { items: Array.from({ length: 20 }, (_, i) => ({ _id: i, name: `item${i}`, parentId: i === 0 ? null : i - 1 })) } },
-    appDoc,
-    { maxDepth: 5, maxBackendReads: 4 },
-  );
+  e = await startEngine({ restheart: { items: Array.from({ length: 20 }, (_, i) => ({ _id: i, name: `item${i}`, parentId: i === 0 ? null : i - 1 })) } }, appDoc, { maxDepth: 5, maxBackendReads: 4 });
   server = await serveApp(e.app, (req) => ({ backendHeaders: { authorization: `Bearer for-${req.headers['x-user'] ?? 'anon'}` } }));
 });
 afterAll(async () => {
@@ -239,10 +235,11 @@ describe('backend failures: field errors with extensions.code, 502 when no data 
     await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
     failing = {
       url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`,
-      close: () => new Promise<void>((resolve) => {
-        srv.closeAllConnections();
-        srv.close(() => resolve());
-      }),
+      close: () =>
+        new Promise<void>((resolve) => {
+          srv.closeAllConnections();
+          srv.close(() => resolve());
+        }),
     };
     failingApp = compiled(createHttpBackendReader({ baseUrl: failing.url }));
   });
@@ -291,7 +288,12 @@ describe('timeouts and masking', () => {
     const r = await executeGraphql(app, { query: '{ items { id } }' }, {});
     expect(r.status).toBe(504);
     expect(r.body.errors?.[0]?.extensions?.code).toBe('TIMEOUT');
-    await waitFor(() => aborted, (n) => n >= 1, 10_000, 'the backend to see its pending read aborted');
+    await waitFor(
+      () => aborted,
+      (n) => n >= 1,
+      10_000,
+      'the backend to see its pending read aborted',
+    );
     expect(aborted).toBe(1);
     expect(received).toBe(1);
     await reader.close();

@@ -7,13 +7,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { JoinBatcher } from '../../../src/graphql/reads/batch-joins.js';
 import { RequestState } from '../../../src/graphql/reads/request-state.js';
-import {
-  compileQueryMapping,
-  compileStaticInJoin,
-  resolveQuery,
-  staticInJoinQuery,
-  type ResolvedQuery,
-} from '../../../src/graphql/reads/translate.js';
+import { compileQueryMapping, compileStaticInJoin, resolveQuery, staticInJoinQuery, type ResolvedQuery } from '../../../src/graphql/reads/translate.js';
 import { DEFAULT_LIMITS, type BackendRead } from '../../../src/graphql/types.js';
 import { startEngine, type Data, type Engine } from './helpers.js';
 
@@ -60,7 +54,11 @@ const app = {
 };
 
 /** The totals of the orders of order i's user, descending. */
-const siblingTotals = (i: number) => orders.filter((o) => o.userId === orders[i]!.userId).map((o) => o.total).sort((a, b) => b - a);
+const siblingTotals = (i: number) =>
+  orders
+    .filter((o) => o.userId === orders[i]!.userId)
+    .map((o) => o.total)
+    .sort((a, b) => b - a);
 
 let e: Engine;
 beforeAll(async () => {
@@ -96,9 +94,7 @@ describe('parents asking for the same documents share one entry of the batch', (
 
   it('different windows of the same documents are separate entries, each sliced on its own (one read)', async () => {
     const load = vi.spyOn(JoinBatcher.prototype, 'load');
-    const r = await e.run(
-      '{ orders { a: siblings(limit: 2) { total } b: siblings(limit: 2, skip: 1) { total } c: siblings { total } d: siblings(limit: 2) { total } } }',
-    );
+    const r = await e.run('{ orders { a: siblings(limit: 2) { total } b: siblings(limit: 2, skip: 1) { total } c: siblings { total } d: siblings(limit: 2) { total } } }');
     r.body.data.orders.forEach((o: any, i: number) => {
       const all = siblingTotals(i);
       expect(o.a.map((x: any) => x.total)).toEqual(all.slice(0, 2));
@@ -196,12 +192,7 @@ describe('JoinBatcher', () => {
     expect(windowed).not.toBe(first);
     const single = state.joins.load({ ...query('u1'), limit: 1 }, true);
     const other = state.joins.load(query('u2'), false);
-    expect([await first, await windowed, await single, await other]).toEqual([
-      [9, 6, 3, 0].map((t) => orders[t]),
-      [6, 3].map((t) => orders[t]),
-      orders[9],
-      [10, 7, 4, 1].map((t) => orders[t]),
-    ]);
+    expect([await first, await windowed, await single, await other]).toEqual([[9, 6, 3, 0].map((t) => orders[t]), [6, 3].map((t) => orders[t]), orders[9], [10, 7, 4, 1].map((t) => orders[t])]);
     expect(reads).toHaveLength(1);
     const again = state.joins.load(query('u1'), false);
     expect(again).not.toBe(first);
@@ -219,7 +210,10 @@ describe('compileStaticInJoin', () => {
   };
 
   it('precomputes everything but the foreign value: each parent gets the query resolveQuery gives it', () => {
-    const parents = [{ userId: 'x', u: { id: 5 }, productIds: ['p', null, 'q'] }, { userId: { $oid: 'AB00000000000000000000CD' }, u: { id: 'y' }, productIds: 'p' }];
+    const parents = [
+      { userId: 'x', u: { id: 5 }, productIds: ['p', null, 'q'] },
+      { userId: { $oid: 'AB00000000000000000000CD' }, u: { id: 'y' }, productIds: 'p' },
+    ];
     for (const [name, mapping] of Object.entries(mappings)) {
       const compiled = compileQueryMapping(name, mapping, 'db');
       for (const single of [false, true]) {

@@ -85,7 +85,17 @@ describe('extended JSON', () => {
 
 describe('compileMatcher agrees with mingo', () => {
   const docs: Record<string, unknown>[] = [
-    { _id: 1, status: 'a', n: 1, tags: ['x', 'y'], sub: { k: 1 }, items: [{ p: 'p1', q: 1 }, { p: 'p2', q: 5 }] },
+    {
+      _id: 1,
+      status: 'a',
+      n: 1,
+      tags: ['x', 'y'],
+      sub: { k: 1 },
+      items: [
+        { p: 'p1', q: 1 },
+        { p: 'p2', q: 5 },
+      ],
+    },
     { _id: 2, status: 'b', n: 5, tags: ['y'], sub: { k: 2 }, items: [{ p: 'p2', q: 2 }] },
     { _id: 3, status: null, n: 10, tags: [], items: [] },
     { _id: 4, n: '5', tags: 'x', sub: { k: [1, 2] } },

@@ -64,7 +64,11 @@ afterAll(async () => {
 });
 
 const byPath = (errors: any[] | undefined) => (errors ?? []).map((e) => JSON.stringify([e.path, e.message, e.extensions?.code])).sort();
-const readsOf = (e: Engine) => e.reads().map((r) => decodeURIComponent(r.url)).sort();
+const readsOf = (e: Engine) =>
+  e
+    .reads()
+    .map((r) => decodeURIComponent(r.url))
+    .sort();
 
 async function same(query: string, variables?: Record<string, unknown>): Promise<any> {
   const a = await eager.run(query, variables);
@@ -93,10 +97,8 @@ function watch(e: Engine, typeName: string, fieldName: string): { kinds: string[
 }
 
 describe('prefetched joins below unions and interfaces answer exactly as lazily completed ones', () => {
-  it('the nested benchmark shape: orders → buyer (a union member) → the buyer\'s recent orders', async () => {
-    const r = await same(
-      '{ orders { number buyer { __typename ... on User { id name recent(limit: 2) { number } } ... on Company { id vat owner { name } } } } }',
-    );
+  it("the nested benchmark shape: orders → buyer (a union member) → the buyer's recent orders", async () => {
+    const r = await same('{ orders { number buyer { __typename ... on User { id name recent(limit: 2) { number } } ... on Company { id vat owner { name } } } } }');
     expect(r.body.data.orders[1].buyer).toEqual({ __typename: 'User', id: 'u1', name: 'user1', recent: [{ number: 17 }, { number: 9 }] });
     expect(r.body.data.orders[3].buyer).toEqual({ __typename: 'Company', id: 'c0', vat: 'NO1', owner: { name: 'user1' } });
     // The document no predicate matches: its error at its path, the rest answered.

@@ -40,7 +40,10 @@ const data: Data = {
     ],
     strict: [{ _id: 's1', userId: 'u1' }, { userId: 'u2' }, { _id: 's3', userId: 'u3' }],
     secrets: [{ _id: 's1' }],
-    badorders: [{ _id: 'bad', userId: { $ne: null } }, { _id: 'good', userId: 'u4' }],
+    badorders: [
+      { _id: 'bad', userId: { $ne: null } },
+      { _id: 'good', userId: 'u4' },
+    ],
   },
 };
 
@@ -123,9 +126,12 @@ afterAll(async () => {
   await lazy.close();
 });
 
-const byPath = (errors: any[] | undefined) =>
-  (errors ?? []).map((e) => JSON.stringify([e.path, e.message, e.extensions?.code])).sort();
-const readsOf = (e: Engine) => e.reads().map((r) => decodeURIComponent(r.url)).sort();
+const byPath = (errors: any[] | undefined) => (errors ?? []).map((e) => JSON.stringify([e.path, e.message, e.extensions?.code])).sort();
+const readsOf = (e: Engine) =>
+  e
+    .reads()
+    .map((r) => decodeURIComponent(r.url))
+    .sort();
 
 /** The expected answers, worked out from the data above (not from either engine). */
 const userOf = (id: string) => users.find((x) => x._id === id)!;
@@ -171,8 +177,16 @@ describe('prefetched joins answer exactly as lazily completed ones', () => {
         o.userId === undefined
           ? { a: null, b: null }
           : {
-              a: { orders: ordersOfUser(o.userId).slice(0, 1).map((x) => ({ id: x._id })) },
-              b: { orders: ordersOfUser(o.userId).slice(1, 4).map((x) => ({ id: x._id, user: { name: userOf(x.userId!).name } })) },
+              a: {
+                orders: ordersOfUser(o.userId)
+                  .slice(0, 1)
+                  .map((x) => ({ id: x._id })),
+              },
+              b: {
+                orders: ordersOfUser(o.userId)
+                  .slice(1, 4)
+                  .map((x) => ({ id: x._id, user: { name: userOf(x.userId!).name } })),
+              },
             },
       ),
     );
@@ -206,7 +220,11 @@ describe('prefetched joins answer exactly as lazily completed ones', () => {
     const several = await same('{ orders(limit: 5) { user { name } } users(limit: 3) { orders(limit: 2) { user { name } } } one(id: "o03") { user { top { user { name } } } } }');
     expect(several.body.data).toEqual({
       orders: orders.slice(0, 5).map((o) => ({ user: { name: userOf(o.userId!).name } })),
-      users: users.slice(0, 3).map((x) => ({ orders: ordersOfUser(x._id).slice(0, 2).map(() => ({ user: { name: x.name } })) })),
+      users: users.slice(0, 3).map((x) => ({
+        orders: ordersOfUser(x._id)
+          .slice(0, 2)
+          .map(() => ({ user: { name: x.name } })),
+      })),
       one: { user: { top: { user: { name: 'user3' } } } },
     });
     const single = await same('{ one(id: "o04") { user { name friends { name } } } none: one(id: "zz") { user { name } } }');
@@ -219,9 +237,18 @@ describe('prefetched joins answer exactly as lazily completed ones', () => {
       orders.slice(0, 6).map((o, i) => ({
         __typename: 'Order',
         id: o._id,
-        bigger: ordersOfUser(o.userId!).filter((b) => b.total > o.total).reverse().map((b) => ({ total: b.total, user: { name: userOf(o.userId!).name } })),
+        bigger: ordersOfUser(o.userId!)
+          .filter((b) => b.total > o.total)
+          .reverse()
+          .map((b) => ({ total: b.total, user: { name: userOf(o.userId!).name } })),
         // Only o00 and o01 carry a pattern (^note0, ^note1): the two lowest totals with that note.
-        similar: i < 2 ? orders.filter((s) => s.note === `note${i}`).slice(0, 2).map((s) => ({ id: s._id })) : [],
+        similar:
+          i < 2
+            ? orders
+                .filter((s) => s.note === `note${i}`)
+                .slice(0, 2)
+                .map((s) => ({ id: s._id }))
+            : [],
         ghost: null,
         user: { __typename: 'User', name: userOf(o.userId!).name },
       })),
@@ -234,13 +261,21 @@ describe('prefetched joins answer exactly as lazily completed ones', () => {
     expect(denied.body.errors.map((e: any) => e.path)).toEqual([0, 1, 2, 3].map((i) => ['orders', i, 'secret']));
     expect(denied.body.data.orders).toEqual(orders.slice(0, 4).map((o) => ({ id: o._id, secret: null, user: { name: userOf(o.userId!).name } })));
     const bad = await same('{ badOrders { id user { name } } }');
-    expect(bad.body.data).toEqual({ badOrders: [{ id: 'bad', user: null }, { id: 'good', user: { name: 'user4' } }] });
+    expect(bad.body.data).toEqual({
+      badOrders: [
+        { id: 'bad', user: null },
+        { id: 'good', user: { name: 'user4' } },
+      ],
+    });
     expect(bad.body.errors.map((e: any) => [e.path, e.extensions.code])).toEqual([[['badOrders', 0, 'user'], 'INVALID_FOREIGN_VALUE']]);
     // o05 and o06 have no `strict` (Int!): each becomes null in the list, with an error at its field.
     const strictOrders = orders.slice(0, 8).map((o) => (o.strict === undefined ? null : { id: o._id, strict: o.strict, user: o.userId ? { name: userOf(o.userId).name } : null }));
     const strictFirst = await same('{ orders(limit: 8) { id strict user { name } } }');
     expect(strictFirst.body.data.orders).toEqual(strictOrders);
-    expect(strictFirst.body.errors.map((e: any) => e.path)).toEqual([['orders', 5, 'strict'], ['orders', 6, 'strict']]);
+    expect(strictFirst.body.errors.map((e: any) => e.path)).toEqual([
+      ['orders', 5, 'strict'],
+      ['orders', 6, 'strict'],
+    ]);
     const strictLast = await same('{ orders(limit: 8) { id user { name } strict } }');
     expect(strictLast.body.data.orders).toEqual(strictOrders.map((o) => o && { id: o.id, user: o.user, strict: o.strict }));
   });
@@ -249,7 +284,10 @@ describe('prefetched joins answer exactly as lazily completed ones', () => {
     const strict = await same('{ strict { id user { name } } }');
     // The document without an _id (id: String!) becomes null; the other two join their users.
     expect(strict.body.data.strict).toHaveLength(3);
-    expect(strict.body.data.strict.filter((x: unknown) => x !== null)).toEqual([{ id: 's1', user: { name: 'user1' } }, { id: 's3', user: { name: 'user3' } }]);
+    expect(strict.body.data.strict.filter((x: unknown) => x !== null)).toEqual([
+      { id: 's1', user: { name: 'user1' } },
+      { id: 's3', user: { name: 'user3' } },
+    ]);
     await same('{ strictItems { id strict user { name } } }');
     await same('{ strictItems { id user { name } strict } }');
     // Lazily, the items after a failing one are still completed, and their errors reported.

@@ -23,7 +23,11 @@ const good = { collection: 'orders', on: ['insert', 'update', 'delete'], find: {
 describe('Subscription mappings at write', () => {
   it('accepts collection, on, and a find of literals, $arg, @user.* and comparison/logical operators', () => {
     const r = validateAppDocument(
-      { descriptor: { uri: 'shop' }, schema: SCHEMA.replace(', many: [OrderChange], plain: String', ''), mappings: { Query: { orders: { collection: 'orders' } }, Subscription: { orderChanged: good } } },
+      {
+        descriptor: { uri: 'shop' },
+        schema: SCHEMA.replace(', many: [OrderChange], plain: String', ''),
+        mappings: { Query: { orders: { collection: 'orders' } }, Subscription: { orderChanged: good } },
+      },
       opts,
     );
     expect(r.ok ? [] : r.problems).toEqual([]);
@@ -31,7 +35,14 @@ describe('Subscription mappings at write', () => {
 
   it('names every mistake with its path', () => {
     const found = problems({
-      orderChanged: { collection: 'orders', on: [], find: { status: { $where: 'x' }, a: { $regex: 'x' }, b: { $fk: 'x' }, c: { $arg: 'nope' }, d: '@user.name' }, sort: { a: 1 }, limit: 3, stages: [] },
+      orderChanged: {
+        collection: 'orders',
+        on: [],
+        find: { status: { $where: 'x' }, a: { $regex: 'x' }, b: { $fk: 'x' }, c: { $arg: 'nope' }, d: '@user.name' },
+        sort: { a: 1 },
+        limit: 3,
+        stages: [],
+      },
       many: { db: 'a/b', on: ['insert', 'upsert', 'insert'] },
       plain: { collection: 'orders', on: ['insert'], find: { $arg: 'status' } },
       ghost: { collection: 'x', on: ['insert'] },
@@ -55,11 +66,17 @@ describe('Subscription mappings at write', () => {
       'mappings.Subscription.plain: the field returns String',
       'mappings.Subscription.ghost: type Subscription has no field ghost',
     ];
-    for (const e of expected) expect(found.some((p) => p.startsWith(e)), `${e}\n in ${found.join('\n')}`).toBe(true);
+    for (const e of expected)
+      expect(
+        found.some((p) => p.startsWith(e)),
+        `${e}\n in ${found.join('\n')}`,
+      ).toBe(true);
   });
 
   it('a Subscription field without a mapping is named', () => {
-    expect(problems({ orderChanged: good, many: { collection: 'orders', on: ['insert'] } })).toContainEqual(expect.stringContaining('mappings.Subscription.plain: the subscription field plain has no mapping'));
+    expect(problems({ orderChanged: good, many: { collection: 'orders', on: ['insert'] } })).toContainEqual(
+      expect.stringContaining('mappings.Subscription.plain: the subscription field plain has no mapping'),
+    );
   });
 });
 
@@ -68,11 +85,24 @@ describe('changes from writes', () => {
   const w = { query: '', bulk: false };
   it('classifies REST writes: inserts by Location, PUT/PATCH/DELETE by the path id, bulk inserts by links, bulk by filter never', () => {
     const oid = 'a'.repeat(24);
-    expect(changesOf(match('/shop/orders')!, { ...w, method: 'POST', path: '/shop/orders', status: 201, location: `http://x/shop/orders/${oid}` })).toEqual([{ db: 'shop', collection: 'orders', op: 'insert', _id: { $oid: oid } }]);
-    expect(changesOf(match('/shop/orders/7')!, { ...w, method: 'PATCH', path: '/shop/orders/7', query: 'id_type=NUMBER', status: 200 })).toEqual([{ db: 'shop', collection: 'orders', op: 'update', _id: 7 }]);
+    expect(changesOf(match('/shop/orders')!, { ...w, method: 'POST', path: '/shop/orders', status: 201, location: `http://x/shop/orders/${oid}` })).toEqual([
+      { db: 'shop', collection: 'orders', op: 'insert', _id: { $oid: oid } },
+    ]);
+    expect(changesOf(match('/shop/orders/7')!, { ...w, method: 'PATCH', path: '/shop/orders/7', query: 'id_type=NUMBER', status: 200 })).toEqual([
+      { db: 'shop', collection: 'orders', op: 'update', _id: 7 },
+    ]);
     expect(changesOf(match('/shop/orders/k')!, { ...w, method: 'PUT', path: '/shop/orders/k', status: 201 })[0]!.op).toBe('insert');
     expect(changesOf(match('/shop/orders/k')!, { ...w, method: 'DELETE', path: '/shop/orders/k', status: 204 })[0]!.op).toBe('delete');
-    expect(changesOf(match('/shop/orders')!, { ...w, bulk: true, method: 'POST', path: '/shop/orders', status: 200, responseText: () => '{"links":["/shop/orders/a","/shop/orders/2?id_type=NUMBER"]}' }).map((c) => c._id)).toEqual(['a', 2]);
+    expect(
+      changesOf(match('/shop/orders')!, {
+        ...w,
+        bulk: true,
+        method: 'POST',
+        path: '/shop/orders',
+        status: 200,
+        responseText: () => '{"links":["/shop/orders/a","/shop/orders/2?id_type=NUMBER"]}',
+      }).map((c) => c._id),
+    ).toEqual(['a', 2]);
     expect(changesOf(match('/shop/orders/*')!, { ...w, method: 'PATCH', path: '/shop/orders/*', status: 200 })).toEqual([]);
     expect(changesOf(match('/shop/orders/k')!, { ...w, method: 'DELETE', path: '/shop/orders/k', status: 404 })).toEqual([]);
     expect(match('/shop/orders/k/deeper')).toBeUndefined();

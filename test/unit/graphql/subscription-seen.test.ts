@@ -52,7 +52,17 @@ const ids = (row: unknown[] | undefined) => (row ?? []).map((d) => (d && typeof 
 describe('subscription re-reads (seen.ts)', () => {
   it('one $in read per batch; identities with plain-equality readFilters share it and each sees only its own documents, projected', async () => {
     const { reader, reads } = fakeReader();
-    const seen = await seeAll({ reader, readPolicy: policy((u) => ({ owner: u })), onError: (e) => { throw e; } }, [insert('o1'), insert('o2'), insert('o3'), insert('o1')], [viewer('alice'), viewer('bob'), viewer('nobody')]);
+    const seen = await seeAll(
+      {
+        reader,
+        readPolicy: policy((u) => ({ owner: u })),
+        onError: (e) => {
+          throw e;
+        },
+      },
+      [insert('o1'), insert('o2'), insert('o3'), insert('o1')],
+      [viewer('alice'), viewer('bob'), viewer('nobody')],
+    );
     expect(reads).toEqual([{ filter: { _id: { $in: ['o1', 'o2', 'o3'] } }, who: 'alice' }]);
     expect(ids(seen.get('alice'))).toEqual(['o1', null, 'o3', 'o1']);
     expect(ids(seen.get('bob'))).toEqual([null, 'o2', 'o3', null]);
@@ -63,7 +73,17 @@ describe('subscription re-reads (seen.ts)', () => {
 
   it('a readFilter the process does not apply itself goes to the backend, one read per identity', async () => {
     const { reader, reads } = fakeReader();
-    const seen = await seeAll({ reader, readPolicy: policy((u) => (u === 'alice' ? { total: { $lt: 100 } } : { owner: u })), onError: (e) => { throw e; } }, [insert('o1'), insert('o2'), insert('o3')], [viewer('alice'), viewer('bob')]);
+    const seen = await seeAll(
+      {
+        reader,
+        readPolicy: policy((u) => (u === 'alice' ? { total: { $lt: 100 } } : { owner: u })),
+        onError: (e) => {
+          throw e;
+        },
+      },
+      [insert('o1'), insert('o2'), insert('o3')],
+      [viewer('alice'), viewer('bob')],
+    );
     expect(reads).toHaveLength(2);
     expect(reads).toContainEqual({ filter: { $and: [{ _id: { $in: ['o1', 'o2', 'o3'] } }, { total: { $lt: 100 } }] }, who: 'alice' });
     expect(reads).toContainEqual({ filter: { $and: [{ _id: { $in: ['o1', 'o2', 'o3'] } }, { owner: 'bob' }] }, who: 'bob' });
@@ -73,25 +93,65 @@ describe('subscription re-reads (seen.ts)', () => {
 
   it('one identity alone reads as before: {_id} with its filter for a single change', async () => {
     const { reader, reads } = fakeReader();
-    const seen = await seeAll({ reader, readPolicy: policy((u) => ({ owner: u })), onError: (e) => { throw e; } }, [insert('o2')], [viewer('alice')]);
+    const seen = await seeAll(
+      {
+        reader,
+        readPolicy: policy((u) => ({ owner: u })),
+        onError: (e) => {
+          throw e;
+        },
+      },
+      [insert('o2')],
+      [viewer('alice')],
+    );
     expect(reads).toEqual([{ filter: { $and: [{ _id: 'o2' }, { owner: 'alice' }] }, who: 'alice' }]);
     expect(seen.get('alice')).toEqual([null]);
   });
 
   it('without a read policy (service credentials, own-routes) every identity shares one read', async () => {
     const { reader, reads } = fakeReader();
-    const seen = await seeAll({ reader, readPolicy: undefined, onError: (e) => { throw e; } }, [insert('o1'), insert('o2')], [viewer('alice'), viewer('bob'), viewer('carol')]);
+    const seen = await seeAll(
+      {
+        reader,
+        readPolicy: undefined,
+        onError: (e) => {
+          throw e;
+        },
+      },
+      [insert('o1'), insert('o2')],
+      [viewer('alice'), viewer('bob'), viewer('carol')],
+    );
     expect(reads).toHaveLength(1);
     for (const who of ['alice', 'bob', 'carol']) expect(ids(seen.get(who))).toEqual(['o1', 'o2']);
   });
 
   it('an answer without _id is read again id by id; a refused shared read falls back to one read per identity', async () => {
     const hidden = fakeReader({ hideIds: true });
-    const a = await seeAll({ reader: hidden.reader, readPolicy: undefined, onError: (e) => { throw e; } }, [insert('o1'), insert('o2')], [viewer('alice')]);
+    const a = await seeAll(
+      {
+        reader: hidden.reader,
+        readPolicy: undefined,
+        onError: (e) => {
+          throw e;
+        },
+      },
+      [insert('o1'), insert('o2')],
+      [viewer('alice')],
+    );
     expect(hidden.reads.map((r) => r.filter)).toEqual([{ _id: { $in: ['o1', 'o2'] } }, { _id: 'o1' }, { _id: 'o2' }]);
     expect(a.get('alice')!.map((d) => (d as { owner: string }).owner)).toEqual(['alice', 'bob']);
     const refusing = fakeReader({ refuseUnfiltered: true });
-    const b = await seeAll({ reader: refusing.reader, readPolicy: policy((u) => ({ owner: u })), onError: (e) => { throw e; } }, [insert('o1'), insert('o2')], [viewer('alice'), viewer('bob')]);
+    const b = await seeAll(
+      {
+        reader: refusing.reader,
+        readPolicy: policy((u) => ({ owner: u })),
+        onError: (e) => {
+          throw e;
+        },
+      },
+      [insert('o1'), insert('o2')],
+      [viewer('alice'), viewer('bob')],
+    );
     expect(refusing.reads).toHaveLength(3);
     expect(ids(b.get('alice'))).toEqual(['o1', null]);
     expect(ids(b.get('bob'))).toEqual([null, 'o2']);
@@ -100,7 +160,17 @@ describe('subscription re-reads (seen.ts)', () => {
   it('deletes without a document: seen by identities whose permission has no readFilter', async () => {
     const { reader, reads } = fakeReader();
     const del: Change = { db: 'shop', collection: 'orders', op: 'delete', _id: 'o9' };
-    const seen = await seeAll({ reader, readPolicy: policy((u) => (u === 'admin' ? undefined : { owner: u })), onError: (e) => { throw e; } }, [del], [viewer('admin'), viewer('alice')]);
+    const seen = await seeAll(
+      {
+        reader,
+        readPolicy: policy((u) => (u === 'admin' ? undefined : { owner: u })),
+        onError: (e) => {
+          throw e;
+        },
+      },
+      [del],
+      [viewer('admin'), viewer('alice')],
+    );
     expect(reads).toEqual([]);
     expect(seen.get('admin')).toEqual([DELETE_SEEN]);
     expect(seen.get('alice')).toEqual([null]);
@@ -115,7 +185,14 @@ describe('subscription re-reads (seen.ts)', () => {
   });
 
   describe('changes that carry their own state (issue 53)', () => {
-    const carried = (_id: string, document: Record<string, unknown>, shared = true): Change => ({ db: 'shop', collection: 'orders', op: 'update', _id, document, ...(shared ? { shared: true as const } : {}) });
+    const carried = (_id: string, document: Record<string, unknown>, shared = true): Change => ({
+      db: 'shop',
+      collection: 'orders',
+      op: 'update',
+      _id,
+      document,
+      ...(shared ? { shared: true as const } : {}),
+    });
     const negative = (): ReadPolicy => (_target, ctx) => {
       const user = ctx.principal?.id;
       if (user === 'ne') return { allow: true, filter: { confidential: { $ne: true } } };
@@ -124,9 +201,13 @@ describe('subscription re-reads (seen.ts)', () => {
       if (user === 'isnull') return { allow: true, filter: { flag: null } };
       return { allow: true, project: (doc) => ({ ...(doc as object), secret: undefined }) };
     };
-    const quiet = { onError: (e: unknown) => { throw e; } };
+    const quiet = {
+      onError: (e: unknown) => {
+        throw e;
+      },
+    };
 
-    it('shared states are decided in process under each viewer\'s own readFilter (negative ones included), projected; no read', async () => {
+    it("shared states are decided in process under each viewer's own readFilter (negative ones included), projected; no read", async () => {
       const { reader, reads } = fakeReader();
       const secret = carried('s1', { _id: 's1', confidential: true, level: 'secret', embargo: '2030', flag: 'x', secret: 'k' });
       const plain = carried('p1', { _id: 'p1', secret: 'k' });
@@ -165,7 +246,14 @@ describe('subscription re-reads (seen.ts)', () => {
 
     it('a carried delete read with an identity is not guessed at when the readFilter names a field it lacks', async () => {
       const { reader } = fakeReader();
-      const del = (document: Record<string, unknown>, shared: boolean): Change => ({ db: 'shop', collection: 'orders', op: 'delete', _id: document._id, document, ...(shared ? { shared: true as const } : {}) });
+      const del = (document: Record<string, unknown>, shared: boolean): Change => ({
+        db: 'shop',
+        collection: 'orders',
+        op: 'delete',
+        _id: document._id,
+        document,
+        ...(shared ? { shared: true as const } : {}),
+      });
       const lacking = { _id: 'd1', status: 'x' };
       const own = await seeAll({ reader, readPolicy: negative(), ...quiet }, [del(lacking, false), del({ ...lacking, confidential: false }, false)], [viewer('ne')], false);
       expect(ids(own.get('ne'))).toEqual([null, 'd1']);
@@ -174,4 +262,3 @@ describe('subscription re-reads (seen.ts)', () => {
     });
   });
 });
-

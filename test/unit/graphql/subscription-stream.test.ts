@@ -23,7 +23,12 @@ async function take(stream: SubscriptionStream, count: number): Promise<unknown[
 describe('SubscriptionStream', () => {
   it('hands results out in push order, skips nulls, records positions in order', async () => {
     const positions: Array<string | null> = [];
-    const s = new SubscriptionStream('sse', 10, () => {}, (p) => positions.push(p));
+    const s = new SubscriptionStream(
+      'sse',
+      10,
+      () => {},
+      (p) => positions.push(p),
+    );
     s.push('1-0', later(result(1), 30));
     s.push('2-0', Promise.resolve(null));
     s.push('3-0', Promise.resolve(result(3)));

@@ -36,13 +36,12 @@ describe('interpolateQuery: omitted optional arguments drop their entry', () => 
 
   it('uses defaults, dot paths into input objects and rootDoc', () => {
     const scope = { args: { where: { status: 'x', tags: ['a', 'b'] } }, rootDoc: { _id: 7 } };
-    expect(
-      interpolateValue(
-        { s: { $arg: 'where.status' }, t: { $arg: 'where.tags.1' }, m: { $arg: ['where.missing', 5] }, r: { $arg: 'rootDoc._id' } },
-        scope,
-        notes(),
-      ),
-    ).toEqual({ s: 'x', t: 'b', m: 5, r: 7 });
+    expect(interpolateValue({ s: { $arg: 'where.status' }, t: { $arg: 'where.tags.1' }, m: { $arg: ['where.missing', 5] }, r: { $arg: 'rootDoc._id' } }, scope, notes())).toEqual({
+      s: 'x',
+      t: 'b',
+      m: 5,
+      r: 7,
+    });
   });
 
   it('substitutes $fk from the parent and notes a missing one', () => {

@@ -128,9 +128,7 @@ describe('validateAppDocument: every problem, each naming its path', () => {
 
   it('refuses a missing schema, bad SDL (with position), an invalid schema, and no Query type', () => {
     expect(problemsOf(base({ schema: undefined }))).toContainEqual(expect.stringMatching(/^schema must be a non-empty string/));
-    expect(problemsOf(base({ schema: 'type Query { a: String' }))).toContainEqual(
-      expect.stringMatching(/^schema is not valid GraphQL SDL: Syntax Error: .*\(line 1, column \d+\)/),
-    );
+    expect(problemsOf(base({ schema: 'type Query { a: String' }))).toContainEqual(expect.stringMatching(/^schema is not valid GraphQL SDL: Syntax Error: .*\(line 1, column \d+\)/));
     expect(problemsOf(base({ schema: 'type Query { a: Missing }' }))).toContainEqual(expect.stringMatching(/^schema is not a valid GraphQL schema: Unknown type "Missing"/));
     expect(problemsOf(base({ schema: 'type User { a: String }' }))).toContainEqual(expect.stringMatching(/^schema must define a Query type/));
   });

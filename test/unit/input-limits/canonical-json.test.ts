@@ -52,7 +52,23 @@ const MUTATIONS: Array<(t: string, at: number) => string> = [
 
 describe('isCanonicalJson', () => {
   it('says yes to what JSON.stringify writes', () => {
-    for (const text of ['null', 'true', 'false', '0', '-1', '1.5', '1e+21', '1e-7', '""', '"\\u0000\\b\\t\\n\\f\\r\\"\\\\/é😀"', '[]', '{}', '[{},[],{"a":[1,{"b":null}]}]', '{"a":1,"b":{"a":2}}', '{"__proto__":1}']) {
+    for (const text of [
+      'null',
+      'true',
+      'false',
+      '0',
+      '-1',
+      '1.5',
+      '1e+21',
+      '1e-7',
+      '""',
+      '"\\u0000\\b\\t\\n\\f\\r\\"\\\\/é😀"',
+      '[]',
+      '{}',
+      '[{},[],{"a":[1,{"b":null}]}]',
+      '{"a":1,"b":{"a":2}}',
+      '{"__proto__":1}',
+    ]) {
       expect(isCanonicalJson(text), text).toBe(true);
       expect(JSON.stringify(JSON.parse(text))).toBe(text);
     }
@@ -60,9 +76,49 @@ describe('isCanonicalJson', () => {
 
   it('says no to other spellings of the same values, and to what is not JSON', () => {
     for (const text of [
-      ' 1', '1 ', '{ }', '[1, 2]', '{"a": 1}', '1.0', '01', '-0', '1E5', '1e5', '1e+5', '0.10', '.5', '1.', '+1', '12345678901234567', 'NaN', 'Infinity', '1e400',
-      '"\\u0061"', '"\\/"', '"\\u000a"', '"\\u001F"', '"\\ud800"', '"\ud800"', '"\udc00x"', '"a\nb"', '"\\x"', '"abc', '{"a":1,"a":1}', '{"a":{"b":1},"a":2}',
-      '', '[', '[1,]', '{"a"}', '{"a":}', '{,"a":1}', '[1]]', '{}x', 'tru', 'nul', "'a'", '{"a":1}{"b":2}',
+      ' 1',
+      '1 ',
+      '{ }',
+      '[1, 2]',
+      '{"a": 1}',
+      '1.0',
+      '01',
+      '-0',
+      '1E5',
+      '1e5',
+      '1e+5',
+      '0.10',
+      '.5',
+      '1.',
+      '+1',
+      '12345678901234567',
+      'NaN',
+      'Infinity',
+      '1e400',
+      '"\\u0061"',
+      '"\\/"',
+      '"\\u000a"',
+      '"\\u001F"',
+      '"\\ud800"',
+      '"\ud800"',
+      '"\udc00x"',
+      '"a\nb"',
+      '"\\x"',
+      '"abc',
+      '{"a":1,"a":1}',
+      '{"a":{"b":1},"a":2}',
+      '',
+      '[',
+      '[1,]',
+      '{"a"}',
+      '{"a":}',
+      '{,"a":1}',
+      '[1]]',
+      '{}x',
+      'tru',
+      'nul',
+      "'a'",
+      '{"a":1}{"b":2}',
     ]) {
       expect(isCanonicalJson(text), JSON.stringify(text)).toBe(false);
     }

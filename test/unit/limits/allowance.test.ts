@@ -3,7 +3,7 @@ import { ADMITTED, Allowance, NEEDS_LEASE, REFUSED, sliceOf } from '../../../src
 
 const day = { seconds: 86_400 } as const;
 
-describe('Allowance (one replica\'s share of one limit)', () => {
+describe("Allowance (one replica's share of one limit)", () => {
   it('slices are 5 % of the limit, 1 under 20', () => {
     expect([1, 19, 20, 100, 1000, 1_000_000].map(sliceOf)).toEqual([1, 1, 1, 5, 50, 50_000]);
   });

@@ -4,7 +4,8 @@ import { AnswerBudget, jsonStringBytes } from '../../../src/mcp/answer-budget.js
 
 describe('the /mcp answer budget (issue 53)', () => {
   it('jsonStringBytes is the length JSON.stringify gives, escapes and multi-byte characters included', () => {
-    for (const text of ['', 'plain', '{"a":"b\\\\c"}', 'line\nbreak\ttab\u0001\u001f', 'é€😀', '\ud800 lone', 'x\udc00']) expect(jsonStringBytes(text), JSON.stringify(text)).toBe(Buffer.byteLength(JSON.stringify(text)));
+    for (const text of ['', 'plain', '{"a":"b\\\\c"}', 'line\nbreak\ttab\u0001\u001f', 'é€😀', '\ud800 lone', 'x\udc00'])
+      expect(jsonStringBytes(text), JSON.stringify(text)).toBe(Buffer.byteLength(JSON.stringify(text)));
   });
 
   it('takes what fits; once something did not, nothing more, and the first that did not is named', async () => {
@@ -15,7 +16,11 @@ describe('the /mcp answer budget (issue 53)', () => {
     expect([budget.left, budget.filled]).toEqual([40, 'b']);
     // One task at a time, in order, a failed one not stopping the next.
     const order: string[] = [];
-    const slow = budget.serial(async () => { await new Promise((r) => setTimeout(r, 30)); order.push('slow'); throw new Error('x'); });
+    const slow = budget.serial(async () => {
+      await new Promise((r) => setTimeout(r, 30));
+      order.push('slow');
+      throw new Error('x');
+    });
     const fast = budget.serial(async () => order.push('fast'));
     await expect(slow).rejects.toThrow('x');
     await fast;

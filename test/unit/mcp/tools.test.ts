@@ -77,16 +77,16 @@ describe('the mcp block at write', () => {
       'mcp.tools[5] must be an object {"name", "description", "query"}',
     ]);
     expect(problemsOf(app({ tools: {} }))).toEqual(['mcp.tools must be an array of tools {"name", "description", "query"}']);
-    expect(problemsOf(app({ tools: [tool('v', 'query Q($x: Order) { orders { number } }')] }))[0]).toMatch(/^mcp\.tools\[0\]\.query does not validate against the app's schema: Variable "\$x" cannot be non-input type "Order"/);
+    expect(problemsOf(app({ tools: [tool('v', 'query Q($x: Order) { orders { number } }')] }))[0]).toMatch(
+      /^mcp\.tools\[0\]\.query does not validate against the app's schema: Variable "\$x" cannot be non-input type "Order"/,
+    );
   });
 
   it('a tool name another enabled app offers is refused, naming that app; a disabled app clashes with nobody', () => {
     const other = validateAppDocument(app({ tools: [tool('orders', '{ orders { number } }')] }, 'other'), opts);
     const mine = validateAppDocument(app({ tools: [tool('mine', '{ orders { total } }'), tool('orders', '{ orders { total } }')] }), opts);
     if (!other.ok || !mine.ok) throw new Error('both valid');
-    expect(toolNameClashes([other.app], mine.app)).toEqual([
-      'mcp.tools[1].name "orders" is already a tool of the GraphQL app "other"; tool names are unique across the service\'s enabled apps',
-    ]);
+    expect(toolNameClashes([other.app], mine.app)).toEqual(['mcp.tools[1].name "orders" is already a tool of the GraphQL app "other"; tool names are unique across the service\'s enabled apps']);
     expect(toolNameClashes([{ ...other.app, descriptor: { ...other.app.descriptor, enabled: false } }], mine.app)).toEqual([]);
     expect(toolNameClashes([mine.app], mine.app)).toEqual([]); // the app itself, rewritten
   });
@@ -97,11 +97,17 @@ describe('input schemas from the variables', () => {
     const built = validateAppWithSchema(app(undefined), opts);
     if (!built.ok) throw new Error(built.problems.join('\n'));
     const document = parse(query);
-    return inputSchemaOf(built.schema, document, document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!);
+    return inputSchemaOf(
+      built.schema,
+      document,
+      document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!,
+    );
   };
 
   it('types, required, defaults, enums, input objects, lists and descriptions', () => {
-    const s = derive('query Q($status: Status = OPEN, $range: Range!, $ids: [ObjectId!], $at: DateTime, $limit: Int!) { orders(status: $status, range: $range, ids: $ids, at: $at, limit: $limit) { number } }');
+    const s = derive(
+      'query Q($status: Status = OPEN, $range: Range!, $ids: [ObjectId!], $at: DateTime, $limit: Int!) { orders(status: $status, range: $range, ids: $ids, at: $at, limit: $limit) { number } }',
+    );
     expect(s.required).toEqual(['range', 'limit']);
     expect(s.additionalProperties).toBe(false);
     expect(s.properties!.status).toEqual({ type: ['string', 'null'], enum: ['OPEN', 'CLOSED', null], default: 'OPEN', description: 'orders in this state' });
@@ -132,7 +138,10 @@ describe('input schemas from the variables', () => {
     expect(checkArguments(s, { range: { max: 1 }, limit: 1.5 })).toEqual(['limit must be an integer or null (got 1.5)']);
     expect(checkArguments(s, { range: { max: 1 }, limit: null })).toEqual([]);
     expect(checkArguments(s, { range: null })).toEqual(['range must be an object (got null)']);
-    expect(checkArguments(s, { range: { max: 1 }, nope: 1, __proto__x: 1 })).toEqual(['nope is not an argument of this tool (allowed: range, ids, limit)', '__proto__x is not an argument of this tool (allowed: range, ids, limit)']);
+    expect(checkArguments(s, { range: { max: 1 }, nope: 1, __proto__x: 1 })).toEqual([
+      'nope is not an argument of this tool (allowed: range, ids, limit)',
+      '__proto__x is not an argument of this tool (allowed: range, ids, limit)',
+    ]);
   });
 });
 
@@ -163,8 +172,6 @@ describe('the apps setup kind (outrigger apply / check)', () => {
     const one = await kind.validate(app({ tools: [tool('orders', '{ orders { number } }')] }, 'one'), undefined);
     const two = await kind.validate(app({ tools: [tool('orders', '{ orders { total } }')] }, 'two'), undefined);
     if (!one.ok || !two.ok) throw new Error('both valid');
-    expect(kind.checkSet!([one.doc, two.doc])).toEqual([
-      'app "two": mcp.tools[0].name "orders" is already a tool of the GraphQL app "one"; tool names are unique across the service\'s enabled apps',
-    ]);
+    expect(kind.checkSet!([one.doc, two.doc])).toEqual(['app "two": mcp.tools[0].name "orders" is already a tool of the GraphQL app "one"; tool names are unique across the service\'s enabled apps']);
   });
 });

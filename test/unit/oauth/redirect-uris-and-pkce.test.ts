@@ -55,7 +55,19 @@ describe('mcp config', () => {
   it('defaults, and names bad values by path', () => {
     const base = { service: { id: 's' }, upstream: { url: 'http://127.0.0.1:1' } };
     const { config } = validateConfig(base);
-    expect(config.mcp).toEqual({ server: 'backend', signIn: 'key-or-token', path: '/mcp', tokenTtlMinutes: 60, registrationsPerHour: 30, registrationsPerDay: 500, authorizeRequestsPerAddress: 60, authorizeRequestsTotal: 10_000, adminRoles: 'refuse', maxResponseBytes: 16 * 1024 * 1024, clientMetadata: { allowPrivateTargets: [], timeoutMs: 5000, maxBytes: 16384, cacheSeconds: 300 } });
+    expect(config.mcp).toEqual({
+      server: 'backend',
+      signIn: 'key-or-token',
+      path: '/mcp',
+      tokenTtlMinutes: 60,
+      registrationsPerHour: 30,
+      registrationsPerDay: 500,
+      authorizeRequestsPerAddress: 60,
+      authorizeRequestsTotal: 10_000,
+      adminRoles: 'refuse',
+      maxResponseBytes: 16 * 1024 * 1024,
+      clientMetadata: { allowPrivateTargets: [], timeoutMs: 5000, maxBytes: 16384, cacheSeconds: 300 },
+    });
     const { problems } = validateConfig({ ...base, mcp: { signIn: 'sometimes', path: 'mcp/', tokenTtlMinutes: 0, clientMetadata: { allowPrivateTargets: ['nope'] } }, routes: { keys: '/mcp' } });
     const text = problems.join('\n');
     expect(text).toMatch(/mcp\.signIn/);
@@ -64,7 +76,7 @@ describe('mcp config', () => {
     expect(text).toMatch(/mcp\.clientMetadata\.allowPrivateTargets/);
   });
 
-  it('refuses an mcp.path that is one of Outrigger\'s own routes', () => {
+  it("refuses an mcp.path that is one of Outrigger's own routes", () => {
     const { problems } = validateConfig({ service: { id: 's' }, upstream: { url: 'http://127.0.0.1:1' }, mcp: { path: '/keys' } });
     expect(problems.join('\n')).toMatch(/mcp\.path: \/keys is already used by routes\.keys/);
   });

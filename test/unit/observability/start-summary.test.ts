@@ -20,7 +20,11 @@ describe('the start summary line', () => {
     const { message, fields } = startSummary(facts({ permissions: 6, apps: 1, webhooks: 0 }));
     expect(message).toBe(
       'Outrigger listening on http://127.0.0.1:8080, proxying to http://127.0.0.1:8081; Redis redis://127.0.0.1:6379 ready; ' +
-        'acl ' + config.acl.mode + ', identity ' + config.upstream.identity.mode + '; features: api-keys enabled, webhooks disabled; ' +
+        'acl ' +
+        config.acl.mode +
+        ', identity ' +
+        config.upstream.identity.mode +
+        '; features: api-keys enabled, webhooks disabled; ' +
         'loaded: 6 permissions, 1 app, 0 webhooks; webhook worker off',
     );
     expect(fields).toMatchObject({ service: 'shop', loaded: { permissions: 6, apps: 1, webhooks: 0 }, worker: 'off' });

@@ -31,7 +31,17 @@ describe('request buffering through an observed body', () => {
       });
     });
     forwarder = new Forwarder({
-      upstream: { url: upstream.url, timeoutMs: 5000, connections: 4, maxConnectionsPerClient: 4, queueTimeoutMs: 2000, maxQueuedPerClient: 8, bufferBodyBytes: BOUND, bufferTotalBytes: Infinity, bufferBytesPerClient: Infinity },
+      upstream: {
+        url: upstream.url,
+        timeoutMs: 5000,
+        connections: 4,
+        maxConnectionsPerClient: 4,
+        queueTimeoutMs: 2000,
+        maxQueuedPerClient: 8,
+        bufferBodyBytes: BOUND,
+        bufferTotalBytes: Infinity,
+        bufferBytesPerClient: Infinity,
+      },
       listen: { bodyIdleTimeoutMs: 2000, sendTimeoutMs: 60_000 },
     });
     front = createServer((req, res) => {
@@ -109,7 +119,17 @@ describe('request buffering stays under upstream.bufferTotalBytes', () => {
       req.on('end', () => res.end('ok'));
     });
     forwarder = new Forwarder({
-      upstream: { url: upstream.url, timeoutMs: 5000, connections: 4, maxConnectionsPerClient: 4, queueTimeoutMs: 2000, maxQueuedPerClient: 8, bufferBodyBytes: BOUND, bufferTotalBytes: 2 * 60_000, bufferBytesPerClient: Infinity },
+      upstream: {
+        url: upstream.url,
+        timeoutMs: 5000,
+        connections: 4,
+        maxConnectionsPerClient: 4,
+        queueTimeoutMs: 2000,
+        maxQueuedPerClient: 8,
+        bufferBodyBytes: BOUND,
+        bufferTotalBytes: 2 * 60_000,
+        bufferBytesPerClient: Infinity,
+      },
       listen: { bodyIdleTimeoutMs: 5000, sendTimeoutMs: 60_000 },
     });
     front = createServer((req, res) => {

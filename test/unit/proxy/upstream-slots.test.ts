@@ -64,7 +64,10 @@ describe('UpstreamSlots', () => {
     ask('b', 'b2');
     expect(refused.map(([n, e]) => [n, e.status])).toEqual([['b2', 429]]);
     vi.advanceTimersByTime(1000);
-    expect(refused.map(([n, e]) => [n, e.status])).toEqual([['b2', 429], ['b1', 503]]);
+    expect(refused.map(([n, e]) => [n, e.status])).toEqual([
+      ['b2', 429],
+      ['b1', 503],
+    ]);
     expect(refused[1]![1].headers).toEqual({ 'retry-after': '1' });
     expect(slots.waitingCount).toBe(0);
   });

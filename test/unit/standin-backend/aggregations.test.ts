@@ -6,7 +6,15 @@ import { basic, expectRestheartError, getJson, sendJsonBody } from './support.js
 let backend: StandinBackend;
 beforeAll(async () => {
   backend = await startStandinBackend({
-    data: { db: { orders: [{ _id: 1, owner: 'alice', total: 5 }, { _id: 2, owner: 'bob', total: 7 }, { _id: 3, owner: 'alice', total: 1 }] } },
+    data: {
+      db: {
+        orders: [
+          { _id: 1, owner: 'alice', total: 5 },
+          { _id: 2, owner: 'bob', total: 7 },
+          { _id: 3, owner: 'alice', total: 1 },
+        ],
+      },
+    },
     users: [{ id: 'alice', password: 'alice-password', roles: ['user'] }],
   });
 });

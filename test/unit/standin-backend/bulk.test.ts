@@ -14,7 +14,15 @@ let orders: string;
 beforeEach(async () => {
   await backend?.close();
   backend = await startStandinBackend({
-    data: { shop: { orders: [{ _id: 'a', owner: 'alice', n: 1 }, { _id: 'b', owner: 'bob', n: 2 }, { _id: 'c', owner: 'bob', n: 3 }] } },
+    data: {
+      shop: {
+        orders: [
+          { _id: 'a', owner: 'alice', n: 1 },
+          { _id: 'b', owner: 'bob', n: 2 },
+          { _id: 'c', owner: 'bob', n: 3 },
+        ],
+      },
+    },
   });
   orders = `${backend.url}/shop/orders`;
 });
@@ -33,13 +41,17 @@ describe('bulk insert: POST of an array', () => {
   });
 
   it('207 when part of it failed: the others are written, each failure with its index and status', async () => {
-    const res = await getJson(orders, sendJsonBody('POST', [{ _id: 'a', n: 9 }, { _id: 'x', n: 10 }, { _id: 'x', n: 11 }]));
+    const res = await getJson(
+      orders,
+      sendJsonBody('POST', [
+        { _id: 'a', n: 9 },
+        { _id: 'x', n: 10 },
+        { _id: 'x', n: 11 },
+      ]),
+    );
     expect(res.status).toBe(207);
     expect(res.body.inserted).toBe(1);
-    expect(res.body.errors).toEqual([
-      expect.objectContaining({ index: 0, httpStatus: 409 }),
-      expect.objectContaining({ index: 2, httpStatus: 409 }),
-    ]);
+    expect(res.body.errors).toEqual([expect.objectContaining({ index: 0, httpStatus: 409 }), expect.objectContaining({ index: 2, httpStatus: 409 })]);
     expect(backend.collection('shop', 'orders').find((d) => d._id === 'a')).toMatchObject({ n: 1 });
   });
 });

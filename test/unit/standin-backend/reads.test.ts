@@ -8,7 +8,15 @@ const JAN = Date.parse('2024-01-01T00:00:00Z');
 const orders = [
   { _id: { $oid: OID(1) }, item: 'apple', qty: 5, status: 'A', tags: ['fruit', 'red'], customer: { name: 'alice', address: { city: 'Rome' } }, createdAt: { $date: JAN } },
   { _id: { $oid: OID(2) }, item: 'banana', qty: 20, status: 'B', tags: ['fruit', 'yellow'], customer: { name: 'bob', address: { city: 'Milan' } }, createdAt: { $date: '2024-02-01T00:00:00Z' } },
-  { _id: { $oid: OID(3) }, item: 'carrot', qty: 50, status: 'A', tags: ['vegetable'], customer: { name: 'carol', address: { city: 'Rome' } }, createdAt: { $date: { $numberLong: String(Date.parse('2024-03-01T00:00:00Z')) } } },
+  {
+    _id: { $oid: OID(3) },
+    item: 'carrot',
+    qty: 50,
+    status: 'A',
+    tags: ['vegetable'],
+    customer: { name: 'carol', address: { city: 'Rome' } },
+    createdAt: { $date: { $numberLong: String(Date.parse('2024-03-01T00:00:00Z')) } },
+  },
   { _id: 'string-id', item: 'durian', qty: 1, status: 'D', customer: { name: 'dave' } },
 ];
 
@@ -37,15 +45,63 @@ describe('GET /{db}/{coll}: filter', () => {
   });
 
   it('matches with mingo: equality, $in, $or, nested dot paths, arrays', async () => {
-    expect(items((await read([['filter', '{"status":"A"}'], ['sort', 'qty']])).body)).toEqual(['apple', 'carrot']);
-    expect(items((await read([['filter', '{"item":{"$in":["apple","durian"]}}'], ['sort', 'qty']])).body)).toEqual(['durian', 'apple']);
-    expect(items((await read([['filter', '{"$or":[{"qty":{"$lt":2}},{"status":"B"}]}'], ['sort', 'qty']])).body)).toEqual(['durian', 'banana']);
-    expect(items((await read([['filter', '{"customer.address.city":"Rome"}'], ['sort', 'qty']])).body)).toEqual(['apple', 'carrot']);
-    expect(items((await read([['filter', '{"tags":"fruit"}'], ['sort', 'qty']])).body)).toEqual(['apple', 'banana']);
+    expect(
+      items(
+        (
+          await read([
+            ['filter', '{"status":"A"}'],
+            ['sort', 'qty'],
+          ])
+        ).body,
+      ),
+    ).toEqual(['apple', 'carrot']);
+    expect(
+      items(
+        (
+          await read([
+            ['filter', '{"item":{"$in":["apple","durian"]}}'],
+            ['sort', 'qty'],
+          ])
+        ).body,
+      ),
+    ).toEqual(['durian', 'apple']);
+    expect(
+      items(
+        (
+          await read([
+            ['filter', '{"$or":[{"qty":{"$lt":2}},{"status":"B"}]}'],
+            ['sort', 'qty'],
+          ])
+        ).body,
+      ),
+    ).toEqual(['durian', 'banana']);
+    expect(
+      items(
+        (
+          await read([
+            ['filter', '{"customer.address.city":"Rome"}'],
+            ['sort', 'qty'],
+          ])
+        ).body,
+      ),
+    ).toEqual(['apple', 'carrot']);
+    expect(
+      items(
+        (
+          await read([
+            ['filter', '{"tags":"fruit"}'],
+            ['sort', 'qty'],
+          ])
+        ).body,
+      ),
+    ).toEqual(['apple', 'banana']);
   });
 
   it('ANDs repeated filter parameters, as RESTHeart does', async () => {
-    const { body } = await read([['filter', '{"status":"A"}'], ['filter', '{"qty":{"$gt":10}}']]);
+    const { body } = await read([
+      ['filter', '{"status":"A"}'],
+      ['filter', '{"qty":{"$gt":10}}'],
+    ]);
     expect(items(body)).toEqual(['carrot']);
   });
 
@@ -69,9 +125,15 @@ describe('GET /{db}/{coll}: filter', () => {
   });
 
   it('compares {"$date"} values whatever their stored form (ms, ISO string, $numberLong)', async () => {
-    const after = await read([['filter', '{"createdAt":{"$gt":{"$date":"2024-01-15T00:00:00Z"}}}'], ['sort', 'createdAt']]);
+    const after = await read([
+      ['filter', '{"createdAt":{"$gt":{"$date":"2024-01-15T00:00:00Z"}}}'],
+      ['sort', 'createdAt'],
+    ]);
     expect(items(after.body)).toEqual(['banana', 'carrot']);
-    const before = await read([['filter', `{"createdAt":{"$lt":{"$date":${Date.parse('2024-02-15T00:00:00Z')}}}}`], ['sort', 'createdAt']]);
+    const before = await read([
+      ['filter', `{"createdAt":{"$lt":{"$date":${Date.parse('2024-02-15T00:00:00Z')}}}}`],
+      ['sort', 'createdAt'],
+    ]);
     expect(items(before.body)).toEqual(['apple', 'banana']);
     expect(items((await read([['filter', `{"createdAt":{"$date":${JAN}}}`]])).body)).toEqual(['apple']);
     expect(items((await read([['filter', '{"createdAt":{"$date":"2024-02-01T00:00:00.000Z"}}']])).body)).toEqual(['banana']);
@@ -119,12 +181,30 @@ describe('GET /{db}/{coll}: sort', () => {
     expect(items((await read([['sort', '+qty']])).body)).toEqual(['durian', 'apple', 'banana', 'carrot']);
     // '+' unencoded in a URL is a space: RESTHeart trims it, so ?sort=+qty still means ascending.
     expect(items((await getJson(`${ordersUrl}?sort=+qty`)).body)).toEqual(['durian', 'apple', 'banana', 'carrot']);
-    expect(items((await read([['sort', 'status'], ['sort', '-qty']])).body)).toEqual(['carrot', 'apple', 'banana', 'durian']);
+    expect(
+      items(
+        (
+          await read([
+            ['sort', 'status'],
+            ['sort', '-qty'],
+          ])
+        ).body,
+      ),
+    ).toEqual(['carrot', 'apple', 'banana', 'durian']);
   });
 
   it('sorts dates as dates and missing fields first, and prefers sort_by over sort', async () => {
     expect(items((await read([['sort', 'createdAt']])).body)).toEqual(['durian', 'apple', 'banana', 'carrot']);
-    expect(items((await read([['sort_by', '-qty'], ['sort', 'qty']])).body)).toEqual(['carrot', 'banana', 'apple', 'durian']);
+    expect(
+      items(
+        (
+          await read([
+            ['sort_by', '-qty'],
+            ['sort', 'qty'],
+          ])
+        ).body,
+      ),
+    ).toEqual(['carrot', 'banana', 'apple', 'durian']);
   });
 
   it('answers 400 for a malformed sort', async () => {
@@ -138,13 +218,26 @@ describe('GET /{db}/{coll}: sort', () => {
 
 describe('GET /{db}/{coll}: keys', () => {
   it('projects with inclusion (keeping _id) and exclusion, merging repeated keys', async () => {
-    const { body } = await read([['keys', '{"item":1}'], ['sort', 'qty']]);
+    const { body } = await read([
+      ['keys', '{"item":1}'],
+      ['sort', 'qty'],
+    ]);
     expect(body[1]).toEqual({ _id: { $oid: OID(1) }, item: 'apple' });
-    const merged = await read([['keys', '{"item":1}'], ['keys', '{"_id":0}'], ['sort', 'qty']]);
+    const merged = await read([
+      ['keys', '{"item":1}'],
+      ['keys', '{"_id":0}'],
+      ['sort', 'qty'],
+    ]);
     expect(merged.body).toEqual([{ item: 'durian' }, { item: 'apple' }, { item: 'banana' }, { item: 'carrot' }]);
-    const excluded = await read([['keys', '{"customer":0,"tags":0,"createdAt":0}'], ['filter', '{"item":"apple"}']]);
+    const excluded = await read([
+      ['keys', '{"customer":0,"tags":0,"createdAt":0}'],
+      ['filter', '{"item":"apple"}'],
+    ]);
     expect(excluded.body).toEqual([{ _id: { $oid: OID(1) }, item: 'apple', qty: 5, status: 'A' }]);
-    const nested = await read([['keys', "{'customer.address.city':1,'_id':0}"], ['filter', '{"item":"apple"}']]);
+    const nested = await read([
+      ['keys', "{'customer.address.city':1,'_id':0}"],
+      ['filter', '{"item":"apple"}'],
+    ]);
     expect(nested.body).toEqual([{ customer: { address: { city: 'Rome' } } }]);
   });
 
@@ -159,16 +252,54 @@ describe('GET /{db}/{coll}: paging and counting', () => {
   const manyUrl = () => `${backend.url}/shop/many`;
 
   it('pages from 1 with pagesize, skipping (page-1)*pagesize', async () => {
-    expect(items((await read([['sort', 'qty'], ['pagesize', '2']])).body)).toEqual(['durian', 'apple']);
-    expect(items((await read([['sort', 'qty'], ['pagesize', '2'], ['page', '2']])).body)).toEqual(['banana', 'carrot']);
-    expect((await read([['sort', 'qty'], ['pagesize', '2'], ['page', '3']])).body).toEqual([]);
+    expect(
+      items(
+        (
+          await read([
+            ['sort', 'qty'],
+            ['pagesize', '2'],
+          ])
+        ).body,
+      ),
+    ).toEqual(['durian', 'apple']);
+    expect(
+      items(
+        (
+          await read([
+            ['sort', 'qty'],
+            ['pagesize', '2'],
+            ['page', '2'],
+          ])
+        ).body,
+      ),
+    ).toEqual(['banana', 'carrot']);
+    expect(
+      (
+        await read([
+          ['sort', 'qty'],
+          ['pagesize', '2'],
+          ['page', '3'],
+        ])
+      ).body,
+    ).toEqual([]);
   });
 
   it('defaults to 100 documents a page and allows up to 1000', async () => {
     expect((await getJson(manyUrl())).body).toHaveLength(100);
-    const max = await getJson(withQuery(manyUrl(), [['pagesize', '1000'], ['sort', 'n']]));
+    const max = await getJson(
+      withQuery(manyUrl(), [
+        ['pagesize', '1000'],
+        ['sort', 'n'],
+      ]),
+    );
     expect(max.body).toHaveLength(1000);
-    const last = await getJson(withQuery(manyUrl(), [['pagesize', '1000'], ['page', '2'], ['sort', 'n']]));
+    const last = await getJson(
+      withQuery(manyUrl(), [
+        ['pagesize', '1000'],
+        ['page', '2'],
+        ['sort', 'n'],
+      ]),
+    );
     expect(last.body.map((d: any) => d.n)).toEqual(Array.from({ length: 50 }, (_, i) => 1000 + i));
   });
 
@@ -189,12 +320,26 @@ describe('GET /{db}/{coll}: paging and counting', () => {
   });
 
   it('reports the count strategy with count, and the total in rep=hal bodies', async () => {
-    const plain = await read([['count', ''], ['filter', '{"status":"A"}']]);
+    const plain = await read([
+      ['count', ''],
+      ['filter', '{"status":"A"}'],
+    ]);
     expect(plain.headers.get('x-count-strategy')).toBe('exact');
     expect(Array.isArray(plain.body)).toBe(true);
-    const hal = await read([['count', ''], ['rep', 'hal'], ['pagesize', '1'], ['sort', 'qty'], ['filter', '{"status":"A"}']]);
+    const hal = await read([
+      ['count', ''],
+      ['rep', 'hal'],
+      ['pagesize', '1'],
+      ['sort', 'qty'],
+      ['filter', '{"status":"A"}'],
+    ]);
     expect(hal.body).toEqual({ _embedded: { 'rh:doc': [expect.objectContaining({ item: 'apple' })] }, _returned: 1, _size: 2, _total_pages: 2 });
-    const estimated = await getJson(withQuery(manyUrl(), [['count', 'estimated'], ['pagesize', '0']]));
+    const estimated = await getJson(
+      withQuery(manyUrl(), [
+        ['count', 'estimated'],
+        ['pagesize', '0'],
+      ]),
+    );
     expect(estimated.headers.get('x-count-strategy')).toBe('estimated');
   });
 

@@ -67,7 +67,9 @@ describe('the server', () => {
         httpRequest(`${other.url}/db/c`, { agent }, (res) => {
           res.resume();
           res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
-        }).on('error', reject).end();
+        })
+          .on('error', reject)
+          .end();
       });
     expect(await get()).toEqual({ status: 200, connection: 'keep-alive' });
     expect(await get()).toEqual({ status: 200, connection: 'keep-alive' });

@@ -22,11 +22,7 @@ export function sendJsonBody(method: string, body: unknown, headers: Record<stri
   return { method, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) };
 }
 
-export async function signJwt(
-  secret: string,
-  claims: JWTPayload,
-  options: { alg?: string; sub?: string; expiresIn?: string | number } = {},
-): Promise<string> {
+export async function signJwt(secret: string, claims: JWTPayload, options: { alg?: string; sub?: string; expiresIn?: string | number } = {}): Promise<string> {
   let builder = new SignJWT(claims).setProtectedHeader({ alg: options.alg ?? 'HS256' }).setIssuedAt();
   if (options.sub !== undefined) builder = builder.setSubject(options.sub);
   if (options.expiresIn !== undefined) builder = builder.setExpirationTime(options.expiresIn);

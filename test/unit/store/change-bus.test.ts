@@ -130,7 +130,10 @@ describe('change bus', () => {
     plain.on('message', (_channel: string, text: string) => plainHeard.push(text));
     await bus.publish({ kind: 'webhooks', id: 'w' });
     await until(() => heard.length === 4, 'the sharded echo');
-    expect(heard.slice(2)).toEqual([{ kind: 'webhooks', id: 'w' }, { kind: 'webhooks', id: 'w' }]);
+    expect(heard.slice(2)).toEqual([
+      { kind: 'webhooks', id: 'w' },
+      { kind: 'webhooks', id: 'w' },
+    ]);
     expect(plainHeard).toEqual([]);
   });
 

@@ -26,7 +26,10 @@ describe('config: redis', () => {
     expect(list.config.redis.waitForReplicas).toBe(1);
     const text = redisOf({ cluster: { nodes: ' h1:7001, h2:7002 ' } });
     expect(text.problems).toEqual([]);
-    expect(text.config.redis.cluster!.nodes).toEqual([{ host: 'h1', port: 7001 }, { host: 'h2', port: 7002 }]);
+    expect(text.config.redis.cluster!.nodes).toEqual([
+      { host: 'h1', port: 7001 },
+      { host: 'h2', port: 7002 },
+    ]);
   });
 
   it('reads sentinel with its master name, nodes, own password; password and tls apply to the data nodes', () => {
@@ -34,7 +37,14 @@ describe('config: redis', () => {
     expect(problems).toEqual([]);
     expect(config.redis).toMatchObject({
       url: null,
-      sentinel: { masterName: 'mymaster', nodes: [{ host: 's1', port: 26379 }, { host: 's2', port: 26379 }], password: 'spw' },
+      sentinel: {
+        masterName: 'mymaster',
+        nodes: [
+          { host: 's1', port: 26379 },
+          { host: 's2', port: 26379 },
+        ],
+        password: 'spw',
+      },
       password: 'pw',
       tls: true,
       waitForReplicas: 0,
@@ -70,7 +80,10 @@ describe('config: redis', () => {
     [{ tls: 'yes' }, /^redis\.tls: must be true or false/],
   ])('refuses %j naming the field', (redis, pattern) => {
     const problems = problemsOf(redis);
-    expect(problems.some((p) => pattern.test(p)), problems.join('\n')).toBe(true);
+    expect(
+      problems.some((p) => pattern.test(p)),
+      problems.join('\n'),
+    ).toBe(true);
   });
 
   it('reports through `check` (loadConfigText) rather than failing at start', () => {

@@ -39,7 +39,15 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
   const errors: string[] = [];
   const producers: EventProducer[] = [];
 
-  const counter = () => ({ n: 0, inc() { this.n++; }, get() { return this.n; } });
+  const counter = () => ({
+    n: 0,
+    inc() {
+      this.n++;
+    },
+    get() {
+      return this.n;
+    },
+  });
   function producer(options: Partial<EventProducerOptions> = {}) {
     const metrics = { webhookQueueDepth: { track() {} }, webhookEventsQueued: counter(), webhookEventsDropped: counter() } as unknown as Metrics;
     const logger = { warn() {}, info() {}, error: (o: { err: string }, message: string) => errors.push(`${message}: ${o.err}`) } as unknown as Logger;
@@ -141,7 +149,10 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     p.offer({ stream: ['m', '{"i":21}'] });
     await drained(p);
     const tail = await redis.client.xrangeBuffer(KEYS.events, '-', '+');
-    expect(tail.map(([, f]) => f.map(String))).toEqual([['e', String(value(20))], ['m', '{"i":21}']]);
+    expect(tail.map(([, f]) => f.map(String))).toEqual([
+      ['e', String(value(20))],
+      ['m', '{"i":21}'],
+    ]);
     expect(errors).toEqual([]);
   });
 
@@ -242,7 +253,12 @@ describe('EventProducer: batches of events in one round trip, one stream entry p
     // Once the pause has ended and the first event is written (a condition, not a time), the five
     // others still wait for company: a producer that wrote what arrived meanwhile at once would
     // have written them right after.
-    await waitFor(() => redis.client.xlen(KEYS.events), (n) => n >= 1, 10_000, 'the lone event to be written');
+    await waitFor(
+      () => redis.client.xlen(KEYS.events),
+      (n) => n >= 1,
+      10_000,
+      'the lone event to be written',
+    );
     await new Promise((r) => setTimeout(r, 300));
     expect(await redis.client.xlen(KEYS.events)).toBe(1);
     expect(p.depth).toBe(5);

@@ -41,7 +41,9 @@ describe('eventFromLogEntry: the event behind a log entry (resend and recover)',
     const rebuilt = eventFromLogEntry(entry({ transformation: { input: view, output: null, error: 'not JSON' } }));
     expect(rebuilt).toMatchObject({ id: 'evt_1', timestamp: event.timestamp, serviceId: 'svc', request: event.request });
     expect(rebuilt!.response).toEqual({ statusCode: 201, headers: { location: '/shop/orders/1' }, body: { _id: '1' }, bodyTruncated: true });
-    const email = eventFromLogEntry(entry({ transformation: { input: view, output: { subject: 's', body: 'b' }, error: null }, outgoingRequest: { method: 'SMTP', url: 'smtp://h:25', headers: {}, body: 'b' } }));
+    const email = eventFromLogEntry(
+      entry({ transformation: { input: view, output: { subject: 's', body: 'b' }, error: null }, outgoingRequest: { method: 'SMTP', url: 'smtp://h:25', headers: {}, body: 'b' } }),
+    );
     expect(email!.response.statusCode).toBe(201);
   });
 

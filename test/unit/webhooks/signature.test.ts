@@ -1,12 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import {
-  buildStandardWebhookHeaders,
-  deliveryMessageId,
-  generateWebhookSecret,
-  signPayload,
-  webhookSecretProblem,
-} from '../../../src/webhooks/signature.js';
+import { buildStandardWebhookHeaders, deliveryMessageId, generateWebhookSecret, signPayload, webhookSecretProblem } from '../../../src/webhooks/signature.js';
 
 describe('Standard Webhooks signing', () => {
   it('matches the known-answer vector of the spec', () => {

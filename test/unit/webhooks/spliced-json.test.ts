@@ -86,10 +86,19 @@ describe('webhooks: JSON built with the per-event request section', () => {
     /** A version 3 stream entry as the proxy writes it, with these bodies (JSON) travelling raw. */
     function decoded(requestBody: string, responseBody: string): CapturedEvent {
       const meta = {
-        v: 3, id: 'evt_2', t: 1_700_000_000_000, s: 'svc', m: 'POST', p: '/orders', q: 'a=1', qh: { 'x-note': tricky },
+        v: 3,
+        id: 'evt_2',
+        t: 1_700_000_000_000,
+        s: 'svc',
+        m: 'POST',
+        p: '/orders',
+        q: 'a=1',
+        qh: { 'x-note': tricky },
         qb: { n: Buffer.byteLength(requestBody), ct: 'application/json', k: Buffer.byteLength(requestBody) },
-        sc: 201, rh: { 'content-type': 'application/json; charset=utf-8' },
-        rb: { n: Buffer.byteLength(responseBody), ct: 'application/json', k: Buffer.byteLength(responseBody) }, ma: ['hook'],
+        sc: 201,
+        rh: { 'content-type': 'application/json; charset=utf-8' },
+        rb: { n: Buffer.byteLength(responseBody), ct: 'application/json', k: Buffer.byteLength(responseBody) },
+        ma: ['hook'],
       };
       return decodeStreamRecord(['e', encodeEntry(JSON.stringify(meta), [Buffer.from(requestBody), Buffer.from(responseBody)])])!.event;
     }
@@ -139,7 +148,7 @@ describe('webhooks: JSON built with the per-event request section', () => {
       expect(Object.keys(event.request)).toEqual(['method', 'path', 'query', 'headers', 'body', 'bodyTruncated']);
     });
 
-    it('a body in another spelling is parsed as before, and serialized in JSON.stringify\'s', () => {
+    it("a body in another spelling is parsed as before, and serialized in JSON.stringify's", () => {
       for (const odd of ['{ "a": 1 }', '{"a":1.0}', '{"a":1,"a":2}', '{"s":"\\u0041"}']) {
         const event = decoded(odd, odd);
         expect(bodyJsonText(event.request)).toBeUndefined();

@@ -152,13 +152,10 @@ describe('classifyAddress / isForbiddenAddress', () => {
     expect(classifyAddress('2002:7f00:1::1')?.embeddedIpv4).toBe('127.0.0.1');
   });
 
-  it.each(['93.184.216.34', '8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'])(
-    '%s is public',
-    (ip) => {
-      expect(classifyAddress(ip)).toBeNull();
-      expect(isForbiddenAddress(ip)).toBe(false);
-    },
-  );
+  it.each(['93.184.216.34', '8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'])('%s is public', (ip) => {
+    expect(classifyAddress(ip)).toBeNull();
+    expect(isForbiddenAddress(ip)).toBe(false);
+  });
 
   it('treats anything that is not an IP address as forbidden', () => {
     expect(isForbiddenAddress('localhost')).toBe(true);
@@ -251,7 +248,9 @@ describe('checkWebhookUrlAtWrite', () => {
   ])('refuses %s (forbidden address)', async (url) => {
     const problems = await checkWebhookUrlAtWrite(url, { lookup });
     expect(problems).toHaveLength(1);
-    expect(problems[0]).toMatch(/^url: webhook target .* which webhooks may not reach: only public addresses are allowed\. If this internal target is intended, add its range to webhooks\.allowPrivateTargets/);
+    expect(problems[0]).toMatch(
+      /^url: webhook target .* which webhooks may not reach: only public addresses are allowed\. If this internal target is intended, add its range to webhooks\.allowPrivateTargets/,
+    );
   });
 
   it('refuses a host that does not resolve', async () => {

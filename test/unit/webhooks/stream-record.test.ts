@@ -78,7 +78,12 @@ function expectedEvent(x: Exchange, secretHeaders: string[] = ['X-Api-Secret']):
   const first = (v: unknown) => (v === undefined ? undefined : Array.isArray(v) ? String(v[0]) : String(v));
   const headers = x.headers ?? {};
   const responseHeaders = x.responseHeaders ?? {};
-  const request = captureBody(bytes(x.requestChunks), { contentType: first(headers['content-type']), contentEncoding: first(headers['content-encoding']), limit: CAP, totalBytes: total(x.requestChunks) });
+  const request = captureBody(bytes(x.requestChunks), {
+    contentType: first(headers['content-type']),
+    contentEncoding: first(headers['content-encoding']),
+    limit: CAP,
+    totalBytes: total(x.requestChunks),
+  });
   const response = captureBody(bytes(x.responseChunks), {
     contentType: first(responseHeaders['content-type']),
     contentEncoding: first(responseHeaders['content-encoding']),
@@ -149,7 +154,9 @@ describe('stream entries (version 3): the proxy writes bytes, the worker capture
   it('writes no secret to Redis: headers redacted, issued keys and OAuth bodies taken out', () => {
     const { run } = harness();
     for (const [, exchange] of CASES) {
-      const text = asBuffers(run(exchange)!.stream!).map((f) => f.toString('latin1')).join('\n');
+      const text = asBuffers(run(exchange)!.stream!)
+        .map((f) => f.toString('latin1'))
+        .join('\n');
       for (const secret of ['rig_secret', 'cookie-secret', 'header-secret', 'backend-token-secret', 'rig_x', 'rig_abc', 'password=p', 'rig_y']) expect(text).not.toContain(secret);
     }
   });
@@ -158,7 +165,11 @@ describe('stream entries (version 3): the proxy writes bytes, the worker capture
     const { run } = harness({ secretHeaders: ['Content-Type'] });
     const text: Exchange = { headers: { 'content-type': 'text/x-secret-type' }, requestChunks: [Buffer.from('hello')] };
     const fields = run(text)!.stream!;
-    expect(asBuffers(fields).map((f) => f.toString('latin1')).join('\n')).not.toContain('x-secret-type');
+    expect(
+      asBuffers(fields)
+        .map((f) => f.toString('latin1'))
+        .join('\n'),
+    ).not.toContain('x-secret-type');
     expect(decodeStreamRecord(fields)!.event).toMatchObject(expectedEvent(text, ['Content-Type']));
     // As before, a binary placeholder names the type (the header itself is redacted).
     const binary: Exchange = { headers: { 'content-type': 'application/x-secret-type' }, requestChunks: [Buffer.from([0xff, 0x00])] };
@@ -287,7 +298,10 @@ describe('stream entries (version 4): several events in one entry', () => {
     const entries = packEntries([value(1), big, value(3), value(4)], 32, 1000);
     expect(entries.map((e) => decodeStreamEntry(e)!.map((r) => r.event.id))).toEqual([['evt_1'], ['evt_2'], ['evt_3', 'evt_4']]);
     expect(entries[1]).toEqual(['e', big]);
-    expect(packEntries([value(1), value(2)], 1, 1 << 20)).toEqual([['e', value(1)], ['e', value(2)]]);
+    expect(packEntries([value(1), value(2)], 1, 1 << 20)).toEqual([
+      ['e', value(1)],
+      ['e', value(2)],
+    ]);
   });
 
   it('reads versions 1 to 3 as one event, and treats a version 4 entry that does not add up as not ours', () => {

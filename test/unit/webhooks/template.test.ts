@@ -1,13 +1,6 @@
 import Mustache from 'mustache';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  buildTemplateView,
-  jsonSyntaxProblem,
-  renderTemplate,
-  templateModeForHttp,
-  templateSyntaxProblem,
-  type TemplateRenderResult,
-} from '../../../src/webhooks/template/index.js';
+import { buildTemplateView, jsonSyntaxProblem, renderTemplate, templateModeForHttp, templateSyntaxProblem, type TemplateRenderResult } from '../../../src/webhooks/template/index.js';
 import { sampleEvent } from './fixtures.js';
 
 const view = buildTemplateView(sampleEvent(), { id: 'wh1', name: 'Orders' });
@@ -44,7 +37,8 @@ describe('template view', () => {
   });
 
   it('follows dot paths, array indexes, sections and inverted sections', () => {
-    const t = '{{request.body.customer.email}} {{request.body.items.1.sku}} {{#request.body.items}}[{{sku}}x{{qty}}]{{/request.body.items}}{{^request.body.paid}} unpaid{{/request.body.paid}}{{^request.body.missing}} none{{/request.body.missing}}';
+    const t =
+      '{{request.body.customer.email}} {{request.body.items.1.sku}} {{#request.body.items}}[{{sku}}x{{qty}}]{{/request.body.items}}{{^request.body.paid}} unpaid{{/request.body.paid}}{{^request.body.missing}} none{{/request.body.missing}}';
     expect(ok(renderTemplate(t, view, 'text'))).toBe('bob@example.com B-2 [A-1x2][B-2x1] unpaid none');
   });
 
@@ -176,9 +170,7 @@ describe('isolation', () => {
 
   it('interleaved renders in different modes keep their own escaping', async () => {
     const t = '{"v": "{{request.body.customer.name}}"}';
-    const results = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => Promise.resolve().then(() => renderTemplate(t, view, i % 2 === 0 ? 'json' : 'html'))),
-    );
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => Promise.resolve().then(() => renderTemplate(t, view, i % 2 === 0 ? 'json' : 'html'))));
     results.forEach((r, i) => {
       expect(ok(r)).toBe(i % 2 === 0 ? '{"v": "O\'Brien \\"Bob\\""}' : '{"v": "O&#39;Brien &quot;Bob&quot;"}');
     });

@@ -3,13 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import type { StoredDocument } from '../../../src/store/document-store.js';
 import type { HostLookup } from '../../../src/net/ssrf-guard/index.js';
-import {
-  emailAddressProblem,
-  matchesWebhookSearch,
-  validateWebhookDocument,
-  withoutSecret,
-  type WebhookValidationOptions,
-} from '../../../src/webhooks/documents/index.js';
+import { emailAddressProblem, matchesWebhookSearch, validateWebhookDocument, withoutSecret, type WebhookValidationOptions } from '../../../src/webhooks/documents/index.js';
 import { buildStandardWebhookHeaders } from '../../../src/webhooks/signature.js';
 
 const ZONE: Record<string, string[]> = { 'hooks.example': ['93.184.216.34'], 'internal.test': ['10.0.0.7'], 'loop.test': ['127.0.0.1'] };
@@ -207,9 +201,7 @@ describe('validateWebhookDocument: email', () => {
   });
 
   it('requires the email block and its fields', async () => {
-    expect(await problemsOf({ name: 'm', type: 'email', condition: 'true()' })).toEqual([
-      'email is required for an email webhook: {to, cc?, subject, bodyType, bodyTemplate}',
-    ]);
+    expect(await problemsOf({ name: 'm', type: 'email', condition: 'true()' })).toEqual(['email is required for an email webhook: {to, cc?, subject, bodyType, bodyTemplate}']);
     expect(await problemsOf({ ...email, email: {} })).toEqual([
       'email.to must be a non-empty array of e-mail addresses',
       'email.subject is required: a Mustache template for the subject line',
@@ -220,9 +212,7 @@ describe('validateWebhookDocument: email', () => {
 
   it('limits recipients and refuses duplicates', async () => {
     const many = Array.from({ length: 51 }, (_, i) => `u${i}@example.com`);
-    expect(await problemsOf({ ...email, email: { ...email.email, to: many } })).toEqual([
-      'email.to and email.cc together may name at most 50 recipients',
-    ]);
+    expect(await problemsOf({ ...email, email: { ...email.email, to: many } })).toEqual(['email.to and email.cc together may name at most 50 recipients']);
     expect(await problemsOf({ ...email, email: { ...email.email, to: ['a@example.com', 'A@example.com'] } })).toEqual(['email.to[1] repeats A@example.com']);
   });
 });

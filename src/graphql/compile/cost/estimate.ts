@@ -81,8 +81,7 @@ export function estimateCost(
   variables: Record<string, unknown>,
 ): CostEstimate {
   const { schema } = context;
-  const root =
-    operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
+  const root = operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
   // A mutation's root mappings are writes, a subscription's are changes: no read window of their own.
   const walk = new CostWalk(context, fragments, variables, operation.operation !== 'query');
   if (root) walk.selections(operation.selectionSet, root, 1, true, new Set());

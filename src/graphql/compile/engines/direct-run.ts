@@ -110,7 +110,7 @@ class Run {
 async function runDirect(plan: DirectPlan, state: RequestState): Promise<ExecutionResult | typeof GAVE_UP> {
   const run = new Run(state);
   const level = run.start(plan.root, [undefined], true);
-  for (let settled = 0; settled < run.waits.length; ) {
+  for (let settled = 0; settled < run.waits.length;) {
     const batch = run.waits.slice(settled);
     settled = run.waits.length;
     await Promise.all(batch);

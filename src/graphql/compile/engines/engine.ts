@@ -45,12 +45,7 @@ export interface Execution {
 }
 
 /** The first engine's plan of a query (in the app's order), or undefined: graphql-js runs it. */
-export function planQuery(
-  engines: readonly Engine[],
-  document: DocumentNode,
-  operation: OperationDefinitionNode,
-  operationName: string | undefined,
-): EnginePlan | undefined {
+export function planQuery(engines: readonly Engine[], document: DocumentNode, operation: OperationDefinitionNode, operationName: string | undefined): EnginePlan | undefined {
   for (let i = 0; i < engines.length; i++) {
     const plan = (engines[i] as Engine).plan(document, operation, operationName);
     if (plan !== undefined) return plan;

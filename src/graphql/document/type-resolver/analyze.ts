@@ -10,10 +10,7 @@ import { canonicalKey } from '../../values/ejson.js';
 import { readPath } from '../../values/paths.js';
 import { describe, matches, type Predicate } from './predicate.js';
 
-type Atom =
-  | { kind: 'exists'; field: string }
-  | { kind: 'eq'; field: string; key: string; value: unknown }
-  | { kind: 'value'; key: string; value: unknown };
+type Atom = { kind: 'exists'; field: string } | { kind: 'eq'; field: string; key: string; value: unknown } | { kind: 'value'; key: string; value: unknown };
 
 /** Up to 2^16 assignments; resolvers with more distinct atoms are checked only for parse errors. */
 const MAX_ATOMS = 16;
@@ -163,8 +160,13 @@ export function analyzeResolver(path: string, entries: readonly ResolverEntry[])
   entries.forEach((e, i) => {
     if (!holds[i]) problems.push(`${path}.${e.type}: the predicate "${describe(e.predicate)}" can never hold, so ${e.type} is unreachable`);
     else if (!wins[i]) {
-      const earlier = entries.slice(0, i).map((x) => x.type).join(', ');
-      problems.push(`${path}.${e.type}: every document "${describe(e.predicate)}" matches is matched first by an entry written before it (${earlier}), so ${e.type} is unreachable; write it earlier or narrow the others`);
+      const earlier = entries
+        .slice(0, i)
+        .map((x) => x.type)
+        .join(', ');
+      problems.push(
+        `${path}.${e.type}: every document "${describe(e.predicate)}" matches is matched first by an entry written before it (${earlier}), so ${e.type} is unreachable; write it earlier or narrow the others`,
+      );
     }
   });
   for (const [key, example] of overlaps) {

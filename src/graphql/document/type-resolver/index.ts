@@ -75,9 +75,7 @@ export function checkTypeResolver(
 
 /** Every union and interface of the schema; each needs a resolver (RESTHeart requires one too). */
 export function abstractTypes(schema: GraphQLSchema): GraphQLAbstractType[] {
-  return Object.values(schema.getTypeMap()).filter(
-    (t): t is GraphQLAbstractType => !t.name.startsWith('__') && (isUnionType(t) || isInterfaceType(t)),
-  );
+  return Object.values(schema.getTypeMap()).filter((t): t is GraphQLAbstractType => !t.name.startsWith('__') && (isUnionType(t) || isInterfaceType(t)));
 }
 
 /** Installs resolveType on every union and interface from its (validated) mapping. */

@@ -25,10 +25,7 @@ function failed(what: string, detail: string): OutriggerError {
   return new OutriggerError(502, 'AGGREGATION_SYNC_FAILED', `the app was not saved: declaring its aggregations on ${what} failed: ${detail}`);
 }
 
-export async function syncDeclaredAggregations(
-  app: { _id?: string; descriptor: { uri: string }; mappings: Record<string, Record<string, unknown>> },
-  target: SyncTarget,
-): Promise<number> {
+export async function syncDeclaredAggregations(app: { _id?: string; descriptor: { uri: string }; mappings: Record<string, Record<string, unknown>> }, target: SyncTarget): Promise<number> {
   let written = 0;
   for (const { db, collection, aggrs } of declaredAggregationsOf(app, target.defaultDb).values()) {
     const path = target.collectionPath.replaceAll('{db}', encodeURIComponent(db)).replaceAll('{collection}', encodeURIComponent(collection));

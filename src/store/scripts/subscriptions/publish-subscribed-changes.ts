@@ -18,7 +18,9 @@ import { RedisScript } from '../../redis-script.js';
  * Returns `{appended}` followed by the members found claimed (the writer's hint for which writes
  * are worth reading back), or `{-1}` when the batch had already been written.
  */
-export const publishSubscribedChanges = new RedisScript('publishSubscribedChanges', `
+export const publishSubscribedChanges = new RedisScript(
+  'publishSubscribedChanges',
+  `
 if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[2]) then return {-1} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -44,4 +46,5 @@ while i + 3 <= #ARGV do
 end
 table.insert(claimed, 1, added)
 return claimed
-`);
+`,
+);

@@ -10,7 +10,9 @@ import { RedisScript } from '../../redis-script.js';
  * KEYS[1] the claims (sorted set: member -> expiry, ms). ARGV[1] the claim's lifetime (ms), then
  * the members. Returns the members that had lapsed.
  */
-export const renewSubscriptionClaims = new RedisScript('renewSubscriptionClaims', `
+export const renewSubscriptionClaims = new RedisScript(
+  'renewSubscriptionClaims',
+  `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lapsed = {}
@@ -21,4 +23,5 @@ end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 for i = 2, #ARGV do redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[i]) end
 return lapsed
-`);
+`,
+);

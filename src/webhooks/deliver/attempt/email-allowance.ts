@@ -10,8 +10,6 @@ import { utcDay } from '../../../store/keys.js';
 import { reserveEmailAllowance } from '../../../store/scripts/reserve-email-allowance.js';
 import { releaseEmailAllowance } from '../../../store/scripts/release-email-allowance.js';
 
-
-
 const DAY_KEY_TTL_SECONDS = 2 * 86_400;
 
 export class EmailAllowance {

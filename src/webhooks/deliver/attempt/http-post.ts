@@ -20,8 +20,7 @@ export interface PostRequest {
 }
 
 export type PostResult =
-  | { ok: true; statusCode: number; headers: IncomingHttpHeaders; kept: Buffer; total: number; bodyError: 'timeout' | 'broken' | null }
-  | { ok: false; error: unknown; timedOut: boolean };
+  { ok: true; statusCode: number; headers: IncomingHttpHeaders; kept: Buffer; total: number; bodyError: 'timeout' | 'broken' | null } | { ok: false; error: unknown; timedOut: boolean };
 
 class EnoughRead extends Error {}
 

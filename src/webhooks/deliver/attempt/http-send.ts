@@ -111,7 +111,8 @@ export class HttpSender {
       const failure = this.networkFailure(res.error, res.timedOut, timeoutMs);
       return { transformation, outgoingRequest, status: failure.status, statusCode: failure.statusCode, error: failure.error, retryable: failure.retryable, retryAfterMs: failure.retryAfterMs };
     }
-    const bodyError = res.bodyError === 'timeout' ? `the response body was cut: timed out after ${timeoutMs} ms` : res.bodyError === 'broken' ? 'the response body was cut: the connection broke' : null;
+    const bodyError =
+      res.bodyError === 'timeout' ? `the response body was cut: timed out after ${timeoutMs} ms` : res.bodyError === 'broken' ? 'the response body was cut: the connection broke' : null;
     const contentType = headerText(res.headers['content-type']);
     const captured = captureBody(res.kept, {
       contentType,
