@@ -22,7 +22,7 @@ export class BasicAuthenticator {
   /** Checks under way, keyed by address bucket + a digest of (id, password); an entry lives only as long as its check. */
   private readonly inFlight = new Map<string, Promise<Principal>>();
 
-  // eslint-disable-next-line max-params -- its collaborators held as fields, built in one place (app.ts, wired by the chain helper)
+  // eslint-disable-next-line max-params -- its collaborators held as fields, built in one place (app.ts)
   constructor(
     private readonly verifier: UserVerifier,
     private readonly guard: BruteForceGuard,
