@@ -135,15 +135,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   };
 
   const modules = await createFeatureModules(context, { worker: options.worker ?? true, serve: options.serve ?? true });
-  const bootstrap =
-    config.acl.bootstrap && (options.bootstrap ?? true)
-      ? await startBootstrap(
-          context,
-          config.acl.bootstrap,
-          modules.flatMap((m) => m.setupKinds ?? []),
-          offlineSetupKinds(config),
-        )
-      : null;
+  const bootstrap = await startBootstrapIfAsked(context, modules, options);
   for (const module of modules) await module.start?.();
 
   // The request chain (src/chain/): only a process that serves HTTP has one.
@@ -153,21 +145,8 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   const ownRoutePrefixes = chain?.ownRoutePrefixes ?? [];
   logStart({ config, logger, server, target, redis, features, permissions, modules, worker: options.worker ?? true, routes: ownRoutePrefixes });
 
-  // Everything the shutdown sequence does not name, in the reverse order of its start.
-  const closeRest = async () => {
-    bootstrap?.stop();
-    for (const module of [...modules].reverse()) await module.stop?.().catch((error: unknown) => logger.error({ err: String(error) }, 'error while stopping'));
-    permissions.stop();
-    features.stop();
-    readiness.stop();
-    unwatchRedis();
-    await forwarder?.close().catch(() => {});
-    await userVerifier?.close?.().catch(() => {});
-    await limiter?.stop().catch(() => {});
-    await connections.close();
-    await embedded?.stop();
-    await tracing.shutdown();
-  };
+  const rest: RestParts = { bootstrap, modules, permissions, features, readiness, unwatchRedis, forwarder, userVerifier, limiter, connections, embedded, tracing, logger };
+  const closeRest = () => closeRestInReverse(rest);
   let stopping: Promise<void> | null = null;
   return {
     url: server?.url ?? null,
@@ -186,6 +165,51 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     },
     beginDrain: () => beginDrain({ server, draining }),
   };
+}
+
+/** `acl.bootstrap` started when the config names one and the caller did not turn it off (`outrigger apply` applies only its own file). */
+async function startBootstrapIfAsked(context: AppContext, modules: FeatureModule[], options: StartOptions) {
+  const { config } = context;
+  if (!config.acl.bootstrap || !(options.bootstrap ?? true)) return null;
+  return startBootstrap(
+    context,
+    config.acl.bootstrap,
+    modules.flatMap((m) => m.setupKinds ?? []),
+    offlineSetupKinds(config),
+  );
+}
+
+/** The parts the shutdown sequence (src/shutdown.ts) does not name; closeRestInReverse closes them. */
+interface RestParts {
+  bootstrap: Awaited<ReturnType<typeof startBootstrap>> | null;
+  modules: FeatureModule[];
+  permissions: AppContext['permissions'];
+  features: FeatureStates;
+  readiness: RedisReadiness;
+  unwatchRedis: () => void;
+  forwarder: Forwarder | null;
+  userVerifier: (UserVerifier & { close?(): Promise<void> }) | null;
+  limiter: RateLimiter | null;
+  connections: AppContext['connections'];
+  embedded: EmbeddedRedis | null;
+  tracing: Tracing;
+  logger: Logger;
+}
+
+/** Everything the shutdown sequence does not name, in the reverse order of its start. */
+async function closeRestInReverse(r: RestParts): Promise<void> {
+  r.bootstrap?.stop();
+  for (const module of [...r.modules].reverse()) await module.stop?.().catch((error: unknown) => r.logger.error({ err: String(error) }, 'error while stopping'));
+  r.permissions.stop();
+  r.features.stop();
+  r.readiness.stop();
+  r.unwatchRedis();
+  await r.forwarder?.close().catch(() => {});
+  await r.userVerifier?.close?.().catch(() => {});
+  await r.limiter?.stop().catch(() => {});
+  await r.connections.close();
+  await r.embedded?.stop();
+  await r.tracing.shutdown();
 }
 
 /** Redis (embedded when asked), its connections and key names, and the readiness probe's view of it. */

@@ -18,6 +18,7 @@ import {
   type ExecutionResult,
   type FieldNode,
   type GraphQLFormattedError,
+  type GraphQLObjectType,
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
@@ -62,35 +63,14 @@ export interface PreparedSubscription extends SubscriptionTarget {
 
 export type Prepared = { ok: true; sub: PreparedSubscription } | { ok: false; status: number; errors: GraphQLFormattedError[] };
 
-const fail = (status: number, message: string, code: string): Prepared => ({ ok: false, status, errors: [{ message, extensions: { code } }] });
+type Refused = Extract<Prepared, { ok: false }>;
+
+const fail = (status: number, message: string, code: string): Refused => ({ ok: false, status, errors: [{ message, extensions: { code } }] });
 
 export function prepareSubscription(app: CompiledApp, mappings: Readonly<Record<string, SubscriptionMapping>> | undefined, params: SubscriptionParams, principal: Principal): Prepared {
-  if (typeof params.query !== 'string' || params.query.trim() === '') return fail(400, 'the request needs a query (a subscription operation)', 'BAD_REQUEST');
-  if (params.variables !== undefined && params.variables !== null && !isPlainObject(params.variables)) return fail(400, 'variables must be an object', 'BAD_REQUEST');
-  if (params.operationName !== undefined && params.operationName !== null && typeof params.operationName !== 'string') return fail(400, 'operationName must be a string', 'BAD_REQUEST');
-  const prepared = app.prepare(params.query);
-  if (prepared.syntaxErrors) return { ok: false, status: 400, errors: prepared.syntaxErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_PARSE_FAILED')) };
-  if (prepared.validationErrors) return { ok: false, status: 400, errors: prepared.validationErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_VALIDATION_FAILED')) };
-  const document = prepared.document as DocumentNode;
-  const operationName = (params.operationName as string | null | undefined) ?? undefined;
-  const operation = getOperationAST(document, operationName);
-  if (!operation)
-    return fail(
-      400,
-      operationName ? `operationName "${operationName}" does not name an operation of the query` : 'the query holds several operations; pass operationName to pick one',
-      'OPERATION_NOT_FOUND',
-    );
-  if (operation.operation !== 'subscription') {
-    return fail(
-      400,
-      `only subscriptions are served over this transport; send ${operation.operation === 'query' ? 'queries' : 'mutations'} as a plain POST to the same path`,
-      'OPERATION_NOT_SUPPORTED',
-    );
-  }
-  const type = app.schema.getSubscriptionType();
-  if (!type) return fail(400, 'this app has no Subscription type', 'OPERATION_NOT_SUPPORTED');
-  const coerced = getVariableValues(app.schema, operation.variableDefinitions ?? [], (params.variables as Record<string, unknown> | null) ?? {}, { maxErrors: 20 });
-  if (coerced.errors) return { ok: false, status: 400, errors: coerced.errors.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) };
+  const selected = selectOperation(app, params);
+  if ('ok' in selected) return selected;
+  const { document, operationName, operation, type, variableValues } = selected;
   const node = rootField(operation.selectionSet, document);
   if (!node) return fail(400, 'a subscription selects exactly one field of the Subscription type', 'GRAPHQL_VALIDATION_FAILED');
   const fieldName = node.name.value;
@@ -100,7 +80,7 @@ export function prepareSubscription(app: CompiledApp, mappings: Readonly<Record<
 
   let args: Record<string, unknown>;
   try {
-    args = getArgumentValues(field, node, coerced.coerced);
+    args = getArgumentValues(field, node, variableValues);
   } catch (error) {
     return fail(400, error instanceof Error ? error.message : String(error), 'BAD_USER_INPUT');
   }
@@ -121,7 +101,6 @@ export function prepareSubscription(app: CompiledApp, mappings: Readonly<Record<
   const matcher = equalities ?? compileMatcher(find);
   const first = equalities ? Object.entries(find)[0] : undefined;
   if (!matcher) return fail(400, `the find of ${type.name}.${fieldName} uses an operator the subscription matcher does not run`, 'BAD_USER_INPUT');
-  const variableValues = coerced.coerced;
   // Per event, as a query of the same selection would be judged (and charged, issue 53).
   const cost = app.estimate(document, operation, variableValues);
   const max = app.maxCost;
@@ -150,6 +129,45 @@ export function prepareSubscription(app: CompiledApp, mappings: Readonly<Record<
       build: (value, ctx) => runSelection(selection, value, ctx),
     },
   };
+}
+
+/** The request's operation: the query parsed and validated (cached), the one operation picked and a subscription, its variables coerced. */
+function selectOperation(app: CompiledApp, params: SubscriptionParams): SelectedOperation | Refused {
+  if (typeof params.query !== 'string' || params.query.trim() === '') return fail(400, 'the request needs a query (a subscription operation)', 'BAD_REQUEST');
+  if (params.variables !== undefined && params.variables !== null && !isPlainObject(params.variables)) return fail(400, 'variables must be an object', 'BAD_REQUEST');
+  if (params.operationName !== undefined && params.operationName !== null && typeof params.operationName !== 'string') return fail(400, 'operationName must be a string', 'BAD_REQUEST');
+  const prepared = app.prepare(params.query);
+  if (prepared.syntaxErrors) return { ok: false, status: 400, errors: prepared.syntaxErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_PARSE_FAILED')) };
+  if (prepared.validationErrors) return { ok: false, status: 400, errors: prepared.validationErrors.map((e) => withCode(e.toJSON(), 'GRAPHQL_VALIDATION_FAILED')) };
+  const document = prepared.document as DocumentNode;
+  const operationName = (params.operationName as string | null | undefined) ?? undefined;
+  const operation = getOperationAST(document, operationName);
+  if (!operation)
+    return fail(
+      400,
+      operationName ? `operationName "${operationName}" does not name an operation of the query` : 'the query holds several operations; pass operationName to pick one',
+      'OPERATION_NOT_FOUND',
+    );
+  if (operation.operation !== 'subscription') {
+    return fail(
+      400,
+      `only subscriptions are served over this transport; send ${operation.operation === 'query' ? 'queries' : 'mutations'} as a plain POST to the same path`,
+      'OPERATION_NOT_SUPPORTED',
+    );
+  }
+  const type = app.schema.getSubscriptionType();
+  if (!type) return fail(400, 'this app has no Subscription type', 'OPERATION_NOT_SUPPORTED');
+  const coerced = getVariableValues(app.schema, operation.variableDefinitions ?? [], (params.variables as Record<string, unknown> | null) ?? {}, { maxErrors: 20 });
+  if (coerced.errors) return { ok: false, status: 400, errors: coerced.errors.map((e) => withCode(e.toJSON(), 'BAD_USER_INPUT')) };
+  return { document, operationName, operation, type, variableValues: coerced.coerced };
+}
+
+interface SelectedOperation {
+  readonly document: DocumentNode;
+  readonly operationName: string | undefined;
+  readonly operation: OperationDefinitionNode;
+  readonly type: GraphQLObjectType;
+  readonly variableValues: Record<string, unknown>;
 }
 
 /**

@@ -96,29 +96,7 @@ type AuthorizeUi = ReturnType<typeof authorizeUi>;
 /** GET: the request checked (never redirected while it is not valid), stored, and the sign-in page. */
 function requestStarter(p: AuthorizeParts, { cookie, page, refuse, notValid, view }: AuthorizeUi) {
   return async function start(scope: RequestScope): Promise<void> {
-    // Counted before anything is fetched or stored: each request may cost a metadata-document fetch and a record kept 10 minutes.
-    const address = clientAddressBucket(scope.clientIp);
-    const counted = await p.store.countAuthorizeRequest(address);
-    if (counted.count > p.requestsPerAddress) {
-      p.logger.warn(
-        { address, limit: p.requestsPerAddress, setting: 'mcp.authorizeRequestsPerAddress' },
-        'agent sign-in: too many authorization requests from one address (mcp.authorizeRequestsPerAddress)',
-      );
-      scope.res.setHeader('retry-after', String(counted.retryAfter));
-      return page(
-        scope,
-        errorPage('Too many sign-ins', `Too many sign-ins were started from your network. Wait ${Math.ceil(counted.retryAfter / 60)} minutes, then start again from the application.`, 429),
-      );
-    }
-    const total = await p.store.countAuthorizeRequestTotal();
-    if (total.count > p.requestsTotal) {
-      p.logger.warn({ limit: p.requestsTotal, setting: 'mcp.authorizeRequestsTotal' }, 'agent sign-in: too many authorization requests from all addresses (mcp.authorizeRequestsTotal)');
-      scope.res.setHeader('retry-after', String(total.retryAfter));
-      return page(
-        scope,
-        errorPage('Too many sign-ins', `Too many sign-ins are under way on this service. Wait ${Math.ceil(total.retryAfter / 60)} minutes, then start again from the application.`, 429),
-      );
-    }
+    if (await tooManyRequests(p, scope, page)) return;
     const q = scope.query;
     const once = (name: string): string | null | 'repeated' => {
       const values = q.getAll(name);
@@ -194,6 +172,33 @@ function requestStarter(p: AuthorizeParts, { cookie, page, refuse, notValid, vie
     await p.store.saveRequest(requestId, record);
     sendPage(scope.res, { ...signInPage(view(record), hiddenFields(requestId, record.csrf), p.path), formTargets: formTargets(redirectUri), cookies: [cookie(requestId, binding, 600)] });
   };
+}
+
+/**
+ * Counted before anything is fetched or stored: each request may cost a metadata-document fetch
+ * and a record kept 10 minutes. True when over a limit (per address, or all addresses together),
+ * after the 429 page is sent.
+ */
+async function tooManyRequests(p: AuthorizeParts, scope: RequestScope, page: AuthorizeUi['page']): Promise<boolean> {
+  const address = clientAddressBucket(scope.clientIp);
+  const counted = await p.store.countAuthorizeRequest(address);
+  if (counted.count > p.requestsPerAddress) {
+    p.logger.warn(
+      { address, limit: p.requestsPerAddress, setting: 'mcp.authorizeRequestsPerAddress' },
+      'agent sign-in: too many authorization requests from one address (mcp.authorizeRequestsPerAddress)',
+    );
+    scope.res.setHeader('retry-after', String(counted.retryAfter));
+    page(scope, errorPage('Too many sign-ins', `Too many sign-ins were started from your network. Wait ${Math.ceil(counted.retryAfter / 60)} minutes, then start again from the application.`, 429));
+    return true;
+  }
+  const total = await p.store.countAuthorizeRequestTotal();
+  if (total.count > p.requestsTotal) {
+    p.logger.warn({ limit: p.requestsTotal, setting: 'mcp.authorizeRequestsTotal' }, 'agent sign-in: too many authorization requests from all addresses (mcp.authorizeRequestsTotal)');
+    scope.res.setHeader('retry-after', String(total.retryAfter));
+    page(scope, errorPage('Too many sign-ins', `Too many sign-ins are under way on this service. Wait ${Math.ceil(total.retryAfter / 60)} minutes, then start again from the application.`, 429));
+    return true;
+  }
+  return false;
 }
 
 /** The consent page for what the user may give, and what Allow records (a code, redeemed later). */
