@@ -69,6 +69,42 @@ function modeOf(a: Amount | undefined): Mode {
   return 'quota' in a ? a.quota.period : 'window';
 }
 
+type Field = { mode: Mode; limit: string; window: string };
+
+/** One `by: key` policy's override in the editor: none, a limit per window, or a quota per day or month. */
+function PolicyFieldset({ keyId, policy: p, field, onChange }: { keyId: string; policy: PolicyView; field: Field; onChange: (change: Partial<Field>) => void }) {
+  const id = `lim-${keyId}-${p.name}`;
+  return html`<fieldset>
+    <legend>${p.name} <span class="muted small">(policy: ${describeAmount(p, p.units)})</span></legend>
+    <div class="row">
+      <div>
+        <label for=${`${id}-mode`}>Override</label>
+        <select id=${`${id}-mode`} value=${field.mode} onChange=${(e: Event) => onChange({ mode: (e.target as HTMLSelectElement).value as Mode })}>
+          <option value="default">the policy's own</option>
+          <option value="window">a limit per window</option>
+          <option value="day">a quota per UTC day</option>
+          <option value="month">a quota per UTC month</option>
+        </select>
+      </div>
+      ${
+        field.mode !== 'default' &&
+        html`<div>
+          <label for=${`${id}-limit`}>Limit (${p.units})</label>
+          <input id=${`${id}-limit`} type="number" min="1" required value=${field.limit} onInput=${(e: Event) => onChange({ limit: (e.target as HTMLInputElement).value })} />
+        </div>`
+      }
+      ${
+        field.mode === 'window' &&
+        html`<div>
+          <label for=${`${id}-window`}>Window</label>
+          <input id=${`${id}-window`} type="text" class="code" required value=${field.window} onInput=${(e: Event) => onChange({ window: (e.target as HTMLInputElement).value })} />
+          <p class="hint">1s to 1d, like 60s, 15m, 1h</p>
+        </div>`
+      }
+    </div>
+  </fieldset>`;
+}
+
 /** One form for the key's overrides of every `by: key` policy; saves them in one PATCH. */
 export function LimitsEditor({
   keyId,
@@ -96,7 +132,7 @@ export function LimitsEditor({
   );
   const [error, setError] = useState<unknown>(null);
   const [saving, setSaving] = useState(false);
-  const set = (name: string, change: Partial<{ mode: Mode; limit: string; window: string }>) => setFields((f) => ({ ...f, [name]: { ...f[name]!, ...change } }));
+  const set = (name: string, change: Partial<Field>) => setFields((f) => ({ ...f, [name]: { ...f[name]!, ...change } }));
 
   const save = async (e: Event) => {
     e.preventDefault();
@@ -125,39 +161,7 @@ export function LimitsEditor({
     </div>`;
   return html`<form class="panel limits-editor" onSubmit=${save} aria-label=${`Limits of ${keyName}`}>
     <h2>Limits of “${keyName}”</h2>
-    ${byKey.map((p) => {
-      const f = fields[p.name]!;
-      const id = `lim-${keyId}-${p.name}`;
-      return html`<fieldset key=${p.name}>
-        <legend>${p.name} <span class="muted small">(policy: ${describeAmount(p, p.units)})</span></legend>
-        <div class="row">
-          <div>
-            <label for=${`${id}-mode`}>Override</label>
-            <select id=${`${id}-mode`} value=${f.mode} onChange=${(e: Event) => set(p.name, { mode: (e.target as HTMLSelectElement).value as Mode })}>
-              <option value="default">the policy's own</option>
-              <option value="window">a limit per window</option>
-              <option value="day">a quota per UTC day</option>
-              <option value="month">a quota per UTC month</option>
-            </select>
-          </div>
-          ${
-            f.mode !== 'default' &&
-            html`<div>
-              <label for=${`${id}-limit`}>Limit (${p.units})</label>
-              <input id=${`${id}-limit`} type="number" min="1" required value=${f.limit} onInput=${(e: Event) => set(p.name, { limit: (e.target as HTMLInputElement).value })} />
-            </div>`
-          }
-          ${
-            f.mode === 'window' &&
-            html`<div>
-              <label for=${`${id}-window`}>Window</label>
-              <input id=${`${id}-window`} type="text" class="code" required value=${f.window} onInput=${(e: Event) => set(p.name, { window: (e.target as HTMLInputElement).value })} />
-              <p class="hint">1s to 1d, like 60s, 15m, 1h</p>
-            </div>`
-          }
-        </div>
-      </fieldset>`;
-    })}
+    ${byKey.map((p) => html`<${PolicyFieldset} key=${p.name} keyId=${keyId} policy=${p} field=${fields[p.name]!} onChange=${(change: Partial<Field>) => set(p.name, change)} />`)}
     <${ErrorBox} error=${error} />
     <div class="actions row">
       <button type="submit" class="primary" disabled=${saving}>Save limits</button>

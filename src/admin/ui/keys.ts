@@ -21,9 +21,111 @@ interface KeyView {
 
 const PAGESIZE = 50;
 
-export function KeysPage() {
+/** Holder and client, applied together by Filter; Show all clears both. */
+function KeyFilter({ filtered, onFilter }: { filtered: boolean; onFilter: (filter: { owner: string; client: string }) => void }) {
   const [owner, setOwner] = useState('');
   const [client, setClient] = useState('');
+  return html`<form class="toolbar" role="search" onSubmit=${(e: Event) => (e.preventDefault(), onFilter({ owner: owner.trim(), client: client.trim() }))}>
+    <div class="grow">
+      <label for="key-owner">Holder</label><input id="key-owner" type="search" value=${owner} onInput=${(e: Event) => setOwner((e.target as HTMLInputElement).value)} placeholder="user id" />
+    </div>
+    <div class="grow">
+      <label for="key-client">Client</label
+      ><input id="key-client" type="search" value=${client} onInput=${(e: Event) => setClient((e.target as HTMLInputElement).value)} placeholder="agent client name" />
+    </div>
+    <button type="submit">Filter</button>
+    ${filtered && html`<button type="button" onClick=${() => (setOwner(''), setClient(''), onFilter({ owner: '', client: '' }))}>Show all</button>`}
+  </form>`;
+}
+
+/** A key's row, and under it, while its limits are edited, the editor's row. */
+function KeyRow({
+  k,
+  editing,
+  policies,
+  onEdit,
+  onCloseLimits,
+  onRevoke,
+  onLimitsSaved,
+}: {
+  k: KeyView;
+  editing: boolean;
+  policies: PolicyView[];
+  onEdit: () => void;
+  onCloseLimits: () => void;
+  onRevoke: () => void;
+  onLimitsSaved: (message: string) => void;
+}) {
+  return html`<tr key=${k._id}>
+      <td>${k.owner}</td>
+      <td>${k.name}${k.kind === 'token' ? html` <span class="badge neutral">token</span>` : ''}</td>
+      <td>${k.roles.length ? k.roles.join(', ') : html`<span class="muted">none</span>`}</td>
+      <td>${k.client ?? html`<span class="muted">—</span>`}</td>
+      <td>${k.via}</td>
+      <td><${Time} value=${k.createdAt} /></td>
+      <td>${k.lastUsedAt ? html`<${Time} value=${k.lastUsedAt} />` : html`<span class="muted">never</span>`}</td>
+      <td>${(k.expiresAt?.$date ?? 0) < Date.now() ? html`<span class="badge failed">expired</span> ` : ''}<${Time} value=${k.expiresAt} /></td>
+      <td><${UsageChart} keyId=${k._id} name=${k.name} /></td>
+      <td>
+        ${Object.entries(k.limits ?? {}).map(([name, a]) => html`<div class="small"><strong>${name}</strong>: ${describeAmount(a)}</div>`)}
+        <button type="button" class="link" onClick=${onEdit} aria-expanded=${editing}>Edit limits<span class="visually-hidden"> of ${k.name}</span></button>
+      </td>
+      <td>
+        <button type="button" class="danger" onClick=${onRevoke}>Revoke<span class="visually-hidden"> ${k.name} of ${k.owner}</span></button>
+      </td>
+    </tr>
+    ${
+      editing &&
+      html`<tr key=${`${k._id}-limits`}>
+        <td colspan="11">
+          <${LimitsEditor} keyId=${k._id} keyName=${k.name} current=${k.limits ?? {}} policies=${policies} onSaved=${onLimitsSaved} onCancel=${onCloseLimits} />
+        </td>
+      </tr>`
+    }`;
+}
+
+/** The keys' table; its rows are the children. */
+function KeysTable({ children }: { children: unknown }) {
+  return html`<div class="table-wrap">
+    <table>
+      <caption class="visually-hidden">
+        API keys of this service
+      </caption>
+      <thead>
+        <tr>
+          <th scope="col">Holder</th>
+          <th scope="col">Name</th>
+          <th scope="col">Roles</th>
+          <th scope="col">Client</th>
+          <th scope="col">Via</th>
+          <th scope="col">Created</th>
+          <th scope="col">Last use</th>
+          <th scope="col">Expires</th>
+          <th scope="col">Use, 30 days</th>
+          <th scope="col">Own limits</th>
+          <th scope="col"><span class="visually-hidden">Actions</span></th>
+        </tr>
+      </thead>
+      <tbody>
+        ${children}
+      </tbody>
+    </table>
+  </div>`;
+}
+
+/** No key to list: none matches the filter, or the service has none yet. */
+function NoKeys({ filtered }: { filtered: boolean }) {
+  return filtered
+    ? html`<${Empty} title="No key matches this filter."><p>Holder and client must match exactly.</p><//>`
+    : html`<${Empty} title="No API keys on this service yet.">
+        <p>
+          Users issue their own keys with <code>POST /keys</code> once a permission offers them (an <code>apiKeys</code> block), and agents get one when a user signs them in. Revoked keys are not
+          listed.
+        </p><//
+      >`;
+}
+
+export function KeysPage() {
   const [filter, setFilter] = useState({ owner: '', client: '' });
   const [page, setPage] = useState(1);
   const [note, setNote] = useState<string | null>(null);
@@ -35,7 +137,7 @@ export function KeysPage() {
   const rows = keys.data?.data ?? [];
   const policies = useLoad(() => api<{ policies: PolicyView[] }>('GET', admin('/limits')), []);
   const [editing, setEditing] = useState<string | null>(null);
-  const filtered = filter.owner || filter.client;
+  const filtered = !!(filter.owner || filter.client);
 
   const revoke = async (k: KeyView) => {
     setActionError(null);
@@ -57,95 +159,27 @@ export function KeysPage() {
 
   return html`<main id="main">
     <${PageTitle}>API keys<//>
-    <form class="toolbar" role="search" onSubmit=${(e: Event) => (e.preventDefault(), setPage(1), setFilter({ owner: owner.trim(), client: client.trim() }))}>
-      <div class="grow">
-        <label for="key-owner">Holder</label><input id="key-owner" type="search" value=${owner} onInput=${(e: Event) => setOwner((e.target as HTMLInputElement).value)} placeholder="user id" />
-      </div>
-      <div class="grow">
-        <label for="key-client">Client</label
-        ><input id="key-client" type="search" value=${client} onInput=${(e: Event) => setClient((e.target as HTMLInputElement).value)} placeholder="agent client name" />
-      </div>
-      <button type="submit">Filter</button>
-      ${filtered && html`<button type="button" onClick=${() => (setOwner(''), setClient(''), setPage(1), setFilter({ owner: '', client: '' }))}>Show all</button>`}
-    </form>
+    <${KeyFilter} filtered=${filtered} onFilter=${(f: { owner: string; client: string }) => (setPage(1), setFilter(f))} />
     ${note && html`<p class="notice" role="status">${note}</p>`}
     <${ErrorBox} error=${keys.error || actionError} />
-    ${
-      keys.data &&
-      rows.length === 0 &&
-      (filtered
-        ? html`<${Empty} title="No key matches this filter."><p>Holder and client must match exactly.</p><//>`
-        : html`<${Empty} title="No API keys on this service yet.">
-            <p>
-              Users issue their own keys with <code>POST /keys</code> once a permission offers them (an <code>apiKeys</code> block), and agents get one when a user signs them in. Revoked keys are not
-              listed.
-            </p><//
-          >`)
-    }
+    ${keys.data && rows.length === 0 && html`<${NoKeys} filtered=${filtered} />`}
     ${
       rows.length > 0 &&
-      html`<div class="table-wrap">
-        <table>
-          <caption class="visually-hidden">
-            API keys of this service
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Holder</th>
-              <th scope="col">Name</th>
-              <th scope="col">Roles</th>
-              <th scope="col">Client</th>
-              <th scope="col">Via</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last use</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Use, 30 days</th>
-              <th scope="col">Own limits</th>
-              <th scope="col"><span class="visually-hidden">Actions</span></th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows.map(
-              (k) =>
-                html`<tr key=${k._id}>
-                    <td>${k.owner}</td>
-                    <td>${k.name}${k.kind === 'token' ? html` <span class="badge neutral">token</span>` : ''}</td>
-                    <td>${k.roles.length ? k.roles.join(', ') : html`<span class="muted">none</span>`}</td>
-                    <td>${k.client ?? html`<span class="muted">—</span>`}</td>
-                    <td>${k.via}</td>
-                    <td><${Time} value=${k.createdAt} /></td>
-                    <td>${k.lastUsedAt ? html`<${Time} value=${k.lastUsedAt} />` : html`<span class="muted">never</span>`}</td>
-                    <td>${(k.expiresAt?.$date ?? 0) < Date.now() ? html`<span class="badge failed">expired</span> ` : ''}<${Time} value=${k.expiresAt} /></td>
-                    <td><${UsageChart} keyId=${k._id} name=${k.name} /></td>
-                    <td>
-                      ${Object.entries(k.limits ?? {}).map(([name, a]) => html`<div class="small"><strong>${name}</strong>: ${describeAmount(a)}</div>`)}
-                      <button type="button" class="link" onClick=${() => setEditing(editing === k._id ? null : k._id)} aria-expanded=${editing === k._id}>
-                        Edit limits<span class="visually-hidden"> of ${k.name}</span>
-                      </button>
-                    </td>
-                    <td>
-                      <button type="button" class="danger" onClick=${() => revoke(k)}>Revoke<span class="visually-hidden"> ${k.name} of ${k.owner}</span></button>
-                    </td>
-                  </tr>
-                  ${
-                    editing === k._id &&
-                    html`<tr key=${`${k._id}-limits`}>
-                      <td colspan="11">
-                        <${LimitsEditor}
-                          keyId=${k._id}
-                          keyName=${k.name}
-                          current=${k.limits ?? {}}
-                          policies=${policies.data?.data.policies ?? []}
-                          onSaved=${(message: string) => (setEditing(null), setNote(message), keys.reload())}
-                          onCancel=${() => setEditing(null)}
-                        />
-                      </td>
-                    </tr>`
-                  }`,
-            )}
-          </tbody>
-        </table>
-      </div>`
+      html`<${KeysTable}>
+        ${rows.map(
+          (k) =>
+            html`<${KeyRow}
+              key=${k._id}
+              k=${k}
+              editing=${editing === k._id}
+              policies=${policies.data?.data.policies ?? []}
+              onEdit=${() => setEditing(editing === k._id ? null : k._id)}
+              onCloseLimits=${() => setEditing(null)}
+              onRevoke=${() => revoke(k)}
+              onLimitsSaved=${(message: string) => (setEditing(null), setNote(message), keys.reload())}
+            />`,
+        )}
+      <//>`
     }
     <${Pager} page=${page} pagesize=${PAGESIZE} total=${keys.data?.total ?? null} onPage=${setPage} label="Keys" />
   </main>`;
