@@ -31,8 +31,7 @@ function tools(doc: any) {
       ${list.map(
         (t) =>
           html`<li key=${t.name}>
-            <code>${t.name}</code>
-            ${isMutation(t.query) ? html`<span class="badge type">mutation</span> ${doc.mcp.mutations === true ? '' : html`<span class="badge disabled">hidden: mcp.mutations is off</span>`}` : ''}
+            <code>${t.name}</code> ${isMutation(t.query) ? html`<span class="badge type">mutation</span> ${doc.mcp.mutations === true ? '' : html`<span class="badge disabled">hidden: mcp.mutations is off</span>`}` : ''}
             <span class="muted">${t.description}</span>
           </li>`,
       )}

@@ -132,8 +132,7 @@ function FormHeader({
   ${
     webhook
       ? html`<p class="row">
-          <span class="badge type">${type === 'http' ? 'HTTP' : 'Email'}</span>
-          <span class="muted small">Created <${Time} value=${webhook.createdAt} />, updated <${Time} value=${webhook.updatedAt} /></span>
+          <span class="badge type">${type === 'http' ? 'HTTP' : 'Email'}</span> <span class="muted small">Created <${Time} value=${webhook.createdAt} />, updated <${Time} value=${webhook.updatedAt} /></span>
         </p>`
       : html`<${TypeTabs} type=${type} update=${update} />`
   }`;
