@@ -2,7 +2,8 @@
  * The answer to a failed request, whichever stage (or the upstream) failed: nothing for a client
  * that left (499), a counter and an info line for an upstream failure (502/504), a counter and a
  * rate-limited warning for a Redis refusal, then the error's answer (http/respond.ts) with the
- * request id and, on a covered request, the rate-limit headers (SPEC §10).
+ * request id and, on a covered request, the rate-limit headers (SPEC §10), in the body shape its
+ * own route names (GraphQL's on `/graphql/<uri>`, SPEC §15).
  */
 import { OutriggerError } from '../errors.js';
 import { sendError } from '../http/respond.js';
@@ -63,6 +64,7 @@ export function createFailureAnswer(metrics: Metrics, logger: Logger): (request:
       const limits = request.rateLimitHeaders;
       if (limits) for (const name in limits) res.setHeader(name, limits[name]!);
     }
-    sendError(res, error, logger, request.id, traceId);
+    // The route's body shape (GraphQL's on /graphql/<uri>, SPEC §15); read only on this failure path.
+    sendError(res, error, logger, { requestId: request.id, traceId, format: request.route?.errorFormat });
   };
 }

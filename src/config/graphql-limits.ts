@@ -46,8 +46,17 @@ export interface GraphqlLimitsConfig {
    * application/json, GraphQL request errors (syntax, validation, variables) are 200, as the
    * GraphQL-over-HTTP spec asks. `restheart`: application/graphql-response+json by default and
    * 400 for those errors whatever the media type, as RESTHeart answers.
+   * Refusals on `/graphql/<uri>` (401, 403, 429, 413, 503, 404...) are GraphQL-shaped under
+   * `graphql-over-http` and RESTHeart-shaped under `restheart` (SPEC §15; serve/refusal.ts).
    */
   httpProfile: 'graphql-over-http' | 'restheart';
+}
+
+/** The values `graphql.httpProfile` takes; `graphql` is SPEC §15's name for `graphql-over-http`. */
+export const HTTP_PROFILES = ['graphql-over-http', 'graphql', 'restheart'] as const;
+
+export function httpProfile(value: (typeof HTTP_PROFILES)[number]): GraphqlLimitsConfig['httpProfile'] {
+  return value === 'graphql' ? 'graphql-over-http' : value;
 }
 
 export const GRAPHQL_LIMIT_DEFAULTS: Readonly<GraphqlLimitsConfig> = {

@@ -5,7 +5,7 @@ import { readRedis } from './redis-config.js';
 import { readShutdown } from './shutdown-config.js';
 import { readTelemetry, resolveTelemetry } from './telemetry.js';
 import { readLimits } from './limits-config.js';
-import { GRAPHQL_LIMIT_DEFAULTS } from './graphql-limits.js';
+import { GRAPHQL_LIMIT_DEFAULTS, HTTP_PROFILES, httpProfile } from './graphql-limits.js';
 import { readSubscriptions } from './subscriptions-config.js';
 
 import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from './retry-schedule.js';
@@ -184,7 +184,7 @@ function readGraphql(g: SectionReader): OutriggerConfig['graphql'] {
     maxResponseBytes: g.integer('maxResponseBytes', D.maxResponseBytes, 1024, 1024 * 1024 * 1024),
     verbose: g.boolean('verbose', D.verbose),
     aggregations: g.boolean('aggregations', D.aggregations),
-    httpProfile: g.oneOf('httpProfile', D.httpProfile, ['graphql-over-http', 'restheart'] as const),
+    httpProfile: httpProfile(g.oneOf('httpProfile', D.httpProfile, HTTP_PROFILES)),
   };
   c.finish();
   b.finish();

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import { OAuthProtocolError, OutriggerError } from '../errors.js';
 import type { Logger } from 'pino';
@@ -6,8 +6,10 @@ import { redisRefusal } from '../store/redis-errors.js';
 import { afterUnreadBody, discardUnread, LINGER_AFTER_ANSWER_BYTES } from './linger.js';
 
 /**
- * The single place where errors become HTTP answers: RESTHeart's error body shape
- * (`http status code`, `http status description`, `message`), never a stack trace. Redis being
+ * The single place where errors become HTTP answers: status, message, code and headers are
+ * decided here, once; the body is RESTHeart's error shape (`http status code`,
+ * `http status description`, `message`) unless the route names another `ErrorFormat` (GraphQL's
+ * `{"errors": [...]}` on `/graphql/<uri>`, SPEC §15), never a stack trace. Redis being
  * unreachable is 503 from any route; other unknown errors are logged with the request id and
  * answered 500 with nothing internal in the body.
  */
@@ -19,13 +21,43 @@ export function errorBody(status: number, message: string): string {
   });
 }
 
-export function sendError(res: ServerResponse, error: unknown, log?: Logger, requestId?: string, traceId?: string): void {
+/** An error as decided above, for a route's own body shape. */
+export interface ErrorAnswer {
+  readonly status: number;
+  /** The OutriggerError's code; `SERVICE_UNAVAILABLE` for a Redis refusal, `INTERNAL_SERVER_ERROR` for an unknown error. */
+  readonly code: string;
+  readonly message: string;
+}
+
+/**
+ * A route's error body (OwnRoute.errorFormat): the body and its Content-Type, chosen from the
+ * request (its Accept). Only the body differs: status and headers are sendError's.
+ */
+export type ErrorFormat = (answer: ErrorAnswer, req: IncomingMessage | undefined) => FormattedError;
+
+export interface FormattedError {
+  readonly body: string;
+  readonly contentType: string;
+}
+
+/** Where the error happened: the request's ids (for the log line of an unknown error) and its route's body shape. */
+export interface ErrorContext {
+  readonly requestId?: string;
+  readonly traceId?: string | undefined;
+  readonly format?: ErrorFormat | undefined;
+}
+
+const JSON_UTF8 = 'application/json; charset=utf-8';
+
+export function sendError(res: ServerResponse, error: unknown, log?: Logger, context?: ErrorContext): void {
   let status = 500;
   let message = 'internal error; the request id in the X-Request-Id header identifies it in the logs';
+  let code = 'INTERNAL_SERVER_ERROR';
   let headers: Record<string, string> | undefined;
   if (error instanceof OutriggerError) {
     status = error.status;
     message = error.message;
+    code = error.code;
     headers = error.headers;
   } else {
     // Whatever route needed Redis: the client can retry; nothing is wrong with its request.
@@ -33,9 +65,10 @@ export function sendError(res: ServerResponse, error: unknown, log?: Logger, req
     if (refusal !== null) {
       status = 503;
       message = refusal.message;
+      code = 'SERVICE_UNAVAILABLE';
       headers = { 'retry-after': String(refusal.retryAfterSeconds) };
     } else {
-      log?.error({ err: error, requestId, ...(traceId ? { trace_id: traceId } : {}) }, 'unexpected error while handling a request');
+      log?.error({ err: error, requestId: context?.requestId, ...(context?.traceId ? { trace_id: context.traceId } : {}) }, 'unexpected error while handling a request');
     }
   }
   if (res.headersSent) {
@@ -43,7 +76,13 @@ export function sendError(res: ServerResponse, error: unknown, log?: Logger, req
     res.destroy();
     return;
   }
-  const body = error instanceof OAuthProtocolError ? JSON.stringify({ error: error.oauthError, error_description: message }) : errorBody(status, message);
+  const format = context?.format;
+  const body: FormattedError =
+    error instanceof OAuthProtocolError
+      ? { body: JSON.stringify({ error: error.oauthError, error_description: message }), contentType: JSON_UTF8 }
+      : format !== undefined
+        ? format({ status, code, message }, res.req)
+        : { body: errorBody(status, message), contentType: JSON_UTF8 };
   // Too slow: the client is cut off at once (a refusal of the body itself).
   if (status === 408) writeError(res, status, headers, body);
   else if (status === 413) answerThenDiscard(res, headers, body);
@@ -56,21 +95,21 @@ export function sendError(res: ServerResponse, error: unknown, log?: Logger, req
  * upload unread, the kernel answers the client's next bytes with a reset, and a reset also
  * discards the 413 the client has not read yet: it would see EPIPE instead of the reason.
  */
-function answerThenDiscard(res: ServerResponse, headers: Record<string, string> | undefined, body: string): void {
+function answerThenDiscard(res: ServerResponse, headers: Record<string, string> | undefined, body: FormattedError): void {
   const req = res.req;
   if (!req || req.complete) return writeError(res, 413, headers, body);
   writeError(res, 413, headers, body, false);
   discardUnread(req, LINGER_AFTER_ANSWER_BYTES, () => res.end());
 }
 
-function writeError(res: ServerResponse, status: number, headers: Record<string, string> | undefined, body: string, end = true): void {
+function writeError(res: ServerResponse, status: number, headers: Record<string, string> | undefined, { body, contentType }: FormattedError, end = true): void {
   if (res.destroyed || res.headersSent) return; // the client left while its body was read
   res.writeHead(status, {
     // Still unread (past the linger bounds): Node would keep the connection to read the rest,
     // which a slow or hostile client could trickle forever.
     ...(res.req && !res.req.complete ? { connection: 'close' } : undefined),
     ...headers,
-    'content-type': 'application/json; charset=utf-8',
+    'content-type': contentType,
     'content-length': Buffer.byteLength(body),
     'cache-control': 'no-store',
   });

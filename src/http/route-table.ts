@@ -1,3 +1,4 @@
+import type { ErrorFormat } from './respond.js';
 import type { RequestScope, RouteKind } from './scope.js';
 
 export interface OwnRoute {
@@ -8,6 +9,11 @@ export interface OwnRoute {
   public?: boolean;
   /** Not seen by webhooks or recordings (SPEC §7.1: /_admin, /_health, /_metrics). */
   unobserved?: boolean;
+  /**
+   * How this route's errors are written, whichever stage refused (respond.ts sendError): GraphQL's
+   * `{"errors": [...]}` on `/graphql/<uri>` (SPEC §15). Absent: Outrigger's (RESTHeart's) error body.
+   */
+  errorFormat?: ErrorFormat;
   handle(scope: RequestScope): Promise<void> | void;
 }
 

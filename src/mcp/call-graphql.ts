@@ -7,8 +7,8 @@
  * projectResponse, the cost limit, the deadline, webhooks and traces (the call's `traceparent`
  * makes it a child of the `/mcp` request's span). The answer becomes a tool result: `data` as
  * `structuredContent` with its JSON text as content (a result past BOTH_FORMS_MAX_BYTES as the
- * text alone); GraphQL errors, or a refusal in the error format (401, 403, 429, 503...), as
- * `isError: true` with their messages. Each result is charged to its request's answer budget
+ * text alone); GraphQL errors, or a refusal (401, 403, 429, 503..., GraphQL-shaped since SPEC §15
+ * or in the error format under `httpProfile: restheart`), as `isError: true` with their messages. Each result is charged to its request's answer budget
  * (answer-budget.ts).
  */
 import type { CallToolResult } from '@modelcontextprotocol/server';
@@ -145,7 +145,10 @@ async function readUpTo(body: Dispatcher.ResponseData['body'], cap: number): Pro
  * data is that text's slice, so it is serialized once, not parsed and written again.
  */
 function resultOf(status: number, retryAfter: string | undefined, body: unknown, text: string): { result: CallToolResult; structuredBytes: number } {
-  const answer = (body ?? {}) as { data?: unknown; errors?: Array<{ message?: unknown; path?: unknown; extensions?: { code?: unknown } }>; message?: unknown };
+  const answer = (body ?? {}) as GraphqlAnswer;
+  // A refusal before GraphQL ran (401, 403, 404, 413, 429, 503): its status and when to retry.
+  const refused = status >= 300 ? refusalMessage(status, answer) : undefined;
+  if (refused !== undefined) return { result: failure(`${status}: ${refused}${retryAfter ? ` (retry after ${retryAfter} s)` : ''}`), structuredBytes: 0 };
   if (Array.isArray(answer.errors) && answer.errors.length > 0) {
     const lines = answer.errors.slice(0, 20).map((e) => {
       const code = typeof e.extensions?.code === 'string' ? `${e.extensions.code}: ` : '';
@@ -165,9 +168,29 @@ function resultOf(status: number, retryAfter: string | undefined, body: unknown,
     if (bytes > BOTH_FORMS_MAX_BYTES) return { result: { content: [{ type: 'text', text: data }] }, structuredBytes: 0 };
     return { result: { content: [{ type: 'text', text: data }], structuredContent: answer.data as Record<string, unknown> }, structuredBytes: bytes };
   }
-  // The error format (SPEC §0): a refusal before GraphQL ran (401, 403, 404, 413, 429, 503).
-  const message = typeof answer.message === 'string' ? answer.message : `the GraphQL request answered ${status}`;
-  return { result: failure(`${status}: ${message}${retryAfter ? ` (retry after ${retryAfter} s)` : ''}`), structuredBytes: 0 };
+  return { result: failure(`${status}: the GraphQL request answered ${status}${retryAfter ? ` (retry after ${retryAfter} s)` : ''}`), structuredBytes: 0 };
+}
+
+type GraphqlAnswer = { data?: unknown; errors?: Array<{ message?: unknown; path?: unknown; extensions?: { code?: unknown } }>; message?: unknown };
+
+/** The code a refusal of each status carries on `/graphql/<uri>` (graphql/serve/refusal.ts); the handler's own errors carry others. */
+const REFUSAL_CODES: Readonly<Record<number, string>> = {
+  401: 'UNAUTHENTICATED',
+  403: 'FORBIDDEN',
+  404: 'APP_NOT_FOUND',
+  413: 'PAYLOAD_TOO_LARGE',
+  429: 'TOO_MANY_REQUESTS',
+  503: 'SERVICE_UNAVAILABLE',
+};
+
+/**
+ * The message of a refusal: GraphQL-shaped (SPEC §15: one error, no data, its status's code) or,
+ * under `graphql.httpProfile: restheart`, the error format (SPEC §0: `message`).
+ */
+function refusalMessage(status: number, answer: GraphqlAnswer): string | undefined {
+  if (typeof answer.message === 'string') return answer.message;
+  const only = answer.data === undefined && Array.isArray(answer.errors) && answer.errors.length === 1 ? answer.errors[0] : undefined;
+  return only !== undefined && only.extensions?.code === REFUSAL_CODES[status] ? String(only.message) : undefined;
 }
 
 export function failure(text: string): CallToolResult {

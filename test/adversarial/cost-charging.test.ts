@@ -77,7 +77,9 @@ describe('costs that are not charged (issue 53 item 4)', () => {
     backend.clearRequests();
     const second = await mutate('second');
     expect(second.status, second.text).toBe(429);
-    expect(second.json.message).toMatch(/^rate limit 'cost': 150 units per 86400 s \(this request costs 91 units\); retry in \d+ s$/);
+    // SPEC §15: GraphQL-shaped on /graphql/<uri> (it was RESTHeart's body).
+    expect(second.json.errors[0].extensions.code).toBe('TOO_MANY_REQUESTS');
+    expect(second.json.errors[0].message).toMatch(/^rate limit 'cost': 150 units per 86400 s \(this request costs 91 units\); retry in \d+ s$/);
     expect(Number(second.headers['retry-after'])).toBeGreaterThan(0);
     expect(backend.requests).toEqual([]);
     expect((await call(proxy.url, '/shop/users/u1', { auth: ROOT })).json.name).toBe('first');

@@ -54,12 +54,13 @@ describe('a GraphQL app answers on its own path only (issue 53 item 5)', () => {
     for (const path of ['/graphql/subs/x', '/graphql/subs/x/y', '/graphql/subs/v3']) {
       const post = await call(base, path, { method: 'POST', auth: CAROL, body: { query: QUERY } });
       expect(post.status, `POST ${path}: ${post.text}`).toBe(404);
-      expect(post.json.message).toContain(`no GraphQL app is served at ${path}`);
+      // SPEC §15: GraphQL-shaped on /graphql/<uri> (it was RESTHeart's body).
+      expect(post.json.errors[0]).toEqual({ message: expect.stringContaining(`no GraphQL app is served at ${path}`), extensions: { code: 'APP_NOT_FOUND' } });
       const get = await call(base, `${path}?query=${encodeURIComponent(QUERY)}`, { auth: CAROL });
       expect(get.status, `GET ${path}`).toBe(404);
       const graphiql = await call(base, path, { auth: CAROL, headers: { accept: 'text/html' } });
       expect(graphiql.status, `GraphiQL ${path}`).toBe(404);
-      expect(graphiql.json.message).toContain(`no GraphQL app is served at ${path}`);
+      expect(graphiql.json.errors[0].message).toContain(`no GraphQL app is served at ${path}`);
     }
     // The app on its own path, with or without one trailing slash, and the longer uri's own app.
     for (const path of ['/graphql/subs/v2', '/graphql/subs/v2/']) {

@@ -138,7 +138,8 @@ describe("own routes' answers and bodies are bounded as the proxied path's (issu
     const refused = settled.filter((a) => a.text.startsWith('HTTP/1.1 429'));
     expect(refused.length).toBeGreaterThanOrEqual(8 - Math.floor(BUFFER_PER_CLIENT / 600_000) - 1);
     const body = refused[0]!.text.slice(refused[0]!.text.indexOf('\r\n\r\n') + 4);
-    expect(JSON.parse(body)).toMatchObject({ 'http status code': 429, message: expect.stringMatching(/upstream\.bufferBytesPerClient/) });
+    // SPEC §15: a refusal on /graphql/<uri> is GraphQL-shaped (it was RESTHeart's before).
+    expect(JSON.parse(body)).toEqual({ errors: [{ message: expect.stringMatching(/upstream\.bufferBytesPerClient/), extensions: { code: 'TOO_MANY_REQUESTS', reason: 'TOO_MANY_REQUEST_BODIES' } }] });
     expect(refused[0]!.text).toMatch(/retry-after: 1/i);
   }, 30_000);
 
@@ -155,6 +156,7 @@ describe("own routes' answers and bodies are bounded as the proxied path's (issu
     const refused = settled.filter((a) => a.text.startsWith('HTTP/1.1 503'));
     expect(refused.length).toBeGreaterThanOrEqual(2);
     const body = refused[0]!.text.slice(refused[0]!.text.indexOf('\r\n\r\n') + 4);
-    expect(JSON.parse(body)).toMatchObject({ 'http status code': 503, message: expect.stringMatching(/upstream\.bufferTotalBytes/) });
+    // SPEC §15: GraphQL-shaped on /graphql/<uri>.
+    expect(JSON.parse(body)).toEqual({ errors: [{ message: expect.stringMatching(/upstream\.bufferTotalBytes/), extensions: { code: 'SERVICE_UNAVAILABLE', reason: 'REQUEST_BODIES_FULL' } }] });
   }, 30_000);
 });

@@ -95,7 +95,9 @@ describe('rate limits under abuse', () => {
       body: { query: '{ a: items(limit: 100) { n } b: items(limit: 100) { n } }' },
     });
     expect(res.status).toBe(429);
-    expect(res.json.message).toMatch(/rate limit 'cost': 150 units per 86400 s \(this request costs 200 units\)/);
+    // SPEC §15: GraphQL-shaped on /graphql/<uri> (it was RESTHeart's body).
+    expect(res.json.errors[0].extensions.code).toBe('TOO_MANY_REQUESTS');
+    expect(res.json.errors[0].message).toMatch(/rate limit 'cost': 150 units per 86400 s \(this request costs 200 units\)/);
     expect(stack.backend.requests.length).toBe(before);
   });
 

@@ -311,8 +311,9 @@ describe('GraphQL apps served through Outrigger', () => {
     it('404 for an unknown app, before the ACL: anonymous callers get 404, wrong credentials still 401', async () => {
       const anonymous = await call(stack.proxy.url, '/graphql/nope', { method: 'POST', body: { query: '{ x }' } });
       expect(anonymous.status).toBe(404);
-      expect(anonymous.json['http status code']).toBe(404);
-      expect(anonymous.json.message).toMatch(/no GraphQL app is served at \/graphql\/nope/);
+      // SPEC §15: GraphQL-shaped on /graphql/<uri> (it was RESTHeart's `http status code` body).
+      expect(anonymous.json.errors[0].extensions.code).toBe('APP_NOT_FOUND');
+      expect(anonymous.json.errors[0].message).toMatch(/no GraphQL app is served at \/graphql\/nope/);
       expect((await call(stack.proxy.url, '/graphql', { method: 'POST', body: { query: '{ x }' } })).status).toBe(404);
       expect((await call(stack.proxy.url, '/graphql/', { method: 'POST', body: { query: '{ x }' } })).status).toBe(404);
       const wrong = await call(stack.proxy.url, '/graphql/nope', { method: 'POST', auth: basic('alice', 'wrong'), body: { query: '{ x }' } });
@@ -325,7 +326,7 @@ describe('GraphQL apps served through Outrigger', () => {
       expect(anonymous.headers['www-authenticate']).toBe('Basic realm="gql-serving"');
       const eve = await gql(stack.proxy.url, 'shop', '{ orders { number } }', { auth: EVE });
       expect(eve.status).toBe(403);
-      expect(eve.json.message).toMatch(/no permission allows/);
+      expect(eve.json.errors[0].message).toMatch(/no permission allows/); // SPEC §15: GraphQL-shaped
       expect(collectionReads(stack.backend)).toHaveLength(0);
     });
 
@@ -381,7 +382,7 @@ describe('GraphQL apps served through Outrigger', () => {
       expect(disable.json.descriptor).toMatchObject({ enabled: false, uri: 'shop', name: 'Shop' });
       const disabled = await query(q);
       expect(disabled.status).toBe(404);
-      expect(disabled.json.message).toMatch(/no GraphQL app is served at \/graphql\/shop/);
+      expect(disabled.json.errors[0].message).toMatch(/no GraphQL app is served at \/graphql\/shop/); // SPEC §15: GraphQL-shaped
       // Not a hint for callers without rights either: same answer as an unknown app.
       expect((await call(stack.proxy.url, '/graphql/shop', { method: 'POST', body: { query: q } })).status).toBe(404);
 

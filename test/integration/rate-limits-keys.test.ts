@@ -130,8 +130,9 @@ describe('rate limits per key: overrides, usage, GraphQL cost', () => {
     stack.backend.clearRequests();
     const refused = await query(60);
     expect(refused.status).toBe(429);
-    expect(refused.json['http status code']).toBe(429);
-    expect(refused.json.message).toMatch(/^rate limit 'cost': 150 units per 86400 s \(this request costs 60 units\); retry in \d+ s$/);
+    // SPEC §15: GraphQL-shaped on /graphql/<uri> (it was RESTHeart's `http status code` body).
+    expect(refused.json.errors[0].extensions.code).toBe('TOO_MANY_REQUESTS');
+    expect(refused.json.errors[0].message).toMatch(/^rate limit 'cost': 150 units per 86400 s \(this request costs 60 units\); retry in \d+ s$/);
     expect(refused.headers['retry-after']).toBeDefined();
     expect(stack.backend.requests).toHaveLength(0);
     // What is left is still there for a cheaper query: the refused one took nothing.

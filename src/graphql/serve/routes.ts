@@ -4,7 +4,8 @@
  *   rest of the path (404 for an unknown or disabled one and for a longer path, before the ACL, as
  *   RESTHeart answers); the ACL on the request path
  *   (admin roles or an allowing permission; 401/403); the body, read up to 1 MiB (413 beyond);
- *   then the engine's GraphQL-over-HTTP handler, whose answer is written as is.
+ *   then the engine's GraphQL-over-HTTP handler, whose answer is written as is. Every refusal on
+ *   the way (and 401/429/503 of the stages before) is GraphQL-shaped (refusal.ts, SPEC §15).
  * - `<graphql.appsPath>` stores the app documents (SPEC §6.1): the shared document CRUD, behind
  *   the same "admin roles or an allowing permission" rule, with the 409 on a uri another app serves.
  */
@@ -20,6 +21,7 @@ import { syncDeclaredAggregations } from '../reads/aggregations/sync.js';
 import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredApp } from '../document/setup-kind.js';
 import { backendHeadersFor } from '../backend/caller-identity.js';
 import { handleGraphqlHttp } from './http-handler.js';
+import { graphqlRefusal } from './refusal.js';
 import { isSubscriptionRequest, streamChoice } from './transport.js';
 import type { GraphqlAppRegistry } from '../compile/registry.js';
 import type { CompiledApp } from '../compile/compile-app.js';
@@ -40,6 +42,8 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
   return {
     kind: 'graphql',
     prefix,
+    // SPEC §15: refusals on this route in GraphQL's shape; `restheart` keeps RESTHeart's.
+    ...(config.graphql.httpProfile === 'restheart' ? {} : { errorFormat: graphqlRefusal }),
     async handle(scope: RequestScope): Promise<void> {
       const rest = scope.path.slice(prefix.length);
       // 1. The app; unknown and disabled answer alike, so a caller learns nothing about disabled apps.
