@@ -358,6 +358,8 @@ function wireRequestChain({ context, modules, basic, policy, readiness, limiter,
     logger,
     tracing,
     sendTimeoutMs: config.listen.sendTimeoutMs,
+    cors: config.cors,
+    corsSameOrigin: [config.mcp.path],
   });
   // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; other WebSocket
   // paths get a 404, other upgrades (h2c) are served as plain requests (http/upgrade.ts).

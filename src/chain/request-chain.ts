@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
+import type { CorsConfig } from '../config/cors-config.js';
 import type { Authenticate, AuthorizeProxy, PlanProxy } from '../access/chain-hooks.js';
 import { releaseBody } from '../http/body.js';
 import type { ClientIpResolver } from '../http/client-ip.js';
@@ -16,6 +17,7 @@ import { ChainRequest } from './request.js';
 import { Chain } from './run.js';
 import type { Stage } from './stage.js';
 import { authenticateStage } from './stages/authenticate.js';
+import { corsStage } from './stages/cors.js';
 import { authorizeStage } from './stages/authorize.js';
 import { headStage } from './stages/head.js';
 import { limitStage } from './stages/limit.js';
@@ -32,6 +34,10 @@ export interface ChainParts extends ObserveParts, RouteOrForwardParts {
   planProxy: PlanProxy;
   /** Rate limits and quotas (SPEC §10; src/limits/): throws 429/503. */
   limit?: (scope: RequestScope) => Promise<void> | void;
+  /** `cors:` (SPEC §15): who may call from another origin. */
+  cors: CorsConfig;
+  /** Proxied path prefixes that keep the same-origin policy (the MCP endpoint). */
+  corsSameOrigin?: readonly string[];
   /** Traces (SPEC §9); propagation only when absent. */
   tracing?: Tracing;
 }
@@ -40,6 +46,7 @@ export interface ChainParts extends ObserveParts, RouteOrForwardParts {
 export function requestStages(parts: ChainParts): Stage[] {
   const stages: Array<Stage | null> = [
     traceStage(parts.tracing),
+    corsStage(parts.cors, parts.corsSameOrigin),
     observeStage(parts),
     headStage(),
     authenticateStage(parts.authenticate),

@@ -18,6 +18,10 @@ export class ChainRequest extends RequestScope {
   peerTrusted = false;
   /** The observe stage: what watches this request (webhooks, recordings), or null. */
   observed: ObservedRequest | null = null;
+  /** The cors stage: an `Origin` on a CORS path; the forward stage drops the backend's Access-Control-* (stages/cors.ts). */
+  crossOrigin = false;
+  /** The cors stage: a browser's preflight, answered by the cors stage and not observed. */
+  preflight = false;
   /** The plan stage: what the features change about a proxied request. */
   plan: ProxyPlan | undefined = undefined;
   /** The forward stage: cancels the upstream exchange wherever it is (the client went away). */

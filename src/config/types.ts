@@ -1,5 +1,6 @@
 /** The validated, defaulted configuration. Field names are the YAML names (SPEC §1). */
 import type { GraphqlLimitsConfig } from './graphql-limits.js';
+import type { CorsConfig } from './cors-config.js';
 import type { ShutdownConfig } from './shutdown-config.js';
 import type { LimitsConfig } from './limits-config.js';
 import type { SubscriptionsConfig } from './subscriptions-config.js';
@@ -145,6 +146,8 @@ export interface OutriggerConfig {
   limits: LimitsConfig;
   /** GraphQL subscriptions: the change feed's retention and the bounds (SPEC §6.5; src/graphql/subscribe/). */
   subscriptions: SubscriptionsConfig;
+  /** CORS for the proxied API and the GraphQL apps (SPEC §15; config/cors-config.ts). */
+  cors: CorsConfig;
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'; secretHeaders: string[] };
   mcp: {
     /** Who answers `mcp.path` (SPEC §11): the backend's MCP server (proxied) or Outrigger's own, whose tools are the GraphQL apps' operations. */

@@ -3,6 +3,7 @@ import { parseCidr } from '../net/cidr.js';
 import { SectionReader } from './reader.js';
 import { readRedis } from './redis-config.js';
 import { readShutdown } from './shutdown-config.js';
+import { readCors } from './cors-config.js';
 import { readTelemetry, resolveTelemetry } from './telemetry.js';
 import { readLimits } from './limits-config.js';
 import { GRAPHQL_LIMIT_DEFAULTS, HTTP_PROFILES, httpProfile } from './graphql-limits.js';
@@ -64,6 +65,7 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
     limits: readLimits(root.section('limits')),
     subscriptions: readSubscriptions(root.section('subscriptions')),
     log: readLog(root.section('log')),
+    cors: readCors(root.section('cors')),
     mcp: readMcp(root.section('mcp')),
   };
   config.graphql.backend.url ||= config.upstream.url;

@@ -39,7 +39,8 @@ export function observeStage({ observer, metrics, logger }: ObserveParts): Stage
     name: 'observe',
     open(request) {
       const route = request.route;
-      const observed = route?.unobserved || !observer ? null : observer.begin(request);
+      // A preflight (stages/cors.ts, opened before this stage) is not evaluated against webhooks (SPEC §15).
+      const observed = route?.unobserved || request.preflight || !observer ? null : observer.begin(request);
       request.observed = observed;
       if (observed && route) observeOwnRoute(request, observed);
     },

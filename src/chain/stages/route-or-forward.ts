@@ -11,6 +11,7 @@ import type { Forwarder } from '../../proxy/forwarder.js';
 import { tappedBody } from '../observer.js';
 import type { ChainRequest } from '../request.js';
 import type { Stage, Step } from '../stage.js';
+import { corsResponseFilter } from './cors.js';
 
 export interface RouteOrForwardParts {
   forwarder: Forwarder;
@@ -65,7 +66,8 @@ export function routeOrForwardStage({ forwarder, sendTimeoutMs }: RouteOrForward
         removeRequestHeaders: plan.removeRequestHeaders,
         setRequestHeaders: traceparent ? { ...plan.setRequestHeaders, traceparent } : plan.setRequestHeaders,
         body: plan.body ?? (observed && hasBody(req) ? tappedBody(req, observed) : undefined),
-        filterResponseHeader: plan.filterResponseHeader,
+        // A cross-origin answer carries Outrigger's Access-Control-* (set at the cors stage's open), not the backend's.
+        filterResponseHeader: request.crossOrigin ? corsResponseFilter(plan.filterResponseHeader) : plan.filterResponseHeader,
         rewrite: plan.rewrite,
         observer: observed ?? undefined,
         // A covered response carries our RateLimit headers over the backend's (SPEC §10).
