@@ -71,6 +71,9 @@ describe('CORS in Chromium', () => {
             fetch(`${base}/graphql/shop`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ order(number: 7) { number total } }' }) }),
           ),
           refused: await attempt(() => fetch(`${base}/shop/orders`, { headers: { authorization: 'Bearer not-a-key' } })),
+          graphqlRefused: await attempt(() =>
+            fetch(`${base}/graphql/shop`, { method: 'POST', headers: { authorization: 'Bearer not-a-key', 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ __typename }' }) }),
+          ),
         };
       },
       { base, key },
@@ -85,6 +88,7 @@ describe('CORS in Chromium', () => {
     expect(seen.graphql).toMatchObject({ status: 200, body: { data: { order: { number: 7, total: 70 } } }, rateLimit: expect.any(String) });
     // A refusal is readable too: the page learns why.
     expect(seen.refused).toMatchObject({ status: 401 });
+    expect(seen.graphqlRefused).toMatchObject({ status: 401, body: { errors: [expect.objectContaining({ message: expect.any(String) })] } });
     // Preflights were answered by Outrigger: the backend saw the reads only.
     expect(stack.backend.requests.map((r) => r.method)).not.toContain('OPTIONS');
   });
