@@ -1,7 +1,7 @@
 /**
  * GraphQL-shaped refusals (SPEC §15): every error Outrigger answers on `/graphql/<uri>` outside
  * the GraphQL handler (authentication 401, the ACL's 403, rate limits' 429, body bounds' 413 and
- * 429, Redis or buffer 503s, the unknown app's 404, a path refused by the head stage) is a
+ * 429, Redis or buffer 503s, the unknown app's 404, a request the head stage refuses) is a
  * GraphQL response `{"errors": [{"message", "extensions": {"code"}}]}`, so a GraphQL client
  * surfaces the reason as it does its own errors. respond.ts still decides the status, the message
  * and the headers (WWW-Authenticate, Retry-After; failure.ts adds RateLimit and X-Request-Id):
