@@ -1,30 +1,18 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { validateConfig } from '../../../src/config/validate.js';
 import { OutriggerError, forbidden, notFound, payloadTooLarge, serviceUnavailable, tooManyRequests, unauthorized } from '../../../src/errors.js';
 import { sendError, type ErrorFormat } from '../../../src/http/respond.js';
 import { graphqlRefusal, refusalBody, refusalMediaType } from '../../../src/graphql/serve/refusal.js';
+import { fakeResponse } from '../../support/fake-response.js';
 
 const GQL = 'application/graphql-response+json';
 const JSON_TYPE = 'application/json';
 
 /** A response as sendError writes it, for a request with this Accept (complete: nothing left unread). */
 function answer(error: unknown, accept?: string, format: ErrorFormat | null = graphqlRefusal) {
-  const sent: { status?: number; headers?: Record<string, unknown>; body?: string } = {};
   const req = { headers: accept === undefined ? {} : { accept }, complete: true } as unknown as IncomingMessage;
-  const res = {
-    headersSent: false,
-    destroyed: false,
-    req,
-    writeHead(status: number, headers: Record<string, unknown>) {
-      sent.status = status;
-      sent.headers = headers;
-      return res;
-    },
-    end(body: string) {
-      sent.body = body;
-    },
-  } as unknown as ServerResponse;
+  const { res, sent } = fakeResponse(req);
   sendError(res, error, undefined, { format: format ?? undefined });
   return { status: sent.status!, headers: sent.headers!, json: JSON.parse(sent.body!) };
 }

@@ -1,23 +1,7 @@
-import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { sendError } from '../../../src/http/respond.js';
 import { isRedisUnavailable, redisRefusal } from '../../../src/store/redis-errors.js';
-
-function fakeResponse() {
-  const sent: { status?: number; headers?: Record<string, unknown>; body?: string } = {};
-  const res = {
-    headersSent: false,
-    writeHead(status: number, headers: Record<string, unknown>) {
-      sent.status = status;
-      sent.headers = headers;
-      return res;
-    },
-    end(body: string) {
-      sent.body = body;
-    },
-  } as unknown as ServerResponse;
-  return { res, sent };
-}
+import { fakeResponse } from '../../support/fake-response.js';
 
 describe('every Redis refusal (failing over, full, read-only, loading, slow) is a 503 saying what Redis refused, not a 500', () => {
   it.each([
