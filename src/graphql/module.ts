@@ -68,6 +68,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
   const websockets = websocketsOf(context, { subscriptions, registry, callerOf, authenticate: () => authenticate });
   context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('sse'), { transport: 'sse' });
   context.metrics.subscriptionsOpen.track(() => subscriptions.hub.count('ws'), { transport: 'ws' });
+  context.metrics.webSocketsOpen.track(() => websockets.openSockets());
   // SIGTERM (src/shutdown.ts): when accepting stops, subscribers get their reconnect hint.
   context.draining.onStopAccepting((hint) => {
     subscriptions.closeAll(hint.retryAfterMs);

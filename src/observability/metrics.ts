@@ -190,6 +190,7 @@ export function createMetrics() {
     webhookDeliveries: registry.counter('outrigger_webhook_deliveries_total', 'Webhook delivery attempts, by type and outcome.'),
     webhooksAutoDisabled: registry.counter('outrigger_webhooks_auto_disabled_total', 'Webhooks disabled after webhooks.disableAfterFailures consecutive failed events.'),
     subscriptionsOpen: registry.gauge('outrigger_graphql_subscriptions_open', 'Open GraphQL subscriptions on this replica, by transport (sse, ws).'),
+    webSocketsOpen: registry.gauge('outrigger_graphql_websockets_open', 'Open GraphQL WebSockets on this replica, with or without a subscription (bounded by subscriptions.webSockets).'),
     subscriptionEvents: registry.counter('outrigger_graphql_subscription_events_total', 'Subscription events, by outcome (delivered; dropped: a subscriber closed because it did not read).'),
     graphqlBackendReads: registry.counter('outrigger_graphql_backend_reads_total', 'Backend collection reads made by GraphQL apps.'),
     upstreamSlots: registry.gauge('outrigger_upstream_slots', 'Upstream request slots, by state (in-use, waiting for a free one).'),

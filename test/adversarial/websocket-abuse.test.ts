@@ -75,6 +75,14 @@ async function rawWs(base: string, opts: { from?: string; headers?: Record<strin
 
 type Raw = Awaited<ReturnType<typeof rawWs>>;
 
+/** `outrigger_graphql_websockets_open` as /_metrics shows it. */
+async function openWebSockets(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/_metrics`)).text();
+  const line = /^outrigger_graphql_websockets_open (\d+)$/m.exec(text);
+  if (!line) throw new Error('outrigger_graphql_websockets_open is not in /_metrics');
+  return Number(line[1]);
+}
+
 /** HTTP/1.1 requests written at once on a raw TCP connection (what curl --http2 sends for http:// URLs), until `answers` status lines came back. */
 function rawHttp(base: string, request: string, answers = 1): Promise<{ text: string; statuses: number[] }> {
   const { hostname, port } = new URL(base);
@@ -261,9 +269,12 @@ describe('WebSocket abuse (issue 53, items 9 and 8)', () => {
     expect(full.refused?.status).toBe(503);
     expect(full.refused?.body).toContain('subscriptions.webSockets.maxPerProcess');
     expect((await fetch(`${proxy.url}/_health/live`)).status).toBe(200);
+    // The operator sees how full the process is: the gauge counts sockets, with a subscription or not.
+    expect(await openWebSockets(proxy.url)).toBe(10);
     // The bound stays below half the open-file limit, so descriptors remain for probes, Redis and the backend.
     expect(new SocketBounds({ maxPerAddress: 10, maxPerPrincipal: 10, maxPerProcess: 5000, idleSeconds: 60 }, 1024).maxPerProcess).toBe(512);
     await closeAll(proxy.url);
+    await until(async () => (await openWebSockets(proxy.url)) === 0, 'the gauge back to 0 once the sockets closed');
   });
 
   it('9b: an acknowledged socket with no subscription closes after idleSeconds; one with a subscription stays', async () => {

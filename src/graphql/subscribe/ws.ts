@@ -158,7 +158,7 @@ export function createWsTransport(parts: WsParts) {
     })().catch(() => socket.destroy());
     return true;
   };
-  return { handleUpgrade, closeAll, bounds };
+  return { handleUpgrade, closeAll, bounds, openSockets: () => sockets.size };
 }
 
 type Report = (reason: string, fields: Record<string, unknown>, message: string) => void;
