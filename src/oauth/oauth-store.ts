@@ -119,20 +119,17 @@ export class OAuthStore {
   }
 
   /** Counts an authorization request started from `address` in its 10-minute window (the life of a request). */
-  async countAuthorizeRequest(address: string): Promise<{ count: number; retryAfter: number }> {
-    const key = this.keys.oauthAuthorizeIp(address);
-    const results = await this.redis
-      .multi()
-      .incr(key)
-      .expire(key, REQUEST_TTL_MS / 1000, 'NX')
-      .ttl(key)
-      .exec();
-    return { count: Number(results?.[0]?.[1] ?? 0), retryAfter: Math.max(1, Number(results?.[2]?.[1] ?? 1)) };
+  countAuthorizeRequest(address: string): Promise<{ count: number; retryAfter: number }> {
+    return this.countInRequestWindow(this.keys.oauthAuthorizeIp(address));
   }
 
   /** Counts an authorization request from any address in the current 10-minute window (`mcp.authorizeRequestsTotal`). */
-  async countAuthorizeRequestTotal(): Promise<{ count: number; retryAfter: number }> {
-    const key = this.keys.oauthAuthorizeTotal;
+  countAuthorizeRequestTotal(): Promise<{ count: number; retryAfter: number }> {
+    return this.countInRequestWindow(this.keys.oauthAuthorizeTotal);
+  }
+
+  /** One more in `key`'s 10-minute window (started by its first count), and the seconds the window has left. */
+  private async countInRequestWindow(key: string): Promise<{ count: number; retryAfter: number }> {
     const results = await this.redis
       .multi()
       .incr(key)
