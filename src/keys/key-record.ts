@@ -5,6 +5,7 @@
  */
 import type { EpochDate } from '../util/epoch-date.js';
 import { presentKeyLimits, type KeyLimits } from './key-limits.js';
+import type { PriorityClass } from '../principal/priority.js';
 
 export interface KeyRecord {
   _id: string;
@@ -25,6 +26,8 @@ export interface KeyRecord {
   keyHash: string;
   /** An admin's overrides of named `by: key` policies (SPEC §10). */
   limits?: KeyLimits;
+  /** An admin's class for this key when the backend is at its limit (SPEC §13). */
+  priority?: PriorityClass;
 }
 
 const date = (ms: number): EpochDate => ({ $date: ms });
@@ -43,6 +46,7 @@ export function ownerView(record: KeyRecord, lastUsedAt: number | undefined) {
   if (record.client !== undefined) view.client = record.client;
   if (record.kind !== undefined) view.kind = record.kind;
   view.limits = presentKeyLimits(record.limits);
+  if (record.priority !== undefined) view.priority = record.priority;
   return view;
 }
 
