@@ -1,12 +1,12 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../store/keys.js';
 import { parseKeyRecord, type KeyRecord } from './key-record.js';
-import { issueKeyWithinLimit } from '../store/scripts/issue-key-within-limit.js';
-import { issueSignInToken } from '../store/scripts/issue-sign-in-token.js';
-import { findKeyByHash } from '../store/scripts/find-key-by-hash.js';
-import { revokeKey } from '../store/scripts/revoke-key.js';
-import { touchKeyLastUsed } from '../store/scripts/touch-key-last-used.js';
-import { replaceKeyRecord } from '../store/scripts/replace-key-record.js';
+import { issueKeyWithinLimit } from '../store/scripts/keys/issue-key-within-limit.js';
+import { issueSignInToken } from '../store/scripts/keys/issue-sign-in-token.js';
+import { findKeyByHash } from '../store/scripts/keys/find-key-by-hash.js';
+import { revokeKey } from '../store/scripts/keys/revoke-key.js';
+import { touchKeyLastUsed } from '../store/scripts/keys/touch-key-last-used.js';
+import { replaceKeyRecord } from '../store/scripts/keys/replace-key-record.js';
 
 /** Expired records stay listed this long (the owner sees that a key expired), then the next issuance of their owner removes them. */
 export const EXPIRED_KEPT_MS = 30 * 86_400_000;

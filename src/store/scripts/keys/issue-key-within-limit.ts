@@ -1,4 +1,4 @@
-import { RedisScript } from '../redis-script.js';
+import { RedisScript } from '../../redis-script.js';
 
 /**
  * Counts the owner's unexpired keys and stores the new one only when that count is below the
