@@ -37,6 +37,7 @@ import { Tracing } from './observability/tracing/tracing.js';
 import { resolveTelemetry } from './config/telemetry.js';
 import { Forwarder } from './proxy/forwarder.js';
 import { ChangeBus } from './store/change-bus.js';
+import { startResponseCache } from './cache/start.js';
 import { createRedisConnections, describeTarget, waitForRedis, type RedisTarget } from './store/connections.js';
 import { RedisReadiness } from './store/redis-readiness.js';
 import { DocumentStore } from './store/document-store.js';
@@ -102,6 +103,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
 
   const bus = new ChangeBus(redis, connections.subscriber, keys.changes);
   await bus.start().catch(() => {});
+  const responseCache = serve ? await startResponseCache(config, { redis, subscriber: connections.subscriber, keys, metrics }) : null;
   const features = new FeatureStates(redis, keys, bus, { 'api-keys': config.features.apiKeys, webhooks: config.features.webhooks });
   await features.start();
 
@@ -131,6 +133,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     authorizeOwnRoute: policy.authorizeOwnRoute,
     planIdentity,
     ...(limiter ? { limits: limiter } : {}),
+    ...(responseCache ? { responseCache } : {}),
     ...(signInBasic ? { signIn: (id: string, password: string, ip: string) => signInBasic.authenticate(basicHeader(id, password), ip) } : {}),
   };
 
@@ -358,6 +361,7 @@ function wireRequestChain({ context, modules, basic, policy, readiness, limiter,
     logger,
     tracing,
     sendTimeoutMs: config.listen.sendTimeoutMs,
+    ...(context.responseCache ? { cache: context.responseCache } : {}),
     cors: config.cors,
     corsSameOrigin: [config.mcp.path],
   });
@@ -377,6 +381,7 @@ function ownRoutes(context: AppContext, modules: FeatureModule[], policy: ChainI
     conditions: createConditionCheckRoute(),
   };
   for (const module of modules) Object.assign(adminAreas, module.adminAreas);
+  if (context.responseCache) adminAreas.cache = context.responseCache.adminArea;
   return [
     healthRoute(config.routes.health, (): { ready: boolean; checks: Record<string, string> } => {
       const { ready, detail } = readiness.report();
