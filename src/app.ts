@@ -13,7 +13,7 @@ import type { UserVerifier } from './access/users/user-verifier.js';
 import { createAdminRoute, type SubRouteHandler } from './admin/admin-route.js';
 import { createConditionCheckRoute } from './admin/condition-check.js';
 import { createConsoleAreas } from './admin/console-route.js';
-import type { AppContext } from './app-context.js';
+import { createBackendGuards, type AppContext } from './app-context.js';
 import { parseCondition, type Exchange } from './condition/index.js';
 import type { OutriggerConfig } from './config/types.js';
 import { FeatureStates } from './features/feature-states.js';
@@ -37,6 +37,7 @@ import { Tracing } from './observability/tracing/tracing.js';
 import { resolveTelemetry } from './config/telemetry.js';
 import { Forwarder } from './proxy/forwarder.js';
 import { ChangeBus } from './store/change-bus.js';
+import { startResponseCache } from './cache/start.js';
 import { createRedisConnections, describeTarget, waitForRedis, type RedisTarget } from './store/connections.js';
 import { RedisReadiness } from './store/redis-readiness.js';
 import { DocumentStore } from './store/document-store.js';
@@ -48,7 +49,9 @@ import { oauthEndpoints } from './oauth/endpoints.js';
 import type { FeatureModule } from './feature-module.js';
 import { createFeatureModules } from './feature-list.js';
 import { offlineSetupKinds } from './offline-setup-kinds.js';
-import { beginDrain, runShutdown } from './shutdown.js';
+import { beginDrain, closeRestInReverse, runShutdown, type RestParts } from './shutdown.js';
+import type { Reloadable } from './reload.js';
+import { CorsSettings } from './chain/stages/cors.js';
 import { RateLimiter } from './limits/limiter.js';
 import { Draining } from './util/draining.js';
 
@@ -79,6 +82,8 @@ export interface RunningOutrigger {
   stop(): Promise<void>;
   /** SIGUSR2 (a native sidecar's preStop): the drain alone, readiness 503 and Connection: close, until stop(). */
   beginDrain(): void;
+  /** What a reload (src/reload.ts: SIGHUP, a file change) applies without a restart; one entry per config path. */
+  reloadables: Reloadable[];
 }
 
 /** The composition root: builds every part once, in dependency order, and starts them. */
@@ -102,6 +107,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
 
   const bus = new ChangeBus(redis, connections.subscriber, keys.changes);
   await bus.start().catch(() => {});
+  const responseCache = serve ? await startResponseCache(config, { redis, subscriber: connections.subscriber, keys, metrics }) : null;
   const features = new FeatureStates(redis, keys, bus, { 'api-keys': config.features.apiKeys, webhooks: config.features.webhooks });
   await features.start();
 
@@ -130,7 +136,9 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     exchangeFor: exchangeForScope,
     authorizeOwnRoute: policy.authorizeOwnRoute,
     planIdentity,
+    backendGuards: createBackendGuards(config.upstream, logger, metrics),
     ...(limiter ? { limits: limiter } : {}),
+    ...(responseCache ? { responseCache } : {}),
     ...(signInBasic ? { signIn: (id: string, password: string, ip: string) => signInBasic.authenticate(basicHeader(id, password), ip) } : {}),
   };
 
@@ -138,8 +146,9 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   const bootstrap = await startBootstrapIfAsked(context, modules, options);
   for (const module of modules) await module.start?.();
 
-  // The request chain (src/chain/): only a process that serves HTTP has one.
-  const chain = basic ? wireRequestChain({ context, modules, basic, policy, readiness, limiter, server }) : null;
+  // The request chain (src/chain/): only a process that serves HTTP has one. `cors` is swapped by a reload.
+  const cors = new CorsSettings(config.cors);
+  const chain = basic ? wireRequestChain({ context, modules, basic, policy, readiness, limiter, server, cors }) : null;
   if (chain) handle = chain.handle;
   const forwarder = chain?.forwarder ?? null;
   const ownRoutePrefixes = chain?.ownRoutePrefixes ?? [];
@@ -164,6 +173,10 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       return stopping;
     },
     beginDrain: () => beginDrain({ server, draining }),
+    reloadables: [
+      { path: 'limits.policies', apply: (next) => limiter?.applyPolicies(next.limits.policies) },
+      { path: 'cors', apply: (next) => cors.apply(next.cors) },
+    ],
   };
 }
 
@@ -177,39 +190,6 @@ async function startBootstrapIfAsked(context: AppContext, modules: FeatureModule
     modules.flatMap((m) => m.setupKinds ?? []),
     offlineSetupKinds(config),
   );
-}
-
-/** The parts the shutdown sequence (src/shutdown.ts) does not name; closeRestInReverse closes them. */
-interface RestParts {
-  bootstrap: Awaited<ReturnType<typeof startBootstrap>> | null;
-  modules: FeatureModule[];
-  permissions: AppContext['permissions'];
-  features: FeatureStates;
-  readiness: RedisReadiness;
-  unwatchRedis: () => void;
-  forwarder: Forwarder | null;
-  userVerifier: (UserVerifier & { close?(): Promise<void> }) | null;
-  limiter: RateLimiter | null;
-  connections: AppContext['connections'];
-  embedded: EmbeddedRedis | null;
-  tracing: Tracing;
-  logger: Logger;
-}
-
-/** Everything the shutdown sequence does not name, in the reverse order of its start. */
-async function closeRestInReverse(r: RestParts): Promise<void> {
-  r.bootstrap?.stop();
-  for (const module of [...r.modules].reverse()) await module.stop?.().catch((error: unknown) => r.logger.error({ err: String(error) }, 'error while stopping'));
-  r.permissions.stop();
-  r.features.stop();
-  r.readiness.stop();
-  r.unwatchRedis();
-  await r.forwarder?.close().catch(() => {});
-  await r.userVerifier?.close?.().catch(() => {});
-  await r.limiter?.stop().catch(() => {});
-  await r.connections.close();
-  await r.embedded?.stop();
-  await r.tracing.shutdown();
 }
 
 /** Redis (embedded when asked), its connections and key names, and the readiness probe's view of it. */
@@ -327,10 +307,11 @@ interface ChainInputs {
   readiness: RedisReadiness;
   limiter: RateLimiter | null;
   server: ListeningServer | null;
+  cors: CorsSettings;
 }
 
 /** The request chain's parts (src/chain/): who is calling, the own routes, the forwarder, the observers; the handler. */
-function wireRequestChain({ context, modules, basic, policy, readiness, limiter, server }: ChainInputs): { handle: RequestHandler; forwarder: Forwarder; ownRoutePrefixes: string[] } {
+function wireRequestChain({ context, modules, basic, policy, readiness, limiter, server, cors }: ChainInputs): { handle: RequestHandler; forwarder: Forwarder; ownRoutePrefixes: string[] } {
   const { config, metrics, logger, tracing } = context;
   const keyAuthenticators = modules.map((m) => m.apiKeyAuthenticator).filter(Boolean) as Array<() => ApiKeyAuthenticator | null>;
   const access = {
@@ -340,7 +321,7 @@ function wireRequestChain({ context, modules, basic, policy, readiness, limiter,
   const { authenticate, authorizeProxy } = config.mcp.signIn === 'off' ? access : withMcpChallenge(access, config.mcp.path, oauthEndpoints(config).resourceMetadata);
   const routes = ownRoutes(context, modules, policy, readiness);
   const observers = modules.map((m) => m.observer).filter(Boolean) as RequestObserver[];
-  const forwarder = new Forwarder(config);
+  const forwarder = new Forwarder(config, context.backendGuards);
   const slots = forwarder.slots;
   metrics.upstreamSlots.track(() => slots.activeCount, { state: 'in-use' });
   metrics.upstreamSlots.track(() => slots.waitingCount, { state: 'waiting' });
@@ -358,7 +339,8 @@ function wireRequestChain({ context, modules, basic, policy, readiness, limiter,
     logger,
     tracing,
     sendTimeoutMs: config.listen.sendTimeoutMs,
-    cors: config.cors,
+    ...(context.responseCache ? { cache: context.responseCache } : {}),
+    cors,
     corsSameOrigin: [config.mcp.path],
   });
   // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; other WebSocket
@@ -377,6 +359,7 @@ function ownRoutes(context: AppContext, modules: FeatureModule[], policy: ChainI
     conditions: createConditionCheckRoute(),
   };
   for (const module of modules) Object.assign(adminAreas, module.adminAreas);
+  if (context.responseCache) adminAreas.cache = context.responseCache.adminArea;
   return [
     healthRoute(config.routes.health, (): { ready: boolean; checks: Record<string, string> } => {
       const { ready, detail } = readiness.report();

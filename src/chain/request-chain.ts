@@ -17,12 +17,13 @@ import { ChainRequest } from './request.js';
 import { Chain } from './run.js';
 import type { Stage } from './stage.js';
 import { authenticateStage } from './stages/authenticate.js';
-import { corsStage } from './stages/cors.js';
+import { corsStage, type CorsSettings } from './stages/cors.js';
 import { authorizeStage } from './stages/authorize.js';
 import { headStage } from './stages/head.js';
 import { limitStage } from './stages/limit.js';
 import { observeStage, type ObserveParts } from './stages/observe.js';
 import { planStage } from './stages/plan.js';
+import { responseCacheStage, type ResponseCacheParts } from './stages/response-cache.js';
 import { routeOrForwardStage, type RouteOrForwardParts } from './stages/route-or-forward.js';
 import { traceStage } from './stages/trace.js';
 
@@ -34,12 +35,14 @@ export interface ChainParts extends ObserveParts, RouteOrForwardParts {
   planProxy: PlanProxy;
   /** Rate limits and quotas (SPEC §10; src/limits/): throws 429/503. */
   limit?: (scope: RequestScope) => Promise<void> | void;
-  /** `cors:` (SPEC §15): who may call from another origin. */
-  cors: CorsConfig;
+  /** `cors:` (SPEC §15): who may call from another origin; a CorsSettings when a reload may swap it. */
+  cors: CorsConfig | CorsSettings;
   /** Proxied path prefixes that keep the same-origin policy (the MCP endpoint). */
   corsSameOrigin?: readonly string[];
   /** Traces (SPEC §9); propagation only when absent. */
   tracing?: Tracing;
+  /** The response cache (SPEC §12); absent without `cache.rules`. */
+  cache?: ResponseCacheParts;
 }
 
 /** The request path, in order. A new concern is a new file in stages/ and one line here. */
@@ -53,6 +56,7 @@ export function requestStages(parts: ChainParts): Stage[] {
     limitStage(parts.limit),
     authorizeStage(parts.authorizeProxy),
     planStage(parts.planProxy),
+    responseCacheStage(parts.cache),
     routeOrForwardStage(parts),
   ];
   return stages.filter((stage): stage is Stage => stage !== null);

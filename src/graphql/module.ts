@@ -164,14 +164,19 @@ function backendOf(context: AppContext) {
   if (serviceAuth && !settings.backend.serviceAuthorization)
     logger.warn('graphql.backend.auth is service but graphql.backend.serviceAuthorization is not set: GraphQL reads reach the backend without credentials');
   const serviceHeaders: Record<string, string> = settings.backend.serviceAuthorization ? { authorization: settings.backend.serviceAuthorization } : {};
+  // SPEC §13: the backend's guard, shared with the pass-through when it is the same origin.
+  const guard = context.backendGuards.for(new URL(settings.backend.url).origin);
   const reader: HttpBackendReader = createHttpBackendReader({
+    guard,
     baseUrl: settings.backend.url,
     collectionPath: settings.backend.collectionPath,
     ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),
   });
   const writer: HttpBackendWriter = createHttpBackendWriter({
+    guard,
     baseUrl: settings.backend.url,
     collectionPath: settings.backend.collectionPath,
+    ...(context.responseCache ? { dropCached: context.responseCache.dropWritten } : {}),
     ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),
   });
   const writePolicy = serviceAuth ? undefined : createCallerWritePolicy({ acl: context.acl, mode: config.acl.mode });
@@ -198,6 +203,7 @@ function subscriptionsOf(context: AppContext, backend: { reader: HttpBackendRead
     readPolicy,
     onError: (error, what) => logger.warn({ err: String(error) }, `error while ${what}`),
     counted: (outcome) => context.metrics.subscriptionEvents.inc({ outcome }),
+    ...(context.responseCache ? { dropCached: context.responseCache.dropChanged } : {}),
     // A proxied write's state is read back as a GraphQL read of its writer would be made.
     writerContext: (scope) => ({
       requestId: scope.id,
