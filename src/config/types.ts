@@ -1,6 +1,7 @@
 /** The validated, defaulted configuration. Field names are the YAML names (SPEC §1). */
 import type { GraphqlLimitsConfig } from './graphql-limits.js';
 import type { CorsConfig } from './cors-config.js';
+import type { CacheConfig } from './cache-config.js';
 import type { ShutdownConfig } from './shutdown-config.js';
 import type { LimitsConfig } from './limits-config.js';
 import type { SubscriptionsConfig } from './subscriptions-config.js';
@@ -153,6 +154,8 @@ export interface OutriggerConfig {
   subscriptions: SubscriptionsConfig;
   /** CORS for the proxied API and the GraphQL apps (SPEC §15; config/cors-config.ts). */
   cors: CorsConfig;
+  /** The response cache (SPEC §12; config/cache-config.ts, src/cache/). */
+  cache: CacheConfig;
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'; secretHeaders: string[] };
   mcp: {
     /** Who answers `mcp.path` (SPEC §11): the backend's MCP server (proxied) or Outrigger's own, whose tools are the GraphQL apps' operations. */
@@ -161,6 +164,8 @@ export interface OutriggerConfig {
     signIn: 'key-or-token' | 'key-only' | 'token-only' | 'off';
     /** The protected resource: its 401 carries the resource_metadata challenge. */
     path: string;
+    /** Conditions (§4) naming the collection paths offered as MCP resources (SPEC §11.1); empty: no resources. A literal `path-prefix('/<db>/<coll>')` also lists the collection. */
+    resources: string[];
     /** Bytes the results of one `POST /mcp` answer may take together (default `graphql.maxResponseBytes`); a tool result past what is left is an error naming it. */
     maxResponseBytes: number;
     /** Lifetime of a user's own sign-in token. */

@@ -71,8 +71,9 @@ export function routeOrForwardStage({ forwarder, sendTimeoutMs }: RouteOrForward
         filterResponseHeader: request.crossOrigin ? corsResponseFilter(plan.filterResponseHeader) : plan.filterResponseHeader,
         rewrite: plan.rewrite,
         observer: observed ?? undefined,
-        // A covered response carries our RateLimit headers over the backend's (SPEC §10).
-        responseHeaders: request.rateLimitHeaders,
+        // A covered response carries our RateLimit headers over the backend's (SPEC §10); a cached path's, its Cache-Status too.
+        responseHeaders: plan.responseHeaders ?? request.rateLimitHeaders,
+        capture: plan.capture,
         // SPEC §13: the highest class of the key, the covering rate-limit policies and the permission.
         priority: priorityRank(higherPriority(higherPriority(request.principal.priority, request.ratePriority), request.permission?.priorityClass)),
       },
