@@ -8,6 +8,7 @@ import { readTelemetry, resolveTelemetry } from './telemetry.js';
 import { readLimits } from './limits-config.js';
 import { GRAPHQL_LIMIT_DEFAULTS, HTTP_PROFILES, httpProfile } from './graphql-limits.js';
 import { readSubscriptions } from './subscriptions-config.js';
+import { readAdaptiveConcurrency, readBreaker } from './upstream-protection.js';
 
 import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from './retry-schedule.js';
 
@@ -84,12 +85,17 @@ function readUpstream(u: SectionReader): OutriggerConfig['upstream'] {
   const identity = u.section('identity');
   const jwt = identity.section('jwt');
   const headers = identity.section('headers');
+  const connections = u.integer('connections', 128, 1, 4096);
+  const adaptiveConcurrency = readAdaptiveConcurrency(u, connections);
   const out: OutriggerConfig['upstream'] = {
     url: u.required('url', httpUrl).replace(/\/$/, ''),
     timeoutMs: u.integer('timeoutMs', 30_000, 100, 3_600_000),
-    connections: u.integer('connections', 128, 1, 4096),
+    connections,
     maxConnectionsPerClient: u.integer('maxConnectionsPerClient', 64, 1, 4096),
-    queueTimeoutMs: u.integer('queueTimeoutMs', 10_000, 10, 600_000),
+    // SPEC §13: with a learned limit a long wait only queues into a backend that is already slow.
+    queueTimeoutMs: u.integer('queueTimeoutMs', adaptiveConcurrency.enabled ? 100 : 10_000, 10, 600_000),
+    adaptiveConcurrency,
+    breaker: readBreaker(u),
     maxQueuedPerClient: u.integer('maxQueuedPerClient', 256, 0, 100_000),
     bufferBodyBytes: u.integer('bufferBodyBytes', 1024 * 1024, 0, 64 * 1024 * 1024),
     // At least 1 MiB: own routes' bodies (up to 1 MiB) count against both bounds too (http/body.ts, issue 53).

@@ -40,6 +40,15 @@ export function redisKeys(prefix: string, serviceId: string) {
     /** hash: app _id -> JSON document; plus a version counter for change detection. */
     graphqlApps: `${ns}:gql-apps`,
     graphqlAppsVersion: `${ns}:gql-apps:version`,
+    /**
+     * Automatic persisted queries of one app (SPEC §15), bounded in count and bytes by
+     * scripts/persisted-queries/register-persisted-query.ts, all three with one TTL renewed at each registration:
+     * hash sha256 hex -> query text; sorted set of those hashes by registration order (the
+     * oldest evicted first); hash `bytes` (the texts' total) and `seq` (the last order number).
+     */
+    persistedQueryTexts: (appId: string) => `${ns}:apq-texts:${appId}`,
+    persistedQueryOrder: (appId: string) => `${ns}:apq-order:${appId}`,
+    persistedQueryMeta: (appId: string) => `${ns}:apq-meta:${appId}`,
 
     /** hash: webhook _id -> JSON document. */
     webhooks: `${ns}:webhooks`,

@@ -397,7 +397,7 @@ function shapedDocument(r: Rng, door: Door, targetUrl: string): unknown {
         query: r.chance(0.85) ? (door.shape === 'graphql-mutation' ? fuzzMutation(r) : fuzzGraphql(r)) : value(r),
         ...(r.chance(0.4) ? { variables: r.chance(0.5) ? '__RAW__' : value(r) } : {}),
         ...(r.chance(0.2) ? { operationName: value(r) } : {}),
-        ...(r.chance(0.1) ? { extensions: value(r) } : {}),
+        ...(r.chance(0.1) ? { extensions: r.chance(0.5) ? { persistedQuery: r.chance(0.5) ? { version: value(r), sha256Hash: value(r) } : value(r) } : value(r) } : {}),
       };
     default:
       return value(r);
