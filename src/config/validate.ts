@@ -4,6 +4,7 @@ import { SectionReader } from './reader.js';
 import { readRedis } from './redis-config.js';
 import { readShutdown } from './shutdown-config.js';
 import { readCors } from './cors-config.js';
+import { readCache } from './cache-config.js';
 import { readTelemetry, resolveTelemetry } from './telemetry.js';
 import { readLimits } from './limits-config.js';
 import { GRAPHQL_LIMIT_DEFAULTS, HTTP_PROFILES, httpProfile } from './graphql-limits.js';
@@ -67,6 +68,7 @@ export function validateConfig(raw: unknown): { config: OutriggerConfig; problem
     subscriptions: readSubscriptions(root.section('subscriptions')),
     log: readLog(root.section('log')),
     cors: readCors(root.section('cors')),
+    cache: readCache(root.section('cache')),
     mcp: readMcp(root.section('mcp')),
   };
   config.graphql.backend.url ||= config.upstream.url;

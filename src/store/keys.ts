@@ -121,6 +121,15 @@ export function redisKeys(prefix: string, serviceId: string) {
     rateLimit: (policy: string, window: string, subject: string) => `${ns}:rl:${policy}:${window}:${subject}`,
     /** hash with TTL (100 days): one key's usage in one UTC day (`requests`, `units`, `refused`). */
     keyUsage: (keyId: string, day: string) => `${ns}:key-usage:${keyId}:${day}`,
+
+    /** pub/sub channel of the response cache's drops (`response-cache` bus messages), apart from `changes` so a busy admin bus never delays them. */
+    cacheInvalidations: `${ns}:cache-invalidations`,
+    /**
+     * counter: a response-cache generation for `cache.consistency: strong` (INCR by a write before
+     * its answer, read by every hit). `part` is `all`, or a kind and a slot number (the name's
+     * hash modulo 4096, src/cache/cache-scope.ts), so clients cannot mint keys without bound.
+     */
+    cacheGeneration: (part: string) => `${ns}:cache-gen:${part}`,
   };
 }
 
