@@ -12,6 +12,7 @@ import { readSubscriptions } from './subscriptions-config.js';
 import { readAdaptiveConcurrency, readBreaker } from './upstream-protection.js';
 
 import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from './retry-schedule.js';
+import { ConditionSyntaxError, parseCondition } from '../condition/index.js';
 
 const httpUrl = (v: string): string | null => {
   try {
@@ -351,12 +352,25 @@ function readLog(l: SectionReader): OutriggerConfig['log'] {
   return out;
 }
 
+/** An `mcp.resources` entry: a condition decided on a `GET` of the resource's REST path, before any body or answer. */
+function resourceCondition(text: string): string | null {
+  try {
+    const condition = parseCondition(text);
+    if (condition.usesRequestBody || condition.usesResponse) return 'may read neither a request body nor a response: it decides which paths are resources, before either exists';
+    return null;
+  } catch (error) {
+    if (error instanceof ConditionSyntaxError) return `is not a valid condition: ${error.message}`;
+    throw error;
+  }
+}
+
 function readMcp(m: SectionReader): OutriggerConfig['mcp'] {
   const c = m.section('clientMetadata');
   const out = {
     server: m.oneOf('server', 'backend', ['backend', 'outrigger'] as const),
     signIn: m.oneOf('signIn', 'key-or-token', ['key-or-token', 'key-only', 'token-only', 'off'] as const),
     path: m.string('path', '/mcp', routePath),
+    resources: m.strings('resources', [], resourceCondition),
     // 0 until validateConfig sets it: by default one answer holds what one GraphQL answer may (issue 53).
     maxResponseBytes: m.has('maxResponseBytes') ? m.integer('maxResponseBytes', 0, 64 * 1024, 1024 * 1024 * 1024) : 0,
     tokenTtlMinutes: m.integer('tokenTtlMinutes', 60, 1, 24 * 60),
