@@ -51,6 +51,9 @@ export function createMcpModule(context: AppContext, options: FeatureModuleOptio
           ttlFor: ttlOfCacheRules(config.cache.rules),
         };
   const route = createMcpRoute(context, { catalogue, resourceMetadataUrl, dispatcher, resources });
+  // Each replica hears app and permission changes through the change bus; its own listeners are told (SPEC §11.1).
+  apps.onLoaded(() => route.listChanged());
+  context.permissions.onLoaded(() => route.listChanged());
   return {
     name: 'mcp-tools',
     catalogue,

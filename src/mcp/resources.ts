@@ -59,7 +59,7 @@ export function mayRead(door: ResourceDoor, scope: RequestScope, path: string): 
 }
 
 /** The exposed collections a condition names literally, the caller may read. */
-function listed(door: ResourceDoor, scope: RequestScope): Array<{ db: string; collection: string; path: string }> {
+export function listed(door: ResourceDoor, scope: RequestScope): Array<{ db: string; collection: string; path: string }> {
   const out = new Map<string, { db: string; collection: string; path: string }>();
   for (const { text } of door.conditions) {
     const named = literalCollection(text, door.collectionPath);
