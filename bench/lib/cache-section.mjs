@@ -120,7 +120,9 @@ async function readWriteMix({ work, redis, standin, upstreamUrl, say, settings }
       backendWrites: after.writes - before.writes,
       seconds: elapsed,
     };
-    say(`cache: mix ${mode}: ${out[mode].reads} reads, ${out[mode].writes} writes, backend reads ${out[mode].backendReads}, stale ${out[mode].stale}, errors ${out[mode].errors} ${JSON.stringify(statuses)}`);
+    say(
+      `cache: mix ${mode}: ${out[mode].reads} reads, ${out[mode].writes} writes, backend reads ${out[mode].backendReads}, stale ${out[mode].stale}, errors ${out[mode].errors} ${JSON.stringify(statuses)}`,
+    );
   }
   out.fewerBackendReads = 1 - out.cached.backendReads / out.uncached.backendReads;
   return out;
@@ -144,8 +146,7 @@ async function mixClient(base, c, clients, ops) {
       if (res.statusCode >= 300) {
         tally.errors++;
         seen(res.statusCode);
-      }
-      else written.set(doc, v);
+      } else written.set(doc, v);
       tally.writes++;
       continue;
     }
