@@ -7,6 +7,7 @@
 import { ConditionSyntaxError, parseCondition } from '../condition/index.js';
 import { QUOTA_PERIODS, type LimitAmount, type QuotaPeriod } from '../principal/limit-amount.js';
 import { SectionReader } from './reader.js';
+import { PRIORITY_CLASSES, type PriorityClass } from '../principal/priority.js';
 
 export const LIMIT_BY = ['key', 'user', 'client', 'service'] as const;
 export type LimitBy = (typeof LIMIT_BY)[number];
@@ -23,6 +24,8 @@ export interface LimitPolicyConfig extends LimitAmount {
   /** Only principals holding one of these roles, or null: every principal. */
   roles: string[] | null;
   units: LimitUnits;
+  /** SPEC §13: the class of the requests it covers when the backend is at its limit. */
+  priority?: PriorityClass;
 }
 
 export interface LimitsConfig {
@@ -133,9 +136,10 @@ function readPolicies(l: SectionReader): LimitPolicyConfig[] {
     const roles = p.has('roles') ? p.strings('roles', []) : (p.raw('roles'), null);
     if (roles !== null && roles.length === 0) l.problems.push(`${at}.roles: must name at least one role, or be left out (every principal)`);
     const units = p.oneOf('units', 'requests', LIMIT_UNITS);
+    const priority = p.has('priority') ? p.oneOf('priority', 'default', PRIORITY_CLASSES) : (p.raw('priority'), undefined);
     const amount = readLimitAmount({ limit: p.raw('limit'), window: p.raw('window'), quota: p.raw('quota') } as Record<string, unknown>, at, l.problems);
     p.finish();
-    if (amount) policies.push({ name, by, condition, roles, units, ...amount });
+    if (amount) policies.push({ name, by, condition, roles, units, ...amount, ...(priority ? { priority } : {}) });
   });
   return policies;
 }
