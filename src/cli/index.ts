@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerApplyCommand } from './commands/apply.js';
 import { registerCheckCommand } from './commands/check.js';
+import { registerConfigCommand } from './commands/config.js';
 import { registerHashPasswordCommand } from './commands/hash-password.js';
 import { registerHealthCommand } from './commands/health.js';
 import { registerKeysCommand } from './commands/keys.js';
@@ -17,6 +18,7 @@ const program = new Command()
 
 registerStartCommands(program);
 registerCheckCommand(program);
+registerConfigCommand(program);
 registerApplyCommand(program);
 registerPredicateCommand(program);
 registerHashPasswordCommand(program);
