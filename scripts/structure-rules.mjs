@@ -36,7 +36,8 @@ export const LAYERS = [
   ['oauth', 'graphql'],
   // Tools for agents: call the GraphQL door as a client would, behind the sign-in's challenge.
   ['mcp'],
-  ['feature-list', 'offline-setup-kinds', 'shutdown'],
+  // The process's own sequences over every part: its stop, and its reload (what can change live).
+  ['feature-list', 'offline-setup-kinds', 'shutdown', 'reload'],
   ['app'],
   ['cli'],
 ];

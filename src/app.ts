@@ -48,7 +48,9 @@ import { oauthEndpoints } from './oauth/endpoints.js';
 import type { FeatureModule } from './feature-module.js';
 import { createFeatureModules } from './feature-list.js';
 import { offlineSetupKinds } from './offline-setup-kinds.js';
-import { beginDrain, runShutdown } from './shutdown.js';
+import { beginDrain, closeRestInReverse, runShutdown, type RestParts } from './shutdown.js';
+import type { Reloadable } from './reload.js';
+import { CorsSettings } from './chain/stages/cors.js';
 import { RateLimiter } from './limits/limiter.js';
 import { Draining } from './util/draining.js';
 
@@ -79,6 +81,8 @@ export interface RunningOutrigger {
   stop(): Promise<void>;
   /** SIGUSR2 (a native sidecar's preStop): the drain alone, readiness 503 and Connection: close, until stop(). */
   beginDrain(): void;
+  /** What a reload (src/reload.ts: SIGHUP, a file change) applies without a restart; one entry per config path. */
+  reloadables: Reloadable[];
 }
 
 /** The composition root: builds every part once, in dependency order, and starts them. */
@@ -138,8 +142,9 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   const bootstrap = await startBootstrapIfAsked(context, modules, options);
   for (const module of modules) await module.start?.();
 
-  // The request chain (src/chain/): only a process that serves HTTP has one.
-  const chain = basic ? wireRequestChain({ context, modules, basic, policy, readiness, limiter, server }) : null;
+  // The request chain (src/chain/): only a process that serves HTTP has one. `cors` is swapped by a reload.
+  const cors = new CorsSettings(config.cors);
+  const chain = basic ? wireRequestChain({ context, modules, basic, policy, readiness, limiter, server, cors }) : null;
   if (chain) handle = chain.handle;
   const forwarder = chain?.forwarder ?? null;
   const ownRoutePrefixes = chain?.ownRoutePrefixes ?? [];
@@ -164,6 +169,10 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
       return stopping;
     },
     beginDrain: () => beginDrain({ server, draining }),
+    reloadables: [
+      { path: 'limits.policies', apply: (next) => limiter?.applyPolicies(next.limits.policies) },
+      { path: 'cors', apply: (next) => cors.apply(next.cors) },
+    ],
   };
 }
 
@@ -177,39 +186,6 @@ async function startBootstrapIfAsked(context: AppContext, modules: FeatureModule
     modules.flatMap((m) => m.setupKinds ?? []),
     offlineSetupKinds(config),
   );
-}
-
-/** The parts the shutdown sequence (src/shutdown.ts) does not name; closeRestInReverse closes them. */
-interface RestParts {
-  bootstrap: Awaited<ReturnType<typeof startBootstrap>> | null;
-  modules: FeatureModule[];
-  permissions: AppContext['permissions'];
-  features: FeatureStates;
-  readiness: RedisReadiness;
-  unwatchRedis: () => void;
-  forwarder: Forwarder | null;
-  userVerifier: (UserVerifier & { close?(): Promise<void> }) | null;
-  limiter: RateLimiter | null;
-  connections: AppContext['connections'];
-  embedded: EmbeddedRedis | null;
-  tracing: Tracing;
-  logger: Logger;
-}
-
-/** Everything the shutdown sequence does not name, in the reverse order of its start. */
-async function closeRestInReverse(r: RestParts): Promise<void> {
-  r.bootstrap?.stop();
-  for (const module of [...r.modules].reverse()) await module.stop?.().catch((error: unknown) => r.logger.error({ err: String(error) }, 'error while stopping'));
-  r.permissions.stop();
-  r.features.stop();
-  r.readiness.stop();
-  r.unwatchRedis();
-  await r.forwarder?.close().catch(() => {});
-  await r.userVerifier?.close?.().catch(() => {});
-  await r.limiter?.stop().catch(() => {});
-  await r.connections.close();
-  await r.embedded?.stop();
-  await r.tracing.shutdown();
 }
 
 /** Redis (embedded when asked), its connections and key names, and the readiness probe's view of it. */
@@ -327,10 +303,11 @@ interface ChainInputs {
   readiness: RedisReadiness;
   limiter: RateLimiter | null;
   server: ListeningServer | null;
+  cors: CorsSettings;
 }
 
 /** The request chain's parts (src/chain/): who is calling, the own routes, the forwarder, the observers; the handler. */
-function wireRequestChain({ context, modules, basic, policy, readiness, limiter, server }: ChainInputs): { handle: RequestHandler; forwarder: Forwarder; ownRoutePrefixes: string[] } {
+function wireRequestChain({ context, modules, basic, policy, readiness, limiter, server, cors }: ChainInputs): { handle: RequestHandler; forwarder: Forwarder; ownRoutePrefixes: string[] } {
   const { config, metrics, logger, tracing } = context;
   const keyAuthenticators = modules.map((m) => m.apiKeyAuthenticator).filter(Boolean) as Array<() => ApiKeyAuthenticator | null>;
   const access = {
@@ -358,7 +335,7 @@ function wireRequestChain({ context, modules, basic, policy, readiness, limiter,
     logger,
     tracing,
     sendTimeoutMs: config.listen.sendTimeoutMs,
-    cors: config.cors,
+    cors,
     corsSameOrigin: [config.mcp.path],
   });
   // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; other WebSocket

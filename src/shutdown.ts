@@ -23,10 +23,19 @@
  * The sequence names no feature: each step a feature takes part in is a FeatureModule hook
  * (the webhooks feature implements them for its worker and its tee).
  */
+import type { UserVerifier } from './access/users/user-verifier.js';
+import type { AppContext } from './app-context.js';
 import type { ShutdownConfig } from './config/shutdown-config.js';
 import type { FeatureModule } from './feature-module.js';
+import type { FeatureStates } from './features/feature-states.js';
 import type { ListeningServer } from './http/server.js';
+import type { RateLimiter } from './limits/limiter.js';
 import type { Logger } from './observability/logger.js';
+import type { Tracing } from './observability/tracing/tracing.js';
+import type { Forwarder } from './proxy/forwarder.js';
+import type { startBootstrap } from './setup/bootstrap.js';
+import type { EmbeddedRedis } from './store/embedded-redis.js';
+import type { RedisReadiness } from './store/redis-readiness.js';
 import type { Draining } from './util/draining.js';
 
 export interface ShutdownParts {
@@ -103,4 +112,37 @@ export async function runShutdown(parts: ShutdownParts): Promise<void> {
   clearTimeout(timer);
   if (!closed) logger.warn('closing connections did not finish in time (Redis unreachable?); stopping without waiting for them');
   logger.info({ tookMs: Date.now() - started }, 'Outrigger stopped');
+}
+
+/** The parts the sequence does not name (app.ts starts them); closeRestInReverse closes them, its `closeRest`. */
+export interface RestParts {
+  bootstrap: Awaited<ReturnType<typeof startBootstrap>> | null;
+  modules: FeatureModule[];
+  permissions: AppContext['permissions'];
+  features: FeatureStates;
+  readiness: RedisReadiness;
+  unwatchRedis: () => void;
+  forwarder: Forwarder | null;
+  userVerifier: (UserVerifier & { close?(): Promise<void> }) | null;
+  limiter: RateLimiter | null;
+  connections: AppContext['connections'];
+  embedded: EmbeddedRedis | null;
+  tracing: Tracing;
+  logger: Logger;
+}
+
+/** Everything the shutdown sequence does not name, in the reverse order of its start. */
+export async function closeRestInReverse(r: RestParts): Promise<void> {
+  r.bootstrap?.stop();
+  for (const module of [...r.modules].reverse()) await module.stop?.().catch((error: unknown) => r.logger.error({ err: String(error) }, 'error while stopping'));
+  r.permissions.stop();
+  r.features.stop();
+  r.readiness.stop();
+  r.unwatchRedis();
+  await r.forwarder?.close().catch(() => {});
+  await r.userVerifier?.close?.().catch(() => {});
+  await r.limiter?.stop().catch(() => {});
+  await r.connections.close();
+  await r.embedded?.stop();
+  await r.tracing.shutdown();
 }

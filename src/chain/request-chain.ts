@@ -17,7 +17,7 @@ import { ChainRequest } from './request.js';
 import { Chain } from './run.js';
 import type { Stage } from './stage.js';
 import { authenticateStage } from './stages/authenticate.js';
-import { corsStage } from './stages/cors.js';
+import { corsStage, type CorsSettings } from './stages/cors.js';
 import { authorizeStage } from './stages/authorize.js';
 import { headStage } from './stages/head.js';
 import { limitStage } from './stages/limit.js';
@@ -34,8 +34,8 @@ export interface ChainParts extends ObserveParts, RouteOrForwardParts {
   planProxy: PlanProxy;
   /** Rate limits and quotas (SPEC §10; src/limits/): throws 429/503. */
   limit?: (scope: RequestScope) => Promise<void> | void;
-  /** `cors:` (SPEC §15): who may call from another origin. */
-  cors: CorsConfig;
+  /** `cors:` (SPEC §15): who may call from another origin; a CorsSettings when a reload may swap it. */
+  cors: CorsConfig | CorsSettings;
   /** Proxied path prefixes that keep the same-origin policy (the MCP endpoint). */
   corsSameOrigin?: readonly string[];
   /** Traces (SPEC §9); propagation only when absent. */

@@ -66,10 +66,23 @@ export interface McpToolDefinition {
   query: string;
 }
 
-/** An app's `mcp` block; mutation operations are tools only with `mutations: true`. */
-export interface McpToolsBlock {
+/** One of RESTHeart's examples: a request body an agent may copy. */
+export interface McpExample {
+  description?: string;
+  args: { body: { query: string; variables?: Record<string, unknown> | null; operationName?: string | null } };
+}
+
+/** RESTHeart's keys of the block (SPEC §11.1): with `enabled: true` the app is one read-only `<uri>_query` tool. */
+export interface McpRestheartKeys {
+  enabled?: boolean;
+  description?: string;
+  examples?: McpExample[];
+}
+
+/** An app's `mcp` block, Outrigger's keys and RESTHeart's in one; mutation operations are tools only with `mutations: true`. */
+export interface McpToolsBlock extends McpRestheartKeys {
   mutations?: boolean;
-  tools: McpToolDefinition[];
+  tools?: McpToolDefinition[];
 }
 
 const URI_SEGMENT = /^[A-Za-z0-9._~-]+$/;

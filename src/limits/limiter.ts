@@ -6,7 +6,7 @@
  * Every covering policy must admit; units taken from the others are given back on a refusal.
  */
 import type { Redis } from 'ioredis';
-import type { LimitsConfig } from '../config/limits-config.js';
+import type { LimitPolicyConfig, LimitsConfig } from '../config/limits-config.js';
 import type { Exchange } from '../condition/index.js';
 import { OutriggerError, tooManyRequests } from '../errors.js';
 import type { RequestScope } from '../http/scope.js';
@@ -62,23 +62,25 @@ export interface LimiterParts {
 }
 
 export class RateLimiter {
-  readonly policies: CompiledPolicy[];
+  /** Replaced whole by `applyPolicies` (a reload): a request reads it once, so it sees one set. */
+  policies: CompiledPolicy[];
   readonly sharing: Sharing;
   readonly usage: UsageCounter;
   private readonly headers: boolean;
   private readonly onAway: LimitsConfig['onRedisUnavailable'];
   private readonly consolePrefix: string;
   private readonly refusedMetric = new Map<string, { inc(by?: number): void }>();
-  private readonly hasCostPolicy: boolean;
+  private hasCostPolicy = false;
+  /** What each compiled policy was compiled from, to keep the unchanged ones across a reload. */
+  private compiledFrom = new Map<CompiledPolicy, string>();
 
   constructor(private readonly parts: LimiterParts) {
     const { config, keys, metrics, logger } = parts;
-    this.policies = config.policies.map((p) => new CompiledPolicy(p, keys.rateLimit, parts.exchangeFor));
-    this.hasCostPolicy = config.policies.some((p) => p.units === 'cost');
+    this.policies = [];
+    this.applyPolicies(config.policies);
     this.headers = config.headers;
     this.onAway = config.onRedisUnavailable;
     this.consolePrefix = `${parts.adminPrefix}/console`;
-    for (const p of this.policies) this.refusedMetric.set(p.name, metrics.rateLimited.series({ policy: p.name }));
     this.sharing = new Sharing(parts.redis, {
       away: (error) => {
         metrics.rateLimitRedisUnavailable.inc();
@@ -100,6 +102,30 @@ export class RateLimiter {
     this.usage.start();
   }
 
+  /**
+   * `limits.policies` as a reload found them (SPEC §15). A policy whose whole definition is
+   * unchanged keeps its compiled self, slices held included. Any other is compiled anew; its
+   * counters live in Redis under its name and window (store/keys.ts `rateLimit`), so one whose
+   * name and window are unchanged keeps what was counted in the current window, whatever else
+   * changed (a new limit is judged against that count). Requests in flight finish against the
+   * set they started with.
+   */
+  applyPolicies(configs: readonly LimitPolicyConfig[]): void {
+    const old = new Map<string, CompiledPolicy>();
+    for (const [policy, text] of this.compiledFrom) old.set(text, policy);
+    const compiledFrom = new Map<CompiledPolicy, string>();
+    const next = configs.map((config) => {
+      const text = JSON.stringify(config);
+      const policy = old.get(text) ?? new CompiledPolicy(config, this.parts.keys.rateLimit, this.parts.exchangeFor);
+      compiledFrom.set(policy, text);
+      if (!this.refusedMetric.has(policy.name)) this.refusedMetric.set(policy.name, this.parts.metrics.rateLimited.series({ policy: policy.name }));
+      return policy;
+    });
+    this.compiledFrom = compiledFrom;
+    this.hasCostPolicy = configs.some((p) => p.units === 'cost');
+    this.policies = next;
+  }
+
   stop(): Promise<void> {
     return this.usage.stop();
   }
@@ -113,8 +139,9 @@ export class RateLimiter {
     const now = Date.now();
     const keyId = scope.principal.via === 'apikey' ? scope.principal.keyId : undefined;
     let charge: Charge | null = null;
-    for (let i = 0; i < this.policies.length; i++) {
-      const policy = this.policies[i]!;
+    const policies = this.policies;
+    for (let i = 0; i < policies.length; i++) {
+      const policy = policies[i]!;
       const allowance = policy.allowanceFor(scope, now);
       if (allowance === null) continue;
       charge ??= { kind: 'request', allowances: [], policies: [], cost: 1, keyId };

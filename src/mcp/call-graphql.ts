@@ -35,6 +35,13 @@ function selfOrigin(scope: RequestScope): string {
   return `http://${host}:${socket.localPort}`;
 }
 
+/** The body of the inner `POST /graphql/<uri>`: the tool's operation with the arguments as variables, or (`<uri>_query`) the agent's own query. */
+export interface GraphqlRequest {
+  readonly query: string;
+  readonly variables: unknown;
+  readonly operationName: string | null;
+}
+
 /** What a per-request `Server` needs to know of its request: whose it is, and when the client left. */
 export interface Caller {
   readonly scope: RequestScope;
@@ -53,7 +60,7 @@ const RESULT_OVERHEAD = 96;
  * budget has room (the connection is dropped past it), and a result that does not fit is replaced
  * by an error naming the bound, after which the budget is filled.
  */
-export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool: CatalogueTool, args: Record<string, unknown>): Promise<CallToolResult> {
+export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool: CatalogueTool, graphqlRequest: GraphqlRequest): Promise<CallToolResult> {
   const { scope, signal, budget } = caller;
   const headers: Record<string, string> = {
     'content-type': 'application/json',
@@ -77,7 +84,7 @@ export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool
     const response = await request(`${selfOrigin(scope)}${door.graphqlPrefix}/${tool.app.uri}`, {
       method: 'POST',
       headers,
-      body: JSON.stringify({ query: tool.query, variables: args, operationName: tool.operationName }),
+      body: JSON.stringify(graphqlRequest),
       signal: AbortSignal.any([signal, deadline]),
       dispatcher: door.dispatcher,
     });

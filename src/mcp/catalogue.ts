@@ -15,6 +15,7 @@ import { validateAppWithSchema, type ValidateAppOptions } from '../graphql/docum
 import type { CompiledWrite } from '../graphql/writes/run.js';
 import { compileWrites } from '../graphql/writes/compile.js';
 import { inputSchemaOf, type JsonSchema } from './input-schema.js';
+import { queryToolParts } from './query-tool.js';
 
 export interface CatalogueTool {
   readonly name: string;
@@ -28,6 +29,8 @@ export interface CatalogueTool {
   readonly annotations: ToolAnnotations;
   /** The backend writes a mutation tool's operation makes, one per root field (none for a query): what the write policy decides (may-call.ts). */
   readonly writes: readonly ToolWrite[];
+  /** RESTHeart's `<uri>_query` (SPEC §11.1): the agent sends the query (`query` is empty here), and only queries run. */
+  readonly anyQuery: boolean;
 }
 
 /** One backend write as the REST request it is, less its arguments (run.ts sends it). */
@@ -116,10 +119,29 @@ export class ToolCatalogue {
         inputSchema: inputSchemaOf(schema, document, operation),
         annotations: annotationsOf(definition, operation, fields, app),
         writes: operation.operation === 'mutation' ? fields.flatMap((field) => writeOf(compiled.get(field))) : [],
+        anyQuery: false,
       });
     }
+    if (block?.enabled === true) tools.push(queryTool(validated.app, app._id));
     return tools;
   }
+}
+
+/** RESTHeart's `<uri>_query` (query-tool.ts): the agent's own query, read-only. */
+function queryTool(app: GraphqlApp, id: string): CatalogueTool {
+  const { name, description, inputSchema } = queryToolParts(app);
+  return {
+    name,
+    description,
+    app: { id, uri: app.descriptor.uri },
+    query: '',
+    operationName: null,
+    kind: 'query',
+    inputSchema,
+    annotations: { title: name, readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+    writes: [],
+    anyQuery: true,
+  };
 }
 
 function writeOf(write: CompiledWrite | undefined): ToolWrite[] {

@@ -34,7 +34,8 @@ import { parseBoundedJson } from '../input-limits/json-depth.js';
 import { mcpSignInRequired } from '../oauth/challenge.js';
 import { MAX_BODY_BYTES } from '../graphql/types.js';
 import { AnswerBudget } from './answer-budget.js';
-import { callThroughGraphql, failure, notRun, type Caller, type GraphqlDoor } from './call-graphql.js';
+import { callThroughGraphql, failure, notRun, type Caller, type GraphqlDoor, type GraphqlRequest } from './call-graphql.js';
+import { readOnlyProblem, requestOf } from './query-tool.js';
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
 import { createMayCall, type MayCall } from './may-call.js';
@@ -174,8 +175,14 @@ function serverFactory(catalogue: ToolCatalogue, mayCall: MayCall, door: Graphql
       // Before any backend read (MCP 2025-11-25: input errors are tool results the model can correct).
       const problems = checkArguments(tool.inputSchema, args);
       if (problems.length > 0) return failure(`invalid arguments for ${tool.name}: ${problems.join('; ')}`);
+      let graphqlRequest: GraphqlRequest = { query: tool.query, variables: args, operationName: tool.operationName };
+      if (tool.anyQuery) {
+        graphqlRequest = requestOf(args);
+        const refused = readOnlyProblem(graphqlRequest.query);
+        if (refused !== null) return failure(`${tool.name}: ${refused}`);
+      }
       // One call at a time, each within what the earlier ones left (answer-budget.ts).
-      return budget.serial(async () => (budget.filled !== null ? notRun(budget, tool.name) : callThroughGraphql(door, { scope, signal, budget }, tool, args)));
+      return budget.serial(async () => (budget.filled !== null ? notRun(budget, tool.name) : callThroughGraphql(door, { scope, signal, budget }, tool, graphqlRequest)));
     });
     return server;
   };

@@ -26,25 +26,55 @@ export const CORS_MAX_AGE = '7200';
 /** A serialized origin as browsers send it; anything else (echo mode) gets no CORS answer. */
 const ORIGIN_SHAPE = /^https?:\/\/[a-z0-9.\-[\]:]+$/;
 
+/** What the stage decides from: `cors:` compiled once per config, never per request. */
+interface CorsRules {
+  readonly mode: CorsConfig['allowOrigins'];
+  /** The Access-Control-Allow-Origin value for this Origin, or undefined: the browser refuses. */
+  allowed(origin: string): string | undefined;
+  /** Credentials only for a listed origin, never for the echo, nor for `null` even when listed. */
+  credentials(origin: string): boolean;
+}
+
+function compileCors(config: CorsConfig): CorsRules {
+  const mode = config.allowOrigins;
+  // With `none` the stage still drops the backend's Access-Control-* on requests that carry an Origin.
+  const listed = typeof mode === 'string' ? null : new Set(mode);
+  return {
+    mode,
+    allowed(origin) {
+      if (mode === 'none') return undefined;
+      if (listed) return listed.has(origin) ? origin : undefined;
+      // Echo: any page's origin, never `null` (sandboxed frames, file: pages: any site can make one).
+      return ORIGIN_SHAPE.test(origin) ? origin : undefined;
+    },
+    credentials: (origin) => listed !== null && origin !== 'null',
+  };
+}
+
+/**
+ * The `cors:` the stage reads, swapped whole by a reload (SPEC §15; src/reload.ts registers it
+ * for the path `cors`): a request reads `rules` once, a field read, and decides on that one set.
+ */
+export class CorsSettings {
+  rules: CorsRules;
+
+  constructor(config: CorsConfig) {
+    this.rules = compileCors(config);
+  }
+
+  apply(config: CorsConfig): void {
+    this.rules = compileCors(config);
+  }
+}
+
 /**
  * `sameOrigin`: path prefixes that get no CORS even when proxied: the MCP endpoint (`mcp.path`),
  * whichever server answers it, since MCP's transport has servers refuse foreign origins (DNS
  * rebinding) and Outrigger's own /mcp does.
  */
-export function corsStage(config: CorsConfig, sameOrigin: readonly string[] = []): Stage {
-  const mode = config.allowOrigins;
+export function corsStage(config: CorsConfig | CorsSettings, sameOrigin: readonly string[] = []): Stage {
+  const settings = config instanceof CorsSettings ? config : new CorsSettings(config);
   const excluded = (path: string): boolean => sameOrigin.some((prefix) => path === prefix || (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47));
-  // With `none` the stage still drops the backend's Access-Control-* on requests that carry an Origin.
-  const listed = typeof mode === 'string' ? null : new Set(mode);
-  /** The Access-Control-Allow-Origin value for this Origin, or undefined: the browser refuses. */
-  const allowed = (origin: string): string | undefined => {
-    if (mode === 'none') return undefined;
-    if (listed) return listed.has(origin) ? origin : undefined;
-    // Echo: any page's origin, never `null` (sandboxed frames, file: pages: any site can make one).
-    return ORIGIN_SHAPE.test(origin) ? origin : undefined;
-  };
-  /** Credentials only for a listed origin, never for the echo, nor for `null` even when listed. */
-  const credentials = (origin: string): boolean => listed !== null && origin !== 'null';
 
   return {
     name: 'cors',
@@ -56,17 +86,18 @@ export function corsStage(config: CorsConfig, sameOrigin: readonly string[] = []
       // From here the backend's Access-Control-* are dropped (the forward stage's filter).
       request.crossOrigin = true;
       if (route === undefined && excluded(request.path)) return;
-      if (request.method === 'OPTIONS' && mode !== 'none' && isPreflight(request)) {
+      const rules = settings.rules;
+      if (request.method === 'OPTIONS' && rules.mode !== 'none' && isPreflight(request)) {
         request.preflight = true;
         return;
       }
-      if (mode === 'none') return;
+      if (rules.mode === 'none') return;
       const res = request.res;
       res.setHeader('vary', 'Origin');
-      const allow = allowed(origin);
+      const allow = rules.allowed(origin);
       if (allow === undefined) return;
       res.setHeader('access-control-allow-origin', allow);
-      if (credentials(origin)) res.setHeader('access-control-allow-credentials', 'true');
+      if (rules.credentials(origin)) res.setHeader('access-control-allow-credentials', 'true');
       res.setHeader('access-control-expose-headers', CORS_EXPOSE_HEADERS);
     },
     when: (request) => request.preflight,
@@ -74,13 +105,15 @@ export function corsStage(config: CorsConfig, sameOrigin: readonly string[] = []
       // A path the head stage refuses is refused there (400), preflight or not.
       if (request.pathProblem !== undefined || hasDotSegments(request.rawPath)) return;
       const origin = request.req.headers.origin!;
-      const allow = allowed(origin);
+      // Read again: a reload between the open and here is answered with what is now configured.
+      const rules = settings.rules;
+      const allow = rules.allowed(origin);
       // Always 204: the browser's console then names the reason (no Allow-Origin, or the method
       // or header missing from the lists), which a 403 would hide behind "not an ok status".
       const headers: Record<string, string> = { vary: 'Origin' };
       if (allow !== undefined) {
         headers['access-control-allow-origin'] = allow;
-        if (credentials(origin)) headers['access-control-allow-credentials'] = 'true';
+        if (rules.credentials(origin)) headers['access-control-allow-credentials'] = 'true';
         headers['access-control-allow-methods'] = CORS_ALLOW_METHODS;
         headers['access-control-allow-headers'] = CORS_ALLOW_HEADERS;
         headers['access-control-max-age'] = CORS_MAX_AGE;

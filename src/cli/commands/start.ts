@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { startOutrigger } from '../../app.js';
+import { startOutrigger, type RunningOutrigger } from '../../app.js';
+import { ConfigReloader } from '../../reload.js';
 import { loadConfigOrExit } from '../load-config-or-exit.js';
 import { createLogger, type Logger } from '../../observability/logger.js';
 
@@ -9,7 +10,9 @@ export function registerStartCommands(program: Command): void {
     .description('run the proxy and, unless --no-worker, an in-process webhook worker')
     .requiredOption('-c, --config <file>', 'the YAML config file')
     .option('--no-worker', 'do not deliver webhooks in this process (run `outrigger worker` separately)')
-    .action(async (opts: { config: string; worker: boolean }) => {
+    .option(CONFIG_POLL_FLAG, CONFIG_POLL_HELP, '5')
+    .action(async (opts: { config: string; worker: boolean; configPoll: string }) => {
+      const pollMs = configPollMs(opts.configPoll);
       const config = loadConfigOrExit(opts.config);
       const logger = createLogger({ level: config.log.level, secretHeaders: config.log.secretHeaders });
       // The handlers first: a signal that comes while Outrigger starts (a Pod deleted at once) is
@@ -24,6 +27,7 @@ export function registerStartCommands(program: Command): void {
           ),
         logger,
       );
+      reloadOnSignal(started, { file: opts.config, pollMs, logger });
       await started;
     });
 
@@ -31,11 +35,14 @@ export function registerStartCommands(program: Command): void {
     .command('worker')
     .description('run only the webhook worker (scale it separately from the proxy)')
     .requiredOption('-c, --config <file>', 'the YAML config file')
-    .action(async (opts: { config: string }) => {
+    .option(CONFIG_POLL_FLAG, CONFIG_POLL_HELP, '5')
+    .action(async (opts: { config: string; configPoll: string }) => {
+      const pollMs = configPollMs(opts.configPoll);
       const config = loadConfigOrExit(opts.config);
       const logger = createLogger({ level: config.log.level, secretHeaders: config.log.secretHeaders });
       const started = startOutrigger(config, { worker: true, serve: false, logger });
       stopOnSignals(async () => (await started).stop(), logger);
+      reloadOnSignal(started, { file: opts.config, pollMs, logger });
       await started;
     });
 }
@@ -78,4 +85,34 @@ export function stopOnSignals(stop: () => Promise<void>, logger: Logger): void {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+}
+
+const CONFIG_POLL_FLAG = '--config-poll <seconds>';
+const CONFIG_POLL_HELP = 'how often to look whether the config file changed, to reload what can be without a restart (0: only on SIGHUP)';
+
+/** `--config-poll`: seconds from 0 (off) to an hour, or exit 1 naming the problem. */
+function configPollMs(value: string): number {
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isFinite(seconds) || seconds < 0 || seconds > 3600) {
+    process.stderr.write(`--config-poll: must be a number of seconds from 0 (only SIGHUP reloads) to 3600 (got ${JSON.stringify(value)})\n`);
+    process.exit(1);
+  }
+  return Math.round(seconds * 1000);
+}
+
+/**
+ * SIGHUP, and a change of the file when polled: reload what can be without a restart
+ * (src/reload.ts). The handler is set before the start is done, so a SIGHUP then is taken
+ * (reloaded once started), not answered by Node's default, which ends the process.
+ */
+export function reloadOnSignal(started: Promise<RunningOutrigger>, parts: { file: string; pollMs: number; logger: Logger }): void {
+  const reloader = started.then((running) => {
+    const made = new ConfigReloader(running.context.config, parts.file, running.reloadables, parts.logger);
+    if (parts.pollMs > 0) made.watch(parts.pollMs);
+    return made;
+  });
+  reloader.catch(() => {});
+  process.on('SIGHUP', () => {
+    void reloader.then((r) => r.schedule('SIGHUP'));
+  });
 }

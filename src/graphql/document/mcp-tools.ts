@@ -12,20 +12,21 @@ import { MAX_GRAPHQL_NESTING } from '../../input-limits/limits.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 import { type GraphqlApp, type McpToolDefinition, type McpToolsBlock } from '../app-document.js';
 import { isPlainObject } from '../../util/objects.js';
+import { checkRestheartKeys, hasRestheartKeys, queryToolName, RESTHEART_FIELDS } from './mcp-restheart.js';
 
 export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** Bounds of one app's block: tools an agent's context can hold, and texts as large as a GraphQL query may be. */
 export const MAX_TOOLS_PER_APP = 100;
 const MAX_DESCRIPTION_CHARS = 4096;
 const MAX_QUERY_BYTES = 100 * 1024;
-const BLOCK_FIELDS = ['tools', 'mutations'];
+const BLOCK_FIELDS = ['tools', 'mutations', ...RESTHEART_FIELDS];
 const TOOL_FIELDS = ['name', 'description', 'query'];
 
 /** Checks `mcp`; pushes problems and warnings; answers the block when it is valid. */
 export function checkMcpBlock(raw: unknown, schema: GraphQLSchema | undefined, problems: string[], warnings: string[]): McpToolsBlock | undefined {
   const before = problems.length;
   if (!isPlainObject(raw)) {
-    problems.push('mcp must be an object {"tools": [{"name", "description", "query"}], "mutations"?: true|false}');
+    problems.push('mcp must be an object {"tools": [{"name", "description", "query"}], "mutations"?: true|false} and/or RESTHeart\'s {"enabled", "description", "examples"}');
     return undefined;
   }
   for (const key of Object.keys(raw)) {
@@ -33,6 +34,12 @@ export function checkMcpBlock(raw: unknown, schema: GraphQLSchema | undefined, p
   }
   if (raw.mutations !== undefined && typeof raw.mutations !== 'boolean') problems.push('mcp.mutations must be true or false (whether mutation operations become tools)');
   const mutations = raw.mutations === true;
+  // RESTHeart's keys may stand beside ours, or alone (SPEC §11.1).
+  const restheart = checkRestheartKeys(raw, schema, problems, warnings);
+  if (raw.tools === undefined && hasRestheartKeys(raw)) {
+    if (problems.length > before) return undefined;
+    return { ...restheart, ...(typeof raw.mutations === 'boolean' ? { mutations: raw.mutations } : {}) };
+  }
   if (!Array.isArray(raw.tools)) {
     problems.push('mcp.tools must be an array of tools {"name", "description", "query"}');
     return undefined;
@@ -56,7 +63,11 @@ export function checkMcpBlock(raw: unknown, schema: GraphQLSchema | undefined, p
     if (operation?.operation === 'mutation' && !mutations) warnings.push(`${at} (${String(name)}) is a mutation: it stays hidden from agents until mcp.mutations is true`);
   });
   if (problems.length > before) return undefined;
-  return { ...(raw.mutations !== undefined ? { mutations } : {}), tools: (raw.tools as Record<string, string>[]).map((t) => ({ name: t.name!, description: t.description!, query: t.query! })) };
+  return {
+    ...restheart,
+    ...(raw.mutations !== undefined ? { mutations } : {}),
+    tools: (raw.tools as Record<string, string>[]).map((t) => ({ name: t.name!, description: t.description!, query: t.query! })),
+  };
 }
 
 /** Parses and validates one tool's operation; pushes each problem with its path and location. */
@@ -90,8 +101,24 @@ function located(error: GraphQLError): string {
 function toolOwners(apps: Iterable<GraphqlApp>, skipId: string | undefined): Map<string, GraphqlApp> {
   const owners = new Map<string, GraphqlApp>();
   const sorted = [...apps].filter((a) => a.descriptor?.enabled !== false && (skipId === undefined || a._id !== skipId)).sort((a, b) => String(a._id).localeCompare(String(b._id)));
-  for (const app of sorted) for (const tool of app.mcp?.tools ?? []) if (!owners.has(tool.name)) owners.set(tool.name, app);
+  for (const app of sorted) for (const name of toolNamesOf(app)) if (!owners.has(name)) owners.set(name, app);
   return owners;
+}
+
+/** The names of an app's tools: its `mcp.tools`, and `<uri>_query` when RESTHeart's block is enabled. */
+function toolNamesOf(app: GraphqlApp): string[] {
+  const names = (app.mcp?.tools ?? []).map((tool) => tool.name);
+  if (app.mcp?.enabled === true) names.push(queryToolName(app.descriptor.uri));
+  return names;
+}
+
+/** Problems of the candidate's own names: `<uri>_query` must be a valid tool name and not also one of its `mcp.tools`. */
+export function ownToolNameProblems(app: GraphqlApp): string[] {
+  if (app.mcp?.enabled !== true) return [];
+  const name = queryToolName(app.descriptor.uri);
+  if (!TOOL_NAME.test(name)) return [`mcp.enabled: the app's tool would be named ${JSON.stringify(name)}, longer than 64 characters; use a shorter descriptor.uri`];
+  const i = (app.mcp.tools ?? []).findIndex((tool) => tool.name === name);
+  return i < 0 ? [] : [`mcp.tools[${i}].name ${JSON.stringify(name)} is the name of the tool mcp.enabled offers (<uri>_query); choose another`];
 }
 
 /**
@@ -102,10 +129,16 @@ export function toolNameClashes(others: Iterable<GraphqlApp>, candidate: Graphql
   if (candidate.descriptor.enabled === false || !candidate.mcp) return [];
   const owners = toolOwners(others, candidate._id);
   const problems: string[] = [];
-  candidate.mcp.tools.forEach((tool: McpToolDefinition, i) => {
+  (candidate.mcp.tools ?? []).forEach((tool: McpToolDefinition, i) => {
     const owner = owners.get(tool.name);
     if (owner)
       problems.push(`mcp.tools[${i}].name ${JSON.stringify(tool.name)} is already a tool of the GraphQL app ${JSON.stringify(owner._id)}; tool names are unique across the service's enabled apps`);
   });
+  if (candidate.mcp.enabled === true) {
+    const name = queryToolName(candidate.descriptor.uri);
+    const owner = owners.get(name);
+    if (owner)
+      problems.push(`mcp.enabled: the tool ${JSON.stringify(name)} is already a tool of the GraphQL app ${JSON.stringify(owner._id)}; tool names are unique across the service's enabled apps`);
+  }
   return problems;
 }

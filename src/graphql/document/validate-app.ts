@@ -13,7 +13,7 @@ import { buildAppSchema } from '../schema/sdl.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 import { checkMappingLiterals } from './literals.js';
 import { checkMappings } from './mappings.js';
-import { checkMcpBlock } from './mcp-tools.js';
+import { checkMcpBlock, ownToolNameProblems } from './mcp-tools.js';
 import { checkTrustedDocuments } from './trusted/documents.js';
 
 export interface ValidateAppOptions {
@@ -75,6 +75,7 @@ export function validateAppWithSchema(input: unknown, opts: ValidateAppOptions):
   }
   // Tools for agents (SPEC §11): checked against the schema built above.
   const mcp = input.mcp === undefined ? undefined : checkMcpBlock(input.mcp, schema, problems, warnings);
+  if (mcp && descriptor) problems.push(...ownToolNameProblems({ descriptor, schema: '', mappings: {}, mcp }));
 
   if (problems.length > 0 || !descriptor || schema === undefined || !isPlainObject(mappings)) return { ok: false, problems };
   const app: GraphqlApp = {

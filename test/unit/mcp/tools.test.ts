@@ -64,7 +64,7 @@ describe('the mcp block at write', () => {
       }),
     );
     expect(problems).toEqual([
-      'mcp.tool is not a field of the mcp block (allowed: tools, mutations) (did you mean "tools"?)',
+      'mcp.tool is not a field of the mcp block (allowed: tools, mutations, enabled, description, examples) (did you mean "tools"?)',
       'mcp.mutations must be true or false (whether mutation operations become tools)',
       'mcp.tools[0].name must be 1 to 64 letters, digits, _ or - (got "bad name!")',
       'mcp.tools[0].description must be a non-empty string: it is what an agent reads to choose the tool',
