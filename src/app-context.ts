@@ -16,6 +16,8 @@ import type { DocumentStore } from './store/document-store.js';
 import type { RedisKeys } from './store/keys.js';
 import type { RateLimiter } from './limits/limiter.js';
 import type { Draining } from './util/draining.js';
+import { BackendGuards } from './proxy/guard/backend-guard.js';
+import { BREAKER_STATE_VALUE } from './proxy/guard/breaker.js';
 
 /** What every feature module is built from: the shared parts, created once in app.ts. */
 export interface AppContext {
@@ -46,4 +48,27 @@ export interface AppContext {
   draining: Draining;
   /** Checks a user id and password like a Basic sign-in (brute-force guard included); throws 401/429. Only in a serving process. */
   signIn?(id: string, password: string, clientIp: string): Promise<Principal>;
+  /** SPEC §13: one line, adaptive limit, breaker and retry budget per backend origin, shared by the pass-through and GraphQL. */
+  backendGuards: BackendGuards;
+}
+
+/** The backend guards, each shown in the metrics and its breaker's transitions logged once each. */
+export function createBackendGuards(upstream: OutriggerConfig['upstream'], logger: Logger, metrics: Metrics): BackendGuards {
+  return new BackendGuards(upstream, {
+    created(guard) {
+      const labels = { origin: guard.origin };
+      const { slots, limit, breaker } = guard;
+      metrics.upstreamLimit.track(() => slots.currentLimit, labels);
+      metrics.upstreamInFlight.track(() => slots.activeCount, labels);
+      metrics.upstreamQueue.track(() => slots.waitingCount, labels);
+      metrics.upstreamBreakerState.track(() => BREAKER_STATE_VALUE[breaker.state], labels);
+      if (limit) metrics.upstreamMinLatency.track(() => (Number.isFinite(limit.minRtt) ? limit.minRtt / 1000 : 0), labels);
+      metrics.upstreamRetries.track(() => guard.retries, labels);
+    },
+    breaker(origin, { from, to, reason }) {
+      const line = `the backend's circuit breaker moved from ${from} to ${to}: ${reason}`;
+      if (to === 'closed') logger.info({ origin, breaker: to }, line);
+      else logger.warn({ origin, breaker: to }, line);
+    },
+  });
 }

@@ -13,7 +13,7 @@ import type { UserVerifier } from './access/users/user-verifier.js';
 import { createAdminRoute, type SubRouteHandler } from './admin/admin-route.js';
 import { createConditionCheckRoute } from './admin/condition-check.js';
 import { createConsoleAreas } from './admin/console-route.js';
-import type { AppContext } from './app-context.js';
+import { createBackendGuards, type AppContext } from './app-context.js';
 import { parseCondition, type Exchange } from './condition/index.js';
 import type { OutriggerConfig } from './config/types.js';
 import { FeatureStates } from './features/feature-states.js';
@@ -134,6 +134,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     exchangeFor: exchangeForScope,
     authorizeOwnRoute: policy.authorizeOwnRoute,
     planIdentity,
+    backendGuards: createBackendGuards(config.upstream, logger, metrics),
     ...(limiter ? { limits: limiter } : {}),
     ...(signInBasic ? { signIn: (id: string, password: string, ip: string) => signInBasic.authenticate(basicHeader(id, password), ip) } : {}),
   };
@@ -317,7 +318,7 @@ function wireRequestChain({ context, modules, basic, policy, readiness, limiter,
   const { authenticate, authorizeProxy } = config.mcp.signIn === 'off' ? access : withMcpChallenge(access, config.mcp.path, oauthEndpoints(config).resourceMetadata);
   const routes = ownRoutes(context, modules, policy, readiness);
   const observers = modules.map((m) => m.observer).filter(Boolean) as RequestObserver[];
-  const forwarder = new Forwarder(config);
+  const forwarder = new Forwarder(config, context.backendGuards);
   const slots = forwarder.slots;
   metrics.upstreamSlots.track(() => slots.activeCount, { state: 'in-use' });
   metrics.upstreamSlots.track(() => slots.waitingCount, { state: 'waiting' });

@@ -39,6 +39,14 @@ export function integer(min: number, max: number) {
     .max(max);
 }
 
+/** A number in [min, max], fractions allowed. */
+export function decimal(min: number, max: number) {
+  return z
+    .number({ error: (iss) => `must be a number from ${min} to ${max} ${got(iss.input)}` })
+    .min(min)
+    .max(max);
+}
+
 export function boolean() {
   return z.boolean({ error: (iss) => `must be true or false ${got(iss.input)}` });
 }

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from './retry-schedule.js';
 import { ALWAYS, boolean, checks, got, integer, oneOf, optionalSection, optionalText, required, route, section, strings, text } from './fields.js';
 import { shutdownGraceMs } from './shutdown-config.js';
+import { ADAPTIVE_DEFAULTS, adaptiveConcurrencySchema, breakerSchema } from './upstream-protection.js';
 
 const FEATURE_STATES = ['not-installed', 'enabled', 'disabled'] as const;
 const serviceId = (v: string): string | null => (/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(v) ? null : 'must be 1-64 letters, digits, dot, dash or underscore, starting with a letter or digit');
@@ -30,12 +31,15 @@ export const listenSchema = optionalSection({
   shutdownGraceMs,
 });
 
-export const upstreamSchema = optionalSection({
+const upstreamFields = optionalSection({
   url: required(checks.httpUrl).transform(withoutTrailingSlash),
   timeoutMs: integer(100, 3_600_000).default(30_000),
   connections: integer(1, 4096).default(128),
   maxConnectionsPerClient: integer(1, 4096).default(64),
-  queueTimeoutMs: integer(10, 600_000).default(10_000),
+  // SPEC §13: with a learned limit a long wait only queues into a backend that is already slow (upstreamOf).
+  queueTimeoutMs: integer(10, 600_000).optional().meta({ default: 100, description: '100 with adaptiveConcurrency on (the default), 10000 with it off' }),
+  adaptiveConcurrency: adaptiveConcurrencySchema,
+  breaker: breakerSchema,
   maxQueuedPerClient: integer(0, 100_000).default(256),
   bufferBodyBytes: integer(0, 64 * 1024 * 1024).default(1024 * 1024),
   // At least 1 MiB: own routes' bodies (up to 1 MiB) count against both bounds too (http/body.ts, issue 53).
@@ -56,6 +60,19 @@ export const upstreamSchema = optionalSection({
     }),
   }),
 });
+
+/** The defaults one upstream key takes from another: the adaptive limit's floor and the queue's wait. */
+export const upstreamSchema = upstreamFields
+  .superRefine((u, ctx) => {
+    const minLimit = (u?.adaptiveConcurrency as { minLimit?: unknown } | undefined)?.minLimit;
+    if (typeof minLimit === 'number' && typeof u.connections === 'number' && minLimit > u.connections)
+      ctx.addIssue({ code: 'custom', path: ['adaptiveConcurrency', 'minLimit'], message: `must not exceed upstream.connections (${u.connections})`, input: minLimit });
+  }, ALWAYS)
+  .transform((u) => ({
+    ...u,
+    queueTimeoutMs: u.queueTimeoutMs ?? (u.adaptiveConcurrency.enabled ? 100 : 10_000),
+    adaptiveConcurrency: { ...u.adaptiveConcurrency, minLimit: u.adaptiveConcurrency.minLimit ?? Math.min(ADAPTIVE_DEFAULTS.minLimit, u.connections) },
+  }));
 
 const staticUser = section({
   id: required(),

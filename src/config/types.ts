@@ -5,6 +5,7 @@ import type { ShutdownConfig } from './shutdown-config.js';
 import type { LimitsConfig } from './limits-config.js';
 import type { SubscriptionsConfig } from './subscriptions-config.js';
 import type { TelemetryConfig } from './telemetry.js';
+import type { AdaptiveConcurrencyConfig, BreakerConfig } from './upstream-protection.js';
 
 export type FeatureState = 'not-installed' | 'enabled' | 'disabled';
 export type IdentityMode = 'jwt' | 'headers' | 'none';
@@ -69,8 +70,12 @@ export interface OutriggerConfig {
     connections: number;
     /** Upstream connections one client IP may hold at once; its other requests wait. */
     maxConnectionsPerClient: number;
-    /** How long a request may wait for a free upstream connection before it is answered 503. */
+    /** How long a request may wait for the backend (a free connection, the adaptive limit) before it is answered 503 (default 100 ms with adaptive concurrency, 10 s without). */
     queueTimeoutMs: number;
+    /** SPEC §13: requests in flight limited by a limit learned from the backend's latency. */
+    adaptiveConcurrency: AdaptiveConcurrencyConfig;
+    /** SPEC §13: per upstream origin, fail fast while the backend fails. */
+    breaker: BreakerConfig;
     /** Requests one client IP may have waiting for an upstream connection; more are answered 429. */
     maxQueuedPerClient: number;
     /** Request bodies up to this many bytes are read in full before taking an upstream connection (0: stream all). */

@@ -164,12 +164,16 @@ function backendOf(context: AppContext) {
   if (serviceAuth && !settings.backend.serviceAuthorization)
     logger.warn('graphql.backend.auth is service but graphql.backend.serviceAuthorization is not set: GraphQL reads reach the backend without credentials');
   const serviceHeaders: Record<string, string> = settings.backend.serviceAuthorization ? { authorization: settings.backend.serviceAuthorization } : {};
+  // SPEC §13: the backend's guard, shared with the pass-through when it is the same origin.
+  const guard = context.backendGuards.for(new URL(settings.backend.url).origin);
   const reader: HttpBackendReader = createHttpBackendReader({
+    guard,
     baseUrl: settings.backend.url,
     collectionPath: settings.backend.collectionPath,
     ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),
   });
   const writer: HttpBackendWriter = createHttpBackendWriter({
+    guard,
     baseUrl: settings.backend.url,
     collectionPath: settings.backend.collectionPath,
     ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),

@@ -9,6 +9,7 @@ import type { RequestTrace } from '../observability/tracing/tracing.js';
 import type { Principal } from '../principal/principal.js';
 import { GRAPHQL_LIMIT_DEFAULTS } from '../config/graphql-limits.js';
 import type { AbortLike } from '../util/request-abort.js';
+import type { Priority } from '../proxy/upstream-slots.js';
 
 /**
  * What the server knows about the request being served. The engine never looks inside except for
@@ -34,6 +35,8 @@ export interface RequestContext {
   readonly caller?: CallerFacts;
   /** The request's trace (SPEC §9): backend reads and writes are its client spans, a write's webhooks carry its traceparent. */
   readonly trace?: RequestTrace;
+  /** Its class when the backend is at its limit (SPEC §13; 0 critical, 1 default, 2 sheddable). */
+  readonly priority?: Priority;
 }
 
 /** What the read and write policies need to know about the live request (carried in `RequestContext.caller`). */

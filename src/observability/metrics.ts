@@ -194,6 +194,15 @@ export function createMetrics() {
     subscriptionEvents: registry.counter('outrigger_graphql_subscription_events_total', 'Subscription events, by outcome (delivered; dropped: a subscriber closed because it did not read).'),
     graphqlBackendReads: registry.counter('outrigger_graphql_backend_reads_total', 'Backend collection reads made by GraphQL apps.'),
     upstreamSlots: registry.gauge('outrigger_upstream_slots', 'Upstream request slots, by state (in-use, waiting for a free one).'),
+    upstreamLimit: registry.gauge(
+      'outrigger_upstream_concurrency_limit',
+      'Requests allowed in flight to the backend, by origin: the adaptive limit learned from its latency, or upstream.connections (SPEC §13).',
+    ),
+    upstreamInFlight: registry.gauge('outrigger_upstream_in_flight', 'Requests in flight to the backend, by origin (the pass-through and GraphQL backend calls).'),
+    upstreamQueue: registry.gauge('outrigger_upstream_queue_length', 'Requests waiting for a place under the backend limit, by origin.'),
+    upstreamBreakerState: registry.gauge('outrigger_upstream_breaker_state', "The backend's circuit breaker, by origin: 0 closed, 1 half-open, 2 open (SPEC §13)."),
+    upstreamMinLatency: registry.gauge('outrigger_upstream_min_latency_seconds', 'The minimum backend latency the adaptive limit measures against, by origin.'),
+    upstreamRetries: registry.gauge('outrigger_upstream_retries', 'Requests sent again after their connection failed (the retry budget), by origin, since start.'),
     requestBufferBytes: registry.gauge(
       'outrigger_request_buffer_bytes',
       'Bytes reserved by request bodies read in full: before they take an upstream slot (upstream.bufferBodyBytes), or by an own route; at most upstream.bufferTotalBytes.',

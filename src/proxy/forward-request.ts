@@ -2,6 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { ResponseHeaderFilter } from './headers.js';
 import type { ForwardBody } from './request-body.js';
 import type { OutriggerConfig } from '../config/types.js';
+import type { Priority } from './upstream-slots.js';
 
 /** Sees a proxied response as it streams to the client (webhook capture); must never block or throw. */
 export interface ResponseObserver {
@@ -42,6 +43,8 @@ export interface ForwardRequest {
    * same head: the rate-limit headers (SPEC §10), without a setHeader per request.
    */
   responseHeaders?: Record<string, string>;
+  /** Its class when the backend is at its limit (SPEC §13); absent is default. */
+  priority?: Priority;
 }
 
 /** What the features may decide about a proxied request (access/proxy-policy.ts); the handler copies these fields, and only these. */

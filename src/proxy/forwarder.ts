@@ -1,7 +1,8 @@
 import { Pool, type Dispatcher } from 'undici';
 import type { OutriggerError } from '../errors.js';
 import type { ForwardRequest, ForwarderOptions } from './forward-request.js';
-import { UpstreamSlots } from './upstream-slots.js';
+import type { UpstreamSlots } from './upstream-slots.js';
+import { BackendGuards, type BackendGuard } from './guard/backend-guard.js';
 import { BufferReservations } from './buffer-reservations.js';
 import { connectionTurns } from './connection-turns.js';
 import { bufferBody, hasRequestBody } from './request-body.js';
@@ -22,12 +23,18 @@ export { upstreamError } from './response-relay.js';
 export class Forwarder implements ExchangeHost {
   private readonly pool: Pool;
   readonly slots: UpstreamSlots;
+  /** The line, adaptive limit, breaker and retry budget of the upstream's origin (SPEC §13). */
+  readonly guard: BackendGuard;
   readonly origin: string;
   private readonly basePath: string;
   /** The request-body memory bounds, shared with own routes' bodies (http/body.ts): one bound for every door. */
   readonly buffers: BufferReservations;
 
-  constructor(readonly options: ForwarderOptions) {
+  /** `guards`: the per-origin protection shared with GraphQL's backend calls; by default the forwarder's own. */
+  constructor(
+    readonly options: ForwarderOptions,
+    guards: BackendGuards = new BackendGuards(options.upstream),
+  ) {
     const upstream = options.upstream;
     const url = new URL(upstream.url);
     this.origin = url.origin;
@@ -40,12 +47,8 @@ export class Forwarder implements ExchangeHost {
       connectTimeout: Math.min(upstream.timeoutMs, 10_000),
     });
     this.basePath = url.pathname.replace(/\/$/, '');
-    this.slots = new UpstreamSlots({
-      total: upstream.connections,
-      perClient: Math.min(upstream.maxConnectionsPerClient, upstream.connections),
-      queueTimeoutMs: upstream.queueTimeoutMs,
-      maxWaitingPerClient: upstream.maxQueuedPerClient,
-    });
+    this.guard = guards.for(url.origin);
+    this.slots = this.guard.slots;
     this.buffers = new BufferReservations(upstream.bufferTotalBytes, upstream.bufferBytesPerClient);
   }
 

@@ -23,6 +23,7 @@ export class ForwardHandler extends UpstreamExchange {
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: UpstreamHeaders, statusMessage?: string): void {
     if (statusCode < 200) return; // 1xx informational: Node already answered Expect itself
     this.started = true;
+    this.upstreamAnswered(statusCode);
     const f = this.f;
     const rewriting = f.rewrite?.accepts(statusCode, headers) === true;
     const held = f.observer?.beforeAnswer?.(statusCode, headers);
@@ -73,13 +74,17 @@ export class ForwardHandler extends UpstreamExchange {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (this.settled) return;
-    this.settle();
     if (this.started && !this.buffered) {
+      this.settle();
       // Headers are out: the only honest signal left is a broken connection.
       this.f.res.destroy(error);
       return;
     }
-    this.failed(this.cancelled instanceof OutriggerError ? this.cancelled : upstreamError(error, this.host.options.upstream.timeoutMs));
+    const answer = this.cancelled instanceof OutriggerError ? this.cancelled : upstreamError(error, this.host.options.upstream.timeoutMs);
+    // Before any byte of an answer: the breaker counts it, and an idempotent request may be sent again.
+    if (!this.started && this.upstreamFailed(answer.status)) return;
+    this.settle();
+    this.failed(answer);
   }
 }
 

@@ -10,7 +10,8 @@ import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { OutriggerError } from '../errors.js';
 import type { ForwardRequest, ForwarderOptions } from './forward-request.js';
-import type { SlotRequest, UpstreamSlots, Waiting } from './upstream-slots.js';
+import type { Priority, SlotRequest, UpstreamSlots, Waiting } from './upstream-slots.js';
+import type { BackendGuard } from './guard/backend-guard.js';
 import { connectionTurns, type TurnTaker } from './connection-turns.js';
 import { setContentLength, type BufferedBodyTarget } from './request-body.js';
 import { clientAddressBucket } from '../net/client-address.js';
@@ -18,6 +19,7 @@ import { clientAddressBucket } from '../net/client-address.js';
 /** What an exchange asks of the forwarder that made it. */
 export interface ExchangeHost {
   readonly slots: UpstreamSlots;
+  readonly guard: BackendGuard;
   readonly options: ForwarderOptions;
   releaseBuffer(client: string, bytes: number): void;
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): void;
@@ -47,6 +49,11 @@ export abstract class UpstreamExchange implements Dispatcher.DispatchHandler, Sl
   readonly client: string;
   /** The request body streams through undici (neither absent, nor bytes read already, nor buffered whole). */
   private streamsBody: boolean;
+  /** When the request went to the backend (performance.now()), for the adaptive limit's latency. */
+  private sentAt = 0;
+  /** Sent again after its connection failed (SPEC §13's retry budget); at most once. */
+  private retried = false;
+  readonly priority: Priority | undefined;
 
   constructor(
     protected readonly f: ForwardRequest,
@@ -57,12 +64,14 @@ export abstract class UpstreamExchange implements Dispatcher.DispatchHandler, Sl
     this.socket = f.req.socket;
     this.client = f.clientIp.includes(':') ? clientAddressBucket(f.clientIp) : f.clientIp;
     this.streamsBody = dispatchOptions.body !== null && !Buffer.isBuffer(f.body);
+    this.priority = f.priority;
   }
 
-  /** This request's turn on its connection: now it asks for an upstream slot. */
+  /** This request's turn on its connection: now it asks the breaker, then for an upstream slot. */
   takeTurn(): void {
     this.holdsTurn = true;
     if (this.cancelled) return this.leaveTurn();
+    if (!this.host.guard.breaker.allow()) return this.refuse(this.host.guard.breakerRefusal());
     this.waiting = this.host.slots.acquire(this.client, this);
   }
 
@@ -106,7 +115,54 @@ export abstract class UpstreamExchange implements Dispatcher.DispatchHandler, Sl
       return this.releaseSlot();
     }
     if (this.streamsBody) this.watchBody();
+    this.sentAt = performance.now();
     this.host.dispatch(this.dispatchOptions, this);
+  }
+
+  /** The backend's final head came back: the breaker counts it, the adaptive limit takes its latency. */
+  protected upstreamAnswered(status: number): void {
+    const guard = this.host.guard;
+    guard.breaker.answered(status);
+    if (guard.limit !== null) {
+      const now = performance.now();
+      guard.limit.sample(now - this.sentAt, now);
+    }
+  }
+
+  /**
+   * No answer came back (`status` is what it maps to, upstreamError): the breaker counts it, a timeout is a latency
+   * sample, and a GET or HEAD (or a write with an Idempotency-Key, SPEC §14) whose connection
+   * failed is sent once more on another connection when the retry budget allows. True when it
+   * was: the exchange goes on.
+   */
+  protected upstreamFailed(status: number): boolean {
+    if (this.cancelled || (status !== 502 && status !== 504)) return false;
+    const guard = this.host.guard;
+    if (status === 504) {
+      guard.breaker.failed('timeout');
+      const now = performance.now();
+      guard.limit?.sample(now - this.sentAt, now);
+      return false;
+    }
+    guard.breaker.failed('unreachable');
+    if (this.retried || this.streamsBody || !this.idempotent() || !guard.breaker.allow() || !guard.takeRetry()) return false;
+    this.retried = true;
+    this.controller = null;
+    // Not from inside undici's error callback for the failed attempt: the next dispatch runs after it.
+    queueMicrotask(() => {
+      if (this.cancelled) {
+        this.settle();
+        return this.failed(this.cancelled instanceof OutriggerError ? this.cancelled : new OutriggerError(499, 'CLIENT_CLOSED', 'the client closed the connection'));
+      }
+      this.sentAt = performance.now();
+      this.host.dispatch(this.dispatchOptions, this);
+    });
+    return true;
+  }
+
+  private idempotent(): boolean {
+    const method = this.f.method;
+    return method === 'GET' || method === 'HEAD' || this.f.req.headers['idempotency-key'] !== undefined;
   }
 
   /** No slot: too many waiting from this client, or the wait passed upstream.queueTimeoutMs. */
@@ -199,6 +255,7 @@ export abstract class UpstreamExchange implements Dispatcher.DispatchHandler, Sl
 
   /** The upstream exchange is over: its slot, its turn and its buffer go back, its send timer stops. */
   protected settle(): void {
+    if (this.retried && !this.settled) this.host.guard.retryDone();
     this.settled = true;
     if (this.sendTimer !== null) clearTimeout(this.sendTimer);
     this.releaseSlot();

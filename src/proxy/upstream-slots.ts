@@ -9,12 +9,22 @@ export interface UpstreamSlotOptions {
   queueTimeoutMs: number;
   /** Requests one client IP may have waiting; more are answered 429 at once. */
   maxWaitingPerClient: number;
+  /** Sheddable requests start only while fewer than this fraction of the limit are in flight (SPEC §13). */
+  sheddableFraction?: number;
 }
+
+/** SPEC §13's classes, in the order they are served: critical first, sheddable refused first. */
+export const CRITICAL = 0;
+export const DEFAULT = 1;
+export const SHEDDABLE = 2;
+export type Priority = typeof CRITICAL | typeof DEFAULT | typeof SHEDDABLE;
 
 /** What asks for a slot: started when it has one, or refused. */
 export interface SlotRequest {
   start(): void;
   refuse(error: OutriggerError): void;
+  /** Its class when shedding; absent is DEFAULT. */
+  readonly priority?: Priority;
 }
 
 /** A request waiting for a slot; `cancel()` takes it out of the line (its client went away). */
@@ -55,14 +65,37 @@ const IDLE_CLIENTS_KEPT = 1024;
  */
 export class UpstreamSlots {
   private active = 0;
+  /**
+   * Requests in flight at most: `total`, or less while the adaptive limit (guard/adaptive-limit.ts)
+   * has seen the backend queue. Below `total` the line also holds no more than `limit` waiting
+   * requests: the rest are refused at once, since the backend already has all it can take.
+   */
+  private limit: number;
+  /** Critical requests waiting, served before the round robin and never refused for its length. */
+  private readonly criticalLine = new Set<Waiter>();
   private readonly clients = new Map<string, ClientSlots>();
   /** The Map size at which idle clients are swept next. */
   private sweepAt = IDLE_CLIENTS_KEPT;
   /** Clients with a request waiting and a slot of their own free, in serving order. */
   private readonly ready = new Set<ClientSlots>();
   private pumpScheduled = false;
+  /** Requests waiting, in either line. */
+  private waiting = 0;
 
-  constructor(private readonly o: UpstreamSlotOptions) {}
+  constructor(private readonly o: UpstreamSlotOptions) {
+    this.limit = o.total;
+  }
+
+  /** The adaptive limit moved; a limit that grew starts waiting requests. */
+  setLimit(limit: number): void {
+    const grew = limit > this.limit;
+    this.limit = Math.min(limit, this.o.total);
+    if (grew) this.schedulePump();
+  }
+
+  get currentLimit(): number {
+    return this.limit;
+  }
 
   /**
    * Starts `request` now when a slot is free (and answers null), or later when one frees up (and
@@ -72,16 +105,22 @@ export class UpstreamSlots {
    */
   acquire(ip: string, request: SlotRequest): Waiting | null {
     let client = this.clients.get(ip);
-    if (this.active < this.o.total && (client === undefined || client.active < this.o.perClient)) {
+    const priority = request.priority ?? DEFAULT;
+    const room = priority === SHEDDABLE ? Math.floor(this.limit * (this.o.sheddableFraction ?? 1)) : this.limit;
+    if (this.active < room && (client === undefined || client.active < this.o.perClient || priority === CRITICAL)) {
       client ??= this.remember({ ip, active: 0, waiting: null });
       client.active++;
       this.active++;
       request.start();
       return null;
     }
+    if (priority !== CRITICAL && this.limit < this.o.total && (priority === SHEDDABLE || this.waiting >= this.limit)) {
+      request.refuse(overloaded(this.limit, priority));
+      return null;
+    }
     client ??= { ip, active: 0, waiting: null };
     const waiting = (client.waiting ??= new Set());
-    if (waiting.size >= this.o.maxWaitingPerClient) {
+    if (waiting.size >= this.o.maxWaitingPerClient && priority !== CRITICAL) {
       request.refuse(
         tooManyRequests(
           `too many requests from your address are waiting for the upstream (${client.active} in flight, ${waiting.size} waiting; upstream.maxConnectionsPerClient, upstream.maxQueuedPerClient)`,
@@ -97,13 +136,20 @@ export class UpstreamSlots {
       timer: setTimeout(() => {
         this.remove(waiter);
         request.refuse(
-          new OutriggerError(503, 'UPSTREAM_BUSY', `no upstream connection became free within ${this.o.queueTimeoutMs} ms (upstream.connections, upstream.queueTimeoutMs); retry shortly`, {
-            'retry-after': '1',
-          }),
+          this.limit < this.o.total
+            ? overloaded(this.limit, priority, this.o.queueTimeoutMs)
+            : new OutriggerError(503, 'UPSTREAM_BUSY', `no upstream connection became free within ${this.o.queueTimeoutMs} ms (upstream.connections, upstream.queueTimeoutMs); retry shortly`, {
+                'retry-after': '1',
+              }),
         );
       }, this.o.queueTimeoutMs),
       cancel: () => this.remove(waiter),
     };
+    this.waiting++;
+    if (priority === CRITICAL) {
+      this.criticalLine.add(waiter);
+      return waiter;
+    }
     waiting.add(waiter);
     if (client.active < this.o.perClient) this.ready.add(client);
     return waiter;
@@ -115,7 +161,11 @@ export class UpstreamSlots {
     if (client === undefined) return;
     client.active--;
     if (client.waiting !== null && client.waiting.size > 0 && client.active < this.o.perClient) this.ready.add(client);
-    if (this.ready.size > 0 && !this.pumpScheduled) {
+    this.schedulePump();
+  }
+
+  private schedulePump(): void {
+    if ((this.ready.size > 0 || this.criticalLine.size > 0) && !this.pumpScheduled) {
       // Not from inside undici's callback that released the slot: the next dispatch runs after it.
       this.pumpScheduled = true;
       queueMicrotask(() => this.pump());
@@ -124,9 +174,7 @@ export class UpstreamSlots {
 
   /** Requests waiting for a slot, for metrics and tests. */
   get waitingCount(): number {
-    let n = 0;
-    for (const client of this.clients.values()) n += client.waiting?.size ?? 0;
-    return n;
+    return this.waiting;
   }
 
   get activeCount(): number {
@@ -135,12 +183,24 @@ export class UpstreamSlots {
 
   private pump(): void {
     this.pumpScheduled = false;
-    while (this.active < this.o.total && this.ready.size > 0) {
+    for (const waiter of this.criticalLine) {
+      if (this.active >= this.limit) return;
+      this.criticalLine.delete(waiter);
+      this.waiting--;
+      clearTimeout(waiter.timer);
+      // Its entry may have been swept while it waited outside the round robin: count on the kept one.
+      const client = this.clients.get(waiter.client.ip) ?? this.remember(waiter.client);
+      client.active++;
+      this.active++;
+      waiter.request.start();
+    }
+    while (this.active < this.limit && this.ready.size > 0) {
       const client = this.ready.values().next().value!;
       this.ready.delete(client);
       const waiting = client.waiting!;
       const waiter = waiting.values().next().value!;
       waiting.delete(waiter);
+      this.waiting--;
       clearTimeout(waiter.timer);
       client.active++;
       this.active++;
@@ -152,7 +212,13 @@ export class UpstreamSlots {
 
   private remove(waiter: Waiter): void {
     const { client } = waiter;
+    if (this.criticalLine.delete(waiter)) {
+      this.waiting--;
+      clearTimeout(waiter.timer);
+      return;
+    }
     if (!client.waiting?.delete(waiter)) return;
+    this.waiting--;
     clearTimeout(waiter.timer);
     if (client.waiting.size === 0) this.ready.delete(client);
   }
@@ -171,4 +237,17 @@ export class UpstreamSlots {
   get clientCount(): number {
     return this.clients.size;
   }
+}
+
+const CLASS_NAMES = ['critical', 'default', 'sheddable'] as const;
+
+/** The refusal while the adaptive limit binds: at once, or after the wait (SPEC §13). */
+function overloaded(limit: number, priority: Priority, waitedMs?: number): OutriggerError {
+  const why =
+    waitedMs !== undefined
+      ? `no place under the backend's concurrency limit (${limit}, learned from its latency) became free within ${waitedMs} ms (upstream.queueTimeoutMs)`
+      : priority === SHEDDABLE
+        ? `the backend is near its concurrency limit (${limit}, learned from its latency) and this request's priority is sheddable`
+        : `the backend is at its concurrency limit (${limit}, learned from its latency) and as many requests already wait`;
+  return new OutriggerError(503, 'UPSTREAM_OVERLOADED', `${why} (upstream.adaptiveConcurrency, priority ${CLASS_NAMES[priority]}); retry shortly`, { 'retry-after': '1' });
 }

@@ -7,6 +7,8 @@
 import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../../errors.js';
+import type { BackendGuard } from '../../proxy/guard/backend-guard.js';
+import { guardedCall } from '../../proxy/guard/guarded-call.js';
 import { readCapped } from '../../util/read-capped.js';
 import { collectionPathOf } from './collection-path.js';
 import type { BackendRead, BackendReader, RequestContext } from '../types.js';
@@ -32,6 +34,8 @@ export interface HttpBackendReaderOptions {
    * RESTHeart's GraphQL) treat a missing collection (default true).
    */
   readonly notFoundAsEmpty?: boolean;
+  /** The backend origin's guard (SPEC §13): reads wait in the pass-through's line and count for its breaker. */
+  readonly guard?: BackendGuard;
 }
 
 export interface HttpBackendReader extends BackendReader {
@@ -140,19 +144,21 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
       if (span) headers.traceparent = span.traceparent;
       let response: Dispatcher.ResponseData;
       try {
-        response = await dispatcher.request({
-          origin,
-          // The projection is sent, but is no part of the read's query string (readQueryString: what the policy decides on).
-          path: `${target}?${readQueryString(read)}${read.projection === undefined ? '' : `&keys=${encodeQueryComponent(read.projection.id)}`}`,
-          method: 'GET',
-          headers,
-          signal: ctx.signal,
-        });
+        const send = () =>
+          dispatcher.request({
+            origin,
+            // The projection is sent, but is no part of the read's query string (readQueryString: what the policy decides on).
+            path: `${target}?${readQueryString(read)}${read.projection === undefined ? '' : `&keys=${encodeQueryComponent(read.projection.id)}`}`,
+            method: 'GET',
+            headers,
+            signal: ctx.signal,
+          });
+        response = opts.guard ? await guardedCall(opts.guard, send, { signal: ctx.signal, priority: ctx.priority }) : await send();
         span?.end(response.statusCode);
       } catch (error) {
         span?.fail((error as { code?: string }).code ?? 'error');
         span?.end();
-        if (ctx.signal?.aborted) throw error;
+        if (ctx.signal?.aborted || error instanceof OutriggerError) throw error;
         throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend could not be reached to read ${what}; try again later`), error);
       }
       const status = response.statusCode;

@@ -7,6 +7,8 @@
  */
 import { Pool, type Dispatcher } from 'undici';
 import { OutriggerError } from '../../errors.js';
+import type { BackendGuard } from '../../proxy/guard/backend-guard.js';
+import { guardedCall } from '../../proxy/guard/guarded-call.js';
 import type { BackendWrite, BackendWriteResponse, BackendWriter, RequestContext } from '../types.js';
 import { encodeQueryComponent } from './http-reader.js';
 
@@ -21,6 +23,8 @@ export interface HttpBackendWriterOptions {
   readonly connections?: number;
   /** Largest response body kept (default 1 MiB); RESTHeart's write answers are small. */
   readonly maxResponseBytes?: number;
+  /** The backend origin's guard (SPEC §13), as the reader's. */
+  readonly guard?: BackendGuard;
 }
 
 export interface HttpBackendWriter extends BackendWriter {
@@ -67,12 +71,13 @@ export function createHttpBackendWriter(opts: HttpBackendWriterOptions): HttpBac
       if (span) headers.traceparent = span.traceparent;
       let response: Dispatcher.ResponseData;
       try {
-        response = await pool.request({ origin, path: `${prefix}${path}${query ? `?${query}` : ''}`, method: write.method, headers, body, signal: ctx.signal });
+        const send = () => pool.request({ origin, path: `${prefix}${path}${query ? `?${query}` : ''}`, method: write.method, headers, body, signal: ctx.signal });
+        response = opts.guard ? await guardedCall(opts.guard, send, { signal: ctx.signal, priority: ctx.priority }) : await send();
         span?.end(response.statusCode);
       } catch (error) {
         span?.fail((error as { code?: string }).code ?? 'error');
         span?.end();
-        if (ctx.signal?.aborted) throw error;
+        if (ctx.signal?.aborted || error instanceof OutriggerError) throw error;
         throw new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend could not be reached to write ${write.db}/${write.collection}; nothing was written by this field`);
       }
       const out: Record<string, string> = {};

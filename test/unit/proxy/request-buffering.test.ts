@@ -9,6 +9,7 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Forwarder } from '../../../src/proxy/forwarder.js';
 import { startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { ADAPTIVE_DEFAULTS, BREAKER_DEFAULTS } from '../../../src/config/upstream-protection.js';
 
 const BOUND = 64 * 1024;
 
@@ -41,6 +42,8 @@ describe('request buffering through an observed body', () => {
         bufferBodyBytes: BOUND,
         bufferTotalBytes: Infinity,
         bufferBytesPerClient: Infinity,
+        adaptiveConcurrency: { ...ADAPTIVE_DEFAULTS, enabled: false },
+        breaker: { ...BREAKER_DEFAULTS, enabled: false },
       },
       listen: { bodyIdleTimeoutMs: 2000, sendTimeoutMs: 60_000 },
     });
@@ -129,6 +132,8 @@ describe('request buffering stays under upstream.bufferTotalBytes', () => {
         bufferBodyBytes: BOUND,
         bufferTotalBytes: 2 * 60_000,
         bufferBytesPerClient: Infinity,
+        adaptiveConcurrency: { ...ADAPTIVE_DEFAULTS, enabled: false },
+        breaker: { ...BREAKER_DEFAULTS, enabled: false },
       },
       listen: { bodyIdleTimeoutMs: 5000, sendTimeoutMs: 60_000 },
     });

@@ -1,0 +1,180 @@
+import { describe, expect, it } from 'vitest';
+import { ADAPTIVE_DEFAULTS, BREAKER_DEFAULTS } from '../../../src/config/upstream-protection.js';
+import { AdaptiveLimit } from '../../../src/proxy/guard/adaptive-limit.js';
+import { Breaker, type BreakerTransition } from '../../../src/proxy/guard/breaker.js';
+import { CRITICAL, DEFAULT, SHEDDABLE, UpstreamSlots, type Priority } from '../../../src/proxy/upstream-slots.js';
+import type { OutriggerError } from '../../../src/errors.js';
+
+const adaptive = { ...ADAPTIVE_DEFAULTS, enabled: true, minLimit: 2, sampleWindowMs: 100, minRttPeriodSeconds: 10 };
+
+/** Feeds `windows` sample windows of `perWindow` answers of `ms` each, from virtual time `t`; returns the time after. */
+function feed(limit: AdaptiveLimit, t: number, ms: number, windows: number, perWindow = 10): number {
+  for (let w = 0; w < windows; w++) {
+    for (let i = 0; i < perWindow; i++) limit.sample(ms, t + (i * 100) / perWindow);
+    t += 100;
+  }
+  return (limit.sample(ms, t), t);
+}
+
+describe('AdaptiveLimit (the gradient against the minimum latency)', () => {
+  it('keeps the whole limit while latency stays at its minimum', () => {
+    const limit = new AdaptiveLimit(adaptive, 64, () => {});
+    feed(limit, 0, 10, 30);
+    expect(limit.limit).toBe(64);
+    expect(limit.minRtt).toBe(10);
+  });
+
+  it('shrinks to the floor when latency is 10x the minimum, and grows back when it returns', () => {
+    const changes: number[] = [];
+    const limit = new AdaptiveLimit(adaptive, 64, (l) => changes.push(l));
+    let t = feed(limit, 0, 10, 5);
+    t = feed(limit, t, 100, 30);
+    expect(limit.limit).toBe(2);
+    // Never more than halved in one window (a decrease is also smoothed).
+    for (let i = 1; i < changes.length; i++) expect(changes[i]!).toBeGreaterThanOrEqual(Math.floor(changes[i - 1]! / 2));
+    feed(limit, t, 10, 20);
+    expect(limit.limit).toBe(64);
+  });
+
+  it('re-measures the minimum each period: a backend slower for good becomes the new baseline', () => {
+    const limit = new AdaptiveLimit(adaptive, 64, () => {});
+    let t = feed(limit, 0, 10, 5);
+    t = feed(limit, t, 40, 20);
+    expect(limit.limit).toBeLessThan(64);
+    // Once a whole period (10 s) saw nothing below 40 ms, 40 ms is the minimum: the limit grows back.
+    feed(limit, t, 40, 200);
+    expect(limit.minRtt).toBe(40);
+    expect(limit.limit).toBe(64);
+  });
+
+  it('judges no window with fewer than three answers', () => {
+    const limit = new AdaptiveLimit(adaptive, 64, () => {});
+    limit.sample(10, 0);
+    for (let t = 100; t < 2000; t += 150) limit.sample(1000, t);
+    expect(limit.limit).toBe(64);
+  });
+});
+
+describe('Breaker', () => {
+  function harness(over: Partial<typeof BREAKER_DEFAULTS> = {}) {
+    let now = 1_000_000;
+    const moves: BreakerTransition[] = [];
+    const breaker = new Breaker(
+      { ...BREAKER_DEFAULTS, enabled: true, failures: 3, minAnswers: 4, coolOffSeconds: 5, probes: 2, ...over },
+      (t) => moves.push(t),
+      () => now,
+    );
+    return { breaker, moves, advance: (ms: number) => (now += ms) };
+  }
+
+  it('opens after consecutive failures, refuses while open, half-opens after the cool-off and closes after its probes', () => {
+    const { breaker, moves, advance } = harness();
+    breaker.failed('unreachable');
+    breaker.failed('timeout');
+    expect(breaker.allow()).toBe(true);
+    breaker.failed('unreachable');
+    expect(breaker.state).toBe('open');
+    expect(breaker.allow()).toBe(false);
+    expect(breaker.retryAfterSeconds).toBe(5);
+    advance(5000);
+    expect(breaker.allow()).toBe(true);
+    expect(breaker.allow()).toBe(true);
+    expect(breaker.allow()).toBe(false); // two probes only
+    breaker.answered(200);
+    breaker.answered(204);
+    expect(breaker.state).toBe('closed');
+    expect(moves.map((m) => m.to)).toEqual(['open', 'half-open', 'closed']);
+  });
+
+  it('an answer resets the consecutive count; a failed probe opens it again', () => {
+    const { breaker, advance } = harness();
+    breaker.failed('unreachable');
+    breaker.failed('unreachable');
+    breaker.answered(200);
+    breaker.failed('unreachable');
+    expect(breaker.state).toBe('closed');
+    breaker.failed('unreachable');
+    breaker.failed('unreachable');
+    expect(breaker.state).toBe('open');
+    advance(5000);
+    expect(breaker.allow()).toBe(true);
+    breaker.answered(503);
+    expect(breaker.state).toBe('open');
+  });
+
+  it('opens on a 5xx ratio over the window once enough answers came, and forgets answers older than the window', () => {
+    const { breaker, advance } = harness({ ratio: 0.5, windowSeconds: 2 });
+    breaker.answered(500);
+    breaker.answered(500);
+    breaker.answered(500);
+    expect(breaker.state).toBe('closed'); // 3 answers < minAnswers 4
+    advance(3000);
+    breaker.answered(500);
+    breaker.answered(200);
+    breaker.answered(200);
+    breaker.answered(200);
+    expect(breaker.state).toBe('closed'); // the old 5xx are out of the window: 1 of 4
+    breaker.answered(500);
+    breaker.answered(500);
+    expect(breaker.state).toBe('closed'); // 3 of 6 is not over 0.5
+    breaker.answered(500);
+    expect(breaker.state).toBe('open');
+  });
+
+  it('hands out new probes when the first ones never reported (their clients left)', () => {
+    const { breaker, advance } = harness();
+    for (let i = 0; i < 3; i++) breaker.failed('unreachable');
+    advance(5000);
+    expect(breaker.allow()).toBe(true);
+    expect(breaker.allow()).toBe(true);
+    expect(breaker.allow()).toBe(false);
+    advance(5000);
+    expect(breaker.allow()).toBe(true);
+  });
+});
+
+describe('UpstreamSlots under an adaptive limit (priorities)', () => {
+  const flush = () => new Promise<void>((resolve) => queueMicrotask(resolve));
+  function harness() {
+    const slots = new UpstreamSlots({ total: 8, perClient: 8, queueTimeoutMs: 1000, maxWaitingPerClient: 100, sheddableFraction: 0.5 });
+    const started: string[] = [];
+    const refused: Array<[string, OutriggerError]> = [];
+    const ask = (name: string, priority: Priority = DEFAULT, ip = name) => slots.acquire(ip, { priority, start: () => void started.push(name), refuse: (e) => void refused.push([name, e]) });
+    return { slots, started, refused, ask };
+  }
+
+  it('refuses sheddable requests first, at once, while the limit binds; critical ones wait and go first', async () => {
+    const { slots, started, refused, ask } = harness();
+    slots.setLimit(4);
+    ask('d1');
+    ask('s1', SHEDDABLE); // 1 in flight < 4 x 0.5: admitted
+    ask('s2', SHEDDABLE); // 2 in flight: not below half the limit
+    expect(refused.map(([n, e]) => [n, e.status, e.code])).toEqual([['s2', 503, 'UPSTREAM_OVERLOADED']]);
+    ask('d2');
+    ask('d3');
+    ask('d4');
+    ask('c1', CRITICAL);
+    expect(started).toEqual(['d1', 's1', 'd2', 'd3']);
+    // As many waiting as the limit: a default request is refused at once, a critical one still waits.
+    ask('d5');
+    ask('d6');
+    ask('d7');
+    ask('c2', CRITICAL);
+    expect(refused.map(([n]) => n)).toEqual(['s2', 'd7']);
+    slots.release('d1');
+    slots.release('s1');
+    await flush();
+    expect(started.slice(4)).toEqual(['c1', 'c2']);
+  });
+
+  it('a limit that grows starts the waiting requests', async () => {
+    const { slots, started, ask } = harness();
+    slots.setLimit(1);
+    ask('a');
+    ask('b');
+    expect(started).toEqual(['a']);
+    slots.setLimit(8);
+    await flush();
+    expect(started).toEqual(['a', 'b']);
+  });
+});
