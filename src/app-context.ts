@@ -8,6 +8,7 @@ import type { Exchange } from './condition/index.js';
 import type { FeatureStates } from './features/feature-states.js';
 import type { RequestScope } from './http/scope.js';
 import type { Logger } from './observability/logger.js';
+import type { RunningCache } from './cache/start.js';
 import type { Metrics } from './observability/metrics.js';
 import type { Tracing } from './observability/tracing/tracing.js';
 import type { ChangeBus } from './store/change-bus.js';
@@ -39,6 +40,8 @@ export interface AppContext {
   /** Admin roles or an allowing permission; throws 401/403. */
   authorizeOwnRoute(scope: RequestScope): void;
   planIdentity(principal: Principal): IdentityPlan;
+  /** The response cache (SPEC §12; src/cache/), when `cache.rules` has rules; only in a serving process. GraphQL's reads and writes use it too. */
+  responseCache?: RunningCache;
   /** Rate limits and key usage (SPEC §10; src/limits/); only in a serving process. */
   limits?: RateLimiter;
   /**

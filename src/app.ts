@@ -37,6 +37,7 @@ import { Tracing } from './observability/tracing/tracing.js';
 import { resolveTelemetry } from './config/telemetry.js';
 import { Forwarder } from './proxy/forwarder.js';
 import { ChangeBus } from './store/change-bus.js';
+import { startResponseCache } from './cache/start.js';
 import { createRedisConnections, describeTarget, waitForRedis, type RedisTarget } from './store/connections.js';
 import { RedisReadiness } from './store/redis-readiness.js';
 import { DocumentStore } from './store/document-store.js';
@@ -106,6 +107,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
 
   const bus = new ChangeBus(redis, connections.subscriber, keys.changes);
   await bus.start().catch(() => {});
+  const responseCache = serve ? await startResponseCache(config, { redis, subscriber: connections.subscriber, keys, metrics }) : null;
   const features = new FeatureStates(redis, keys, bus, { 'api-keys': config.features.apiKeys, webhooks: config.features.webhooks });
   await features.start();
 
@@ -136,6 +138,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     planIdentity,
     backendGuards: createBackendGuards(config.upstream, logger, metrics),
     ...(limiter ? { limits: limiter } : {}),
+    ...(responseCache ? { responseCache } : {}),
     ...(signInBasic ? { signIn: (id: string, password: string, ip: string) => signInBasic.authenticate(basicHeader(id, password), ip) } : {}),
   };
 
@@ -336,6 +339,7 @@ function wireRequestChain({ context, modules, basic, policy, readiness, limiter,
     logger,
     tracing,
     sendTimeoutMs: config.listen.sendTimeoutMs,
+    ...(context.responseCache ? { cache: context.responseCache } : {}),
     cors,
     corsSameOrigin: [config.mcp.path],
   });
@@ -355,6 +359,7 @@ function ownRoutes(context: AppContext, modules: FeatureModule[], policy: ChainI
     conditions: createConditionCheckRoute(),
   };
   for (const module of modules) Object.assign(adminAreas, module.adminAreas);
+  if (context.responseCache) adminAreas.cache = context.responseCache.adminArea;
   return [
     healthRoute(config.routes.health, (): { ready: boolean; checks: Record<string, string> } => {
       const { ready, detail } = readiness.report();

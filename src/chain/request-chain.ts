@@ -23,6 +23,7 @@ import { headStage } from './stages/head.js';
 import { limitStage } from './stages/limit.js';
 import { observeStage, type ObserveParts } from './stages/observe.js';
 import { planStage } from './stages/plan.js';
+import { responseCacheStage, type ResponseCacheParts } from './stages/response-cache.js';
 import { routeOrForwardStage, type RouteOrForwardParts } from './stages/route-or-forward.js';
 import { traceStage } from './stages/trace.js';
 
@@ -40,6 +41,8 @@ export interface ChainParts extends ObserveParts, RouteOrForwardParts {
   corsSameOrigin?: readonly string[];
   /** Traces (SPEC §9); propagation only when absent. */
   tracing?: Tracing;
+  /** The response cache (SPEC §12); absent without `cache.rules`. */
+  cache?: ResponseCacheParts;
 }
 
 /** The request path, in order. A new concern is a new file in stages/ and one line here. */
@@ -53,6 +56,7 @@ export function requestStages(parts: ChainParts): Stage[] {
     limitStage(parts.limit),
     authorizeStage(parts.authorizeProxy),
     planStage(parts.planProxy),
+    responseCacheStage(parts.cache),
     routeOrForwardStage(parts),
   ];
   return stages.filter((stage): stage is Stage => stage !== null);

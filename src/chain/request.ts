@@ -8,6 +8,7 @@ import type { SpanHandle } from '../observability/tracing/tracing.js';
 import { RequestScope } from '../http/scope.js';
 import type { OwnRoute } from '../http/route-table.js';
 import type { ObservedRequest } from './observer.js';
+import type { CacheExchange } from '../cache/response-cache.js';
 
 const unanswered = (): void => {};
 
@@ -24,6 +25,8 @@ export class ChainRequest extends RequestScope {
   preflight = false;
   /** The plan stage: what the features change about a proxied request. */
   plan: ProxyPlan | undefined = undefined;
+  /** The response cache stage: a read's fill or a write's pending drop, until the response closes. */
+  cacheExchange: CacheExchange | undefined = undefined;
   /** The forward stage: cancels the upstream exchange wherever it is (the client went away). */
   abortUpstream: (() => void) | undefined = undefined;
   /** The forward stage: the upstream call's client span, only while one is recorded. */

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerApplyCommand } from './commands/apply.js';
+import { registerCacheCommand } from './commands/cache.js';
 import { registerCheckCommand } from './commands/check.js';
 import { registerConfigCommand } from './commands/config.js';
 import { registerHashPasswordCommand } from './commands/hash-password.js';
@@ -24,6 +25,7 @@ registerPredicateCommand(program);
 registerHashPasswordCommand(program);
 registerHealthCommand(program);
 registerKeysCommand(program);
+registerCacheCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`outrigger: ${error instanceof Error ? error.message : String(error)}\n`);

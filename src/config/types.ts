@@ -1,6 +1,7 @@
 /** The validated, defaulted configuration. Field names are the YAML names (SPEC §1). */
 import type { GraphqlLimitsConfig } from './graphql-limits.js';
 import type { CorsConfig } from './cors-config.js';
+import type { CacheConfig } from './cache-config.js';
 import type { ShutdownConfig } from './shutdown-config.js';
 import type { LimitsConfig } from './limits-config.js';
 import type { SubscriptionsConfig } from './subscriptions-config.js';
@@ -153,6 +154,8 @@ export interface OutriggerConfig {
   subscriptions: SubscriptionsConfig;
   /** CORS for the proxied API and the GraphQL apps (SPEC §15; config/cors-config.ts). */
   cors: CorsConfig;
+  /** The response cache (SPEC §12; config/cache-config.ts, src/cache/). */
+  cache: CacheConfig;
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'; secretHeaders: string[] };
   mcp: {
     /** Who answers `mcp.path` (SPEC §11): the backend's MCP server (proxied) or Outrigger's own, whose tools are the GraphQL apps' operations. */

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { OutriggerConfig } from './types.js';
 import { ALWAYS, problemsOf, section, withoutNulls } from './fields.js';
+import { cacheSchema } from './cache-config.js';
 import { corsSchema } from './cors-config.js';
 import { graphqlSchema } from './graphql-limits.js';
 import { limitsSchema } from './limits-config.js';
@@ -33,6 +34,7 @@ const fields = section({
   subscriptions: subscriptionsSchema,
   log: logSchema,
   cors: corsSchema,
+  cache: cacheSchema,
   mcp: mcpSchema,
 });
 

@@ -176,6 +176,7 @@ function backendOf(context: AppContext) {
     guard,
     baseUrl: settings.backend.url,
     collectionPath: settings.backend.collectionPath,
+    ...(context.responseCache ? { dropCached: context.responseCache.dropWritten } : {}),
     ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),
   });
   const writePolicy = serviceAuth ? undefined : createCallerWritePolicy({ acl: context.acl, mode: config.acl.mode });
@@ -202,6 +203,7 @@ function subscriptionsOf(context: AppContext, backend: { reader: HttpBackendRead
     readPolicy,
     onError: (error, what) => logger.warn({ err: String(error) }, `error while ${what}`),
     counted: (outcome) => context.metrics.subscriptionEvents.inc({ outcome }),
+    ...(context.responseCache ? { dropCached: context.responseCache.dropChanged } : {}),
     // A proxied write's state is read back as a GraphQL read of its writer would be made.
     writerContext: (scope) => ({
       requestId: scope.id,

@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { conflict } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { ChangeBus } from '../store/change-bus.js';
-import { generateApiKey, hashApiKey } from './key-format.js';
+import { generateApiKey, hashApiKey, keyStart } from './key-format.js';
 import type { KeyRecord } from './key-record.js';
 import type { ApiKeyStore } from './key-store.js';
+import { checkRequestedRoles, type KeyPolicy } from './issuing-rules.js';
 
 const DAY_MS = 86_400_000;
 
@@ -78,6 +79,7 @@ export class ApiKeyIssuer {
       ...(d.kind !== undefined ? { kind: d.kind } : {}),
       serviceId: this.settings.serviceId,
       keyHash: hashApiKey(key),
+      start: keyStart(key, this.settings.prefix),
     };
     return { record, key };
   }
@@ -89,6 +91,46 @@ export class ApiKeyIssuer {
       message,
     );
     return drawn;
+  }
+
+  /**
+   * SPEC §15: a new key in place of the owner's key `id`, the old one working for `graceMs` more
+   * (never longer than it would have). The new key keeps the old one's name, roles and per-key
+   * limits, and its lifetime, within what the permission that applies allows today; it counts
+   * toward the key limit in the old one's place. Null when the owner has no such key.
+   */
+  async rotate(input: { id: string; owner: string; graceMs: number; policy: KeyPolicy }): Promise<{ record: KeyRecord; key: string; old: KeyRecord } | null> {
+    const { id, owner, graceMs, policy } = input;
+    const now = this.now();
+    const outcome = await this.store.rotate(
+      id,
+      owner,
+      (record) => {
+        if (record.replacedBy !== undefined)
+          throw conflict(`the key ${JSON.stringify(id)} was already rotated: key ${JSON.stringify(record.replacedBy)} replaced it; rotate that one`, 'KEY_ALREADY_ROTATED');
+        if (record.expiresAt <= now)
+          throw conflict(`the key ${JSON.stringify(id)} expired at ${new Date(record.expiresAt).toISOString()}; only a working key is rotated: issue a new one with POST /keys`, 'KEY_EXPIRED');
+        checkRequestedRoles(policy, record.roles);
+        const lifetimeMs = Math.min(record.expiresAt - record.createdAt, policy.maxExpiresInDays * DAY_MS);
+        const drawn = this.draw({ owner, name: record.name, roles: record.roles, lifetimeMs, via: 'api' });
+        const next: KeyRecord = record.limits ? { ...drawn.record, limits: record.limits } : drawn.record;
+        return { old: { ...record, expiresAt: Math.min(record.expiresAt, now + graceMs), replacedBy: next._id }, next, key: drawn.key };
+      },
+      now,
+      policy.maxKeysPerUser,
+    );
+    if (!outcome.rotated && outcome.reason === 'missing') return null;
+    if (!outcome.rotated)
+      throw conflict(
+        `you already hold ${outcome.inGrace} keys in their grace period after a rotation, the most your keys allow (${policy.maxKeysPerUser}); revoke one of them, or wait until its grace ends`,
+        'KEY_GRACE_LIMIT_REACHED',
+      );
+    const { old, next, key } = outcome.plan;
+    // Every replica's verification cache drops the old key now and reads its shorter expiry.
+    await this.bus.publish({ kind: 'apikeys', id });
+    this.issued({ record: next, key }, 'issued an API key by rotation');
+    this.logger.info({ keyId: id, owner, replacedBy: next._id, graceEndsAt: new Date(old.expiresAt).toISOString() }, 'rotated an API key');
+    return { record: next, key, old };
   }
 
   /** Deletes a key (only the owner's when `owner` is given); null when there is no such key. */

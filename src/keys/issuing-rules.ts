@@ -97,3 +97,23 @@ export function keyLifetimeDays(policy: KeyPolicy, expiresIn: number | undefined
     );
   return expiresIn;
 }
+
+/** A rotation's grace period (SPEC §15): at most 7 days. */
+export const MAX_GRACE_HOURS = 168;
+
+/**
+ * `POST /keys/<id>/rotate` body: `{"graceHours": n}`, 0 ≤ n ≤ 168, fractions allowed (0.5 is
+ * half an hour). Required, with no default: how long the old key keeps working is the caller's
+ * decision (0 ends it at once). Other fields are ignored, as for `POST /keys`.
+ */
+export function readRotateRequest(body: unknown): { graceHours: number } {
+  const usage = `send {"graceHours": n}: how long the old key keeps working, in hours, from 0 to ${MAX_GRACE_HOURS} (7 days)`;
+  if (!isJsonObject(body)) throw badRequest(`the body must be a JSON object: ${usage}`);
+  const { graceHours } = body;
+  if (graceHours === undefined) throw new ValidationError([`graceHours is required: ${usage}`]);
+  if (typeof graceHours !== 'number' || !Number.isFinite(graceHours))
+    throw new ValidationError([`graceHours must be a number of hours from 0 to ${MAX_GRACE_HOURS} (got ${JSON.stringify(graceHours)})`]);
+  if (graceHours < 0) throw new ValidationError([`graceHours must be at least 0 (got ${graceHours}); 0 ends the old key at once`]);
+  if (graceHours > MAX_GRACE_HOURS) throw new ValidationError([`graceHours must be at most ${MAX_GRACE_HOURS} (7 days; got ${graceHours})`]);
+  return { graceHours };
+}

@@ -43,6 +43,14 @@ export function generateApiKey(prefix: string): string {
   return `${prefix}_${random}${checksumOf(random)}`;
 }
 
+/** Random characters a key's `start` shows after `_` (SPEC §15): enough to recognise a key, far too few to guess it. */
+export const START_CHARS = 8;
+
+/** A key's `start`: its prefix, `_` and the first 8 random characters (`rig_Ab3dE9xQ`), kept at issue. */
+export function keyStart(key: string, prefix: string): string {
+  return key.slice(0, prefix.length + 1 + START_CHARS);
+}
+
 export type KeyFormatProblem = 'prefix' | 'characters' | 'length' | 'checksum';
 
 /**

@@ -23,6 +23,13 @@ export interface KeyRecord {
   kind?: 'token';
   serviceId: string;
   keyHash: string;
+  /** The key's first characters (SPEC §15); absent on keys issued before it was kept. */
+  start?: string;
+  /**
+   * Set by a rotation: the id of the key that replaced this one, whose `expiresAt` then ends
+   * its grace period. A key with it never counts toward the key limit and is not rotated again.
+   */
+  replacedBy?: string;
   /** An admin's overrides of named `by: key` policies (SPEC §10). */
   limits?: KeyLimits;
 }
@@ -34,6 +41,7 @@ export function ownerView(record: KeyRecord, lastUsedAt: number | undefined) {
   const view: Record<string, unknown> = {
     _id: record._id,
     name: record.name,
+    ...(record.start !== undefined ? { start: record.start } : {}),
     roles: record.roles,
     createdAt: date(record.createdAt),
     expiresAt: date(record.expiresAt),
@@ -42,6 +50,7 @@ export function ownerView(record: KeyRecord, lastUsedAt: number | undefined) {
   view.via = record.via;
   if (record.client !== undefined) view.client = record.client;
   if (record.kind !== undefined) view.kind = record.kind;
+  if (record.replacedBy !== undefined) view.replacedBy = record.replacedBy;
   view.limits = presentKeyLimits(record.limits);
   return view;
 }

@@ -1,17 +1,26 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../store/keys.js';
 import { parseKeyRecord, type KeyRecord } from './key-record.js';
-import { issueKeyWithinLimit } from '../store/scripts/issue-key-within-limit.js';
-import { issueSignInToken } from '../store/scripts/issue-sign-in-token.js';
-import { findKeyByHash } from '../store/scripts/find-key-by-hash.js';
-import { revokeKey } from '../store/scripts/revoke-key.js';
-import { touchKeyLastUsed } from '../store/scripts/touch-key-last-used.js';
-import { replaceKeyRecord } from '../store/scripts/replace-key-record.js';
+import { issueKeyWithinLimit } from '../store/scripts/keys/issue-key-within-limit.js';
+import { issueSignInToken } from '../store/scripts/keys/issue-sign-in-token.js';
+import { findKeyByHash } from '../store/scripts/keys/find-key-by-hash.js';
+import { revokeKey } from '../store/scripts/keys/revoke-key.js';
+import { touchKeyLastUsed } from '../store/scripts/keys/touch-key-last-used.js';
+import { replaceKeyRecord } from '../store/scripts/keys/replace-key-record.js';
+import { rotateKey } from '../store/scripts/keys/rotate-key.js';
 
 /** Expired records stay listed this long (the owner sees that a key expired), then the next issuance of their owner removes them. */
 export const EXPIRED_KEPT_MS = 30 * 86_400_000;
 
 export type IssueOutcome = { issued: true; activeKeys: number } | { issued: false; reason: 'limit'; activeKeys: number } | { issued: false; reason: 'id-taken' };
+
+/** A rotation as planned from the old record: the old one in its grace period, the new one. */
+export interface RotationPlan {
+  old: KeyRecord;
+  next: KeyRecord;
+}
+
+export type RotateOutcome<P> = { rotated: true; plan: P } | { rotated: false; reason: 'missing' } | { rotated: false; reason: 'grace-limit'; inGrace: number };
 
 export interface StoredKey {
   record: KeyRecord;
@@ -108,6 +117,29 @@ export class ApiKeyStore {
       if (Number(await replaceKeyRecord.run(this.redis, [this.keys.apiKeyRecords], [id, text!, JSON.stringify(next)])) === 1) return next;
     }
     throw new Error(`the key ${id} kept changing while it was being updated`);
+  }
+
+  /**
+   * Rotates the key `id` of `owner` (SPEC §15): `plan` turns the record read into the old key's
+   * grace version and the new key (it may throw to refuse), and the script stores both only over
+   * the record read; a change in between, or a new id already taken, plans again.
+   */
+  async rotate<P extends RotationPlan>(id: string, owner: string, plan: (record: KeyRecord) => P, now: number, graceLimit: number): Promise<RotateOutcome<P>> {
+    const k = this.keys;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const text = await this.redis.hget(k.apiKeyRecords, id);
+      const record = parseKeyRecord(text);
+      if (!record || record.owner !== owner || record.kind === 'token') return { rotated: false, reason: 'missing' };
+      const p = plan(record);
+      const result = (await rotateKey.run(
+        this.redis,
+        [k.apiKeyRecords, k.apiKeyByHash(record.keyHash), k.apiKeyByHash(p.next.keyHash), k.apiKeysOfOwner(owner)],
+        [id, text!, JSON.stringify(p.old), p.old.expiresAt, p.next._id, JSON.stringify(p.next), p.next.expiresAt, now, graceLimit],
+      )) as [number, number];
+      if (result[0] === 1) return { rotated: true, plan: p };
+      if (result[0] === -2) return { rotated: false, reason: 'grace-limit', inGrace: result[1] };
+    }
+    throw new Error(`the key ${id} kept changing while it was being rotated`);
   }
 
   async touchLastUsed(id: string, at: number): Promise<void> {

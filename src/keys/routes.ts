@@ -11,7 +11,7 @@ import type { RequestScope } from '../http/scope.js';
 import { adminView, newestFirst, ownerView } from './key-record.js';
 import type { ApiKeyStore, StoredKey } from './key-store.js';
 import type { ApiKeyIssuer } from './issuer.js';
-import { checkRequestedRoles, keyLifetimeDays, keyPolicyFor, readIssueRequest } from './issuing-rules.js';
+import { checkRequestedRoles, keyLifetimeDays, keyPolicyFor, readIssueRequest, readRotateRequest, type ServiceKeyDefaults } from './issuing-rules.js';
 import { patchKeyLimits } from './key-limits.js';
 import { readUsageDays } from './usage-route.js';
 
@@ -67,6 +67,8 @@ function ownerRoute({ context, store, issuer }: KeyRouteParts, sendUsage: SendUs
     sendJson(scope.res, 201, { _id: record._id, name: record.name, roles: record.roles, expiresAt: { $date: record.expiresAt }, key }, { location: `${prefix}/${encodeURIComponent(record._id)}` });
   }
 
+  const rotate = rotateRoute({ context, issuer }, defaults, basicCaller);
+
   async function listOwn(scope: RequestScope): Promise<void> {
     const owner = basicCaller(scope, 'list your API keys');
     const paging = readPaging(scope.query);
@@ -98,7 +100,9 @@ function ownerRoute({ context, store, issuer }: KeyRouteParts, sendUsage: SendUs
 
   async function handleKeys(scope: RequestScope): Promise<void> {
     const rest = scope.path.slice(prefix.length);
-    const usageOf = usagePath(rest);
+    const rotateOf = actionPath(rest, 'rotate');
+    if (rotateOf !== null) return rotate(scope, rotateOf);
+    const usageOf = actionPath(rest, 'usage');
     if (usageOf !== null) {
       const owner = basicCaller(scope, "read your API keys' usage");
       const found = await store.get(usageOf);
@@ -122,7 +126,7 @@ function adminArea({ context, store, issuer }: KeyRouteParts, sendUsage: SendUsa
   return (scope, subPath) => handleAdmin(scope, subPath);
 
   async function handleAdmin(scope: RequestScope, subPath: string): Promise<void> {
-    const usageOf = usagePath(subPath);
+    const usageOf = actionPath(subPath, 'usage');
     if (usageOf !== null) {
       if (!(await store.get(usageOf))) throw notFound(`no key ${JSON.stringify(usageOf)} on this service`);
       return sendUsage(scope, usageOf);
@@ -181,12 +185,30 @@ function usageSender(context: AppContext): SendUsage {
   };
 }
 
+/** `POST /keys/<id>/rotate` (SPEC §15): the issuing checks that still apply, in §5.3's order, then the rotation. */
+function rotateRoute({ context, issuer }: Pick<KeyRouteParts, 'context' | 'issuer'>, defaults: ServiceKeyDefaults, basicCaller: (scope: RequestScope, action: string) => string) {
+  const { features, acl } = context;
+  const prefix = context.config.routes.keys;
+  return async (scope: RequestScope, id: string): Promise<void> => {
+    const owner = basicCaller(scope, 'rotate API keys');
+    if (scope.method !== 'POST') throw methodNotAllowed(['POST']);
+    if (!features.enabled('api-keys')) throw forbidden('API keys are disabled on this service', 'API_KEYS_DISABLED');
+    if (acl.needsRequestBody(scope.principal)) scope.bufferedBody = await readBody(scope, BODY_LIMIT);
+    const policy = keyPolicyFor(acl, scope.principal, context.exchangeFor(scope), defaults, `${scope.method} ${scope.path}`);
+    const { graceHours } = readRotateRequest(await jsonBody(scope, 'send {"graceHours": n}, 0 to 168'));
+    const rotated = await issuer.rotate({ id, owner, graceMs: Math.round(graceHours * 3_600_000), policy });
+    if (!rotated) throw notFound(`you have no key ${JSON.stringify(id)}; list yours with GET ${prefix}`);
+    const { record, key } = rotated;
+    sendJson(scope.res, 201, { _id: record._id, name: record.name, roles: record.roles, expiresAt: { $date: record.expiresAt }, key }, { location: `${prefix}/${encodeURIComponent(record._id)}` });
+  };
+}
+
 const byNewest = (a: StoredKey, b: StoredKey) => newestFirst(a.record, b.record);
 
-/** `'/<id>/usage'` → the decoded id; anything else → null. */
-function usagePath(rest: string): string | null {
-  const m = /^\/([^/]+)\/usage$/.exec(rest);
-  return m ? decodePathSegment(m[1]!, 'key id') : null;
+/** `'/<id>/<action>'` → the decoded id; anything else → null. */
+function actionPath(rest: string, action: 'usage' | 'rotate'): string | null {
+  const m = /^\/([^/]+)\/([a-z]+)$/.exec(rest);
+  return m && m[2] === action ? decodePathSegment(m[1]!, 'key id') : null;
 }
 
 /** `''` or `'/'` → null (the collection); `'/<id>'` → the decoded id; deeper paths → 404. */
@@ -197,9 +219,9 @@ function idFrom(rest: string): string | null {
   return decodePathSegment(raw, 'key id');
 }
 
-/** The JSON body of POST /keys (already read when a permission needed it). */
-async function jsonBody(scope: RequestScope): Promise<unknown> {
+/** The JSON body of POST /keys or a rotation (already read when a permission needed it). */
+async function jsonBody(scope: RequestScope, usage = 'send {"name": "...", "roles"?: [...], "expiresIn"?: days}'): Promise<unknown> {
   checkJsonContentType(scope.req);
   const body = scope.bufferedBody ?? (await readBody(scope, BODY_LIMIT));
-  return parseJsonBody(body, 'send {"name": "...", "roles"?: [...], "expiresIn"?: days}');
+  return parseJsonBody(body, usage);
 }

@@ -218,6 +218,11 @@ export function createMetrics() {
       'outrigger_rate_limit_redis_unavailable_total',
       'Times rate limits lost Redis and fell back to limits.onRedisUnavailable (local counters, allow or deny).',
     ),
+    cacheLookups: registry.counter('outrigger_cache_lookups_total', 'Reads a cache rule covered, by rule and result (hit, miss, revalidated, bypass).'),
+    cacheStores: registry.counter('outrigger_cache_stores_total', 'Backend answers stored in the response cache, by rule.'),
+    cacheEvictions: registry.counter('outrigger_cache_evictions_total', 'Cached answers pushed out for room (cache.maxBytes), by rule.'),
+    cacheInvalidations: registry.counter('outrigger_cache_invalidations_total', 'Drops of cached reads, by source (write, replica, purge, redis-lost).'),
+    cacheBytes: registry.gauge('outrigger_cache_bytes', 'Bytes held by the response cache, by rule (at most cache.maxBytes together).'),
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -16,6 +16,22 @@ export interface ResponseObserver {
   beforeAnswer?(statusCode: number, headers: Record<string, string | string[] | undefined>): ((body: Buffer) => Promise<void>) | undefined;
 }
 
+/** Holds a proxied answer until the promise it returns settles (given the whole body). */
+export type AnswerHold = (body: Buffer) => Promise<void>;
+
+/**
+ * The response cache's view of the upstream's answer, raw, before any rewrite (src/cache/).
+ * `head` decides: `none` (the answer is relayed as usual), `copy` (also hand the chunks and the
+ * end to the capture), `replace` (the capture answers the client itself at `end`: a 304 that
+ * revalidated a cached answer), or a hold (the answer waits for it: a write's drop in Redis).
+ */
+export interface ResponseCapture {
+  head(statusCode: number, headers: Record<string, string | string[] | undefined>): 'none' | 'copy' | 'replace' | AnswerHold;
+  data(chunk: Buffer): void;
+  /** The upstream's answer ended (before the client's ends); not called when the exchange failed. */
+  end(): void;
+}
+
 export interface ForwardRequest {
   req: IncomingMessage;
   res: ServerResponse;
@@ -43,12 +59,14 @@ export interface ForwardRequest {
    * same head: the rate-limit headers (SPEC §10), without a setHeader per request.
    */
   responseHeaders?: Record<string, string>;
+  /** The response cache's capture of the answer; absent (one field check) for everything it does not cover. */
+  capture?: ResponseCapture;
   /** Its class when the backend is at its limit (SPEC §13); absent is default. */
   priority?: Priority;
 }
 
 /** What the features may decide about a proxied request (access/proxy-policy.ts); the handler copies these fields, and only these. */
-export type ProxyPlan = Partial<Pick<ForwardRequest, 'target' | 'removeRequestHeaders' | 'setRequestHeaders' | 'body' | 'filterResponseHeader' | 'rewrite'>>;
+export type ProxyPlan = Partial<Pick<ForwardRequest, 'target' | 'removeRequestHeaders' | 'setRequestHeaders' | 'body' | 'filterResponseHeader' | 'rewrite' | 'capture' | 'responseHeaders'>>;
 
 /** The upstream's settings as the config declares them (upstream.*; the identity block is access/'s). */
 export type UpstreamSettings = Omit<OutriggerConfig['upstream'], 'identity'>;

@@ -6,6 +6,7 @@
  */
 import type { Dispatcher } from 'undici';
 import { OutriggerError } from '../errors.js';
+import type { AnswerHold, ResponseCapture } from './forward-request.js';
 import { clientResponseHeaders } from './headers.js';
 import { sendBuffered, type BufferedAnswer } from './buffered-answer.js';
 import { UpstreamExchange } from './upstream-exchange.js';
@@ -19,14 +20,29 @@ export class ForwardHandler extends UpstreamExchange {
   private headPending = false;
   /** Set when the answer is kept whole (rewritten, or held for an observer); null while it streams. */
   private buffered: (BufferedAnswer & { chunks: Buffer[] }) | null = null;
+  /** The response cache's copy of the answer (ForwardRequest.capture), when its head asked for one. */
+  private capturing: ResponseCapture | undefined = undefined;
+  /** The capture answers the client itself: nothing of the upstream's answer is relayed. */
+  private replaced = false;
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: UpstreamHeaders, statusMessage?: string): void {
     if (statusCode < 200) return; // 1xx informational: Node already answered Expect itself
     this.started = true;
     this.upstreamAnswered(statusCode);
     const f = this.f;
+    let hold: AnswerHold | undefined;
+    if (f.capture !== undefined) {
+      const mode = f.capture.head(statusCode, headers);
+      if (mode === 'replace') {
+        this.capturing = f.capture;
+        this.replaced = true;
+        return;
+      }
+      if (mode === 'copy') this.capturing = f.capture;
+      else if (mode !== 'none') hold = mode;
+    }
     const rewriting = f.rewrite?.accepts(statusCode, headers) === true;
-    const held = f.observer?.beforeAnswer?.(statusCode, headers);
+    const held = bothHolds(f.observer?.beforeAnswer?.(statusCode, headers), hold);
     if (rewriting || held) {
       this.buffered = { status: statusCode, headers, chunks: [], rewriting, held };
       return;
@@ -50,6 +66,10 @@ export class ForwardHandler extends UpstreamExchange {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.capturing !== undefined) {
+      this.capturing.data(chunk);
+      if (this.replaced) return;
+    }
     if (this.buffered) {
       this.buffered.chunks.push(chunk);
       return;
@@ -60,6 +80,15 @@ export class ForwardHandler extends UpstreamExchange {
   }
 
   onResponseEnd(): void {
+    if (this.capturing !== undefined) {
+      if (this.replaced) {
+        this.settle();
+        this.capturing.end();
+        return;
+      }
+      // Before the client's answer ends: a reader waiting for this fill finds the entry stored.
+      this.capturing.end();
+    }
     if (this.buffered) {
       // The upstream exchange is over (its slot goes now), whether or not the answer waits for an observer.
       this.settle();
@@ -74,7 +103,7 @@ export class ForwardHandler extends UpstreamExchange {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (this.settled) return;
-    if (this.started && !this.buffered) {
+    if (this.started && !this.buffered && !this.replaced) {
       this.settle();
       // Headers are out: the only honest signal left is a broken connection.
       this.f.res.destroy(error);
@@ -86,6 +115,11 @@ export class ForwardHandler extends UpstreamExchange {
     this.settle();
     this.failed(answer);
   }
+}
+
+function bothHolds(a: AnswerHold | undefined, b: AnswerHold | undefined): AnswerHold | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  return (body) => Promise.all([a(body), b(body)]).then(() => undefined);
 }
 
 /** Maps undici's stable error codes to the answers SPEC §2 names. */

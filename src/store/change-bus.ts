@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { isCluster } from './connections.js';
 
-export type ChangeKind = 'permissions' | 'apikeys' | 'features' | 'graphql-apps' | 'webhooks' | 'subscribed-collections';
+export type ChangeKind = 'permissions' | 'apikeys' | 'features' | 'graphql-apps' | 'webhooks' | 'subscribed-collections' | 'response-cache';
 export interface ChangeMessage {
   kind: ChangeKind;
   id?: string;

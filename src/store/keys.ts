@@ -40,6 +40,15 @@ export function redisKeys(prefix: string, serviceId: string) {
     /** hash: app _id -> JSON document; plus a version counter for change detection. */
     graphqlApps: `${ns}:gql-apps`,
     graphqlAppsVersion: `${ns}:gql-apps:version`,
+    /**
+     * Automatic persisted queries of one app (SPEC §15), bounded in count and bytes by
+     * scripts/persisted-queries/register-persisted-query.ts, all three with one TTL renewed at each registration:
+     * hash sha256 hex -> query text; sorted set of those hashes by registration order (the
+     * oldest evicted first); hash `bytes` (the texts' total) and `seq` (the last order number).
+     */
+    persistedQueryTexts: (appId: string) => `${ns}:apq-texts:${appId}`,
+    persistedQueryOrder: (appId: string) => `${ns}:apq-order:${appId}`,
+    persistedQueryMeta: (appId: string) => `${ns}:apq-meta:${appId}`,
 
     /** hash: webhook _id -> JSON document. */
     webhooks: `${ns}:webhooks`,
@@ -112,6 +121,15 @@ export function redisKeys(prefix: string, serviceId: string) {
     rateLimit: (policy: string, window: string, subject: string) => `${ns}:rl:${policy}:${window}:${subject}`,
     /** hash with TTL (100 days): one key's usage in one UTC day (`requests`, `units`, `refused`). */
     keyUsage: (keyId: string, day: string) => `${ns}:key-usage:${keyId}:${day}`,
+
+    /** pub/sub channel of the response cache's drops (`response-cache` bus messages), apart from `changes` so a busy admin bus never delays them. */
+    cacheInvalidations: `${ns}:cache-invalidations`,
+    /**
+     * counter: a response-cache generation for `cache.consistency: strong` (INCR by a write before
+     * its answer, read by every hit). `part` is `all`, or a kind and a slot number (the name's
+     * hash modulo 4096, src/cache/cache-scope.ts), so clients cannot mint keys without bound.
+     */
+    cacheGeneration: (part: string) => `${ns}:cache-gen:${part}`,
   };
 }
 

@@ -17,7 +17,7 @@ export interface Door {
   path: string;
   body: BodyKind;
   /** What a body at this door is about, for the fuzzer (permission, webhook, app, key, patch, event). */
-  shape?: 'permission' | 'webhook' | 'app' | 'key' | 'key-limits' | 'mcp' | 'test-send' | 'graphql' | 'graphql-mutation' | 'condition' | 'any';
+  shape?: 'permission' | 'webhook' | 'app' | 'key' | 'key-rotation' | 'key-limits' | 'mcp' | 'test-send' | 'graphql' | 'graphql-mutation' | 'condition' | 'any';
   auth: string;
 }
 
@@ -31,6 +31,7 @@ export const DOORS: Door[] = [
   { name: "admin: set a key's limits", covers: 'admin:keys', method: 'PATCH', path: '/_admin/keys/{id}', body: 'json', shape: 'key-limits', auth: ROOT },
   { name: "admin: read a key's usage", covers: 'admin:keys', method: 'GET', path: '/_admin/keys/{id}/usage', body: 'none', auth: ROOT },
   { name: "read a key's usage", covers: '/keys', method: 'GET', path: '/keys/{id}/usage', body: 'none', auth: ALICE },
+  { name: 'rotate a key', covers: '/keys', method: 'POST', path: '/keys/{id}/rotate', body: 'json', shape: 'key-rotation', auth: ALICE },
   { name: 'admin: rate-limit policies', covers: 'admin:limits', method: 'GET', path: '/_admin/limits', body: 'none', auth: ROOT },
   { name: 'admin: create a permission', covers: 'admin:acl', method: 'POST', path: '/_admin/acl', body: 'json', shape: 'permission', auth: ROOT },
   { name: 'admin: replace a permission', covers: 'admin:acl', method: 'PUT', path: '/_admin/acl/{id}', body: 'json', shape: 'permission', auth: ROOT },

@@ -360,6 +360,8 @@ function shapedDocument(r: Rng, door: Door, targetUrl: string): unknown {
       };
     case 'key':
       return { name: r.chance(0.8) ? text(r, 30) : value(r), roles: r.chance(0.6) ? [text(r, 8)] : value(r), ...(r.chance(0.5) ? { expiresIn: value(r) } : {}) };
+    case 'key-rotation':
+      return r.chance(0.7) ? { graceHours: r.chance(0.6) ? r.pick([-1, 0, 0.5, 168, 168.01, 1e9, -0]) : value(r) } : value(r);
     case 'key-limits':
       return r.chance(0.8)
         ? {
@@ -397,7 +399,7 @@ function shapedDocument(r: Rng, door: Door, targetUrl: string): unknown {
         query: r.chance(0.85) ? (door.shape === 'graphql-mutation' ? fuzzMutation(r) : fuzzGraphql(r)) : value(r),
         ...(r.chance(0.4) ? { variables: r.chance(0.5) ? '__RAW__' : value(r) } : {}),
         ...(r.chance(0.2) ? { operationName: value(r) } : {}),
-        ...(r.chance(0.1) ? { extensions: value(r) } : {}),
+        ...(r.chance(0.1) ? { extensions: r.chance(0.5) ? { persistedQuery: r.chance(0.5) ? { version: value(r), sha256Hash: value(r) } : value(r) } : value(r) } : {}),
       };
     default:
       return value(r);

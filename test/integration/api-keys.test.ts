@@ -290,10 +290,11 @@ describe('API keys: issue, list, revoke, verify', () => {
       expect(res.headers['x-total-count']).toBe('2');
       expect(res.json.map((k: any) => k.name)).toEqual(['second', 'first']);
       const [, firstKey] = res.json;
-      expect(Object.keys(firstKey).sort()).toEqual(['_id', 'createdAt', 'expiresAt', 'limits', 'name', 'roles', 'via']);
+      expect(Object.keys(firstKey).sort()).toEqual(['_id', 'createdAt', 'expiresAt', 'limits', 'name', 'roles', 'start', 'via']);
       expect(firstKey).toEqual({
         _id: first.json._id,
         name: 'first',
+        start: first.json.key.slice(0, 12),
         roles: ['reader'],
         createdAt: { $date: expect.any(Number) },
         expiresAt: first.json.expiresAt,
@@ -346,6 +347,7 @@ describe('API keys: issue, list, revoke, verify', () => {
           _id: agent.record._id,
           owner: 'u-other',
           name: 'claude sign-in',
+          start: agent.key.slice(0, 12),
           roles: ['reader'],
           createdAt: { $date: agent.record.createdAt },
           expiresAt: { $date: agent.record.expiresAt },

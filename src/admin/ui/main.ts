@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { admin, api, ApiError, setCredentials, signOut, whenSignedOut } from './api.js';
 import { DocumentsPage } from './documents.js';
 import { FeaturesPage } from './features.js';
-import { KeysPage } from './keys.js';
+import { KeysPage } from './keys/all-keys.js';
 import { RecordingPage } from './recording.js';
 import { ConfirmHost, errorText, html, viewerZone } from './ui.js';
 import { WebhookPage, WebhooksPage } from './webhooks.js';

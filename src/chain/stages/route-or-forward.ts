@@ -70,8 +70,9 @@ export function routeOrForwardStage({ forwarder, sendTimeoutMs }: RouteOrForward
         filterResponseHeader: request.crossOrigin ? corsResponseFilter(plan.filterResponseHeader) : plan.filterResponseHeader,
         rewrite: plan.rewrite,
         observer: observed ?? undefined,
-        // A covered response carries our RateLimit headers over the backend's (SPEC §10).
-        responseHeaders: request.rateLimitHeaders,
+        // A covered response carries our RateLimit headers over the backend's (SPEC §10); a cached path's, its Cache-Status too.
+        responseHeaders: plan.responseHeaders ?? request.rateLimitHeaders,
+        capture: plan.capture,
       },
       request.fail,
     );

@@ -23,6 +23,8 @@ export interface HttpBackendWriterOptions {
   readonly connections?: number;
   /** Largest response body kept (default 1 MiB); RESTHeart's write answers are small. */
   readonly maxResponseBytes?: number;
+  /** The response cache's drop of what a write touched (SPEC §12), awaited before the mutation's answer: the status, or null when none came. */
+  readonly dropCached?: (db: string, collection: string, status: number | null) => Promise<void>;
   /** The backend origin's guard (SPEC §13), as the reader's. */
   readonly guard?: BackendGuard;
 }
@@ -77,6 +79,7 @@ export function createHttpBackendWriter(opts: HttpBackendWriterOptions): HttpBac
       } catch (error) {
         span?.fail((error as { code?: string }).code ?? 'error');
         span?.end();
+        await opts.dropCached?.(write.db, write.collection, null);
         if (ctx.signal?.aborted || error instanceof OutriggerError) throw error;
         throw new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend could not be reached to write ${write.db}/${write.collection}; nothing was written by this field`);
       }
@@ -93,9 +96,11 @@ export function createHttpBackendWriter(opts: HttpBackendWriterOptions): HttpBac
           if (size <= maxBytes) chunks.push(chunk as Buffer);
         }
       } catch (error) {
+        await opts.dropCached?.(write.db, write.collection, null);
         if (ctx.signal?.aborted) throw error;
         throw new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend connection failed while answering a write of ${write.db}/${write.collection}; the write may have happened`);
       }
+      await opts.dropCached?.(write.db, write.collection, response.statusCode);
       return { status: response.statusCode, headers: out, body: Buffer.concat(chunks).toString('utf8') };
     },
     async close() {

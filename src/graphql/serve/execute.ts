@@ -18,6 +18,7 @@ import { BACKEND_ERROR_CODES, RequestState, budgetError, timeoutError } from '..
 import { resolveTrusted } from '../document/trusted/documents.js';
 import { ExecutionDeadline } from '../limits/deadline.js';
 import { MAX_QUERY_BYTES, type RequestContext } from '../types.js';
+import { persistedQueryStep, type PersistedQueries } from './persisted-queries.js';
 
 export interface GraphqlParams {
   /** Absent when the client names a trusted document by its hash only. */
@@ -55,6 +56,8 @@ export interface GraphqlOutcome {
 export interface ExecuteOptions {
   /** GET: only queries may run; a mutation answers 405 (GraphQL-over-HTTP). */
   readonly queriesOnly?: boolean;
+  /** Automatic persisted queries' store (persisted-queries.ts); without it a hash alone answers PersistedQueryNotSupported. */
+  readonly persistedQueries?: PersistedQueries;
 }
 
 export function errorBody(message: string, code: string): GraphqlResponseBody {
@@ -69,7 +72,14 @@ export function errorBody(message: string, code: string): GraphqlResponseBody {
  */
 export async function executeGraphql(app: CompiledApp, params: GraphqlParams, ctx: RequestContext, opts: ExecuteOptions = {}): Promise<GraphqlOutcome> {
   const request = new GraphqlRequest(app, params, ctx);
-  const refused = documentStep(request) ?? operationStep(request, opts) ?? variablesStep(request) ?? limitsStep(request);
+  // Awaited only when the request names a persisted query: the common path stays without a pause.
+  const persisted = params.extensions?.persistedQuery === undefined ? undefined : await persistedQueryStep(app, params, opts.persistedQueries);
+  if (persisted?.kind === 'answer') return { status: persisted.status, body: errorBody(persisted.message, persisted.code) };
+  if (persisted?.kind === 'run') request.persistedQuery = persisted.query;
+  const invalid = documentStep(request) ?? operationStep(request, opts);
+  // Registered once it parsed and validated (as Apollo Server does): only documents the app runs take room.
+  if (invalid === undefined && persisted?.kind === 'run' && persisted.register) await persisted.register();
+  const refused = invalid ?? variablesStep(request) ?? limitsStep(request);
   if (refused !== undefined) return refused;
   // SPEC §10: a rate limit with `units: cost` counts the estimate, refused (429) here before any
   // read, and a mutation before its first write (its read-backs and joins are in the estimate).
@@ -87,6 +97,8 @@ class GraphqlRequest implements Execution {
   operation!: OperationDefinitionNode;
   variableValues!: Record<string, unknown>;
   cost: CostEstimate | undefined;
+  /** The text an automatic persisted query named (persisted-queries.ts), checked against its hash. */
+  persistedQuery: string | undefined;
   state!: RequestState;
   deadline!: ExecutionDeadline;
   readonly schema: GraphQLSchema;
@@ -106,10 +118,10 @@ class GraphqlRequest implements Execution {
   }
 }
 
-/** Trusted documents, the size bound, parse (the app's cache). */
+/** Trusted documents (or the persisted query's text), the size bound, parse (the app's cache). */
 function documentStep(request: GraphqlRequest): GraphqlOutcome | undefined {
   const { app, params } = request;
-  const trusted = resolveTrusted(app.trusted, params.query, documentIdOf(params));
+  const trusted = request.persistedQuery !== undefined ? { ok: true as const, query: request.persistedQuery } : resolveTrusted(app.trusted, params.query, documentIdOf(params));
   if (!trusted.ok) return { status: 400, body: errorBody(trusted.message, trusted.code) };
   const query = trusted.query;
   if (Buffer.byteLength(query, 'utf8') > MAX_QUERY_BYTES) {

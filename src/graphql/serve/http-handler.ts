@@ -5,6 +5,7 @@
  * - POST `application/json` `{query, variables?, operationName?, extensions?}` or
  *   `application/graphql` (the body is the query; `operationName`/`variables` may come in the URL).
  * - GET `?query=&variables=&operationName=` for queries; a mutation over GET → 405 `Allow: POST`.
+ * - Apollo's automatic persisted queries (`extensions.persistedQuery`) on both, with `persistedQueries`.
  * - Other methods → 405 `Allow: GET, POST` (the server answers CORS preflights before this).
  * - Response `application/graphql-response+json; charset=utf-8`, or `application/json` when the
  *   client's Accept prefers it; 406 when Accept admits neither.
@@ -22,6 +23,7 @@ import { graphqlNestingDepth } from '../../input-limits/graphql-nesting.js';
 import { parseBoundedJson } from '../../input-limits/json-depth.js';
 import { MAX_GRAPHQL_NESTING } from '../../input-limits/limits.js';
 import { serializeJson } from '../limits/serialize.js';
+import type { PersistedQueries } from './persisted-queries.js';
 
 export interface GraphqlHttpInput {
   readonly method: string;
@@ -43,7 +45,7 @@ export interface GraphqlHttpResponse {
 const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json';
 const JSON_TYPE = 'application/json';
 
-export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledApp, ctx: RequestContext): Promise<GraphqlHttpResponse> {
+export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledApp, ctx: RequestContext, persistedQueries?: PersistedQueries): Promise<GraphqlHttpResponse> {
   const profile = app.settings.limits.httpProfile;
   const mediaType = negotiated(header(input.headers, 'accept'), profile);
   if (mediaType === undefined) {
@@ -62,7 +64,7 @@ export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledAp
   }
   const params = requestParams(input);
   if ('status' in params) return respond(mediaType, params);
-  const outcome = await executeGraphql(app, params, ctx, { queriesOnly: method === 'GET' });
+  const outcome = await executeGraphql(app, params, ctx, { queriesOnly: method === 'GET', ...(persistedQueries ? { persistedQueries } : {}) });
   // GraphQL-over-HTTP: with application/json, a well-formed GraphQL response is 200 even when the
   // document failed to parse or validate (legacy clients read `errors`, not the status).
   const status = outcome.documentError && mediaType === JSON_TYPE && profile === 'graphql-over-http' ? 200 : outcome.status;

@@ -21,6 +21,8 @@ import { syncDeclaredAggregations } from '../reads/aggregations/sync.js';
 import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredApp } from '../document/setup-kind.js';
 import { backendHeadersFor } from '../backend/caller-identity.js';
 import { handleGraphqlHttp } from './http-handler.js';
+import type { PersistedQueries } from './persisted-queries.js';
+import { PersistedQueryStore } from './persisted-query-store.js';
 import { graphqlRefusal } from './refusal.js';
 import { isSubscriptionRequest, streamChoice } from './transport.js';
 import type { GraphqlAppRegistry } from '../compile/registry.js';
@@ -38,6 +40,11 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
   const { config, acl, metrics } = context;
   const prefix = config.routes.graphql;
   const serviceAuth = config.graphql.backend.auth === 'service';
+  // SPEC §15: Apollo's automatic persisted queries, per app in Redis, shared by every replica.
+  const persistedQueries: PersistedQueries = {
+    store: new PersistedQueryStore(context.redis, context.keys),
+    onError: (error, what) => context.logger.warn({ err: String(error) }, `error while ${what}`),
+  };
 
   return {
     kind: 'graphql',
@@ -102,7 +109,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       };
       let out;
       try {
-        out = await handleGraphqlHttp({ method: scope.method, headers: req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined }, found.app, ctx);
+        out = await handleGraphqlHttp({ method: scope.method, headers: req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined }, found.app, ctx, persistedQueries);
       } finally {
         res.off('close', onClose);
       }

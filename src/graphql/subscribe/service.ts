@@ -41,6 +41,8 @@ export interface SubscriptionServiceOptions {
   readonly counted: (outcome: 'delivered' | 'dropped') => void;
   /** The backend identity of a proxied write's writer, as a GraphQL read of theirs would carry it: a change's state is read back with it. */
   readonly writerContext?: (scope: RequestScope) => RequestContext;
+  /** The response cache's local drop of a collection (SPEC §12): before its change is handed to the hub. */
+  readonly dropCached?: (db: string, collection: string) => void;
 }
 
 /** What a transport hands in to open one subscription. */
@@ -124,7 +126,14 @@ export class SubscriptionService {
   }
 
   async start(): Promise<void> {
-    await this.feed.start({ changes: (changes) => void this.hub.dispatch(changes), gap: (gap) => this.hub.tell(gap) });
+    await this.feed.start({
+      changes: (changes) => {
+        // Invalidations and changes in one order (SPEC §12): a subscriber re-reading on a change never reads this replica's cached state from before it.
+        if (this.o.dropCached) for (const { change } of changes) this.o.dropCached(change.db, change.collection);
+        void this.hub.dispatch(changes);
+      },
+      gap: (gap) => this.hub.tell(gap),
+    });
   }
 
   async stop(): Promise<void> {

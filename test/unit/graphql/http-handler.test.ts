@@ -2,6 +2,7 @@
  * GraphQL over HTTP: every status code of SPEC §6.3, content negotiation, masking — through a real
  * node:http server wrapping handleGraphqlHttp, over the stand-in backend (or failing backends).
  */
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -85,6 +86,21 @@ describe('200', () => {
     e.backend.clearRequests();
     await post({ query: '{ item(id: 1) { name } }' }, { 'x-user': 'alice' });
     expect(e.backend.requests[0]!.headers.authorization).toBe('Bearer for-alice');
+  });
+});
+
+describe('automatic persisted queries without a store (the engine alone)', () => {
+  it("a hash alone answers PersistedQueryNotSupported (Apollo's link then sends texts); a text with its hash runs", async () => {
+    const query = '{ item(id: 1) { name } }';
+    const sha256Hash = createHash('sha256').update(query).digest('hex');
+    const alone = await post({ extensions: { persistedQuery: { version: 1, sha256Hash } } });
+    expect(alone.status).toBe(200);
+    expect(alone.body).toEqual({ errors: [{ message: 'PersistedQueryNotSupported', extensions: { code: 'PERSISTED_QUERY_NOT_SUPPORTED' } }] });
+    const withText = await post({ query, extensions: { persistedQuery: { version: 1, sha256Hash } } });
+    expect(withText.body).toEqual({ data: { item: { name: 'item1' } } });
+    const mismatch = await post({ query, extensions: { persistedQuery: { version: 1, sha256Hash: sha256Hash.replace(/^./, (c) => (c === '0' ? '1' : '0')) } } });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.body.errors[0].extensions.code).toBe('PERSISTED_QUERY_HASH_MISMATCH');
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OutriggerError } from '../../../src/errors.js';
-import { checkRequestedRoles, keyLifetimeDays, readIssueRequest, type KeyPolicy } from '../../../src/keys/issuing-rules.js';
+import { checkRequestedRoles, keyLifetimeDays, readIssueRequest, readRotateRequest, type KeyPolicy } from '../../../src/keys/issuing-rules.js';
 
 const policy = (max: number, from: 'permission' | 'service' = 'permission'): KeyPolicy => ({
   permissionId: 'p1',
@@ -79,5 +79,17 @@ describe('roles and lifetime (SPEC §5.3 steps 5 and 6)', () => {
     expect(error.status).toBe(400);
     expect(error.message).toMatch(/expiresIn must be at most 30 days.*max-expires-in-days of permission "p1"/);
     expect(failure(() => keyLifetimeDays(policy(60, 'service'), 61)).message).toMatch(/at most 60 days.*apiKeys\.maxExpiresInDays/);
+  });
+
+  it('a rotation takes graceHours from 0 to 168 (fractions too), and nothing else; each refusal names the bound', () => {
+    for (const graceHours of [0, 0.001, 24, 168]) expect(readRotateRequest({ graceHours, other: 'ignored' })).toEqual({ graceHours });
+    const message = (body: unknown) => (failure(() => readRotateRequest(body)) as OutriggerError).message;
+    expect(message({ graceHours: 168.001 })).toMatch(/graceHours must be at most 168 \(7 days/);
+    expect(message({ graceHours: -0.5 })).toMatch(/graceHours must be at least 0/);
+    expect(message({ graceHours: Number.NaN })).toMatch(/must be a number of hours from 0 to 168/);
+    expect(message({ graceHours: '1' })).toMatch(/must be a number of hours from 0 to 168 \(got "1"\)/);
+    expect(message({})).toMatch(/graceHours is required/);
+    expect(message(null)).toMatch(/the body must be a JSON object/);
+    expect((failure(() => readRotateRequest({})) as OutriggerError).status).toBe(400);
   });
 });

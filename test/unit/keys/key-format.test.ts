@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { checksumOf, generateApiKey, hashApiKey, keyFormatProblem, toBase62 } from '../../../src/keys/key-format.js';
+import { checksumOf, generateApiKey, hashApiKey, keyFormatProblem, keyStart, toBase62 } from '../../../src/keys/key-format.js';
 
 /** An independent CRC32 (bitwise, no table) and base62, to cross-check the module's checksum. */
 function referenceCrc32(text: string): number {
@@ -82,5 +82,13 @@ describe('API key format', () => {
     const key = generateApiKey('rig');
     expect(hashApiKey(key)).toBe(createHash('sha256').update(key).digest('hex'));
     expect(hashApiKey(key)).not.toContain(key.slice(4, 20));
+  });
+
+  it("a key's start is its prefix, _ and 8 random characters, whatever the prefix's length", () => {
+    const key = generateApiKey('rig');
+    expect(keyStart(key, 'rig')).toBe(key.slice(0, 12));
+    expect(keyStart(key, 'rig')).toMatch(/^rig_[0-9A-Za-z]{8}$/);
+    const long = generateApiKey('acme_live');
+    expect(keyStart(long, 'acme_live')).toMatch(/^acme_live_[0-9A-Za-z]{8}$/);
   });
 });

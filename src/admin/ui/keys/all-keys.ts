@@ -1,7 +1,7 @@
 /** API keys (SPEC §5.2): every key and own token of the service, filtered by holder or client, revoked with confirmation. */
 import { useState } from 'preact/hooks';
-import { admin, api, enc } from './api.js';
-import { confirmAction, Empty, ErrorBox, html, PageTitle, Pager, Time, useLoad, type EpochDate } from './ui.js';
+import { admin, api, enc } from '../api.js';
+import { confirmAction, Empty, ErrorBox, html, PageTitle, Pager, Time, useLoad, type EpochDate } from '../ui.js';
 import { describeAmount, LimitsEditor, UsageChart, type Amount, type PolicyView } from './key-limits.js';
 
 interface KeyView {

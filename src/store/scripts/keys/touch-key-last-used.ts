@@ -1,4 +1,4 @@
-import { RedisScript } from '../redis-script.js';
+import { RedisScript } from '../../redis-script.js';
 
 /** Records a use only if newer than the stored one, and never for a key revoked meanwhile. */
 export const touchKeyLastUsed = new RedisScript(

@@ -1,4 +1,4 @@
-import { RedisScript } from '../redis-script.js';
+import { RedisScript } from '../../redis-script.js';
 
 /** The record of a key hash, in one round trip (the hash index holds the record id). */
 export const findKeyByHash = new RedisScript(

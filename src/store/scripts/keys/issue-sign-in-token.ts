@@ -1,4 +1,4 @@
-import { RedisScript } from '../redis-script.js';
+import { RedisScript } from '../../redis-script.js';
 
 /**
  * Stores a user's own sign-in token: like a key (record + hash index, so the same verifier

@@ -1,8 +1,9 @@
-import { RedisScript } from '../redis-script.js';
+import { RedisScript } from '../../redis-script.js';
 
 /**
  * Counts the owner's unexpired keys and stores the new one only when that count is below the
  * limit, in one atomic step: two replicas issuing at the limit at once cannot both succeed.
+ * A key in its grace period after a rotation (it has `replacedBy`) is not counted (SPEC §15).
  * On the way it drops set members whose record is gone and records expired long ago.
  * Returns {1, count-after} when issued, {0, count} at the limit, {-1, 0} when the id is taken.
  */
@@ -18,9 +19,10 @@ for _, member in ipairs(redis.call('SMEMBERS', ofOwner)) do
   if not text then
     redis.call('SREM', ofOwner, member)
   else
-    local memberExpiresAt = tonumber(cjson.decode(text).expiresAt)
+    local member_record = cjson.decode(text)
+    local memberExpiresAt = tonumber(member_record.expiresAt)
     if memberExpiresAt > now then
-      active = active + 1
+      if not member_record.replacedBy then active = active + 1 end
     elseif memberExpiresAt < sweepBefore then
       redis.call('HDEL', records, member)
       redis.call('HDEL', lastUsed, member)

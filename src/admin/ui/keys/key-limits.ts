@@ -4,8 +4,8 @@
  * the service's `by: key` policies (`PATCH /_admin/keys/<id>`).
  */
 import { useState } from 'preact/hooks';
-import { admin, api, enc } from './api.js';
-import { ErrorBox, html, useLoad } from './ui.js';
+import { admin, api, enc } from '../api.js';
+import { ErrorBox, html, useLoad } from '../ui.js';
 
 export interface UsageDay {
   day: string;

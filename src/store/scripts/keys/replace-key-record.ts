@@ -1,4 +1,4 @@
-import { RedisScript } from '../redis-script.js';
+import { RedisScript } from '../../redis-script.js';
 
 /**
  * Replaces a key's record (an admin's limits override, SPEC §10) only while it is the record

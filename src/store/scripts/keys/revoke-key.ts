@@ -1,4 +1,4 @@
-import { RedisScript } from '../redis-script.js';
+import { RedisScript } from '../../redis-script.js';
 
 /** Deletes a key and its indexes, if it is still the key the caller read (same hash). */
 export const revokeKey = new RedisScript(

@@ -1,0 +1,356 @@
+/**
+ * The response cache (SPEC §12): backend answers kept in memory under the key of what the
+ * backend received, dropped by generation the moment a write to their collection is seen. The
+ * API is transport-free so that any backend reader uses it (README.md): `ruleFor`, `lookup`,
+ * `joinable` (coalescing), `begin` → `Fill` (head, data, end), `invalidate`, `purge`.
+ *
+ * Invalidation is by generation, not by walking entries: a write bumps its collection's counter,
+ * and an entry (or a fill in flight) whose recorded generation is no longer current is a miss,
+ * deleted when next met. Stale entries cost bytes until then, inside the same byte budget.
+ */
+import { parseCondition, type Condition, type Exchange } from '../condition/index.js';
+import type { CacheConfig } from '../config/cache-config.js';
+import type { Metrics } from '../observability/metrics.js';
+import { ByteLru } from './byte-lru.js';
+import { variantKey, type UpstreamHeader } from './cache-key.js';
+import { ALL, Generations, scopeClassifier, type CacheScope } from './cache-scope.js';
+import { storability } from './freshness.js';
+
+export interface CacheRule {
+  readonly name: string;
+  readonly condition: Condition;
+  readonly maxAgeSeconds: number;
+}
+
+type Headers = Record<string, string | string[] | undefined>;
+
+/** One stored answer: the backend's, as it came. */
+export interface CacheEntry {
+  readonly kind: 'entry';
+  readonly status: number;
+  /** The upstream's headers; a 304 that revalidates the entry updates them (RFC 9111 §4.3.4). */
+  headers: Headers;
+  readonly body: Buffer;
+  /** When the answer was stored or last revalidated (ms, Date.now()). */
+  storedAt: number;
+  lifetimeMs: number;
+  /** `no-cache` or a lifetime of 0: stored, but the backend is asked before every use. */
+  revalidateEachUse: boolean;
+  readonly etag: string | undefined;
+  readonly rule: string;
+  readonly scope: CacheScope;
+  readonly generation: number;
+  /** `cache.consistency: strong`: the collection's generations in Redis when the fill began. */
+  readonly strong: string | null;
+  readonly size: number;
+}
+
+/** Under the primary key of an answer that says `Vary`: which request headers pick its variant. */
+interface VaryMarker {
+  readonly kind: 'vary';
+  readonly vary: readonly string[];
+  readonly rule: string;
+  readonly scope: CacheScope;
+  readonly generation: number;
+  readonly size: number;
+}
+
+export interface Found {
+  readonly entry: CacheEntry;
+  readonly key: string;
+}
+
+/** Where a drop came from, for the metric: a write seen here, another replica's, the subscription feed's change, an operator, Redis lost. */
+export type InvalidationSource = 'write' | 'replica' | 'feed' | 'purge' | 'redis-lost';
+
+interface Flight {
+  readonly scope: CacheScope;
+  readonly generation: number;
+  readonly done: Promise<void>;
+  readonly settle: () => void;
+}
+
+export interface ResponseCacheOptions {
+  readonly config: CacheConfig;
+  /** `graphql.backend.collectionPath`: where a path names a collection. */
+  readonly collectionPath: string;
+  readonly metrics?: Metrics;
+}
+
+const ENTRY_OVERHEAD = 256;
+
+export class ResponseCache {
+  readonly rules: readonly CacheRule[];
+  readonly scopeOf: (path: string) => CacheScope;
+  readonly maxEntryBytes: number;
+  private readonly lru: ByteLru<CacheEntry | VaryMarker>;
+  private readonly generations = new Generations();
+  private readonly flights = new Map<string, Flight>();
+  private readonly bytesByRule = new Map<string, number>();
+  private readonly written = new Set<(scope: CacheScope) => void>();
+  readonly metrics: Metrics | undefined;
+  /** Redis is away: nothing is stored until it is back (another replica's writes would go unheard). */
+  private redisAway = false;
+
+  constructor(o: ResponseCacheOptions) {
+    this.rules = o.config.rules.map((r) => ({ name: r.name, condition: parseCondition(r.when), maxAgeSeconds: r.maxAgeSeconds }));
+    this.scopeOf = scopeClassifier(o.collectionPath);
+    this.maxEntryBytes = o.config.maxEntryBytes;
+    this.metrics = o.metrics;
+    this.lru = new ByteLru(o.config.maxBytes, (value, evicted) => {
+      this.bytesByRule.set(value.rule, (this.bytesByRule.get(value.rule) ?? 0) - value.size);
+      if (evicted) this.metrics?.cacheEvictions.inc({ rule: value.rule });
+    });
+    for (const rule of this.rules) {
+      this.bytesByRule.set(rule.name, 0);
+      o.metrics?.cacheBytes.track(() => this.bytesByRule.get(rule.name) ?? 0, { rule: rule.name });
+    }
+  }
+
+  get bytes(): number {
+    return this.lru.bytes;
+  }
+
+  get entries(): number {
+    return this.lru.count;
+  }
+
+  /** Nothing is stored while this is true (Redis away). */
+  get storing(): boolean {
+    return !this.redisAway;
+  }
+
+  /** The first rule whose condition holds for the request, or undefined: not cached. */
+  ruleFor(exchange: Exchange): CacheRule | undefined {
+    for (const rule of this.rules) if (rule.condition.evaluate(exchange)) return rule;
+    return undefined;
+  }
+
+  /** The entry for this key (and the request's variant of it), whatever its freshness; undefined once dropped. */
+  lookup(primary: string, header: UpstreamHeader): Found | undefined {
+    const stored = this.lru.get(primary);
+    if (stored === undefined) return undefined;
+    if (stored.generation !== this.generations.of(stored.scope)) {
+      this.lru.delete(primary);
+      return undefined;
+    }
+    if (stored.kind === 'entry') return { entry: stored, key: primary };
+    const key = variantKey(primary, stored.vary, header);
+    const entry = this.lru.get(key);
+    if (entry === undefined || entry.kind !== 'entry') return undefined;
+    if (entry.generation !== this.generations.of(entry.scope)) {
+      this.lru.delete(key);
+      return undefined;
+    }
+    return { entry, key };
+  }
+
+  /** Milliseconds of freshness left (≤ 0: stale, or to be revalidated at every use). */
+  freshFor(entry: CacheEntry, now = Date.now()): number {
+    return entry.revalidateEachUse ? 0 : entry.lifetimeMs - (now - entry.storedAt);
+  }
+
+  /** A fill of this key still current, to wait for instead of asking the backend again. */
+  joinable(primary: string): Promise<void> | undefined {
+    const flight = this.flights.get(primary);
+    return flight !== undefined && flight.generation === this.generations.of(flight.scope) ? flight.done : undefined;
+  }
+
+  /** Starts filling `primary` (the caller asks the backend and hands the answer to the fill). */
+  begin(primary: string, scope: CacheScope, rule: CacheRule, header: UpstreamHeader, strong: string | null = null): Fill {
+    let settle!: () => void;
+    const done = new Promise<void>((resolve) => (settle = resolve));
+    const flight: Flight = { scope, generation: this.generations.of(scope), done, settle };
+    this.flights.set(primary, flight);
+    return new Fill(this, { primary, scope, rule, header, strong, flight });
+  }
+
+  /** For a Fill: stores the finished answer unless a drop happened since the fill began. */
+  store(primary: string, flight: Flight, header: UpstreamHeader, make: (generation: number) => CacheEntry, vary: readonly string[]): boolean {
+    if (this.redisAway || flight.generation !== this.generations.of(flight.scope)) return false;
+    const entry = make(flight.generation);
+    let key = primary;
+    if (vary.length > 0) {
+      const marker: VaryMarker = { kind: 'vary', vary, rule: entry.rule, scope: entry.scope, generation: entry.generation, size: ENTRY_OVERHEAD + vary.join().length };
+      if (!this.add(primary, marker)) return false;
+      key = variantKey(primary, vary, header);
+    }
+    if (!this.add(key, entry)) return false;
+    this.metrics?.cacheStores.inc({ rule: entry.rule });
+    return true;
+  }
+
+  private add(key: string, value: CacheEntry | VaryMarker): boolean {
+    if (!this.lru.set(key, value)) return false;
+    this.bytesByRule.set(value.rule, (this.bytesByRule.get(value.rule) ?? 0) + value.size);
+    return true;
+  }
+
+  /** For a Fill: the flight is over; later readers look up or fill again. */
+  land(primary: string, flight: Flight): void {
+    if (this.flights.get(primary) === flight) this.flights.delete(primary);
+    flight.settle();
+  }
+
+  /**
+   * A write to `scope` happened (or may have: a 5xx, a timeout, a broken connection): every read
+   * it can have changed is dropped here at once. A write seen here is announced to the other
+   * replicas (`onWrite` listeners, invalidation-bus.ts); a drop heard from them is not re-announced.
+   */
+  invalidate(scope: CacheScope, source: InvalidationSource = 'write'): void {
+    this.generations.bump(scope);
+    this.metrics?.cacheInvalidations.inc({ source });
+    if (source === 'write') for (const listener of this.written) listener(scope);
+  }
+
+  /** `invalidate` for a collection, as the GraphQL writer and the feed name it. */
+  invalidateCollection(db: string, collection: string, source: InvalidationSource = 'write'): void {
+    this.invalidate({ level: 'collection', db, collection }, source);
+  }
+
+  /** Listens for writes seen here (the bus publishes them); returns the unsubscribe. */
+  onWrite(listener: (scope: CacheScope) => void): () => void {
+    this.written.add(listener);
+    return () => this.written.delete(listener);
+  }
+
+  /** The operator's drop (`DELETE /_admin/cache`): everything, or one scope; told to every replica. */
+  purge(scope: CacheScope = ALL): void {
+    if (scope.level === 'all') this.lru.clear();
+    this.invalidate(scope, 'purge');
+    for (const listener of this.written) listener(scope);
+  }
+
+  /** Redis lost (the other replicas' writes may go unheard) or back (what was missed is unknown): drop everything. */
+  setRedisAway(away: boolean): void {
+    this.redisAway = away;
+    this.lru.clear();
+    this.generations.bump(ALL);
+    this.metrics?.cacheInvalidations.inc({ source: 'redis-lost' });
+  }
+}
+
+/** The request chain's slot for the cache stage (ChainRequest.cacheExchange): a read's fill, or a write's scope until its drop is decided. */
+export type CacheExchange = { readonly fill: Fill } | { readonly write: CacheScope; decided: boolean };
+
+interface FillParts {
+  readonly primary: string;
+  readonly scope: CacheScope;
+  readonly rule: CacheRule;
+  readonly header: UpstreamHeader;
+  readonly strong: string | null;
+  readonly flight: Flight;
+}
+
+/**
+ * One backend answer on its way into the cache: `head` decides whether it may be stored (and so
+ * whether its chunks are copied), `data` copies them up to `cache.maxEntryBytes`, `end` stores it
+ * unless a write was seen meanwhile; `abandon` when the exchange failed. Waiting readers are let
+ * go either way, exactly once.
+ */
+export class Fill {
+  private chunks: Buffer[] | null = null;
+  private bytes = 0;
+  private status = 0;
+  private headers: Headers = {};
+  private verdict: ReturnType<typeof storability> | null = null;
+  private landed = false;
+
+  constructor(
+    private readonly cache: ResponseCache,
+    private readonly p: FillParts,
+  ) {}
+
+  /** The backend's head: true when the answer may be stored (its chunks should follow). */
+  head(status: number, headers: Headers): boolean {
+    this.status = status;
+    this.headers = headers;
+    const verdict = (this.verdict = storability(status, headers, this.p.rule.maxAgeSeconds, this.p.scope.level === 'collection' && this.p.scope.document === true));
+    const declared = Number(headers['content-length'] ?? 0);
+    if (!verdict.store || declared > this.cache.maxEntryBytes || !this.cache.storing) return false;
+    this.chunks = [];
+    return true;
+  }
+
+  /** Whether `head` said it may be stored (for the `stored` of Cache-Status). */
+  get storable(): boolean {
+    return this.chunks !== null;
+  }
+
+  data(chunk: Buffer): void {
+    if (this.chunks === null) return;
+    this.bytes += chunk.length;
+    if (this.bytes > this.cache.maxEntryBytes) this.chunks = null;
+    else this.chunks.push(chunk);
+  }
+
+  /** The answer ended: stored when it may be and nothing dropped it meanwhile. */
+  end(): boolean {
+    const verdict = this.verdict;
+    const chunks = this.chunks;
+    let stored = false;
+    if (chunks !== null && verdict?.store) {
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      const headers = this.headers;
+      const etag = typeof headers.etag === 'string' ? headers.etag : undefined;
+      const p = this.p;
+      stored = this.cache.store(
+        p.primary,
+        p.flight,
+        p.header,
+        (generation) => ({
+          kind: 'entry',
+          status: this.status,
+          headers,
+          body,
+          storedAt: Date.now(),
+          lifetimeMs: verdict.lifetimeMs,
+          revalidateEachUse: verdict.revalidateEachUse,
+          etag,
+          rule: p.rule.name,
+          scope: p.scope,
+          generation,
+          strong: p.strong,
+          size: ENTRY_OVERHEAD + p.primary.length + body.length + headerBytes(headers),
+        }),
+        verdict.vary,
+      );
+    }
+    this.abandon();
+    return stored;
+  }
+
+  /** The exchange is over without an answer to store (failed, cut, or not storable). Idempotent. */
+  abandon(): void {
+    if (this.landed) return;
+    this.landed = true;
+    this.chunks = null;
+    this.cache.land(this.p.primary, this.p.flight);
+  }
+}
+
+/**
+ * A 304 that revalidated `entry` (RFC 9111 §4.3.4): its headers replace the stored ones of the
+ * same name, and the entry is fresh again for the lifetime they now give.
+ */
+export function refreshEntry(entry: CacheEntry, notModified: Headers, maxAgeSeconds: number, now = Date.now()): void {
+  const headers: Headers = { ...entry.headers };
+  for (const name in notModified) {
+    if (name === 'content-length' || name === 'transfer-encoding' || name === 'connection') continue;
+    if (notModified[name] !== undefined) headers[name] = notModified[name];
+  }
+  const verdict = storability(entry.status, headers, maxAgeSeconds, entry.status === 404);
+  entry.headers = headers;
+  entry.storedAt = now;
+  entry.lifetimeMs = verdict.store ? verdict.lifetimeMs : 0;
+  entry.revalidateEachUse = verdict.store ? verdict.revalidateEachUse : true;
+}
+
+function headerBytes(headers: Headers): number {
+  let n = 0;
+  for (const name in headers) {
+    const value = headers[name];
+    n += name.length + (Array.isArray(value) ? value.join().length : (value?.length ?? 0));
+  }
+  return n;
+}
