@@ -73,6 +73,7 @@ export class RateLimiter {
   private hasCostPolicy = false;
   /** What each compiled policy was compiled from, to keep the unchanged ones across a reload. */
   private compiledFrom = new Map<CompiledPolicy, string>();
+  private byName = new Map<string, CompiledPolicy>();
 
   constructor(private readonly parts: LimiterParts) {
     const { config, keys, metrics, logger } = parts;
@@ -108,7 +109,8 @@ export class RateLimiter {
    * counters live in Redis under its name and window (store/keys.ts `rateLimit`), so one whose
    * name and window are unchanged keeps what was counted in the current window, whatever else
    * changed (a new limit is judged against that count). Requests in flight finish against the
-   * set they started with.
+   * set they started with; a subscription's later events are charged to the policies of the
+   * same names as configured now (chargeEvent).
    */
   applyPolicies(configs: readonly LimitPolicyConfig[]): void {
     const old = new Map<string, CompiledPolicy>();
@@ -122,6 +124,7 @@ export class RateLimiter {
       return policy;
     });
     this.compiledFrom = compiledFrom;
+    this.byName = new Map(next.map((p) => [p.name, p]));
     this.hasCostPolicy = configs.some((p) => p.units === 'cost');
     this.policies = next;
   }
@@ -190,8 +193,10 @@ export class RateLimiter {
     const now = Date.now();
     const keyId = scope.principal.via === 'apikey' ? scope.principal.keyId : undefined;
     const byCost: Charge = { kind: 'event', allowances: [], policies: [], cost: Math.max(1, Math.ceil(documents)), keyId };
-    for (const p of covered.policies) {
-      if (p.units !== 'cost') continue;
+    for (const started of covered.policies) {
+      // The policy of that name as configured now: a reload may have changed its limit or removed it.
+      const p = this.byName.get(started.name);
+      if (p === undefined || p.units !== 'cost') continue;
       // Looked up again, not the start's: a key's override may have changed, a swept allowance been replaced.
       const allowance = p.allowanceFor(scope, now, true);
       if (allowance === null) continue;

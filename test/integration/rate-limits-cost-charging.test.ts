@@ -3,7 +3,8 @@
  * (SPEC §10) a GraphQL mutation is charged what it reads (its read-back and the joins of its
  * selection), as the same selection is as a query; each delivered subscription event is charged
  * its estimated cost (SPEC §6.5), counted in the key's usage; and charging events takes slices
- * ahead like requests do: no Redis round trip per event in the steady state.
+ * ahead like requests do: no Redis round trip per event in the steady state. A reload of
+ * `limits.policies` (issue 48) applies to a subscription already running.
  */
 import { describe, expect, it } from 'vitest';
 import { call } from '../support/http-client.js';
@@ -114,4 +115,27 @@ describe('units: cost charges mutations by what they read and subscription event
     // Slices of 5,000 units (5 % of 100,000): the start's lease covers all 200 events of 1 unit.
     expect(leases).toBeLessThanOrEqual(2);
   }, 60_000);
+  // Last in the file: it lowers the `cost` policy the tests above count on, and puts it back after.
+  it('a reload lowering a units: cost policy charges a running subscription under the new limit: its next event is refused (issue 48)', async () => {
+    const key = await issue('reloaded');
+    const sub = await rawSse(stack.proxy.url, 'costs', 'subscription { userChanged { op document { name orders(limit: 10) { n } } } }', { auth: key.bearer });
+    expect(sub.status).toBe(200);
+    const config = stack.proxy.context.config;
+    const reload = stack.proxy.reloadables.find((r) => r.path === 'limits.policies')!;
+    const withCostLimit = (limit: number) => ({ ...config, limits: { ...config.limits, policies: config.limits.policies.map((p) => (p.name === 'cost' ? { ...p, limit } : p)) } });
+    try {
+      await subscribed(stack.proxy.url, 1);
+      expect((await call(stack.proxy.url, '/shop/users/u2', { method: 'PATCH', auth: ROOT, body: { $set: { name: 'before' } } })).status).toBe(200);
+      await sub.waitForNexts(1);
+      // 1 + 11 units spent, and a slice of 25 leased; of a limit of 30 the next event's 11 no longer fit.
+      reload.apply(withCostLimit(30));
+      expect((await call(stack.proxy.url, '/shop/users/u2', { method: 'PATCH', auth: ROOT, body: { $set: { name: 'after' } } })).status).toBe(200);
+      const [, refused] = await sub.waitForNexts(2);
+      expect(refused!.payload.errors?.[0]?.message).toMatch(/^rate limit 'cost': 30 units per 86400 s \(each event of this subscription costs 11 units\); retry in \d+ s; this subscription ended/);
+    } finally {
+      reload.apply(withCostLimit(500));
+      await sub.close();
+    }
+    await until(async () => (await openSubscriptions(stack.proxy.url)) === 0, 'the subscription closed');
+  });
 });
