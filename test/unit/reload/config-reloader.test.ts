@@ -63,15 +63,18 @@ describe('ConfigReloader', () => {
   it('names every other changed key once, as needing a restart, down to the key inside a section (a default derived from one too)', () => {
     const t = setup(standard);
     t.write(yaml({ headers: false, port: 9090, origins: 'none', level: 'debug' }));
-    expect(t.reloader.reload('SIGHUP')).toEqual({ kind: 'applied', applied: ['cors'], needsRestart: ['service.publicUrl', 'listen.port', 'limits.headers', 'log.level'] });
+    const outcome = t.reloader.reload('SIGHUP');
+    // In the config's own key order, which the test does not fix.
+    expect(outcome.kind === 'applied' && { applied: outcome.applied, needsRestart: [...outcome.needsRestart].sort() }).toEqual({
+      applied: ['cors'],
+      needsRestart: ['limits.headers', 'listen.port', 'log.level', 'service.publicUrl'],
+    });
     expect(t.current.listen.port).toBe(8080);
     expect(t.current.limits.headers).toBe(true);
     expect(t.current.cors).toEqual({ allowOrigins: 'none' });
     expect(t.lines).toHaveLength(2);
-    expect(t.lines[1]).toMatchObject({
-      level: 40,
-      msg: 'config reload: service.publicUrl, listen.port, limits.headers, log.level changed; needs a restart, not applied (reloadable: limits.policies, cors)',
-    });
+    expect(t.lines[1]).toMatchObject({ level: 40, needsRestart: outcome.kind === 'applied' ? outcome.needsRestart : [] });
+    expect(t.lines[1]!.msg).toBe(`config reload: ${(t.lines[1]!.needsRestart as string[]).join(', ')} changed; needs a restart, not applied (reloadable: limits.policies, cors)`);
   });
 
   it('applies nothing from an invalid file, with one line naming every problem', () => {
