@@ -4,15 +4,17 @@
  * name and window are unchanged keeps its count; a changed window starts a new one) and a changed
  * `cors.allowOrigins`; an invalid file keeps the running config with exactly one log line naming
  * the problem; a changed `listen.port` is logged as needing a restart and not applied; a change
- * of the file alone (the poll) reloads too.
+ * of the file alone (the poll) reloads too; `outrigger worker` takes SIGHUP as a reload as well
+ * instead of dying of it.
  */
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requireBuiltCli, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
+import { CLI, requireBuiltCli, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
 import { call, type CallResult } from '../support/http-client.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { sleep } from '../support/wait.js';
+import { sleep, until } from '../support/wait.js';
 import { configText, reloaded, reloadLines, type Version } from './config-reload-helpers.js';
 import { rateLimitHeaders } from './rate-limit-helpers.js';
 
@@ -156,5 +158,40 @@ describe('reloading when the config file changes (the poll, built CLI)', () => {
     expect(reloadLines(proxy).map((l) => l.msg)).toEqual(['config reload: applied limits.policies', 'config reload: applied limits.policies']);
     expect(lines[1]).toMatchObject({ trigger: 'file change' });
     expect(rateLimitHeaders(await call(proxy.url, '/api/items')).policies).toEqual([{ name: 'ceiling', q: 8, w: 86_400 }]);
+  });
+});
+
+describe('SIGHUP on `outrigger worker` (built CLI)', () => {
+  let redis: TestRedis;
+  let upstream: TestServer;
+
+  beforeAll(async () => {
+    requireBuiltCli('the reload tests signal the built CLI');
+    redis = await startTestRedis();
+    upstream = await startHttpServer((_req, res) => res.end('ok'));
+  });
+  afterAll(async () => {
+    await upstream?.close();
+    await redis?.close();
+  });
+
+  it('reloads instead of ending the process (Node ends one on SIGHUP by default)', async () => {
+    const file = writeTempFile('worker.yaml', configText('reload-worker', redis, upstream, { limit: 10, origins: ['https://a.example'] }));
+    const child = spawn(process.execPath, [CLI, 'worker', '-c', file, '--config-poll', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    try {
+      await until(() => output.includes('webhook worker started'), 'the worker to start', 60_000);
+      writeFileSync(file, configText('reload-worker', redis, upstream, { limit: 10, origins: ['https://a.example'], port: 1 }));
+      child.kill('SIGHUP');
+      await until(() => output.includes('config reload'), 'the reload line', 30_000);
+      const line = JSON.parse(output.split('\n').find((l) => l.includes('config reload'))!) as Record<string, unknown>;
+      expect(line).toMatchObject({ msg: 'config reload: listen.port changed; needs a restart, not applied (reloadable: limits.policies, cors)', trigger: 'SIGHUP' });
+      expect(child.exitCode).toBeNull();
+      expect(child.signalCode).toBeNull();
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
