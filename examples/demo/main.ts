@@ -111,7 +111,7 @@ Outrigger demo is running.
 
 Open in a browser:
   ${u}/_admin/                 the console: keys, webhooks and their logs, permissions, recording (sign in as admin / admin-password)
-  ${u}/graphql/shop            GraphiQL on the demo's GraphQL app "shop" (sign in as alice / alice-password)
+  ${u}/graphql/shop            GraphiQL on the demo's GraphQL app "shop" (paste an API key, or sign in as alice / alice-password)
   MCP server for agents:      ${config.service.publicUrl}/mcp   (tools recent_orders, place_order; an MCP client signs in
                                through the browser: npx @modelcontextprotocol/inspector, "Streamable HTTP", that URL)
 

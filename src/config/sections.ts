@@ -4,6 +4,7 @@
  * telemetry, graphql) are in their files; validate.ts puts them all together.
  */
 import { z } from 'zod';
+import { ConditionSyntaxError, parseCondition } from '../condition/index.js';
 import { parseRetryDelay, RETRY_SCHEDULE_MAX_LENGTH } from './retry-schedule.js';
 import { ALWAYS, boolean, checks, got, integer, oneOf, optionalSection, optionalText, required, route, section, strings, text } from './fields.js';
 import { shutdownGraceMs } from './shutdown-config.js';
@@ -177,10 +178,23 @@ export const logSchema = optionalSection({
     .transform((names) => names.map((h) => h.toLowerCase())),
 });
 
+/** An `mcp.resources` entry: a condition decided on a `GET` of the resource's REST path, before any body or answer. */
+function resourceCondition(text: string): string | null {
+  try {
+    const condition = parseCondition(text);
+    if (condition.usesRequestBody || condition.usesResponse) return 'may read neither a request body nor a response: it decides which paths are resources, before either exists';
+    return null;
+  } catch (error) {
+    if (error instanceof ConditionSyntaxError) return `is not a valid condition: ${error.message}`;
+    throw error;
+  }
+}
+
 export const mcpSchema = optionalSection({
   server: oneOf(['backend', 'outrigger']).default('backend'),
   signIn: oneOf(['key-or-token', 'key-only', 'token-only', 'off']).default('key-or-token'),
   path: route('/mcp'),
+  resources: strings(resourceCondition).default([]),
   /** Default: graphql.maxResponseBytes, what one GraphQL answer may hold (issue 53; validate.ts). */
   maxResponseBytes: integer(64 * 1024, 1024 * 1024 * 1024).optional(),
   tokenTtlMinutes: integer(1, 24 * 60).default(60),

@@ -164,6 +164,8 @@ export interface OutriggerConfig {
     signIn: 'key-or-token' | 'key-only' | 'token-only' | 'off';
     /** The protected resource: its 401 carries the resource_metadata challenge. */
     path: string;
+    /** Conditions (§4) naming the collection paths offered as MCP resources (SPEC §11.1); empty: no resources. A literal `path-prefix('/<db>/<coll>')` also lists the collection. */
+    resources: string[];
     /** Bytes the results of one `POST /mcp` answer may take together (default `graphql.maxResponseBytes`); a tool result past what is left is an error naming it. */
     maxResponseBytes: number;
     /** Lifetime of a user's own sign-in token. */

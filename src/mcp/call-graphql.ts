@@ -27,7 +27,7 @@ export interface GraphqlDoor {
 }
 
 /** The origin the MCP request came in on: this server, reachable from itself. */
-function selfOrigin(scope: RequestScope): string {
+export function selfOrigin(scope: RequestScope): string {
   const socket = scope.req.socket;
   let address = socket.localAddress ?? '127.0.0.1';
   if (address.startsWith('::ffff:')) address = address.slice(7);
@@ -50,6 +50,22 @@ export interface Caller {
   readonly budget: AnswerBudget;
 }
 
+/** The headers of an inner request made for the agent (a tool call, a resource read): its identity, its address, its trace. */
+export function innerHeaders(scope: RequestScope, what: string): Record<string, string> {
+  const headers: Record<string, string> = {
+    accept: 'application/json',
+    // The agent's identity is its own header: the inner request authenticates exactly as it would.
+    ...(scope.req.headers.authorization ? { authorization: scope.req.headers.authorization } : {}),
+    'x-request-id': `${scope.id}.${what}`,
+    // The agent's address, believed only on this process's own connections (internal-calls.ts).
+    'x-forwarded-for': scope.clientIp,
+    'user-agent': `outrigger-mcp (${String(scope.req.headers['user-agent'] ?? 'unknown agent').slice(0, 200)})`,
+  };
+  const traceparent = scope.trace?.traceparent;
+  if (traceparent) headers.traceparent = traceparent;
+  return headers;
+}
+
 /** A result carries its data twice (text and `structuredContent`) up to this size; a larger one once, as text (issue 53). */
 export const BOTH_FORMS_MAX_BYTES = 64 * 1024;
 /** What a result adds around its texts and structured content (`{"content":[{"type":"text","text":…}],…}`). */
@@ -62,18 +78,7 @@ const RESULT_OVERHEAD = 96;
  */
 export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool: CatalogueTool, graphqlRequest: GraphqlRequest): Promise<CallToolResult> {
   const { scope, signal, budget } = caller;
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'application/json',
-    // The agent's identity is its own header: the inner request authenticates exactly as it would.
-    ...(scope.req.headers.authorization ? { authorization: scope.req.headers.authorization } : {}),
-    'x-request-id': `${scope.id}.tool`,
-    // The agent's address, believed only on this process's own connections (internal-calls.ts).
-    'x-forwarded-for': scope.clientIp,
-    'user-agent': `outrigger-mcp (${String(scope.req.headers['user-agent'] ?? 'unknown agent').slice(0, 200)})`,
-  };
-  const traceparent = scope.trace?.traceparent;
-  if (traceparent) headers.traceparent = traceparent;
+  const headers = { ...innerHeaders(scope, 'tool'), 'content-type': 'application/json' };
   let status: number;
   let retryAfter: string | undefined;
   let text: string;
@@ -132,7 +137,7 @@ export function notRun(budget: AnswerBudget, name: string): CallToolResult {
 }
 
 /** The body as text, or null once it passes `cap` bytes (the rest is not read: the connection is dropped). */
-async function readUpTo(body: Dispatcher.ResponseData['body'], cap: number): Promise<string | null> {
+export async function readUpTo(body: Dispatcher.ResponseData['body'], cap: number): Promise<string | null> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {

@@ -12,6 +12,8 @@ import type { DocumentStore } from '../store/document-store.js';
 import { ToolCatalogue } from './catalogue.js';
 import { InternalCalls } from './internal-calls.js';
 import { createMcpRoute } from './route.js';
+import type { ResourceDoor } from './resources.js';
+import { parseCondition } from '../condition/index.js';
 
 export interface McpModule extends FeatureModule {
   /** Null unless this process serves Outrigger's own MCP server. */
@@ -28,7 +30,19 @@ export function createMcpModule(context: AppContext, options: FeatureModuleOptio
   const resourceMetadataUrl = config.mcp.signIn === 'off' ? null : oauthEndpoints(config).resourceMetadata;
   const internal = new InternalCalls();
   const dispatcher = internal.dispatcher();
-  const route = createMcpRoute(context, { catalogue, resourceMetadataUrl, dispatcher });
+  const resources: ResourceDoor | null =
+    config.mcp.resources.length === 0
+      ? null
+      : {
+          acl: context.acl,
+          collectionPath: config.graphql.backend.collectionPath,
+          conditions: config.mcp.resources.map((text) => ({ text, condition: parseCondition(text) })),
+          dispatcher,
+          timeoutMs: config.upstream.timeoutMs + 5000,
+          // SPEC §12's rules are not in this build yet: no rule matches, so reads carry ttlMs 0.
+          ttlFor: () => 0,
+        };
+  const route = createMcpRoute(context, { catalogue, resourceMetadataUrl, dispatcher, resources });
   return {
     name: 'mcp-tools',
     catalogue,

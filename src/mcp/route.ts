@@ -36,6 +36,7 @@ import { MAX_BODY_BYTES } from '../graphql/types.js';
 import { AnswerBudget } from './answer-budget.js';
 import { callThroughGraphql, failure, notRun, type Caller, type GraphqlDoor, type GraphqlRequest } from './call-graphql.js';
 import { readOnlyProblem, requestOf } from './query-tool.js';
+import { installResources, type ResourceDoor } from './resources.js';
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
 import { createMayCall, type MayCall } from './may-call.js';
@@ -53,6 +54,8 @@ export interface McpRouteOptions {
   readonly dispatcher: GraphqlDoor['dispatcher'];
   /** `oauthEndpoints(config).resourceMetadata`, or null when agent sign-in is off. */
   readonly resourceMetadataUrl: string | null;
+  /** The resources `mcp.resources` exposes (resources.ts), or null when it names none. */
+  readonly resources: ResourceDoor | null;
 }
 
 /** The route, and `close` for the module's stop (ends the 2026-07-28 handler's in-flight exchanges). */
@@ -70,7 +73,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
     writesDecided: config.graphql.backend.auth === 'caller' && config.acl.mode === 'enforce',
   });
 
-  const serverFor = serverFactory(catalogue, mayCall, door);
+  const serverFor = serverFactory(catalogue, mayCall, door, options.resources);
 
   // 2026-07-28: one handler for the process, its per-request `Server` made by the same factory
   // (the SDK hands the factory the Request it was given; `callers` maps it back to its caller).
@@ -152,12 +155,14 @@ function describeTool(tool: CatalogueTool): Tool {
 }
 
 /** A Server per caller: the tools it may list and call, each call within its answer's budget. */
-function serverFactory(catalogue: ToolCatalogue, mayCall: MayCall, door: GraphqlDoor): (caller: Caller) => Server {
-  return ({ scope, signal, budget }) => {
+function serverFactory(catalogue: ToolCatalogue, mayCall: MayCall, door: GraphqlDoor, resources: ResourceDoor | null): (caller: Caller) => Server {
+  return (caller) => {
+    const { scope, signal, budget } = caller;
     const server = new Server(SERVER_INFO, {
-      capabilities: { tools: { listChanged: false } },
-      instructions: 'Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.',
+      capabilities: { tools: { listChanged: false }, ...(resources ? { resources: { subscribe: false, listChanged: false } } : {}) },
+      instructions: `Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.${resources ? ' Resources are collections and documents, read as a REST GET with your own permissions.' : ''}`,
     });
+    if (resources) installResources(server, resources, caller);
     server.setRequestHandler('tools/list', () => {
       const tools = [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool);
       if (!budget.take(Buffer.byteLength(JSON.stringify(tools)), 'tools/list'))

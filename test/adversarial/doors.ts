@@ -55,6 +55,8 @@ export const DOORS: Door[] = [
   { name: 'GraphQL POST', covers: '/graphql', method: 'POST', path: `/graphql/${APP_URI}`, body: 'graphql', shape: 'graphql', auth: ROOT },
   { name: 'GraphQL mutation POST', covers: '/graphql', method: 'POST', path: `/graphql/${APP_URI}`, body: 'graphql', shape: 'graphql-mutation', auth: ROOT },
   { name: 'GraphQL GET', covers: '/graphql', method: 'GET', path: `/graphql/${APP_URI}`, body: 'none', shape: 'graphql', auth: ROOT },
+  { name: "GraphiQL's example operation", covers: '/graphql', method: 'GET', path: `/graphql/${APP_URI}?graphiql-example`, body: 'none', auth: ROOT },
+  { name: 'GraphiQL Basic sign-in', covers: '/graphql', method: 'GET', path: `/graphql/${APP_URI}?graphiql-sign-in`, body: 'none', auth: ROOT },
   { name: 'proxied write (webhook capture)', covers: 'proxy', method: 'POST', path: '/api/orders/{id}', body: 'json', shape: 'any', auth: ROOT },
   { name: 'health', covers: '/_health', method: 'GET', path: '/_health/ready', body: 'none', auth: '' },
   { name: 'metrics', covers: '/_metrics', method: 'GET', path: '/_metrics', body: 'none', auth: '' },

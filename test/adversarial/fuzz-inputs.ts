@@ -468,7 +468,7 @@ export function fuzzRequest(r: Rng, door: Door, targetUrl: string): FuzzRequest 
     kind = 'path-encoding';
   }
   if (r.chance(door.body === 'none' ? 0.6 : 0.2)) {
-    path += `?${door.shape === 'graphql' && door.method === 'GET' && r.chance(0.6) ? `query=${enc(fuzzGraphql(r).slice(0, 6000))}&${fuzzQuery(r)}` : fuzzQuery(r)}`;
+    path += `${path.includes('?') ? '&' : '?'}${door.shape === 'graphql' && door.method === 'GET' && r.chance(0.6) ? `query=${enc(fuzzGraphql(r).slice(0, 6000))}&${fuzzQuery(r)}` : fuzzQuery(r)}`;
     kind ||= 'query';
   }
   const sendsBody = door.body !== 'none' && r.chance(0.9);

@@ -2,7 +2,9 @@
  * SPEC §11.1's abuse rows (issue 51) through the real proxy: RESTHeart `mcp` blocks with unknown
  * keys or example queries that do not validate (400 naming the path), a mutation smuggled through
  * the read-only `<uri>_query` tool (refused, nothing sent to the backend), and a `<uri>_query`
- * name that shadows another app's tool.
+ * name that shadows another app's tool; resource URIs with `..`, encoded separators, another
+ * scheme, Outrigger's own `/_admin` or a collection `mcp.resources` does not expose (refused, nothing
+ * read), and a query template's filter that tries to widen a readFilter (the REST door ANDs it).
  */
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Client as ClientV2 } from '@modelcontextprotocol/client';
@@ -22,10 +24,12 @@ describe('agents, second round: abuse', () => {
     service: 'mcp-agents-abuse',
     backend: { data: shopData() },
     users: { root: ['root'], alice: ['user'] },
-    config: { acl: { mode: 'enforce' }, mcp: { server: 'outrigger' } },
+    config: { acl: { mode: 'enforce' }, mcp: { server: 'outrigger', resources: ['path-prefix(/shop/orders)', 'path-prefix(/shop/products)'] } },
     permissions: {
       graphql: { predicate: 'path-prefix(/graphql/shop)', roles: ['user'], priority: 1 },
       products: { predicate: 'path-prefix(/shop/products)', roles: ['user'], priority: 1 },
+      'own-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10, mongo: { readFilter: { owner: '@user.id' } } },
+      users: { predicate: 'method(GET) and path-prefix(/shop/users)', roles: ['user'], priority: 1 },
     },
     apps: { shop: shopAppWithTools({ ...RESTHEART, mutations: true }) },
   });
@@ -87,5 +91,47 @@ describe('agents, second round: abuse', () => {
       expect(textOf(result)).toMatch(/read-only/);
     }
     expect(stack.backend.requests).toHaveLength(0);
+  });
+
+  it("resource URIs with .., encoded separators, another scheme, Outrigger's own paths or an unexposed collection are refused by name, nothing read", async () => {
+    const client = await mcpClientV2(stack.proxy.url, ALICE, 'auto');
+    clients.push(client);
+    const rows: Array<[string, RegExp]> = [
+      ['outrigger://shop/../_admin/acl', /must name a collection|names the collection/],
+      ['outrigger://shop/orders/..', /has the id "\.\.", which is not a document/],
+      ['outrigger://shop/orders/%2E%2E', /has the id "\.\.", which is not a document/],
+      ['outrigger://shop/orders/a%2Fb', /path separator/],
+      ['outrigger://shop/orders/a%5Cb', /path separator/],
+      ['outrigger://shop/orders/a%00b', /control character/],
+      ['outrigger://shop%2Forders/x', /names the database "shop%2Forders"/],
+      ['outrigger://_admin/acl', /names the database "_admin"/],
+      ['outrigger://shop/orders/_size', /ids starting with _ name RESTHeart's own resources/],
+      ['outrigger://other/shop/orders/1', /must name a collection .* or a document/],
+      ['https://other.example/shop/orders', /is not one of this service's resources/],
+      ['outrigger://shop/orders?where=1', /has the query parameter "where"/],
+      ['outrigger://shop/orders?filter=owner:bob', /has a filter that is not a JSON object/],
+      ['outrigger://shop/orders?pagesize=100000', /pagesize=.* it must be a whole number from 1 to 1000/],
+      ['outrigger://shop/orders/1?filter=%7B%7D', /names a document and carries a query/],
+      ['outrigger://shop/users', /outrigger:\/\/shop\/users is not a resource of this service/],
+    ];
+    for (const [uri, message] of rows) await expect(client.readResource({ uri }), uri).rejects.toThrow(message);
+    expect(stack.backend.requests).toHaveLength(0);
+  });
+
+  it("a query template's filter cannot widen the readFilter: the REST door ANDs it, so only the caller's own documents come back", async () => {
+    const client = await mcpClientV2(stack.proxy.url, ALICE, 'legacy');
+    clients.push(client);
+    const widening = [{ owner: 'bob' }, { $or: [{ owner: 'bob' }, { owner: { $exists: true } }] }, { owner: { $ne: 'alice' } }];
+    for (const filter of widening) {
+      const uri = `outrigger://shop/orders?filter=${encodeURIComponent(JSON.stringify(filter))}&pagesize=1000`;
+      const read = await client.readResource({ uri });
+      const orders = JSON.parse((read.contents[0] as { text: string }).text) as Array<{ owner: string }>;
+      expect(
+        orders.every((o) => o.owner === 'alice'),
+        JSON.stringify(filter),
+      ).toBe(true);
+      const rest = await call(stack.proxy.url, `/shop/orders?filter=${encodeURIComponent(JSON.stringify(filter))}&pagesize=1000`, { auth: ALICE });
+      expect(orders).toEqual(rest.json);
+    }
   });
 });

@@ -31,7 +31,7 @@ describe('GraphiQL and mutations', () => {
     const problems: string[] = [];
     page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
     try {
-      expect((await page.goto(`${stack.proxy.url}/graphql/writes`))?.status()).toBe(200);
+      expect((await page.goto(`${stack.proxy.url}/graphql/writes?graphiql-sign-in`))?.status()).toBe(200);
       await page.waitForSelector('.graphiql-query-editor .CodeMirror', { timeout: 30_000 });
       await page.click('button[aria-label="Show Documentation Explorer"]');
       await page.waitForFunction(() => (document.querySelector('.graphiql-doc-explorer')?.textContent ?? '').includes('Mutation'), undefined, { timeout: 30_000 });

@@ -31,7 +31,7 @@ describe('GraphiQL and subscriptions', () => {
     const problems: string[] = [];
     page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
     try {
-      expect((await page.goto(`${stack.proxy.url}/graphql/subs`))?.status()).toBe(200);
+      expect((await page.goto(`${stack.proxy.url}/graphql/subs?graphiql-sign-in`))?.status()).toBe(200);
       await page.waitForSelector('.graphiql-query-editor .CodeMirror', { timeout: 30_000 });
       await page.evaluate(() => {
         const cm = (document.querySelector('.graphiql-query-editor .CodeMirror') as any).CodeMirror;

@@ -30,6 +30,7 @@ import { installResolvers } from './resolvers.js';
 import { compiledEngine } from './engines/compiled.js';
 import { directEngine } from './engines/direct.js';
 import type { Engine } from './engines/engine.js';
+import { exampleOperation, type ExampleOperation } from './example-operation.js';
 
 /** The limits (any left out: the defaults), taken whole (e.g. the config's `graphql` section), and the engine's wiring. */
 export interface CompileOptions extends Partial<GraphqlLimits> {
@@ -78,6 +79,8 @@ export interface CompiledApp {
   readonly settings: EngineSettings;
   /** Report reads and batching in `extensions` (the descriptor's `verbose`, else `graphql.verbose`). */
   readonly verbose: boolean;
+  /** The operation the app's GraphiQL page opens on (example-operation.ts). */
+  readonly example: ExampleOperation;
   /** The app's allow-list of operations; undefined = any operation. */
   readonly trusted: TrustedDocuments | undefined;
   /** Largest estimated cost of one operation (the descriptor's `maxCost`, else `graphql.maxCost`; `output` is service-wide). */
@@ -154,6 +157,7 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
     onError: opts.onError,
     verbose: normalized.descriptor.verbose ?? limits.verbose,
     trusted: compileTrustedDocuments(normalized.descriptor.trustedDocuments),
+    example: exampleOperation(normalized, schema),
     maxCost: { ...limits.maxCost, ...(normalized.descriptor.maxCost ?? {}), output: limits.maxCost.output },
     estimate(document, operation, variables) {
       // An operation without variables always costs the same: estimated once per cached document.

@@ -11,7 +11,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AppContext } from '../../app-context.js';
-import { notFound } from '../../errors.js';
+import { notFound, OutriggerError } from '../../errors.js';
 import { readBody } from '../../http/body.js';
 import { createDocumentRoutes } from '../../http/document-routes.js';
 import type { OwnRoute } from '../../http/route-table.js';
@@ -27,7 +27,7 @@ import { graphqlRefusal } from './refusal.js';
 import { isSubscriptionRequest, streamChoice } from './transport.js';
 import type { GraphqlAppRegistry } from '../compile/registry.js';
 import type { CompiledApp } from '../compile/compile-app.js';
-import { serveGraphiql, wantsGraphiql } from '../ui/graphiql-route.js';
+import { graphiqlAside, isGraphiqlAsset, redirectToGraphiql, sendGraphiqlExample, serveGraphiql, wantsGraphiql } from '../ui/graphiql-route.js';
 import { MAX_BODY_BYTES, type CallerFacts, type RequestContext } from '../types.js';
 import { RequestAbort } from '../../util/request-abort.js';
 import { logAdminChange } from '../../admin/admin-audit.js';
@@ -58,10 +58,18 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       // An app answers on its own path only (app-document.ts appUriOf, issue 53): the path every decision saw.
       if (!found.found) throw notFound(`no GraphQL app is served at ${scope.path}; an app answers only at ${prefix}/<its uri>, and the apps are listed at ${config.graphql.appsPath}`, 'APP_NOT_FOUND');
 
+      // GraphiQL's page and assets for a browser: public code, before the ACL (SPEC §15, ui/graphiql-route.ts).
+      if (serveGraphiqlPage(context, scope, found.app, `${prefix}/${found.app.uri}`)) return;
+
       // 2. The ACL (a permission that looks at the body needs it read first).
       const readsBody = scope.method === 'POST';
       if (readsBody && acl.needsRequestBody(scope.principal)) scope.bufferedBody = await readBody(scope, MAX_BODY_BYTES);
       context.authorizeOwnRoute(scope);
+
+      // The page's example operation (it shows part of the schema) and the Basic sign-in, behind the ACL.
+      const aside = graphiqlAside(scope.method, scope.query);
+      if (aside === 'example') return sendGraphiqlExample(scope.res, found.app.example);
+      if (aside === 'sign-in') return redirectToGraphiql(scope.res, `${prefix}/${found.app.uri}`);
 
       // GraphQL over SSE (SPEC §6.5): subscriptions, streamed until they end; Accept and the operation decide (transport.ts).
       const choice = serveSse && (scope.method === 'GET' || scope.method === 'POST') ? streamChoice(scope.req.headers.accept) : 'json';
@@ -72,13 +80,6 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
           return;
         }
         scope.bufferedBody = body; // a query or mutation: answered as JSON below, from the body already read
-      }
-
-      // GraphiQL for a browser (page and bundled assets), behind the same lookup and ACL.
-      if (wantsGraphiql(scope.method, typeof scope.req.headers.accept === 'string' ? scope.req.headers.accept : undefined, scope.query)) {
-        const ifNoneMatch = scope.req.headers['if-none-match'];
-        if (serveGraphiql(scope.res, `${prefix}/${found.app.uri}`, scope.query, typeof ifNoneMatch === 'string' ? ifNoneMatch : undefined)) return;
-        throw notFound(`GraphiQL is not available here (its assets were not built, or no such asset); run npm run build`, 'GRAPHIQL_NOT_BUILT');
       }
 
       // 3. The body, capped: past 1 MiB the request is refused without buffering the rest.
@@ -119,6 +120,29 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       res.end(out.body);
     },
   };
+}
+
+/**
+ * GraphiQL's page or asset when the request asks for one (true when answered). The page opens on
+ * the app's example when the ACL allows the request; otherwise it asks for a key (graphiql-page.mjs).
+ */
+function serveGraphiqlPage(context: AppContext, scope: RequestScope, app: CompiledApp, endpoint: string): boolean {
+  if (!wantsGraphiql(scope.method, typeof scope.req.headers.accept === 'string' ? scope.req.headers.accept : undefined, scope.query)) return false;
+  const ifNoneMatch = scope.req.headers['if-none-match'];
+  const allowed = !isGraphiqlAsset(scope.query) && allows(context, scope);
+  if (serveGraphiql(scope.res, endpoint, scope.query, typeof ifNoneMatch === 'string' ? ifNoneMatch : undefined, allowed ? app.example : undefined)) return true;
+  throw notFound(`GraphiQL is not available here (its assets were not built, or no such asset); run npm run build`, 'GRAPHIQL_NOT_BUILT');
+}
+
+/** The ACL's verdict on a GET without throwing its 401/403 (anything else is still thrown). */
+function allows(context: AppContext, scope: RequestScope): boolean {
+  try {
+    context.authorizeOwnRoute(scope);
+    return true;
+  } catch (error) {
+    if (error instanceof OutriggerError && (error.status === 401 || error.status === 403)) return false;
+    throw error;
+  }
 }
 
 export function createAppsRoute(context: AppContext, store: DocumentStore<StoredApp>): OwnRoute {
