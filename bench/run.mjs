@@ -21,6 +21,7 @@ import { forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, stopAll, stopAl
 import { gitDescribe } from './lib/git.mjs';
 import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/redis.mjs';
 import { renderResults } from './lib/report.mjs';
+import { cacheSection } from './lib/cache-section.mjs';
 import { measureDeliveryLatency, measureDrain, until } from './lib/drain.mjs';
 import { GRAPHQL_APP, GRAPHQL_PERMISSIONS, GRAPHQL_SHAPES, KEYS_PERMISSION, PASS_PATH, matchingWebhook, passThroughScenarios } from './lib/scenarios.mjs';
 
@@ -169,6 +170,8 @@ async function main() {
     noteLoad('graphql done');
     if (wanted('subscriptions')) results.subscriptions = subscriptionRuns(ctx);
     noteLoad('subscriptions done');
+    if (wanted('cache')) results.cache = await cacheSection({ ...ctx, say, settings });
+    noteLoad('cache done');
   } finally {
     await stopAll();
     await redis.stop().catch(() => {});

@@ -368,7 +368,7 @@ function ownRoutes(context: AppContext, modules: FeatureModule[], policy: ChainI
       return { ready, checks: { redis: detail, config: 'loaded' } };
     }),
     metricsRoute(config.routes.metrics, metrics),
-    createAdminRoute(config.routes.admin, policy.authorizeOwnRoute, adminAreas, logger, createConsoleAreas(config.routes.admin)),
+    createAdminRoute(config.routes.admin, policy.authorizeOwnRoute, adminAreas, logger, createConsoleAreas(config.routes.admin, config.routes.keys)),
     ...modules.flatMap((m) => m.routes ?? []),
   ];
 }

@@ -5,6 +5,7 @@
  * min–max over rounds.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { renderCache } from './cache-report.mjs';
 import { median, spread } from './load.mjs';
 
 export const ANALYSIS_MARKER = '<!-- hand-written analysis below: kept when the bench rewrites this file -->';
@@ -389,6 +390,13 @@ export function renderResults(results) {
         met: r.writeSeconds <= 1.2 * r.seconds && r.latencyMs.p99 <= 100,
       });
     }
+  }
+
+  if (results.cache) {
+    const cache = renderCache(results.cache);
+    sections.push(cache.markdown);
+    consoleParts.push(cache.console);
+    targets.push(...cache.targets);
   }
 
   if (targets.length) {

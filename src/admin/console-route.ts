@@ -11,12 +11,22 @@ function consoleDirectory(): string {
 }
 
 /**
+ * The page names where the owners' keys live (`routes.keys`), which the console's "Your API
+ * keys" page calls: the shell carries the default in a meta tag, replaced here by the configured
+ * one (a route path is `/` and URL characters; escaped all the same).
+ */
+function withKeysRoute(page: Buffer, keysRoute: string): Buffer {
+  const escaped = keysRoute.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`);
+  return Buffer.from(page.toString('utf8').replace('name="outrigger-keys-route" content="/keys"', `name="outrigger-keys-route" content="${escaped}"`));
+}
+
+/**
  * The admin console (SPEC §8): `GET <admin>/` serves its page (a static file), `<admin>/console/*`
  * its script and styles, all built by scripts/build-assets.mjs and served from memory with the
  * strict CSP. `<admin>` without the slash redirects, so the page's relative URLs resolve.
  */
-export function createConsoleAreas(prefix: string, directory = consoleDirectory()): Record<string, SubRouteHandler> {
-  const assets = new StaticAssets(directory);
+export function createConsoleAreas(prefix: string, keysRoute = '/keys', directory = consoleDirectory()): Record<string, SubRouteHandler> {
+  const assets = new StaticAssets(directory, (name, body) => (name === 'index.html' ? withKeysRoute(body, keysRoute) : body));
   const ensureRead = (method: string) => {
     if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed(['GET']);
   };

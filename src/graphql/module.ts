@@ -8,6 +8,7 @@ import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import { DocumentStore } from '../store/document-store.js';
 import { graphqlAppSetupKind, type StoredApp } from './document/setup-kind.js';
 import { createHttpBackendReader, type HttpBackendReader } from './backend/http-reader.js';
+import { backendReadCache } from './backend/read-cache.js';
 import { backendHeadersFor, createCallerReadPolicy } from './backend/caller-identity.js';
 import type { ReadPolicy, RequestContext, WriteExchange, WriteObserver } from './types.js';
 import { createHttpBackendWriter, type HttpBackendWriter } from './backend/http-writer.js';
@@ -166,8 +167,13 @@ function backendOf(context: AppContext) {
   const serviceHeaders: Record<string, string> = settings.backend.serviceAuthorization ? { authorization: settings.backend.serviceAuthorization } : {};
   // SPEC §13: the backend's guard, shared with the pass-through when it is the same origin.
   const guard = context.backendGuards.for(new URL(settings.backend.url).origin);
+  // SPEC §12: a query's reads share the proxy's cache, whose keys are paths on the upstream: only
+  // when the GraphQL backend is that same origin (else one path could name two backends' answers).
+  const sameOrigin = new URL(settings.backend.url).origin === new URL(config.upstream.url).origin;
+  const cache = context.responseCache && sameOrigin ? backendReadCache(context.responseCache) : undefined;
   const reader: HttpBackendReader = createHttpBackendReader({
     guard,
+    ...(cache ? { cache } : {}),
     baseUrl: settings.backend.url,
     collectionPath: settings.backend.collectionPath,
     ...(serviceAuth ? { headersFor: () => ({ ...serviceHeaders }) } : {}),

@@ -79,8 +79,12 @@ export interface ReadProjection {
 }
 
 export interface BackendReader {
-  /** Reads one page. Rejects with an `OutriggerError` coded `BACKEND_UNAVAILABLE` or `BACKEND_ERROR`. */
-  find(read: BackendRead, ctx: RequestContext): Promise<unknown[]>;
+  /**
+   * Reads one page. Rejects with an `OutriggerError` coded `BACKEND_UNAVAILABLE` or `BACKEND_ERROR`.
+   * `cached`: a query's read, which the response cache may answer (SPEC §12); subscription
+   * re-reads and a mutation's reads never pass it.
+   */
+  find(read: BackendRead, ctx: RequestContext, cached?: boolean): Promise<unknown[]>;
 }
 
 /**

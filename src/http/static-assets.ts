@@ -33,7 +33,8 @@ interface Asset {
 export class StaticAssets {
   private readonly files = new Map<string, Asset>();
 
-  constructor(directory: string) {
+  /** `transform` may rewrite a file once as it is read (the console's page learns a configured route this way). */
+  constructor(directory: string, transform: (name: string, body: Buffer) => Buffer = (_name, body) => body) {
     let entries: string[] = [];
     try {
       entries = readdirSync(directory, { recursive: true }) as string[];
@@ -43,8 +44,8 @@ export class StaticAssets {
     for (const entry of entries) {
       const full = join(directory, entry);
       if (!statSync(full).isFile()) continue;
-      const body = readFileSync(full);
       const name = entry.split('\\').join('/');
+      const body = transform(name, readFileSync(full));
       this.files.set(name, {
         body,
         type: TYPES[extname(name)] ?? 'application/octet-stream',

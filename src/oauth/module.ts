@@ -32,6 +32,7 @@ export async function createOAuthModule(context: AppContext, options: FeatureMod
   const authorize = createAuthorizeHandler({
     endpoints,
     path: config.routes.oauth.authorize,
+    manageKeys: { console: `${config.routes.admin}/#/my-keys`, keys: config.routes.keys },
     requestsPerAddress: config.mcp.authorizeRequestsPerAddress,
     requestsTotal: config.mcp.authorizeRequestsTotal,
     secureCookies: config.service.publicUrl.startsWith('https://'),

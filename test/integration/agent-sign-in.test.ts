@@ -141,6 +141,8 @@ describe('agent sign-in: an MCP SDK client gets a key through the browser', () =
     expect(consentText).toMatch(/reader[\s\S]*writer/);
     expect(consentText).toContain('Unverified application');
     expect(consentText).toContain(String(provider.client?.client_id));
+    // Where the user manages the key afterwards (SPEC §15): the console's own-keys page, or the API.
+    expect(consentText).toContain('You can revoke or rotate it at any time on your keys page in the console (sign in with the same user id and password), or with DELETE /keys/<id>.');
     expect(provider.saved?.token_type).toBe('Bearer');
     expect(provider.saved?.refresh_token).toBeUndefined();
     expect(provider.saved?.expires_in).toBeGreaterThan(29 * 86_400);

@@ -74,4 +74,9 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
 }
 
 export const admin = (path: string) => `${adminBase}${path}`;
+
+/** Where a user's own keys live (`routes.keys`): the console route writes it into the page. */
+export const keysBase = document.querySelector('meta[name="outrigger-keys-route"]')?.getAttribute('content') || '/keys';
+/** A path under the owner's keys route (SPEC §5.2: Basic, the caller's own keys). */
+export const own = (path: string) => `${keysBase}${path}`;
 export const enc = encodeURIComponent;

@@ -2,10 +2,11 @@
 import './console.css';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { admin, api, ApiError, setCredentials, signOut, whenSignedOut } from './api.js';
+import { admin, api, ApiError, own, setCredentials, signOut, whenSignedOut } from './api.js';
 import { DocumentsPage } from './documents.js';
 import { FeaturesPage } from './features.js';
 import { KeysPage } from './keys/all-keys.js';
+import { MyKeysPage } from './keys/my-keys.js';
 import { RecordingPage } from './recording.js';
 import { ConfirmHost, errorText, html, viewerZone } from './ui.js';
 import { WebhookPage, WebhooksPage } from './webhooks.js';
@@ -18,6 +19,28 @@ const PAGES = [
   { hash: '#/permissions', label: 'Permissions' },
   { hash: '#/apps', label: 'GraphQL apps' },
 ];
+
+/** What a signed-in user without an admin role sees (SPEC §15): their own keys, nothing of the service. */
+const OWNER_PAGES = [{ hash: '#/my-keys', label: 'Your API keys' }];
+
+/** `admin`: every page, through the admin API; `owner`: only the caller's own keys, through the keys route. */
+type Role = 'admin' | 'owner';
+
+/**
+ * Which console the account gets: any admin route proves an admin (features is small and every
+ * admin may read it); refused there, the owner's own key list proves a user whose keys the
+ * console can show. Throws what the last check answered.
+ */
+async function roleOf(): Promise<Role> {
+  try {
+    await api('GET', admin('/features'), undefined, { signInCheck: true });
+    return 'admin';
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 403)) throw err;
+  }
+  await api('GET', own('?pagesize=1'), undefined, { signInCheck: true });
+  return 'owner';
+}
 
 function useHash(): string {
   const [hash, setHash] = useState(location.hash || '#/webhooks');
@@ -32,7 +55,7 @@ function useHash(): string {
   return hash;
 }
 
-function SignIn({ onSignedIn, notice }: { onSignedIn: (user: string) => void; notice: string | null }) {
+function SignIn({ onSignedIn, notice }: { onSignedIn: (user: string, role: Role) => void; notice: string | null }) {
   const [user, setUser] = useState('');
   const [password, setPassword] = useState('');
   const [error, setError] = useState<string | null>(null);
@@ -43,14 +66,13 @@ function SignIn({ onSignedIn, notice }: { onSignedIn: (user: string) => void; no
     setError(null);
     setCredentials(user, password);
     try {
-      // Any admin route proves the account: features is small and every admin may read it.
-      await api('GET', admin('/features'), undefined, { signInCheck: true });
+      const role = await roleOf();
       setPassword('');
-      onSignedIn(user);
+      onSignedIn(user, role);
     } catch (err) {
       signOut();
       if (err instanceof ApiError && err.status === 401) setError('Wrong username or password.');
-      else if (err instanceof ApiError && err.status === 403) setError(`The account "${user}" has no admin role, so the console cannot show anything. Sign in with an account in acl.adminRoles.`);
+      else if (err instanceof ApiError && err.status === 403) setError(`The account "${user}" cannot use the console: ${err.message}`);
       else if (err instanceof ApiError && err.status === 429) setError(`Too many failed sign-ins: ${err.message}`);
       else setError(errorText(err));
     } finally {
@@ -98,31 +120,32 @@ function Page({ hash }: { hash: string }) {
 }
 
 function App() {
-  const [user, setUser] = useState<string | null>(null);
+  const [session, setSession] = useState<{ user: string; role: Role } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const hash = useHash();
   useEffect(() => {
     whenSignedOut((message) => {
       setNotice(message);
-      setUser(null);
+      setSession(null);
     });
   }, []);
-  if (!user) return html`<${SignIn} notice=${notice} onSignedIn=${(u: string) => (setNotice(null), setUser(u))} />`;
-  const section = `#/${hash.replace(/^#\/?/, '').split('/')[0]}`;
+  if (!session) return html`<${SignIn} notice=${notice} onSignedIn=${(u: string, role: Role) => (setNotice(null), setSession({ user: u, role }))} />`;
+  const owner = session.role === 'owner';
+  const section = owner ? '#/my-keys' : `#/${hash.replace(/^#\/?/, '').split('/')[0]}`;
   return html` <a class="skip" href="#main" onClick=${(e: Event) => (e.preventDefault(), document.getElementById('main')?.querySelector('h1')?.focus())}>Skip to content</a>
     <header class="top">
       <span class="brand">Outrigger console</span>
       <nav aria-label="Main">
         <ul>
-          ${PAGES.map((p) => html`<li><a href=${p.hash} aria-current=${section === p.hash ? 'page' : undefined}>${p.label}</a></li>`)}
+          ${(owner ? OWNER_PAGES : PAGES).map((p) => html`<li><a href=${p.hash} aria-current=${section === p.hash ? 'page' : undefined}>${p.label}</a></li>`)}
         </ul>
       </nav>
       <span class="who"
-        >Signed in as <strong>${user}</strong>
-        <button type="button" onClick=${() => (signOut(), setNotice('You signed out.'), setUser(null))}>Sign out</button>
+        >Signed in as <strong>${session.user}</strong>
+        <button type="button" onClick=${() => (signOut(), setNotice('You signed out.'), setSession(null))}>Sign out</button>
       </span>
     </header>
-    <${Page} hash=${hash} />
+    ${owner ? html`<${MyKeysPage} />` : html`<${Page} hash=${hash} />`}
     <footer>Times are shown in your time zone (${viewerZone}).</footer>
     <${ConfirmHost} />`;
 }

@@ -11,7 +11,7 @@ import type { IdentityPlan } from '../../access/identity/identity-propagation.js
 import { interpolateUserVariables, projectionHides, projectResponse } from '../../access/mongo-rules.js';
 import type { AccessControl } from '../../access/permissions/access-control.js';
 import type { PermissionDocument } from '../../access/permissions/permission-document.js';
-import type { Principal } from '../../principal/principal.js';
+import { ANONYMOUS, type Principal } from '../../principal/principal.js';
 import type { Exchange, ExchangeUser } from '../../condition/index.js';
 import type { CallerFacts, ReadDecision, ReadPolicy, RequestContext } from '../types.js';
 import { collectionPathOf } from './collection-path.js';
@@ -79,6 +79,13 @@ export function createCallerReadPolicy(o: CallerReadPolicyOptions): ReadPolicy |
  * when a predicate asks (issue 39: copying the headers into a map for every request was a third
  * of each decision's cost). No body: bson-request-* predicates are false for a GET.
  */
+/** The equivalent REST GET of a backend read as the condition language sees it (the cache's rules decide on it too); no caller: a request with no headers and no user. */
+export function readExchange(caller: CallerFacts | undefined, path: string, rawQuery: string): Exchange {
+  return new ReadExchange(caller ?? NO_CALLER, path, rawQuery);
+}
+
+const NO_CALLER: CallerFacts = { principal: ANONYMOUS, headers: {}, clientIp: '', secure: false };
+
 class ReadExchange implements Exchange {
   readonly method = 'GET';
   readonly localPort = 8080;

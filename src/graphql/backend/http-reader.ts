@@ -12,6 +12,7 @@ import { guardedCall } from '../../proxy/guard/guarded-call.js';
 import { readCapped } from '../../util/read-capped.js';
 import { collectionPathOf } from './collection-path.js';
 import type { BackendRead, BackendReader, RequestContext } from '../types.js';
+import type { BackendReadCache, RawAnswer } from './read-cache.js';
 
 export interface HttpBackendReaderOptions {
   /** Backend origin with an optional path prefix, e.g. `http://127.0.0.1:8081` or `http://rh:8080/api`. */
@@ -34,6 +35,8 @@ export interface HttpBackendReaderOptions {
    * RESTHeart's GraphQL) treat a missing collection (default true).
    */
   readonly notFoundAsEmpty?: boolean;
+  /** The response cache (SPEC §12): a query's reads a `cache.rules` rule covers are answered from it (read-cache.ts). */
+  readonly cache?: BackendReadCache;
   /** The backend origin's guard (SPEC §13): reads wait in the pass-through's line and count for its breaker. */
   readonly guard?: BackendGuard;
 }
@@ -125,72 +128,56 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
   const dispatcher: Dispatcher = opts.dispatcher ?? (ownPool as Pool);
   const headersFor = opts.headersFor ?? ((ctx: RequestContext) => ({ ...(ctx.backendHeaders ?? {}) }));
 
+  /** One read's answer from the backend (the status, its headers, the body read whole within maxResponseBytes). */
+  async function fetchAnswer(read: BackendRead, path: string, headers: Record<string, string>, ctx: RequestContext, what: string): Promise<RawAnswer> {
+    // SPEC §9: each read carries the request's trace, in a client span of its own when recorded
+    // (the query string stays out of the span: filters are the caller's data).
+    const aggregation = read.aggregation;
+    const span = ctx.trace?.child(`GET ${read.db}/${read.collection}`, 'client', () => ({
+      'http.request.method': 'GET',
+      'server.address': base.hostname,
+      'url.full': origin + path.slice(0, path.indexOf('?')),
+      ...(aggregation ? { 'outrigger.graphql.aggregation': aggregation.name } : {}),
+    }));
+    const sent = span ? { ...headers, traceparent: span.traceparent } : headers;
+    let response: Dispatcher.ResponseData;
+    try {
+      const send = () => dispatcher.request({ origin, path, method: 'GET', headers: sent, signal: ctx.signal });
+      response = opts.guard ? await guardedCall(opts.guard, send, { signal: ctx.signal, priority: ctx.priority }) : await send();
+      span?.end(response.statusCode);
+    } catch (error) {
+      span?.fail((error as { code?: string }).code ?? 'error');
+      span?.end();
+      if (ctx.signal?.aborted || error instanceof OutriggerError) throw error;
+      throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend could not be reached to read ${what}; try again later`), error);
+    }
+    const status = response.statusCode;
+    if (status < 200 || status > 299) {
+      await response.body.dump().catch(() => undefined);
+      return { status, headers: response.headers, body: EMPTY };
+    }
+    try {
+      return { status, headers: response.headers, body: await readBytes(response.body, maxBytes) };
+    } catch (error) {
+      if (ctx.signal?.aborted) throw error;
+      if (error instanceof OutriggerError) throw error;
+      throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend connection failed while reading ${what}`), error);
+    }
+  }
+
   return {
-    async find(read: BackendRead, ctx: RequestContext): Promise<unknown[]> {
-      const path = prefix + collectionPathOf(template, read.db, read.collection);
+    async find(read: BackendRead, ctx: RequestContext, cached = false): Promise<unknown[]> {
+      const restPath = collectionPathOf(template, read.db, read.collection);
       const aggregation = read.aggregation;
       const headers: Record<string, string> = { accept: 'application/json', ...headersFor(ctx) };
       const what = aggregation ? `the aggregation ${aggregation.name} of ${read.db}/${read.collection}` : `${read.db}/${read.collection}`;
-      const target = aggregation ? `${path}/_aggrs/${encodeURIComponent(aggregation.name)}` : path;
-
-      // SPEC §9: each read carries the request's trace, in a client span of its own when recorded
-      // (the query string stays out of the span: filters are the caller's data).
-      const span = ctx.trace?.child(`GET ${read.db}/${read.collection}`, 'client', () => ({
-        'http.request.method': 'GET',
-        'server.address': base.hostname,
-        'url.full': origin + target,
-        ...(aggregation ? { 'outrigger.graphql.aggregation': aggregation.name } : {}),
-      }));
-      if (span) headers.traceparent = span.traceparent;
-      let response: Dispatcher.ResponseData;
-      try {
-        const send = () =>
-          dispatcher.request({
-            origin,
-            // The projection is sent, but is no part of the read's query string (readQueryString: what the policy decides on).
-            path: `${target}?${readQueryString(read)}${read.projection === undefined ? '' : `&keys=${encodeQueryComponent(read.projection.id)}`}`,
-            method: 'GET',
-            headers,
-            signal: ctx.signal,
-          });
-        response = opts.guard ? await guardedCall(opts.guard, send, { signal: ctx.signal, priority: ctx.priority }) : await send();
-        span?.end(response.statusCode);
-      } catch (error) {
-        span?.fail((error as { code?: string }).code ?? 'error');
-        span?.end();
-        if (ctx.signal?.aborted || error instanceof OutriggerError) throw error;
-        throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend could not be reached to read ${what}; try again later`), error);
-      }
-      const status = response.statusCode;
-      if (status < 200 || status > 299) {
-        await response.body.dump().catch(() => undefined);
-        // A missing declared aggregation is not an empty result: the app's save did not reach the backend.
-        if (status === 404 && notFoundAsEmpty && !aggregation) return [];
-        throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered ${status} ${STATUS_CODES[status] ?? ''} to a read of ${what}`.trimEnd());
-      }
-      let text: string;
-      try {
-        text = await readText(response.body, maxBytes);
-      } catch (error) {
-        if (ctx.signal?.aborted) throw error;
-        if (error instanceof OutriggerError) throw error;
-        throw withCause(new OutriggerError(502, 'BACKEND_UNAVAILABLE', `the backend connection failed while reading ${what}`), error);
-      }
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered a read of ${what} with a body that is not JSON`);
-      }
-      if (Array.isArray(body)) return body;
-      // HAL representation (rep=hal): documents under _embedded.
-      if (body && typeof body === 'object' && '_embedded' in body) {
-        const embedded = (body as { _embedded: unknown })._embedded;
-        if (Array.isArray(embedded)) return embedded;
-        const docs = embedded && typeof embedded === 'object' ? (embedded as Record<string, unknown>)['rh:doc'] : undefined;
-        return Array.isArray(docs) ? docs : [];
-      }
-      throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered a read of ${what} with JSON that is not an array of documents`);
+      const collectionTarget = aggregation ? `${restPath}/_aggrs/${encodeURIComponent(aggregation.name)}` : restPath;
+      const query = readQueryString(read);
+      // The projection is sent, but is no part of the read's query string (readQueryString: what the policy decides on).
+      const path = `${prefix}${collectionTarget}?${query}${read.projection === undefined ? '' : `&keys=${encodeQueryComponent(read.projection.id)}`}`;
+      const fetch = () => fetchAnswer(read, path, headers, ctx, what);
+      const answer = cached && opts.cache ? await opts.cache.read({ restPath: collectionTarget, query, target: path, headers }, ctx, fetch) : await fetch();
+      return documentsOf(answer, what, notFoundAsEmpty && aggregation === undefined);
     },
     async close(): Promise<void> {
       await ownPool?.close();
@@ -198,9 +185,39 @@ export function createHttpBackendReader(opts: HttpBackendReaderOptions): HttpBac
   };
 }
 
-async function readText(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * The documents of a read's answer: a JSON array, or a HAL body's `_embedded`. A 404 reads as no
+ * documents when `notFoundAsEmpty` (never for a declared aggregation: a missing one means the
+ * app's save did not reach the backend); any other non-2xx is a BACKEND_ERROR naming the status.
+ */
+function documentsOf(answer: RawAnswer, what: string, notFoundAsEmpty: boolean): unknown[] {
+  const status = answer.status;
+  if (status < 200 || status > 299) {
+    if (status === 404 && notFoundAsEmpty) return [];
+    throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered ${status} ${STATUS_CODES[status] ?? ''} to a read of ${what}`.trimEnd());
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(answer.body.toString('utf8'));
+  } catch {
+    throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered a read of ${what} with a body that is not JSON`);
+  }
+  if (Array.isArray(body)) return body;
+  // HAL representation (rep=hal): documents under _embedded.
+  if (body && typeof body === 'object' && '_embedded' in body) {
+    const embedded = (body as { _embedded: unknown })._embedded;
+    if (Array.isArray(embedded)) return embedded;
+    const docs = embedded && typeof embedded === 'object' ? (embedded as Record<string, unknown>)['rh:doc'] : undefined;
+    return Array.isArray(docs) ? docs : [];
+  }
+  throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered a read of ${what} with JSON that is not an array of documents`);
+}
+
+async function readBytes(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<Buffer> {
   const read = await readCapped(body, maxBytes);
-  if (read.ok) return read.bytes.toString('utf8');
+  if (read.ok) return read.bytes;
   body.destroy();
   throw new OutriggerError(502, 'BACKEND_ERROR', `the backend answered with more than ${maxBytes} bytes for one page`);
 }

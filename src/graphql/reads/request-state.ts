@@ -29,6 +29,8 @@ export class RequestState implements BackendReads {
   budgetExceeded = false;
   /** Set when the time limit passed. */
   timedOut = false;
+  /** A query's reads may be answered by the response cache (SPEC §12); never a mutation's or a subscription's. */
+  cacheReads = false;
   /** Each backend read with the documents it returned; kept only when the app is verbose. */
   readLog: Array<{ db: string; collection: string; page: number; pagesize: number; filter: boolean; documents: number }> | undefined;
 
@@ -98,6 +100,7 @@ export class RequestState implements BackendReads {
     next.operationName = this.operationName;
     next.budgetExceeded = this.budgetExceeded;
     next.timedOut = this.timedOut;
+    next.cacheReads = this.cacheReads;
     next.readLog = this.readLog;
     next.access = this.access;
     return next;
@@ -127,7 +130,7 @@ export class RequestState implements BackendReads {
     const extra = decision?.allow ? decision.filter : undefined;
     const effective = extra && Object.keys(extra).length > 0 ? { ...read, filter: read.filter ? { $and: [read.filter, extra] } : extra } : read;
     try {
-      const docs = await this.settings.reader.find(effective, this.ctx);
+      const docs = await this.settings.reader.find(effective, this.ctx, this.cacheReads);
       const project = decision?.allow ? decision.project : undefined;
       if (project) (this.access as ReadAccess).projected(docs, project);
       this.readLog?.push({ db: read.db, collection: read.collection, page: read.page, pagesize: read.pagesize, filter: effective.filter !== undefined, documents: docs.length });

@@ -232,6 +232,7 @@ async function executeStep(request: GraphqlRequest, plan: EnginePlan | undefined
   request.state = new RequestState(app.settings, ctx, controller);
   if (app.verbose) request.state.readLog = [];
   request.state.operationName = request.operation.name?.value ?? null;
+  request.state.cacheReads = request.operation.operation === 'query';
   let timer: NodeJS.Timeout | undefined;
   const aborted = new Promise<'aborted'>((resolve) => {
     onAbort(controller, () => resolve('aborted'));

@@ -20,6 +20,8 @@ export interface AuthorizeParts {
   endpoints: OAuthEndpoints;
   /** The route path (`routes.oauth.authorize`): where the forms post. */
   path: string;
+  /** Where a user manages the key they allow (SPEC §15): the console's own-keys page and the keys route. */
+  manageKeys: { console: string; keys: string };
   /** `mcp.authorizeRequestsPerAddress`: requests one address (IPv6: one /64) may start per 10 minutes. */
   requestsPerAddress: number;
   /** Requests all addresses together may start per 10-minute window: many addresses (one /48 holds 65,536 /64s) cannot store without bound. */
@@ -229,6 +231,7 @@ function consentSteps(p: AuthorizeParts, { cookie, redirect, page, view }: Autho
       preselected: requested.length ? requested : policy.availableRoles,
       lifetimes: lifetimeChoices(policy.maxExpiresInDays, fallback),
       defaultLifetime: fallback,
+      manage: p.manageKeys,
     };
     return page(scope, { ...keyConsentPage(view(r), fields, p.path, k, problem), ...(problem ? { status: 400 } : {}) }, r);
   }

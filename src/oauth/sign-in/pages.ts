@@ -114,6 +114,8 @@ export interface KeyConsent {
   preselected: readonly string[];
   lifetimes: number[];
   defaultLifetime: number;
+  /** The console's page of the user's own keys, and the keys route (for `DELETE <keys>/<id>`). */
+  manage: { console: string; keys: string };
 }
 
 export function keyConsentPage(c: ClientView, fields: string, action: string, k: KeyConsent, problem?: string): PageOptions {
@@ -127,7 +129,7 @@ export function keyConsentPage(c: ClientView, fields: string, action: string, k:
   return {
     title: 'Allow access',
     body: `<h1>Allow ${escapeHtml(c.clientName)} to act as ${escapeHtml(k.user)}?</h1>
-<p class="note">If you allow it, <strong>${escapeHtml(c.clientName)}</strong> gets an API key in your name, sent to <strong>${escapeHtml(c.redirectHost)}</strong>. The key carries only the roles you tick below and stops working after the lifetime you choose. You can revoke it at any time with <code>DELETE /keys/&lt;id&gt;</code>.</p>
+<p class="note">If you allow it, <strong>${escapeHtml(c.clientName)}</strong> gets an API key in your name, sent to <strong>${escapeHtml(c.redirectHost)}</strong>. The key carries only the roles you tick below and stops working after the lifetime you choose. You can revoke or rotate it at any time on <a href="${escapeHtml(k.manage.console)}">your keys page</a> in the console (sign in with the same user id and password), or with <code>DELETE ${escapeHtml(k.manage.keys)}/&lt;id&gt;</code>.</p>
 ${clientIdentity(c)}
 ${alert(problem)}
 <form method="post" action="${escapeHtml(action)}">${fields}

@@ -35,8 +35,9 @@ const W = 120;
 const H = 28;
 
 /** 30 bars, one per UTC day, oldest first; refused requests stacked in red on the admitted ones. */
-export function UsageChart({ keyId, name }: { keyId: string; name: string }) {
-  const usage = useLoad(() => api<UsageDay[]>('GET', admin(`/keys/${enc(keyId)}/usage`)), [keyId]);
+export function UsageChart({ keyId, name, path }: { keyId: string; name: string; path?: string }) {
+  // An admin reads any key's usage under the admin area; an owner reads their own under the keys route (`path`).
+  const usage = useLoad(() => api<UsageDay[]>('GET', path ?? admin(`/keys/${enc(keyId)}/usage`)), [keyId, path]);
   const days = usage.data?.data;
   if (usage.error) return html`<span class="muted small">usage unavailable</span>`;
   if (!days) return html`<span class="muted small">…</span>`;
