@@ -5,7 +5,7 @@ import type { OwnRoute } from '../http/route-table.js';
 import type { RequestScope } from '../http/scope.js';
 import { methodNotAllowed, notFound } from '../errors.js';
 import type { Metrics } from '../observability/metrics.js';
-import { ProcessMetrics } from '../observability/process-metrics.js';
+import { processRegistry, renderProcessMetrics } from '../observability/process-metrics.js';
 
 /** `/_health/live`, `/_health/ready` (Redis reachable, config loaded): public, never proxied. */
 export function healthRoute(prefix: string, isReady: () => { ready: boolean; checks: Record<string, string> }): OwnRoute {
@@ -28,15 +28,17 @@ export function healthRoute(prefix: string, isReady: () => { ready: boolean; che
 }
 
 export function metricsRoute(prefix: string, metrics: Metrics): OwnRoute {
-  const processMetrics = new ProcessMetrics();
+  // Started with the route, not at the first scrape: the event-loop lag covers the time before it.
+  processRegistry();
   return {
     kind: 'metrics',
     prefix,
     public: true,
     unobserved: true,
-    handle(scope: RequestScope) {
+    async handle(scope: RequestScope) {
       if (scope.method !== 'GET') throw methodNotAllowed(['GET']);
-      const body = metrics.registry.render() + processMetrics.render();
+      // Outrigger's series, then prom-client's process_* and nodejs_* (no name is in both).
+      const body = metrics.registry.render() + (await renderProcessMetrics());
       scope.res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(body) });
       scope.res.end(body);
     },

@@ -1,36 +1,24 @@
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
- * What the process itself reports on `/_metrics`: event-loop delay (how long a ready callback
- * waited for the loop: a request blocking it shows here first) and memory. The delay histogram
- * samples every 10 ms, as prom-client's Node collector does, and starts over at every scrape, so
- * each scrape reports the interval since the previous one.
+ * The standard `process_*` and `nodejs_*` series (prom-client's default metrics: CPU, memory,
+ * heap spaces, event-loop lag, GC, handles, file descriptors), the ones Prometheus users' Node
+ * dashboards already query. One registry per process, created with the metrics route: these describe
+ * the process, so two apps in one process (tests) share them, and collectDefaultMetrics starts
+ * its event-loop monitor and GC observer once. Outrigger's own series stay in metrics.ts, whose
+ * hot path is cheaper than prom-client's (docs/decisions.md, "Metrics: prom-client").
  */
-export class ProcessMetrics {
-  private readonly delay: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
+let registry: Registry | undefined;
 
-  constructor() {
-    this.delay.enable();
+export function processRegistry(): Registry {
+  if (!registry) {
+    registry = new Registry();
+    collectDefaultMetrics({ register: registry });
   }
+  return registry;
+}
 
-  render(): string {
-    const d = this.delay;
-    const seconds = (ns: number) => (Number.isFinite(ns) && d.count > 0 ? ns / 1e9 : 0);
-    const memory = process.memoryUsage();
-    const lines = [
-      '# HELP outrigger_event_loop_delay_seconds Event-loop delay since the previous scrape (sampled every 10 ms), by quantile.',
-      '# TYPE outrigger_event_loop_delay_seconds gauge',
-      `outrigger_event_loop_delay_seconds{quantile="0.5"} ${seconds(d.percentile(50))}`,
-      `outrigger_event_loop_delay_seconds{quantile="0.99"} ${seconds(d.percentile(99))}`,
-      `outrigger_event_loop_delay_seconds{quantile="1"} ${seconds(d.max)}`,
-      '# HELP outrigger_process_resident_memory_bytes Resident set size of this process.',
-      '# TYPE outrigger_process_resident_memory_bytes gauge',
-      `outrigger_process_resident_memory_bytes ${memory.rss}`,
-      '# HELP outrigger_process_heap_used_bytes V8 heap in use.',
-      '# TYPE outrigger_process_heap_used_bytes gauge',
-      `outrigger_process_heap_used_bytes ${memory.heapUsed}`,
-    ];
-    d.reset();
-    return `${lines.join('\n')}\n`;
-  }
+/** The default series in Prometheus text format; prom-client's event-loop lag starts over at each scrape. */
+export function renderProcessMetrics(): Promise<string> {
+  return processRegistry().metrics();
 }

@@ -74,10 +74,14 @@ describe('CLI messages', { timeout: 120_000 }, () => {
         redis: { url: redis.url },
         acl: { bootstrap: setup },
       });
-      const { code, stderr } = await runCli(['start', '-c', file], { timeoutMs: 60_000 });
+      const { code, stdout, stderr } = await runCli(['start', '-c', file], { timeoutMs: 60_000 });
       expect(code).toBe(1);
-      expect(stderr).toMatch(new RegExp(`listen\\.port: 127\\.0\\.0\\.1:${port} is already in use`));
-      expect(stderr).not.toMatch(/EADDRINUSE|\n\s+at /);
+      // One JSON log line (SPEC §15), naming the setting; no errno, no stack.
+      const lines = (stdout + stderr).split('\n').filter((l) => l.trim() !== '');
+      const parsed = lines.map((l) => JSON.parse(l) as { level: number; msg: string });
+      const fatal = parsed.find((l) => l.level === 60);
+      expect(fatal?.msg).toMatch(new RegExp(`^Outrigger could not start: listen\\.port: 127\\.0\\.0\\.1:${port} is already in use`));
+      expect(stdout + stderr).not.toMatch(/EADDRINUSE|\n\s+at /);
       const { Redis } = await import('ioredis');
       const client = new Redis(redis.url);
       try {

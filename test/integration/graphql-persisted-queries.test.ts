@@ -168,6 +168,23 @@ describe("automatic persisted queries (Apollo's protocol)", () => {
     expect(ok.json).toEqual({ data: { orders: [{ number: 1 }] } });
   });
 
+  it('with Redis out of reach: a hash this replica holds still runs, an unknown one is not found, and the retry with the text runs', async () => {
+    const known = '{ orders(limit: 1) { total } }';
+    expect((await persistedLink(stack.proxy.url, ALICE, { query: known })).json).toEqual({ data: { orders: [{ total: 10 }] } });
+    await stack.redis.stop();
+    try {
+      const held = await persistedLink(stack.proxy.url, ALICE, { query: known });
+      expect(held.sent).toHaveLength(1); // from the replica's own cache, no round trip
+      expect(held.json).toEqual({ data: { orders: [{ total: 10 }] } });
+      const fresh = await persistedLink(stack.proxy.url, ALICE, { query: '{ orders(limit: 1) { number } }' });
+      expect(fresh.sent).toHaveLength(2);
+      expect(fresh.status).toBe(200);
+      expect(fresh.json).toEqual({ data: { orders: [{ number: 1 }] } });
+    } finally {
+      await stack.redis.restart();
+    }
+  }, 60_000);
+
   it('a PersistedQueryNotFound answer counts for rate limits like any request: a first miss costs two', async () => {
     const LIM = as('lim');
     const query = '{ orders(limit: 3) { number } }';

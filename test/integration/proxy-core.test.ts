@@ -6,6 +6,7 @@ import { startTestRedis } from '../support/redis.js';
 import { answerBodyDigest, rawRequest, startHttpServer } from '../support/http-servers.js';
 import { startTestOutrigger } from '../support/outrigger.js';
 import { useStack } from '../support/fixtures.js';
+import { parsePrometheusText } from '../support/prometheus-text.js';
 
 /** The pass-through path against a real upstream: bodies, headers, status codes, failures. */
 describe('proxy core', () => {
@@ -190,6 +191,31 @@ describe('proxy core', () => {
     expect(buckets.length).toBe(15);
     for (let i = 1; i < buckets.length; i++) expect(buckets[i]).toBeGreaterThanOrEqual(buckets[i - 1]!);
     expect(buckets.at(-1)).toBe(Number(/^outrigger_request_duration_seconds_count\{route="proxy"\} (\d+)$/m.exec(after)?.[1]));
+  });
+
+  it("serves a valid exposition: its own series beside prom-client's standard process_* and nodejs_* ones", async () => {
+    await (await request(`${stack.proxy.url}/head`)).body.text();
+    const res = await request(`${stack.proxy.url}/_metrics`);
+    expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+    const families = parsePrometheusText(await res.body.text());
+    const names = [...families.keys()];
+    expect(families.get('outrigger_requests_total')?.type).toBe('counter');
+    expect(families.get('outrigger_request_duration_seconds')?.type).toBe('histogram');
+    // The series a stock Node.js dashboard queries.
+    for (const name of [
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'process_start_time_seconds',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_eventloop_lag_p99_seconds',
+      'nodejs_gc_duration_seconds',
+      'nodejs_version_info',
+    ]) {
+      expect(names, name).toContain(name);
+    }
+    expect(families.get('process_resident_memory_bytes')!.samples[0]!.value).toBeGreaterThan(10 * 1024 * 1024);
+    // Every series is Outrigger's or a standard one: nothing renamed by accident, no duplicate family.
+    for (const name of names) expect(name).toMatch(/^(outrigger|process|nodejs)_/);
   });
 
   it('sends X-Request-Id on proxied answers, on errors and on its own routes, keeping a well-formed id from the client', async () => {

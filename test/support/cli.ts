@@ -49,9 +49,9 @@ export interface RunningCli {
 /** Starts `outrigger start -c FILE` and resolves once it logs the URL it listens on. */
 // The deadlines below are for a process that never starts or never ends, not a speed goal: on a
 // loaded machine (issue 40) a Node process can take over 15 s to load and start.
-export function startCli(configFile: string, extraArgs: string[] = [], timeoutMs = 60_000): Promise<RunningCli> {
+export function startCli(configFile: string, extraArgs: string[] = [], timeoutMs = 60_000, env?: NodeJS.ProcessEnv): Promise<RunningCli> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [CLI, 'start', '-c', configFile, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'start', '-c', configFile, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'], ...(env ? { env: { ...process.env, ...env } } : {}) });
     let output = '';
     let found = false;
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));

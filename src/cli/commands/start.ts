@@ -1,8 +1,11 @@
 import type { Command } from 'commander';
 import { startOutrigger, type RunningOutrigger } from '../../app.js';
+import { OutriggerError } from '../../errors.js';
+import { ListenError } from '../../http/server.js';
 import { ConfigReloader } from '../../reload.js';
 import { loadConfigOrExit } from '../load-config-or-exit.js';
 import { createLogger, type Logger } from '../../observability/logger.js';
+import { routeProcessOutput } from '../../observability/process-output.js';
 
 export function registerStartCommands(program: Command): void {
   program
@@ -15,6 +18,7 @@ export function registerStartCommands(program: Command): void {
       const pollMs = configPollMs(opts.configPoll);
       const config = loadConfigOrExit(opts.config);
       const logger = createLogger({ level: config.log.level, secretHeaders: config.log.secretHeaders });
+      routeProcessOutput(logger);
       // The handlers first: a signal that comes while Outrigger starts (a Pod deleted at once) is
       // taken when the start is done, not answered by Node's default, which ends the process.
       const started = startOutrigger(config, { worker: opts.worker, logger });
@@ -28,7 +32,7 @@ export function registerStartCommands(program: Command): void {
         logger,
       );
       reloadOnSignal(started, { file: opts.config, pollMs, logger });
-      await started;
+      await startedOrExit(started, logger);
     });
 
   program
@@ -40,11 +44,27 @@ export function registerStartCommands(program: Command): void {
       const pollMs = configPollMs(opts.configPoll);
       const config = loadConfigOrExit(opts.config);
       const logger = createLogger({ level: config.log.level, secretHeaders: config.log.secretHeaders });
+      routeProcessOutput(logger);
       const started = startOutrigger(config, { worker: true, serve: false, logger });
       stopOnSignals(async () => (await started).stop(), logger);
       reloadOnSignal(started, { file: opts.config, pollMs, logger });
-      await started;
+      await startedOrExit(started, logger);
     });
+}
+
+/**
+ * A start that fails is logged as JSON like every other line, then exits 1. A port taken or a
+ * refusal of Outrigger's own already names the setting to change: its message alone, no stack; anything
+ * else keeps its stack in `err`.
+ */
+async function startedOrExit(started: Promise<unknown>, logger: Logger): Promise<void> {
+  try {
+    await started;
+  } catch (error) {
+    const named = error instanceof ListenError || error instanceof OutriggerError;
+    logger.fatal(named ? {} : { err: error }, `Outrigger could not start: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  }
 }
 
 /**

@@ -33,7 +33,7 @@ import type { SubscriptionService } from './service.js';
 import type { SseOpen } from './sse.js';
 import type { SubscriptionStream } from './subscription.js';
 import { MAX_UNSENT_BYTES } from './sse.js';
-import { closeIdle, closeSoon, serveSocket, type SocketExtra } from './ws/serve-socket.js';
+import { closeIdle, closeSoon, serveSocket, type ServeOptions, type SocketExtra } from './ws/serve-socket.js';
 import { isRefusal, SocketBounds, type Admission, type Refusal } from './ws/socket-bounds.js';
 
 /** Largest WebSocket message (a `subscribe` with its query and variables, or `connection_init`). */
@@ -100,12 +100,7 @@ export function createWsTransport(parts: WsParts) {
       sockets.delete(extra);
       if (sockets.size === 0 && sweep) sweep = void clearInterval(sweep);
     });
-    serveSocket(server, extra, {
-      heartbeatMs: parts.heartbeatMs,
-      maxUnsentBytes: MAX_UNSENT_BYTES,
-      onUnread: (x, unsent) => report('unread', { address: pending.get(x.request)?.admission.address, unsent }, 'a WebSocket was closed (1008): the client sends but does not read its answers'),
-      onError: (error) => logger.error({ err: String(error) }, 'error while handling a GraphQL WebSocket message'),
-    });
+    serveSocket(server, extra, serveOptions(parts, pending, report));
   };
 
   /** Shutdown: every socket, with or without a subscription, closes with 1001 (a reconnect hint); cut if it lingers. */
@@ -165,6 +160,18 @@ type Report = (reason: string, fields: Record<string, unknown>, message: string)
 type WsContext = Context<Record<string, unknown>, SocketExtra>;
 
 /** One JSON line per reason every REFUSAL_LOG_EVERY_MS: no credentials, the address as its bucket. */
+/** What serve-socket tells its caller: sockets that do not read, library errors and refused frames, each one JSON line. */
+function serveOptions(parts: WsParts, pending: WeakMap<IncomingMessage, Pending>, report: Report): ServeOptions {
+  const address = (x: SocketExtra) => pending.get(x.request)?.admission.address;
+  return {
+    heartbeatMs: parts.heartbeatMs,
+    maxUnsentBytes: MAX_UNSENT_BYTES,
+    onUnread: (x, unsent) => report('unread', { address: address(x), unsent }, 'a WebSocket was closed (1008): the client sends but does not read its answers'),
+    onError: (error) => parts.logger.error({ err: String(error) }, 'error while handling a GraphQL WebSocket message'),
+    onBadFrame: (x, error) => report('frame', { address: address(x), code: error.code, error: error.message }, `a WebSocket was closed: the client sent a frame ws refused (${error.message})`),
+  };
+}
+
 function refusalReporter(logger: Logger): Report {
   const logged = new Map<string, { at: number; since: number }>();
   return (reason, fields, message) => {

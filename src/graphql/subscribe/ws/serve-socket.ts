@@ -36,6 +36,8 @@ export interface ServeOptions {
   onUnread(extra: SocketExtra, unsent: number): void;
   /** An error the library raised while handling a message (logged by the caller). */
   onError(error: unknown): void;
+  /** A frame `ws` refused (oversized, malformed): it has closed the socket with 1009 or 1002; the caller logs it. */
+  onBadFrame(extra: SocketExtra, error: Error & { code?: string }): void;
 }
 
 export function serveSocket(server: Server<SocketExtra>, extra: SocketExtra, o: ServeOptions): void {
@@ -101,8 +103,9 @@ export function serveSocket(server: Server<SocketExtra>, extra: SocketExtra, o: 
       closeSoon(socket, CloseCode.InternalServerError, 'Internal server error');
     });
   });
-  // Errors of a server socket are the peer's (bad frames: `ws` has closed with 1002/1009 already).
-  socket.on('error', () => {});
+  // Errors of a server socket are the peer's (bad frames: `ws` has closed with 1002/1009 already):
+  // told to the caller, which logs them as one JSON line; never left to Node's multi-line trace.
+  socket.on('error', (error: Error & { code?: string }) => o.onBadFrame(extra, error));
   socket.once('close', (code: number, reason: Buffer) => {
     clearInterval(heartbeat);
     if (pongWait) clearTimeout(pongWait);
