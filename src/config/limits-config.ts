@@ -6,6 +6,7 @@
  */
 import { ConditionSyntaxError, parseCondition } from '../condition/index.js';
 import { QUOTA_PERIODS, type LimitAmount, type QuotaPeriod } from '../principal/limit-amount.js';
+import { PRIORITY_CLASSES, type PriorityClass } from '../principal/priority.js';
 import { z } from 'zod';
 import { ALWAYS, boolean, got, integer, oneOf, optionalSection, optionalText, problemsOf, required, section, strings, withoutNulls } from './fields.js';
 
@@ -24,6 +25,8 @@ export interface LimitPolicyConfig extends LimitAmount {
   /** Only principals holding one of these roles, or null: every principal. */
   roles: string[] | null;
   units: LimitUnits;
+  /** SPEC §13: the class of the requests it covers when the backend is at its limit. */
+  priority?: PriorityClass;
 }
 
 export interface LimitsConfig {
@@ -119,10 +122,19 @@ const policy = section({
   condition: optionalText(conditionProblem),
   roles: strings().min(1, { error: 'must name at least one role, or be left out (every principal)' }).nullable().default(null),
   units: oneOf(LIMIT_UNITS).default('requests'),
+  priority: oneOf(PRIORITY_CLASSES).optional(),
   ...amountFields,
 })
   .superRefine(amountProblems, ALWAYS)
-  .transform(({ name, by, condition, roles, units, ...amount }): LimitPolicyConfig => ({ name, by, condition, roles, units, ...amountOf(amount as AmountInput) }));
+  .transform(({ name, by, condition, roles, units, priority, ...amount }): LimitPolicyConfig => ({
+    name,
+    by,
+    condition,
+    roles,
+    units,
+    ...amountOf(amount as AmountInput),
+    ...(priority ? { priority } : {}),
+  }));
 
 const policies = z.array(policy, { error: 'must be a list of policies ({ name, by, limit, window } or { name, by, quota })' }).superRefine((list, ctx) => {
   if (!Array.isArray(list)) return;

@@ -16,6 +16,11 @@ export interface AdaptiveConcurrencyConfig {
   minRttPeriodSeconds: number;
   /** Latency up to this multiple of the minimum counts as no queueing (Gradient2's rttTolerance; Envoy's buffer is 1.25). */
   tolerance: number;
+  /**
+   * And up to this many milliseconds more: a backend answering in 0.2 ms shows Outrigger's own
+   * scheduling as a tenfold latency, which is no sign of a backend in trouble.
+   */
+  toleranceMs: number;
   /** Sheddable requests start only while fewer than this fraction of the limit are in flight. */
   sheddableFraction: number;
 }
@@ -39,6 +44,7 @@ export const ADAPTIVE_DEFAULTS: Omit<AdaptiveConcurrencyConfig, 'enabled'> = {
   sampleWindowMs: 100,
   minRttPeriodSeconds: 10,
   tolerance: 1.5,
+  toleranceMs: 50,
   sheddableFraction: 0.75,
 };
 export const BREAKER_DEFAULTS: Omit<BreakerConfig, 'enabled'> = { failures: 20, ratio: 0.5, windowSeconds: 10, minAnswers: 20, coolOffSeconds: 5, probes: 3 };
@@ -63,6 +69,7 @@ export const adaptiveConcurrencySchema = onOffOrSettings({
   sampleWindowMs: integer(10, 60_000).default(A.sampleWindowMs),
   minRttPeriodSeconds: decimal(0.1, 3600).default(A.minRttPeriodSeconds),
   tolerance: decimal(1, 10).default(A.tolerance),
+  toleranceMs: decimal(0, 60_000).default(A.toleranceMs),
   sheddableFraction: decimal(0, 1).default(A.sheddableFraction),
 });
 

@@ -90,6 +90,7 @@ export class RequestScope {
     this.trace = undefined; // chain/stages/trace.ts: the request's trace (SPEC §9)
     this.permission = undefined; // access/chain-hooks.ts: the permission that allowed the request
     this.rateLimits = undefined; // limits/limiter.ts: what covered the request (its GraphQL cost is charged later)
+    this.ratePriority = undefined; // limits/limiter.ts: the highest priority class of the policies that covered it (SPEC §13)
     this.exchange = undefined; // chain/exchange.ts: the condition language's view, built on first use
   }
 

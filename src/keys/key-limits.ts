@@ -8,6 +8,7 @@
 import { readLimitAmount, type LimitPolicyConfig } from '../config/limits-config.js';
 import type { LimitAmount } from '../principal/limit-amount.js';
 import { ValidationError } from '../errors.js';
+import { isPriorityClass, PRIORITY_CLASSES } from '../principal/priority.js';
 
 export type KeyLimits = Record<string, LimitAmount>;
 
@@ -31,7 +32,15 @@ function windowText(seconds: number): string {
 export function patchKeyLimits(current: KeyLimits | undefined, body: unknown, policies: readonly LimitPolicyConfig[]): KeyLimits | undefined {
   const problems: string[] = [];
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError(['send a JSON object like {"limits": {"per-key": {"limit": 1000, "window": "60s"}}}']);
-  for (const key of Object.keys(body)) if (key !== 'limits') problems.push(`${key}: cannot be changed here; only limits can (a key's other fields are fixed when it is issued)`);
+  for (const key of Object.keys(body))
+    if (key !== 'limits' && key !== 'priority') problems.push(`${key}: cannot be changed here; only limits and priority can (a key's other fields are fixed when it is issued)`);
+  const priority = (body as { priority?: unknown }).priority;
+  if (priority !== undefined && priority !== null && !isPriorityClass(priority))
+    problems.push(`priority: must be one of ${PRIORITY_CLASSES.join(', ')}, or null (SPEC §13; got ${JSON.stringify(priority)})`);
+  if (!('limits' in body)) {
+    if (problems.length) throw new ValidationError(problems);
+    return current;
+  }
   const patch = (body as { limits?: unknown }).limits;
   if (patch === null) {
     if (problems.length) throw new ValidationError(problems);

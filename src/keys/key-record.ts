@@ -5,6 +5,7 @@
  */
 import type { EpochDate } from '../util/epoch-date.js';
 import { presentKeyLimits, type KeyLimits } from './key-limits.js';
+import type { PriorityClass } from '../principal/priority.js';
 
 export interface KeyRecord {
   _id: string;
@@ -32,6 +33,8 @@ export interface KeyRecord {
   replacedBy?: string;
   /** An admin's overrides of named `by: key` policies (SPEC §10). */
   limits?: KeyLimits;
+  /** An admin's class for this key when the backend is at its limit (SPEC §13). */
+  priority?: PriorityClass;
 }
 
 const date = (ms: number): EpochDate => ({ $date: ms });
@@ -52,6 +55,7 @@ export function ownerView(record: KeyRecord, lastUsedAt: number | undefined) {
   if (record.kind !== undefined) view.kind = record.kind;
   if (record.replacedBy !== undefined) view.replacedBy = record.replacedBy;
   view.limits = presentKeyLimits(record.limits);
+  if (record.priority !== undefined) view.priority = record.priority;
   return view;
 }
 

@@ -13,6 +13,7 @@ import type { ApiKeyStore, StoredKey } from './key-store.js';
 import type { ApiKeyIssuer } from './issuer.js';
 import { checkRequestedRoles, keyLifetimeDays, keyPolicyFor, readIssueRequest, readRotateRequest, type ServiceKeyDefaults } from './issuing-rules.js';
 import { patchKeyLimits } from './key-limits.js';
+import type { PriorityClass } from '../principal/priority.js';
 import { readUsageDays } from './usage-route.js';
 
 const BODY_LIMIT = 64 * 1024;
@@ -156,17 +157,20 @@ function adminArea({ context, store, issuer }: KeyRouteParts, sendUsage: SendUsa
     sendJson(scope.res, 200, adminView(found.record, found.lastUsedAt));
   }
 
-  /** `PATCH /_admin/keys/<id>` with `{"limits": {...}}`: the key's own limits (SPEC §10); every replica applies them within the change bus's delay. */
+  /** `PATCH /_admin/keys/<id>` with `{"limits": {...}}` and/or `{"priority": ...}`: the key's own limits (SPEC §10) and class (SPEC §13); every replica applies them within the change bus's delay. */
   async function patchLimits(scope: RequestScope, id: string): Promise<void> {
     checkJsonContentType(scope.req);
     const body = parseJsonBody(await readBody(scope, BODY_LIMIT), 'send {"limits": {"<by: key policy>": {"limit": 1000, "window": "60s"}}}');
     const policies = config.limits.policies;
     // Checked before the read: a bad body is the client's mistake whether or not the key exists.
     patchKeyLimits(undefined, body, policies);
+    const priority = (body as { priority?: PriorityClass | null }).priority;
     const updated = await store.update(id, (record) => {
       const limits = patchKeyLimits(record.limits, body, policies);
-      const { limits: _old, ...rest } = record;
-      return limits ? { ...rest, limits } : rest;
+      const { limits: _old, priority: oldPriority, ...rest } = record;
+      // SPEC §13: null removes the key's class (default), absent keeps it.
+      const kept = priority === undefined ? oldPriority : (priority ?? undefined);
+      return { ...rest, ...(limits ? { limits } : {}), ...(kept ? { priority: kept } : {}) };
     });
     if (!updated) throw notFound(`no key ${JSON.stringify(id)} on this service`);
     await context.bus.publish({ kind: 'apikeys', id });

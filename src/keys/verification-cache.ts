@@ -216,6 +216,7 @@ export class KeyVerificationCache {
       verifiedLocally: true,
       // An admin's overrides (SPEC §10): a change publishes the key's id, which evicts this entry.
       keyLimits: record.limits,
+      priority: record.priority,
     });
     return { record, principal, confirmedAt, quietUntil: 0, unconfirmed: false };
   }

@@ -18,6 +18,7 @@ import { CompiledPolicy } from './policy.js';
 import { Sharing } from './sharing.js';
 import { UsageCounter } from './usage.js';
 import { describeAmount } from './windows.js';
+import { higherPriority, type PriorityClass } from '../principal/priority.js';
 
 /** Lease rounds one request may wait for before it is refused (others kept taking what each lease brought). */
 const MAX_ROUNDS = 3;
@@ -46,6 +47,8 @@ declare module '../http/scope.js' {
   interface RequestScope {
     /** The limit stage's slot: what covered the request, kept when a `units: cost` policy counts its GraphQL cost (see Charge). */
     rateLimits: Charge | undefined;
+    /** The highest `priority` of the policies that covered the request (SPEC §13), when one has one. */
+    ratePriority: PriorityClass | undefined;
   }
 }
 
@@ -150,6 +153,7 @@ export class RateLimiter {
       charge ??= { kind: 'request', allowances: [], policies: [], cost: 1, keyId };
       charge.allowances.push(allowance);
       charge.policies.push(policy);
+      if (policy.priority !== undefined) scope.ratePriority = higherPriority(scope.ratePriority, policy.priority);
     }
     if (charge === null) {
       if (keyId !== undefined) this.usage.record(keyId, 1, 1, 0, now);

@@ -11,6 +11,7 @@ import type { RequestScope } from '../http/scope.js';
 import { clientAddressBucket } from '../net/client-address.js';
 import { Allowance } from './allowance.js';
 import { windowTag } from './windows.js';
+import type { PriorityClass } from '../principal/priority.js';
 
 /** Allowances one policy keeps before it sweeps those whose window has ended (then double that). */
 const SWEEP_FROM = 4096;
@@ -22,6 +23,8 @@ export class CompiledPolicy {
   readonly by: LimitBy;
   readonly units: LimitUnits;
   readonly amount: LimitAmount;
+  /** SPEC §13: the class of what it covers, when set. */
+  readonly priority: PriorityClass | undefined;
   private readonly roles: ReadonlySet<string> | null;
   private readonly condition: Condition | null;
   private readonly allowances = new Map<string, Allowance>();
@@ -39,6 +42,7 @@ export class CompiledPolicy {
     this.by = config.by;
     this.units = config.units;
     this.amount = { limit: config.limit, window: config.window };
+    this.priority = config.priority;
     this.roles = config.roles ? new Set(config.roles) : null;
     this.condition = config.condition === null ? null : parseCondition(config.condition);
   }

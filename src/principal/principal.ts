@@ -1,5 +1,6 @@
 /** Who a request runs as (SPEC §3.1). */
 import type { LimitAmount } from './limit-amount.js';
+import type { PriorityClass } from './priority.js';
 
 export interface Principal {
   id: string | null;
@@ -11,6 +12,8 @@ export interface Principal {
   verifiedLocally: boolean;
   /** The key's own limits for named `by: key` policies (SPEC §10, set by an admin), for key-authenticated requests. */
   keyLimits?: Readonly<Record<string, LimitAmount>>;
+  /** The key's class when the backend is at its limit (SPEC §13, set by an admin), for key-authenticated requests. */
+  priority?: PriorityClass;
 }
 
 export const UNAUTHENTICATED_ROLE = '$unauthenticated';

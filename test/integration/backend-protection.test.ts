@@ -36,7 +36,7 @@ describe('adaptive concurrency (SPEC §13)', () => {
   });
   const limit = () => metricValue(stack.proxy.url, 'outrigger_upstream_concurrency_limit');
 
-  it('keeps the whole limit on a healthy backend, shrinks it when the backend is 10× slower and refuses the excess at once', async () => {
+  it('keeps the whole limit on a healthy backend, shrinks it when the backend is 10× slower and refuses the excess within the short wait', async () => {
     expect((await call(stack.proxy.url, '/warm', { auth: ALICE })).status).toBe(200);
     const healthy = await closedLoop(stack.proxy.url, '/healthy', { workers: 6, ms: 1000, headers: { authorization: ALICE } });
     // Nothing refused, and the limit (a noisy machine may nudge it) stays far above the 6 clients.
@@ -56,7 +56,7 @@ describe('adaptive concurrency (SPEC §13)', () => {
     expect(result.statuses.get(200)).toBeGreaterThan(0);
     expect(result.statuses.get(503)).toBeGreaterThan(0);
     expect([...result.statuses.keys()].sort()).toEqual([200, 503]);
-    // Refused at once: without the wait for the backend's 200 ms an admitted request takes.
+    // Refused within upstream.queueTimeoutMs (100 ms), never after the 400 ms an admitted request takes.
     expect(median(result.latencies.get(503)!)).toBeLessThan(10 * HEALTHY_MS);
     const refusal = result.refusal!;
     expect(refusal.headers['retry-after']).toBe('1');
@@ -151,4 +151,57 @@ describe('retry budget (SPEC §13)', () => {
     expect(keyed.status).toBe(200);
     expect(reached - before).toBe(3);
   });
+});
+
+describe('priority when shedding (SPEC §13)', () => {
+  let backend: ControlledBackend;
+  beforeAll(async () => {
+    backend = await startControlledBackend();
+    backend.delayMs = HEALTHY_MS;
+    return () => backend.close();
+  });
+  const stack = useStack({
+    service: 'priorities',
+    users: { root: ['root'], alice: ['user'] },
+    config: () => ({
+      upstream: { url: backend.url, connections: 32, adaptiveConcurrency: { minLimit: 4, sampleWindowMs: 50, minRttPeriodSeconds: 60 } },
+      acl: { mode: 'enforce' },
+      features: { webhooks: 'disabled' },
+      limits: { policies: [{ name: 'bulk', by: 'client', limit: 1_000_000, window: '60s', condition: "path-prefix('/bulk')", priority: 'sheddable' }] },
+    }),
+    permissions: {
+      keys: { predicate: 'path-prefix(/keys)', roles: ['user'], apiKeys: { roles: ['reader'] } },
+      read: { predicate: 'method(GET) and path-prefix(/data)', roles: ['reader'] },
+      batch: { predicate: 'path-prefix(/batch)', roles: ['user'], priorityClass: 'sheddable' },
+      bulk: { predicate: 'path-prefix(/bulk)', roles: ['user'] },
+    },
+  });
+
+  it("answers a critical key's requests throughout while sheddable ones are refused first", async () => {
+    const issued = await call(stack.proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'operator', roles: ['reader'] } });
+    expect(issued.status, issued.text).toBe(201);
+    const patched = await call(stack.proxy.url, `/_admin/keys/${issued.json._id}`, { method: 'PATCH', auth: as('root'), body: { priority: 'critical' } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.json.priority).toBe('critical');
+    const critical = { authorization: `Bearer ${issued.json.key}` };
+    for (const path of ['/data/warm', '/batch/warm', '/bulk/warm'])
+      expect((await call(stack.proxy.url, path, { headers: path === '/data/warm' ? critical : { authorization: ALICE } })).status).toBe(200);
+
+    backend.delayMs = 10 * HEALTHY_MS;
+    const flood = closedLoop(stack.proxy.url, '/batch/job', { workers: 12, ms: 6000, headers: { authorization: ALICE }, backoffMs: 50 });
+    const bulk = closedLoop(stack.proxy.url, '/bulk/job', { workers: 4, ms: 6000, headers: { authorization: ALICE }, backoffMs: 50 });
+    for (let i = 0; i < 40 && (await metricValue(stack.proxy.url, 'outrigger_upstream_concurrency_limit'))! > 6; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    // From here on the limit binds: the critical key, one request at a time, is answered every time.
+    const trickle = await closedLoop(stack.proxy.url, '/data/report', { workers: 1, ms: 3000, headers: critical });
+    const health = await call(stack.proxy.url, '/_health/ready');
+    const [flooded, bulked] = await Promise.all([flood, bulk]);
+    expect([...trickle.statuses.keys()]).toEqual([200]);
+    expect(trickle.statuses.get(200)).toBeGreaterThanOrEqual(3);
+    expect(health.status).toBe(200);
+    expect(flooded.statuses.get(503)).toBeGreaterThan(0);
+    expect(JSON.parse(flooded.refusal!.body).message).toMatch(/priority sheddable/);
+    // The rate-limit policy's class sheds its requests the same way.
+    expect(bulked.statuses.get(503)).toBeGreaterThan(0);
+    expect(JSON.parse(bulked.refusal!.body).message).toMatch(/priority sheddable/);
+  }, 30_000);
 });

@@ -3,6 +3,7 @@ import type { Validation } from '../../http/document-routes.js';
 import type { OutriggerConfig } from '../../config/types.js';
 import { didYouMean } from '../../util/did-you-mean.js';
 import { checkPredicateSyntax } from '../predicate-check.js';
+import { isPriorityClass, PRIORITY_CLASSES, type PriorityClass } from '../../principal/priority.js';
 
 export interface ApiKeysBlock {
   roles: string[];
@@ -16,12 +17,14 @@ export interface PermissionDocument {
   predicate: string;
   roles: string[];
   priority: number;
+  /** SPEC §13: the class of the requests it allows when the backend is at its limit. */
+  priorityClass?: PriorityClass;
   description?: string;
   apiKeys?: ApiKeysBlock;
   mongo?: { readFilter?: Record<string, unknown>; projectResponse?: Record<string, 0 | 1> };
 }
 
-const TOP_LEVEL = new Set(['_id', 'predicate', 'roles', 'priority', 'description', 'apiKeys', 'mongo']);
+const TOP_LEVEL = new Set(['_id', 'predicate', 'roles', 'priority', 'priorityClass', 'description', 'apiKeys', 'mongo']);
 const API_KEYS_FIELDS = new Set(['roles', 'max-expires-in-days', 'max-keys-per-user']);
 const MONGO_FIELDS = new Set(['readFilter', 'projectResponse']);
 
@@ -41,7 +44,7 @@ export function validatePermission(input: Record<string, unknown>, ctx: Permissi
   const problems: string[] = [];
   for (const key of Object.keys(input)) if (!TOP_LEVEL.has(key)) problems.push(`${key} is not a permission field (allowed: ${[...TOP_LEVEL].join(', ')})${didYouMean(key, TOP_LEVEL)}`);
 
-  const { _id, predicate, roles, priority, description, apiKeys, mongo } = input;
+  const { _id, predicate, roles, priority, priorityClass, description, apiKeys, mongo } = input;
   if (typeof _id !== 'string' || _id === '') problems.push('_id must be a non-empty string');
   if (typeof predicate !== 'string' || predicate.trim() === '') problems.push('predicate must be a non-empty string in the condition language, e.g. path-prefix(/orders) and method(GET)');
   else {
@@ -51,6 +54,8 @@ export function validatePermission(input: Record<string, unknown>, ctx: Permissi
   if (!Array.isArray(roles) || roles.length === 0 || roles.some((r) => typeof r !== 'string' || r === ''))
     problems.push('roles must be a non-empty array of non-empty strings ($unauthenticated allowed)');
   if (priority !== undefined && !isInt(priority, -1_000_000, 1_000_000)) problems.push('priority must be an integer (higher wins)');
+  if (priorityClass !== undefined && !isPriorityClass(priorityClass))
+    problems.push(`priorityClass must be one of ${PRIORITY_CLASSES.join(', ')} (who is refused first when the backend is at its limit; priority is the integer that picks the permission)`);
   if (description !== undefined && typeof description !== 'string') problems.push('description must be a string');
 
   if (apiKeys !== undefined) problems.push(...apiKeysProblems(apiKeys, ctx.adminRoles));
@@ -67,6 +72,7 @@ export function validatePermission(input: Record<string, unknown>, ctx: Permissi
 
   if (problems.length) return { ok: false, problems };
   const doc: PermissionDocument = { _id: _id as string, predicate: predicate as string, roles: roles as string[], priority: (priority as number | undefined) ?? 0 };
+  if (priorityClass !== undefined) doc.priorityClass = priorityClass as PriorityClass;
   if (description !== undefined) doc.description = description as string;
   if (apiKeys !== undefined) doc.apiKeys = apiKeys as unknown as ApiKeysBlock;
   if (mongo !== undefined) doc.mongo = mongo as PermissionDocument['mongo'];

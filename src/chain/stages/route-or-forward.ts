@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type { OwnRoute } from '../../http/route-table.js';
 import { sendWatch } from '../../http/respond.js';
 import { spanPath } from '../../observability/tracing/tracing.js';
+import { higherPriority, priorityRank } from '../../principal/priority.js';
 import type { Forwarder } from '../../proxy/forwarder.js';
 import { tappedBody } from '../observer.js';
 import type { ChainRequest } from '../request.js';
@@ -73,6 +74,8 @@ export function routeOrForwardStage({ forwarder, sendTimeoutMs }: RouteOrForward
         // A covered response carries our RateLimit headers over the backend's (SPEC §10); a cached path's, its Cache-Status too.
         responseHeaders: plan.responseHeaders ?? request.rateLimitHeaders,
         capture: plan.capture,
+        // SPEC §13: the highest class of the key, the covering rate-limit policies and the permission.
+        priority: priorityRank(higherPriority(higherPriority(request.principal.priority, request.ratePriority), request.permission?.priorityClass)),
       },
       request.fail,
     );

@@ -32,6 +32,7 @@ import { MAX_BODY_BYTES, type CallerFacts, type RequestContext } from '../types.
 import { RequestAbort } from '../../util/request-abort.js';
 import { logAdminChange } from '../../admin/admin-audit.js';
 import { identityFacts } from '../../principal/access-facts.js';
+import { higherPriority, priorityRank } from '../../principal/priority.js';
 
 /** Serves a subscription over SSE (subscribe/sse.ts) to its end; the request is authenticated and allowed. */
 export type ServeSse = (scope: RequestScope, app: CompiledApp, appPath: string, body: Buffer | undefined) => Promise<void>;
@@ -105,6 +106,8 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
         caller,
         // SPEC §9: backend reads and writes carry the request's trace.
         trace: scope.trace,
+        // SPEC §13: its backend calls wait in the pass-through's line in the class of its key and rate-limit policies.
+        priority: priorityRank(higherPriority(principal.priority, scope.ratePriority)),
         // SPEC §10: a policy with `units: cost` covered the request; its estimate is charged once known.
         ...(scope.rateLimits && context.limits ? { chargeCost: (documents: number) => context.limits!.chargeCost(scope, documents) } : {}),
       };

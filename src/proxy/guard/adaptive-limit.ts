@@ -7,6 +7,7 @@
  * Per answer it costs a store into a fixed array and one comparison; the arithmetic runs once per
  * sample window (100 ms), on the answer that closes it. No timer, nothing allocated per request.
  */
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import type { AdaptiveConcurrencyConfig } from '../../config/upstream-protection.js';
 
 /** At most this many latencies are kept per window; past it every other one replaces an old one. */
@@ -18,6 +19,24 @@ const GRADIENT_MIN = 0.5;
 const GRADIENT_MAX = 2;
 /** A decrease is smoothed so a single noisy window (a GC pause) does not halve the limit. */
 const DECREASE_SMOOTHING = 0.5;
+/**
+ * Past this share of a window spent busy, Outrigger's own event loop is the bottleneck and the
+ * latencies it measured are its own queue, not the backend's: the limit does not shrink then
+ * (shedding would refuse requests a healthy backend could serve, measured: 60 % of a saturating
+ * benchmark's answers).
+ */
+const OWN_LOOP_BUSY = 0.9;
+
+/** The share of the time since the last call that this thread's event loop was busy. */
+export function eventLoopBusy(): () => number {
+  let last: EventLoopUtilization = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const busy = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    return busy;
+  };
+}
 
 export class AdaptiveLimit {
   /** The current limit, between minLimit and maxLimit. */
@@ -39,6 +58,8 @@ export class AdaptiveLimit {
     readonly maxLimit: number,
     /** Told each time the limit changes, so the line can start waiting requests when it grew. */
     private readonly changed: (limit: number) => void,
+    /** How busy Outrigger's own loop was since the last window (tests give a constant). */
+    private readonly busy: () => number = eventLoopBusy(),
   ) {
     this.limit = maxLimit;
   }
@@ -77,11 +98,14 @@ export class AdaptiveLimit {
   }
 
   private update(sample: number): void {
-    const gradient = Math.min(GRADIENT_MAX, Math.max(GRADIENT_MIN, (this.minRtt * this.o.tolerance) / sample));
+    const gradient = Math.min(GRADIENT_MAX, Math.max(GRADIENT_MIN, (this.minRtt * this.o.tolerance + this.o.toleranceMs) / sample));
     let next = gradient * this.limit;
     // Headroom as Envoy adds it: room for the queue a growing limit needs to be seen at all.
     next += Math.sqrt(next);
-    if (next < this.limit) next = this.limit + (next - this.limit) * DECREASE_SMOOTHING;
+    if (next < this.limit) {
+      if (this.busy() > OWN_LOOP_BUSY) return;
+      next = this.limit + (next - this.limit) * DECREASE_SMOOTHING;
+    }
     const limit = Math.max(this.o.minLimit, Math.min(this.maxLimit, Math.floor(next)));
     if (limit === this.limit) return;
     this.limit = limit;

@@ -107,8 +107,11 @@ describe('per-key limits', () => {
     expect(problemsOf(() => patchKeyLimits(undefined, null, policies))).toHaveLength(1);
     expect(problemsOf(() => patchKeyLimits(undefined, 'x', policies))).toHaveLength(1);
     expect(problemsOf(() => patchKeyLimits(undefined, { name: 'x', limits: null }, policies))).toEqual([
-      "name: cannot be changed here; only limits can (a key's other fields are fixed when it is issued)",
+      "name: cannot be changed here; only limits and priority can (a key's other fields are fixed when it is issued)",
     ]);
+    // SPEC §13: a key's class, alone or beside limits; a bad one named.
+    expect(patchKeyLimits({ 'per-key': { limit: 1, window: { seconds: 1 } } }, { priority: 'critical' }, policies)).toEqual({ 'per-key': { limit: 1, window: { seconds: 1 } } });
+    expect(problemsOf(() => patchKeyLimits(undefined, { priority: 'urgent' }, policies))).toEqual(['priority: must be one of critical, default, sheddable, or null (SPEC §13; got "urgent")']);
     const problems = problemsOf(() =>
       patchKeyLimits(undefined, { roles: [], limits: { 'per-user': { limit: 1, window: '1s' }, 'per-key': [1], quota: { limit: 1, window: '1s', extra: 1 } } }, policies),
     );

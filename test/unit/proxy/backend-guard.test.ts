@@ -5,7 +5,10 @@ import { Breaker, type BreakerTransition } from '../../../src/proxy/guard/breake
 import { CRITICAL, DEFAULT, SHEDDABLE, UpstreamSlots, type Priority } from '../../../src/proxy/upstream-slots.js';
 import type { OutriggerError } from '../../../src/errors.js';
 
-const adaptive = { ...ADAPTIVE_DEFAULTS, enabled: true, minLimit: 2, sampleWindowMs: 100, minRttPeriodSeconds: 10 };
+/** Outrigger's loop as idle: the limit judges every window. */
+const idle = () => 0;
+/** The ratio alone (toleranceMs 0), except where a row says otherwise. */
+const adaptive = { ...ADAPTIVE_DEFAULTS, enabled: true, minLimit: 2, sampleWindowMs: 100, minRttPeriodSeconds: 10, toleranceMs: 0 };
 
 /** Feeds `windows` sample windows of `perWindow` answers of `ms` each, from virtual time `t`; returns the time after. */
 function feed(limit: AdaptiveLimit, t: number, ms: number, windows: number, perWindow = 10): number {
@@ -18,7 +21,7 @@ function feed(limit: AdaptiveLimit, t: number, ms: number, windows: number, perW
 
 describe('AdaptiveLimit (the gradient against the minimum latency)', () => {
   it('keeps the whole limit while latency stays at its minimum', () => {
-    const limit = new AdaptiveLimit(adaptive, 64, () => {});
+    const limit = new AdaptiveLimit(adaptive, 64, () => {}, idle);
     feed(limit, 0, 10, 30);
     expect(limit.limit).toBe(64);
     expect(limit.minRtt).toBe(10);
@@ -26,7 +29,7 @@ describe('AdaptiveLimit (the gradient against the minimum latency)', () => {
 
   it('shrinks to the floor when latency is 10x the minimum, and grows back when it returns', () => {
     const changes: number[] = [];
-    const limit = new AdaptiveLimit(adaptive, 64, (l) => changes.push(l));
+    const limit = new AdaptiveLimit(adaptive, 64, (l) => changes.push(l), idle);
     let t = feed(limit, 0, 10, 5);
     t = feed(limit, t, 100, 30);
     expect(limit.limit).toBe(2);
@@ -37,7 +40,7 @@ describe('AdaptiveLimit (the gradient against the minimum latency)', () => {
   });
 
   it('re-measures the minimum each period: a backend slower for good becomes the new baseline', () => {
-    const limit = new AdaptiveLimit(adaptive, 64, () => {});
+    const limit = new AdaptiveLimit(adaptive, 64, () => {}, idle);
     let t = feed(limit, 0, 10, 5);
     t = feed(limit, t, 40, 20);
     expect(limit.limit).toBeLessThan(64);
@@ -47,8 +50,34 @@ describe('AdaptiveLimit (the gradient against the minimum latency)', () => {
     expect(limit.limit).toBe(64);
   });
 
+  it("does not shrink while Outrigger's own loop is saturated: the latency is then its own", () => {
+    let busy = 1;
+    const limit = new AdaptiveLimit(
+      adaptive,
+      64,
+      () => {},
+      () => busy,
+    );
+    let t = feed(limit, 0, 10, 5);
+    t = feed(limit, t, 100, 10);
+    expect(limit.limit).toBe(64);
+    busy = 0.5;
+    feed(limit, t, 100, 10);
+    expect(limit.limit).toBeLessThan(64);
+  });
+
+  it('takes a few milliseconds over a sub-millisecond minimum for scheduling, not queueing (toleranceMs)', () => {
+    const limit = new AdaptiveLimit({ ...adaptive, toleranceMs: ADAPTIVE_DEFAULTS.toleranceMs }, 64, () => {}, idle);
+    let t = feed(limit, 0, 0.2, 5);
+    t = feed(limit, t, 30, 20);
+    expect(limit.limit).toBe(64);
+    // Ten times a healthy 20 ms is past it.
+    feed(limit, t, 200, 20);
+    expect(limit.limit).toBeLessThan(64);
+  });
+
   it('judges no window with fewer than three answers', () => {
-    const limit = new AdaptiveLimit(adaptive, 64, () => {});
+    const limit = new AdaptiveLimit(adaptive, 64, () => {}, idle);
     limit.sample(10, 0);
     for (let t = 100; t < 2000; t += 150) limit.sample(1000, t);
     expect(limit.limit).toBe(64);
@@ -155,16 +184,17 @@ describe('UpstreamSlots under an adaptive limit (priorities)', () => {
     ask('d4');
     ask('c1', CRITICAL);
     expect(started).toEqual(['d1', 's1', 'd2', 'd3']);
-    // As many waiting as the limit: a default request is refused at once, a critical one still waits.
+    // Default requests wait in the round robin; a critical one goes before them.
     ask('d5');
-    ask('d6');
-    ask('d7');
     ask('c2', CRITICAL);
-    expect(refused.map(([n]) => n)).toEqual(['s2', 'd7']);
+    expect(refused.map(([n]) => n)).toEqual(['s2']);
     slots.release('d1');
     slots.release('s1');
     await flush();
     expect(started.slice(4)).toEqual(['c1', 'c2']);
+    slots.release('d2');
+    await flush();
+    expect(started.slice(6)).toEqual(['d4']);
   });
 
   it('a limit that grows starts the waiting requests', async () => {

@@ -1,0 +1,159 @@
+/**
+ * The backend-protection section of `npm run bench` (phase `protection`, issue 49, SPEC §13):
+ * Outrigger in front of a backend with a capacity (servers/capacity-backend.mjs: 16 workers of
+ * 20 ms, 800 requests/s), offered 400 requests/s open loop (arrivals paced, whatever the answers),
+ * in three steps: healthy; the backend 10 × slower (200 ms a request, capacity 80/s, so the same
+ * load is 5 × what it can take); healthy again. It reports the p99 of the admitted requests
+ * against healthy, what a refusal costs (the client's wait for a 503), whether the health probe
+ * was answered throughout, and the throughput in the 5 s after recovery. Bounded: ~25 s.
+ * Its own report: RESULTS-protection.md beside RESULTS.md (or in the run's work directory).
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Pool } from 'undici';
+import { percentile } from './load.mjs';
+import { startOutrigger } from './outrigger.mjs';
+import { forkServer } from './processes.mjs';
+
+const RATE = 400;
+const HEALTHY_MS = 20;
+const WORKERS = 16;
+const STEP_SECONDS = { healthy: 6, slow: 8, recovery: 6 };
+
+/** Paced GETs for `seconds`; each answer's status, latency and second after the start. */
+async function openLoop(pool, path, seconds) {
+  const answers = [];
+  const pending = new Set();
+  const started = performance.now();
+  const total = RATE * seconds;
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    const t0 = performance.now();
+    const p = pool
+      .request({ path, method: 'GET', headersTimeout: 30_000 })
+      .then(async (res) => {
+        await res.body.dump();
+        answers.push({ status: res.statusCode, ms: performance.now() - t0, second: Math.floor((t0 - started) / 1000) });
+      })
+      .catch(() => answers.push({ status: 0, ms: performance.now() - t0, second: Math.floor((t0 - started) / 1000) }))
+      .finally(() => pending.delete(p));
+    pending.add(p);
+  }
+  await Promise.all(pending);
+  return answers;
+}
+
+/** The health probe every 100 ms while `until` is pending: how many were not 200. */
+async function probeHealth(pool, until) {
+  let done = false;
+  until.finally(() => (done = true));
+  const probes = { sent: 0, failed: 0, worstMs: 0 };
+  while (!done) {
+    const t0 = performance.now();
+    const res = await pool.request({ path: '/_health/ready', method: 'GET' }).catch(() => null);
+    if (res) await res.body.dump();
+    probes.sent++;
+    if (res?.statusCode !== 200) probes.failed++;
+    probes.worstMs = Math.max(probes.worstMs, performance.now() - t0);
+    await sleep(100);
+  }
+  return probes;
+}
+
+function summary(answers) {
+  const ok = answers
+    .filter((a) => a.status >= 200 && a.status < 300)
+    .map((a) => a.ms)
+    .sort((a, b) => a - b);
+  const refused = answers
+    .filter((a) => a.status === 503)
+    .map((a) => a.ms)
+    .sort((a, b) => a - b);
+  const other = answers.length - ok.length - refused.length;
+  return {
+    sent: answers.length,
+    ok: ok.length,
+    refused: refused.length,
+    other,
+    okP50: percentile(ok, 50),
+    okP99: percentile(ok, 99),
+    refusedP50: percentile(refused, 50),
+    refusedP99: percentile(refused, 99),
+  };
+}
+
+export async function protectionSection({ work, redis, say = (line) => process.stdout.write(`${line}\n`), reportFile }) {
+  const backend = await forkServer('capacity-backend', 'bench/servers/capacity-backend.mjs', { log: join(work, 'capacity-backend.log') });
+  await backend.ask('set', { workers: WORKERS, serviceMs: HEALTHY_MS });
+  const o = await startOutrigger({ name: 'protection', workDir: work, redisUrl: redis.url, upstreamUrl: `http://127.0.0.1:${backend.port}` });
+  const pool = new Pool(o.url, { connections: 512 });
+  const probePool = new Pool(o.url, { connections: 1 });
+  try {
+    say(`protection: ${RATE} requests/s, open loop; backend ${WORKERS} workers × ${HEALTHY_MS} ms`);
+    await openLoop(pool, '/warm', 2);
+    const healthyRun = openLoop(pool, '/data', STEP_SECONDS.healthy);
+    const healthyProbes = probeHealth(probePool, healthyRun);
+    const healthy = summary(await healthyRun);
+    await backend.ask('peak');
+    await backend.ask('set', { serviceMs: HEALTHY_MS * 10 });
+    const slowRun = openLoop(pool, '/data', STEP_SECONDS.slow);
+    const slowProbes = probeHealth(probePool, slowRun);
+    const slowAnswers = await slowRun;
+    const slow = summary(slowAnswers.filter((a) => a.second >= 2)); // past the limit's first descent
+    const slowPeak = (await backend.ask('peak')).peak;
+    await backend.ask('set', { serviceMs: HEALTHY_MS });
+    const recoveryAnswers = await openLoop(pool, '/data', STEP_SECONDS.recovery);
+    const perSecond = Array.from({ length: 5 }, (_, s) => recoveryAnswers.filter((a) => a.second === s && a.status === 200).length);
+    const result = {
+      rate: RATE,
+      healthy,
+      slow,
+      slowBackendPeakInFlight: slowPeak,
+      critical: { healthy: await healthyProbes, slow: await slowProbes },
+      recovery: { okPerSecond: perSecond, healthyOkPerSecond: healthy.ok / STEP_SECONDS.healthy },
+      targets: {
+        admittedP99Ratio: slow.okP99 / healthy.okP99,
+        refusalP50Ms: slow.refusedP50,
+        criticalFailures: (await slowProbes).failed,
+        recoveryRatioWithin5s: Math.min(...perSecond.slice(1)) / (healthy.ok / STEP_SECONDS.healthy),
+      },
+    };
+    const markdown = render(result);
+    writeFileSync(reportFile ?? join(work, 'RESULTS-protection.md'), markdown);
+    say(markdown);
+    return result;
+  } finally {
+    await pool.close();
+    await probePool.close();
+    await o.stop?.();
+    await backend.stop();
+  }
+}
+
+function render(r) {
+  const f = (n) => (Number.isFinite(n) ? n.toFixed(1) : '—');
+  const t = r.targets;
+  return [
+    '# Backend protection (SPEC §13, `npm run bench`, phase `protection`)',
+    '',
+    `Open loop at ${r.rate} requests/s; the backend serves 16 at once, 20 ms each, then 200 ms each ("10 × slower"); SPEC §13's targets.`,
+    '',
+    '| | sent | 2xx | 503 | other | 2xx p50 ms | 2xx p99 ms | 503 p50 ms | 503 p99 ms |',
+    '|---|---|---|---|---|---|---|---|---|',
+    `| healthy | ${r.healthy.sent} | ${r.healthy.ok} | ${r.healthy.refused} | ${r.healthy.other} | ${f(r.healthy.okP50)} | ${f(r.healthy.okP99)} | — | — |`,
+    `| 10 × slower (from its 3rd second) | ${r.slow.sent} | ${r.slow.ok} | ${r.slow.refused} | ${r.slow.other} | ${f(r.slow.okP50)} | ${f(r.slow.okP99)} | ${f(r.slow.refusedP50)} | ${f(r.slow.refusedP99)} |`,
+    '',
+    '| target | measured | goal |',
+    '|---|---|---|',
+    `| admitted p99, slow ÷ healthy | ${f(t.admittedP99Ratio)} × | ≤ 2 × |`,
+    `| a refusal, p50 at the client | ${f(t.refusalP50Ms)} ms | ≤ 1 ms of Outrigger's time |`,
+    `| health probe failures while slow | ${t.criticalFailures} of ${r.critical.slow.sent} (slowest ${f(r.critical.slow.worstMs)} ms) | 0 |`,
+    `| 2xx per second in the 5 s after recovery | ${r.recovery.okPerSecond.join(', ')} (healthy ${f(r.recovery.healthyOkPerSecond)}/s) | ≥ 90 % from the second second: ${f(100 * t.recoveryRatioWithin5s)} % |`,
+    `| most requests inside the backend while slow | ${r.slowBackendPeakInFlight} | (16 served, the rest queued inside it) |`,
+    '',
+  ].join('\n');
+}
