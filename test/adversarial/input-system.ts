@@ -84,6 +84,8 @@ export async function startInputSystem(serviceId: string, extraYaml = ''): Promi
       "webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['200ms', '200ms'] }",
       // A by: key policy, so PATCH /_admin/keys/<id> has a policy to override (the fuzzer uses Basic: never limited by it).
       'limits: { policies: [{ name: per-key, by: key, limit: 100000, window: 60s }] }',
+      // The response cache (issue 47), so its admin area is a door too.
+      'cache: { rules: [{ when: "path-prefix(\'/api\')", maxAgeSeconds: 5 }] }',
       // Outrigger answers /mcp itself (issue 37), so its MCP door is one of its own.
       'mcp: { server: outrigger }',
       extraYaml,
