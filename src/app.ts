@@ -176,6 +176,7 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     reloadables: [
       { path: 'limits.policies', apply: (next) => limiter?.applyPolicies(next.limits.policies) },
       { path: 'cors', apply: (next) => cors.apply(next.cors) },
+      { path: 'cache.rules', apply: (next) => responseCache?.cache.applyRules(next.cache.rules) },
     ],
   };
 }

@@ -9,7 +9,7 @@
  * deleted when next met. Stale entries cost bytes until then, inside the same byte budget.
  */
 import { parseCondition, type Condition, type Exchange } from '../condition/index.js';
-import type { CacheConfig } from '../config/cache-config.js';
+import type { CacheConfig, CacheRuleConfig } from '../config/cache-config.js';
 import type { Metrics } from '../observability/metrics.js';
 import { ByteLru } from './byte-lru.js';
 import { variantKey, type UpstreamHeader } from './cache-key.js';
@@ -80,7 +80,8 @@ export interface ResponseCacheOptions {
 const ENTRY_OVERHEAD = 256;
 
 export class ResponseCache {
-  readonly rules: readonly CacheRule[];
+  /** Swapped whole by a reload (`applyRules`). */
+  rules: readonly CacheRule[];
   readonly scopeOf: (path: string) => CacheScope;
   readonly maxEntryBytes: number;
   private readonly lru: ByteLru<CacheEntry | VaryMarker>;
@@ -101,9 +102,29 @@ export class ResponseCache {
       this.bytesByRule.set(value.rule, (this.bytesByRule.get(value.rule) ?? 0) - value.size);
       if (evicted) this.metrics?.cacheEvictions.inc({ rule: value.rule });
     });
+    this.trackRules();
+  }
+
+  /**
+   * A reload's new `cache.rules` (SPEC §15). When a rule is gone, every entry goes too: an entry
+   * stored under it must not stay served (a rule's lifetime, or no rule at all, now says otherwise).
+   */
+  applyRules(rules: readonly CacheRuleConfig[]): void {
+    const names = new Set(rules.map((r) => r.name));
+    const gone = this.rules.some((r) => !names.has(r.name));
+    this.rules = rules.map((r) => ({ name: r.name, condition: parseCondition(r.when), maxAgeSeconds: r.maxAgeSeconds }));
+    this.trackRules();
+    if (gone) {
+      this.lru.clear();
+      this.generations.bump(ALL);
+    }
+  }
+
+  private trackRules(): void {
     for (const rule of this.rules) {
+      if (this.bytesByRule.has(rule.name)) continue;
       this.bytesByRule.set(rule.name, 0);
-      o.metrics?.cacheBytes.track(() => this.bytesByRule.get(rule.name) ?? 0, { rule: rule.name });
+      this.metrics?.cacheBytes.track(() => this.bytesByRule.get(rule.name) ?? 0, { rule: rule.name });
     }
   }
 
