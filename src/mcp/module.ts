@@ -13,11 +13,20 @@ import { ToolCatalogue } from './catalogue.js';
 import { InternalCalls } from './internal-calls.js';
 import { createMcpRoute } from './route.js';
 import type { ResourceDoor } from './resources.js';
-import { parseCondition } from '../condition/index.js';
+import { parseCondition, type Exchange } from '../condition/index.js';
 
 export interface McpModule extends FeatureModule {
   /** Null unless this process serves Outrigger's own MCP server. */
   catalogue: ToolCatalogue | null;
+}
+
+/**
+ * `ttlMs` from `cache.rules` as the config gave them at start (a rule `outrigger reload` changes
+ * reaches these hints at the next start; the cache itself follows the reload).
+ */
+function ttlOfCacheRules(rules: AppContext['config']['cache']['rules']): (exchange: Exchange) => number {
+  const compiled = rules.map((rule) => ({ condition: parseCondition(rule.when), ms: rule.maxAgeSeconds * 1000 }));
+  return (exchange) => compiled.find((rule) => rule.condition.evaluate(exchange))?.ms ?? 0;
 }
 
 export function createMcpModule(context: AppContext, options: FeatureModuleOptions, apps: DocumentStore<StoredApp>): McpModule {
@@ -39,10 +48,12 @@ export function createMcpModule(context: AppContext, options: FeatureModuleOptio
           conditions: config.mcp.resources.map((text) => ({ text, condition: parseCondition(text) })),
           dispatcher,
           timeoutMs: config.upstream.timeoutMs + 5000,
-          // SPEC §12's rules are not in this build yet: no rule matches, so reads carry ttlMs 0.
-          ttlFor: () => 0,
+          ttlFor: ttlOfCacheRules(config.cache.rules),
         };
   const route = createMcpRoute(context, { catalogue, resourceMetadataUrl, dispatcher, resources });
+  // Each replica hears app and permission changes through the change bus; its own listeners are told (SPEC §11.1).
+  apps.onLoaded(() => route.listChanged());
+  context.permissions.onLoaded(() => route.listChanged());
   return {
     name: 'mcp-tools',
     catalogue,

@@ -7,8 +7,9 @@
  * `filter`, which the door ANDs with the readFilter, so it cannot widen what the caller sees.
  * Anything but a 2xx answer is an error naming the URI and the status, never the body.
  *
- * `ttlMs` (2026-07-28) is the matching response-cache rule's `maxAgeSeconds` × 1000 (`ttlFor`;
- * 0 while no cache rule matches), and `cacheScope` is `private`: answers depend on the caller.
+ * `ttlMs` (2026-07-28) is the first response-cache rule (`cache.rules`, SPEC §12) matching the
+ * read's `GET`: its `maxAgeSeconds` × 1000, else 0; `cacheScope` is `private`, answers depend on
+ * the caller.
  */
 import { ProtocolError, ProtocolErrorCode, type ReadResourceResult, type Resource, type ResourceTemplateType, type Server } from '@modelcontextprotocol/server';
 import { request, type Dispatcher } from 'undici';
@@ -31,8 +32,8 @@ export interface ResourceDoor {
   readonly conditions: ReadonlyArray<{ readonly text: string; readonly condition: Condition }>;
   readonly dispatcher: Dispatcher;
   readonly timeoutMs: number;
-  /** Milliseconds a read of this REST path may be kept (the §12 rule's `maxAgeSeconds` × 1000), else 0. */
-  readonly ttlFor: (path: string) => number;
+  /** Milliseconds a read may be kept: the first §12 cache rule matching its `GET` (`maxAgeSeconds` × 1000), else 0. */
+  readonly ttlFor: (exchange: Exchange) => number;
 }
 
 function exchangeOf(scope: RequestScope, path: string): Exchange {
@@ -58,7 +59,7 @@ export function mayRead(door: ResourceDoor, scope: RequestScope, path: string): 
 }
 
 /** The exposed collections a condition names literally, the caller may read. */
-function listed(door: ResourceDoor, scope: RequestScope): Array<{ db: string; collection: string; path: string }> {
+export function listed(door: ResourceDoor, scope: RequestScope): Array<{ db: string; collection: string; path: string }> {
   const out = new Map<string, { db: string; collection: string; path: string }>();
   for (const { text } of door.conditions) {
     const named = literalCollection(text, door.collectionPath);
@@ -83,7 +84,7 @@ export function installResources(server: Server, door: ResourceDoor, caller: Cal
       description: `The documents of ${db}/${collection} you may read, as GET ${collectionUri(db, collection)} answers them; read one with ${collectionUri(db, collection)}/{id}`,
       mimeType: MIME,
     }));
-    return { resources, ...cacheHint(collections.length === 0 ? 0 : Math.min(...collections.map((c) => door.ttlFor(c.path)))) };
+    return { resources, ...cacheHint(collections.length === 0 ? 0 : Math.min(...collections.map((c) => door.ttlFor(exchangeOf(scope, c.path))))) };
   });
   server.setRequestHandler('resources/templates/list', () => {
     const collections = listed(door, scope);
@@ -145,7 +146,7 @@ async function readThroughRest(door: ResourceDoor, caller: Caller, target: Resou
       ProtocolErrorCode.InternalError,
       `${target.uri} was not sent: it is larger than what is left of this request's answer bound (mcp.maxResponseBytes, ${budget.limit} bytes); ask for a smaller page`,
     );
-  return { contents: [{ uri: target.uri, mimeType: MIME, text }], ...cacheHint(door.ttlFor(target.pathOnly)) };
+  return { contents: [{ uri: target.uri, mimeType: MIME, text }], ...cacheHint(door.ttlFor(exchangeOf(scope, target.restPath))) };
 }
 
 /** The message of a refusal in the error format (`{"message": …}`), never anything else of its body. */

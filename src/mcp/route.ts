@@ -18,8 +18,8 @@
  * the browser; `GET` (the stream a stateful server would open) and other methods get 405; the
  * body is read up to the GraphQL request's bound (1 MiB, 413 beyond) and a JSON-RPC batch holds
  * at most MAX_BATCH messages, whose results together are at most `mcp.maxResponseBytes` (their
- * tool calls run one at a time, answer-budget.ts); `subscriptions/listen` (2026-07-28's long-lived stream) is answered
- * as an unknown method, since this server announces no list changes. Any authenticated caller may
+ * tool calls run one at a time, answer-budget.ts); `subscriptions/listen` (2026-07-28's long-lived
+ * stream of list changes) is served beside the SDK, by listeners.ts. Any authenticated caller may
  * use the server itself; what each tool may do is decided by the GraphQL door it calls
  * (call-graphql.ts).
  */
@@ -36,7 +36,8 @@ import { MAX_BODY_BYTES } from '../graphql/types.js';
 import { AnswerBudget } from './answer-budget.js';
 import { callThroughGraphql, failure, notRun, type Caller, type GraphqlDoor, type GraphqlRequest } from './call-graphql.js';
 import { readOnlyProblem, requestOf } from './query-tool.js';
-import { installResources, type ResourceDoor } from './resources.js';
+import { installResources, listed, type ResourceDoor } from './resources.js';
+import { Listeners } from './listeners.js';
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
 import { createMayCall, type MayCall } from './may-call.js';
@@ -58,23 +59,18 @@ export interface McpRouteOptions {
   readonly resources: ResourceDoor | null;
 }
 
-/** The route, and `close` for the module's stop (ends the 2026-07-28 handler's in-flight exchanges). */
-export function createMcpRoute(context: AppContext, options: McpRouteOptions): OwnRoute & { close(): Promise<void> } {
+/** The route; `listChanged` when the apps or permissions changed (listeners.ts); `close` for the module's stop. */
+export function createMcpRoute(context: AppContext, options: McpRouteOptions): OwnRoute & { close(): Promise<void>; listChanged(): void } {
   const { config, acl } = context;
   const { catalogue } = options;
   const graphqlPrefix = config.routes.graphql;
   const door: GraphqlDoor = { graphqlPrefix, timeoutMs: config.graphql.timeoutMs + 5000, dispatcher: options.dispatcher };
   const ownOrigin = new URL(config.service.publicUrl).origin;
 
-  const mayCall = createMayCall({
-    acl,
-    graphqlPrefix,
-    collectionPath: config.graphql.backend.collectionPath,
-    writesDecided: config.graphql.backend.auth === 'caller' && config.acl.mode === 'enforce',
-  });
-
+  const writesDecided = config.graphql.backend.auth === 'caller' && config.acl.mode === 'enforce';
+  const mayCall = createMayCall({ acl, graphqlPrefix, collectionPath: config.graphql.backend.collectionPath, writesDecided });
   const serverFor = serverFactory(catalogue, mayCall, door, options.resources);
-
+  const listeners = listenersFor(context, catalogue, mayCall, options.resources);
   // 2026-07-28: one handler for the process, its per-request `Server` made by the same factory
   // (the SDK hands the factory the Request it was given; `callers` maps it back to its caller).
   const callers = new WeakMap<Request, Caller>();
@@ -82,13 +78,17 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
     (context: McpRequestContext) => {
       const caller = context.requestInfo ? callers.get(context.requestInfo) : undefined;
       if (!caller) throw new Error('an MCP request reached the 2026-07-28 handler without its caller');
-      return serverFor(caller);
+      return serverFor(caller, true);
     },
     { legacy: 'reject', responseMode: 'auto', maxRequestBodySize: MAX_BODY_BYTES },
   );
 
   return {
-    close: () => modern.close(),
+    close: async () => {
+      listeners.closeAll();
+      await modern.close();
+    },
+    listChanged: () => listeners.notify(),
     kind: 'mcp',
     prefix: config.mcp.path,
     async handle(scope) {
@@ -106,8 +106,8 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
         return void answer(scope, 400, rpcError(-32600, `a batch of ${parsed.value.length} JSON-RPC messages; at most ${MAX_BATCH} in one request`));
 
       const message: unknown = Array.isArray(parsed.value) ? undefined : parsed.value;
-      if (isJsonObject(message) && message.method === 'subscriptions/listen')
-        return void answer(scope, 404, rpcError(-32601, 'subscriptions/listen is not offered: this server announces no list changes; ask tools/list again', message.id));
+      // Built beside the SDK (listeners.ts): each stream is its caller's, bounded per principal.
+      if (isJsonObject(message) && message.method === 'subscriptions/listen') return listeners.serve(scope, message);
 
       const controller = new AbortController();
       const onClose = () => {
@@ -122,7 +122,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
         let response: Response;
         if (await isLegacyRequest(request, parsed.value)) {
           // 2025-era: the SDK's stateless Streamable HTTP transport, answering JSON.
-          const server = serverFor(caller);
+          const server = serverFor(caller, false);
           const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
           try {
             await server.connect(transport);
@@ -150,16 +150,38 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
   };
 }
 
+/** The list-changed listeners (listeners.ts), each caller's lists as tools/list and resources/list answer them. */
+function listenersFor(context: AppContext, catalogue: ToolCatalogue, mayCall: MayCall, resources: ResourceDoor | null): Listeners {
+  return new Listeners(
+    context.config.subscriptions,
+    {
+      tools: (scope) =>
+        [...catalogue.list()]
+          .flatMap((tool) => (mayCall(scope, tool) ? [tool.name] : []))
+          .sort()
+          .join('\n'),
+      resources: (scope) =>
+        resources
+          ? listed(resources, scope)
+              .map((c) => `${c.db}/${c.collection}`)
+              .join('\n')
+          : null,
+    },
+    resources !== null,
+  );
+}
+
 function describeTool(tool: CatalogueTool): Tool {
   return { name: tool.name, title: tool.annotations.title, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'], annotations: tool.annotations };
 }
 
 /** A Server per caller: the tools it may list and call, each call within its answer's budget. */
-function serverFactory(catalogue: ToolCatalogue, mayCall: MayCall, door: GraphqlDoor, resources: ResourceDoor | null): (caller: Caller) => Server {
-  return (caller) => {
+function serverFactory(catalogue: ToolCatalogue, mayCall: MayCall, door: GraphqlDoor, resources: ResourceDoor | null): (caller: Caller, modern: boolean) => Server {
+  return (caller, modern) => {
     const { scope, signal, budget } = caller;
+    // List changes reach 2026-07-28 listeners (subscriptions/listen); a 2025-era client has no stream to get them on (GET is 405).
     const server = new Server(SERVER_INFO, {
-      capabilities: { tools: { listChanged: false }, ...(resources ? { resources: { subscribe: false, listChanged: false } } : {}) },
+      capabilities: { tools: { listChanged: modern }, ...(resources ? { resources: { subscribe: false, listChanged: modern } } : {}) },
       instructions: `Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.${resources ? ' Resources are collections and documents, read as a REST GET with your own permissions.' : ''}`,
     });
     if (resources) installResources(server, resources, caller);

@@ -177,7 +177,7 @@ describe('Outrigger MCP server: abuse', () => {
     }
   });
 
-  it('2026-07-28 requests meet the same fronts: anonymous 401 challenge, Origin of another site 403, $ keys refused by name before any read, no batches, no long-lived listen stream', async () => {
+  it('2026-07-28 requests meet the same fronts: anonymous 401 challenge, Origin of another site 403, $ keys refused by name before any read, no batches, a listen for nothing ends at once', async () => {
     const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
     const modern = (body: unknown, extra: Record<string, string> = {}, auth: string | null = ALICE) =>
       call(stack.proxy.url, '/mcp', {
@@ -198,11 +198,15 @@ describe('Outrigger MCP server: abuse', () => {
     // 2026-07-28 has no batches: two enveloped messages in one POST are refused, nothing run.
     const batch = await modern([injected, { ...injected, id: 2 }]);
     expect(batch.status).toBe(400);
+    // A listen asking for nothing this server offers is acknowledged with nothing and ends at once (issue 51).
     const listen = await modern(
-      { jsonrpc: '2.0', id: 3, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: meta } },
+      { jsonrpc: '2.0', id: 3, method: 'subscriptions/listen', params: { notifications: { promptsListChanged: true }, _meta: meta } },
       { 'mcp-method': 'subscriptions/listen', 'mcp-name': '' },
     );
-    expect([listen.status, listen.json.error.code, listen.json.id]).toEqual([404, -32601, 3]);
+    expect(listen.status).toBe(200);
+    expect(listen.text).toContain('"method":"notifications/subscriptions/acknowledged","params":{"notifications":{}');
+    const noFilter = await modern({ jsonrpc: '2.0', id: 4, method: 'subscriptions/listen', params: { _meta: meta } }, { 'mcp-method': 'subscriptions/listen', 'mcp-name': '' });
+    expect([noFilter.status, noFilter.json.error.code, noFilter.json.id]).toEqual([400, -32602, 4]);
     expect(stack.backend.requests).toHaveLength(0);
   });
 

@@ -3,7 +3,7 @@
  * 2026-07-28 and 2025-11-25: `mcp.resources` exposes collections; `resources/list` lists the
  * literal ones the caller may read, `resources/templates/list` offers the document and query
  * templates, and `resources/read` answers exactly what the same caller's REST GET answers
- * (readFilter, projectResponse), with `ttlMs`/`cacheScope` on 2026-07-28. A resource the caller may
+ * (readFilter, projectResponse), with `ttlMs` (a §12 cache rule's age) and `cacheScope` on 2026-07-28. A resource the caller may
  * not read is an error naming it, never its content.
  */
 import type { Client as ClientV2 } from '@modelcontextprotocol/client';
@@ -22,7 +22,11 @@ describe('Outrigger MCP server: resources', () => {
     service: 'mcp-resources',
     backend: { data: shopData() },
     users: { root: ['root'], alice: ['user'], nora: ['nobody'] },
-    config: { acl: { mode: 'enforce' }, mcp: { server: 'outrigger', resources: ["path-prefix('/shop/orders')", 'path-prefix(/shop/products)', "path-prefix('/shop/users') and method(GET)"] } },
+    config: {
+      acl: { mode: 'enforce' },
+      cache: { rules: [{ when: "path-prefix('/shop/products')", maxAgeSeconds: 30 }] },
+      mcp: { server: 'outrigger', resources: ["path-prefix('/shop/orders')", 'path-prefix(/shop/products)', "path-prefix('/shop/users') and method(GET)"] },
+    },
     permissions: {
       'own-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10, mongo: { readFilter: { owner: '@user.id' }, projectResponse: { secret: 0 } } },
       products: { predicate: 'method(GET) and path-prefix(/shop/products)', roles: ['user'], priority: 1 },
@@ -95,7 +99,7 @@ describe('Outrigger MCP server: resources', () => {
     });
   }
 
-  it('2026-07-28 list and read results carry ttlMs and cacheScope "private"', async () => {
+  it('2026-07-28 list and read results carry ttlMs (the matching cache rule\'s maxAgeSeconds × 1000, else 0) and cacheScope "private"', async () => {
     const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
     const post = (method: string, params: Record<string, unknown>, name?: string) =>
       call(stack.proxy.url, '/mcp', {
@@ -104,14 +108,15 @@ describe('Outrigger MCP server: resources', () => {
         headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) },
         body: { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta } },
       });
-    for (const [method, params, name] of [
-      ['resources/list', {}],
-      ['resources/templates/list', {}],
-      ['resources/read', { uri: 'outrigger://shop/products' }, 'outrigger://shop/products'],
+    for (const [method, params, name, ttlMs] of [
+      ['resources/list', {}, undefined, 0],
+      ['resources/templates/list', {}, undefined, 0],
+      ['resources/read', { uri: 'outrigger://shop/products' }, 'outrigger://shop/products', 30_000],
+      ['resources/read', { uri: 'outrigger://shop/orders' }, 'outrigger://shop/orders', 0],
     ] as const) {
       const res = await post(method, params, name);
       expect(res.status, res.text).toBe(200);
-      expect([res.json.result.ttlMs, res.json.result.cacheScope], method).toEqual([0, 'private']);
+      expect([res.json.result.ttlMs, res.json.result.cacheScope], method).toEqual([ttlMs, 'private']);
     }
   });
 });

@@ -244,9 +244,10 @@ describe('Outrigger MCP server: tools from GraphQL apps', () => {
     });
     expect(future.status).toBe(400);
     expect(future.json.error.data).toMatchObject({ supported: ['2026-07-28'], requested: '2027-01-01' });
-    // A long-lived subscriptions/listen stream is not offered (no list changes are announced).
-    const listen = await post('subscriptions/listen', { notifications: { toolsListChanged: true } });
-    expect([listen.status, listen.json.error.code]).toEqual([404, -32601]);
+    // subscriptions/listen is offered (issue 51, mcp-listen.test.ts); one asking for nothing offered is acknowledged empty and ends.
+    const listen = await post('subscriptions/listen', { notifications: { promptsListChanged: true } });
+    expect(listen.status).toBe(200);
+    expect(listen.text).toContain('notifications/subscriptions/acknowledged');
   });
 
   it("the v2 SDK client negotiates 2026-07-28 by server/discover (no initialize) and lists and calls; in 'legacy' mode it still gets 2025-11-25", async () => {
