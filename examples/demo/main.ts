@@ -132,6 +132,9 @@ Try:
   curl -s -o /dev/null -D - -H "Authorization: Bearer <the key>" ${u}/restheart/orders | grep -i '^ratelimit'
                                                                      # the key's rate limit (60 a minute): RateLimit-Policy and
                                                                      # RateLimit ("per-key";r=<left>;t=<seconds to reset>); 429 past it
+  curl -s -o /dev/null -D - -u alice:alice-password ${u}/restheart/orders | grep -i '^cache-status'
+                                                                     # the response cache: run it twice; the first says fwd=miss;stored,
+                                                                     # the second hit (answered from memory until a write to the orders)
   curl -s -u admin:admin-password ${u}/_admin/acl                    # the permissions applied from examples/demo/setup.yaml
   curl -s ${u}/_health/ready ; curl -s ${u}/_metrics | head
 

@@ -107,6 +107,27 @@ describe('npm run demo (built)', () => {
     expect(delivered).toBe('webhook "new orders" delivered: POST /restheart/orders (via GraphQL app shop, operation anonymous)');
   }, 90_000);
 
+  it('the cache curl it prints (the README shows the same) says fwd=miss;stored, then hit', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
+    const env = { OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
+    const statuses: string[] = [];
+    const result = await runDemo(env, cwd, [], async (stdout) => {
+      const line = stdout.split('\n').find((l) => l.includes('curl') && l.includes("'^cache-status'"));
+      const match = /-u (\w+):(\S+) (http:\/\/\S+\/restheart\/orders)/.exec(line ?? '');
+      expect(match, `no cache curl in:\n${stdout}`).not.toBeNull();
+      expect(README).toContain("/restheart/orders | grep -i '^cache-status'");
+      const [, user, password, url] = match!;
+      for (let i = 0; i < 2; i++) {
+        const res = await call(url!, '', { auth: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
+        expect(res.status).toBe(200);
+        statuses.push(String(res.headers['cache-status']));
+      }
+    });
+    expect(result.code).toBe(0);
+    expect(statuses[0]).toBe('Outrigger;fwd=miss;stored');
+    expect(statuses[1]).toMatch(/^Outrigger;hit;ttl=\d+$/);
+  }, 90_000);
+
   it('the subscription curl it prints (curl -N, SSE) receives the order the mutation curl creates', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
     const env = { OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
