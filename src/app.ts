@@ -176,6 +176,8 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     reloadables: [
       { path: 'limits.policies', apply: (next) => limiter?.applyPolicies(next.limits.policies) },
       { path: 'cors', apply: (next) => cors.apply(next.cors) },
+      // Started with no rule there is no cache stage: a first rule is logged as needing a restart (docs/caching.md).
+      ...(responseCache ? [{ path: 'cache.rules', apply: (next: OutriggerConfig) => responseCache.cache.applyRules(next.cache.rules) }] : []),
     ],
   };
 }

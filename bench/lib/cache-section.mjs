@@ -109,6 +109,8 @@ async function readWriteMix({ work, redis, standin, upstreamUrl, say, settings }
     const after = await standin.ask('stats');
     await proxy.stop();
     const sum = (k) => tallies.reduce((n, t) => n + t[k], 0);
+    const statuses = {};
+    for (const t of tallies) for (const [status, n] of Object.entries(t.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
     out[mode] = {
       reads: sum('reads'),
       writes: sum('writes'),
@@ -118,7 +120,9 @@ async function readWriteMix({ work, redis, standin, upstreamUrl, say, settings }
       backendWrites: after.writes - before.writes,
       seconds: elapsed,
     };
-    say(`cache: mix ${mode}: ${out[mode].reads} reads, ${out[mode].writes} writes, backend reads ${out[mode].backendReads}, stale ${out[mode].stale}, errors ${out[mode].errors}`);
+    say(
+      `cache: mix ${mode}: ${out[mode].reads} reads, ${out[mode].writes} writes, backend reads ${out[mode].backendReads}, stale ${out[mode].stale}, errors ${out[mode].errors} ${JSON.stringify(statuses)}`,
+    );
   }
   out.fewerBackendReads = 1 - out.cached.backendReads / out.uncached.backendReads;
   return out;
@@ -129,7 +133,8 @@ async function mixClient(base, c, clients, ops) {
   const dispatcher = new Agent({ connections: 1 });
   const written = new Map();
   let n = 0;
-  const tally = { reads: 0, writes: 0, stale: 0, errors: 0 };
+  const tally = { reads: 0, writes: 0, stale: 0, errors: 0, statuses: {} };
+  const seen = (status) => (tally.statuses[status] = (tally.statuses[status] ?? 0) + 1);
   for (const op of ops) {
     const doc = op.write ? ownDocument(op.doc, c, clients) : op.doc;
     const path = `${base}${COLLECTION}/${docId(doc)}`;
@@ -138,8 +143,10 @@ async function mixClient(base, c, clients, ops) {
       const v = c * 1_000_000 + n;
       const res = await request(path, { method: 'PATCH', dispatcher, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ v }) });
       await res.body.arrayBuffer();
-      if (res.statusCode >= 300) tally.errors++;
-      else written.set(doc, v);
+      if (res.statusCode >= 300) {
+        tally.errors++;
+        seen(res.statusCode);
+      } else written.set(doc, v);
       tally.writes++;
       continue;
     }
@@ -148,6 +155,7 @@ async function mixClient(base, c, clients, ops) {
     tally.reads++;
     if (res.statusCode !== 200) {
       tally.errors++;
+      seen(res.statusCode);
       continue;
     }
     const mine = written.get(doc);

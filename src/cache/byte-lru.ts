@@ -56,6 +56,11 @@ export class ByteLru<V extends { readonly size: number }> {
     this.removed(value, false);
   }
 
+  /** Deletes every value `drop` says so of (a reload removed or changed its rule). */
+  deleteWhere(drop: (value: V) => boolean): void {
+    for (const [key, value] of [...this.map]) if (drop(value)) this.delete(key);
+  }
+
   clear(): void {
     const values = [...this.map.values()];
     this.map.clear();

@@ -4,6 +4,14 @@
  * documents, `_aggrs` and the rest below it); a path of the db itself (`/db`, `/db/_size`) to
  * the db; anything else to the whole service.
  *
+ * A path that names one document (`/db/coll/<id>`) is a document scope. A write to a document
+ * (`PATCH`, `PUT`, `DELETE /db/coll/<id>`) can change only that document and the collection's
+ * queries (a list, a filter, a count, an aggregation may hold it), never another document read
+ * by its own path: it drops those two and keeps the other documents' reads. A write to the
+ * collection itself (a `POST`, a bulk `/db/coll/*?filter=`, a `PUT` of the collection) drops
+ * everything below it. Measured (bench, 90 % reads / 10 % writes over 1,000 documents read by
+ * id): dropping the whole collection at each write left almost every read a miss.
+ *
  * Generations count the drops. They live in fixed arrays of slots indexed by a hash of the
  * name, never in a map keyed by names a client chooses: a flood of writes to invented
  * collections cannot grow them, and two names sharing a slot only drop each other's reads more
@@ -11,7 +19,13 @@
  */
 
 export type CacheScope =
-  | { readonly level: 'collection'; readonly db: string; readonly collection: string; /** The path names one document (its 404 is worth keeping). */ readonly document?: boolean }
+  | {
+      readonly level: 'collection';
+      readonly db: string;
+      readonly collection: string;
+      /** The id segment when the path names one document (its 404 is worth keeping, and a write to it drops only it and the queries). */
+      readonly document?: string;
+    }
   | { readonly level: 'db'; readonly db: string }
   | { readonly level: 'all' };
 
@@ -32,8 +46,9 @@ export function scopeClassifier(collectionPath: string): (path: string) => Cache
     const collection = segments[collectionAt];
     if (collection === undefined || collection.startsWith('_') || segments.length < pattern.length) return db ? { level: 'db', db } : ALL;
     const last = segments[pattern.length];
-    const document = segments.length === pattern.length + 1 && !last!.startsWith('_');
-    return { level: 'collection', db: db ?? '', collection, document };
+    // `*` is RESTHeart's bulk path (`PATCH /db/coll/*?filter=`): the whole collection.
+    if (segments.length === pattern.length + 1 && !last!.startsWith('_') && last !== '*') return { level: 'collection', db: db ?? '', collection, document: last! };
+    return { level: 'collection', db: db ?? '', collection };
   };
 }
 
@@ -46,14 +61,22 @@ export function slotOf(name: string): number {
   return (h >>> 0) % SLOTS;
 }
 
+/** The slot of a document's own counter (`db/coll/id`). */
+export function documentSlot(scope: { readonly db: string; readonly collection: string; readonly document?: string }): number {
+  return slotOf(`${scope.db}/${scope.collection}/${scope.document ?? ''}`);
+}
+
 /**
- * Per process: the drops so far, by collection, by db (a write to the db itself), by the db's
- * own reads (any write in the db changes its listing) and for the whole service. A read's
- * generation is the sum of the counters that can drop it; counters only grow, so the sum
- * changes exactly when one of them did.
+ * Per process: the drops so far, by collection (everything below it), by the collection's
+ * queries (what a document write changes besides the document), by document, by db (a write to
+ * the db itself), by the db's own reads (any write in the db changes its listing) and for the
+ * whole service. A read's generation is the sum of the counters that can drop it; counters only
+ * grow, so the sum changes exactly when one of them did.
  */
 export class Generations {
   private readonly collections = new Float64Array(SLOTS);
+  private readonly queries = new Float64Array(SLOTS);
+  private readonly documents = new Float64Array(SLOTS);
   private readonly dbs = new Float64Array(SLOTS);
   private readonly dbReads = new Float64Array(SLOTS);
   private all = 0;
@@ -62,7 +85,9 @@ export class Generations {
     if (scope.level === 'all') return this.all;
     const db = slotOf(scope.db);
     if (scope.level === 'db') return this.all + this.dbs[db]! + this.dbReads[db]!;
-    return this.all + this.dbs[db]! + this.collections[slotOf(`${scope.db}/${scope.collection}`)]!;
+    const collection = slotOf(`${scope.db}/${scope.collection}`);
+    const own = scope.document === undefined ? this.queries[collection]! : this.documents[documentSlot(scope)]!;
+    return this.all + this.dbs[db]! + this.collections[collection]! + own;
   }
 
   /** A write to `scope` happened (or may have): every read it can have changed gets a new generation. */
@@ -70,7 +95,12 @@ export class Generations {
     if (scope.level === 'all') this.all++;
     else if (scope.level === 'db') this.dbs[slotOf(scope.db)]!++;
     else {
-      this.collections[slotOf(`${scope.db}/${scope.collection}`)]!++;
+      const collection = slotOf(`${scope.db}/${scope.collection}`);
+      if (scope.document === undefined) this.collections[collection]!++;
+      else {
+        this.documents[documentSlot(scope)]!++;
+        this.queries[collection]!++;
+      }
       this.dbReads[slotOf(scope.db)]!++;
     }
   }

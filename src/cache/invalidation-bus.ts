@@ -10,20 +10,22 @@
 import type { Redis } from 'ioredis';
 import type { ChangeBus, ChangeMessage } from '../store/change-bus.js';
 import type { RedisKeys } from '../store/keys.js';
-import { slotOf, type CacheScope } from './cache-scope.js';
+import { documentSlot, slotOf, type CacheScope } from './cache-scope.js';
 import type { ResponseCache } from './response-cache.js';
 
-/** `<replica>\n<level>\n<db>\n<collection>`: small, and no JSON inside the bus's JSON. */
+/** `<replica>\n<level>\n<db>\n<collection>[\n<document>]`: small, and no JSON inside the bus's JSON. */
 function encode(replica: string, scope: CacheScope): string {
-  return [replica, scope.level, scope.level === 'all' ? '' : scope.db, scope.level === 'collection' ? scope.collection : ''].join('\n');
+  const fields = [replica, scope.level, scope.level === 'all' ? '' : scope.db, scope.level === 'collection' ? scope.collection : ''];
+  if (scope.level === 'collection' && scope.document !== undefined) fields.push(scope.document);
+  return fields.join('\n');
 }
 
 function decode(id: string): { replica: string; scope: CacheScope } | null {
-  const [replica, level, db, collection] = id.split('\n');
+  const [replica, level, db, collection, document] = id.split('\n');
   if (replica === undefined || db === undefined || collection === undefined) return null;
   if (level === 'all') return { replica, scope: { level: 'all' } };
   if (level === 'db') return { replica, scope: { level: 'db', db } };
-  if (level === 'collection') return { replica, scope: { level: 'collection', db, collection } };
+  if (level === 'collection') return { replica, scope: document === undefined ? { level: 'collection', db, collection } : { level: 'collection', db, collection, document } };
   return null;
 }
 
@@ -64,14 +66,18 @@ function readKeys(keys: RedisKeys, scope: CacheScope): string[] {
   if (scope.level === 'all') return [all];
   const db = slotOf(scope.db);
   if (scope.level === 'db') return [all, keys.cacheGeneration(`db:${db}`), keys.cacheGeneration(`dbr:${db}`)];
-  return [all, keys.cacheGeneration(`db:${db}`), keys.cacheGeneration(`c:${slotOf(`${scope.db}/${scope.collection}`)}`)];
+  const collection = slotOf(`${scope.db}/${scope.collection}`);
+  const own = scope.document === undefined ? keys.cacheGeneration(`q:${collection}`) : keys.cacheGeneration(`d:${documentSlot(scope)}`);
+  return [all, keys.cacheGeneration(`db:${db}`), keys.cacheGeneration(`c:${collection}`), own];
 }
 
 function bumpKeys(keys: RedisKeys, scope: CacheScope): string[] {
   if (scope.level === 'all') return [keys.cacheGeneration('all')];
   const db = slotOf(scope.db);
   if (scope.level === 'db') return [keys.cacheGeneration(`db:${db}`)];
-  return [keys.cacheGeneration(`c:${slotOf(`${scope.db}/${scope.collection}`)}`), keys.cacheGeneration(`dbr:${db}`)];
+  const collection = slotOf(`${scope.db}/${scope.collection}`);
+  if (scope.document === undefined) return [keys.cacheGeneration(`c:${collection}`), keys.cacheGeneration(`dbr:${db}`)];
+  return [keys.cacheGeneration(`d:${documentSlot(scope)}`), keys.cacheGeneration(`q:${collection}`), keys.cacheGeneration(`dbr:${db}`)];
 }
 
 /**

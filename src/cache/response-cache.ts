@@ -79,11 +79,21 @@ export interface ResponseCacheOptions {
 
 const ENTRY_OVERHEAD = 256;
 
+function compileRules(rules: CacheConfig['rules']): CacheRule[] {
+  return rules.map((r) => ({ name: r.name, condition: parseCondition(r.when), maxAgeSeconds: r.maxAgeSeconds }));
+}
+
+function ruleText(rule: CacheConfig['rules'][number]): string {
+  return `${rule.when}\u0000${rule.maxAgeSeconds}`;
+}
+
 export class ResponseCache {
-  readonly rules: readonly CacheRule[];
+  private currentRules: readonly CacheRule[];
   readonly scopeOf: (path: string) => CacheScope;
   readonly maxEntryBytes: number;
   private readonly lru: ByteLru<CacheEntry | VaryMarker>;
+  /** Each rule's definition as configured, to tell an unchanged rule on reload. */
+  private configOf: Map<string, string>;
   private readonly generations = new Generations();
   private readonly flights = new Map<string, Flight>();
   private readonly bytesByRule = new Map<string, number>();
@@ -93,7 +103,8 @@ export class ResponseCache {
   private redisAway = false;
 
   constructor(o: ResponseCacheOptions) {
-    this.rules = o.config.rules.map((r) => ({ name: r.name, condition: parseCondition(r.when), maxAgeSeconds: r.maxAgeSeconds }));
+    this.currentRules = compileRules(o.config.rules);
+    this.configOf = new Map(o.config.rules.map((r) => [r.name, ruleText(r)]));
     this.scopeOf = scopeClassifier(o.collectionPath);
     this.maxEntryBytes = o.config.maxEntryBytes;
     this.metrics = o.metrics;
@@ -101,10 +112,31 @@ export class ResponseCache {
       this.bytesByRule.set(value.rule, (this.bytesByRule.get(value.rule) ?? 0) - value.size);
       if (evicted) this.metrics?.cacheEvictions.inc({ rule: value.rule });
     });
-    for (const rule of this.rules) {
-      this.bytesByRule.set(rule.name, 0);
-      o.metrics?.cacheBytes.track(() => this.bytesByRule.get(rule.name) ?? 0, { rule: rule.name });
-    }
+    for (const rule of this.currentRules) this.trackBytes(rule.name);
+  }
+
+  get rules(): readonly CacheRule[] {
+    return this.currentRules;
+  }
+
+  private trackBytes(rule: string): void {
+    if (this.bytesByRule.has(rule)) return;
+    this.bytesByRule.set(rule, 0);
+    this.metrics?.cacheBytes.track(() => this.bytesByRule.get(rule) ?? 0, { rule });
+  }
+
+  /**
+   * `cache.rules` reloaded (SPEC §15): the new rules decide from the next request; entries stored
+   * under a rule that is gone, or whose condition or maxAgeSeconds changed, are dropped (they were
+   * kept by what the operator no longer says); entries of an unchanged rule stay.
+   */
+  applyRules(rules: CacheConfig['rules']): void {
+    const next = compileRules(rules);
+    const unchanged = new Set(rules.filter((r) => this.configOf.get(r.name) === ruleText(r)).map((r) => r.name));
+    this.currentRules = next;
+    this.configOf = new Map(rules.map((r) => [r.name, ruleText(r)]));
+    for (const rule of next) this.trackBytes(rule.name);
+    this.lru.deleteWhere((value) => !unchanged.has(value.rule));
   }
 
   get bytes(): number {
@@ -265,7 +297,7 @@ export class Fill {
   head(status: number, headers: Headers): boolean {
     this.status = status;
     this.headers = headers;
-    const verdict = (this.verdict = storability(status, headers, this.p.rule.maxAgeSeconds, this.p.scope.level === 'collection' && this.p.scope.document === true));
+    const verdict = (this.verdict = storability(status, headers, this.p.rule.maxAgeSeconds, this.p.scope.level === 'collection' && this.p.scope.document !== undefined));
     const declared = Number(headers['content-length'] ?? 0);
     if (!verdict.store || declared > this.cache.maxEntryBytes || !this.cache.storing) return false;
     this.chunks = [];
