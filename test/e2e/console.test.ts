@@ -214,7 +214,16 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     expect((await api(`/_admin/webhooks/${id}`)).json).toMatchObject({ type: 'http', enabled: true, transform: { enabled: true } });
   });
 
-  it('shows a matching request in the Logs tab, with its six sections', async () => {
+  it('shows a matching request in the Logs tab, with its six sections; skipped entries are one filter away', async () => {
+    // A proxied request the condition does not match: a skipped entry, which the view's default (success and failed) leaves out.
+    expect((await call(proxy.url, '/shop/items')).status).toBe(200);
+    const id = await webhookId('Order created');
+    await waitFor(
+      async () => (await api(`/_admin/webhooks/${id}/logs?status=skipped`)).json,
+      (l) => l.length === 1,
+      10_000,
+      'the skipped entry',
+    );
     expect((await call(proxy.url, '/shop/orders', { method: 'POST', body: { _id: 'o1', item: 'paddle' } })).status).toBe(201);
     await waitFor(
       () => target.on('/hook'),
@@ -224,6 +233,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     );
     await page.getByRole('link', { name: 'Logs', exact: true }).click();
     await refreshUntil(page.getByRole('list', { name: 'Log entries' }).locator('li'), 1, 'the log entry in the page');
+    expect(await page.getByLabel('Status', { exact: true }).inputValue()).toBe('success,failed');
     const entry = page.getByRole('list', { name: 'Log entries' }).locator('li').first();
     expect(await entry.textContent()).toContain('POST /shop/orders');
     await entry.getByRole('button', { name: 'Show details' }).click();
@@ -239,6 +249,15 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     expect(text).toContain('No error.');
     await expectAccessible('logs with an expanded entry');
     await screenshot('webhook-logs');
+
+    const entries = page.getByRole('list', { name: 'Log entries' }).locator('li');
+    await page.getByLabel('Status', { exact: true }).selectOption('skipped');
+    await poll(() => entries.first().locator('.badge').first().textContent()).toBe('skipped');
+    expect(await entries.count()).toBe(1);
+    expect(await entries.first().textContent()).toContain('GET /shop/items');
+    await page.getByLabel('Status', { exact: true }).selectOption('success,failed');
+    await poll(() => entries.first().locator('.badge').first().textContent()).toBe('success');
+    expect(await entries.count()).toBe(1);
   });
 
   it('filters by status, resends a failed entry, and clears the logs after confirmation', async () => {
@@ -273,7 +292,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     );
     const sent = target.on('/hook');
     expect(sent[3]!.headers['webhook-id']).toBe(sent[2]!.headers['webhook-id']);
-    await page.getByLabel('Status', { exact: true }).selectOption('');
+    await page.getByLabel('Status', { exact: true }).selectOption('success,failed');
     await refreshUntil(entries, 3, 'the resent attempt in the page');
     expect(await entries.first().textContent()).toContain('Attempt 2');
 
@@ -314,7 +333,8 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     await refreshUntil(entries, 5, 'five entries before Clear Logs');
     await page.getByRole('button', { name: 'Clear Logs' }).click();
     await dialog.getByRole('button', { name: 'Delete entries' }).click();
-    await page.getByText('No log entries yet.').waitFor();
+    await page.getByText('No success or failed entries.').waitFor();
+    await page.getByText('or "Skipped" for the requests that did not match the condition').waitFor();
     expect((await api(`/_admin/webhooks/${await webhookId('Order created')}/logs`)).json).toEqual([]);
   });
 

@@ -140,8 +140,15 @@ function RecoverFailed({ webhook, onDone }: { webhook: Webhook; onDone: (message
   </span>`;
 }
 
+/**
+ * The view opens on deliveries, success and failed (SPEC §15): skipped entries of requests that
+ * did not match are one filter away, not the bulk of the first page.
+ */
+const DEFAULT_STATUS = 'success,failed';
+const STATUS_NAMES: Record<string, string> = { 'success,failed': 'success or failed', '': '', success: 'success', failed: 'failed', skipped: 'skipped' };
+
 export function LogsTab({ webhook }: { webhook: Webhook }) {
-  const [status, setStatus] = useState('');
+  const [status, setStatus] = useState(DEFAULT_STATUS);
   const [page, setPage] = useState(1);
   const [note, setNote] = useState<string | null>(null);
   const logs = useLoad(() => api<any[]>('GET', admin(`/webhooks/${enc(webhook._id)}/logs?page=${page}&pagesize=${PAGESIZE}${status ? `&status=${status}` : ''}`)), [webhook._id, status, page]);
@@ -152,6 +159,7 @@ export function LogsTab({ webhook }: { webhook: Webhook }) {
       <div>
         <label for="log-status">Status</label>
         <select id="log-status" value=${status} onChange=${(e: Event) => (setPage(1), setStatus((e.target as HTMLSelectElement).value))}>
+          <option value="success,failed">Success and failed</option>
           <option value="">All</option>
           <option value="success">Success</option>
           <option value="failed">Failed</option>
@@ -171,7 +179,11 @@ export function LogsTab({ webhook }: { webhook: Webhook }) {
       logs.data &&
       entries.length === 0 &&
       (status
-        ? html`<${Empty} title=${`No ${status} entries.`}><p>Choose "All" to see every entry.</p><//>`
+        ? html`<${Empty} title=${`No ${STATUS_NAMES[status] ?? status} entries.`}
+            ><p>
+              Choose "All" to see every entry${status === DEFAULT_STATUS ? ', or "Skipped" for the requests that did not match the condition (at most one every 10 s)' : ''}.
+            </p><//
+          >`
         : html`<${Empty} title="No log entries yet.">
             <p>
               An entry appears for each delivery attempt once a request matches the condition (<code>${webhook.condition}</code>). Send such a request through Outrigger, or use Test Webhook on the

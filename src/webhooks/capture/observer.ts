@@ -112,10 +112,12 @@ export class WebhookObserver implements RequestObserver, RequestCompletion {
    * Every webhook's condition on one exchange: the ones that matched, the ones due to be logged
    * as skipped (at most once per SKIPPED_LOG_INTERVAL_MS each, always while recording), and while
    * recording every result. `what` names the exchange in a skipped entry's reason; it is called
-   * only for one.
+   * only for one. `what` null: no skipped entry at all, and the gate left alone (SPEC §15: an own
+   * route, `/keys` or `/graphql`, is evaluated but leaves no skipped entry; the console's own calls
+   * flooded the log, and would take the gate's turn from a proxied request).
    */
   // eslint-disable-next-line max-params -- runs on every observed request: a parameter object would be one more allocation per request
-  private evaluateWebhooks(set: CompiledWebhooks, exchange: Exchange, now: number, recording: boolean, completed: boolean, what: () => string) {
+  private evaluateWebhooks(set: CompiledWebhooks, exchange: Exchange, now: number, recording: boolean, completed: boolean, what: (() => string) | null) {
     let matched: string[] | undefined;
     let skipped: SkippedWebhook[] | undefined;
     const results = recording ? new Map<string, boolean>() : undefined;
@@ -128,7 +130,7 @@ export class WebhookObserver implements RequestObserver, RequestCompletion {
       results?.set(webhook.id, ok);
       if (!completed || !webhook.enabled) continue;
       if (ok) (matched ??= []).push(webhook.id);
-      else if (recording || this.skippedDue(gate!, i, webhook.id, now)) {
+      else if (what !== null && (recording || this.skippedDue(gate!, i, webhook.id, now))) {
         const reason = webhook.condition ? `the condition did not match ${what()}` : `the stored condition cannot be evaluated: ${webhook.conditionError}`;
         (skipped ??= []).push({ id: webhook.id, reason, always: recording });
       }
@@ -146,7 +148,8 @@ export class WebhookObserver implements RequestObserver, RequestCompletion {
 
     // Runs for every observed request: allocate only what a match, a due skip or a recording needs.
     // A match's reason is built by the worker from the event (stream-record.ts `matchedReason`).
-    const { matched, skipped, results } = this.evaluateWebhooks(set, exchange, now, recording, completed, () => `${scope.method} ${scope.path} (response ${observed.statusCode})`);
+    const what = scope.routeKind === 'proxy' ? () => `${scope.method} ${scope.path} (response ${observed.statusCode})` : null;
+    const { matched, skipped, results } = this.evaluateWebhooks(set, exchange, now, recording, completed, what);
     if (!matched && !skipped && !recording) return;
 
     if (!recording) {

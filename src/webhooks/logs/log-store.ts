@@ -15,6 +15,8 @@ import { LOG_STATUSES, type LogStatus, type WebhookLogEntry } from '../log-entry
 import { parseStoredLogEntry, serializeLogEntry } from './stored-log-entry.js';
 
 const CLEAR_CHUNK = 500;
+/** The deepest entry a page over several statuses may reach (page × pagesize): each status index is read down to it. */
+export const MAX_MERGED_DEPTH = 10_000;
 
 export class WebhookLogStore {
   readonly maintenanceIntervalMs: number;
@@ -74,15 +76,18 @@ export class WebhookLogStore {
     await multi.exec();
   }
 
-  /** A page of entries, newest first, and the total count (for X-Total-Count). */
-  async list(webhookId: string, options: { status?: LogStatus; page: number; pagesize: number }): Promise<{ total: number; entries: WebhookLogEntry[] }> {
-    const index = options.status ? this.keys.webhookLogStatusIndex(webhookId, options.status) : this.keys.webhookLogIndex(webhookId);
+  /**
+   * A page of entries, newest first, and the total count (for X-Total-Count). `statuses`: all
+   * entries when empty; with two, the pages of both status indexes up to this one are merged
+   * (the console's default view, success and failed), so a page costs its depth, bounded by
+   * MAX_MERGED_DEPTH (checked by the route).
+   */
+  async list(webhookId: string, options: { statuses?: readonly LogStatus[]; page: number; pagesize: number }): Promise<{ total: number; entries: WebhookLogEntry[] }> {
+    const statuses = new Set(options.statuses ?? []);
+    const indexes = statuses.size === 0 || statuses.size === LOG_STATUSES.length ? [this.keys.webhookLogIndex(webhookId)] : [...statuses].map((s) => this.keys.webhookLogStatusIndex(webhookId, s));
     const cutoff = String(Date.now() - this.retentionMs);
     const offset = (options.page - 1) * options.pagesize;
-    const [[, total], [, ids]] = (await this.redis.multi().zcount(index, cutoff, '+inf').zrevrangebyscore(index, '+inf', cutoff, 'LIMIT', offset, options.pagesize).exec()) as [
-      [unknown, number],
-      [unknown, string[]],
-    ];
+    const { total, ids } = indexes.length === 1 ? await this.page(indexes[0]!, cutoff, offset, options.pagesize) : await this.mergedPage(indexes, cutoff, offset, options.pagesize);
     if (ids.length === 0) return { total, entries: [] };
     const texts = await this.redis.mget(ids.map((id) => this.keys.webhookLogEntry(id)));
     const entries: WebhookLogEntry[] = [];
@@ -95,6 +100,30 @@ export class WebhookLogStore {
       }
     }
     return { total, entries };
+  }
+
+  private async page(index: string, cutoff: string, offset: number, count: number): Promise<{ total: number; ids: string[] }> {
+    const [[, total], [, ids]] = (await this.redis.multi().zcount(index, cutoff, '+inf').zrevrangebyscore(index, '+inf', cutoff, 'LIMIT', offset, count).exec()) as [
+      [unknown, number],
+      [unknown, string[]],
+    ];
+    return { total, ids };
+  }
+
+  /** Newest first over several indexes: each one's first offset + count ids with their times, merged. */
+  private async mergedPage(indexes: string[], cutoff: string, offset: number, count: number): Promise<{ total: number; ids: string[] }> {
+    const multi = this.redis.multi();
+    for (const index of indexes) multi.zcount(index, cutoff, '+inf').zrevrangebyscore(index, '+inf', cutoff, 'WITHSCORES', 'LIMIT', 0, offset + count);
+    const replies = ((await multi.exec()) ?? []).map(([, value]) => value);
+    let total = 0;
+    const scored: Array<{ id: string; at: number }> = [];
+    for (let i = 0; i < replies.length; i += 2) {
+      total += replies[i] as number;
+      const flat = replies[i + 1] as string[];
+      for (let j = 0; j < flat.length; j += 2) scored.push({ id: flat[j]!, at: Number(flat[j + 1]) });
+    }
+    scored.sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    return { total, ids: scored.slice(offset, offset + count).map((e) => e.id) };
   }
 
   /** True when the webhook has at least one entry within the retention. */

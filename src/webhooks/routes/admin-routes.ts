@@ -15,7 +15,7 @@ import { readPaging } from '../../http/paging.js';
 import { sendJson, sendNoContent } from '../../http/respond.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import { LOG_STATUSES, type LogStatus } from '../log-entry.js';
-import type { WebhookLogStore } from '../logs/log-store.js';
+import { MAX_MERGED_DEPTH, type WebhookLogStore } from '../logs/log-store.js';
 import type { Recording } from '../capture/recording.js';
 import type { Redelivery } from './redelivery.js';
 import { handleTestSend, type TestSendDeps } from './test-send.js';
@@ -93,15 +93,12 @@ export function createWebhookRoutes(deps: WebhookRoutesDeps): SubRouteHandler {
       const id = decodePathSegment(logs[1]!, 'webhook _id');
       if (!ID_PATTERN.test(id)) throw notFound(`no webhook with _id ${JSON.stringify(id)}`);
       if (method === 'GET') {
-        const statusText = scope.query.get('status');
-        let status: LogStatus | undefined;
-        if (statusText !== null && statusText !== '') {
-          if (!LOG_STATUSES.includes(statusText as LogStatus)) throw badRequest(`status must be one of ${LOG_STATUSES.join(', ')} (got ${JSON.stringify(statusText)})`);
-          status = statusText as LogStatus;
-        }
+        const statuses = readStatuses(scope.query.get('status'));
         const paging = readPaging(scope.query);
+        if (statuses.length > 1 && paging.page * paging.pagesize > MAX_MERGED_DEPTH)
+          throw badRequest(`page × pagesize may be at most ${MAX_MERGED_DEPTH} when status names more than one status; filter on one status to read further back`);
         if (!(await deps.store.fetch(id)) && !(await deps.logs.any(id))) throw notFound(`no webhook with _id ${JSON.stringify(id)}`);
-        const { total, entries } = await deps.logs.list(id, { status, ...paging });
+        const { total, entries } = await deps.logs.list(id, { statuses, ...paging });
         return sendJson(res, 200, entries, { 'x-total-count': total });
       }
       if (method === 'DELETE') {
@@ -119,4 +116,14 @@ export function createWebhookRoutes(deps: WebhookRoutesDeps): SubRouteHandler {
 
     return documents(scope, subPath);
   };
+}
+
+/** `?status=`: one status or several, comma-separated (`success,failed`: the console's default view); empty or absent: all. */
+function readStatuses(text: string | null): LogStatus[] {
+  if (text === null || text === '') return [];
+  const statuses = text.split(',').map((s) => s.trim());
+  for (const s of statuses) {
+    if (!LOG_STATUSES.includes(s as LogStatus)) throw badRequest(`status must be one of ${LOG_STATUSES.join(', ')}, or several of them comma-separated (got ${JSON.stringify(text)})`);
+  }
+  return statuses as LogStatus[];
 }
