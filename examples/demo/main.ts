@@ -10,7 +10,8 @@ import { rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOutrigger } from '../../src/app.js';
-import { validateConfig } from '../../src/config/validate.js';
+import { loadConfig } from '../../src/config/load.js';
+import type { OutriggerConfig } from '../../src/config/types.js';
 import { stopOnSignals } from '../../src/cli/commands/start.js';
 import { ListenError } from '../../src/http/server.js';
 import { createLogger } from '../../src/observability/logger.js';
@@ -21,9 +22,11 @@ import { startStandinBackend } from '../standin-backend/index.js';
 const port = Number(process.env.OUTRIGGER_DEMO_PORT ?? 8080);
 const backendPort = Number(process.env.OUTRIGGER_DEMO_BACKEND_PORT ?? 8081);
 // Resolved from the source tree, so it is found whether this runs from dist/ or not.
-const setupFile = resolve(dirname(fileURLToPath(import.meta.url)), '../../../examples/demo/setup.yaml');
+const configFile = resolve(dirname(fileURLToPath(import.meta.url)), '../../../examples/demo/outrigger.yaml');
 const redisDir = join(process.cwd(), '.outrigger', 'demo-redis');
+// Fresh at every start, shared by the backend and the config (upstream.identity.jwt.secret reads it).
 const jwtSecret = randomBytes(32).toString('base64url');
+process.env.OUTRIGGER_DEMO_JWT_SECRET = jwtSecret;
 
 /** The CLI's own messages, plus the demo's variable to change; never a stack trace. */
 function exitWith(error: unknown, variable: string, suggestion: number): never {
@@ -45,23 +48,14 @@ const backend = await startStandinBackend({ port: backendPort, data: demoData, u
   const taken = Object.assign(new Error(`the stand-in backend's port 127.0.0.1:${backendPort} is already in use`), { code });
   exitWith(code === 'EADDRINUSE' ? taken : error, 'OUTRIGGER_DEMO_BACKEND_PORT', backendPort + 10);
 });
-const { config, problems } = validateConfig({
-  service: { id: 'demo', publicUrl: `http://localhost:${port}` },
-  listen: { host: '127.0.0.1', port },
-  upstream: { url: backend.url, identity: { mode: 'jwt', jwt: { secret: jwtSecret } } },
-  redis: { url: 'embedded' },
-  users: { source: 'upstream' },
-  acl: { mode: 'enforce', bootstrap: setupFile },
-  // Outrigger answers /mcp itself: the shop app's tools, for agents that sign in (docs/agents.md).
-  mcp: { server: 'outrigger' },
-  webhooks: { allowPrivateTargets: ['127.0.0.0/8'] },
-  // SPEC §10: each API key may make 60 requests a minute; answers carry RateLimit headers (docs/limits.md).
-  limits: { policies: [{ name: 'per-key', by: 'key', limit: 60, window: '60s' }] },
-  log: { level: process.env.OUTRIGGER_LOG_LEVEL ?? 'info' },
-  // One process on a laptop, behind no load balancer: Ctrl-C stops at once instead of draining.
-  shutdown: { drainSeconds: 0, timeoutSeconds: 5 },
-});
-if (problems.length) exitWith(new Error(problems.join('\n')), 'OUTRIGGER_DEMO_PORT', port + 10);
+let config: OutriggerConfig;
+try {
+  config = loadConfig(configFile).config;
+} catch (error) {
+  exitWith(error, 'OUTRIGGER_DEMO_PORT', port + 10);
+}
+// An integer key cannot take a ${VAR}: the demo's port variable is applied here.
+config.listen.port = port;
 // Lines for a person (`12:04:31 INFO  message`); `outrigger start` keeps JSON lines for collectors.
 const logger = createLogger({ level: config.log.level, destination: readableLogDestination() });
 const outrigger = await startOutrigger(config, { embeddedRedisDir: redisDir, logger }).catch(async (error: unknown) => {

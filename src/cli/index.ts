@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { registerApplyCommand } from './commands/apply.js';
 import { registerCacheCommand } from './commands/cache.js';
 import { registerCheckCommand } from './commands/check.js';
+import { registerConfigCommand } from './commands/config.js';
 import { registerHashPasswordCommand } from './commands/hash-password.js';
 import { registerHealthCommand } from './commands/health.js';
 import { registerKeysCommand } from './commands/keys.js';
@@ -18,6 +19,7 @@ const program = new Command()
 
 registerStartCommands(program);
 registerCheckCommand(program);
+registerConfigCommand(program);
 registerApplyCommand(program);
 registerPredicateCommand(program);
 registerHashPasswordCommand(program);

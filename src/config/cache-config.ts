@@ -8,7 +8,8 @@
  *                the others; `strong`: every hit checks the collection's generation in Redis
  */
 import { ConditionSyntaxError, parseCondition } from '../condition/index.js';
-import { SectionReader } from './reader.js';
+import { z } from 'zod';
+import { ALWAYS, got, integer, oneOf, optionalSection, required, section, text } from './fields.js';
 
 export const CACHE_CONSISTENCY = ['local', 'strong'] as const;
 
@@ -33,48 +34,43 @@ const NAME = /^[A-Za-z0-9_-]{1,32}$/;
 /** A day: longer than that, a write by another road would stay unseen for a day; ETag revalidation covers the rest. */
 const MAX_AGE_LIMIT = 86_400;
 
-/** Validates and defaults `cache:`; every problem is pushed by path. */
-export function readCache(section: SectionReader): CacheConfig {
-  const maxBytes = section.integer('maxBytes', CACHE_DEFAULTS.maxBytes, 0, 64 * 1024 * 1024 * 1024);
-  const maxEntryBytes = section.integer('maxEntryBytes', CACHE_DEFAULTS.maxEntryBytes, 1, 1024 * 1024 * 1024);
-  if (maxEntryBytes > maxBytes && maxBytes > 0) section.problems.push(`${at(section, 'maxEntryBytes')}: must not exceed cache.maxBytes (${maxBytes}); one entry could not fit`);
-  const out: CacheConfig = {
-    rules: readRules(section),
-    maxBytes,
-    maxEntryBytes,
-    consistency: section.oneOf('consistency', 'local', CACHE_CONSISTENCY),
-  };
-  section.finish();
-  return out;
-}
+const rule = section({
+  /** Default: `rule<index>` (rulesOf). */
+  name: text((v) => (NAME.test(v) ? null : 'must be 1-32 letters, digits, _ or - (it is named in metrics)')).optional(),
+  when: required(conditionProblem),
+  maxAgeSeconds: z
+    .int({
+      error: (iss) => (iss.input === undefined ? 'is required (how long an answer the backend gave no lifetime stays fresh)' : `must be an integer from 1 to ${MAX_AGE_LIMIT} ${got(iss.input)}`),
+    })
+    .min(1)
+    .max(MAX_AGE_LIMIT),
+});
 
-function at(section: SectionReader, key: string): string {
-  return section.path ? `${section.path}.${key}` : key;
-}
+const nameAt = (given: unknown, i: number) => (typeof given === 'string' ? given : `rule${i}`);
 
-function readRules(section: SectionReader): CacheRuleConfig[] {
-  const raw = section.raw('rules');
-  const path = at(section, 'rules');
-  if (raw === undefined || raw === null) return [];
-  if (!Array.isArray(raw)) {
-    section.problems.push(`${path}: must be a list of rules like [{ when: "path-prefix(/db/orders)", maxAgeSeconds: 30 }]`);
-    return [];
-  }
-  const names = new Set<string>();
-  const rules: CacheRuleConfig[] = [];
-  raw.forEach((entry: unknown, i) => {
-    const r = new SectionReader(entry, `${path}[${i}]`, section.problems);
-    const name = r.string('name', `rule${i}`, (v) => (NAME.test(v) ? null : 'must be 1-32 letters, digits, _ or - (it is named in metrics)'));
-    if (names.has(name)) section.problems.push(`${path}[${i}].name: ${JSON.stringify(name)} is already the name of another rule; names must be unique`);
-    names.add(name);
-    const when = r.required('when', conditionProblem);
-    if (!r.has('maxAgeSeconds')) section.problems.push(`${path}[${i}].maxAgeSeconds: is required (how long an answer the backend gave no lifetime stays fresh)`);
-    const maxAgeSeconds = r.integer('maxAgeSeconds', 0, 1, MAX_AGE_LIMIT);
-    r.finish();
-    rules.push({ name, when, maxAgeSeconds });
-  });
-  return rules;
-}
+const rules = z
+  .array(rule, { error: 'must be a list of rules like [{ when: "path-prefix(/db/orders)", maxAgeSeconds: 30 }]' })
+  .superRefine((list, ctx) => {
+    if (!Array.isArray(list)) return;
+    const names = new Set<string>();
+    list.forEach((r, i) => {
+      const name = nameAt((r as { name?: unknown } | undefined)?.name, i);
+      if (names.has(name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `${JSON.stringify(name)} is already the name of another rule; names must be unique`, input: name });
+      names.add(name);
+    });
+  }, ALWAYS)
+  .transform((list): CacheRuleConfig[] => list.map((r, i) => ({ name: nameAt(r.name, i), when: r.when, maxAgeSeconds: r.maxAgeSeconds })));
+
+/** `cache:` (SPEC §12): every problem named by its path. */
+export const cacheSchema = optionalSection({
+  rules: rules.default([]),
+  maxBytes: integer(0, 64 * 1024 * 1024 * 1024).default(CACHE_DEFAULTS.maxBytes),
+  maxEntryBytes: integer(1, 1024 * 1024 * 1024).default(CACHE_DEFAULTS.maxEntryBytes),
+  consistency: oneOf(CACHE_CONSISTENCY).default('local'),
+}).superRefine((c, ctx) => {
+  if (typeof c.maxEntryBytes === 'number' && typeof c.maxBytes === 'number' && c.maxEntryBytes > c.maxBytes && c.maxBytes > 0)
+    ctx.addIssue({ code: 'custom', path: ['maxEntryBytes'], message: `must not exceed cache.maxBytes (${c.maxBytes}); one entry could not fit`, input: c.maxEntryBytes });
+}, ALWAYS);
 
 function conditionProblem(text: string): string | null {
   try {

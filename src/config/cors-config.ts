@@ -8,7 +8,8 @@
  *                 opaque), answered with `Access-Control-Allow-Credentials: true` except for
  *                 `null`, or `none` (no CORS answers; the backend's are removed too).
  */
-import type { SectionReader } from './reader.js';
+import { z } from 'zod';
+import { got, optionalSection } from './fields.js';
 
 export interface CorsConfig {
   allowOrigins: 'echo' | 'none' | readonly string[];
@@ -32,22 +33,17 @@ export function originProblem(value: string): string | null {
   return null;
 }
 
-export function readCors(section: SectionReader): CorsConfig {
-  const value = section.raw('allowOrigins');
-  section.finish();
-  if (value === undefined || value === null || value === 'echo') return { allowOrigins: 'echo' };
-  if (value === 'none') return { allowOrigins: 'none' };
-  const at = `${section.path}.allowOrigins`;
-  if (!Array.isArray(value)) {
-    section.problems.push(`${at}: must be echo, none or a list of origins like [https://app.example.com] (got ${JSON.stringify(value)})`);
-    return CORS_DEFAULTS;
-  }
-  const origins: string[] = [];
-  value.forEach((item: unknown, i) => {
-    const problem = typeof item === 'string' ? originProblem(item) : `must be an origin string (got ${JSON.stringify(item)})`;
-    if (problem) section.problems.push(`${at}[${i}]: ${problem}`);
-    else origins.push(item as string);
-  });
-  if (origins.length === 0 && value.length === 0) section.problems.push(`${at}: an empty list admits no origin; write none to turn CORS off`);
-  return { allowOrigins: origins };
-}
+const ORIGINS_HELP = 'must be echo, none or a list of origins like [https://app.example.com]';
+
+const origin = z.string({ error: (iss) => `must be an origin string ${got(iss.input)}` }).superRefine((item, ctx) => {
+  const problem = originProblem(item);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem, input: item });
+});
+
+export const corsSchema = optionalSection({
+  allowOrigins: z
+    .union([z.enum(['echo', 'none']), z.array(origin).min(1, { error: 'an empty list admits no origin; write none to turn CORS off' })], {
+      error: (iss) => `${ORIGINS_HELP} ${got(iss.input)}`,
+    })
+    .default('echo'),
+});

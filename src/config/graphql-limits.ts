@@ -1,3 +1,5 @@
+import { checks, integer, boolean, oneOf, optionalSection, optionalText, route, text } from './fields.js';
+
 /**
  * The GraphQL engine's limits (SPEC §1 `graphql.*`), declared once: the config's `graphql` section
  * is these plus where the engine is served and reads from (types.ts), the engine takes them whole
@@ -55,7 +57,7 @@ export interface GraphqlLimitsConfig {
 /** The values `graphql.httpProfile` takes; `graphql` is SPEC §15's name for `graphql-over-http`. */
 export const HTTP_PROFILES = ['graphql-over-http', 'graphql', 'restheart'] as const;
 
-export function httpProfile(value: (typeof HTTP_PROFILES)[number]): GraphqlLimitsConfig['httpProfile'] {
+function httpProfile(value: (typeof HTTP_PROFILES)[number]): GraphqlLimitsConfig['httpProfile'] {
   return value === 'graphql' ? 'graphql-over-http' : value;
 }
 
@@ -77,3 +79,38 @@ export const GRAPHQL_LIMIT_DEFAULTS: Readonly<GraphqlLimitsConfig> = {
   aggregations: false,
   httpProfile: 'graphql-over-http',
 };
+
+const D = GRAPHQL_LIMIT_DEFAULTS;
+
+/** `graphql:` (SPEC §1, §6): the limits above with their bounds, where the apps are read, and the backend the engine calls. */
+export const graphqlSchema = optionalSection({
+  defaultDb: text(undefined, { fallback: D.defaultDb }),
+  appsPath: route('/gql-apps'),
+  backend: optionalSection({
+    /** Defaults to upstream.url (validate.ts). */
+    url: text((v) => (v === '' ? null : checks.httpUrl(v)), { fallback: '' }).transform((v) => v.replace(/\/$/, '')),
+    collectionPath: text((v) => (v.includes('{collection}') ? null : 'must contain {collection} (and usually {db})'), { fallback: '/{db}/{collection}' }),
+    auth: oneOf(['caller', 'service']).default('caller'),
+    serviceAuthorization: optionalText(),
+  }),
+  defaultLimit: integer(1, 1000).default(D.defaultLimit),
+  maxLimit: integer(1, 1000).default(D.maxLimit),
+  maxDepth: integer(1, 100).default(D.maxDepth),
+  maxBackendReads: integer(1, 10_000).default(D.maxBackendReads),
+  maxBackendWrites: integer(1, 10_000).default(D.maxBackendWrites),
+  maxBulkWrite: integer(1, 100_000).default(D.maxBulkWrite),
+  storedListItems: integer(1, 100_000).default(D.storedListItems),
+  timeoutMs: integer(100, 600_000).default(D.timeoutMs),
+  introspection: boolean().default(D.introspection),
+  maxCost: optionalSection({
+    reads: integer(1, 100_000).default(D.maxCost.reads),
+    documents: integer(1, 100_000_000).default(D.maxCost.documents),
+    // Values one answer may hold (issue 25); the reasons for the defaults are in docs/graphql.md.
+    output: integer(1, 100_000_000).default(D.maxCost.output),
+  }),
+  maxAliases: integer(1, 100_000).default(D.maxAliases),
+  maxResponseBytes: integer(1024, 1024 * 1024 * 1024).default(D.maxResponseBytes),
+  verbose: boolean().default(D.verbose),
+  aggregations: boolean().default(D.aggregations),
+  httpProfile: oneOf(HTTP_PROFILES).default(D.httpProfile).transform(httpProfile),
+});

@@ -6,8 +6,9 @@
  */
 import { ConditionSyntaxError, parseCondition } from '../condition/index.js';
 import { QUOTA_PERIODS, type LimitAmount, type QuotaPeriod } from '../principal/limit-amount.js';
-import { SectionReader } from './reader.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../principal/priority.js';
+import { z } from 'zod';
+import { ALWAYS, boolean, got, integer, oneOf, optionalSection, optionalText, problemsOf, required, section, strings, withoutNulls } from './fields.js';
 
 export const LIMIT_BY = ['key', 'user', 'client', 'service'] as const;
 export type LimitBy = (typeof LIMIT_BY)[number];
@@ -57,92 +58,101 @@ export function parseLimitWindow(value: unknown): number | string {
   return seconds;
 }
 
-function limitProblem(value: unknown): string | null {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= LIMIT_MAX ? null : `must be an integer from 1 to ${LIMIT_MAX} (got ${JSON.stringify(value)})`;
+const limit = integer(1, LIMIT_MAX);
+
+const window = z.union([z.number(), z.string()], { error: (iss) => `${WINDOW_HELP} ${got(iss.input)}` }).transform((value, ctx) => {
+  const parsed = parseLimitWindow(value);
+  if (typeof parsed === 'number') return parsed;
+  ctx.addIssue({ code: 'custom', message: parsed, input: value });
+  return z.NEVER;
+});
+
+const quota = section(
+  {
+    limit,
+    period: z.enum(QUOTA_PERIODS, { error: (iss) => `must be one of ${QUOTA_PERIODS.join(', ')} (a calendar period in UTC; got ${JSON.stringify(iss.input)})` }),
+  },
+  { unknown: ' (a quota has limit and period)', notMapping: 'must be a mapping like { limit: 100000, period: month }' },
+);
+
+/** The amount's keys, as a policy and a key's override write them: `{limit, window}` or `{quota}`. */
+const amountFields = {
+  limit: limit.optional(),
+  window: window.optional(),
+  quota: quota.optional(),
+};
+
+type AmountInput = { limit?: number; window?: number; quota?: { limit: number; period: QuotaPeriod } };
+
+/** Either limit and window, or a quota; each missing part named. */
+function amountProblems(value: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  if (typeof value !== 'object' || Array.isArray(value)) return;
+  const hasQuota = value.quota !== undefined;
+  if (hasQuota && (value.window !== undefined || value.limit !== undefined)) ctx.addIssue({ code: 'custom', message: 'set either limit and window, or quota, not both', input: value });
+  else if (!hasQuota) {
+    if (value.limit === undefined) ctx.addIssue({ code: 'custom', path: ['limit'], message: 'is required (units per window), or give a quota: { limit, period }', input: value });
+    if (value.window === undefined) ctx.addIssue({ code: 'custom', path: ['window'], message: 'is required (e.g. 60s)', input: value });
+  }
 }
+
+function amountOf(value: AmountInput): LimitAmount {
+  return value.quota ? { limit: value.quota.limit, window: { period: value.quota.period } } : { limit: value.limit!, window: { seconds: value.window! } };
+}
+
+const limitAmountSchema = z.looseObject(amountFields).superRefine(amountProblems, ALWAYS);
 
 /**
  * A limit and its window (`{limit, window}`) or a calendar quota (`{quota: {limit, period}}`) at
- * `path`, as a policy and a key's override write them; problems go to `problems` by path.
+ * `path`, as a key's override writes them (PATCH /_admin/keys/<id>); problems go to `problems` by path.
  */
 export function readLimitAmount(raw: Record<string, unknown>, path: string, problems: string[]): LimitAmount | null {
-  const hasQuota = raw.quota !== undefined && raw.quota !== null;
-  const hasWindow = raw.window !== undefined || raw.limit !== undefined;
-  if (hasQuota && hasWindow) {
-    problems.push(`${path}: set either limit and window, or quota, not both`);
-    return null;
-  }
-  if (hasQuota) {
-    const q = raw.quota;
-    if (typeof q !== 'object' || Array.isArray(q)) {
-      problems.push(`${path}.quota: must be a mapping like { limit: 100000, period: month }`);
-      return null;
-    }
-    const quota = q as Record<string, unknown>;
-    const before = problems.length;
-    const lp = limitProblem(quota.limit);
-    if (lp) problems.push(`${path}.quota.limit: ${lp}`);
-    if (!QUOTA_PERIODS.includes(quota.period as QuotaPeriod))
-      problems.push(`${path}.quota.period: must be one of ${QUOTA_PERIODS.join(', ')} (a calendar period in UTC; got ${JSON.stringify(quota.period)})`);
-    for (const key of Object.keys(quota)) if (key !== 'limit' && key !== 'period') problems.push(`${path}.quota.${key}: unknown option (a quota has limit and period)`);
-    return problems.length === before ? { limit: quota.limit as number, window: { period: quota.period as QuotaPeriod } } : null;
-  }
-  const before = problems.length;
-  if (raw.limit === undefined) problems.push(`${path}.limit: is required (units per window), or give a quota: { limit, period }`);
-  else {
-    const lp = limitProblem(raw.limit);
-    if (lp) problems.push(`${path}.limit: ${lp}`);
-  }
-  let seconds = 0;
-  if (raw.window === undefined) problems.push(`${path}.window: is required (e.g. 60s)`);
-  else {
-    const parsed = parseLimitWindow(raw.window);
-    if (typeof parsed === 'string') problems.push(`${path}.window: ${parsed}`);
-    else seconds = parsed;
-  }
-  return problems.length === before ? { limit: raw.limit as number, window: { seconds } } : null;
+  const result = limitAmountSchema.safeParse(withoutNulls(raw));
+  if (result.success) return amountOf(result.data as AmountInput);
+  problems.push(...problemsOf(result.error.issues, path));
+  return null;
 }
 
-/** Validates and defaults `limits:`; every problem is pushed by path. */
-export function readLimits(l: SectionReader): LimitsConfig {
-  const out: LimitsConfig = {
-    policies: readPolicies(l),
-    headers: l.boolean('headers', true),
-    onRedisUnavailable: l.oneOf('onRedisUnavailable', 'local', ON_REDIS_UNAVAILABLE),
-  };
-  l.finish();
-  return out;
-}
+const NAME_RULE = 'must be 1-32 letters, digits, _ or - (it is named in headers, messages and metrics)';
 
-function readPolicies(l: SectionReader): LimitPolicyConfig[] {
-  const raw = l.raw('policies');
-  const path = l.path ? `${l.path}.policies` : 'policies';
-  if (raw === undefined || raw === null) return [];
-  if (!Array.isArray(raw)) {
-    l.problems.push(`${path}: must be a list of policies ({ name, by, limit, window } or { name, by, quota })`);
-    return [];
-  }
-  const policies: LimitPolicyConfig[] = [];
-  const names = new Set<string>();
-  raw.forEach((entry: unknown, i) => {
-    const at = `${path}[${i}]`;
-    const p = new SectionReader(entry, at, l.problems);
-    const name = p.required('name', (v) => (NAME.test(v) ? null : 'must be 1-32 letters, digits, _ or - (it is named in headers, messages and metrics)'));
-    if (name && names.has(name)) l.problems.push(`${at}.name: ${JSON.stringify(name)} is already the name of another policy; names must be unique`);
+const policy = section({
+  name: required((v) => (NAME.test(v) ? null : NAME_RULE)),
+  by: z.enum(LIMIT_BY, {
+    error: (iss) => (iss.input === undefined ? `is required (one of ${LIMIT_BY.join(', ')}: what shares one allowance)` : `must be one of ${LIMIT_BY.join(', ')} ${got(iss.input)}`),
+  }),
+  condition: optionalText(conditionProblem),
+  roles: strings().min(1, { error: 'must name at least one role, or be left out (every principal)' }).nullable().default(null),
+  units: oneOf(LIMIT_UNITS).default('requests'),
+  priority: oneOf(PRIORITY_CLASSES).optional(),
+  ...amountFields,
+})
+  .superRefine(amountProblems, ALWAYS)
+  .transform(({ name, by, condition, roles, units, priority, ...amount }): LimitPolicyConfig => ({
+    name,
+    by,
+    condition,
+    roles,
+    units,
+    ...amountOf(amount as AmountInput),
+    ...(priority ? { priority } : {}),
+  }));
+
+const policies = z.array(policy, { error: 'must be a list of policies ({ name, by, limit, window } or { name, by, quota })' }).superRefine((list, ctx) => {
+  if (!Array.isArray(list)) return;
+  const names = new Set<unknown>();
+  list.forEach((p, i) => {
+    const name = (p as { name?: unknown } | undefined)?.name;
+    if (typeof name === 'string' && names.has(name))
+      ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `${JSON.stringify(name)} is already the name of another policy; names must be unique` });
     names.add(name);
-    const by = p.oneOf('by', 'key', LIMIT_BY);
-    if (!p.has('by')) l.problems.push(`${at}.by: is required (one of ${LIMIT_BY.join(', ')}: what shares one allowance)`);
-    const condition = p.string('condition', null, conditionProblem);
-    const roles = p.has('roles') ? p.strings('roles', []) : (p.raw('roles'), null);
-    if (roles !== null && roles.length === 0) l.problems.push(`${at}.roles: must name at least one role, or be left out (every principal)`);
-    const units = p.oneOf('units', 'requests', LIMIT_UNITS);
-    const priority = p.has('priority') ? p.oneOf('priority', 'default', PRIORITY_CLASSES) : (p.raw('priority'), undefined);
-    const amount = readLimitAmount({ limit: p.raw('limit'), window: p.raw('window'), quota: p.raw('quota') } as Record<string, unknown>, at, l.problems);
-    p.finish();
-    if (amount) policies.push({ name, by, condition, roles, units, ...amount, ...(priority ? { priority } : {}) });
   });
-  return policies;
-}
+}, ALWAYS);
+
+/** `limits:` (SPEC §10): every problem named by its path. */
+export const limitsSchema = optionalSection({
+  policies: policies.default([]),
+  headers: boolean().default(true),
+  onRedisUnavailable: oneOf(ON_REDIS_UNAVAILABLE).default('local'),
+});
 
 function conditionProblem(text: string): string | null {
   try {

@@ -1,65 +1,87 @@
+import { z } from 'zod';
 import { redactUrl } from '../util/redact-url.js';
-import type { SectionReader } from './reader.js';
+import { ALWAYS, boolean, got, integer, optionalSection, optionalText, required, section, text } from './fields.js';
 import type { RedisConfig, RedisNode } from './types.js';
 
 const DEFAULT_URL = 'redis://127.0.0.1:6379';
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$/;
+
+/** Nodes as a YAML list or one comma-separated string ("h1:7001,h2:7002", so one ${VAR} carries them). */
+function nodeList(whenMissing: string) {
+  return z
+    .union([z.string(), z.array(z.string({ error: (iss) => `must be a string host:port ${got(iss.input)}` }))], {
+      error: (iss) => (iss.input === undefined ? `is required ${whenMissing}` : 'must be a list of host:port or one comma-separated string like "h1:7001,h2:7002"'),
+    })
+    .transform((raw, ctx) => {
+      const items =
+        typeof raw === 'string'
+          ? raw
+              .split(',')
+              .map((s) => s.trim())
+              .filter((s) => s !== '')
+          : raw;
+      if (items.length === 0) ctx.addIssue({ code: 'custom', message: 'needs at least one host:port', input: raw });
+      const nodes: RedisNode[] = [];
+      items.forEach((item, i) => {
+        const node = parseNode(item);
+        if (typeof node === 'string') ctx.addIssue({ code: 'custom', message: `${node} (got ${JSON.stringify(item)})`, path: [i], input: item });
+        else nodes.push(node);
+      });
+      return nodes;
+    });
+}
+
+const urlCheck = (text: string): string | null => {
+  const checked = checkUrl(text);
+  return typeof checked === 'string' ? checked : null;
+};
+
+const redisFields = optionalSection({
+  url: optionalText(urlCheck),
+  cluster: section({ nodes: nodeList('(a list of host:port, or "h1:7001,h2:7002")') }).optional(),
+  sentinel: section({
+    masterName: required((v) => (/^[A-Za-z0-9._-]{1,128}$/.test(v) ? null : 'must be the master name the sentinels monitor (letters, digits, . _ -)')),
+    nodes: nodeList('(the sentinels, a list of host:port, or "h1:26379,h2:26379")'),
+    password: optionalText(),
+  }).optional(),
+  password: optionalText(),
+  tls: boolean().default(false),
+  keyPrefix: text((v) => (/^[A-Za-z0-9._:-]{1,64}$/.test(v) ? null : 'must be 1-64 letters, digits or . _ : - (braces would move the service hash tag)'), { fallback: 'outrigger' }),
+  /** Default: 1 on cluster and sentinel, 0 on a single node (toRedisConfig). */
+  waitForReplicas: integer(0, 16).optional(),
+  // Above the event producer's WAIT (1 s), far below a freeze a client would wait out.
+  commandTimeoutMs: integer(100, 60_000).default(2000),
+});
 
 /**
  * `redis`: exactly one of `url`, `cluster.nodes`, `sentinel` (SPEC §1). Everything a client
  * would only find out at connect time (a port out of range, a node list in `url`, a host that is
  * not a host) is a `path: problem` here, so `outrigger check` catches it.
  */
-export function readRedis(r: SectionReader): RedisConfig {
-  const problems = r.problems;
-  const at = (key: string) => (r.path ? `${r.path}.${key}` : key);
-  const given = (['url', 'cluster', 'sentinel'] as const).filter((k) => r.has(k));
-  if (given.length > 1) problems.push(`${at(given[1]!)}: give exactly one of redis.url, redis.cluster, redis.sentinel (found ${given.join(' and ')})`);
+export const redisSchema = redisFields
+  .superRefine((value, ctx) => {
+    const given = (['url', 'cluster', 'sentinel'] as const).filter((k) => value[k] !== undefined && value[k] !== null);
+    if (given.length > 1) ctx.addIssue({ code: 'custom', path: [given[1]!], message: `give exactly one of redis.url, redis.cluster, redis.sentinel (found ${given.join(' and ')})` });
+    const inUrl = typeof value.url === 'string' ? checkUrl(value.url) : null;
+    if (inUrl && typeof inUrl !== 'string' && inUrl.password !== null && typeof value.password === 'string')
+      ctx.addIssue({ code: 'custom', path: ['password'], message: 'the password is also inside redis.url; give it once' });
+  }, ALWAYS)
+  .transform(toRedisConfig);
 
-  const urlText = r.string('url', null);
-  const c = r.section('cluster');
-  const clusterNodes = c.has('nodes') ? readNodes(c.raw('nodes'), at('cluster.nodes'), problems) : null;
-  if (r.has('cluster') && !c.has('nodes')) problems.push(`${at('cluster.nodes')}: is required (a list of host:port, or "h1:7001,h2:7002")`);
-  c.finish();
-  const s = r.section('sentinel');
-  let sentinel: RedisConfig['sentinel'] = null;
-  if (r.has('sentinel')) {
-    const masterName = s.required('masterName', (v) => (/^[A-Za-z0-9._-]{1,128}$/.test(v) ? null : 'must be the master name the sentinels monitor (letters, digits, . _ -)'));
-    const nodes = s.has('nodes') ? readNodes(s.raw('nodes'), at('sentinel.nodes'), problems) : null;
-    if (!nodes) problems.push(`${at('sentinel.nodes')}: is required (the sentinels, a list of host:port, or "h1:26379,h2:26379")`);
-    sentinel = { masterName, nodes: nodes ?? [], password: s.string('password', null) };
-  }
-  s.finish();
-
-  let password = r.string('password', null);
-  let tls = r.boolean('tls', false);
-  let url: string | null = null;
-  if (urlText !== null) {
-    const checked = checkUrl(urlText);
-    if (typeof checked === 'string') problems.push(`${at('url')}: ${checked}`);
-    else if (checked) {
-      if (checked.password !== null && password !== null) problems.push(`${at('password')}: the password is also inside redis.url; give it once`);
-      password ??= checked.password;
-      tls ||= checked.tls;
-    }
-    url = urlText;
-  } else if (!clusterNodes && !sentinel) url = DEFAULT_URL;
-
-  const keyPrefix = r.string('keyPrefix', 'outrigger', (v) => (/^[A-Za-z0-9._:-]{1,64}$/.test(v) ? null : 'must be 1-64 letters, digits or . _ : - (braces would move the service hash tag)'));
-  const replicated = clusterNodes !== null || sentinel !== null;
-  const waitForReplicas = r.integer('waitForReplicas', replicated ? 1 : 0, 0, 16);
-  // Above the event producer's WAIT (1 s), far below a freeze a client would wait out.
-  const commandTimeoutMs = r.integer('commandTimeoutMs', 2000, 100, 60_000);
-  r.finish();
+function toRedisConfig(r: z.output<typeof redisFields>): RedisConfig {
+  const inUrl = r.url === null ? null : checkUrl(r.url);
+  const fromUrl = inUrl && typeof inUrl !== 'string' ? inUrl : { password: null, tls: false };
+  const cluster = r.cluster ? { nodes: r.cluster.nodes } : null;
+  const sentinel = r.sentinel ? { masterName: r.sentinel.masterName, nodes: r.sentinel.nodes, password: r.sentinel.password } : null;
   return {
-    url,
-    cluster: clusterNodes ? { nodes: clusterNodes } : null,
+    url: r.url ?? (cluster || sentinel ? null : DEFAULT_URL),
+    cluster,
     sentinel,
-    password,
-    tls,
-    keyPrefix,
-    waitForReplicas,
-    commandTimeoutMs,
+    password: r.password ?? fromUrl.password,
+    tls: r.tls || fromUrl.tls,
+    keyPrefix: r.keyPrefix,
+    waitForReplicas: r.waitForReplicas ?? (cluster || sentinel ? 1 : 0),
+    commandTimeoutMs: r.commandTimeoutMs,
   };
 }
 
@@ -88,32 +110,6 @@ function checkUrl(text: string): string | { password: string | null; tls: boolea
     return 'the password is not valid percent-encoding (write % as %25)';
   }
   return { password, tls: scheme[1] === 'rediss' };
-}
-
-/** Nodes as a YAML list or one comma-separated string ("h1:7001,h2:7002", so one ${VAR} carries them). */
-export function readNodes(raw: unknown, path: string, problems: string[]): RedisNode[] | null {
-  let items: unknown[];
-  if (typeof raw === 'string')
-    items = raw
-      .split(',')
-      .map((s) => s.trim())
-      .filter((s) => s !== '');
-  else if (Array.isArray(raw)) items = raw;
-  else {
-    problems.push(`${path}: must be a list of host:port or one comma-separated string like "h1:7001,h2:7002"`);
-    return null;
-  }
-  if (items.length === 0) {
-    problems.push(`${path}: needs at least one host:port`);
-    return null;
-  }
-  const nodes: RedisNode[] = [];
-  items.forEach((item, i) => {
-    const node = typeof item === 'string' ? parseNode(item) : 'must be a string host:port';
-    if (typeof node === 'string') problems.push(`${path}[${i}]: ${node} (got ${JSON.stringify(item)})`);
-    else nodes.push(node);
-  });
-  return nodes.length === items.length ? nodes : null;
 }
 
 function parseNode(text: string): RedisNode | string {

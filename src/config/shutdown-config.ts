@@ -12,7 +12,8 @@
  * stops, with no drain before) is still read, as a deprecated spelling: it means the time after the drain,
  * so `timeoutSeconds = drainSeconds + shutdownGraceMs / 1000`, and a warning names the new keys.
  */
-import type { SectionReader } from './reader.js';
+import { z } from 'zod';
+import { got, optionalSection } from './fields.js';
 
 export interface ShutdownConfig {
   drainSeconds: number;
@@ -25,34 +26,49 @@ export const SHUTDOWN_DEFAULTS = { drainSeconds: 5, timeoutSeconds: 25 } as cons
 const MAX_SECONDS = 3600;
 
 /** Seconds with up to millisecond precision (0.5 is fine: tests and local runs want short drains). */
-function seconds(section: SectionReader, key: string, fallback: number): number {
-  const value = section.raw(key);
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_SECONDS) {
-    section.problems.push(`${section.path}.${key}: must be a number of seconds from 0 to ${MAX_SECONDS} (got ${JSON.stringify(value)})`);
-    return fallback;
-  }
-  return Math.round(value * 1000) / 1000;
-}
+const seconds = z
+  .number({ error: (iss) => `must be a number of seconds from 0 to ${MAX_SECONDS} ${got(iss.input)}` })
+  .min(0)
+  .max(MAX_SECONDS);
+const toMs = (value: number) => Math.round(value * 1000) / 1000;
 
-export function readShutdown(section: SectionReader, listen: SectionReader): ShutdownConfig {
-  const drainSeconds = seconds(section, 'drainSeconds', SHUTDOWN_DEFAULTS.drainSeconds);
-  const hasTimeout = section.has('timeoutSeconds');
-  let timeoutSeconds = seconds(section, 'timeoutSeconds', SHUTDOWN_DEFAULTS.timeoutSeconds);
+/** `timeoutSeconds` has no default here: when it is left out, `listen.shutdownGraceMs` may still set it (shutdownOf). */
+export const shutdownSchema = optionalSection({
+  drainSeconds: seconds.default(SHUTDOWN_DEFAULTS.drainSeconds).transform(toMs),
+  timeoutSeconds: seconds
+    .optional()
+    .meta({ default: SHUTDOWN_DEFAULTS.timeoutSeconds })
+    .transform((value) => (value === undefined ? undefined : toMs(value))),
+});
+
+/** The deprecated spelling, read in `listen`: the time in-flight requests may run after the drain. */
+export const shutdownGraceMs = z
+  .int({ error: (iss) => `must be an integer from 0 to 600000 ${got(iss.input)}` })
+  .min(0)
+  .max(600_000)
+  .optional();
+
+type Issue = { path: string; message: string };
+
+/** The shutdown settings once `listen.shutdownGraceMs` is taken into account; `issues` names each conflict. */
+export function shutdownOf(section: z.output<typeof shutdownSchema>, graceMs: number | undefined, issues: Issue[]): ShutdownConfig {
+  const { drainSeconds } = section;
+  let timeoutSeconds = section.timeoutSeconds ?? SHUTDOWN_DEFAULTS.timeoutSeconds;
   let deprecation: string | null = null;
-  if (listen.has('shutdownGraceMs')) {
-    const graceMs = listen.integer('shutdownGraceMs', 0, 0, 600_000);
-    if (hasTimeout) {
-      section.problems.push(`${listen.path}.shutdownGraceMs: replaced by shutdown.timeoutSeconds, which is also set; remove listen.shutdownGraceMs`);
+  if (graceMs !== undefined) {
+    if (section.timeoutSeconds !== undefined) {
+      issues.push({ path: 'listen.shutdownGraceMs', message: 'replaced by shutdown.timeoutSeconds, which is also set; remove listen.shutdownGraceMs' });
     } else {
       timeoutSeconds = drainSeconds + graceMs / 1000;
       deprecation =
         `listen.shutdownGraceMs is deprecated: write shutdown: { drainSeconds: ${drainSeconds}, timeoutSeconds: ${timeoutSeconds} } ` +
         `(the same behaviour: a ${drainSeconds} s drain, then in-flight requests may run ${graceMs / 1000} s more)`;
     }
-  } else listen.raw('shutdownGraceMs');
-  section.finish();
+  }
   if (drainSeconds > timeoutSeconds)
-    section.problems.push(`${section.path}.drainSeconds: must not exceed shutdown.timeoutSeconds (${timeoutSeconds}); the timeout is counted from the signal and includes the drain`);
+    issues.push({
+      path: 'shutdown.drainSeconds',
+      message: `must not exceed shutdown.timeoutSeconds (${timeoutSeconds}); the timeout is counted from the signal and includes the drain`,
+    });
   return { drainSeconds, timeoutSeconds, deprecation };
 }

@@ -12,7 +12,7 @@
  *   webSockets.maxPerProcess    open WebSockets of one replica (default 5,000; at most half the open-file limit)
  *   webSockets.idleSeconds      an acknowledged WebSocket with no subscription is closed after this long (default 120)
  */
-import type { SectionReader } from './reader.js';
+import { integer, optionalSection } from './fields.js';
 
 export interface SubscriptionsConfig {
   retention: { changes: number; minutes: number };
@@ -40,30 +40,21 @@ export const SUBSCRIPTIONS_DEFAULTS: SubscriptionsConfig = {
   webSockets: { maxPerAddress: 100, maxPerPrincipal: 20, maxPerProcess: 5000, idleSeconds: 120 },
 };
 
-export function readSubscriptions(section: SectionReader): SubscriptionsConfig {
-  const r = section.section('retention');
-  const retention = {
-    changes: r.integer('changes', SUBSCRIPTIONS_DEFAULTS.retention.changes, 100, 10_000_000),
-    minutes: r.integer('minutes', SUBSCRIPTIONS_DEFAULTS.retention.minutes, 1, 7 * 24 * 60),
-  };
-  r.finish();
-  const w = section.section('webSockets');
-  const d = SUBSCRIPTIONS_DEFAULTS.webSockets;
-  const webSockets: WebSocketBounds = {
-    maxPerAddress: w.integer('maxPerAddress', d.maxPerAddress, 1, 1_000_000),
-    maxPerPrincipal: w.integer('maxPerPrincipal', d.maxPerPrincipal, 1, 1_000_000),
-    maxPerProcess: w.integer('maxPerProcess', d.maxPerProcess, 1, 1_000_000),
-    idleSeconds: w.integer('idleSeconds', d.idleSeconds, 1, 24 * 3600),
-  };
-  w.finish();
-  const out: SubscriptionsConfig = {
-    retention,
-    maxPerPrincipal: section.integer('maxPerPrincipal', SUBSCRIPTIONS_DEFAULTS.maxPerPrincipal, 1, 100_000),
-    maxPerProcess: section.integer('maxPerProcess', SUBSCRIPTIONS_DEFAULTS.maxPerProcess, 1, 1_000_000),
-    maxBufferedEvents: section.integer('maxBufferedEvents', SUBSCRIPTIONS_DEFAULTS.maxBufferedEvents, 1, 1_000_000),
-    heartbeatSeconds: section.integer('heartbeatSeconds', SUBSCRIPTIONS_DEFAULTS.heartbeatSeconds, 1, 3600),
-    webSockets,
-  };
-  section.finish();
-  return out;
-}
+const D = SUBSCRIPTIONS_DEFAULTS;
+
+export const subscriptionsSchema = optionalSection({
+  retention: optionalSection({
+    changes: integer(100, 10_000_000).default(D.retention.changes),
+    minutes: integer(1, 7 * 24 * 60).default(D.retention.minutes),
+  }),
+  maxPerPrincipal: integer(1, 100_000).default(D.maxPerPrincipal),
+  maxPerProcess: integer(1, 1_000_000).default(D.maxPerProcess),
+  maxBufferedEvents: integer(1, 1_000_000).default(D.maxBufferedEvents),
+  heartbeatSeconds: integer(1, 3600).default(D.heartbeatSeconds),
+  webSockets: optionalSection({
+    maxPerAddress: integer(1, 1_000_000).default(D.webSockets.maxPerAddress),
+    maxPerPrincipal: integer(1, 1_000_000).default(D.webSockets.maxPerPrincipal),
+    maxPerProcess: integer(1, 1_000_000).default(D.webSockets.maxPerProcess),
+    idleSeconds: integer(1, 24 * 3600).default(D.webSockets.idleSeconds),
+  }),
+});

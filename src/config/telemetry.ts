@@ -4,7 +4,8 @@
  * No endpoint in either means no export (propagation still runs). gRPC is not offered: only
  * OTLP over HTTP, `http/protobuf` (the default) or `http/json`.
  */
-import type { SectionReader } from './reader.js';
+import { z } from 'zod';
+import { got, integer, oneOf, optionalSection, optionalText, text } from './fields.js';
 
 export const TRACE_SAMPLERS = ['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio'] as const;
 export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
@@ -52,25 +53,32 @@ export interface ResolvedTelemetry {
 
 const GRPC = 'gRPC is not offered: use http/protobuf (OTLP over HTTP, usually port 4318) or http/json';
 
-export function readTelemetry(t: SectionReader): TelemetryConfig {
-  const o = t.section('otlp');
-  const out: TelemetryConfig = {
-    serviceName: t.string('serviceName', 'outrigger')!,
-    sampler: t.oneOf('sampler', 'parentbased_always_on', TRACE_SAMPLERS),
-    samplerArg: readRatio(t),
-    clientSampledFlag: t.oneOf('clientSampledFlag', 'respect', ['respect', 'ignore'] as const),
-    otlp: {
-      endpoint: o.string('endpoint', null, otlpUrl),
-      protocol: readProtocol(o),
-      headers: readHeaderMap(o),
-      timeoutMs: o.integer('timeoutMs', 10_000, 100, 120_000),
-    },
-    maxQueueSize: t.integer('maxQueueSize', 2048, 1, 1_000_000),
-  };
-  o.finish();
-  t.finish();
-  return out;
-}
+const headerMap = z
+  .record(z.string(), z.unknown(), { error: 'must be a map of header names to values, e.g. {x-api-key: "${COLLECTOR_KEY}"}' })
+  .superRefine((map, ctx) => {
+    for (const [name, value] of Object.entries(map))
+      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name) || typeof value !== 'string') ctx.addIssue({ code: 'custom', path: [name], message: 'must be a header name with a string value' });
+  })
+  .transform((map) => Object.fromEntries(Object.entries(map).map(([name, value]) => [name.toLowerCase(), value as string])));
+
+export const telemetrySchema = optionalSection({
+  serviceName: text(undefined, { fallback: 'outrigger' }),
+  sampler: oneOf(TRACE_SAMPLERS).default('parentbased_always_on'),
+  samplerArg: z
+    .number({ error: (iss) => `must be a ratio from 0 to 1, e.g. 0.1 for one trace in ten ${got(iss.input)}` })
+    .min(0)
+    .max(1)
+    .nullable()
+    .default(null),
+  clientSampledFlag: oneOf(['respect', 'ignore']).default('respect'),
+  otlp: optionalSection({
+    endpoint: optionalText(otlpUrl),
+    protocol: z.enum(OTLP_PROTOCOLS, { error: (iss) => (iss.input === 'grpc' ? GRPC : `must be one of ${OTLP_PROTOCOLS.join(', ')} ${got(iss.input)}`) }).default('http/protobuf'),
+    headers: headerMap.default({}),
+    timeoutMs: integer(100, 120_000).default(10_000),
+  }),
+  maxQueueSize: integer(1, 1_000_000).default(2048),
+});
 
 function otlpUrl(v: string): string | null {
   try {
@@ -80,41 +88,6 @@ function otlpUrl(v: string): string | null {
     // below
   }
   return `must be the collector's OTLP/HTTP URL, like http://otel-collector:4318 (got ${JSON.stringify(v)})`;
-}
-
-function readProtocol(o: SectionReader): OtlpProtocol {
-  const raw = o.raw('protocol');
-  if (raw === 'grpc') {
-    o.problems.push(`${o.path}.protocol: ${GRPC}`);
-    o.string('protocol', null);
-    return 'http/protobuf';
-  }
-  return o.oneOf('protocol', 'http/protobuf', OTLP_PROTOCOLS);
-}
-
-function readRatio(t: SectionReader): number | null {
-  const raw = t.raw('samplerArg');
-  if (raw === undefined || raw === null) return null;
-  if (typeof raw !== 'number' || !(raw >= 0 && raw <= 1)) {
-    t.problems.push(`${t.path}.samplerArg: must be a ratio from 0 to 1, e.g. 0.1 for one trace in ten (got ${JSON.stringify(raw)})`);
-    return null;
-  }
-  return raw;
-}
-
-function readHeaderMap(o: SectionReader): Record<string, string> {
-  const raw = o.raw('headers');
-  const out: Record<string, string> = {};
-  if (raw === undefined || raw === null) return out;
-  if (typeof raw !== 'object' || Array.isArray(raw)) {
-    o.problems.push(`${o.path}.headers: must be a map of header names to values, e.g. {x-api-key: "\${COLLECTOR_KEY}"}`);
-    return out;
-  }
-  for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
-    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name) || typeof value !== 'string') o.problems.push(`${o.path}.headers.${name}: must be a header name with a string value`);
-    else out[name.toLowerCase()] = value;
-  }
-  return out;
 }
 
 /**

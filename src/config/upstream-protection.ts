@@ -3,7 +3,8 @@
  * backend it fronts from collapsing. The parameters, their defaults and why are in
  * docs/protection.md; the algorithms are in src/proxy/guard/.
  */
-import { SectionReader } from './reader.js';
+import { z } from 'zod';
+import { boolean, decimal, got, integer, section } from './fields.js';
 
 export interface AdaptiveConcurrencyConfig {
   enabled: boolean;
@@ -48,60 +49,37 @@ export const ADAPTIVE_DEFAULTS: Omit<AdaptiveConcurrencyConfig, 'enabled'> = {
 };
 export const BREAKER_DEFAULTS: Omit<BreakerConfig, 'enabled'> = { failures: 20, ratio: 0.5, windowSeconds: 10, minAnswers: 20, coolOffSeconds: 5, probes: 3 };
 
-/** `on`, `off`, `true`, `false`, or a mapping of settings (on). Problems go to the reader's list. */
-function onOffOrSettings(parent: SectionReader, key: string): { enabled: boolean; settings: SectionReader } {
-  const raw = parent.raw(key);
-  const path = `${parent.path}.${key}`;
-  if (raw === undefined || raw === null || raw === true || raw === 'on') return { enabled: true, settings: new SectionReader({}, path, parent.problems) };
-  if (raw === false || raw === 'off') return { enabled: false, settings: new SectionReader({}, path, parent.problems) };
-  if (typeof raw === 'object' && !Array.isArray(raw)) {
-    const settings = new SectionReader(raw, path, parent.problems);
-    return { enabled: settings.boolean('enabled', true), settings };
-  }
-  parent.problems.push(`${path}: must be on, off, or a mapping of its settings (got ${JSON.stringify(raw)})`);
-  return { enabled: true, settings: new SectionReader({}, path, parent.problems) };
+/**
+ * `on`, `off`, `true`, `false`, or a mapping of settings (on unless it says `enabled: false`);
+ * each read as `{ enabled, ...settings }`.
+ */
+function onOffOrSettings<S extends z.ZodRawShape>(shape: S) {
+  const settings = section({ enabled: boolean().default(true), ...shape });
+  return z
+    .union([z.boolean(), z.enum(['on', 'off']), settings], { error: (iss) => `must be on, off, or a mapping of its settings ${got(iss.input)}` })
+    .default(true)
+    .transform((value) => (typeof value === 'object' ? value : settings.parse({ enabled: value === true || value === 'on' })));
 }
 
-/** A number in [min, max] (fractions allowed). */
-function number(section: SectionReader, key: string, fallback: number, min: number, max: number): number {
-  const value = section.raw(key);
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
-    section.problems.push(`${section.path}.${key}: must be a number from ${min} to ${max} (got ${JSON.stringify(value)})`);
-    return fallback;
-  }
-  return value;
-}
+const A = ADAPTIVE_DEFAULTS;
 
-export function readAdaptiveConcurrency(upstream: SectionReader, connections: number): AdaptiveConcurrencyConfig {
-  const { enabled, settings: s } = onOffOrSettings(upstream, 'adaptiveConcurrency');
-  const d = ADAPTIVE_DEFAULTS;
-  const out: AdaptiveConcurrencyConfig = {
-    enabled,
-    minLimit: s.integer('minLimit', Math.min(d.minLimit, connections), 1, 4096),
-    sampleWindowMs: s.integer('sampleWindowMs', d.sampleWindowMs, 10, 60_000),
-    minRttPeriodSeconds: number(s, 'minRttPeriodSeconds', d.minRttPeriodSeconds, 0.1, 3600),
-    tolerance: number(s, 'tolerance', d.tolerance, 1, 10),
-    toleranceMs: number(s, 'toleranceMs', d.toleranceMs, 0, 60_000),
-    sheddableFraction: number(s, 'sheddableFraction', d.sheddableFraction, 0, 1),
-  };
-  s.finish();
-  if (out.minLimit > connections) upstream.problems.push(`${s.path}.minLimit: must not exceed upstream.connections (${connections})`);
-  return out;
-}
+/** `minLimit` defaults to min(4, upstream.connections), filled in by the upstream section (sections.ts). */
+export const adaptiveConcurrencySchema = onOffOrSettings({
+  minLimit: integer(1, 4096).optional().meta({ default: A.minLimit }),
+  sampleWindowMs: integer(10, 60_000).default(A.sampleWindowMs),
+  minRttPeriodSeconds: decimal(0.1, 3600).default(A.minRttPeriodSeconds),
+  tolerance: decimal(1, 10).default(A.tolerance),
+  toleranceMs: decimal(0, 60_000).default(A.toleranceMs),
+  sheddableFraction: decimal(0, 1).default(A.sheddableFraction),
+});
 
-export function readBreaker(upstream: SectionReader): BreakerConfig {
-  const { enabled, settings: s } = onOffOrSettings(upstream, 'breaker');
-  const d = BREAKER_DEFAULTS;
-  const out: BreakerConfig = {
-    enabled,
-    failures: s.integer('failures', d.failures, 1, 100_000),
-    ratio: number(s, 'ratio', d.ratio, 0.01, 1),
-    windowSeconds: number(s, 'windowSeconds', d.windowSeconds, 0.1, 3600),
-    minAnswers: s.integer('minAnswers', d.minAnswers, 1, 1_000_000),
-    coolOffSeconds: number(s, 'coolOffSeconds', d.coolOffSeconds, 0.05, 3600),
-    probes: s.integer('probes', d.probes, 1, 1000),
-  };
-  s.finish();
-  return out;
-}
+const B = BREAKER_DEFAULTS;
+
+export const breakerSchema = onOffOrSettings({
+  failures: integer(1, 100_000).default(B.failures),
+  ratio: decimal(0.01, 1).default(B.ratio),
+  windowSeconds: decimal(0.1, 3600).default(B.windowSeconds),
+  minAnswers: integer(1, 1_000_000).default(B.minAnswers),
+  coolOffSeconds: decimal(0.05, 3600).default(B.coolOffSeconds),
+  probes: integer(1, 1000).default(B.probes),
+});
