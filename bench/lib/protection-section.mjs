@@ -1,7 +1,7 @@
 /**
  * The backend-protection section of `npm run bench` (phase `protection`, issue 49, SPEC §13):
  * Outrigger in front of a backend with a capacity (servers/capacity-backend.mjs: 16 workers of
- * 20 ms, 800 requests/s), offered 400 requests/s open loop (arrivals paced, whatever the answers),
+ * 20 ms, 800 requests/s), offered 200 requests/s open loop (arrivals paced, whatever the answers),
  * in three steps: healthy; the backend 10 × slower (200 ms a request, capacity 80/s, so the same
  * load is 5 × what it can take); healthy again. It reports the p99 of the admitted requests
  * against healthy, what a refusal costs (the client's wait for a 503), whether the health probe
@@ -17,7 +17,7 @@ import { percentile } from './load.mjs';
 import { startOutrigger } from './outrigger.mjs';
 import { forkServer } from './processes.mjs';
 
-const RATE = 400;
+const RATE = 200;
 const HEALTHY_MS = 20;
 const WORKERS = 16;
 const STEP_SECONDS = { healthy: 6, slow: 8, recovery: 6 };
@@ -94,7 +94,7 @@ export async function protectionSection({ work, redis, say = (line) => process.s
   const probePool = new Pool(o.url, { connections: 1 });
   try {
     say(`protection: ${RATE} requests/s, open loop; backend ${WORKERS} workers × ${HEALTHY_MS} ms`);
-    await openLoop(pool, '/warm', 2);
+    await openLoop(pool, '/warm', 4);
     const healthyRun = openLoop(pool, '/data', STEP_SECONDS.healthy);
     const healthyProbes = probeHealth(probePool, healthyRun);
     const healthy = summary(await healthyRun);

@@ -205,3 +205,30 @@ describe('priority when shedding (SPEC §13)', () => {
     expect(JSON.parse(bulked.refusal!.body).message).toMatch(/priority sheddable/);
   }, 30_000);
 });
+
+describe("GraphQL's backend reads pass the same guard (SPEC §13)", () => {
+  const SCHEMA = 'type Item { n: Int } type Query { items: [Item] }';
+  const stack = useStack({
+    service: 'guarded-graphql',
+    backend: { data: { shop: { items: [{ _id: 'i1', n: 1 }] } } },
+    users: { root: ['root'], alice: ['user'] },
+    config: { acl: { mode: 'own-routes' }, features: { webhooks: 'disabled' }, upstream: { breaker: { failures: 3, coolOffSeconds: 30 } } },
+    permissions: { gql: { predicate: 'path-prefix(/graphql)', roles: ['user'] } },
+    apps: { inv: { _id: 'inv', descriptor: { uri: 'inv' }, schema: SCHEMA, mappings: { Query: { items: { db: 'shop', collection: 'items' } } } } },
+  });
+
+  it('a query is refused by the breaker the pass-through opened, without reaching for the backend', async () => {
+    const query = (auth: string) => call(stack.proxy.url, '/graphql/inv', { method: 'POST', auth, body: { query: '{ items { n } }' } });
+    const ok = await query(ALICE);
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.json.data.items).toEqual([{ n: 1 }]);
+    await stack.backend.close();
+    // Proxied GETs fail (each sent twice: the retry budget) until the breaker opens.
+    const statuses: number[] = [];
+    for (let i = 0; i < 4 && statuses.at(-1) !== 503; i++) statuses.push((await call(stack.proxy.url, `/shop/items?i=${i}`, { auth: ALICE })).status);
+    expect(statuses.at(-1)).toBe(503);
+    expect(await metricValue(stack.proxy.url, 'outrigger_upstream_breaker_state')).toBe(2);
+    const refused = await query(ALICE);
+    expect(refused.text).toMatch(/circuit breaker is open/);
+  });
+});

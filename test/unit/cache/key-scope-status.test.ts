@@ -33,9 +33,10 @@ describe('scopes and generations', () => {
   const scopeOf = scopeClassifier('/{db}/{collection}');
 
   it('classifies collection, document, db and other paths', () => {
-    expect(scopeOf('/shop/orders')).toEqual({ level: 'collection', db: 'shop', collection: 'orders', document: false });
-    expect(scopeOf('/shop/orders/o1')).toEqual({ level: 'collection', db: 'shop', collection: 'orders', document: true });
-    expect(scopeOf('/shop/orders/_aggrs/x')).toMatchObject({ level: 'collection', document: false });
+    expect(scopeOf('/shop/orders')).toEqual({ level: 'collection', db: 'shop', collection: 'orders' });
+    expect(scopeOf('/shop/orders/o1')).toEqual({ level: 'collection', db: 'shop', collection: 'orders', document: 'o1' });
+    expect(scopeOf('/shop/orders/*')).toEqual({ level: 'collection', db: 'shop', collection: 'orders' });
+    expect(scopeOf('/shop/orders/_aggrs/x')).toEqual({ level: 'collection', db: 'shop', collection: 'orders' });
     expect(scopeOf('/shop')).toEqual({ level: 'db', db: 'shop' });
     expect(scopeOf('/shop/_size')).toEqual({ level: 'db', db: 'shop' });
     expect(scopeOf('/')).toEqual({ level: 'all' });
