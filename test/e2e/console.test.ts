@@ -529,6 +529,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     expect(agentText).toContain('claude-desktop');
     expect(agentText).toContain('oauth');
     expect(await rows.filter({ hasText: 'alice laptop' }).textContent()).not.toContain('never'); // last use shown
+    expect(await rows.filter({ hasText: 'alice laptop' }).textContent()).toContain(`${laptop.json.key.slice(0, 12)}…`); // its start (SPEC §15)
     expect(await rows.filter({ hasText: 'alice ci' }).textContent()).toContain('never');
     await expectAccessible('keys page');
     await screenshot('keys');

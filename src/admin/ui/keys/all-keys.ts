@@ -8,6 +8,8 @@ interface KeyView {
   _id: string;
   owner: string;
   name: string;
+  /** The key's first characters (SPEC §15); absent on keys issued before they were kept. */
+  start?: string;
   roles: string[];
   createdAt: EpochDate;
   expiresAt: EpochDate;
@@ -58,7 +60,7 @@ function KeyRow({
 }) {
   return html`<tr key=${k._id}>
       <td>${k.owner}</td>
-      <td>${k.name}${k.kind === 'token' ? html` <span class="badge neutral">token</span>` : ''}</td>
+      <td>${k.name}${k.kind === 'token' ? html` <span class="badge neutral">token</span>` : ''}${k.start ? html`<div class="small mono">${k.start}…</div>` : ''}</td>
       <td>${k.roles.length ? k.roles.join(', ') : html`<span class="muted">none</span>`}</td>
       <td>${k.client ?? html`<span class="muted">—</span>`}</td>
       <td>${k.via}</td>
