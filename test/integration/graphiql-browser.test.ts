@@ -94,6 +94,9 @@ describe('GraphiQL', () => {
         const cm = (document.querySelector('.graphiql-query-editor .CodeMirror') as any).CodeMirror;
         cm.setValue('{ order(number: 7) { number total } }');
       });
+      // GraphiQL takes the operation's name from the editor after a debounce: a click within it
+      // would send the opening example's operationName ("Example") with this text (400).
+      await page.waitForTimeout(1000);
       await page.click('.graphiql-execute-button');
       await page.waitForFunction(() => (document.querySelector('.result-window')?.textContent ?? '').includes('"total": 70'), undefined, { timeout: 30_000 });
       expect(stack.backend.requests.filter((r) => r.path === '/shop/orders')).toHaveLength(1);
