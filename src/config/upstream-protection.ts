@@ -40,7 +40,9 @@ export interface BreakerConfig {
 }
 
 export const ADAPTIVE_DEFAULTS: Omit<AdaptiveConcurrencyConfig, 'enabled'> = {
-  minLimit: 4,
+  // concurrency-limits' Gradient2 floor: below it a sidecar sheds a backend's ordinary concurrency
+  // whenever the host is busy (the full suite on two cores shed read-backs at 4; decisions.md).
+  minLimit: 20,
   sampleWindowMs: 100,
   minRttPeriodSeconds: 10,
   tolerance: 1.5,
@@ -63,7 +65,7 @@ function onOffOrSettings<S extends z.ZodRawShape>(shape: S) {
 
 const A = ADAPTIVE_DEFAULTS;
 
-/** `minLimit` defaults to min(4, upstream.connections), filled in by the upstream section (sections.ts). */
+/** `minLimit` defaults to min(20, upstream.connections), filled in by the upstream section (sections.ts). */
 export const adaptiveConcurrencySchema = onOffOrSettings({
   minLimit: integer(1, 4096).optional().meta({ default: A.minLimit }),
   sampleWindowMs: integer(10, 60_000).default(A.sampleWindowMs),
