@@ -7,7 +7,8 @@
  * agent copies it. An example that is a mutation is accepted with a warning (RESTHeart's own
  * server may run it) and left out of the tool's description, as the tool refuses mutations.
  */
-import { GraphQLError, Kind, parse, validate, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { GraphQLError, Kind, parse, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { located, validatesAgainst } from './operation-problems.js';
 import { graphqlNestingDepth } from '../../input-limits/graphql-nesting.js';
 import { MAX_GRAPHQL_NESTING } from '../../input-limits/limits.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
@@ -96,12 +97,5 @@ function checkQuery(at: string, text: string, operationName: string | undefined,
       `${at} ${operationName === undefined ? `holds ${operations.length} operations; name one with operationName` : `has no operation named ${JSON.stringify(operationName)}`}`,
     );
   if (!schema) return operation;
-  const errors = validate(schema, document);
-  for (const error of errors) problems.push(`${at} does not validate against the app's schema: ${located(error)}`);
-  return errors.length === 0 ? operation : undefined;
-}
-
-function located(error: GraphQLError): string {
-  const loc = error.locations?.[0];
-  return loc ? `${error.message} (line ${loc.line}, column ${loc.column})` : error.message;
+  return validatesAgainst(schema, document, at, problems) ? operation : undefined;
 }

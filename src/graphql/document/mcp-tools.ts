@@ -6,7 +6,8 @@
  * against the app's schema. A mutation without `mcp.mutations: true` is accepted and stays hidden
  * (a warning says so); a subscription is refused (a tool answers once).
  */
-import { GraphQLError, Kind, parse, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { GraphQLError, Kind, parse, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { located, validatesAgainst } from './operation-problems.js';
 import { graphqlNestingDepth } from '../../input-limits/graphql-nesting.js';
 import { MAX_GRAPHQL_NESTING } from '../../input-limits/limits.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
@@ -87,14 +88,7 @@ function checkOperation(at: string, text: string, schema: GraphQLSchema | undefi
   const operation = operations[0]!;
   if (operation.operation === 'subscription') return void problems.push(`${at} is a subscription; a tool answers once, so only queries and mutations can be tools`);
   if (!schema) return operation; // the schema's own problems are already reported
-  const errors = validate(schema, document);
-  for (const error of errors) problems.push(`${at} does not validate against the app's schema: ${located(error)}`);
-  return errors.length === 0 ? operation : undefined;
-}
-
-function located(error: GraphQLError): string {
-  const loc = error.locations?.[0];
-  return loc ? `${error.message} (line ${loc.line}, column ${loc.column})` : error.message;
+  return validatesAgainst(schema, document, at, problems) ? operation : undefined;
 }
 
 /** The enabled apps' tools by name (the first app in `_id` order keeps a name another also uses). */
