@@ -5,7 +5,7 @@
  * the cache saved.
  */
 import { startStandinBackend } from '../../dist/examples/standin-backend/index.js';
-import { serveCommands } from './ipc.mjs';
+import { serveStandinCounts } from './ipc.mjs';
 
 export const DOCS = 1000;
 const text = 'lorem ipsum dolor sit amet '.repeat(22);
@@ -14,20 +14,12 @@ const docs = Array.from({ length: DOCS }, (_, i) => ({ _id: `d${String(i).padSta
 const backend = await startStandinBackend({ data: { restheart: { docs } } });
 let reads = 0;
 let writes = 0;
-const fold = () => {
-  const received = backend.requests;
-  if (received.length === 0) return;
-  for (const r of received)
-    if (r.method === 'GET' || r.method === 'HEAD') reads++;
-    else writes++;
-  backend.clearRequests();
-};
-setInterval(fold, 100).unref();
-
-process.send?.({ ready: true, port: backend.port, url: backend.url });
-serveCommands({
-  stats: () => {
-    fold();
-    return { reads, writes };
+serveStandinCounts(
+  backend,
+  (received) => {
+    for (const r of received)
+      if (r.method === 'GET' || r.method === 'HEAD') reads++;
+      else writes++;
   },
-});
+  () => ({ reads, writes }),
+);

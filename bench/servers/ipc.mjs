@@ -26,3 +26,24 @@ export function serveCommands(commands) {
   // An exit, not the signal's default: a helper run with --cpu-prof writes its profile on exit.
   process.on('SIGTERM', () => process.exit(0));
 }
+
+/**
+ * A RESTHeart stand-in as a helper server: its in-memory request log is folded into the caller's
+ * counters every 100 ms (it would otherwise grow for the whole run), and `stats` answers them.
+ */
+export function serveStandinCounts(backend, fold, stats) {
+  const drain = () => {
+    const received = backend.requests;
+    if (received.length === 0) return;
+    fold(received);
+    backend.clearRequests();
+  };
+  setInterval(drain, 100).unref();
+  process.send?.({ ready: true, port: backend.port, url: backend.url });
+  serveCommands({
+    stats: () => {
+      drain();
+      return stats();
+    },
+  });
+}

@@ -4,7 +4,7 @@
  * Counts every request it receives (backend reads) and keeps the last few for inspection.
  */
 import { startStandinBackend } from '../../dist/examples/standin-backend/index.js';
-import { serveCommands } from './ipc.mjs';
+import { serveStandinCounts } from './ipc.mjs';
 
 const users = Array.from({ length: 20 }, (_, i) => ({
   _id: `u${String(i).padStart(2, '0')}`,
@@ -24,20 +24,11 @@ const orders = Array.from({ length: 200 }, (_, i) => ({
 const backend = await startStandinBackend({ data: { restheart: { users, orders } } });
 let count = 0;
 let last = [];
-// The stand-in logs every request in memory; fold the log into a counter so it never grows.
-const fold = () => {
-  const received = backend.requests;
-  if (received.length === 0) return;
-  count += received.length;
-  last = received.slice(-5).map((r) => `${r.method} ${decodeURIComponent(r.url)}`);
-  backend.clearRequests();
-};
-setInterval(fold, 100).unref();
-
-process.send?.({ ready: true, port: backend.port, url: backend.url });
-serveCommands({
-  stats: () => {
-    fold();
-    return { count, last };
+serveStandinCounts(
+  backend,
+  (received) => {
+    count += received.length;
+    last = received.slice(-5).map((r) => `${r.method} ${decodeURIComponent(r.url)}`);
   },
-});
+  () => ({ count, last }),
+);
