@@ -4,7 +4,8 @@ import { admin, api, enc } from '../api.js';
 import { confirmAction, Empty, ErrorBox, html, PageTitle, Pager, Time, useLoad, type EpochDate } from '../ui.js';
 import { describeAmount, LimitsEditor, UsageChart, type Amount, type PolicyView } from './key-limits.js';
 
-interface KeyView {
+/** A key as `GET /_admin/keys` lists it (the owner's page shows a subset: my-keys.ts). */
+export interface KeyView {
   _id: string;
   owner: string;
   name: string;

@@ -6,21 +6,13 @@
  */
 import { useState } from 'preact/hooks';
 import { api, enc, own } from '../api.js';
-import { confirmAction, Empty, ErrorBox, html, PageTitle, Pager, Time, useLoad, type EpochDate } from '../ui.js';
+import { confirmAction, Empty, ErrorBox, html, PageTitle, Pager, Time, useLoad } from '../ui.js';
+import type { KeyView } from './all-keys.js';
 import { UsageChart } from './key-limits.js';
 import { IssueForm, RotateForm, SecretOnce, type IssuedKey } from './my-key-forms.js';
 
-export interface OwnKeyView {
-  _id: string;
-  name: string;
-  /** Absent on keys issued before starts were kept. */
-  start?: string;
-  roles: string[];
-  createdAt: EpochDate;
-  expiresAt: EpochDate;
-  lastUsedAt?: EpochDate;
-  via: string;
-  client?: string;
+/** A key as `GET /keys` lists it to its owner: the admin list's view without owner, kind and limits. */
+export interface OwnKeyView extends Omit<KeyView, 'owner' | 'kind' | 'limits'> {
   /** Set once the key was rotated: it works until `expiresAt`, its grace end. */
   replacedBy?: string;
 }
