@@ -22,6 +22,8 @@ const KNOWN = new Set([
   '923d3112c143d086a929f93bf0336dd417314dad',
   // gqlerr: landed with a 109-character subject, the same chained command past the failing lint.
   '1dcd867e7c47e8ead1e2fd0cc5af54f6c0fabfac',
+  // graphiql test: landed with a 101-character subject by a landing loop that skipped the lint.
+  'c8b2e031d3f6e1ab436545d8afca3d7724fdc645',
 ]);
 
 const git = (...args) => execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
