@@ -40,6 +40,9 @@ describe('GraphiQL and mutations', () => {
         const cm = (document.querySelector('.graphiql-query-editor .CodeMirror') as any).CodeMirror;
         cm.setValue('mutation { createOrderId(number: 4242, total: 1) }');
       });
+      // GraphiQL takes the operation's name from the editor after a debounce: a click within it
+      // would send the opening example's operationName ("Example") with this text (400).
+      await page.waitForTimeout(1000);
       await page.click('.graphiql-execute-button');
       await page.waitForFunction(() => /"createOrderId": "[0-9a-f]{24}"/.test(document.querySelector('.result-window')?.textContent ?? ''), undefined, { timeout: 30_000 });
       const posts = stack.backend.requests.filter((r) => r.method === 'POST');

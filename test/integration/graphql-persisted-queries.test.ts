@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { as, useStack } from '../support/fixtures.js';
+import { until } from '../support/wait.js';
 import { call, shopApp, shopData } from './graphql-helpers.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
@@ -182,6 +183,9 @@ describe("automatic persisted queries (Apollo's protocol)", () => {
       expect(fresh.json).toEqual({ data: { orders: [{ number: 1 }] } });
     } finally {
       await stack.redis.restart();
+      // The next rows register queries: wait until the proxy is back on Redis (readiness says so),
+      // or a registration made while it reconnects is not kept and the row sees a second miss.
+      await until(async () => (await call(stack.proxy.url, '/_health/ready')).status === 200, 'the proxy to be ready on the restarted Redis');
     }
   }, 60_000);
 

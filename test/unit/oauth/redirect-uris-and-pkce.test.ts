@@ -66,6 +66,7 @@ describe('mcp config', () => {
       authorizeRequestsTotal: 10_000,
       adminRoles: 'refuse',
       maxResponseBytes: 16 * 1024 * 1024,
+      resources: [],
       clientMetadata: { allowPrivateTargets: [], timeoutMs: 5000, maxBytes: 16384, cacheSeconds: 300 },
     });
     const { problems } = validateConfig({ ...base, mcp: { signIn: 'sometimes', path: 'mcp/', tokenTtlMinutes: 0, clientMetadata: { allowPrivateTargets: ['nope'] } }, routes: { keys: '/mcp' } });
