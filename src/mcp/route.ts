@@ -40,6 +40,7 @@ import { installResources, listed, type ResourceDoor } from './resources.js';
 import { Listeners } from './listeners.js';
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
+import { IDEMPOTENCY_ARGUMENT } from './input-schema.js';
 import { createMayCall, type MayCall } from './may-call.js';
 import { isJsonObject } from '../util/objects.js';
 
@@ -202,17 +203,26 @@ function serverFactory(catalogue: ToolCatalogue, mayCall: MayCall, door: Graphql
       // Before any backend read (MCP 2025-11-25: input errors are tool results the model can correct).
       const problems = checkArguments(tool.inputSchema, args);
       if (problems.length > 0) return failure(`invalid arguments for ${tool.name}: ${problems.join('; ')}`);
-      let graphqlRequest: GraphqlRequest = { query: tool.query, variables: args, operationName: tool.operationName };
+      // SPEC §14: the key is the inner request's Idempotency-Key, not a variable (nor part of the fingerprint).
+      const { variables, idempotencyKey } = splitIdempotencyKey(tool, args);
+      let graphqlRequest: GraphqlRequest = { query: tool.query, variables, operationName: tool.operationName };
       if (tool.anyQuery) {
         graphqlRequest = requestOf(args);
         const refused = readOnlyProblem(graphqlRequest.query);
         if (refused !== null) return failure(`${tool.name}: ${refused}`);
       }
       // One call at a time, each within what the earlier ones left (answer-budget.ts).
-      return budget.serial(async () => (budget.filled !== null ? notRun(budget, tool.name) : callThroughGraphql(door, { scope, signal, budget }, tool, graphqlRequest)));
+      return budget.serial(async () => (budget.filled !== null ? notRun(budget, tool.name) : callThroughGraphql(door, { scope, signal, budget }, tool, graphqlRequest, idempotencyKey)));
     });
     return server;
   };
+}
+
+/** A mutation tool's arguments less `idempotencyKey` (checked a string by the input schema), and the key. */
+function splitIdempotencyKey(tool: CatalogueTool, args: Record<string, unknown>): { variables: Record<string, unknown>; idempotencyKey?: string } {
+  if (!tool.takesIdempotencyKey || !Object.hasOwn(args, IDEMPOTENCY_ARGUMENT)) return { variables: args };
+  const { [IDEMPOTENCY_ARGUMENT]: key, ...variables } = args;
+  return typeof key === 'string' ? { variables, idempotencyKey: key } : { variables };
 }
 
 function rpcError(code: number, message: string, id: unknown = null): string {
