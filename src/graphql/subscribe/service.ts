@@ -15,7 +15,7 @@ import { appVersion, type CompiledApp } from '../compile/compile-app.js';
 import type { BackendReader, ReadPolicy, RequestContext, WriteObserver } from '../types.js';
 import type { RequestScope } from '../../http/scope.js';
 import { redisRefusal } from '../../store/redis-errors.js';
-import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared, type Change } from './change.js';
+import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared, type Change, type FeedChange } from './change.js';
 import { ChangeFeed, type FeedEntry } from './feed.js';
 import { comparePositions } from './positions.js';
 import { SubscriptionHub, type ActiveSubscription } from './hub.js';
@@ -93,6 +93,8 @@ export class SubscriptionService {
   private readonly match: ReturnType<typeof collectionPathMatcher>;
   readonly observer: RequestObserver;
   readonly shutdowns = new Map<ActiveSubscription, (retryAfterMs: number) => void>();
+  /** Other readers of each read's changes, after the hub (MCP's per-URI notifications, SPEC §11.1; watch.ts). */
+  readonly taps = new Set<(changes: readonly FeedChange[]) => void>();
 
   constructor(private readonly o: SubscriptionServiceOptions) {
     this.feed = new ChangeFeed({
@@ -131,6 +133,7 @@ export class SubscriptionService {
         // Invalidations and changes in one order (SPEC §12): a subscriber re-reading on a change never reads this replica's cached state from before it.
         if (this.o.dropCached) for (const { change } of changes) this.o.dropCached(change.db, change.collection);
         void this.hub.dispatch(changes);
+        for (const tap of this.taps) tap(changes);
       },
       gap: (gap) => this.hub.tell(gap),
     });
