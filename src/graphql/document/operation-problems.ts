@@ -7,6 +7,7 @@
 import { GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { graphqlNestingDepth } from '../../input-limits/graphql-nesting.js';
 import { MAX_GRAPHQL_NESTING } from '../../input-limits/limits.js';
+import { located } from '../schema/sdl.js';
 import { MAX_QUERY_BYTES } from '../types.js';
 
 /** The stored operation's document, or undefined with a line in `problems` when it is too large, nests too deep or does not parse. */
@@ -27,10 +28,4 @@ export function validatesAgainst(schema: GraphQLSchema, document: DocumentNode, 
   const errors = validate(schema, document);
   for (const error of errors) problems.push(`${at} does not validate against the app's schema: ${located(error)}`);
   return errors.length === 0;
-}
-
-/** A GraphQL error with the line and column of its first location. */
-export function located(error: GraphQLError): string {
-  const loc = error.locations?.[0];
-  return loc ? `${error.message} (line ${loc.line}, column ${loc.column})` : error.message;
 }
