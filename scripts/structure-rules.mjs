@@ -24,7 +24,7 @@ export const LAYERS = [
   // Built on the transport, independent of each other: identity and access decisions, rate
   // limits, feature flags, the operator's routes (admin API, console, health, metrics), the
   // response cache (the chain's cache stage and GraphQL's backend reads use it).
-  ['access', 'limits', 'features', 'admin', 'cache'],
+  ['access', 'limits', 'features', 'admin', 'cache', 'idempotency'],
   // The request chain's stages in order (src/chain/README.md), over the transport and the
   // decisions they call; features import its observer contract and condition view.
   ['chain'],

@@ -76,11 +76,14 @@ const RESULT_OVERHEAD = 96;
  * budget has room (the connection is dropped past it), and a result that does not fit is replaced
  * by an error naming the bound, after which the budget is filled.
  */
-export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool: CatalogueTool, graphqlRequest: GraphqlRequest): Promise<CallToolResult> {
+export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool: CatalogueTool, graphqlRequest: GraphqlRequest, idempotencyKey?: string): Promise<CallToolResult> {
   const { scope, signal, budget } = caller;
-  const headers = { ...innerHeaders(scope, 'tool'), 'content-type': 'application/json' };
+  const headers: Record<string, string> = { ...innerHeaders(scope, 'tool'), 'content-type': 'application/json' };
+  // SPEC §14: the tool's `idempotencyKey` as the header the GraphQL door claims it by (a Structured Field string).
+  if (idempotencyKey !== undefined) headers['idempotency-key'] = `"${idempotencyKey.replace(/[\\"]/g, '\\$&')}"`;
   let status: number;
   let retryAfter: string | undefined;
+  let replayed = false;
   let text: string;
   const deadline = AbortSignal.timeout(door.timeoutMs);
   // The result holds at least the answer's data, so an answer past what is left cannot fit.
@@ -96,6 +99,7 @@ export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool
     status = response.statusCode;
     const header = response.headers['retry-after'];
     retryAfter = Array.isArray(header) ? header[0] : header;
+    replayed = response.headers['idempotent-replayed'] === 'true';
     const read = await readUpTo(response.body, cap);
     if (read === null) return tooLarge(budget, tool, `its GraphQL answer is larger than the ${budget.left} bytes left`);
     text = read;
@@ -110,7 +114,8 @@ export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool
     return charged(budget, tool, failure(`the GraphQL request answered ${status} with a body that is not JSON`), 0);
   }
   const { result, structuredBytes } = resultOf(status, retryAfter, body, text);
-  return charged(budget, tool, result, structuredBytes);
+  // A replay answers the first call's result under this call's id; `_meta` says so.
+  return charged(budget, tool, replayed ? { ...result, _meta: { idempotentReplayed: true } } : result, structuredBytes);
 }
 
 /** The result if it fits what is left of the answer's bound; otherwise an error naming the bound. */

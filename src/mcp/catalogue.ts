@@ -14,7 +14,7 @@ import { appVersion } from '../graphql/compile/compile-app.js';
 import { validateAppWithSchema, type ValidateAppOptions } from '../graphql/document/validate-app.js';
 import type { CompiledWrite } from '../graphql/writes/run.js';
 import { compileWrites } from '../graphql/writes/compile.js';
-import { inputSchemaOf, type JsonSchema } from './input-schema.js';
+import { inputSchemaOf, withIdempotencyKey, type JsonSchema } from './input-schema.js';
 import { queryToolParts } from './query-tool.js';
 
 export interface CatalogueTool {
@@ -31,6 +31,8 @@ export interface CatalogueTool {
   readonly writes: readonly ToolWrite[];
   /** RESTHeart's `<uri>_query` (SPEC §11.1): the agent sends the query (`query` is empty here), and only queries run. */
   readonly anyQuery: boolean;
+  /** A mutation tool's `idempotencyKey` argument (SPEC §14): in its input schema, sent as the `Idempotency-Key` header, not a variable. */
+  readonly takesIdempotencyKey: boolean;
 }
 
 /** One backend write as the REST request it is, less its arguments (run.ts sends it). */
@@ -109,6 +111,8 @@ export class ToolCatalogue {
       const operation = document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
       if (operation.operation === 'mutation' && block?.mutations !== true) continue;
       const fields = rootFields(document, operation);
+      const variables = inputSchemaOf(schema, document, operation);
+      const keyed = operation.operation === 'mutation' ? withIdempotencyKey(variables) : { schema: variables, added: false };
       tools.push({
         name: definition.name,
         description: definition.description,
@@ -116,10 +120,11 @@ export class ToolCatalogue {
         query: definition.query,
         operationName: operation.name?.value ?? null,
         kind: operation.operation === 'mutation' ? 'mutation' : 'query',
-        inputSchema: inputSchemaOf(schema, document, operation),
+        inputSchema: keyed.schema,
         annotations: annotationsOf(definition, operation, fields, app),
         writes: operation.operation === 'mutation' ? fields.flatMap((field) => writeOf(compiled.get(field))) : [],
         anyQuery: false,
+        takesIdempotencyKey: keyed.added,
       });
     }
     if (block?.enabled === true) tools.push(queryTool(validated.app, app._id));
@@ -141,6 +146,7 @@ function queryTool(app: GraphqlApp, id: string): CatalogueTool {
     annotations: { title: name, readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     writes: [],
     anyQuery: true,
+    takesIdempotencyKey: false,
   };
 }
 

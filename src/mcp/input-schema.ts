@@ -79,6 +79,29 @@ export function inputSchemaOf(schema: GraphQLSchema, document: DocumentNode, ope
   return { type: 'object', properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false };
 }
 
+/**
+ * SPEC §14: the argument a mutation tool takes beside its variables, passed on as the inner
+ * request's `Idempotency-Key` (call-graphql.ts) and never as a variable. Visible ASCII at both
+ * ends, spaces inside, 1–255 characters: what a quoted Structured Field string carries.
+ */
+export const IDEMPOTENCY_ARGUMENT = 'idempotencyKey';
+const IDEMPOTENCY_KEY_SCHEMA: JsonSchema = {
+  type: 'string',
+  pattern: '^[!-~]([ -~]{0,253}[!-~])?$',
+  description:
+    'Optional: a key you choose (1-255 visible ASCII characters, e.g. a UUID) that makes this call happen once. ' +
+    "A retry with the same key and the same arguments gets the first call's result without writing again; the same key with other arguments is refused.",
+};
+
+/**
+ * A mutation tool's schema with `idempotencyKey` beside its variables; unchanged (and false) when
+ * the operation has a variable of that name, which keeps its meaning.
+ */
+export function withIdempotencyKey(schema: JsonSchema & { type: 'object' }): { schema: JsonSchema & { type: 'object' }; added: boolean } {
+  if (schema.properties && Object.hasOwn(schema.properties, IDEMPOTENCY_ARGUMENT)) return { schema, added: false };
+  return { schema: { ...schema, properties: { ...schema.properties, [IDEMPOTENCY_ARGUMENT]: IDEMPOTENCY_KEY_SCHEMA } }, added: true };
+}
+
 function typeSchema(type: GraphQLInputType, description: string | undefined, seen: ReadonlySet<string> = new Set()): JsonSchema {
   const nullable = !isNonNullType(type);
   const inner = isNonNullType(type) ? type.ofType : type;

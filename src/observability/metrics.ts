@@ -73,12 +73,13 @@ export class Counter extends Metric {
   }
 }
 
+/** A metric read when scraped from the thing it describes: a gauge, or a counter something else keeps (prom-client's `collect`). */
 export class Gauge extends Metric {
   private readonly values = new Map<string, () => number>();
-  constructor(name: string, help: string) {
-    super(name, help, 'gauge');
+  constructor(name: string, help: string, type: 'gauge' | 'counter' = 'gauge') {
+    super(name, help, type);
   }
-  /** Gauges are read when scraped, from the thing they describe. */
+  /** Read when scraped; for a counter, `read` must never go down. */
   track(read: () => number, labels: Labels = {}): void {
     this.values.set(key(labels), read);
   }
@@ -153,6 +154,10 @@ export class MetricsRegistry {
   gauge(name: string, help: string): Gauge {
     return this.add(new Gauge(name, help));
   }
+  /** A counter (`_total`) whose value something else keeps, read when scraped. */
+  countedBy(name: string, help: string): Gauge {
+    return this.add(new Gauge(name, help, 'counter'));
+  }
   histogram(name: string, help: string, buckets: number[]): Histogram {
     return this.add(new Histogram(name, help, buckets));
   }
@@ -202,7 +207,7 @@ export function createMetrics() {
     upstreamQueue: registry.gauge('outrigger_upstream_queue_length', 'Requests waiting for a place under the backend limit, by origin.'),
     upstreamBreakerState: registry.gauge('outrigger_upstream_breaker_state', "The backend's circuit breaker, by origin: 0 closed, 1 half-open, 2 open (SPEC §13)."),
     upstreamMinLatency: registry.gauge('outrigger_upstream_min_latency_seconds', 'The minimum backend latency the adaptive limit measures against, by origin.'),
-    upstreamRetries: registry.gauge('outrigger_upstream_retries', 'Requests sent again after their connection failed (the retry budget), by origin, since start.'),
+    upstreamRetries: registry.countedBy('outrigger_upstream_retries_total', 'Requests sent again after their connection failed (the retry budget), by origin.'),
     requestBufferBytes: registry.gauge(
       'outrigger_request_buffer_bytes',
       'Bytes reserved by request bodies read in full: before they take an upstream slot (upstream.bufferBodyBytes), or by an own route; at most upstream.bufferTotalBytes.',

@@ -73,7 +73,10 @@ export class UpstreamSlots {
    * 100 ms wait absorbs.)
    */
   private limit: number;
-  /** Critical requests waiting, served before the round robin and never refused for its length. */
+  /**
+   * Critical requests waiting, served before the round robin and never refused for its length;
+   * one still waiting at the deadline starts over the limit while upstream.connections allow.
+   */
   private readonly criticalLine = new Set<Waiter>();
   private readonly clients = new Map<string, ClientSlots>();
   /** The Map size at which idle clients are swept next. */
@@ -137,6 +140,9 @@ export class UpstreamSlots {
       request,
       timer: setTimeout(() => {
         this.remove(waiter);
+        // Critical traffic is answered throughout (SPEC §13): past its wait it goes over the adaptive
+        // limit, never over upstream.connections (docs/decisions.md).
+        if (priority === CRITICAL && this.active < this.o.total) return this.admit(waiter);
         request.refuse(
           this.limit < this.o.total
             ? overloaded(this.limit, priority, this.o.queueTimeoutMs)
@@ -187,14 +193,8 @@ export class UpstreamSlots {
     this.pumpScheduled = false;
     for (const waiter of this.criticalLine) {
       if (this.active >= this.limit) return;
-      this.criticalLine.delete(waiter);
-      this.waiting--;
-      clearTimeout(waiter.timer);
-      // Its entry may have been swept while it waited outside the round robin: count on the kept one.
-      const client = this.clients.get(waiter.client.ip) ?? this.remember(waiter.client);
-      client.active++;
-      this.active++;
-      waiter.request.start();
+      this.remove(waiter);
+      this.admit(waiter);
     }
     while (this.active < this.limit && this.ready.size > 0) {
       const client = this.ready.values().next().value!;
@@ -210,6 +210,15 @@ export class UpstreamSlots {
       if (waiting.size > 0 && client.active < this.o.perClient) this.ready.add(client);
       waiter.request.start();
     }
+  }
+
+  /** Starts a critical waiter taken out of its line. */
+  private admit(waiter: Waiter): void {
+    // Its entry may have been swept while it waited outside the round robin: count on the kept one.
+    const client = this.clients.get(waiter.client.ip) ?? this.remember(waiter.client);
+    client.active++;
+    this.active++;
+    waiter.request.start();
   }
 
   private remove(waiter: Waiter): void {

@@ -130,6 +130,15 @@ export function redisKeys(prefix: string, serviceId: string) {
      * hash modulo 4096, src/cache/cache-scope.ts), so clients cannot mint keys without bound.
      */
     cacheGeneration: (part: string) => `${ns}:cache-gen:${part}`,
+
+    /**
+     * hash with TTL: one idempotency record (SPEC §14), `digest` the SHA-256 hex of the caller's
+     * scope and key. Hash-tagged by the service and digest, not by the service alone: records are
+     * spread over a cluster's slots (each script touches this one key), and a client's key never
+     * reaches a key name. Fields `s` state (run, done, big), `f` fingerprint, `t` the running
+     * ticket, `c` status, `h` headers JSON, `b` body.
+     */
+    idempotencyRecord: (digest: string) => `${prefix}:idem:{${serviceId}:${digest}}`,
   };
 }
 

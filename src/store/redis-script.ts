@@ -6,6 +6,11 @@ export interface ScriptRunner {
   eval(source: string, ...keysAndArgs: Array<string | Buffer | number>): Promise<unknown>;
 }
 
+/** The same, for a script whose answer holds bytes (bulk strings come back as Buffers): ioredis's `callBuffer`. */
+export interface BufferScriptRunner {
+  callBuffer(command: string, ...args: Array<string | Buffer | number>): Promise<unknown>;
+}
+
 /**
  * The one way Outrigger runs a Redis script (BullMQ's habit: every script in one folder, one
  * loader). EVALSHA in the steady state, so the text crosses the network once per server; on
@@ -33,6 +38,16 @@ export class RedisScript {
     } catch (error) {
       if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
       return redis.eval(this.source, ...keysAndArgs);
+    }
+  }
+
+  /** `run`, with the answer's bulk strings as Buffers (a recorded body may be any bytes). */
+  async runForBuffers(redis: BufferScriptRunner, keys: readonly string[], args: ReadonlyArray<string | Buffer | number>): Promise<unknown> {
+    try {
+      return await redis.callBuffer('evalsha', this.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
+      return redis.callBuffer('eval', this.source, keys.length, ...keys, ...args);
     }
   }
 }

@@ -1,17 +1,33 @@
 /**
  * SPEC §13 under faults (issue 49), through the real proxy against a backend the test controls:
  * one that accepts and never answers, one that answers 5xx for a second, one that resets its
- * connections, latency that doubles slowly, and two replicas in front of one slow backend. Every
- * refusal is a 503 with Retry-After in the error format; nothing admitted is lost; each row is
- * bounded in time and ends by itself.
+ * connections, latency that doubles slowly (and comes back), Redis away while the backend slows,
+ * and two replicas in front of one slow backend. Every refusal is a 503 with Retry-After in the
+ * error format; nothing admitted is lost (every request that reached the backend was answered to
+ * its client); each row is bounded in time and ends by itself.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../support/http-client.js';
 import { as, useStack } from '../support/fixtures.js';
-import { closedLoop, metricValue, startControlledBackend, type ControlledBackend } from '../support/controlled-backend.js';
+import { closedLoop, metricValue, startControlledBackend, type ControlledBackend, type LoadResult } from '../support/controlled-backend.js';
 
 const ALICE = as('alice');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Nothing admitted was lost: every request of `segment` the backend saw came back to its client as `status`. */
+function expectNoneLost(backend: ControlledBackend, segment: string, loads: LoadResult[], status = 200): void {
+  const answered = loads.reduce((n, r) => n + (r.statuses.get(status) ?? 0), 0);
+  expect(answered, `the backend saw ${backend.seen.get(segment)} of /${segment}, its clients got ${answered} answers ${status}`).toBe(backend.seen.get(segment) ?? 0);
+}
+
+/** Every refusal in the loads is the documented 503: Retry-After and the error format. */
+function expectRefusalsDocumented(loads: LoadResult[], message: RegExp): void {
+  for (const r of loads) {
+    if (r.refusal === null) continue;
+    expect(r.refusal.headers['retry-after']).toMatch(/^\d+$/);
+    expect(JSON.parse(r.refusal.body)).toMatchObject({ 'http status code': 503, message: expect.stringMatching(message) });
+  }
+}
 
 describe('backend faults and the breaker', () => {
   let backend: ControlledBackend;
@@ -62,9 +78,12 @@ describe('backend faults and the breaker', () => {
     expect(failing.statuses.get(500)).toBeGreaterThanOrEqual(10);
     expect(failing.statuses.get(503)).toBeGreaterThan(0);
     expect([...failing.statuses.keys()].every((s) => s === 500 || s === 503)).toBe(true);
+    expectRefusalsDocumented([failing], /circuit breaker/);
     await recover();
     const after = await closedLoop(stack.proxy.url, '/flaky', { workers: 4, ms: 500, headers: { authorization: ALICE } });
     expect([...after.statuses.keys()]).toEqual([200]);
+    // Every request the breaker let through was answered: its 500 while failing, 200 after.
+    expect((failing.statuses.get(500) ?? 0) + (after.statuses.get(200) ?? 0)).toBe(backend.seen.get('flaky'));
   }, 20_000);
 
   it('a backend that resets every connection: 502 (the GET sent once more first), then 503 at once, never a hang or a 500', async () => {
@@ -97,21 +116,84 @@ describe('latency that doubles slowly', () => {
     }),
   });
 
-  it('follows it: the minimum is re-measured, the limit never falls to its floor and nothing is refused', async () => {
-    // A minute's doubling, compressed to 6 s: +5 ms every second, 30 → 60 ms.
-    const load = closedLoop(stack.proxy.url, '/drift', { workers: 6, ms: 6500, headers: { authorization: ALICE } });
+  it('follows it up and back: the minimum is re-measured, the limit never falls to its floor, nothing is refused or lost', async () => {
+    // A minute's doubling, compressed to 6 s: +5 ms every second, 30 → 60 ms; then back to 30 ms at once.
+    const load = closedLoop(stack.proxy.url, '/drift', { workers: 6, ms: 9500, headers: { authorization: ALICE } });
     const limits: number[] = [];
     for (let s = 0; s < 6; s++) {
       await sleep(1000);
       backend.delayMs += 5;
       limits.push((await metricValue(stack.proxy.url, 'outrigger_upstream_concurrency_limit'))!);
     }
-    const result = await load;
-    expect([...result.statuses.keys()]).toEqual([200]);
-    expect(Math.min(...limits)).toBeGreaterThan(6);
     // The baseline moved with the backend (within a period or two of the last step).
-    expect(await metricValue(stack.proxy.url, 'outrigger_upstream_min_latency_seconds')).toBeGreaterThan(0.04);
-  }, 20_000);
+    await sleep(500);
+    const slowest = (await metricValue(stack.proxy.url, 'outrigger_upstream_min_latency_seconds'))!;
+    backend.delayMs = 30;
+    for (let s = 0; s < 3; s++) {
+      await sleep(1000);
+      limits.push((await metricValue(stack.proxy.url, 'outrigger_upstream_concurrency_limit'))!);
+    }
+    const result = await load;
+    expect(slowest).toBeGreaterThan(0.04);
+    // ...and back down once the backend recovered: the limit is judged against 30 ms again.
+    expect(await metricValue(stack.proxy.url, 'outrigger_upstream_min_latency_seconds')).toBeLessThan(0.04);
+    expect([...result.statuses.keys()]).toEqual([200]);
+    expect(Math.min(...limits), `limits seen: ${limits.join(' ')}`).toBeGreaterThan(6);
+    expect(limits.at(-1)).toBeGreaterThanOrEqual(16);
+    expectNoneLost(backend, 'drift', [result]);
+  }, 25_000);
+});
+
+describe('Redis away while the backend slows: nothing of the protection needs it', () => {
+  let backend: ControlledBackend;
+  beforeAll(async () => {
+    backend = await startControlledBackend();
+    backend.delayMs = 40;
+    return () => backend.close();
+  });
+  const stack = useStack({
+    service: 'protect-redis-away',
+    users: { alice: ['user'], root: ['root'] },
+    config: () => ({
+      upstream: { url: backend.url, connections: 32, adaptiveConcurrency: { minLimit: 2, sampleWindowMs: 50, minRttPeriodSeconds: 60 } },
+      acl: { mode: 'own-routes' },
+      features: { webhooks: 'disabled' },
+    }),
+    permissions: { keys: { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['user'] } } },
+  });
+  const limit = () => metricValue(stack.proxy.url, 'outrigger_upstream_concurrency_limit');
+
+  it('the limit shrinks and grows back, the excess is refused as documented, a critical key is answered throughout', async () => {
+    const issued = await call(stack.proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'operator', roles: ['user'] } });
+    expect(issued.status, issued.text).toBe(201);
+    const patched = await call(stack.proxy.url, `/_admin/keys/${issued.json._id}`, { method: 'PATCH', auth: as('root'), body: { priority: 'critical' } });
+    expect(patched.status, patched.text).toBe(200);
+    const critical = { authorization: `Bearer ${issued.json.key}` };
+    expect((await call(stack.proxy.url, '/critical/warm', { headers: critical })).status).toBe(200);
+    expect((await call(stack.proxy.url, '/warm', { auth: ALICE })).status).toBe(200);
+    await closedLoop(stack.proxy.url, '/healthy', { workers: 4, ms: 600, headers: { authorization: ALICE } });
+
+    await stack.redis.stop();
+    backend.delayMs = 400;
+    const flood = closedLoop(stack.proxy.url, '/slow', { workers: 16, ms: 5000, headers: { authorization: ALICE } });
+    for (let i = 0; i < 40 && (await limit())! > 6; i++) await sleep(100);
+    const shrunk = (await limit())!;
+    const trickle = await closedLoop(stack.proxy.url, '/critical/report', { workers: 1, ms: 2500, headers: critical });
+    const flooded = await flood;
+    expect(shrunk).toBeLessThanOrEqual(6);
+    expect([...trickle.statuses.keys()], trickle.refusal?.body).toEqual([200]);
+    expect([...flooded.statuses.keys()].sort()).toEqual([200, 503]);
+    expectRefusalsDocumented([flooded], /concurrency limit/);
+    expectNoneLost(backend, 'slow', [flooded]);
+    expect((await call(stack.proxy.url, '/_health/live')).status).toBe(200);
+
+    // The backend recovers with Redis still away: the limit grows back.
+    backend.delayMs = 40;
+    const after = await closedLoop(stack.proxy.url, '/healthy', { workers: 6, ms: 2000, headers: { authorization: ALICE } });
+    expect([...after.statuses.keys()]).toEqual([200]);
+    expect(await limit()).toBeGreaterThanOrEqual(16);
+    await stack.redis.restart();
+  }, 30_000);
 });
 
 describe('two replicas in front of one slow backend', () => {
@@ -145,6 +227,7 @@ describe('two replicas in front of one slow backend', () => {
     backend.resetPeak();
     const results = await Promise.all(loads);
     expect(backend.peak).toBeLessThanOrEqual(14);
+    expectNoneLost(backend, 'slow', results);
     for (const r of results) {
       expect(r.statuses.get(200)).toBeGreaterThan(0);
       expect([...r.statuses.keys()].sort()).toEqual([200, 503]);

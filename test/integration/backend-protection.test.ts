@@ -141,6 +141,10 @@ describe('retry budget (SPEC §13)', () => {
     expect(res.status).toBe(200);
     expect(res.text).toBe('second time');
     expect(reached - before).toBe(2);
+    // Counted as Prometheus names a counter (issue 49).
+    const metrics = (await call(stack.proxy.url, '/_metrics')).text;
+    expect(metrics).toContain('# TYPE outrigger_upstream_retries_total counter');
+    expect(await metricValue(stack.proxy.url, 'outrigger_upstream_retries_total')).toBeGreaterThanOrEqual(1);
   });
 
   it('never sends a write again without an Idempotency-Key, and does with one', async () => {

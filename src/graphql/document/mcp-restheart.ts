@@ -7,10 +7,8 @@
  * agent copies it. An example that is a mutation is accepted with a warning (RESTHeart's own
  * server may run it) and left out of the tool's description, as the tool refuses mutations.
  */
-import { GraphQLError, Kind, parse, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
-import { located, validatesAgainst } from './operation-problems.js';
-import { graphqlNestingDepth } from '../../input-limits/graphql-nesting.js';
-import { MAX_GRAPHQL_NESTING } from '../../input-limits/limits.js';
+import { Kind, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { parseStoredOperation, validatesAgainst } from './operation-problems.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 import { isPlainObject } from '../../util/objects.js';
 import type { McpExample, McpRestheartKeys } from '../app-document.js';
@@ -22,7 +20,6 @@ const BODY_FIELDS = ['query', 'variables', 'operationName'];
 /** An agent reads every example in the tool's description: a few, each a query's size at most. */
 export const MAX_EXAMPLES = 20;
 const MAX_DESCRIPTION_CHARS = 4096;
-const MAX_QUERY_BYTES = 100 * 1024;
 
 /** The tool an enabled RESTHeart block makes: the app's uri with anything outside `[A-Za-z0-9_-]` as `_`, then `_query`. */
 export function queryToolName(uri: string): string {
@@ -81,15 +78,8 @@ function checkExample(at: string, example: unknown, schema: GraphQLSchema | unde
 
 /** Parses and validates an example's query; answers the operation it runs. */
 function checkQuery(at: string, text: string, operationName: string | undefined, schema: GraphQLSchema | undefined, problems: string[]): OperationDefinitionNode | undefined {
-  if (Buffer.byteLength(text) > MAX_QUERY_BYTES) return void problems.push(`${at} is larger than ${MAX_QUERY_BYTES / 1024} KiB`);
-  if (graphqlNestingDepth(text, MAX_GRAPHQL_NESTING) > MAX_GRAPHQL_NESTING) return void problems.push(`${at} nests {, ( or [ more than ${MAX_GRAPHQL_NESTING} levels deep`);
-  let document;
-  try {
-    document = parse(text);
-  } catch (error) {
-    if (error instanceof GraphQLError) return void problems.push(`${at} does not parse: ${located(error)}`);
-    throw error;
-  }
+  const document = parseStoredOperation(at, text, problems);
+  if (document === undefined) return undefined;
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   const operation = operationName === undefined ? (operations.length === 1 ? operations[0] : undefined) : operations.find((o) => o.name?.value === operationName);
   if (!operation)

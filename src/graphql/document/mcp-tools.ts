@@ -6,10 +6,8 @@
  * against the app's schema. A mutation without `mcp.mutations: true` is accepted and stays hidden
  * (a warning says so); a subscription is refused (a tool answers once).
  */
-import { GraphQLError, Kind, parse, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
-import { located, validatesAgainst } from './operation-problems.js';
-import { graphqlNestingDepth } from '../../input-limits/graphql-nesting.js';
-import { MAX_GRAPHQL_NESTING } from '../../input-limits/limits.js';
+import { Kind, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { parseStoredOperation, validatesAgainst } from './operation-problems.js';
 import { didYouMean as suggest } from '../../util/did-you-mean.js';
 import { type GraphqlApp, type McpToolDefinition, type McpToolsBlock } from '../app-document.js';
 import { isPlainObject } from '../../util/objects.js';
@@ -19,7 +17,6 @@ export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** Bounds of one app's block: tools an agent's context can hold, and texts as large as a GraphQL query may be. */
 export const MAX_TOOLS_PER_APP = 100;
 const MAX_DESCRIPTION_CHARS = 4096;
-const MAX_QUERY_BYTES = 100 * 1024;
 const BLOCK_FIELDS = ['tools', 'mutations', ...RESTHEART_FIELDS];
 const TOOL_FIELDS = ['name', 'description', 'query'];
 
@@ -73,16 +70,8 @@ export function checkMcpBlock(raw: unknown, schema: GraphQLSchema | undefined, p
 
 /** Parses and validates one tool's operation; pushes each problem with its path and location. */
 function checkOperation(at: string, text: string, schema: GraphQLSchema | undefined, problems: string[]): OperationDefinitionNode | undefined {
-  if (Buffer.byteLength(text) > MAX_QUERY_BYTES) return void problems.push(`${at} is larger than ${MAX_QUERY_BYTES / 1024} KiB`);
-  if (graphqlNestingDepth(text, MAX_GRAPHQL_NESTING) > MAX_GRAPHQL_NESTING)
-    return void problems.push(`${at} nests {, ( or [ more than ${MAX_GRAPHQL_NESTING} levels deep (the limit for GraphQL documents)`);
-  let document: DocumentNode;
-  try {
-    document = parse(text);
-  } catch (error) {
-    if (error instanceof GraphQLError) return void problems.push(`${at} does not parse: ${located(error)}`);
-    throw error;
-  }
+  const document = parseStoredOperation(at, text, problems);
+  if (document === undefined) return undefined;
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   if (operations.length !== 1) return void problems.push(`${at} must hold exactly one operation (it holds ${operations.length}); a tool runs one`);
   const operation = operations[0]!;

@@ -11,7 +11,8 @@ const BSON_SCALAR_DEFINITIONS = new Map<string, DefinitionNode>(
   parse(BSON_SCALAR_NAMES.map((n) => `scalar ${n}`).join('\n')).definitions.map((d) => [(d as { name: { value: string } }).name.value, d]),
 );
 
-function located(error: GraphQLError): string {
+/** A GraphQL error with the line and column of its first location (schema and stored-operation problems alike). */
+export function located(error: GraphQLError): string {
   const loc = error.locations?.[0];
   return loc ? `${error.message} (line ${loc.line}, column ${loc.column})` : error.message;
 }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ADAPTIVE_DEFAULTS, BREAKER_DEFAULTS } from '../../../src/config/upstream-protection.js';
 import { AdaptiveLimit } from '../../../src/proxy/guard/adaptive-limit.js';
 import { Breaker, type BreakerTransition } from '../../../src/proxy/guard/breaker.js';
@@ -195,6 +195,31 @@ describe('UpstreamSlots under an adaptive limit (priorities)', () => {
     slots.release('d2');
     await flush();
     expect(started.slice(6)).toEqual(['d4']);
+  });
+
+  it('a critical request still waiting at the deadline starts over the limit, never over upstream.connections', () => {
+    vi.useFakeTimers();
+    try {
+      const { slots, started, refused, ask } = harness();
+      slots.setLimit(2);
+      ask('d1');
+      ask('d2');
+      ask('c1', CRITICAL);
+      ask('d3');
+      vi.advanceTimersByTime(1000);
+      // The default one is refused at its deadline; the critical one goes over the limit of 2.
+      expect(started).toEqual(['d1', 'd2', 'c1']);
+      expect(refused.map(([n, e]) => [n, e.code])).toEqual([['d3', 'UPSTREAM_OVERLOADED']]);
+      for (let i = 4; i <= 8; i++) ask(`c${i}`, CRITICAL);
+      vi.advanceTimersByTime(1000);
+      expect(slots.activeCount).toBe(8);
+      // upstream.connections (8) all in flight: the next critical one is refused at its deadline.
+      ask('c9', CRITICAL);
+      vi.advanceTimersByTime(1000);
+      expect(refused.map(([n]) => n)).toEqual(['d3', 'c9']);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a limit that grows starts the waiting requests', async () => {

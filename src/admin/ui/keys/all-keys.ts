@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks';
 import { admin, api, enc } from '../api.js';
 import { confirmAction, Empty, ErrorBox, html, PageTitle, Pager, Time, useLoad, type EpochDate } from '../ui.js';
 import { describeAmount, LimitsEditor, UsageChart, type Amount, type PolicyView } from './key-limits.js';
+import { KeyTable } from './key-table.js';
 
 /** A key as `GET /_admin/keys` lists it (the owner's page shows a subset: my-keys.ts). */
 export interface KeyView {
@@ -87,34 +88,7 @@ function KeyRow({
     }`;
 }
 
-/** The keys' table; its rows are the children. */
-function KeysTable({ children }: { children: unknown }) {
-  return html`<div class="table-wrap">
-    <table>
-      <caption class="visually-hidden">
-        API keys of this service
-      </caption>
-      <thead>
-        <tr>
-          <th scope="col">Holder</th>
-          <th scope="col">Name</th>
-          <th scope="col">Roles</th>
-          <th scope="col">Client</th>
-          <th scope="col">Via</th>
-          <th scope="col">Created</th>
-          <th scope="col">Last use</th>
-          <th scope="col">Expires</th>
-          <th scope="col">Use, 30 days</th>
-          <th scope="col">Own limits</th>
-          <th scope="col"><span class="visually-hidden">Actions</span></th>
-        </tr>
-      </thead>
-      <tbody>
-        ${children}
-      </tbody>
-    </table>
-  </div>`;
-}
+const ALL_KEYS_COLUMNS = ['Holder', 'Name', 'Roles', 'Client', 'Via', 'Created', 'Last use', 'Expires', 'Use, 30 days', 'Own limits'];
 
 /** No key to list: none matches the filter, or the service has none yet. */
 function NoKeys({ filtered }: { filtered: boolean }) {
@@ -168,7 +142,7 @@ export function KeysPage() {
     ${keys.data && rows.length === 0 && html`<${NoKeys} filtered=${filtered} />`}
     ${
       rows.length > 0 &&
-      html`<${KeysTable}>
+      html`<${KeyTable} caption="API keys of this service" columns=${ALL_KEYS_COLUMNS}>
         ${rows.map(
           (k) =>
             html`<${KeyRow}

@@ -9,6 +9,7 @@ import { api, enc, own } from '../api.js';
 import { confirmAction, Empty, ErrorBox, html, PageTitle, Pager, Time, useLoad } from '../ui.js';
 import type { KeyView } from './all-keys.js';
 import { UsageChart } from './key-limits.js';
+import { KeyTable } from './key-table.js';
 import { IssueForm, RotateForm, SecretOnce, type IssuedKey } from './my-key-forms.js';
 
 /** A key as `GET /keys` lists it to its owner: the admin list's view without owner, kind and limits. */
@@ -64,30 +65,7 @@ function OwnKeyRow({
     }`;
 }
 
-function OwnKeysTable({ children }: { children: unknown }) {
-  return html`<div class="table-wrap">
-    <table>
-      <caption class="visually-hidden">
-        Your API keys
-      </caption>
-      <thead>
-        <tr>
-          <th scope="col">Name</th>
-          <th scope="col">Starts with</th>
-          <th scope="col">Roles</th>
-          <th scope="col">Created</th>
-          <th scope="col">Last use</th>
-          <th scope="col">Expires</th>
-          <th scope="col">Use, 30 days</th>
-          <th scope="col"><span class="visually-hidden">Actions</span></th>
-        </tr>
-      </thead>
-      <tbody>
-        ${children}
-      </tbody>
-    </table>
-  </div>`;
-}
+const OWN_KEYS_COLUMNS = ['Name', 'Starts with', 'Roles', 'Created', 'Last use', 'Expires', 'Use, 30 days'];
 
 export function MyKeysPage() {
   const [page, setPage] = useState(1);
@@ -123,7 +101,7 @@ export function MyKeysPage() {
     ${keys.data && rows.length === 0 && html`<${Empty} title="You have no API keys yet."><p>Issue one above; revoked keys are not listed.</p><//>`}
     ${
       rows.length > 0 &&
-      html`<${OwnKeysTable}>
+      html`<${KeyTable} caption="Your API keys" columns=${OWN_KEYS_COLUMNS}>
         ${rows.map(
           (k) =>
             html`<${OwnKeyRow}
