@@ -18,6 +18,6 @@ export async function createFeatureModules(context: AppContext, options: Feature
   if (options.serve) graphql.observeWrites?.((exchange) => webhooks.internals.observer.observeBackendExchange(exchange));
   modules.push(await createOAuthModule(context, options));
   // Outrigger's own MCP server (mcp.server: outrigger): tools from the GraphQL apps (SPEC §11).
-  modules.push(createMcpModule(context, options, graphql.store));
+  modules.push(createMcpModule(context, options, graphql));
   return modules;
 }

@@ -17,10 +17,11 @@ import { GraphqlAppRegistry } from './compile/registry.js';
 import { createAppsRoute, createGraphqlRoute } from './serve/routes.js';
 import { SubscriptionService } from './subscribe/service.js';
 import { createCallers, type Authenticate } from './subscribe/caller.js';
+import { createChangeWatch, type ChangeWatch } from './subscribe/watch.js';
 import { createSseTransport } from './subscribe/sse.js';
 import { createWsTransport, type WsParts } from './subscribe/ws.js';
 import { createClientIpResolver } from '../http/client-ip.js';
-import { accessFacts } from '../principal/access-facts.js';
+import { accessFacts, identityFacts } from '../principal/access-facts.js';
 
 export interface GraphqlModule extends FeatureModule {
   store: DocumentStore<StoredApp>;
@@ -28,6 +29,8 @@ export interface GraphqlModule extends FeatureModule {
   registry: GraphqlAppRegistry | null;
   /** Where each backend write a mutation makes goes as an exchange (the webhooks' observer; feature-list.ts). */
   observeWrites?(sink: (exchange: WriteExchange) => void): void;
+  /** The change feed for MCP's per-URI notifications (SPEC §11.1); absent when this process does not serve. */
+  changes?: ChangeWatch;
 }
 
 export async function createGraphqlModule(context: AppContext, options: FeatureModuleOptions): Promise<GraphqlModule> {
@@ -90,6 +93,13 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     observeWrites(sink) {
       writeExchanges = sink;
     },
+    // Who reads as whom, as for a GraphQL subscriber (subscribe/caller.ts).
+    changes: createChangeWatch(subscriptions, { reader, readPolicy, onError: (error, what) => logger.warn({ err: String(error) }, `error while ${what}`) }, (scope) => ({
+      principal: identityFacts(scope.principal),
+      backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(scope.principal), scope.principal, scope.req.headers),
+      requestId: scope.id,
+      caller: { principal: scope.principal, headers: scope.req.headers, clientIp: scope.clientIp, secure: scope.secure },
+    })),
     async start() {
       await store.start();
       await subscriptions.start();

@@ -7,6 +7,11 @@
 import type { AppContext } from '../app-context.js';
 import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import type { StoredApp } from '../graphql/document/setup-kind.js';
+import type { ChangeWatch } from '../graphql/subscribe/watch.js';
+import type { RequestScope } from '../http/scope.js';
+import type { Principal } from '../principal/principal.js';
+import { UriUpdates } from './listen/uri-updates.js';
+import { literalCollection } from './resource-uris.js';
 import { oauthEndpoints } from '../oauth/endpoints.js';
 import type { DocumentStore } from '../store/document-store.js';
 import { ToolCatalogue } from './catalogue.js';
@@ -29,7 +34,25 @@ function ttlOfCacheRules(rules: AppContext['config']['cache']['rules']): (exchan
   return (exchange) => compiled.find((rule) => rule.condition.evaluate(exchange))?.ms ?? 0;
 }
 
-export function createMcpModule(context: AppContext, options: FeatureModuleOptions, apps: DocumentStore<StoredApp>): McpModule {
+/** The GraphQL module's parts this one uses: the app store (tools), the change feed (per-URI notifications). */
+export interface McpGraphqlParts {
+  readonly store: DocumentStore<StoredApp>;
+  readonly changes?: ChangeWatch | undefined;
+}
+
+/**
+ * Which collections' writes go to the change feed for resource listeners: those `mcp.resources`
+ * names literally; with any other condition, every collection (Redis appends a write only when a
+ * listener somewhere claims its collection, so an unwatched one costs one script call per batch).
+ */
+function wantedBy(door: ResourceDoor): (db: string, collection: string) => boolean {
+  if (door.conditions.some(({ text }) => literalCollection(text, door.collectionPath) === null)) return () => true;
+  const named = new Set(door.conditions.map(({ text }) => literalCollection(text, door.collectionPath)).map((c) => `${c!.db}\u0000${c!.collection}`));
+  return (db, collection) => named.has(`${db}\u0000${collection}`);
+}
+
+export function createMcpModule(context: AppContext, options: FeatureModuleOptions, graphql: McpGraphqlParts): McpModule {
+  const apps = graphql.store;
   const { config, logger } = context;
   if (config.mcp.server !== 'outrigger' || !options.serve) return { name: 'mcp-tools', catalogue: null };
   const catalogue = new ToolCatalogue({ defaultDb: config.graphql.defaultDb, maxLimit: config.graphql.maxLimit, aggregations: config.graphql.aggregations }, (app, problem) =>
@@ -50,15 +73,25 @@ export function createMcpModule(context: AppContext, options: FeatureModuleOptio
           timeoutMs: config.upstream.timeoutMs + 5000,
           ttlFor: ttlOfCacheRules(config.cache.rules),
         };
-  const route = createMcpRoute(context, { catalogue, resourceMetadataUrl, dispatcher, resources });
+  const changes = graphql.changes;
+  const updates = resources && changes ? new UriUpdates(changes, resources, (error, what) => logger.warn({ err: String(error) }, `error while ${what}`)) : null;
+  if (resources && changes) changes.alsoWanted(wantedBy(resources));
+  let authenticate: ((scope: RequestScope) => Promise<Principal> | Principal) | undefined;
+  const route = createMcpRoute(context, { catalogue, resourceMetadataUrl, dispatcher, resources, updates, authenticate: () => authenticate });
   // Each replica hears app and permission changes through the change bus; its own listeners are told (SPEC §11.1).
   apps.onLoaded(() => route.listChanged());
-  context.permissions.onLoaded(() => route.listChanged());
+  context.permissions.onLoaded(() => {
+    route.listChanged();
+    updates?.accessChanged();
+  });
   return {
     name: 'mcp-tools',
     catalogue,
     routes: [route],
     wrapClientIp: (resolve) => internal.wrap(resolve),
+    useAuthenticator(fn) {
+      authenticate = fn;
+    },
     async stop() {
       await route.close();
       await dispatcher.close();

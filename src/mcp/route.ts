@@ -37,7 +37,9 @@ import { AnswerBudget } from './answer-budget.js';
 import { callThroughGraphql, failure, notRun, type Caller, type GraphqlDoor, type GraphqlRequest } from './call-graphql.js';
 import { readOnlyProblem, requestOf } from './query-tool.js';
 import { installResources, listed, type ResourceDoor } from './resources.js';
-import { Listeners } from './listeners.js';
+import { Listeners } from './listen/listeners.js';
+import type { UriUpdates } from './listen/uri-updates.js';
+import type { Principal } from '../principal/principal.js';
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
 import { IDEMPOTENCY_ARGUMENT } from './input-schema.js';
@@ -58,9 +60,13 @@ export interface McpRouteOptions {
   readonly resourceMetadataUrl: string | null;
   /** The resources `mcp.resources` exposes (resources.ts), or null when it names none. */
   readonly resources: ResourceDoor | null;
+  /** Per-URI change notifications from the change feed (listen/uri-updates.ts), or null without resources. */
+  readonly updates: UriUpdates | null;
+  /** The proxy's authenticator once attached: each listener's credentials are checked again every second. */
+  readonly authenticate: () => ((scope: RequestScope) => Promise<Principal> | Principal) | undefined;
 }
 
-/** The route; `listChanged` when the apps or permissions changed (listeners.ts); `close` for the module's stop. */
+/** The route; `listChanged` when the apps or permissions changed (listen/listeners.ts); `close` for the module's stop. */
 export function createMcpRoute(context: AppContext, options: McpRouteOptions): OwnRoute & { close(): Promise<void>; listChanged(): void } {
   const { config, acl } = context;
   const { catalogue } = options;
@@ -71,7 +77,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
   const writesDecided = config.graphql.backend.auth === 'caller' && config.acl.mode === 'enforce';
   const mayCall = createMayCall({ acl, graphqlPrefix, collectionPath: config.graphql.backend.collectionPath, writesDecided });
   const serverFor = serverFactory(catalogue, mayCall, door, options.resources);
-  const listeners = listenersFor(context, catalogue, mayCall, options.resources);
+  const listeners = listenersFor(context, { catalogue, mayCall }, options);
   // 2026-07-28: one handler for the process, its per-request `Server` made by the same factory
   // (the SDK hands the factory the Request it was given; `callers` maps it back to its caller).
   const callers = new WeakMap<Request, Caller>();
@@ -107,7 +113,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
         return void answer(scope, 400, rpcError(-32600, `a batch of ${parsed.value.length} JSON-RPC messages; at most ${MAX_BATCH} in one request`));
 
       const message: unknown = Array.isArray(parsed.value) ? undefined : parsed.value;
-      // Built beside the SDK (listeners.ts): each stream is its caller's, bounded per principal.
+      // Built beside the SDK (listen/listeners.ts): each stream is its caller's, bounded per principal.
       if (isJsonObject(message) && message.method === 'subscriptions/listen') return listeners.serve(scope, message);
 
       const controller = new AbortController();
@@ -121,7 +127,10 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
       const caller: Caller = { scope, signal: controller.signal, budget: new AnswerBudget(config.mcp.maxResponseBytes) };
       try {
         let response: Response;
-        if (await isLegacyRequest(request, parsed.value)) {
+        const legacy = await isLegacyRequest(request, parsed.value);
+        // 2025-11-25's resources/subscribe: answered on its own held stream, beside the SDK (listen/listeners.ts).
+        if (legacy && (await listeners.serveLegacy(scope, message))) return;
+        if (legacy) {
           // 2025-era: the SDK's stateless Streamable HTTP transport, answering JSON.
           const server = serverFor(caller, false);
           const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -151,11 +160,13 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
   };
 }
 
-/** The list-changed listeners (listeners.ts), each caller's lists as tools/list and resources/list answer them. */
-function listenersFor(context: AppContext, catalogue: ToolCatalogue, mayCall: MayCall, resources: ResourceDoor | null): Listeners {
-  return new Listeners(
-    context.config.subscriptions,
-    {
+/** The listeners (listen/listeners.ts), each caller's lists as tools/list and resources/list answer them. */
+function listenersFor(context: AppContext, tools: { catalogue: ToolCatalogue; mayCall: MayCall }, options: McpRouteOptions): Listeners {
+  const { catalogue, mayCall } = tools;
+  const { resources } = options;
+  return new Listeners({
+    bounds: context.config.subscriptions,
+    lists: {
       tools: (scope) =>
         [...catalogue.list()]
           .flatMap((tool) => (mayCall(scope, tool) ? [tool.name] : []))
@@ -168,8 +179,10 @@ function listenersFor(context: AppContext, catalogue: ToolCatalogue, mayCall: Ma
               .join('\n')
           : null,
     },
-    resources !== null,
-  );
+    offersResources: resources !== null,
+    updates: options.updates,
+    authenticate: options.authenticate,
+  });
 }
 
 function describeTool(tool: CatalogueTool): Tool {
@@ -180,9 +193,10 @@ function describeTool(tool: CatalogueTool): Tool {
 function serverFactory(catalogue: ToolCatalogue, mayCall: MayCall, door: GraphqlDoor, resources: ResourceDoor | null): (caller: Caller, modern: boolean) => Server {
   return (caller, modern) => {
     const { scope, signal, budget } = caller;
-    // List changes reach 2026-07-28 listeners (subscriptions/listen); a 2025-era client has no stream to get them on (GET is 405).
+    // List changes reach 2026-07-28 listeners (subscriptions/listen), and a 2025-era client on its
+    // open resources/subscribe stream (its only stream: GET is 405), so only where resources are offered.
     const server = new Server(SERVER_INFO, {
-      capabilities: { tools: { listChanged: modern }, ...(resources ? { resources: { subscribe: false, listChanged: modern } } : {}) },
+      capabilities: { tools: { listChanged: modern || resources !== null }, ...(resources ? { resources: { subscribe: true, listChanged: true } } : {}) },
       instructions: `Each tool runs one GraphQL operation of this service with your own permissions; tools/list shows the ones you may call.${resources ? ' Resources are collections and documents, read as a REST GET with your own permissions.' : ''}`,
     });
     if (resources) installResources(server, resources, caller);

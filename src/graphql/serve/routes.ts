@@ -10,6 +10,7 @@
  *   the same "admin roles or an allowing permission" rule, with the 409 on a uri another app serves.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ServerResponse } from 'node:http';
 import type { AppContext } from '../../app-context.js';
 import { notFound, OutriggerError } from '../../errors.js';
 import { readBody } from '../../http/body.js';
@@ -110,6 +111,8 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
         priority: priorityRank(higherPriority(principal.priority, scope.ratePriority)),
         // SPEC §10: a policy with `units: cost` covered the request; its estimate is charged once known.
         ...(scope.rateLimits && context.limits ? { chargeCost: (documents: number) => context.limits!.chargeCost(scope, documents) } : {}),
+        // SPEC §6.5: a mutation's changes are published once its answer left (issue 53 item 7).
+        afterAnswer: afterAnswerOf(res),
       };
       let out;
       try {
@@ -122,6 +125,33 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       res.writeHead(out.status, { ...out.headers, 'content-length': Buffer.byteLength(out.body) });
       res.end(out.body);
     },
+  };
+}
+
+/**
+ * Runs callbacks once the answer was handed to the OS ('finish') or the client left ('close'),
+ * in the order they were given; at once when that already happened. One listener pair per
+ * response, however many writes a mutation makes.
+ */
+function afterAnswerOf(res: ServerResponse): (fn: () => void) => void {
+  let waiting: Array<() => void> | undefined;
+  let answered = false;
+  const run = () => {
+    answered = true;
+    res.off('finish', run);
+    res.off('close', run);
+    const fns = waiting ?? [];
+    waiting = undefined;
+    for (const fn of fns) fn();
+  };
+  return (fn) => {
+    if (answered || res.writableFinished || res.destroyed) return fn();
+    if (!waiting) {
+      waiting = [];
+      res.once('finish', run);
+      res.once('close', run);
+    }
+    waiting.push(fn);
   };
 }
 

@@ -111,9 +111,9 @@ export class ChangeFeed {
     return this.position;
   }
 
-  /** Does some app map a Subscription field to anything (else a write costs nothing here)? */
+  /** Does some app map a Subscription field to anything, or another reader want writes (else a write costs nothing here)? */
   get anyWanted(): boolean {
-    return this.subscribable.size > 0;
+    return this.subscribable.size > 0 || this.alsoWanted !== undefined;
   }
 
   /** Is the blocking reader running (tests: a replica without subscribers does not read)? */
@@ -128,8 +128,11 @@ export class ChangeFeed {
 
   /** May a subscriber want this collection's writes (an app maps it)? One Set lookup, on the write path. */
   wants(db: string, collection: string): boolean {
-    return this.subscribable.size > 0 && this.subscribable.has(claimMember(db, collection));
+    return (this.subscribable.size > 0 && this.subscribable.has(claimMember(db, collection))) || (this.alsoWanted?.(db, collection) ?? false);
   }
+
+  /** Collections another reader of the feed may claim besides the apps' (MCP's resource notifications, SPEC §11.1). */
+  alsoWanted: ((db: string, collection: string) => boolean) | undefined;
 
   /** The collections the apps' Subscription fields map, as `[db, collection]`. */
   setSubscribable(collections: Iterable<readonly [string, string]>): void {

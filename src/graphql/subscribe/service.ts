@@ -15,7 +15,7 @@ import { appVersion, type CompiledApp } from '../compile/compile-app.js';
 import type { BackendReader, ReadPolicy, RequestContext, WriteObserver } from '../types.js';
 import type { RequestScope } from '../../http/scope.js';
 import { redisRefusal } from '../../store/redis-errors.js';
-import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared, type Change } from './change.js';
+import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared, type Change, type FeedChange } from './change.js';
 import { ChangeFeed, type FeedEntry } from './feed.js';
 import { comparePositions } from './positions.js';
 import { SubscriptionHub, type ActiveSubscription } from './hub.js';
@@ -93,6 +93,8 @@ export class SubscriptionService {
   private readonly match: ReturnType<typeof collectionPathMatcher>;
   readonly observer: RequestObserver;
   readonly shutdowns = new Map<ActiveSubscription, (retryAfterMs: number) => void>();
+  /** Other readers of each read's changes, after the hub (MCP's per-URI notifications, SPEC §11.1; watch.ts). */
+  readonly taps = new Set<(changes: readonly FeedChange[]) => void>();
 
   constructor(private readonly o: SubscriptionServiceOptions) {
     this.feed = new ChangeFeed({
@@ -131,6 +133,7 @@ export class SubscriptionService {
         // Invalidations and changes in one order (SPEC §12): a subscriber re-reading on a change never reads this replica's cached state from before it.
         if (this.o.dropCached) for (const { change } of changes) this.o.dropCached(change.db, change.collection);
         void this.hub.dispatch(changes);
+        for (const tap of this.taps) tap(changes);
       },
       gap: (gap) => this.hub.tell(gap),
     });
@@ -161,7 +164,8 @@ export class SubscriptionService {
 
   /**
    * The writes of GraphQL mutations as changes (`onWrite` of the engine). An insert's or update's
-   * answer waits while its document is read back (SPEC §6.5: each change carries its own state).
+   * answer waits while its document is read back (SPEC §6.5: each change carries its own state);
+   * the changes go to the feed once the answer left.
    */
   readonly observeWrite: WriteObserver = (w, ctx) => {
     if (!w.response) return;
@@ -178,17 +182,20 @@ export class SubscriptionService {
       bulk: Array.isArray(body),
       responseText: () => w.response?.body,
     });
+    // Published once the writer's answer left (ctx.afterAnswer), never before: a subscription
+    // acknowledged on any replica before the answer has its claim in Redis by then (issue 53 item 7).
+    const publish = (out: Change[]) => (ctx.afterAnswer ? ctx.afterAnswer(() => this.feed.publish(out)) : this.feed.publish(out));
     if (w.method !== 'DELETE') {
       if (changes.length === 0) return;
-      if (!this.worthCapturing(changes)) return void this.feed.publish(changes);
-      return captureStates(this.o.reader, ctx, changes, this.o.onError).then((captured) => this.feed.publish(captured));
+      if (!this.worthCapturing(changes)) return void publish(changes);
+      return captureStates(this.o.reader, ctx, changes, this.o.onError).then(publish);
     }
     // A GraphQL delete read its document first (SPEC §6.4): the change carries it unprojected
     // (the writer's projectResponse not applied); each subscriber's own readFilter and
     // projectResponse decide on it (seen.ts).
     const before = w.before;
     const shared = readsShared(ctx) ? { shared: true as const } : {};
-    this.feed.publish(before !== undefined && carriable(before) ? changes.map((c) => ({ ...c, document: before, ...shared })) : changes);
+    publish(before !== undefined && carriable(before) ? changes.map((c) => ({ ...c, document: before, ...shared })) : changes);
   };
 
   /**

@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { RequestScope } from '../../../src/http/scope.js';
-import { Listeners, MAX_UNSENT_BYTES } from '../../../src/mcp/listeners.js';
+import { Listeners, MAX_UNSENT_BYTES } from '../../../src/mcp/listen/listeners.js';
 
 /** A response whose client never reads: everything written stays unsent. */
 function stalledScope(id: string) {
@@ -40,11 +40,15 @@ const listen = (id: number) => ({ jsonrpc: '2.0', id, method: 'subscriptions/lis
 describe('list-changed listeners', () => {
   it('a listener that never reads is closed once its unread bytes pass the bound; others are told only when their list changed', () => {
     let version = 0;
-    const listeners = new Listeners({ maxPerPrincipal: 5, maxPerProcess: 100 }, { tools: (scope) => (scope.principal.id === 'alice' ? `v${version}` : 'same'), resources: () => null }, false);
+    const listeners = new Listeners({
+      bounds: { maxPerPrincipal: 5, maxPerProcess: 100 },
+      lists: { tools: (scope) => (scope.principal.id === 'alice' ? `v${version}` : 'same'), resources: () => null },
+      offersResources: false,
+    });
     const alice = stalledScope('alice');
     const bob = stalledScope('bob');
-    listeners.serve(alice.scope, listen(1));
-    listeners.serve(bob.scope, listen(2));
+    void listeners.serve(alice.scope, listen(1));
+    void listeners.serve(bob.scope, listen(2));
     expect(alice.res.text).toContain('notifications/subscriptions/acknowledged');
     expect(listeners.size).toBe(2);
     let rounds = 0;
@@ -62,16 +66,16 @@ describe('list-changed listeners', () => {
   });
 
   it("one principal's streams are bounded; closing one gives its place back", () => {
-    const listeners = new Listeners({ maxPerPrincipal: 2, maxPerProcess: 100 }, { tools: () => '', resources: () => null }, false);
+    const listeners = new Listeners({ bounds: { maxPerPrincipal: 2, maxPerProcess: 100 }, lists: { tools: () => '', resources: () => null }, offersResources: false });
     const held = [stalledScope('alice'), stalledScope('alice')];
-    held.forEach((h, i) => listeners.serve(h.scope, listen(i)));
+    held.forEach((h, i) => void listeners.serve(h.scope, listen(i)));
     const third = stalledScope('alice');
-    listeners.serve(third.scope, listen(3));
+    void listeners.serve(third.scope, listen(3));
     expect(third.res.status).toBe(429);
     expect(third.res.text).toMatch(/subscriptions\.maxPerPrincipal/);
     held[0]!.res.destroy();
     const fourth = stalledScope('alice');
-    listeners.serve(fourth.scope, listen(4));
+    void listeners.serve(fourth.scope, listen(4));
     expect(fourth.res.status).toBe(200);
     listeners.closeAll();
     expect(listeners.size).toBe(0);

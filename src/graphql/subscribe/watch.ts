@@ -1,0 +1,49 @@
+/**
+ * The change feed for readers other than GraphQL subscriptions (SPEC §11.1: MCP's per-URI
+ * notifications, src/mcp/listen/). Such a reader claims a collection as a subscriber does (the
+ * feed's claim, ordered with writes in Redis, so a write answered after the claim reaches it from
+ * any replica), is handed each read's changes after the hub, and asks who may see them through the
+ * same decision the hub makes for a subscriber (seen.ts: the identity's own readFilter on the
+ * change's unprojected state, gated by its own re-read where the backend may decide otherwise),
+ * never a second copy of it.
+ */
+import type { RequestScope } from '../../http/scope.js';
+import type { RequestContext } from '../types.js';
+import { readsShared, type Change, type FeedChange } from './change.js';
+import { DELETE_SEEN, seeAll, type SeenOptions } from './seen.js';
+import type { SubscriptionService } from './service.js';
+
+export { DELETE_SEEN };
+
+export interface ChangeWatch {
+  /** Claims the collection's changes (resolves once Redis holds the claim; throws when it cannot). */
+  claim(db: string, collection: string): Promise<void>;
+  release(db: string, collection: string): void;
+  /** Each read's changes, in feed order; returns the unsubscribe. */
+  onChanges(sink: (changes: readonly FeedChange[]) => void): () => void;
+  /** Which other collections' writes may be claimed (sent to Redis, which appends them only when claimed). */
+  alsoWanted(wanted: (db: string, collection: string) => boolean): void;
+  /** Per change of one collection, in order: what this identity may see of it (a document, `DELETE_SEEN`), or null. */
+  see(changes: readonly Change[], ctx: RequestContext): Promise<unknown[]>;
+  /** The backend identity a caller's reads carry, as a GraphQL subscriber's. */
+  contextOf(scope: RequestScope): RequestContext;
+}
+
+export function createChangeWatch(service: SubscriptionService, seen: SeenOptions, contextOf: (scope: RequestScope) => RequestContext): ChangeWatch {
+  return {
+    claim: (db, collection) => service.feed.claim(db, collection),
+    release: (db, collection) => service.feed.release(db, collection),
+    onChanges(sink) {
+      service.taps.add(sink);
+      return () => void service.taps.delete(sink);
+    },
+    alsoWanted(wanted) {
+      service.feed.alsoWanted = wanted;
+    },
+    async see(changes, ctx) {
+      const views = await seeAll(seen, changes, [{ key: 'one', ctx }], readsShared(ctx));
+      return views.get('one') ?? changes.map(() => null);
+    },
+    contextOf,
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * Per-URI change notifications (SPEC §11.1): a listener names resource URIs (2026-07-28's
+ * `resourceSubscriptions`, 2025-11-25's `resources/subscribe`) and is sent
+ * `notifications/resources/updated {uri}` for each write Outrigger sees (the same changes as
+ * §6.5's subscriptions) of a document it names, or of any document of a collection it names, that
+ * it may read before or after the change. Never content, never coalesced.
+ *
+ * The change feed is GraphQL subscriptions' (graphql/subscribe/watch.ts): each watched collection
+ * is claimed as a subscriber claims it (so a write on any replica answered after the listener's
+ * acknowledgement reaches it), and "may read it after" is the subscriber's own decision (seen.ts:
+ * the listener's readFilter on the change's unprojected state, its own re-read where the backend
+ * may decide otherwise), made again for each change under the listener's current permissions.
+ * "Could read it before" is what that decision said at the listener's previous change of the same
+ * document (a document URI is decided once when it is watched); a document a collection listener
+ * has not seen change since it started counts as not readable before, so a first write that takes
+ * it out of the listener's readFilter is not told (docs/agents.md). A permission change forgets
+ * what was known and decides document URIs again; a listener that may no longer `GET` the
+ * collection (or whose `mcp.resources` no longer exposes it) is told nothing of it.
+ */
+import type { RequestScope } from '../../http/scope.js';
+import type { Change, FeedChange } from '../../graphql/subscribe/change.js';
+import type { ChangeWatch } from '../../graphql/subscribe/watch.js';
+import { canonicalKey } from '../../graphql/values/ejson.js';
+import { idFromSegment } from '../../graphql/writes/answers.js';
+import { exposed, mayRead, type ResourceDoor } from '../resources.js';
+import { collectionUri, parseResourceUri } from '../resource-uris.js';
+
+/** URIs one listen (or one 2025 subscribe stream) may name. */
+export const MAX_URIS_PER_LISTENER = 100;
+/** Documents whose last decision one listener remembers (the oldest is forgotten first). */
+const MAX_KNOWN = 10_000;
+
+export interface WatchedUri {
+  readonly uri: string;
+  readonly db: string;
+  readonly collection: string;
+  /** The collection's REST path (what the ACL and `mcp.resources` decide on). */
+  readonly path: string;
+  /** The document's `_id` as changes carry it, or null for a collection URI. */
+  readonly id: unknown;
+  readonly idKey: string | null;
+}
+
+interface Watcher {
+  readonly scope: RequestScope;
+  readonly uris: readonly WatchedUri[];
+  readonly send: (uri: string) => void;
+  /** Per document (`canonicalKey` of its `_id`), whether this listener could read it at its last change. */
+  readonly known: Map<string, boolean>;
+  chain: Promise<void>;
+  open: boolean;
+}
+
+export class UriUpdates {
+  private readonly byCollection = new Map<string, Set<Watcher>>();
+
+  constructor(
+    private readonly watch: ChangeWatch,
+    private readonly door: ResourceDoor,
+    private readonly onError: (error: unknown, what: string) => void,
+  ) {
+    watch.onChanges((changes) => this.changed(changes));
+  }
+
+  /** A URI a listener names, or why it is refused (naming it): not a resource URI, a query, not exposed, or a collection the caller may not `GET`. */
+  check(scope: RequestScope, uri: unknown): { ok: true; watched: WatchedUri } | { ok: false; problem: string } {
+    if (typeof uri !== 'string') return { ok: false, problem: `a resource subscription must be a URI string, not ${JSON.stringify(uri)?.slice(0, 100) ?? 'nothing'}` };
+    const parsed = parseResourceUri(uri, this.door.collectionPath);
+    if (!parsed.ok) return { ok: false, problem: parsed.problem };
+    const { target } = parsed;
+    if (target.restPath !== target.pathOnly)
+      return { ok: false, problem: `the resource ${JSON.stringify(uri)} is a query; subscribe to its collection (${collectionUri(target.db, target.collection)}) or to a document` };
+    const path = parseResourceUri(collectionUri(target.db, target.collection), this.door.collectionPath);
+    const collectionPath = path.ok ? path.target.pathOnly : target.pathOnly;
+    if (!exposed(this.door, scope, target.pathOnly)) return { ok: false, problem: `${target.uri} is not a resource of this service (mcp.resources does not expose ${target.pathOnly})` };
+    if (!mayRead(this.door, scope, collectionPath)) return { ok: false, problem: `${target.uri} may not be read by you (GET ${collectionPath} is not allowed)` };
+    const id = target.id === null ? null : idFromSegment(target.id);
+    return { ok: true, watched: { uri: target.uri, db: target.db, collection: target.collection, path: collectionPath, id, idKey: id === null ? null : canonicalKey(id) } };
+  }
+
+  /**
+   * Starts telling `send` of the URIs' changes: each collection claimed in Redis and each
+   * document URI decided before this resolves (then a write answered afterwards is told). Returns
+   * the stop. Throws (nothing left claimed) when Redis cannot take a claim.
+   */
+  async add(scope: RequestScope, uris: readonly WatchedUri[], send: (uri: string) => void): Promise<() => void> {
+    const watcher: Watcher = { scope, uris, send, known: new Map(), chain: Promise.resolve(), open: true };
+    const collections = [...new Map(uris.map((u) => [collectionKey(u.db, u.collection), u])).entries()];
+    const claimed: WatchedUri[] = [];
+    try {
+      for (const [, u] of collections) {
+        await this.watch.claim(u.db, u.collection);
+        claimed.push(u);
+      }
+    } catch (error) {
+      for (const u of claimed) this.watch.release(u.db, u.collection);
+      throw error;
+    }
+    for (const [key] of collections) {
+      let set = this.byCollection.get(key);
+      if (!set) this.byCollection.set(key, (set = new Set()));
+      set.add(watcher);
+    }
+    await this.seed(watcher);
+    return () => {
+      if (!watcher.open) return;
+      watcher.open = false;
+      for (const [key, u] of collections) {
+        const set = this.byCollection.get(key);
+        set?.delete(watcher);
+        if (set?.size === 0) this.byCollection.delete(key);
+        this.watch.release(u.db, u.collection);
+      }
+    };
+  }
+
+  /** The permissions changed: what each listener could read is decided again from now on. */
+  accessChanged(): void {
+    const all = new Set<Watcher>();
+    for (const set of this.byCollection.values()) for (const w of set) all.add(w);
+    for (const w of all) {
+      w.chain = w.chain.then(() => {
+        w.known.clear();
+        return this.seed(w);
+      });
+    }
+  }
+
+  /** Whether each watched document is readable by the listener now (its "before" at its first change). */
+  private async seed(w: Watcher): Promise<void> {
+    const docs = w.uris.filter((u) => u.idKey !== null);
+    for (const u of docs) {
+      try {
+        const [seen] = await this.watch.see([{ db: u.db, collection: u.collection, op: 'update', _id: u.id }], this.watch.contextOf(w.scope));
+        remember(w.known, u.idKey!, seen !== null && seen !== undefined);
+      } catch (error) {
+        this.onError(error, `deciding whether a listener may read ${u.uri}`);
+      }
+    }
+  }
+
+  private changed(batch: readonly FeedChange[]): void {
+    const perCollection = new Map<string, Change[]>();
+    for (const { change } of batch) {
+      const key = collectionKey(change.db, change.collection);
+      if (!this.byCollection.has(key)) continue;
+      const list = perCollection.get(key);
+      if (list) list.push(change);
+      else perCollection.set(key, [change]);
+    }
+    for (const [key, changes] of perCollection) {
+      for (const w of this.byCollection.get(key) ?? []) {
+        // One chain per listener: its notifications keep the feed's order.
+        w.chain = w.chain.then(() => this.decide(w, changes)).catch((error: unknown) => this.onError(error, 'telling a listener of changed resources'));
+      }
+    }
+  }
+
+  /** One listener's share of a collection's changes: told for each it may read before or after. */
+  private async decide(w: Watcher, changes: readonly Change[]): Promise<void> {
+    if (!w.open) return;
+    const { db, collection } = changes[0]!;
+    const mine = w.uris.filter((u) => u.db === db && u.collection === collection);
+    const whole = mine.find((u) => u.idKey === null);
+    const docs = mine.filter((u) => u.idKey !== null);
+    if (!exposed(this.door, w.scope, mine[0]!.path) || !mayRead(this.door, w.scope, mine[0]!.path)) return;
+    const relevant = whole ? changes : changes.filter((c) => docs.some((u) => u.idKey === canonicalKey(c._id)));
+    if (relevant.length === 0) return;
+    const seen = await this.watch.see(relevant, this.watch.contextOf(w.scope));
+    relevant.forEach((change, i) => {
+      const idKey = canonicalKey(change._id);
+      const after = seen[i] !== null && seen[i] !== undefined;
+      const before = w.known.get(idKey) ?? false;
+      remember(w.known, idKey, after);
+      if (!(before || after) || !w.open) return;
+      if (whole) w.send(whole.uri);
+      for (const u of docs) if (u.idKey === idKey) w.send(u.uri);
+    });
+  }
+}
+
+function remember(known: Map<string, boolean>, key: string, value: boolean): void {
+  known.delete(key);
+  known.set(key, value);
+  if (known.size > MAX_KNOWN) known.delete(known.keys().next().value!);
+}
+
+function collectionKey(db: string, collection: string): string {
+  return `${db}\u0000${collection}`;
+}

@@ -1,0 +1,140 @@
+/**
+ * SPEC §11.1's per-URI change notifications through the real proxy and Redis, with two replicas
+ * and the official v2 SDK client on 2026-07-28 (`listen` with `resourceSubscriptions`) and on
+ * 2025-11-25 (`subscribeResource`, answered on the POST's own stream that stays open): a REST
+ * write on replica A tells a listener on B of the document URI and of the collection URI; a
+ * reader whose readFilter excludes the document is not told; a document leaving a reader's
+ * readFilter tells it once; a listener that lost its permission is told nothing; a 2025 client's
+ * stream also carries its list changes; the capability announces `subscribe`.
+ */
+import type { Client as ClientV2 } from '@modelcontextprotocol/client';
+import { afterAll, describe, expect, it } from 'vitest';
+import { basic, BUS_ONLY_POLL_MS } from '../support/outrigger.js';
+import { useStack, type Running } from '../support/fixtures.js';
+import { call, pollUntil, shopData } from './graphql-helpers.js';
+import { mcpClientV2 } from './mcp-helpers.js';
+
+const ROOT = basic('root', 'root-password');
+const ALICE = basic('alice', 'alice-password');
+const BOB = basic('bob', 'bob-password');
+/** The SPEC's 100 ms at p99 is the bench's (bench/subscriptions.mjs); here a loaded CI machine gets slack. */
+const BOUND_MS = 3000;
+const hex = (n: number) => n.toString(16).padStart(24, '0');
+const ORDERS = 'outrigger://shop/orders';
+const orderUri = (n: number) => `${ORDERS}/${hex(n)}`;
+
+describe('Outrigger MCP server: resource change notifications (two replicas)', () => {
+  const stack = useStack({
+    service: 'mcp-updates',
+    backend: { data: shopData() },
+    users: { root: ['root'], alice: ['user'], bob: ['user'] },
+    config: { acl: { mode: 'enforce' }, subscriptions: { maxPerPrincipal: 5 }, mcp: { server: 'outrigger', resources: ['path-prefix(/shop/orders)', 'path-prefix(/shop/products)'] } },
+    permissions: {
+      'own-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10, mongo: { readFilter: { owner: '@user.id' } } },
+      products: { predicate: 'method(GET) and path-prefix(/shop/products)', roles: ['user'], priority: 1 },
+    },
+  });
+  const clients: ClientV2[] = [];
+  let other: Running | undefined;
+  const replicaB = async () => (other ??= await stack.start({}, { documentPollMs: BUS_ONLY_POLL_MS }));
+  afterAll(async () => {
+    for (const c of clients) await c.close().catch(() => {});
+  });
+
+  async function connect(url: string, auth: string, mode: 'auto' | 'legacy') {
+    const client = await mcpClientV2(url, auth, mode);
+    clients.push(client);
+    const told: Array<{ uri: string; at: number }> = [];
+    const lists: string[] = [];
+    client.setNotificationHandler('notifications/resources/updated', (n) => void told.push({ uri: n.params.uri, at: performance.now() }));
+    client.setNotificationHandler('notifications/tools/list_changed', () => void lists.push('tools'));
+    client.setNotificationHandler('notifications/resources/list_changed', () => void lists.push('resources'));
+    return { client, told, lists };
+  }
+
+  /** A REST write through replica A, as root; resolves when it was answered. */
+  async function patch(n: number, set: Record<string, unknown>): Promise<number> {
+    const started = performance.now();
+    const res = await call(stack.proxy.url, `/shop/orders/${hex(n)}`, { method: 'PATCH', auth: ROOT, body: { $set: set } });
+    expect(res.status, res.text).toBeLessThan(300);
+    return started;
+  }
+
+  it('2026-07-28: a write on A tells a listener on B of the document URI and the collection URI; a reader whose readFilter excludes it is not told', async () => {
+    const b = await replicaB();
+    const alice = await connect(b.url, ALICE, 'auto');
+    const sub = await alice.client.listen({ resourceSubscriptions: [orderUri(1), ORDERS] });
+    expect(sub.honoredFilter).toEqual({ resourceSubscriptions: [orderUri(1), ORDERS] });
+    const bob = await connect(b.url, BOB, 'auto');
+    const bobSub = await bob.client.listen({ resourceSubscriptions: [ORDERS, orderUri(1)] });
+    expect(alice.client.getServerCapabilities()?.resources).toMatchObject({ subscribe: true });
+
+    const started = await patch(1, { total: 11 });
+    await pollUntil(async () => alice.told.length === 2, BOUND_MS, 5);
+    expect(alice.told.map((t) => t.uri).sort()).toEqual([ORDERS, orderUri(1)]);
+    expect(Math.max(...alice.told.map((t) => t.at - started))).toBeLessThan(BOUND_MS);
+    // Order 2 is bob's: alice's collection listener is not told of it; bob is, of the collection only.
+    await patch(2, { total: 22 });
+    await pollUntil(async () => bob.told.length === 1, BOUND_MS, 5);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(bob.told.map((t) => t.uri)).toEqual([ORDERS]);
+    expect(alice.told).toHaveLength(2);
+    // A notification carries the URI and nothing of the document.
+    await sub.close();
+    await bobSub.close();
+  });
+
+  it('a document leaving a reader\u2019s readFilter tells it once; then it is told nothing of that document', async () => {
+    const b = await replicaB();
+    const alice = await connect(b.url, ALICE, 'auto');
+    const sub = await alice.client.listen({ resourceSubscriptions: [orderUri(4)] });
+    const bob = await connect(b.url, BOB, 'auto');
+    const bobSub = await bob.client.listen({ resourceSubscriptions: [ORDERS] });
+    await patch(4, { owner: 'bob' });
+    await pollUntil(async () => alice.told.length === 1 && bob.told.length === 1, BOUND_MS, 5);
+    await patch(4, { total: 44 });
+    await pollUntil(async () => bob.told.length === 2, BOUND_MS, 5);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(alice.told.map((t) => t.uri)).toEqual([orderUri(4)]);
+    await patch(4, { owner: 'alice' });
+    await pollUntil(async () => alice.told.length === 2, BOUND_MS, 5);
+    await sub.close();
+    await bobSub.close();
+  });
+
+  it('2025-11-25: resources/subscribe is answered on a stream that stays open and carries the URI\u2019s updates and list changes', async () => {
+    const b = await replicaB();
+    const alice = await connect(b.url, ALICE, 'legacy');
+    expect(alice.client.getServerCapabilities()?.resources).toMatchObject({ subscribe: true, listChanged: true });
+    await alice.client.subscribeResource({ uri: orderUri(7) });
+    await patch(7, { total: 77 });
+    await pollUntil(async () => alice.told.length === 1, BOUND_MS, 5);
+    expect(alice.told[0]!.uri).toBe(orderUri(7));
+    // A permission saved elsewhere that changes alice's resource list reaches her on that stream.
+    const products = { predicate: 'method(GET) and path-prefix(/shop/products)', roles: ['user'], priority: 1 };
+    const removed = await call(stack.proxy.url, '/_admin/acl/products', { method: 'DELETE', auth: ROOT });
+    expect(removed.status, removed.text).toBeLessThan(300);
+    await pollUntil(async () => alice.lists.includes('resources'), BOUND_MS, 10);
+    expect((await call(stack.proxy.url, '/_admin/acl/products', { method: 'PUT', auth: ROOT, body: products })).status).toBeLessThan(300);
+    // resources/unsubscribe closes the caller's stream of that URI: later writes are not told.
+    await alice.client.unsubscribeResource({ uri: orderUri(7) });
+    await new Promise((r) => setTimeout(r, 200));
+    await patch(7, { total: 78 });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(alice.told).toHaveLength(1);
+  });
+
+  it('a listener that lost its permission to read the collection is told nothing of it', async () => {
+    const b = await replicaB();
+    const alice = await connect(b.url, ALICE, 'auto');
+    const sub = await alice.client.listen({ resourceSubscriptions: [ORDERS, orderUri(10)] });
+    const removed = await call(stack.proxy.url, '/_admin/acl/own-orders', { method: 'DELETE', auth: ROOT });
+    expect(removed.status, removed.text).toBeLessThan(300);
+    // Wait until B heard it: alice's GET of the orders through B is refused.
+    await pollUntil(async () => (await call(b.url, '/shop/orders/' + hex(10), { auth: ALICE })).status === 403, BOUND_MS, 20);
+    await patch(10, { total: 101 });
+    await new Promise((r) => setTimeout(r, 700));
+    expect(alice.told).toEqual([]);
+    await sub.close();
+  });
+});
