@@ -130,6 +130,12 @@ export type ReadDecision =
       readonly project?: (doc: unknown) => unknown;
       /** True for a field path `project` hides: filters and sorts on it are refused (issue 25). */
       readonly hides?: (path: string) => boolean;
+      /**
+       * What `filter` and `project` are, as text (the readFilter and projectResponse): a whole cached
+       * answer (SPEC §12 `descriptor.cache`) is served only to callers whose decisions say the same.
+       * A decision with a filter or projection and no key keeps the answer out of the cache.
+       */
+      readonly key?: string;
     }
   | { readonly allow: false; readonly message?: string };
 

@@ -22,6 +22,7 @@ import { syncDeclaredAggregations } from '../reads/aggregations/sync.js';
 import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredApp } from '../document/setup-kind.js';
 import { backendHeadersFor } from '../backend/caller-identity.js';
 import { handleGraphqlHttp } from './http-handler.js';
+import { GraphqlAnswers } from './answer-cache.js';
 import type { PersistedQueries } from './persisted-queries.js';
 import { PersistedQueryStore } from './persisted-query-store.js';
 import { graphqlRefusal } from './refusal.js';
@@ -47,6 +48,9 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
     store: new PersistedQueryStore(context.redis, context.keys),
     onError: (error, what) => context.logger.warn({ err: String(error) }, `error while ${what}`),
   };
+  // SPEC §12: whole answers of apps whose descriptor says `cache`, in the proxy's cache when GraphQL reads the upstream (as its reads do, module.ts).
+  const sameOrigin = new URL(config.graphql.backend.url).origin === new URL(config.upstream.url).origin;
+  const answers = context.responseCache && sameOrigin ? new GraphqlAnswers(context.responseCache) : undefined;
 
   return {
     kind: 'graphql',
@@ -116,7 +120,10 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       };
       let out;
       try {
-        out = await handleGraphqlHttp({ method: scope.method, headers: req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined }, found.app, ctx, persistedQueries);
+        out = await handleGraphqlHttp({ method: scope.method, headers: req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined }, found.app, ctx, {
+          persistedQueries,
+          ...(answers ? { answers } : {}),
+        });
       } finally {
         res.off('close', onClose);
       }
