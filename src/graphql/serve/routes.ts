@@ -10,6 +10,7 @@
  *   the same "admin roles or an allowing permission" rule, with the 409 on a uri another app serves.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ServerResponse } from 'node:http';
 import type { AppContext } from '../../app-context.js';
 import { notFound, OutriggerError } from '../../errors.js';
 import { readBody } from '../../http/body.js';
@@ -21,6 +22,7 @@ import { syncDeclaredAggregations } from '../reads/aggregations/sync.js';
 import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredApp } from '../document/setup-kind.js';
 import { backendHeadersFor } from '../backend/caller-identity.js';
 import { handleGraphqlHttp } from './http-handler.js';
+import { GraphqlAnswers } from './answer-cache.js';
 import type { PersistedQueries } from './persisted-queries.js';
 import { PersistedQueryStore } from './persisted-query-store.js';
 import { graphqlRefusal } from './refusal.js';
@@ -46,6 +48,9 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
     store: new PersistedQueryStore(context.redis, context.keys),
     onError: (error, what) => context.logger.warn({ err: String(error) }, `error while ${what}`),
   };
+  // SPEC §12: whole answers of apps whose descriptor says `cache`, in the proxy's cache when GraphQL reads the upstream (as its reads do, module.ts).
+  const sameOrigin = new URL(config.graphql.backend.url).origin === new URL(config.upstream.url).origin;
+  const answers = context.responseCache && sameOrigin ? new GraphqlAnswers(context.responseCache) : undefined;
 
   return {
     kind: 'graphql',
@@ -110,10 +115,15 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
         priority: priorityRank(higherPriority(principal.priority, scope.ratePriority)),
         // SPEC §10: a policy with `units: cost` covered the request; its estimate is charged once known.
         ...(scope.rateLimits && context.limits ? { chargeCost: (documents: number) => context.limits!.chargeCost(scope, documents) } : {}),
+        // SPEC §6.5: a mutation's changes are published once its answer left (issue 53 item 7).
+        afterAnswer: afterAnswerOf(res),
       };
       let out;
       try {
-        out = await handleGraphqlHttp({ method: scope.method, headers: req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined }, found.app, ctx, persistedQueries);
+        out = await handleGraphqlHttp({ method: scope.method, headers: req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined }, found.app, ctx, {
+          persistedQueries,
+          ...(answers ? { answers } : {}),
+        });
       } finally {
         res.off('close', onClose);
       }
@@ -122,6 +132,33 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       res.writeHead(out.status, { ...out.headers, 'content-length': Buffer.byteLength(out.body) });
       res.end(out.body);
     },
+  };
+}
+
+/**
+ * Runs callbacks once the answer was handed to the OS ('finish') or the client left ('close'),
+ * in the order they were given; at once when that already happened. One listener pair per
+ * response, however many writes a mutation makes.
+ */
+function afterAnswerOf(res: ServerResponse): (fn: () => void) => void {
+  let waiting: Array<() => void> | undefined;
+  let answered = false;
+  const run = () => {
+    answered = true;
+    res.off('finish', run);
+    res.off('close', run);
+    const fns = waiting ?? [];
+    waiting = undefined;
+    for (const fn of fns) fn();
+  };
+  return (fn) => {
+    if (answered || res.writableFinished || res.destroyed) return fn();
+    if (!waiting) {
+      waiting = [];
+      res.once('finish', run);
+      res.once('close', run);
+    }
+    waiting.push(fn);
   };
 }
 
