@@ -19,7 +19,7 @@
  * body is read up to the GraphQL request's bound (1 MiB, 413 beyond) and a JSON-RPC batch holds
  * at most MAX_BATCH messages, whose results together are at most `mcp.maxResponseBytes` (their
  * tool calls run one at a time, answer-budget.ts); `subscriptions/listen` (2026-07-28's long-lived
- * stream of list changes) is served beside the SDK, by listeners.ts. Any authenticated caller may
+ * stream of list changes and resource updates, and 2025-11-25's resources/subscribe) is served beside the SDK, by listen/. Any authenticated caller may
  * use the server itself; what each tool may do is decided by the GraphQL door it calls
  * (call-graphql.ts).
  */
