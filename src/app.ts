@@ -11,6 +11,7 @@ import { createStaticUserVerifier } from './access/users/static-users.js';
 import { createUpstreamUserVerifier } from './access/users/upstream-users.js';
 import type { UserVerifier } from './access/users/user-verifier.js';
 import { createAdminRoute, type SubRouteHandler } from './admin/admin-route.js';
+import { createBackendArea } from './admin/backend-area.js';
 import { createConditionCheckRoute } from './admin/condition-check.js';
 import { createConsoleAreas } from './admin/console-route.js';
 import { createBackendGuards, type AppContext } from './app-context.js';
@@ -359,6 +360,7 @@ function ownRoutes(context: AppContext, modules: FeatureModule[], policy: ChainI
     acl: createPermissionRoutes(context),
     features: createFeatureRoutes(features),
     conditions: createConditionCheckRoute(),
+    backend: createBackendArea(context.backendGuards),
   };
   for (const module of modules) Object.assign(adminAreas, module.adminAreas);
   if (context.responseCache) adminAreas.cache = context.responseCache.adminArea;

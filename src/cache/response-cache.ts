@@ -15,44 +15,15 @@ import { ByteLru } from './byte-lru.js';
 import { variantKey, type UpstreamHeader } from './cache-key.js';
 import { ALL, Generations, scopeClassifier, type CacheScope } from './cache-scope.js';
 import { storability } from './freshness.js';
+import { ENTRY_OVERHEAD, headerBytes, type AnswerEntry, type CacheEntry, type Headers, type VaryMarker } from './entries.js';
+
+export type { AnswerEntry, CacheEntry } from './entries.js';
+export { refreshEntry } from './entries.js';
 
 export interface CacheRule {
   readonly name: string;
   readonly condition: Condition;
   readonly maxAgeSeconds: number;
-}
-
-type Headers = Record<string, string | string[] | undefined>;
-
-/** One stored answer: the backend's, as it came. */
-export interface CacheEntry {
-  readonly kind: 'entry';
-  readonly status: number;
-  /** The upstream's headers; a 304 that revalidates the entry updates them (RFC 9111 §4.3.4). */
-  headers: Headers;
-  readonly body: Buffer;
-  /** When the answer was stored or last revalidated (ms, Date.now()). */
-  storedAt: number;
-  lifetimeMs: number;
-  /** `no-cache` or a lifetime of 0: stored, but the backend is asked before every use. */
-  revalidateEachUse: boolean;
-  readonly etag: string | undefined;
-  readonly rule: string;
-  readonly scope: CacheScope;
-  readonly generation: number;
-  /** `cache.consistency: strong`: the collection's generations in Redis when the fill began. */
-  readonly strong: string | null;
-  readonly size: number;
-}
-
-/** Under the primary key of an answer that says `Vary`: which request headers pick its variant. */
-interface VaryMarker {
-  readonly kind: 'vary';
-  readonly vary: readonly string[];
-  readonly rule: string;
-  readonly scope: CacheScope;
-  readonly generation: number;
-  readonly size: number;
 }
 
 export interface Found {
@@ -77,8 +48,6 @@ export interface ResponseCacheOptions {
   readonly metrics?: Metrics;
 }
 
-const ENTRY_OVERHEAD = 256;
-
 function compileRules(rules: CacheConfig['rules']): CacheRule[] {
   return rules.map((r) => ({ name: r.name, condition: parseCondition(r.when), maxAgeSeconds: r.maxAgeSeconds }));
 }
@@ -91,7 +60,7 @@ export class ResponseCache {
   private currentRules: readonly CacheRule[];
   readonly scopeOf: (path: string) => CacheScope;
   readonly maxEntryBytes: number;
-  private readonly lru: ByteLru<CacheEntry | VaryMarker>;
+  private readonly lru: ByteLru<CacheEntry | VaryMarker | AnswerEntry>;
   /** Each rule's definition as configured, to tell an unchanged rule on reload. */
   private configOf: Map<string, string>;
   private readonly generations = new Generations();
@@ -136,7 +105,8 @@ export class ResponseCache {
     this.currentRules = next;
     this.configOf = new Map(rules.map((r) => [r.name, ruleText(r)]));
     for (const rule of next) this.trackBytes(rule.name);
-    this.lru.deleteWhere((value) => !unchanged.has(value.rule));
+    // Whole GraphQL answers are kept by their app's descriptor, not by the rules.
+    this.lru.deleteWhere((value) => value.kind !== 'answer' && !unchanged.has(value.rule));
   }
 
   get bytes(): number {
@@ -161,7 +131,7 @@ export class ResponseCache {
   /** The entry for this key (and the request's variant of it), whatever its freshness; undefined once dropped. */
   lookup(primary: string, header: UpstreamHeader): Found | undefined {
     const stored = this.lru.get(primary);
-    if (stored === undefined) return undefined;
+    if (stored === undefined || stored.kind === 'answer') return undefined;
     if (stored.generation !== this.generations.of(stored.scope)) {
       this.lru.delete(primary);
       return undefined;
@@ -169,7 +139,7 @@ export class ResponseCache {
     if (stored.kind === 'entry') return { entry: stored, key: primary };
     const key = variantKey(primary, stored.vary, header);
     const entry = this.lru.get(key);
-    if (entry === undefined || entry.kind !== 'entry') return undefined;
+    if (entry?.kind !== 'entry') return undefined;
     if (entry.generation !== this.generations.of(entry.scope)) {
       this.lru.delete(key);
       return undefined;
@@ -212,7 +182,30 @@ export class ResponseCache {
     return true;
   }
 
-  private add(key: string, value: CacheEntry | VaryMarker): boolean {
+  /** The generation of `scope` now: it changes exactly when a write that can change its reads was seen. */
+  generationOf(scope: CacheScope): number {
+    return this.generations.of(scope);
+  }
+
+  /** A whole GraphQL answer (graphql/serve/answer-cache.ts); undefined once dropped (a write to a scope it touched). */
+  answer(key: string): AnswerEntry | undefined {
+    const stored = this.lru.get(key);
+    if (stored?.kind !== 'answer') return undefined;
+    if (stored.generation === sumOfGenerations(this.generations, stored.scopes)) return stored;
+    this.lru.delete(key);
+    return undefined;
+  }
+
+  /** Stores a whole GraphQL answer unless Redis is away, it is over `maxEntryBytes`, or a write was seen since its reads began. */
+  storeAnswer(key: string, entry: AnswerEntry): boolean {
+    if (this.redisAway || entry.size > this.maxEntryBytes || entry.generation !== sumOfGenerations(this.generations, entry.scopes)) return false;
+    this.trackBytes(entry.rule);
+    if (!this.add(key, entry)) return false;
+    this.metrics?.cacheStores.inc({ rule: entry.rule });
+    return true;
+  }
+
+  private add(key: string, value: CacheEntry | VaryMarker | AnswerEntry): boolean {
     if (!this.lru.set(key, value)) return false;
     this.bytesByRule.set(value.rule, (this.bytesByRule.get(value.rule) ?? 0) + value.size);
     return true;
@@ -260,6 +253,13 @@ export class ResponseCache {
     this.generations.bump(ALL);
     this.metrics?.cacheInvalidations.inc({ source: 'redis-lost' });
   }
+}
+
+/** The generation of several scopes at once: counters only grow, so the sum changes exactly when one of them did. */
+function sumOfGenerations(generations: Generations, scopes: readonly CacheScope[]): number {
+  let sum = 0;
+  for (const scope of scopes) sum += generations.of(scope);
+  return sum;
 }
 
 /** The request chain's slot for the cache stage (ChainRequest.cacheExchange): a read's fill, or a write's scope until its drop is decided. */
@@ -359,30 +359,4 @@ export class Fill {
     this.chunks = null;
     this.cache.land(this.p.primary, this.p.flight);
   }
-}
-
-/**
- * A 304 that revalidated `entry` (RFC 9111 §4.3.4): its headers replace the stored ones of the
- * same name, and the entry is fresh again for the lifetime they now give.
- */
-export function refreshEntry(entry: CacheEntry, notModified: Headers, maxAgeSeconds: number, now = Date.now()): void {
-  const headers: Headers = { ...entry.headers };
-  for (const name in notModified) {
-    if (name === 'content-length' || name === 'transfer-encoding' || name === 'connection') continue;
-    if (notModified[name] !== undefined) headers[name] = notModified[name];
-  }
-  const verdict = storability(entry.status, headers, maxAgeSeconds, entry.status === 404);
-  entry.headers = headers;
-  entry.storedAt = now;
-  entry.lifetimeMs = verdict.store ? verdict.lifetimeMs : 0;
-  entry.revalidateEachUse = verdict.store ? verdict.revalidateEachUse : true;
-}
-
-function headerBytes(headers: Headers): number {
-  let n = 0;
-  for (const name in headers) {
-    const value = headers[name];
-    n += name.length + (Array.isArray(value) ? value.join().length : (value?.length ?? 0));
-  }
-  return n;
 }

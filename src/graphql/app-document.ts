@@ -20,6 +20,8 @@ export interface GraphqlAppDescriptor {
   trustedDocuments?: string[];
   /** Largest estimated cost of one operation (absent entries = `graphql.maxCost`). */
   maxCost?: { reads?: number; documents?: number };
+  /** Whole query answers kept in the response cache for this long at most (SPEC §12), dropped by writes to what they read. */
+  cache?: { maxAgeSeconds: number };
 }
 
 /** `{"$arg": "name"}` or `{"$arg": ["name", default]}`. */

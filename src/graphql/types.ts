@@ -37,6 +37,13 @@ export interface RequestContext {
   readonly trace?: RequestTrace;
   /** Its class when the backend is at its limit (SPEC §13; 0 critical, 1 default, 2 sheddable). */
   readonly priority?: Priority;
+  /**
+   * Runs `fn` once this request's answer was handed to the client, or the client left (the HTTP
+   * route sets it). A mutation's subscription changes are published then, so every subscription
+   * acknowledged before the answer was claimed in Redis before its change arrives (SPEC §6.5,
+   * issue 53 item 7). Without it, `fn` runs at once.
+   */
+  readonly afterAnswer?: (fn: () => void) => void;
 }
 
 /** What the read and write policies need to know about the live request (carried in `RequestContext.caller`). */
@@ -123,6 +130,12 @@ export type ReadDecision =
       readonly project?: (doc: unknown) => unknown;
       /** True for a field path `project` hides: filters and sorts on it are refused (issue 25). */
       readonly hides?: (path: string) => boolean;
+      /**
+       * What `filter` and `project` are, as text (the readFilter and projectResponse): a whole cached
+       * answer (SPEC §12 `descriptor.cache`) is served only to callers whose decisions say the same.
+       * A decision with a filter or projection and no key keeps the answer out of the cache.
+       */
+      readonly key?: string;
     }
   | { readonly allow: false; readonly message?: string };
 

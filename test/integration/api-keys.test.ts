@@ -8,7 +8,7 @@ import { checksumOf } from '../../src/keys/key-format.js';
 import { startTestOutrigger } from '../support/outrigger.js';
 import { waitFor } from '../support/wait.js';
 import { changeGoalBound } from '../support/timing.js';
-import { commandsDuring, isPollerRead, isUsageWrite, monitor, usageWritesBeyondFlushes } from '../support/redis-monitor.js';
+import { commandsDuring, isKeyRefresh, isPollerRead, isUsageWrite, keyRefreshesBeyondPeriod, monitor, usageWritesBeyondFlushes } from '../support/redis-monitor.js';
 import { call } from '../support/http-client.js';
 import { as, type Running, useStack } from '../support/fixtures.js';
 
@@ -510,9 +510,12 @@ describe('API keys: issue, list, revoke, verify', () => {
       const pollerReads = commands.filter((c) => isPollerRead(c.args)).length;
       const usageWrites = commands.filter((c) => isUsageWrite(c.args));
       expect(usageWritesBeyondFlushes(commands, windowMs, 3)).toBeNull();
-      expect(commands.filter((c) => !isPollerRead(c.args) && !isUsageWrite(c.args))).toEqual([]);
+      // A window longer than the cache's 5 s on a loaded machine holds its periodic re-reads of the key (one replica serves the requests).
+      const refreshes = commands.filter((c) => isKeyRefresh(c) && c.source !== 'lua').length;
+      expect(keyRefreshesBeyondPeriod(commands, windowMs, 1)).toBeNull();
+      expect(commands.filter((c) => !isPollerRead(c.args) && !isUsageWrite(c.args) && !isKeyRefresh(c))).toEqual([]);
       console.info(
-        `[api-keys] ${N} key-authenticated proxied requests in ${windowMs.toFixed(0)} ms: ${commands.length} Redis commands at Redis, ${pollerReads} periodic poller reads and PINGs, ${usageWrites.length} usage writes of the periodic flush, 0 caused by verification`,
+        `[api-keys] ${N} key-authenticated proxied requests in ${windowMs.toFixed(0)} ms: ${commands.length} Redis commands at Redis, ${pollerReads} periodic poller reads and PINGs, ${usageWrites.length} usage writes of the periodic flush, ${refreshes} periodic key re-reads, 0 caused by verification`,
       );
     });
 

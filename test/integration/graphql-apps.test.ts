@@ -67,6 +67,11 @@ const INVALID: Array<[string, (d: Record<string, any>) => void, RegExp]> = [
   ['descriptor.enabled that is not a boolean', (d) => (d.descriptor.enabled = 'yes'), /descriptor\.enabled must be true or false/],
   ['an unknown descriptor field', (d) => (d.descriptor.url = 'x'), /descriptor\.url is not a descriptor field.*did you mean "uri"/],
   ['an unknown top-level field', (d) => (d.extra = 1), /extra is not a field of a GraphQL app document/],
+  ['descriptor.cache that is not an object', (d) => (d.descriptor.cache = 30), /descriptor\.cache must be an object \{maxAgeSeconds\} such as \{"maxAgeSeconds": 30\}/],
+  ['descriptor.cache.maxAgeSeconds of 0', (d) => (d.descriptor.cache = { maxAgeSeconds: 0 }), /descriptor\.cache\.maxAgeSeconds must be an integer from 1 to 86400 \(got 0\)/],
+  ['descriptor.cache.maxAgeSeconds that is a string', (d) => (d.descriptor.cache = { maxAgeSeconds: '60' }), /descriptor\.cache\.maxAgeSeconds must be an integer from 1 to 86400 \(got "60"\)/],
+  ['descriptor.cache without maxAgeSeconds', (d) => (d.descriptor.cache = {}), /descriptor\.cache\.maxAgeSeconds is required/],
+  ['an unknown field of descriptor.cache', (d) => (d.descriptor.cache = { maxAge: 5, maxAgeSeconds: 5 }), /descriptor\.cache\.maxAge is not a field of descriptor\.cache \(allowed: maxAgeSeconds\)/],
 ];
 
 /** RFC 7396 merge patch turning `from` into `to` (arrays and scalars replace; removed keys become null). */
@@ -181,6 +186,16 @@ describe('GraphQL app documents', () => {
       const again = await apps('', { method: 'POST', body: miniApp('first', 'elsewhere') });
       expect(again.status).toBe(409);
       expect(again.json.message).toMatch(/already exists; use PUT/);
+    });
+
+    it('accepts descriptor.cache and warns that it keeps nothing on a service without a response cache', async () => {
+      const doc = miniApp('cached-answers');
+      doc.descriptor.cache = { maxAgeSeconds: 30 };
+      const put = await apps('/cached-answers', { method: 'PUT', body: doc });
+      expect(put.status).toBe(201);
+      expect(put.json.descriptor.cache).toEqual({ maxAgeSeconds: 30 });
+      expect(put.json.warnings).toEqual([expect.stringMatching(/^descriptor\.cache has no effect here: this service runs no response cache \(cache\.rules is empty/)]);
+      expect((await apps('/cached-answers', { method: 'DELETE' })).status).toBeLessThan(300);
     });
 
     it('one uri may extend another; a request goes to the longest uri matching whole segments', async () => {

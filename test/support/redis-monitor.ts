@@ -5,6 +5,7 @@
 import { connect } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { FLUSH_EVERY_MS } from '../../src/limits/usage.js';
+import { DEFAULT_CACHE_OPTIONS } from '../../src/keys/verification-cache.js';
 import type { TestRedis } from './redis.js';
 
 export interface SeenCommand {
@@ -104,5 +105,32 @@ export function usageWritesBeyondFlushes(commands: SeenCommand[], windowMs: numb
     if (expire > flushes || hincrby > 3 * flushes)
       return `${key}: ${expire} EXPIRE and ${hincrby} HINCRBY in ${windowMs.toFixed(0)} ms, more than ${flushes} periodic flushes of ${replicas} replica(s) send`;
   }
+  return null;
+}
+
+/**
+ * An API key verification cache's re-read of a key (the lookup script, and the GET and HGET it
+ * runs): an entry is re-read in the background once it is `refreshAfterMs` old (5 s), whatever
+ * the traffic, so a window longer than that on a loaded machine holds one per period.
+ */
+export const isKeyRefresh = (c: SeenCommand): boolean =>
+  c.source === 'lua'
+    ? (/^get$/i.test(c.args[0] ?? '') && /:apikey-hash:/.test(c.args[1] ?? '')) || (/^hget$/i.test(c.args[0] ?? '') && /:apikeys$/.test(c.args[1] ?? ''))
+    : /^eval(sha)?$/i.test(c.args[0] ?? '') && c.args.some((a) => /:apikey-hash:/.test(a));
+
+/**
+ * Whether a window's key re-reads are the cache's periodic ones, not one per request: per key,
+ * the replicas serving the requests re-read it at most once per `refreshAfterMs` (plus one at the
+ * window's edge). Returns the problem, or null.
+ */
+export function keyRefreshesBeyondPeriod(commands: SeenCommand[], windowMs: number, replicas: number): string | null {
+  const allowed = replicas * (Math.floor(windowMs / DEFAULT_CACHE_OPTIONS.refreshAfterMs) + 1);
+  const perKey = new Map<string, number>();
+  for (const c of commands) {
+    if (c.source === 'lua' || !isKeyRefresh(c)) continue;
+    const key = c.args.find((a) => /:apikey-hash:/.test(a))!;
+    perKey.set(key, (perKey.get(key) ?? 0) + 1);
+  }
+  for (const [key, n] of perKey) if (n > allowed) return `${key}: ${n} lookups in ${windowMs.toFixed(0)} ms, more than the ${allowed} periodic re-reads of ${replicas} replica(s)`;
   return null;
 }

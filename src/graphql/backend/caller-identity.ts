@@ -65,9 +65,11 @@ export function createCallerReadPolicy(o: CallerReadPolicyOptions): ReadPolicy |
     if (!mongo) return { allow: true };
     const filter = mongo.readFilter ? (interpolateUserVariables(mongo.readFilter, principal) as Record<string, unknown>) : undefined;
     const projection = mongo.projectResponse;
+    const filtered = filter && Object.keys(filter).length > 0;
     return {
       allow: true,
-      ...(filter && Object.keys(filter).length > 0 ? { filter } : {}),
+      key: JSON.stringify([filtered ? filter : null, projection ?? null]),
+      ...(filtered ? { filter } : {}),
       ...(projection ? { project: (doc: unknown) => projectResponse(doc, projection), hides: projectionHides(projection) } : {}),
     };
   };

@@ -85,6 +85,8 @@ export interface CompiledApp {
   readonly trusted: TrustedDocuments | undefined;
   /** Largest estimated cost of one operation (the descriptor's `maxCost`, else `graphql.maxCost`; `output` is service-wide). */
   readonly maxCost: CostLimits;
+  /** The descriptor's `cache.maxAgeSeconds`: whole query answers kept in the response cache that long at most (serve/answer-cache.ts); undefined: not kept. */
+  readonly answerMaxAgeSeconds: number | undefined;
   /** What is wrong with a mutation before its first write (write count, bulk size, argument values); empty when nothing. */
   checkMutation(document: DocumentNode, operation: OperationDefinitionNode, variables: Record<string, unknown>): GraphQLError[];
   /** Estimated reads and documents of an operation (before anything is read). */
@@ -159,6 +161,7 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
     trusted: compileTrustedDocuments(normalized.descriptor.trustedDocuments),
     example: exampleOperation(normalized, schema),
     maxCost: { ...limits.maxCost, ...(normalized.descriptor.maxCost ?? {}), output: limits.maxCost.output },
+    answerMaxAgeSeconds: normalized.descriptor.cache?.maxAgeSeconds,
     estimate(document, operation, variables) {
       // An operation without variables always costs the same: estimated once per cached document.
       if (operation.variableDefinitions !== undefined && operation.variableDefinitions.length > 0) {

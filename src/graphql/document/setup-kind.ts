@@ -31,9 +31,20 @@ export function appValidator(config: OutriggerConfig) {
     const { _id, ...rest } = result.app;
     if (typeof _id !== 'string') return { ok: false, problems: ['_id must be a non-empty string'] };
     const doc: StoredApp = { _id, ...rest };
-    if (result.warnings.length > 0) acceptedWarnings.set(doc, result.warnings);
+    const idle = rest.descriptor.cache !== undefined ? idleAnswerCache(config) : undefined;
+    const warnings = idle === undefined ? result.warnings : [...result.warnings, idle];
+    if (warnings.length > 0) acceptedWarnings.set(doc, warnings);
     return { ok: true, doc };
   };
+}
+
+/** Why `descriptor.cache` would keep nothing on this service (serve/routes.ts wires whole answers only then), or undefined. */
+function idleAnswerCache(config: OutriggerConfig): string | undefined {
+  if (config.cache.rules.length === 0)
+    return 'descriptor.cache has no effect here: this service runs no response cache (cache.rules is empty; a rule no read matches, such as {when: "path-prefix(/nothing)", maxAgeSeconds: 1}, starts it)';
+  if (new URL(config.graphql.backend.url).origin !== new URL(config.upstream.url).origin)
+    return 'descriptor.cache has no effect here: graphql.backend.url is not the upstream, whose writes the cache sees';
+  return undefined;
 }
 
 /**

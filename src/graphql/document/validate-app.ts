@@ -31,7 +31,9 @@ export type AppValidation = { ok: true; app: GraphqlApp; warnings: string[] } | 
 const TOP_LEVEL = ['_id', 'descriptor', 'schema', 'mappings', 'mcp'];
 /** RESTHeart stores `_etag`; documents copied from it are accepted and the field dropped. */
 const TOP_LEVEL_IGNORED = ['_etag'];
-const DESCRIPTOR_FIELDS = ['name', 'description', 'enabled', 'uri', 'introspection', 'verbose', 'trustedDocuments', 'maxCost'];
+const DESCRIPTOR_FIELDS = ['name', 'description', 'enabled', 'uri', 'introspection', 'verbose', 'trustedDocuments', 'maxCost', 'cache'];
+/** As `cache.rules[].maxAgeSeconds`: a day at most. */
+const MAX_ANSWER_AGE = 86_400;
 
 /** Validates an app document and returns it normalised (descriptor defaults, uri without slashes). */
 export function validateAppDocument(input: unknown, opts: ValidateAppOptions): AppValidation {
@@ -120,6 +122,7 @@ function checkDescriptor(raw: unknown, id: string | undefined, problems: string[
       ok = false;
     }
   }
+  if (d.cache !== undefined && !checkAnswerCache(d.cache, problems)) ok = false;
   for (const key of ['enabled', 'introspection', 'verbose'] as const) {
     if (d[key] !== undefined && typeof d[key] !== 'boolean') {
       problems.push(`descriptor.${key} must be true or false`);
@@ -159,5 +162,24 @@ function checkDescriptor(raw: unknown, id: string | undefined, problems: string[
   if (typeof d.verbose === 'boolean') out.verbose = d.verbose;
   if (Array.isArray(d.trustedDocuments)) out.trustedDocuments = d.trustedDocuments as string[];
   if (isPlainObject(d.maxCost)) out.maxCost = d.maxCost as { reads?: number; documents?: number };
+  if (isPlainObject(d.cache)) out.cache = { maxAgeSeconds: d.cache.maxAgeSeconds as number };
   return out;
+}
+
+/** `descriptor.cache: {maxAgeSeconds}` (SPEC §12): whole query answers kept that long at most; false when a problem was added. */
+function checkAnswerCache(cache: unknown, problems: string[]): boolean {
+  const example = 'such as {"maxAgeSeconds": 30}';
+  if (!isPlainObject(cache)) {
+    problems.push(`descriptor.cache must be an object {maxAgeSeconds} ${example} (how long a whole query answer may be served from memory)`);
+    return false;
+  }
+  const before = problems.length;
+  for (const key of Object.keys(cache)) {
+    if (key !== 'maxAgeSeconds') problems.push(`descriptor.cache.${key} is not a field of descriptor.cache (allowed: maxAgeSeconds)${suggest(key, ['maxAgeSeconds'])}`);
+  }
+  const age = cache.maxAgeSeconds;
+  if (age === undefined) problems.push(`descriptor.cache.maxAgeSeconds is required, ${example}`);
+  else if (!Number.isSafeInteger(age) || (age as number) < 1 || (age as number) > MAX_ANSWER_AGE)
+    problems.push(`descriptor.cache.maxAgeSeconds must be an integer from 1 to ${MAX_ANSWER_AGE} (got ${String(JSON.stringify(age)).slice(0, 40)})`);
+  return problems.length === before;
 }

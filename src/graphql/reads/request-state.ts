@@ -17,6 +17,15 @@ import type { AbortLike } from '../../util/request-abort.js';
 
 export const BACKEND_ERROR_CODES = new Set(['BACKEND_UNAVAILABLE', 'BACKEND_ERROR']);
 
+/**
+ * Told of each read with the caller's decision on it, before it is sent (serve/answer-cache.ts
+ * records what a whole answer depends on); a promise when it must wait before the read goes
+ * (Redis's generations, `cache.consistency: strong`).
+ */
+export interface ReadWitness {
+  saw(read: BackendRead, decision: ReadDecision | undefined): Promise<void> | undefined;
+}
+
 export class RequestState implements BackendReads {
   // The tally: what the answer's status and `verbose` read; a replay starts from it.
   /** Backend reads made so far. */
@@ -31,6 +40,8 @@ export class RequestState implements BackendReads {
   timedOut = false;
   /** A query's reads may be answered by the response cache (SPEC §12); never a mutation's or a subscription's. */
   cacheReads = false;
+  /** A whole answer on its way into the response cache (SPEC §12 `descriptor.cache`): told of every read. */
+  witness: ReadWitness | undefined;
   /** Each backend read with the documents it returned; kept only when the app is verbose. */
   readLog: Array<{ db: string; collection: string; page: number; pagesize: number; filter: boolean; documents: number }> | undefined;
 
@@ -101,6 +112,7 @@ export class RequestState implements BackendReads {
     next.budgetExceeded = this.budgetExceeded;
     next.timedOut = this.timedOut;
     next.cacheReads = this.cacheReads;
+    next.witness = this.witness;
     next.readLog = this.readLog;
     next.access = this.access;
     return next;
@@ -120,6 +132,8 @@ export class RequestState implements BackendReads {
   private async readOnce(read: BackendRead): Promise<unknown[]> {
     if (this.signal.aborted) throw this.abortedError();
     const decision = this.settings.readPolicy ? await this.decideRead(read) : undefined;
+    const witnessed = this.witness?.saw(read, decision);
+    if (witnessed !== undefined) await witnessed;
     const refusal = refusalOf(read, decision);
     if (refusal !== undefined) throw refusal;
     if (this.reads >= this.settings.limits.maxBackendReads) {

@@ -19,6 +19,7 @@ import { resolveTrusted } from '../document/trusted/documents.js';
 import { ExecutionDeadline } from '../limits/deadline.js';
 import { MAX_QUERY_BYTES, type RequestContext } from '../types.js';
 import { persistedQueryStep, type PersistedQueries } from './persisted-queries.js';
+import { AnswerWitness, type GraphqlAnswers } from './answer-cache.js';
 
 export interface GraphqlParams {
   /** Absent when the client names a trusted document by its hash only. */
@@ -51,6 +52,10 @@ export interface GraphqlOutcome {
    * answers with 200 when the response is application/json (see http-handler.ts).
    */
   readonly documentError?: true;
+  /** The whole answer served from the response cache, serialized (SPEC §12 `descriptor.cache`); `body` is then empty. */
+  readonly cachedBody?: string;
+  /** An answer that may be kept whole: hands it the serialized body, true when stored. */
+  readonly storeAnswer?: (serialized: string) => boolean;
 }
 
 export interface ExecuteOptions {
@@ -58,6 +63,8 @@ export interface ExecuteOptions {
   readonly queriesOnly?: boolean;
   /** Automatic persisted queries' store (persisted-queries.ts); without it a hash alone answers PersistedQueryNotSupported. */
   readonly persistedQueries?: PersistedQueries;
+  /** The response cache's whole answers (serve/answer-cache.ts): used for queries of apps whose descriptor says `cache`. */
+  readonly answers?: GraphqlAnswers;
 }
 
 export function errorBody(message: string, code: string): GraphqlResponseBody {
@@ -85,9 +92,12 @@ export async function executeGraphql(app: CompiledApp, params: GraphqlParams, ct
   // read, and a mutation before its first write (its read-backs and joins are in the estimate).
   const charged = ctx.chargeCost?.((request.cost as CostEstimate).documents);
   if (charged) await charged;
+  // SPEC §12: a whole answer from memory, decided for this caller after the ACL, the limits and the charge.
+  const cached = await cachedAnswerStep(request, opts);
+  if (cached !== undefined) return cached;
   const plan = planStep(request);
   const result = await executeStep(request, plan);
-  return result === undefined ? { status: 500, body: errorBody('internal error while executing the query', 'INTERNAL_SERVER_ERROR') } : answerStep(request, result);
+  return result === undefined ? { status: 500, body: errorBody('internal error while executing the query', 'INTERNAL_SERVER_ERROR') } : keptAnswer(request, answerStep(request, result));
 }
 
 /** What the steps of one request learn, in the order they learn it. */
@@ -99,6 +109,10 @@ class GraphqlRequest implements Execution {
   cost: CostEstimate | undefined;
   /** The text an automatic persisted query named (persisted-queries.ts), checked against its hash. */
   persistedQuery: string | undefined;
+  /** The document's text as run (a trusted document's, a persisted query's or the request's). */
+  text!: string;
+  /** Records the reads of a query whose whole answer may be kept (answer-cache.ts). */
+  witness: AnswerWitness | undefined;
   state!: RequestState;
   deadline!: ExecutionDeadline;
   readonly schema: GraphQLSchema;
@@ -123,7 +137,7 @@ function documentStep(request: GraphqlRequest): GraphqlOutcome | undefined {
   const { app, params } = request;
   const trusted = request.persistedQuery !== undefined ? { ok: true as const, query: request.persistedQuery } : resolveTrusted(app.trusted, params.query, documentIdOf(params));
   if (!trusted.ok) return { status: 400, body: errorBody(trusted.message, trusted.code) };
-  const query = trusted.query;
+  const query = (request.text = trusted.query);
   if (Buffer.byteLength(query, 'utf8') > MAX_QUERY_BYTES) {
     return {
       status: 413,
@@ -213,6 +227,40 @@ function limitsStep(request: GraphqlRequest): GraphqlOutcome | undefined {
   return undefined;
 }
 
+/** A query of an app whose descriptor says `cache`: its whole answer from memory (a hit), or a witness of its reads (a miss). */
+async function cachedAnswerStep(request: GraphqlRequest, opts: ExecuteOptions): Promise<GraphqlOutcome | undefined> {
+  const { app } = request;
+  const maxAgeSeconds = app.answerMaxAgeSeconds;
+  if (opts.answers === undefined || maxAgeSeconds === undefined || request.operation.operation !== 'query' || app.verbose) return undefined;
+  const found = await opts.answers.lookup({
+    app: { uri: app.uri, version: app.version, maxAgeSeconds, readPolicy: app.settings.readPolicy },
+    query: request.text,
+    operationName: request.operationName,
+    variables: request.variableValues,
+    ctx: request.ctx,
+  });
+  if (found.kind === 'hit') return { status: 200, body: {}, cachedBody: found.body, headers: found.headers };
+  request.witness = found.witness;
+  return undefined;
+}
+
+/** An executed answer that may be kept whole: 200 without errors, the witness still fit; Cache-Status says whether it was. */
+function keptAnswer(request: GraphqlRequest, outcome: GraphqlOutcome): GraphqlOutcome {
+  const witness = request.witness;
+  if (witness === undefined) return outcome;
+  const headers = { ...outcome.headers, 'cache-status': AnswerWitness.status(false) };
+  if (outcome.status !== 200 || outcome.body.errors !== undefined || !witness.usable) return { ...outcome, headers };
+  return {
+    ...outcome,
+    headers,
+    storeAnswer: (serialized) => {
+      const stored = witness.store(serialized);
+      if (stored) headers['cache-status'] = AnswerWitness.status(true);
+      return stored;
+    },
+  };
+}
+
 /** A planned engine's plan (direct, then compiled) for a query small enough to run without the clock; else graphql-js. */
 function planStep(request: GraphqlRequest): EnginePlan | undefined {
   if (request.operation.operation !== 'query' || (request.cost as CostEstimate).output > PLANNED_MAX_OUTPUT) return undefined;
@@ -233,6 +281,7 @@ async function executeStep(request: GraphqlRequest, plan: EnginePlan | undefined
   if (app.verbose) request.state.readLog = [];
   request.state.operationName = request.operation.name?.value ?? null;
   request.state.cacheReads = request.operation.operation === 'query';
+  request.state.witness = request.witness;
   let timer: NodeJS.Timeout | undefined;
   const aborted = new Promise<'aborted'>((resolve) => {
     onAbort(controller, () => resolve('aborted'));

@@ -24,6 +24,7 @@ import { parseBoundedJson } from '../../input-limits/json-depth.js';
 import { MAX_GRAPHQL_NESTING } from '../../input-limits/limits.js';
 import { serializeJson } from '../limits/serialize.js';
 import type { PersistedQueries } from './persisted-queries.js';
+import type { GraphqlAnswers } from './answer-cache.js';
 
 export interface GraphqlHttpInput {
   readonly method: string;
@@ -47,7 +48,13 @@ export interface GraphqlHttpResponse {
 const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json';
 const JSON_TYPE = 'application/json';
 
-export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledApp, ctx: RequestContext, persistedQueries?: PersistedQueries): Promise<GraphqlHttpResponse> {
+/** What the server wires beside the app: Apollo's persisted queries, the response cache's whole answers. */
+export interface GraphqlServices {
+  readonly persistedQueries?: PersistedQueries;
+  readonly answers?: GraphqlAnswers;
+}
+
+export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledApp, ctx: RequestContext, services: GraphqlServices = {}): Promise<GraphqlHttpResponse> {
   const profile = app.settings.limits.httpProfile;
   const mediaType = negotiated(header(input.headers, 'accept'), profile);
   if (mediaType === undefined) {
@@ -66,7 +73,8 @@ export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledAp
   }
   const params = requestParams(input);
   if ('status' in params) return respond(mediaType, params);
-  const outcome = await executeGraphql(app, params, ctx, { queriesOnly: method === 'GET', ...(persistedQueries ? { persistedQueries } : {}) });
+  const outcome = await executeGraphql(app, params, ctx, { queriesOnly: method === 'GET', ...services });
+  if (outcome.cachedBody !== undefined) return respond(mediaType, outcome, outcome.cachedBody);
   // GraphQL-over-HTTP: with application/json, a well-formed GraphQL response is 200 even when the
   // document failed to parse or validate (legacy clients read `errors`, not the status).
   const status = outcome.documentError && mediaType === JSON_TYPE && profile === 'graphql-over-http' ? 200 : outcome.status;
@@ -76,6 +84,7 @@ export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledAp
     const message = `the answer is larger than ${maxBytes} bytes (graphql.maxResponseBytes) and was not sent; ` + 'ask for fewer documents, fewer fields or fewer aliases, or page through the results';
     return respond(mediaType, { ...outcome, status: 400, headers: {}, body: { errors: [{ message, extensions: { code: 'RESPONSE_TOO_LARGE', maxResponseBytes: maxBytes } }] } });
   }
+  outcome.storeAnswer?.(serialized.body);
   return respond(mediaType, { ...outcome, status }, serialized.body);
 }
 

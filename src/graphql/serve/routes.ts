@@ -10,6 +10,7 @@
  *   the same "admin roles or an allowing permission" rule, with the 409 on a uri another app serves.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ServerResponse } from 'node:http';
 import type { AppContext } from '../../app-context.js';
 import { notFound, OutriggerError } from '../../errors.js';
 import { readBody } from '../../http/body.js';
@@ -21,6 +22,7 @@ import { syncDeclaredAggregations } from '../reads/aggregations/sync.js';
 import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredApp } from '../document/setup-kind.js';
 import { backendHeadersFor } from '../backend/caller-identity.js';
 import { handleGraphqlHttp, type GraphqlHttpInput, type GraphqlHttpResponse } from './http-handler.js';
+import { GraphqlAnswers } from './answer-cache.js';
 import { claimMutation, REPLAYED_HEADER, settleMutation, type MutationClaim, type MutationIdempotency } from './idempotent-mutation.js';
 import type { IdempotencyTicket } from '../../idempotency/store.js';
 import type { PersistedQueries } from './persisted-queries.js';
@@ -48,6 +50,9 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
     store: new PersistedQueryStore(context.redis, context.keys),
     onError: (error, what) => context.logger.warn({ err: String(error) }, `error while ${what}`),
   };
+  // SPEC §12: whole answers of apps whose descriptor says `cache`, in the proxy's cache when GraphQL reads the upstream (as its reads do, module.ts).
+  const sameOrigin = new URL(config.graphql.backend.url).origin === new URL(config.upstream.url).origin;
+  const answers = context.responseCache && sameOrigin ? new GraphqlAnswers(context.responseCache) : undefined;
   // SPEC §14: keyed mutations, claimed in the idempotency store every replica shares.
   const idempotency: MutationIdempotency | undefined = context.idempotency ? { store: context.idempotency, persistedQueries } : undefined;
 
@@ -94,7 +99,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       const input: GraphqlHttpInput = { method: scope.method, headers: scope.req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined };
       const claim = idempotency && scope.req.headers['idempotency-key'] !== undefined ? await claimMutation(idempotency, scope, found.app, input) : undefined;
       if (claim?.kind === 'replay') return answerReplay(scope, claim);
-      const out = await runEngine(context, scope, found.app, input, { persistedQueries, serviceAuth, ...(claim ? { ticket: claim.ticket } : {}) });
+      const out = await runEngine(context, scope, found.app, input, { persistedQueries, serviceAuth, ...(answers ? { answers } : {}), ...(claim ? { ticket: claim.ticket } : {}) });
       if (out === undefined) return; // the client left; nobody to answer
       writeAnswer(scope, out);
     },
@@ -104,6 +109,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
 interface EngineRun {
   readonly persistedQueries: PersistedQueries;
   readonly serviceAuth: boolean;
+  readonly answers?: GraphqlAnswers;
   /** A keyed mutation's claim: settled (recorded or released) before the answer is written, so a retry after it finds the record. */
   readonly ticket?: IdempotencyTicket;
 }
@@ -133,10 +139,12 @@ async function runEngine(context: AppContext, scope: RequestScope, app: Compiled
     priority: priorityRank(higherPriority(principal.priority, scope.ratePriority)),
     // SPEC §10: a policy with `units: cost` covered the request; its estimate is charged once known.
     ...(scope.rateLimits && context.limits ? { chargeCost: (documents: number) => context.limits!.chargeCost(scope, documents) } : {}),
+    // SPEC §6.5: a mutation's changes are published once its answer left (issue 53 item 7).
+    afterAnswer: afterAnswerOf(res),
   };
   let out: GraphqlHttpResponse | undefined;
   try {
-    out = await handleGraphqlHttp(input, app, ctx, run.persistedQueries);
+    out = await handleGraphqlHttp(input, app, ctx, { persistedQueries: run.persistedQueries, ...(run.answers ? { answers: run.answers } : {}) });
   } finally {
     res.off('close', onClose);
     if (run.ticket) await settleMutation(run.ticket, out, clientLeft || res.destroyed).catch((error) => context.logger.warn({ err: String(error) }, 'error while settling an idempotency record'));
@@ -154,6 +162,33 @@ function writeAnswer(scope: RequestScope, out: { status: number; headers: Record
 function answerReplay(scope: RequestScope, replay: Extract<MutationClaim, { kind: 'replay' }>): void {
   scope.idempotentReplay = true;
   writeAnswer(scope, replay, { [REPLAYED_HEADER]: 'true' });
+}
+
+/**
+ * Runs callbacks once the answer was handed to the OS ('finish') or the client left ('close'),
+ * in the order they were given; at once when that already happened. One listener pair per
+ * response, however many writes a mutation makes.
+ */
+function afterAnswerOf(res: ServerResponse): (fn: () => void) => void {
+  let waiting: Array<() => void> | undefined;
+  let answered = false;
+  const run = () => {
+    answered = true;
+    res.off('finish', run);
+    res.off('close', run);
+    const fns = waiting ?? [];
+    waiting = undefined;
+    for (const fn of fns) fn();
+  };
+  return (fn) => {
+    if (answered || res.writableFinished || res.destroyed) return fn();
+    if (!waiting) {
+      waiting = [];
+      res.once('finish', run);
+      res.once('close', run);
+    }
+    waiting.push(fn);
+  };
 }
 
 /**

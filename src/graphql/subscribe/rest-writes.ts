@@ -4,9 +4,10 @@
  * check, a match of the path against `graphql.backend.collectionPath` for writes, and one Set
  * lookup. Only for a subscribed collection does it keep the response head (status, `Location`)
  * and, for a bulk insert, the answer's links. An insert's or update's answer waits while its
- * documents are read back (`capture`, SPEC §6.5: each change carries its own state), and its
- * changes go to the feed before the writer is answered, so the writer's next write cannot be read
- * in its place; a delete's change goes to the feed when the response is complete.
+ * documents are read back (`capture`, SPEC §6.5: each change carries its own state) before the
+ * writer is answered, so the writer's next write cannot be read in its place. Every change goes
+ * to the feed once the answer left (`finish`), never before: a subscription acknowledged before
+ * the answer is then already claimed in Redis (issue 53 item 7).
  */
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { ObservedRequest, RequestObserver } from '../../chain/observer.js';
@@ -41,8 +42,8 @@ class ObservedWrite implements ObservedRequest {
   private bulk: boolean | undefined;
   private readonly answer: Buffer[] = [];
   private answerBytes = 0;
-  /** Published before the answer (with the documents read back); `finish` has nothing left to do. */
-  private published = false;
+  /** The changes read back before the answer (`beforeAnswer`): `finish` publishes them once the answer left. */
+  private held: Promise<Change[]> | undefined;
 
   constructor(
     private readonly scope: RequestScope,
@@ -63,9 +64,9 @@ class ObservedWrite implements ObservedRequest {
       } catch {
         return; // observing never breaks serving; `finish` publishes what it can
       }
-      this.published = true;
-      if (changes.length === 0) return;
-      this.publish(await capture(scope, changes).catch(() => changes));
+      const held = changes.length === 0 ? Promise.resolve(changes) : capture(scope, changes).catch(() => changes);
+      this.held = held;
+      await held;
     };
   }
 
@@ -102,8 +103,18 @@ class ObservedWrite implements ObservedRequest {
     this.answerBytes += chunk.length;
   }
 
+  /**
+   * The answer left (or the client did). A change is published only now, never before its answer:
+   * a subscription acknowledged on any replica before the writer was answered has its claim in
+   * Redis before the change reaches the script that checks claims (issue 53 item 7). Changes read
+   * back before the answer are published even when the client left: the backend wrote them.
+   */
   finish(scope: RequestScope, completed: boolean): void {
-    if (!completed || this.published) return;
+    if (this.held) {
+      void this.held.then((changes) => changes.length > 0 && this.publish(changes));
+      return;
+    }
+    if (!completed) return;
     try {
       const changes = this.changes(scope, this.status || scope.res.statusCode, this.location, () => (this.answerBytes > BULK_ANSWER_BYTES ? undefined : Buffer.concat(this.answer).toString('utf8')));
       this.publish(changes);

@@ -164,7 +164,8 @@ export class SubscriptionService {
 
   /**
    * The writes of GraphQL mutations as changes (`onWrite` of the engine). An insert's or update's
-   * answer waits while its document is read back (SPEC §6.5: each change carries its own state).
+   * answer waits while its document is read back (SPEC §6.5: each change carries its own state);
+   * the changes go to the feed once the answer left.
    */
   readonly observeWrite: WriteObserver = (w, ctx) => {
     if (!w.response) return;
@@ -181,17 +182,20 @@ export class SubscriptionService {
       bulk: Array.isArray(body),
       responseText: () => w.response?.body,
     });
+    // Published once the writer's answer left (ctx.afterAnswer), never before: a subscription
+    // acknowledged on any replica before the answer has its claim in Redis by then (issue 53 item 7).
+    const publish = (out: Change[]) => (ctx.afterAnswer ? ctx.afterAnswer(() => this.feed.publish(out)) : this.feed.publish(out));
     if (w.method !== 'DELETE') {
       if (changes.length === 0) return;
-      if (!this.worthCapturing(changes)) return void this.feed.publish(changes);
-      return captureStates(this.o.reader, ctx, changes, this.o.onError).then((captured) => this.feed.publish(captured));
+      if (!this.worthCapturing(changes)) return void publish(changes);
+      return captureStates(this.o.reader, ctx, changes, this.o.onError).then(publish);
     }
     // A GraphQL delete read its document first (SPEC §6.4): the change carries it unprojected
     // (the writer's projectResponse not applied); each subscriber's own readFilter and
     // projectResponse decide on it (seen.ts).
     const before = w.before;
     const shared = readsShared(ctx) ? { shared: true as const } : {};
-    this.feed.publish(before !== undefined && carriable(before) ? changes.map((c) => ({ ...c, document: before, ...shared })) : changes);
+    publish(before !== undefined && carriable(before) ? changes.map((c) => ({ ...c, document: before, ...shared })) : changes);
   };
 
   /**
