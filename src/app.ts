@@ -39,6 +39,8 @@ import { resolveTelemetry } from './config/telemetry.js';
 import { Forwarder } from './proxy/forwarder.js';
 import { ChangeBus } from './store/change-bus.js';
 import { startResponseCache } from './cache/start.js';
+import { idempotencyParts } from './chain/stages/idempotency.js';
+import { createIdempotencyStore } from './idempotency/store.js';
 import { createRedisConnections, describeTarget, waitForRedis, type RedisTarget } from './store/connections.js';
 import { RedisReadiness } from './store/redis-readiness.js';
 import { DocumentStore } from './store/document-store.js';
@@ -115,7 +117,6 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   const { permissions, acl, planIdentity, policy } = await startAccess(config, { redis, bus, keys, logger, documentPollMs: options.documentPollMs });
 
   const { userVerifier, basic } = server ? await createBasicSignIn(config, { redis, keys, metrics, logger }) : { userVerifier: null, basic: null };
-  const signInBasic = basic;
   // Rate limits and key usage (SPEC §10): before the features, which read usage and charge GraphQL cost.
   const limiter = serve ? new RateLimiter({ config: config.limits, redis, keys, metrics, logger, adminPrefix: config.routes.admin, exchangeFor: exchangeForScope }) : null;
   limiter?.start();
@@ -140,7 +141,8 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     backendGuards: createBackendGuards(config.upstream, logger, metrics),
     ...(limiter ? { limits: limiter } : {}),
     ...(responseCache ? { responseCache } : {}),
-    ...(signInBasic ? { signIn: (id: string, password: string, ip: string) => signInBasic.authenticate(basicHeader(id, password), ip) } : {}),
+    ...(serve ? { idempotency: createIdempotencyStore(redis, keys, config.idempotency, (error, what) => logger.warn({ err: (error as Error).message }, what)) } : {}),
+    ...(basic ? { signIn: (id: string, password: string, ip: string) => basic.authenticate(basicHeader(id, password), ip) } : {}),
   };
 
   const modules = await createFeatureModules(context, { worker: options.worker ?? true, serve: options.serve ?? true });
@@ -343,6 +345,7 @@ function wireRequestChain({ context, modules, basic, policy, readiness, limiter,
     tracing,
     sendTimeoutMs: config.listen.sendTimeoutMs,
     ...(context.responseCache ? { cache: context.responseCache } : {}),
+    ...(context.idempotency ? { idempotency: idempotencyParts(context.idempotency, config.idempotency, logger) } : {}),
     cors,
     corsSameOrigin: [config.mcp.path],
   });
