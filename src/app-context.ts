@@ -17,6 +17,7 @@ import type { DocumentStore } from './store/document-store.js';
 import type { RedisKeys } from './store/keys.js';
 import type { RateLimiter } from './limits/limiter.js';
 import type { Draining } from './util/draining.js';
+import type { RedisIdempotencyStore } from './idempotency/store.js';
 import { BackendGuards } from './proxy/guard/backend-guard.js';
 import { BREAKER_STATE_VALUE } from './proxy/guard/breaker.js';
 
@@ -42,6 +43,8 @@ export interface AppContext {
   planIdentity(principal: Principal): IdentityPlan;
   /** The response cache (SPEC §12; src/cache/), when `cache.rules` has rules; only in a serving process. GraphQL's reads and writes use it too. */
   responseCache?: RunningCache;
+  /** Idempotency records (SPEC §14; src/idempotency/), shared by every door that honours Idempotency-Key; only in a serving process. */
+  idempotency?: RedisIdempotencyStore;
   /** Rate limits and key usage (SPEC §10; src/limits/); only in a serving process. */
   limits?: RateLimiter;
   /**

@@ -11,6 +11,7 @@ import { createStaticUserVerifier } from './access/users/static-users.js';
 import { createUpstreamUserVerifier } from './access/users/upstream-users.js';
 import type { UserVerifier } from './access/users/user-verifier.js';
 import { createAdminRoute, type SubRouteHandler } from './admin/admin-route.js';
+import { createBackendArea } from './admin/backend-area.js';
 import { createConditionCheckRoute } from './admin/condition-check.js';
 import { createConsoleAreas } from './admin/console-route.js';
 import { createBackendGuards, type AppContext } from './app-context.js';
@@ -38,6 +39,8 @@ import { resolveTelemetry } from './config/telemetry.js';
 import { Forwarder } from './proxy/forwarder.js';
 import { ChangeBus } from './store/change-bus.js';
 import { startResponseCache } from './cache/start.js';
+import { idempotencyParts } from './chain/stages/idempotency.js';
+import { createIdempotencyStore } from './idempotency/store.js';
 import { createRedisConnections, describeTarget, waitForRedis, type RedisTarget } from './store/connections.js';
 import { RedisReadiness } from './store/redis-readiness.js';
 import { DocumentStore } from './store/document-store.js';
@@ -114,7 +117,6 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
   const { permissions, acl, planIdentity, policy } = await startAccess(config, { redis, bus, keys, logger, documentPollMs: options.documentPollMs });
 
   const { userVerifier, basic } = server ? await createBasicSignIn(config, { redis, keys, metrics, logger }) : { userVerifier: null, basic: null };
-  const signInBasic = basic;
   // Rate limits and key usage (SPEC §10): before the features, which read usage and charge GraphQL cost.
   const limiter = serve ? new RateLimiter({ config: config.limits, redis, keys, metrics, logger, adminPrefix: config.routes.admin, exchangeFor: exchangeForScope }) : null;
   limiter?.start();
@@ -139,7 +141,8 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     backendGuards: createBackendGuards(config.upstream, logger, metrics),
     ...(limiter ? { limits: limiter } : {}),
     ...(responseCache ? { responseCache } : {}),
-    ...(signInBasic ? { signIn: (id: string, password: string, ip: string) => signInBasic.authenticate(basicHeader(id, password), ip) } : {}),
+    ...(serve ? { idempotency: createIdempotencyStore(redis, keys, config.idempotency, (error, what) => logger.warn({ err: (error as Error).message }, what)) } : {}),
+    ...(basic ? { signIn: (id: string, password: string, ip: string) => basic.authenticate(basicHeader(id, password), ip) } : {}),
   };
 
   const modules = await createFeatureModules(context, { worker: options.worker ?? true, serve: options.serve ?? true });
@@ -342,6 +345,7 @@ function wireRequestChain({ context, modules, basic, policy, readiness, limiter,
     tracing,
     sendTimeoutMs: config.listen.sendTimeoutMs,
     ...(context.responseCache ? { cache: context.responseCache } : {}),
+    ...(context.idempotency ? { idempotency: idempotencyParts(context.idempotency, config.idempotency, logger) } : {}),
     cors,
     corsSameOrigin: [config.mcp.path],
   });
@@ -359,6 +363,7 @@ function ownRoutes(context: AppContext, modules: FeatureModule[], policy: ChainI
     acl: createPermissionRoutes(context),
     features: createFeatureRoutes(features),
     conditions: createConditionCheckRoute(),
+    backend: createBackendArea(context.backendGuards),
   };
   for (const module of modules) Object.assign(adminAreas, module.adminAreas);
   if (context.responseCache) adminAreas.cache = context.responseCache.adminArea;

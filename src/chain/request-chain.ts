@@ -20,6 +20,7 @@ import { authenticateStage } from './stages/authenticate.js';
 import { corsStage, type CorsSettings } from './stages/cors.js';
 import { authorizeStage } from './stages/authorize.js';
 import { headStage } from './stages/head.js';
+import { idempotencyStage, type IdempotencyParts } from './stages/idempotency.js';
 import { limitStage } from './stages/limit.js';
 import { observeStage, type ObserveParts } from './stages/observe.js';
 import { planStage } from './stages/plan.js';
@@ -43,6 +44,8 @@ export interface ChainParts extends ObserveParts, RouteOrForwardParts {
   tracing?: Tracing;
   /** The response cache (SPEC §12); absent without `cache.rules`. */
   cache?: ResponseCacheParts;
+  /** Idempotency keys (SPEC §14); absent in a process that does not serve. */
+  idempotency?: IdempotencyParts;
 }
 
 /** The request path, in order. A new concern is a new file in stages/ and one line here. */
@@ -56,6 +59,7 @@ export function requestStages(parts: ChainParts): Stage[] {
     limitStage(parts.limit),
     authorizeStage(parts.authorizeProxy),
     planStage(parts.planProxy),
+    idempotencyStage(parts.idempotency),
     responseCacheStage(parts.cache),
     routeOrForwardStage(parts),
   ];

@@ -9,6 +9,7 @@ import { RequestScope } from '../http/scope.js';
 import type { OwnRoute } from '../http/route-table.js';
 import type { ObservedRequest } from './observer.js';
 import type { CacheExchange } from '../cache/response-cache.js';
+import type { IdempotencyTicket } from '../idempotency/store.js';
 
 const unanswered = (): void => {};
 
@@ -27,6 +28,8 @@ export class ChainRequest extends RequestScope {
   plan: ProxyPlan | undefined = undefined;
   /** The response cache stage: a read's fill or a write's pending drop, until the response closes. */
   cacheExchange: CacheExchange | undefined = undefined;
+  /** The idempotency stage: a keyed write's run, until its answer is recorded or its record released. */
+  idempotentRun: { readonly ticket: IdempotencyTicket; settled: boolean } | undefined = undefined;
   /** The forward stage: cancels the upstream exchange wherever it is (the client went away). */
   abortUpstream: (() => void) | undefined = undefined;
   /** The forward stage: the upstream call's client span, only while one is recorded. */

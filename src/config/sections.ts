@@ -214,3 +214,24 @@ export const mcpSchema = optionalSection({
     cacheSeconds: integer(0, 86_400).default(300),
   }),
 });
+
+/** An `idempotency.required` entry: decided on a write's head, before its body is read and before any answer. */
+function headCondition(text: string): string | null {
+  try {
+    const condition = parseCondition(text);
+    if (condition.usesRequestBody || condition.usesResponse) return 'may read neither a request body nor a response: it decides whether the Idempotency-Key header is required, before either is read';
+    return null;
+  } catch (error) {
+    if (error instanceof ConditionSyntaxError) return `is not a valid condition: ${error.message}`;
+    throw error;
+  }
+}
+
+/** `idempotency:` (SPEC §14; src/idempotency/, docs/idempotency.md). */
+export const idempotencySchema = optionalSection({
+  ttlSeconds: integer(1, 30 * 86_400).default(86_400),
+  lockSeconds: integer(1, 3600).default(60),
+  maxBodyBytes: integer(0, 64 * 1024 * 1024).default(1024 * 1024),
+  maxRequestBytes: integer(1, 64 * 1024 * 1024).default(1024 * 1024),
+  required: strings(headCondition).default([]),
+});

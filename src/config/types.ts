@@ -156,6 +156,19 @@ export interface OutriggerConfig {
   cors: CorsConfig;
   /** The response cache (SPEC §12; config/cache-config.ts, src/cache/). */
   cache: CacheConfig;
+  /** Idempotency keys (SPEC §14; src/idempotency/, docs/idempotency.md). */
+  idempotency: {
+    /** How long a finished write's answer is kept and replayed (default 24 h). */
+    ttlSeconds: number;
+    /** How long a running write's lock outlives a process that died holding it (default 60; refreshed every third while it runs). */
+    lockSeconds: number;
+    /** An answer larger than this is kept as its status only and replays as 409 (default 1 MiB). */
+    maxBodyBytes: number;
+    /** A keyed write's body is read whole before it runs (for its fingerprint): larger is 413 (default 1 MiB). */
+    maxRequestBytes: number;
+    /** Conditions (§4) on a write's head where the Idempotency-Key header is mandatory (400 without it). */
+    required: string[];
+  };
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'; secretHeaders: string[] };
   mcp: {
     /** Who answers `mcp.path` (SPEC §11): the backend's MCP server (proxied) or Outrigger's own, whose tools are the GraphQL apps' operations. */

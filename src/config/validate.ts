@@ -11,7 +11,20 @@ import { corsSchema } from './cors-config.js';
 import { graphqlSchema } from './graphql-limits.js';
 import { limitsSchema } from './limits-config.js';
 import { redisSchema } from './redis-config.js';
-import { aclSchema, apiKeysSchema, featuresSchema, listenSchema, logSchema, mcpSchema, routesSchema, serviceSchema, upstreamSchema, usersSchema, webhooksSchema } from './sections.js';
+import {
+  aclSchema,
+  apiKeysSchema,
+  featuresSchema,
+  idempotencySchema,
+  listenSchema,
+  logSchema,
+  mcpSchema,
+  routesSchema,
+  serviceSchema,
+  upstreamSchema,
+  usersSchema,
+  webhooksSchema,
+} from './sections.js';
 import { SHUTDOWN_DEFAULTS, shutdownOf, shutdownSchema } from './shutdown-config.js';
 import { subscriptionsSchema } from './subscriptions-config.js';
 import { resolveTelemetry, telemetrySchema } from './telemetry.js';
@@ -35,6 +48,7 @@ const fields = section({
   log: logSchema,
   cors: corsSchema,
   cache: cacheSchema,
+  idempotency: idempotencySchema,
   mcp: mcpSchema,
 });
 

@@ -32,6 +32,41 @@ export interface ResponseCapture {
   end(): void;
 }
 
+/**
+ * Two captures of one answer as one (an idempotent write's record and the response cache's drop):
+ * each head decides alone. A hold makes the answer wait for every hold; a capture that asked for a
+ * copy then gets the whole body at once. Only for captures that never `replace` the answer.
+ */
+export function composeCaptures(first: ResponseCapture, second: ResponseCapture): ResponseCapture {
+  let copying: ResponseCapture[] = [];
+  return {
+    head(statusCode, headers) {
+      const holds: AnswerHold[] = [];
+      copying = [];
+      for (const capture of [first, second]) {
+        const mode = capture.head(statusCode, headers);
+        if (mode === 'replace') throw new Error('composeCaptures: a capture that replaces the answer cannot be composed');
+        if (mode === 'copy') copying.push(capture);
+        else if (mode !== 'none') holds.push(mode);
+      }
+      if (holds.length === 0) return copying.length > 0 ? 'copy' : 'none';
+      return (body) => {
+        for (const capture of copying.splice(0)) {
+          capture.data(body);
+          capture.end();
+        }
+        return Promise.all(holds.map((hold) => hold(body))).then(() => undefined);
+      };
+    },
+    data(chunk) {
+      for (const capture of copying) capture.data(chunk);
+    },
+    end() {
+      for (const capture of copying) capture.end();
+    },
+  };
+}
+
 export interface ForwardRequest {
   req: IncomingMessage;
   res: ServerResponse;

@@ -49,6 +49,7 @@ export const DOORS: Door[] = [
   { name: 'admin: recover failed events', covers: 'admin:webhooks', method: 'POST', path: '/_admin/webhooks/{id}/recover', body: 'json', shape: 'any', auth: ROOT },
   { name: 'admin: cache state', covers: 'admin:cache', method: 'GET', path: '/_admin/cache', body: 'none', auth: ROOT },
   { name: 'admin: purge the cache', covers: 'admin:cache', method: 'DELETE', path: '/_admin/cache?collection=api/orders', body: 'none', auth: ROOT },
+  { name: 'admin: backend protection state', covers: 'admin:backend', method: 'GET', path: '/_admin/backend', body: 'none', auth: ROOT },
   { name: 'admin: check a condition', covers: 'admin:conditions', method: 'POST', path: '/_admin/conditions/check', body: 'json', shape: 'condition', auth: ROOT },
   { name: 'create an app', covers: '/gql-apps', method: 'POST', path: '/gql-apps', body: 'json', shape: 'app', auth: ROOT },
   { name: 'replace an app', covers: '/gql-apps', method: 'PUT', path: '/gql-apps/{id}', body: 'json', shape: 'app', auth: ROOT },

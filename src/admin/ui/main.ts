@@ -3,6 +3,7 @@ import './console.css';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { admin, api, ApiError, own, setCredentials, signOut, whenSignedOut } from './api.js';
+import { BackendPage } from './backend.js';
 import { DocumentsPage } from './documents.js';
 import { FeaturesPage } from './features.js';
 import { KeysPage } from './keys/all-keys.js';
@@ -18,6 +19,7 @@ const PAGES = [
   { hash: '#/features', label: 'Features' },
   { hash: '#/permissions', label: 'Permissions' },
   { hash: '#/apps', label: 'GraphQL apps' },
+  { hash: '#/backend', label: 'Backend' },
 ];
 
 /** What a signed-in user without an admin role sees (SPEC §15): their own keys, nothing of the service. */
@@ -111,6 +113,8 @@ function Page({ hash }: { hash: string }) {
       return html`<${DocumentsPage} key="permissions" kind="permissions" />`;
     case 'apps':
       return html`<${DocumentsPage} key="apps" kind="apps" />`;
+    case 'backend':
+      return html`<${BackendPage} />`;
     default:
       return html`<main id="main">
         <h1>Nothing here</h1>

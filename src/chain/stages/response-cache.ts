@@ -11,7 +11,7 @@ import type { CacheScope } from '../../cache/cache-scope.js';
 import { clientDirective, type ClientDirective } from '../../cache/freshness.js';
 import type { StrongGenerations } from '../../cache/invalidation-bus.js';
 import { refreshEntry, type CacheRule, type Fill, type Found, type ResponseCache } from '../../cache/response-cache.js';
-import type { ProxyPlan, ResponseCapture } from '../../proxy/forward-request.js';
+import { composeCaptures, type ProxyPlan, type ResponseCapture } from '../../proxy/forward-request.js';
 import { exchangeForScope } from '../exchange.js';
 import type { ChainRequest } from '../request.js';
 import { ANSWERED, type Stage, type Step } from '../stage.js';
@@ -153,7 +153,9 @@ function write({ cache, strong }: ResponseCacheParts, request: ChainRequest): vo
     data() {},
     end() {},
   };
-  request.plan!.capture = capture;
+  // An idempotent write's record (stages/idempotency.ts) captures the same answer.
+  const plan = request.plan!;
+  plan.capture = plan.capture === undefined ? capture : composeCaptures(plan.capture, capture);
 }
 
 function locations(cache: ResponseCache, headers: Record<string, string | string[] | undefined>): CacheScope[] {

@@ -8,7 +8,7 @@ import { OutriggerError } from '../../errors.js';
 import type { UpstreamSettings } from '../forward-request.js';
 import { UpstreamSlots } from '../upstream-slots.js';
 import { AdaptiveLimit } from './adaptive-limit.js';
-import { Breaker, type BreakerTransition } from './breaker.js';
+import { Breaker, type BreakerState, type BreakerTransition } from './breaker.js';
 
 /** Retries in flight may be at most this share of the requests in flight (SPEC §13)... */
 const RETRY_SHARE = 0.1;
@@ -22,6 +22,24 @@ export interface GuardEvents {
   breaker?(origin: string, transition: BreakerTransition): void;
 }
 
+/** What the console and `GET /_admin/backend` show of one origin: the limit, the line, the breaker. */
+export interface BackendGuardState {
+  origin: string;
+  /** Requests allowed in flight now: the adaptive limit, or upstream.connections. */
+  limit: number;
+  /** upstream.connections: the most the limit can be. */
+  connections: number;
+  /** The adaptive limit's settings and what it measured; null with adaptiveConcurrency off. */
+  adaptive: { minLimit: number; minLatencyMs: number | null; lastLatencyMs: number | null } | null;
+  inFlight: number;
+  queued: number;
+  /** How long a request may wait in the line (upstream.queueTimeoutMs). */
+  queueTimeoutMs: number;
+  breaker: { enabled: boolean; state: BreakerState; retryAfterSeconds: number | null };
+  /** Requests sent again after their connection failed, since start. */
+  retries: number;
+}
+
 export class BackendGuard {
   readonly slots: UpstreamSlots;
   readonly limit: AdaptiveLimit | null;
@@ -32,7 +50,7 @@ export class BackendGuard {
 
   constructor(
     readonly origin: string,
-    upstream: UpstreamSettings,
+    private readonly upstream: UpstreamSettings,
     events: GuardEvents = {},
   ) {
     const adaptive = upstream.adaptiveConcurrency;
@@ -45,6 +63,22 @@ export class BackendGuard {
     });
     this.limit = adaptive.enabled ? new AdaptiveLimit(adaptive, upstream.connections, (limit) => this.slots.setLimit(limit)) : null;
     this.breaker = new Breaker(upstream.breaker, (t) => events.breaker?.(origin, t));
+  }
+
+  state(): BackendGuardState {
+    const { limit, breaker, slots, upstream } = this;
+    const ms = (v: number) => (Number.isFinite(v) && v > 0 ? Math.round(v * 10) / 10 : null);
+    return {
+      origin: this.origin,
+      limit: slots.currentLimit,
+      connections: upstream.connections,
+      adaptive: limit === null ? null : { minLimit: Math.min(upstream.adaptiveConcurrency.minLimit, upstream.connections), minLatencyMs: ms(limit.minRtt), lastLatencyMs: ms(limit.lastSample) },
+      inFlight: slots.activeCount,
+      queued: slots.waitingCount,
+      queueTimeoutMs: upstream.queueTimeoutMs,
+      breaker: { enabled: upstream.breaker.enabled, state: breaker.state, retryAfterSeconds: breaker.state === 'open' ? breaker.retryAfterSeconds : null },
+      retries: this.retries,
+    };
   }
 
   /** The refusal while the breaker is open: at once, nothing sent. */
