@@ -32,6 +32,7 @@ describe('Outrigger MCP server: resource change notifications (two replicas)', (
     permissions: {
       'own-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10, mongo: { readFilter: { owner: '@user.id' } } },
       products: { predicate: 'method(GET) and path-prefix(/shop/products)', roles: ['user'], priority: 1 },
+      keys: { predicate: 'path-prefix(/keys)', roles: ['user'], priority: 1, apiKeys: { roles: ['user'] } },
     },
   });
   const clients: ClientV2[] = [];
@@ -44,9 +45,9 @@ describe('Outrigger MCP server: resource change notifications (two replicas)', (
   async function connect(url: string, auth: string, mode: 'auto' | 'legacy') {
     const client = await mcpClientV2(url, auth, mode);
     clients.push(client);
-    const told: Array<{ uri: string; at: number }> = [];
+    const told: Array<{ uri: string; keys: string[]; at: number }> = [];
     const lists: string[] = [];
-    client.setNotificationHandler('notifications/resources/updated', (n) => void told.push({ uri: n.params.uri, at: performance.now() }));
+    client.setNotificationHandler('notifications/resources/updated', (n) => void told.push({ uri: n.params.uri, keys: Object.keys(n.params).sort(), at: performance.now() }));
     client.setNotificationHandler('notifications/tools/list_changed', () => void lists.push('tools'));
     client.setNotificationHandler('notifications/resources/list_changed', () => void lists.push('resources'));
     return { client, told, lists };
@@ -72,6 +73,8 @@ describe('Outrigger MCP server: resource change notifications (two replicas)', (
     const started = await patch(1, { total: 11 });
     await pollUntil(async () => alice.told.length === 2, BOUND_MS, 5);
     expect(alice.told.map((t) => t.uri).sort()).toEqual([ORDERS, orderUri(1)]);
+    // The URI and the listen's id, never anything of the document.
+    expect(alice.told[0]!.keys).toEqual(['_meta', 'uri']);
     expect(Math.max(...alice.told.map((t) => t.at - started))).toBeLessThan(BOUND_MS);
     // Order 2 is bob's: alice's collection listener is not told of it; bob is, of the collection only.
     await patch(2, { total: 22 });
@@ -109,7 +112,7 @@ describe('Outrigger MCP server: resource change notifications (two replicas)', (
     await alice.client.subscribeResource({ uri: orderUri(7) });
     await patch(7, { total: 77 });
     await pollUntil(async () => alice.told.length === 1, BOUND_MS, 5);
-    expect(alice.told[0]!.uri).toBe(orderUri(7));
+    expect(alice.told[0]).toMatchObject({ uri: orderUri(7), keys: ['uri'] });
     // A permission saved elsewhere that changes alice's resource list reaches her on that stream.
     const products = { predicate: 'method(GET) and path-prefix(/shop/products)', roles: ['user'], priority: 1 };
     const removed = await call(stack.proxy.url, '/_admin/acl/products', { method: 'DELETE', auth: ROOT });
@@ -120,6 +123,27 @@ describe('Outrigger MCP server: resource change notifications (two replicas)', (
     await alice.client.unsubscribeResource({ uri: orderUri(7) });
     await new Promise((r) => setTimeout(r, 200));
     await patch(7, { total: 78 });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(alice.told).toHaveLength(1);
+  });
+
+  it('a listener whose API key is revoked is closed within the key cache\u2019s bound, and told nothing after', async () => {
+    const b = await replicaB();
+    const issued = await call(stack.proxy.url, '/keys', { method: 'POST', auth: ALICE, body: { name: 'listener', roles: ['user'] } });
+    expect(issued.status, issued.text).toBe(201);
+    const alice = await connect(b.url, `Bearer ${issued.json.key as string}`, 'auto');
+    const sub = await alice.client.listen({ toolsListChanged: true, resourceSubscriptions: [ORDERS] });
+    let closedAt = 0;
+    void sub.closed.then(() => (closedAt = performance.now()));
+    await patch(13, { total: 131 });
+    await pollUntil(async () => alice.told.length === 1, BOUND_MS, 5);
+    const revoked = performance.now();
+    expect((await call(stack.proxy.url, `/keys/${issued.json._id as string}`, { method: 'DELETE', auth: ALICE })).status).toBe(204);
+    // Revocation reaches every replica within a second (SPEC §5.4) and listeners are checked every second; 20 s only ends a hang.
+    await pollUntil(async () => closedAt > 0, 20_000, 20);
+    expect(closedAt - revoked).toBeLessThan(5000);
+    console.log(`listener closed ${Math.round(closedAt - revoked)} ms after its key was revoked`);
+    await patch(13, { total: 132 });
     await new Promise((r) => setTimeout(r, 500));
     expect(alice.told).toHaveLength(1);
   });

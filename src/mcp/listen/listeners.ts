@@ -26,6 +26,7 @@ import { SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
 import type { Principal } from '../../principal/principal.js';
 import type { RequestScope } from '../../http/scope.js';
 import { isJsonObject } from '../../util/objects.js';
+import { OutriggerError } from '../../errors.js';
 import { MAX_URIS_PER_LISTENER, type UriUpdates, type WatchedUri } from './uri-updates.js';
 
 /** What a stream may hold unread by its client before it is closed (notifications are ~150 bytes each). */
@@ -124,9 +125,10 @@ export class Listeners {
     const id = idOf(message);
     const params = isJsonObject(message.params) ? message.params : {};
     if (id === null) return refuse(scope, 400, -32600, 'resources/subscribe is a request: it needs an id', id);
-    if (!this.parts.updates) return refuse(scope, 400, -32601, 'this server offers no resources to subscribe to (mcp.resources names none)', id);
+    // A request's error is a JSON-RPC answer (200), as the SDK's 2025 transport answers a handler's.
+    if (!this.parts.updates) return refuse(scope, 200, -32601, 'this server offers no resources to subscribe to (mcp.resources names none)', id);
     const checked = this.checkUris(scope, [params.uri]);
-    if (typeof checked === 'string') return refuse(scope, 400, -32602, `resources/subscribe refused: ${checked}`, id);
+    if (typeof checked === 'string') return refuse(scope, 200, -32602, `resources/subscribe refused: ${checked}`, id);
     await this.start(scope, id, checked, {
       what: 'resources/subscribe',
       legacyUris: checked.map((u) => u.uri),
@@ -259,7 +261,7 @@ export class Listeners {
     const authenticate = this.parts.authenticate?.();
     if (this.checking || !authenticate) return;
     this.checking = true;
-    const round = new Map<string, Promise<Principal | null>>();
+    const round = new Map<string, Promise<Principal | null | undefined>>();
     try {
       for (const listener of [...this.open]) {
         const { scope } = listener;
@@ -270,12 +272,11 @@ export class Listeners {
             key,
             (answer = Promise.resolve()
               .then(() => authenticate(scope))
-              .then(
-                (p) => p,
-                () => null,
-              )),
+              .then((p) => p, refusedOrBusy)),
           );
         const principal = await answer;
+        // Busy (a 503 or 429 of the password check, Redis away): the stream stays, checked again next round.
+        if (principal === undefined) continue;
         const before = scope.principal;
         if (principal === null || principal.via === 'anonymous' || principal.id !== before.id || (principal.keyId ?? null) !== (before.keyId ?? null)) listener.close();
         else scope.principal = principal;
@@ -296,6 +297,11 @@ interface StreamStart {
   /** A listen that asked for nothing honored: its acknowledgement and the result that ends it. */
   readonly empty: unknown;
   readonly stamp: (params: Record<string, unknown>) => Record<string, unknown>;
+}
+
+/** A refused authentication (401, 403: the credentials no longer authenticate) is null; any other failure is undefined (try again). */
+function refusedOrBusy(error: unknown): null | undefined {
+  return error instanceof OutriggerError && (error.status === 401 || error.status === 403) ? null : undefined;
 }
 
 function idOf(message: Record<string, unknown>): Id | null {

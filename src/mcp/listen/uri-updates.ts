@@ -43,16 +43,19 @@ export interface WatchedUri {
 
 interface Watcher {
   readonly scope: RequestScope;
+  /** Listeners of one identity share one decision per read of the feed (as subscribers of one identity do) and one order. */
+  readonly identity: string;
   readonly uris: readonly WatchedUri[];
   readonly send: (uri: string) => void;
   /** Per document (`canonicalKey` of its `_id`), whether this listener could read it at its last change. */
   readonly known: Map<string, boolean>;
-  chain: Promise<void>;
   open: boolean;
 }
 
 export class UriUpdates {
   private readonly byCollection = new Map<string, Set<Watcher>>();
+  /** Per identity, its last decision under way: the next queues after it, so each listener is told in the feed's order. */
+  private readonly chains = new Map<string, Promise<void>>();
 
   constructor(
     private readonly watch: ChangeWatch,
@@ -84,7 +87,7 @@ export class UriUpdates {
    * the stop. Throws (nothing left claimed) when Redis cannot take a claim.
    */
   async add(scope: RequestScope, uris: readonly WatchedUri[], send: (uri: string) => void): Promise<() => void> {
-    const watcher: Watcher = { scope, uris, send, known: new Map(), chain: Promise.resolve(), open: true };
+    const watcher: Watcher = { scope, identity: identityOf(scope), uris, send, known: new Map(), open: true };
     const collections = [...new Map(uris.map((u) => [collectionKey(u.db, u.collection), u])).entries()];
     const claimed: WatchedUri[] = [];
     try {
@@ -119,11 +122,19 @@ export class UriUpdates {
     const all = new Set<Watcher>();
     for (const set of this.byCollection.values()) for (const w of set) all.add(w);
     for (const w of all) {
-      w.chain = w.chain.then(() => {
+      this.queue(w.identity, () => {
         w.known.clear();
         return this.seed(w);
       });
     }
+  }
+
+  private queue(identity: string, next: () => Promise<void>): void {
+    const done = (this.chains.get(identity) ?? Promise.resolve()).then(next).catch((error: unknown) => this.onError(error, 'telling a listener of changed resources'));
+    this.chains.set(identity, done);
+    void done.then(() => {
+      if (this.chains.get(identity) === done) this.chains.delete(identity);
+    });
   }
 
   /** Whether each watched document is readable by the listener now (its "before" at its first change). */
@@ -149,34 +160,58 @@ export class UriUpdates {
       else perCollection.set(key, [change]);
     }
     for (const [key, changes] of perCollection) {
+      const byIdentity = new Map<string, Watcher[]>();
       for (const w of this.byCollection.get(key) ?? []) {
-        // One chain per listener: its notifications keep the feed's order.
-        w.chain = w.chain.then(() => this.decide(w, changes)).catch((error: unknown) => this.onError(error, 'telling a listener of changed resources'));
+        const list = byIdentity.get(w.identity);
+        if (list) list.push(w);
+        else byIdentity.set(w.identity, [w]);
       }
+      for (const [identity, watchers] of byIdentity) this.queue(identity, () => this.decide(watchers, changes));
     }
   }
 
-  /** One listener's share of a collection's changes: told for each it may read before or after. */
-  private async decide(w: Watcher, changes: readonly Change[]): Promise<void> {
-    if (!w.open) return;
+  /** One identity's listeners' share of a collection's changes: one decision, then each told of those it may read before or after. */
+  private async decide(watchers: readonly Watcher[], changes: readonly Change[]): Promise<void> {
     const { db, collection } = changes[0]!;
-    const mine = w.uris.filter((u) => u.db === db && u.collection === collection);
-    const whole = mine.find((u) => u.idKey === null);
-    const docs = mine.filter((u) => u.idKey !== null);
-    if (!exposed(this.door, w.scope, mine[0]!.path) || !mayRead(this.door, w.scope, mine[0]!.path)) return;
-    const relevant = whole ? changes : changes.filter((c) => docs.some((u) => u.idKey === canonicalKey(c._id)));
-    if (relevant.length === 0) return;
-    const seen = await this.watch.see(relevant, this.watch.contextOf(w.scope));
-    relevant.forEach((change, i) => {
-      const idKey = canonicalKey(change._id);
-      const after = seen[i] !== null && seen[i] !== undefined;
-      const before = w.known.get(idKey) ?? false;
-      remember(w.known, idKey, after);
-      if (!(before || after) || !w.open) return;
-      if (whole) w.send(whole.uri);
-      for (const u of docs) if (u.idKey === idKey) w.send(u.uri);
-    });
+    const wanted = new Map<Watcher, { whole: WatchedUri | undefined; docs: WatchedUri[]; at: number[] }>();
+    const needed = new Set<number>();
+    for (const w of watchers) {
+      const mine = w.uris.filter((u) => u.db === db && u.collection === collection);
+      const path = mine[0]?.path;
+      if (!w.open || path === undefined || !exposed(this.door, w.scope, path) || !mayRead(this.door, w.scope, path)) continue;
+      const whole = mine.find((u) => u.idKey === null);
+      const docs = mine.filter((u) => u.idKey !== null);
+      const at = changes.flatMap((c, i) => (whole || docs.some((u) => u.idKey === canonicalKey(c._id)) ? [i] : []));
+      if (at.length === 0) continue;
+      wanted.set(w, { whole, docs, at });
+      for (const i of at) needed.add(i);
+    }
+    if (wanted.size === 0) return;
+    const order = [...needed].sort((x, y) => x - y);
+    const first = wanted.keys().next().value!;
+    const seen = await this.watch.see(
+      order.map((i) => changes[i]!),
+      this.watch.contextOf(first.scope),
+    );
+    const afterOf = new Map(order.map((i, k) => [i, seen[k] !== null && seen[k] !== undefined]));
+    for (const [w, { whole, docs, at }] of wanted) {
+      for (const i of at) {
+        const idKey = canonicalKey(changes[i]!._id);
+        const after = afterOf.get(i) === true;
+        const before = w.known.get(idKey) ?? false;
+        remember(w.known, idKey, after);
+        if (!(before || after) || !w.open) continue;
+        if (whole) w.send(whole.uri);
+        for (const u of docs) if (u.idKey === idKey) w.send(u.uri);
+      }
+    }
   }
+}
+
+/** Who a listener reads as, as a subscriber's identity (its backend headers only where Outrigger did not verify the caller). */
+function identityOf(scope: RequestScope): string {
+  const p = scope.principal;
+  return JSON.stringify([p.id, p.roles, p.via, p.keyId ?? null, p.verifiedLocally ? null : (scope.req.headers.authorization ?? null), p.id === null ? scope.clientIp : null]);
 }
 
 function remember(known: Map<string, boolean>, key: string, value: boolean): void {

@@ -1,0 +1,122 @@
+/**
+ * SPEC §11.1's abuse rows for change notifications (issue 51) through the real proxy and Redis:
+ * resource URIs with `..`, encoded separators, another scheme, another service's path or a
+ * collection `mcp.resources` does not expose, in 2026-07-28's `resourceSubscriptions` and in
+ * 2025-11-25's `resources/subscribe` (refused naming the URI, nothing held open); too many URIs
+ * on one stream; two thousand listens from one agent (all but `subscriptions.maxPerPrincipal`
+ * refused 429 naming it, the replica's count bounded); a document the listener may not read
+ * (watched, but no write of it is ever told).
+ */
+import type { Client as ClientV2 } from '@modelcontextprotocol/client';
+import { afterAll, describe, expect, it } from 'vitest';
+import { basic } from '../support/outrigger.js';
+import { useStack } from '../support/fixtures.js';
+import { call, shopData } from '../integration/graphql-helpers.js';
+import { mcpClientV2 } from '../integration/mcp-helpers.js';
+
+const ROOT = basic('root', 'root-password');
+const ALICE = basic('alice', 'alice-password');
+const PER_PRINCIPAL = 4;
+const hex = (n: number) => n.toString(16).padStart(24, '0');
+
+describe('agents listening: abuse', () => {
+  const stack = useStack({
+    service: 'mcp-listeners-abuse',
+    backend: { data: shopData() },
+    users: { root: ['root'], alice: ['user'] },
+    config: { acl: { mode: 'enforce' }, subscriptions: { maxPerPrincipal: PER_PRINCIPAL }, mcp: { server: 'outrigger', resources: ['path-prefix(/shop/orders)', 'path-prefix(/shop/products)'] } },
+    permissions: {
+      products: { predicate: 'method(GET) and path-prefix(/shop/products)', roles: ['user'], priority: 1 },
+      'own-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10, mongo: { readFilter: { owner: '@user.id' } } },
+      users: { predicate: 'method(GET) and path-prefix(/shop/users)', roles: ['user'], priority: 1 },
+    },
+  });
+  const clients: ClientV2[] = [];
+  afterAll(async () => {
+    for (const c of clients) await c.close().catch(() => {});
+  });
+  const connect = async (mode: 'auto' | 'legacy') => {
+    const client = await mcpClientV2(stack.proxy.url, ALICE, mode);
+    clients.push(client);
+    return client;
+  };
+
+  const HOSTILE: Array<[string, RegExp]> = [
+    ['outrigger://shop/../_admin', /outrigger:\/\/shop\/\.\.\/_admin.*(collection|name)/],
+    ['outrigger://shop/orders/..', /"\.\."/],
+    ['outrigger://shop/orders/a%2Fb', /path separator/],
+    ['outrigger://shop/orders/a%5Cb', /path separator/],
+    ['outrigger://shop/orders/%2e%2e', /"\.\."/],
+    ['outrigger://_admin/keys', /_admin/],
+    ['https://other.example/shop/orders', /not one of this service's resources/],
+    ['outrigger://other-db/orders', /mcp\.resources does not expose/],
+    ['outrigger://shop/users', /mcp\.resources does not expose \/shop\/users/],
+    ['outrigger://shop/orders?filter=%7B%7D', /is a query; subscribe to its collection/],
+  ];
+
+  it('hostile URIs in resourceSubscriptions are refused naming the URI; nothing is held open', async () => {
+    const client = await connect('auto');
+    for (const [uri, why] of HOSTILE) {
+      const refused = client.listen({ resourceSubscriptions: ['outrigger://shop/products', uri] });
+      await expect(refused, uri).rejects.toThrow(why);
+    }
+    // Too many URIs on one stream.
+    const many = Array.from({ length: 101 }, (_, i) => `outrigger://shop/products/p${i}`);
+    await expect(client.listen({ resourceSubscriptions: many })).rejects.toThrow(/101 resource URIs; one stream may watch at most 100/);
+    // None of the refusals was counted: alice still holds her whole bound.
+    const held = [];
+    for (let i = 0; i < PER_PRINCIPAL; i++) held.push(await client.listen({ resourceSubscriptions: ['outrigger://shop/products'] }));
+    for (const h of held) await h.close();
+  });
+
+  it('hostile URIs in 2025-11-25 resources/subscribe are refused naming the URI', async () => {
+    const client = await connect('legacy');
+    for (const [uri, why] of HOSTILE) await expect(client.subscribeResource({ uri }), uri).rejects.toThrow(why);
+  });
+
+  it('two thousand listens from one agent: all but subscriptions.maxPerPrincipal are refused 429 naming it', async () => {
+    const aborts: AbortController[] = [];
+    const statuses: number[] = [];
+    const open: Response[] = [];
+    let named = 0;
+    const listen = async (i: number) => {
+      const abort = new AbortController();
+      aborts.push(abort);
+      const res = await fetch(`${stack.proxy.url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: ALICE, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'subscriptions/listen', params: { notifications: { resourceSubscriptions: ['outrigger://shop/products'] } } }),
+        signal: abort.signal,
+      });
+      statuses.push(res.status);
+      // Held: fetch cancels the body of a response it collects (a held stream would then close and free its place).
+      if (res.status === 200) open.push(res);
+      if (res.status === 429 && (await res.text()).includes('subscriptions.maxPerPrincipal')) named++;
+    };
+    try {
+      for (let at = 0; at < 2000; at += 200) await Promise.all(Array.from({ length: 200 }, (_, k) => listen(at + k)));
+      expect(statuses.filter((s) => s === 200)).toHaveLength(PER_PRINCIPAL);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(2000 - PER_PRINCIPAL);
+      expect(named).toBe(2000 - PER_PRINCIPAL);
+    } finally {
+      for (const a of aborts) a.abort();
+    }
+  });
+
+  it('a document the listener may not read is watched, but none of its writes is told', async () => {
+    const client = await connect('auto');
+    const told: string[] = [];
+    client.setNotificationHandler('notifications/resources/updated', (n) => void told.push(n.params.uri));
+    // Order 2 is bob's: alice's readFilter hides it before and after; order 1 is hers.
+    const sub = await client.listen({ resourceSubscriptions: [`outrigger://shop/orders/${hex(2)}`, `outrigger://shop/orders/${hex(1)}`] });
+    for (const n of [2, 2, 1]) {
+      const res = await call(stack.proxy.url, `/shop/orders/${hex(n)}`, { method: 'PATCH', auth: ROOT, body: { $set: { total: n * 7 } } });
+      expect(res.status, res.text).toBeLessThan(300);
+    }
+    const started = Date.now();
+    while (told.length === 0 && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(told).toEqual([`outrigger://shop/orders/${hex(1)}`]);
+    await sub.close();
+  });
+});
