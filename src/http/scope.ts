@@ -63,6 +63,11 @@ export class RequestScope {
   heldBodyBytes = 0;
   /** The request body, when a feature had to read it whole (bson-request-* predicates); forwarded as is. */
   bufferedBody: Buffer | undefined = undefined;
+  /**
+   * The answer is an idempotency record's replay (SPEC §14): the request ran nothing, so the
+   * observers (webhooks, recordings) are not told of it (chain/stages/observe.ts).
+   */
+  idempotentReplay = false;
   private parsedQuery: URLSearchParams | undefined;
 
   constructor(

@@ -325,7 +325,8 @@ function answerStep(request: GraphqlRequest, result: ExecutionResult | 'aborted'
     if (state.timedOut) return { status: 504, body: { errors: [timeoutError(limits.timeoutMs).toJSON()] }, backendReads };
     return { status: 499, body: errorBody('the client closed the request', 'REQUEST_ABORTED'), backendReads };
   }
-  if (state.budgetExceeded) return { status: 400, body: { errors: [budgetError(limits.maxBackendReads).toJSON()] }, backendReads };
+  // A mutation's read-backs can pass the budget after its writes: they are still reported (an idempotency record keeps the answer).
+  if (state.budgetExceeded) return { status: 400, body: { errors: [budgetError(limits.maxBackendReads).toJSON()] }, backendReads, ...(backendWrites > 0 ? { backendWrites } : {}) };
 
   // No data entry: the request failed before execution (variables could not be coerced).
   if (!('data' in result)) {

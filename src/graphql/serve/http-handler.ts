@@ -41,6 +41,8 @@ export interface GraphqlHttpResponse {
   readonly body: string;
   /** Backend reads the request made (for metrics); absent when it did not execute. */
   readonly backendReads?: number;
+  /** Backend writes a mutation sent; absent when none (an idempotency record keeps only answers of mutations that wrote). */
+  readonly backendWrites?: number;
 }
 
 const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json';
@@ -97,6 +99,7 @@ function respond(mediaType: string, outcome: GraphqlOutcome, body: string = JSON
     },
     body,
     ...(outcome.backendReads !== undefined ? { backendReads: outcome.backendReads } : {}),
+    ...(outcome.backendWrites !== undefined ? { backendWrites: outcome.backendWrites } : {}),
   };
 }
 

@@ -21,8 +21,10 @@ import type { DocumentStore } from '../../store/document-store.js';
 import { syncDeclaredAggregations } from '../reads/aggregations/sync.js';
 import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredApp } from '../document/setup-kind.js';
 import { backendHeadersFor } from '../backend/caller-identity.js';
-import { handleGraphqlHttp } from './http-handler.js';
+import { handleGraphqlHttp, type GraphqlHttpInput, type GraphqlHttpResponse } from './http-handler.js';
 import { GraphqlAnswers } from './answer-cache.js';
+import { claimMutation, REPLAYED_HEADER, settleMutation, type MutationClaim, type MutationIdempotency } from './idempotent-mutation.js';
+import type { IdempotencyTicket } from '../../idempotency/store.js';
 import type { PersistedQueries } from './persisted-queries.js';
 import { PersistedQueryStore } from './persisted-query-store.js';
 import { graphqlRefusal } from './refusal.js';
@@ -40,7 +42,7 @@ import { higherPriority, priorityRank } from '../../principal/priority.js';
 export type ServeSse = (scope: RequestScope, app: CompiledApp, appPath: string, body: Buffer | undefined) => Promise<void>;
 
 export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegistry, serveSse?: ServeSse): OwnRoute {
-  const { config, acl, metrics } = context;
+  const { config, acl } = context;
   const prefix = config.routes.graphql;
   const serviceAuth = config.graphql.backend.auth === 'service';
   // SPEC §15: Apollo's automatic persisted queries, per app in Redis, shared by every replica.
@@ -51,6 +53,8 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
   // SPEC §12: whole answers of apps whose descriptor says `cache`, in the proxy's cache when GraphQL reads the upstream (as its reads do, module.ts).
   const sameOrigin = new URL(config.graphql.backend.url).origin === new URL(config.upstream.url).origin;
   const answers = context.responseCache && sameOrigin ? new GraphqlAnswers(context.responseCache) : undefined;
+  // SPEC §14: keyed mutations, claimed in the idempotency store every replica shares.
+  const idempotency: MutationIdempotency | undefined = context.idempotency ? { store: context.idempotency, persistedQueries } : undefined;
 
   return {
     kind: 'graphql',
@@ -91,48 +95,73 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       // 3. The body, capped: past 1 MiB the request is refused without buffering the rest.
       const body = readsBody ? (scope.bufferedBody ?? (await readBody(scope, MAX_BODY_BYTES))) : undefined;
 
-      // 4. The engine, aborted if the client goes away.
-      const { req, res, principal } = scope;
-      // One controller for the execution: the client leaving aborts it, and so does its time limit.
-      const controller = new RequestAbort();
-      let clientLeft = false;
-      const onClose = () => {
-        if (res.writableFinished) return;
-        clientLeft = true;
-        controller.abort();
-      };
-      res.once('close', onClose);
-      const caller: CallerFacts = { principal, headers: req.headers, clientIp: scope.clientIp, secure: scope.secure };
-      const ctx: RequestContext = {
-        principal: identityFacts(principal),
-        backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(principal), principal, req.headers),
-        signal: controller,
-        requestId: scope.id,
-        caller,
-        // SPEC §9: backend reads and writes carry the request's trace.
-        trace: scope.trace,
-        // SPEC §13: its backend calls wait in the pass-through's line in the class of its key and rate-limit policies.
-        priority: priorityRank(higherPriority(principal.priority, scope.ratePriority)),
-        // SPEC §10: a policy with `units: cost` covered the request; its estimate is charged once known.
-        ...(scope.rateLimits && context.limits ? { chargeCost: (documents: number) => context.limits!.chargeCost(scope, documents) } : {}),
-        // SPEC §6.5: a mutation's changes are published once its answer left (issue 53 item 7).
-        afterAnswer: afterAnswerOf(res),
-      };
-      let out;
-      try {
-        out = await handleGraphqlHttp({ method: scope.method, headers: req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined }, found.app, ctx, {
-          persistedQueries,
-          ...(answers ? { answers } : {}),
-        });
-      } finally {
-        res.off('close', onClose);
-      }
-      if (out.backendReads) metrics.graphqlBackendReads.inc({}, out.backendReads);
-      if (clientLeft || res.destroyed) return; // the client left; nobody to answer
-      res.writeHead(out.status, { ...out.headers, 'content-length': Buffer.byteLength(out.body) });
-      res.end(out.body);
+      // 4. The engine, once a keyed mutation is claimed (SPEC §14): a replay is its record, and runs nothing.
+      const input: GraphqlHttpInput = { method: scope.method, headers: scope.req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined };
+      const claim = idempotency && scope.req.headers['idempotency-key'] !== undefined ? await claimMutation(idempotency, scope, found.app, input) : undefined;
+      if (claim?.kind === 'replay') return answerReplay(scope, claim);
+      const out = await runEngine(context, scope, found.app, input, { persistedQueries, serviceAuth, ...(answers ? { answers } : {}), ...(claim ? { ticket: claim.ticket } : {}) });
+      if (out === undefined) return; // the client left; nobody to answer
+      writeAnswer(scope, out);
     },
   };
+}
+
+interface EngineRun {
+  readonly persistedQueries: PersistedQueries;
+  readonly serviceAuth: boolean;
+  readonly answers?: GraphqlAnswers;
+  /** A keyed mutation's claim: settled (recorded or released) before the answer is written, so a retry after it finds the record. */
+  readonly ticket?: IdempotencyTicket;
+}
+
+/** The engine's answer to the request, aborted if the client goes away (undefined then: nobody to answer). */
+async function runEngine(context: AppContext, scope: RequestScope, app: CompiledApp, input: GraphqlHttpInput, run: EngineRun): Promise<GraphqlHttpResponse | undefined> {
+  const { req, res, principal } = scope;
+  // One controller for the execution: the client leaving aborts it, and so does its time limit.
+  const controller = new RequestAbort();
+  let clientLeft = false;
+  const onClose = () => {
+    if (res.writableFinished) return;
+    clientLeft = true;
+    controller.abort();
+  };
+  res.once('close', onClose);
+  const caller: CallerFacts = { principal, headers: req.headers, clientIp: scope.clientIp, secure: scope.secure };
+  const ctx: RequestContext = {
+    principal: identityFacts(principal),
+    backendHeaders: run.serviceAuth ? {} : backendHeadersFor(context.planIdentity(principal), principal, req.headers),
+    signal: controller,
+    requestId: scope.id,
+    caller,
+    // SPEC §9: backend reads and writes carry the request's trace.
+    trace: scope.trace,
+    // SPEC §13: its backend calls wait in the pass-through's line in the class of its key and rate-limit policies.
+    priority: priorityRank(higherPriority(principal.priority, scope.ratePriority)),
+    // SPEC §10: a policy with `units: cost` covered the request; its estimate is charged once known.
+    ...(scope.rateLimits && context.limits ? { chargeCost: (documents: number) => context.limits!.chargeCost(scope, documents) } : {}),
+    // SPEC §6.5: a mutation's changes are published once its answer left (issue 53 item 7).
+    afterAnswer: afterAnswerOf(res),
+  };
+  let out: GraphqlHttpResponse | undefined;
+  try {
+    out = await handleGraphqlHttp(input, app, ctx, { persistedQueries: run.persistedQueries, ...(run.answers ? { answers: run.answers } : {}) });
+  } finally {
+    res.off('close', onClose);
+    if (run.ticket) await settleMutation(run.ticket, out, clientLeft || res.destroyed).catch((error) => context.logger.warn({ err: String(error) }, 'error while settling an idempotency record'));
+  }
+  if (out.backendReads) context.metrics.graphqlBackendReads.inc({}, out.backendReads);
+  return clientLeft || res.destroyed ? undefined : out;
+}
+
+function writeAnswer(scope: RequestScope, out: { status: number; headers: Record<string, string>; body: string | Buffer }, extra: Record<string, string> = {}): void {
+  scope.res.writeHead(out.status, { ...out.headers, ...extra, 'content-length': Buffer.byteLength(out.body) });
+  scope.res.end(out.body);
+}
+
+/** A finished keyed mutation's recorded answer, marked as a replay; its observers are told nothing (no webhook is evaluated against it). */
+function answerReplay(scope: RequestScope, replay: Extract<MutationClaim, { kind: 'replay' }>): void {
+  scope.idempotentReplay = true;
+  writeAnswer(scope, replay, { [REPLAYED_HEADER]: 'true' });
 }
 
 /**
