@@ -13,7 +13,15 @@ export function createCacheAdminArea(cache: ResponseCache) {
   return function handle(scope: RequestScope, subPath: string): void {
     if (subPath !== '' && subPath !== '/') throw notFound(`nothing at ${scope.path}; the cache is one resource (GET to read, DELETE to purge)`);
     if (scope.method === 'GET')
-      return sendJson(scope.res, 200, { entries: cache.entries, bytes: cache.bytes, storing: cache.storing, rules: cache.rules.map((r) => ({ name: r.name, maxAgeSeconds: r.maxAgeSeconds })) });
+      return sendJson(scope.res, 200, {
+        entries: cache.entries,
+        bytes: cache.bytes,
+        maxBytes: cache.maxBytes,
+        storing: cache.storing,
+        rules: cache.rules.map((r) => ({ name: r.name, maxAgeSeconds: r.maxAgeSeconds })),
+        // This process's numbers (each replica keeps its own; the metrics add them up).
+        byRule: cache.ruleStats(),
+      });
     if (scope.method !== 'DELETE') throw methodNotAllowed(['GET', 'DELETE']);
     const named = scope.query.get('collection');
     for (const key of scope.query.keys()) if (key !== 'collection') throw badRequest(`unknown query parameter ${JSON.stringify(key)}; only collection=db/coll is accepted`);

@@ -15,10 +15,12 @@ import { ByteLru } from './byte-lru.js';
 import { variantKey, type UpstreamHeader } from './cache-key.js';
 import { ALL, Generations, scopeClassifier, type CacheScope } from './cache-scope.js';
 import { storability } from './freshness.js';
+import { RuleCounters, type LookupResult, type RuleStats } from './rule-stats.js';
 import { ENTRY_OVERHEAD, headerBytes, type AnswerEntry, type CacheEntry, type Headers, type VaryMarker } from './entries.js';
 
 export type { AnswerEntry, CacheEntry } from './entries.js';
 export { refreshEntry } from './entries.js';
+export type { LookupResult, RuleStats } from './rule-stats.js';
 
 export interface CacheRule {
   readonly name: string;
@@ -66,6 +68,8 @@ export class ResponseCache {
   private readonly generations = new Generations();
   private readonly flights = new Map<string, Flight>();
   private readonly bytesByRule = new Map<string, number>();
+  /** This process's lookups, stores and evictions by rule, for the console (`GET <admin>/cache`); the metrics count the same. */
+  private readonly stats = new RuleCounters();
   private readonly written = new Set<(scope: CacheScope) => void>();
   readonly metrics: Metrics | undefined;
   /** Redis is away: nothing is stored until it is back (another replica's writes would go unheard). */
@@ -79,7 +83,9 @@ export class ResponseCache {
     this.metrics = o.metrics;
     this.lru = new ByteLru(o.config.maxBytes, (value, evicted) => {
       this.bytesByRule.set(value.rule, (this.bytesByRule.get(value.rule) ?? 0) - value.size);
-      if (evicted) this.metrics?.cacheEvictions.inc({ rule: value.rule });
+      if (!evicted) return;
+      this.metrics?.cacheEvictions.inc({ rule: value.rule });
+      this.stats.evicted(value.rule);
     });
     for (const rule of this.currentRules) this.trackBytes(rule.name);
   }
@@ -111,6 +117,11 @@ export class ResponseCache {
 
   get bytes(): number {
     return this.lru.bytes;
+  }
+
+  /** `cache.maxBytes`. */
+  get maxBytes(): number {
+    return this.lru.maxBytes;
   }
 
   get entries(): number {
@@ -179,7 +190,22 @@ export class ResponseCache {
     }
     if (!this.add(key, entry)) return false;
     this.metrics?.cacheStores.inc({ rule: entry.rule });
+    this.stats.stored(entry.rule);
     return true;
+  }
+
+  /** One lookup of a read (or a whole answer) a rule covered: the metric and this process's counts. */
+  countLookup(rule: string, result: LookupResult): void {
+    this.metrics?.cacheLookups.inc({ rule, result });
+    this.stats.count(rule, result);
+  }
+
+  /** Per rule (the configured ones first, then whole GraphQL answers' `graphql:<uri>`): counts, hit ratio, bytes held. */
+  ruleStats(): RuleStats[] {
+    return this.stats.list(
+      this.currentRules.map((r) => r.name),
+      (rule) => this.bytesByRule.get(rule) ?? 0,
+    );
   }
 
   /** The generation of `scope` now: it changes exactly when a write that can change its reads was seen. */
@@ -202,6 +228,7 @@ export class ResponseCache {
     this.trackBytes(entry.rule);
     if (!this.add(key, entry)) return false;
     this.metrics?.cacheStores.inc({ rule: entry.rule });
+    this.stats.stored(entry.rule);
     return true;
   }
 

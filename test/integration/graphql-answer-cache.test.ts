@@ -61,6 +61,12 @@ describe('whole GraphQL answers in the response cache', () => {
     // Other variables are another answer.
     expect((await ask(ALICE, 49)).headers['cache-status']).toMatch(STORED);
     expect(orderReads()).toBe(before + 1);
+    // Counted under graphql:<uri> beside the rules (the console's hit ratio per rule).
+    const state = await call(stack.proxy.url, '/_admin/cache', { auth: ROOT });
+    const shop = state.json.byRule.find((r: { rule: string }) => r.rule === 'graphql:shop');
+    expect(shop).toMatchObject({ hits: 1, misses: 2, hitRatio: 1 / 3, stores: 2 });
+    expect(shop.bytes).toBeGreaterThan(first.text.length);
+    expect(state.json.byRule[0]).toMatchObject({ rule: 'products', hits: 0, misses: 0, hitRatio: null });
   });
 
   it('never keeps a mutation, and a mutation that writes a collection the answer read drops it', async () => {

@@ -6,6 +6,7 @@ import { admin, api, ApiError, own, setCredentials, signOut, whenSignedOut } fro
 import { BackendPage } from './backend.js';
 import { DocumentsPage } from './documents.js';
 import { FeaturesPage } from './features.js';
+import { CachePage } from './cache.js';
 import { KeysPage } from './keys/all-keys.js';
 import { MyKeysPage } from './keys/my-keys.js';
 import { RecordingPage } from './recording.js';
@@ -17,6 +18,7 @@ const PAGES = [
   { hash: '#/recording', label: 'Recording' },
   { hash: '#/keys', label: 'API keys' },
   { hash: '#/features', label: 'Features' },
+  { hash: '#/cache', label: 'Cache' },
   { hash: '#/permissions', label: 'Permissions' },
   { hash: '#/apps', label: 'GraphQL apps' },
   { hash: '#/backend', label: 'Backend' },
@@ -109,6 +111,8 @@ function Page({ hash }: { hash: string }) {
       return html`<${KeysPage} />`;
     case 'features':
       return html`<${FeaturesPage} />`;
+    case 'cache':
+      return html`<${CachePage} />`;
     case 'permissions':
       return html`<${DocumentsPage} key="permissions" kind="permissions" />`;
     case 'apps':

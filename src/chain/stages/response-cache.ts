@@ -10,7 +10,7 @@ import { primaryKey, type UpstreamHeader } from '../../cache/cache-key.js';
 import type { CacheScope } from '../../cache/cache-scope.js';
 import { clientDirective, type ClientDirective } from '../../cache/freshness.js';
 import type { StrongGenerations } from '../../cache/invalidation-bus.js';
-import { refreshEntry, type CacheRule, type Fill, type Found, type ResponseCache } from '../../cache/response-cache.js';
+import { refreshEntry, type CacheRule, type Fill, type Found, type LookupResult, type ResponseCache } from '../../cache/response-cache.js';
 import { composeCaptures, type ProxyPlan, type ResponseCapture } from '../../proxy/forward-request.js';
 import { exchangeForScope } from '../exchange.js';
 import type { ChainRequest } from '../request.js';
@@ -33,7 +33,7 @@ interface Read {
 export function responseCacheStage(parts: ResponseCacheParts | undefined): Stage | null {
   if (parts === undefined) return null;
   const { cache, strong } = parts;
-  const count = (rule: CacheRule, result: 'hit' | 'miss' | 'revalidated' | 'bypass') => cache.metrics?.cacheLookups.inc({ rule: rule.name, result });
+  const count = (rule: CacheRule, result: LookupResult) => cache.countLookup(rule.name, result);
 
   function read(request: ChainRequest): Step {
     const rule = cache.ruleFor(exchangeForScope(request));

@@ -45,7 +45,7 @@ export interface BackendReadCache {
 
 export function backendReadCache(running: RunningCache): BackendReadCache {
   const { cache, strong } = running;
-  const count = (rule: CacheRule, result: 'hit' | 'miss') => cache.metrics?.cacheLookups.inc({ rule: rule.name, result });
+  const count = (rule: CacheRule, result: 'hit' | 'miss') => cache.countLookup(rule.name, result);
 
   return {
     async read({ restPath, query, target, headers }, ctx, fetch) {

@@ -55,11 +55,11 @@ export class GraphqlAnswers {
     const fresh = entry === undefined ? 0 : entry.lifetimeMs - (Date.now() - entry.storedAt);
     const witness = new AnswerWitness(this.running, request, key, rule);
     if (entry !== undefined && fresh > 0 && (await this.stillSame(entry, request, witness))) {
-      cache.metrics?.cacheLookups.inc({ rule, result: 'hit' });
+      cache.countLookup(rule, 'hit');
       const age = Math.max(0, Math.floor((Date.now() - entry.storedAt) / 1000));
       return { kind: 'hit', body: entry.body, headers: { 'cache-status': hitStatus(fresh / 1000), age: String(age) } };
     }
-    cache.metrics?.cacheLookups.inc({ rule, result: 'miss' });
+    cache.countLookup(rule, 'miss');
     return { kind: 'miss', witness };
   }
 
