@@ -83,7 +83,13 @@ describe('webhooks: failing targets', () => {
     );
     expect(doc.disabledReason).toMatch(/3 consecutive events ended failed/);
     expect(typeof doc.disabledAt.$date).toBe('number');
-    expect(stack.proxy.context.metrics.webhooksAutoDisabled.get({ type: 'http' })).toBe(disabledBefore + 1);
+    // The worker counts the disable once its write is acknowledged, a moment after readers may see the document.
+    await waitFor(
+      () => stack.proxy.context.metrics.webhooksAutoDisabled.get({ type: 'http' }),
+      (n) => n === disabledBefore + 1,
+      5000,
+      'the auto-disable metric',
+    );
     const mail = await waitFor(
       () => stack.smtp.mails.filter((m) => m.to.includes('ops@example.com')),
       (m) => m.length === 1,
