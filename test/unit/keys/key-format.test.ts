@@ -92,3 +92,17 @@ describe('API key format', () => {
     expect(keyStart(long, 'acme_live')).toMatch(/^acme_live_[0-9A-Za-z]{8}$/);
   });
 });
+
+describe('keyFormatProblem at the length bounds (mutation testing found them unguarded)', () => {
+  const withChecksum = (random: string) => `rig_${random}${checksumOf(random)}`;
+
+  it('accepts a random part of exactly 128 characters and refuses 129 as length, each with a valid checksum', () => {
+    expect(keyFormatProblem(withChecksum('a'.repeat(128)), 'rig')).toBeNull();
+    expect(keyFormatProblem(withChecksum('a'.repeat(129)), 'rig')).toBe('length');
+  });
+
+  it('accepts a random part of exactly 43 characters and refuses 42 as length', () => {
+    expect(keyFormatProblem(withChecksum('b'.repeat(43)), 'rig')).toBeNull();
+    expect(keyFormatProblem(withChecksum('b'.repeat(42)), 'rig')).toBe('length');
+  });
+});
