@@ -11,17 +11,20 @@
 import { parseCondition, type Condition } from '../../condition/index.js';
 import type { OutriggerConfig } from '../../config/types.js';
 import type { Logger } from '../../observability/logger.js';
-import { badRequest, conflict, OutriggerError, payloadTooLarge } from '../../errors.js';
+import { badRequest, OutriggerError, payloadTooLarge } from '../../errors.js';
 import { readBody } from '../../http/body.js';
 import { bodyPart, fingerprintOf } from '../../idempotency/fingerprint.js';
 import { parseIdempotencyKey } from '../../idempotency/key.js';
+import { claimRefusal, type ClaimWording } from '../../idempotency/refusals.js';
 import { idempotencyScope } from '../../idempotency/scope.js';
 import type { IdempotencyStore, IdempotencyTicket, RecordedAnswer } from '../../idempotency/store.js';
 import { composeCaptures, type ResponseCapture } from '../../proxy/forward-request.js';
-import { redisRefusal } from '../../store/redis-errors.js';
 import { exchangeForScope } from '../exchange.js';
 import type { ChainRequest } from '../request.js';
 import { ANSWERED, type Stage, type Step } from '../stage.js';
+
+/** A proxied write's fingerprint: method, path with its query, and the body (SPEC §14). */
+const WRITE_WORDING: ClaimWording = { runs: 'write', covers: 'method, path, query or body' };
 
 export interface IdempotencyParts {
   readonly store: IdempotencyStore;
@@ -55,22 +58,8 @@ export function idempotencyStage(parts: IdempotencyParts | undefined): Stage | n
     if (claim.kind === 'run') return void run(request, claim.ticket);
     // Nothing below reaches the backend: no webhook, no subscription change is fed by it.
     request.observed = null;
-    const named = JSON.stringify(key);
-    switch (claim.kind) {
-      case 'replay':
-        return replay(request, claim.answer);
-      case 'in-flight':
-        throw conflict(`a request with Idempotency-Key ${named} is still being processed; retry once it has finished to get its answer`, 'IDEMPOTENCY_KEY_IN_USE');
-      case 'mismatch':
-        throw new OutriggerError(422, 'IDEMPOTENCY_KEY_REUSED', `Idempotency-Key ${named} was already used for a different request (method, path, query or body); send a new key for a new request`);
-      case 'too-large':
-        throw conflict(
-          `the request with Idempotency-Key ${named} already ran (status ${claim.status}), but its answer was too large to keep (over idempotency.maxBodyBytes); it is not run again`,
-          'IDEMPOTENCY_ANSWER_NOT_KEPT',
-        );
-      default:
-        throw unavailable(claim.error);
-    }
+    if (claim.kind === 'replay') return replay(request, claim.answer);
+    throw claimRefusal(claim, key, WRITE_WORDING);
   }
 
   function run(request: ChainRequest, ticket: IdempotencyTicket): void {
@@ -159,12 +148,4 @@ function replay(request: ChainRequest, answer: RecordedAnswer): typeof ANSWERED 
   res.writeHead(answer.status, headers);
   res.end(bodyless ? undefined : answer.body);
   return ANSWERED;
-}
-
-function unavailable(error: unknown): OutriggerError {
-  const refusal = redisRefusal(error);
-  const why = refusal ? refusal.message : "Outrigger's store (Redis) cannot record it right now; retry shortly";
-  return new OutriggerError(503, 'IDEMPOTENCY_UNAVAILABLE', `a write with Idempotency-Key is not run unless it can be recorded: ${why}`, {
-    'retry-after': String(refusal?.retryAfterSeconds ?? 5),
-  });
 }

@@ -17,11 +17,11 @@
  * deadline, an internal error) and a client that left.
  */
 import { getOperationAST } from 'graphql';
-import { badRequest, conflict, OutriggerError } from '../../errors.js';
+import { badRequest } from '../../errors.js';
 import type { RequestScope } from '../../http/scope.js';
-import { redisRefusal } from '../../store/redis-errors.js';
 import { canonicalJson, fingerprintOf } from '../../idempotency/fingerprint.js';
 import { parseIdempotencyKey } from '../../idempotency/key.js';
+import { claimRefusal, type ClaimWording } from '../../idempotency/refusals.js';
 import { idempotencyScope } from '../../idempotency/scope.js';
 import type { IdempotencyStore, IdempotencyTicket } from '../../idempotency/store.js';
 import type { CompiledApp } from '../compile/compile-app.js';
@@ -32,6 +32,9 @@ import { requestParams, type GraphqlHttpInput, type GraphqlHttpResponse } from '
 import type { PersistedQueries } from './persisted-queries.js';
 
 export const REPLAYED_HEADER = 'idempotent-replayed';
+
+/** A mutation's fingerprint: its document, operationName and variables (SPEC §14). */
+const MUTATION_WORDING: ClaimWording = { runs: 'mutation', covers: 'document, operationName or variables' };
 
 /** What the route needs: the store, and the persisted queries a hash-only request names. */
 export interface MutationIdempotency {
@@ -59,35 +62,9 @@ export async function claimMutation(idempotency: MutationIdempotency, scope: Req
   const authorization = scope.req.headers.authorization;
   const fingerprint = fingerprintOf(['graphql', scope.path, mutation.documentHash, mutation.params.operationName ?? '', canonicalJson(mutation.params.variables ?? {})]);
   const claim = await idempotency.store.claim(idempotencyScope(scope.principal, authorization, scope.clientIp), key, fingerprint);
-  const named = JSON.stringify(key);
-  switch (claim.kind) {
-    case 'run':
-      return claim;
-    case 'replay':
-      return { kind: 'replay', ...claim.answer };
-    case 'in-flight':
-      throw conflict(`a request with Idempotency-Key ${named} is still being processed; retry once it has finished to get its answer`, 'IDEMPOTENCY_KEY_IN_USE');
-    case 'mismatch':
-      throw new OutriggerError(
-        422,
-        'IDEMPOTENCY_KEY_REUSED',
-        `Idempotency-Key ${named} was already used for a different request (document, operationName or variables); send a new key for a new request`,
-      );
-    case 'too-large':
-      throw conflict(
-        `the mutation with Idempotency-Key ${named} already ran (status ${claim.status}), but its answer was too large to keep (over idempotency.maxBodyBytes); it is not run again`,
-        'IDEMPOTENCY_ANSWER_NOT_KEPT',
-      );
-    default:
-      throw unavailable(claim.error);
-  }
-}
-
-/** Redis could not record the claim: the mutation is not run (SPEC §14), and the client retries after a while. */
-function unavailable(error: unknown): OutriggerError {
-  const refusal = redisRefusal(error);
-  const why = refusal ? refusal.message : "Outrigger's store (Redis) cannot record it right now; retry shortly";
-  return new OutriggerError(503, 'IDEMPOTENCY_UNAVAILABLE', `a mutation with Idempotency-Key is not run unless it can be recorded: ${why}`, { 'retry-after': String(refusal?.retryAfterSeconds ?? 5) });
+  if (claim.kind === 'run') return claim;
+  if (claim.kind === 'replay') return { kind: 'replay', ...claim.answer };
+  throw claimRefusal(claim, key, MUTATION_WORDING);
 }
 
 /**
