@@ -98,12 +98,20 @@ describe('store keys: one hash tag per service', () => {
     const keys = redisKeys('outrigger', 'svc-1');
     const names = Object.values(keys).flatMap((v) => (typeof v === 'function' ? [(v as (...a: string[]) => string)('a{b}', 'c}{d')] : typeof v === 'string' ? [v] : []));
     const streamGroup = keys.eventsGroup;
-    for (const name of names.filter((n) => n !== streamGroup)) {
+    // An idempotency record is the one exception: tagged by service and digest, so records spread over the slots (below).
+    const record = keys.idempotencyRecord('a{b}');
+    for (const name of names.filter((n) => n !== streamGroup && n !== record)) {
       // Redis hashes the text between the first '{' and the first '}' after it.
       const open = name.indexOf('{');
       const close = name.indexOf('}', open + 1);
       expect(name.slice(open + 1, close), name).toBe('svc-1');
     }
     expect(names.length).toBeGreaterThan(20);
+  });
+
+  it('an idempotency record is tagged by its service and digest: one slot per record, records of one service spread over the cluster', () => {
+    const name = redisKeys('outrigger', 'svc-1').idempotencyRecord('d1');
+    const open = name.indexOf('{');
+    expect(name.slice(open + 1, name.indexOf('}', open + 1))).toBe('svc-1:d1');
   });
 });
