@@ -101,7 +101,8 @@ describe('console: the backend page (Chromium, built CLI)', { timeout: 90_000 },
     const label = (await bar.getAttribute('aria-label'))!;
     const [, inFlight, limit, queued] = /^(\d+) in flight of a limit of (\d+) .*, (\d+) waiting/.exec(label)!.map(Number);
     expect(limit).toBeLessThan(32);
-    expect(inFlight).toBeLessThanOrEqual(limit!);
+    // A lowered limit does not cut what was admitted under the higher one (and a critical request may go over it): only the connections bound holds.
+    expect(inFlight).toBeLessThanOrEqual(32);
     expect(queued).toBeGreaterThan(0);
     await page.evaluate(axeSource);
     const violations = await page.evaluate(async () => {
