@@ -102,6 +102,7 @@ export function renderResults(results) {
     throughput('(c) API key ÷ nginx', 'c', 'nginx', 0.5);
     throughput('(d) 20 quiet webhooks ÷ (c)', 'd', 'c', 0.95);
     throughput('(c-limit) one by: key rate limit ÷ (c) (issue 35, SPEC §10)', 'climit', 'c', 0.9);
+    throughput('(c-nocache) cache rules, none matching ÷ (c) (issue 47, SPEC §12: within the noise)', 'cnocache', 'c', 0.95);
     if (rows.climit)
       addTarget(
         '(c-limit) Redis commands per request at saturation (issue 35, SPEC §10)',

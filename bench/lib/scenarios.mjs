@@ -71,6 +71,22 @@ export function passThroughScenarios({ receiverUrl, upstreamUrl }) {
       setup: keySetup,
       config: { limits: { policies: [{ name: 'per-key', by: 'key', limit: 10_000_000, window: '60s' }] } },
     },
+    // SPEC §12 (issue 47): (c) with response-cache rules that never match the measured read, so
+    // the row shows what deciding "no rule" costs on every pass-through request.
+    cnocache: {
+      label: 'Outrigger (c-nocache) API key + 3 cache rules, none matching',
+      auth: 'key',
+      setup: keySetup,
+      config: {
+        cache: {
+          rules: [
+            { when: 'method(GET) and path-prefix(/restheart/orders)', maxAgeSeconds: 60 },
+            { when: 'method(GET) and path-prefix(/restheart/users)', maxAgeSeconds: 60 },
+            { when: 'method(GET) and path-prefix(/restheart/products)', maxAgeSeconds: 60 },
+          ],
+        },
+      },
+    },
     e: {
       label: 'Outrigger (e) API key + 1 matching webhook → Redis stream',
       auth: 'key',
