@@ -16,6 +16,7 @@ import { request, type Dispatcher } from 'undici';
 import type { RequestScope } from '../http/scope.js';
 import { jsonStringBytes, type AnswerBudget } from './answer-budget.js';
 import type { CatalogueTool } from './catalogue.js';
+import { OUTER_ANSWER_HEADER } from './internal-calls.js';
 
 export interface GraphqlDoor {
   /** `routes.graphql` (default `/graphql`). */
@@ -24,6 +25,8 @@ export interface GraphqlDoor {
   readonly timeoutMs: number;
   /** Kept-alive connections to this server whose own ends (address, port) the request chain knows as this process's (internal-calls.ts). */
   readonly dispatcher: Dispatcher;
+  /** The token naming the `/mcp` answer a call's changes wait for (internal-calls.ts `hold`). */
+  readonly hold?: (res: RequestScope['res']) => string;
 }
 
 /** The origin the MCP request came in on: this server, reachable from itself. */
@@ -81,6 +84,8 @@ export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool
   const headers: Record<string, string> = { ...innerHeaders(scope, 'tool'), 'content-type': 'application/json' };
   // SPEC §14: the tool's `idempotencyKey` as the header the GraphQL door claims it by (a Structured Field string).
   if (idempotencyKey !== undefined) headers['idempotency-key'] = `"${idempotencyKey.replace(/[\\"]/g, '\\$&')}"`;
+  // SPEC §11.1: the call's changes reach listeners once the agent has this answer, not the inner one.
+  if (door.hold) headers[OUTER_ANSWER_HEADER] = door.hold(scope.res);
   let status: number;
   let retryAfter: string | undefined;
   let replayed = false;
@@ -113,9 +118,22 @@ export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool
   } catch {
     return charged(budget, tool, failure(`the GraphQL request answered ${status} with a body that is not JSON`), 0);
   }
+  // SPEC §14: the door's 400 for a mutation without the header (idempotency.required), said in the tool's own terms.
+  if (idempotencyKey === undefined && status === 400 && codeOf(body) === 'IDEMPOTENCY_KEY_REQUIRED') return charged(budget, tool, keyRequired(tool), 0);
   const { result, structuredBytes } = resultOf(status, retryAfter, body, text);
   // A replay answers the first call's result under this call's id; `_meta` says so.
   return charged(budget, tool, replayed ? { ...result, _meta: { idempotentReplayed: true } } : result, structuredBytes);
+}
+
+function codeOf(body: unknown): unknown {
+  return (body as GraphqlAnswer | null)?.errors?.[0]?.extensions?.code;
+}
+
+/** A mutation tool called without `idempotencyKey` where `idempotency.required` asks for one: nothing ran. */
+function keyRequired(tool: CatalogueTool): CallToolResult {
+  return failure(
+    `IDEMPOTENCY_KEY_REQUIRED: ${tool.name} must be called with an idempotencyKey argument here (idempotency.required): a key you choose for this call (1-255 visible ASCII characters, e.g. a new UUID), sent again unchanged if you retry it; nothing ran`,
+  );
 }
 
 /** The result if it fits what is left of the answer's bound; otherwise an error naming the bound. */

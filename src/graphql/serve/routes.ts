@@ -10,9 +10,9 @@
  *   the same "admin roles or an allowing permission" rule, with the 409 on a uri another app serves.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { ServerResponse } from 'node:http';
 import type { AppContext } from '../../app-context.js';
 import { notFound, OutriggerError } from '../../errors.js';
+import { afterAnswerOf, followedBy, type AfterAnswer, type OuterAnswer } from '../../http/after-answer.js';
 import { readBody } from '../../http/body.js';
 import { createDocumentRoutes } from '../../http/document-routes.js';
 import type { OwnRoute } from '../../http/route-table.js';
@@ -23,8 +23,9 @@ import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredA
 import { backendHeadersFor } from '../backend/caller-identity.js';
 import { handleGraphqlHttp, type GraphqlHttpInput, type GraphqlHttpResponse } from './http-handler.js';
 import { GraphqlAnswers } from './answer-cache.js';
-import { claimMutation, REPLAYED_HEADER, settleMutation, type MutationClaim, type MutationIdempotency } from './idempotent-mutation.js';
+import { claimMutation, mayClaim, REPLAYED_HEADER, settleMutation, type MutationClaim, type MutationIdempotency } from './idempotent-mutation.js';
 import type { IdempotencyTicket } from '../../idempotency/store.js';
+import { keyRequiredWhere } from '../../idempotency/required.js';
 import type { PersistedQueries } from './persisted-queries.js';
 import { PersistedQueryStore } from './persisted-query-store.js';
 import { graphqlRefusal } from './refusal.js';
@@ -41,7 +42,7 @@ import { higherPriority, priorityRank } from '../../principal/priority.js';
 /** Serves a subscription over SSE (subscribe/sse.ts) to its end; the request is authenticated and allowed. */
 export type ServeSse = (scope: RequestScope, app: CompiledApp, appPath: string, body: Buffer | undefined) => Promise<void>;
 
-export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegistry, serveSse?: ServeSse): OwnRoute {
+export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegistry, serveSse?: ServeSse, outerAnswer?: () => OuterAnswer | undefined): OwnRoute {
   const { config, acl } = context;
   const prefix = config.routes.graphql;
   const serviceAuth = config.graphql.backend.auth === 'service';
@@ -54,7 +55,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
   const sameOrigin = new URL(config.graphql.backend.url).origin === new URL(config.upstream.url).origin;
   const answers = context.responseCache && sameOrigin ? new GraphqlAnswers(context.responseCache) : undefined;
   // SPEC §14: keyed mutations, claimed in the idempotency store every replica shares.
-  const idempotency: MutationIdempotency | undefined = context.idempotency ? { store: context.idempotency, persistedQueries } : undefined;
+  const idempotency: MutationIdempotency | undefined = context.idempotency ? { store: context.idempotency, persistedQueries, required: keyRequiredWhere(config.idempotency.required) } : undefined;
 
   return {
     kind: 'graphql',
@@ -97,9 +98,16 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
 
       // 4. The engine, once a keyed mutation is claimed (SPEC §14): a replay is its record, and runs nothing.
       const input: GraphqlHttpInput = { method: scope.method, headers: scope.req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined };
-      const claim = idempotency && scope.req.headers['idempotency-key'] !== undefined ? await claimMutation(idempotency, scope, found.app, input) : undefined;
+      const claim = idempotency && mayClaim(idempotency, scope) ? await claimMutation(idempotency, scope, found.app, input) : undefined;
       if (claim?.kind === 'replay') return answerReplay(scope, claim);
-      const out = await runEngine(context, scope, found.app, input, { persistedQueries, serviceAuth, ...(answers ? { answers } : {}), ...(claim ? { ticket: claim.ticket } : {}) });
+      const outer = outerAnswer?.()?.(scope.req);
+      const out = await runEngine(context, scope, found.app, input, {
+        persistedQueries,
+        serviceAuth,
+        ...(answers ? { answers } : {}),
+        ...(claim ? { ticket: claim.ticket } : {}),
+        ...(outer ? { outer } : {}),
+      });
       if (out === undefined) return; // the client left; nobody to answer
       writeAnswer(scope, out);
     },
@@ -112,6 +120,8 @@ interface EngineRun {
   readonly answers?: GraphqlAnswers;
   /** A keyed mutation's claim: settled (recorded or released) before the answer is written, so a retry after it finds the record. */
   readonly ticket?: IdempotencyTicket;
+  /** An MCP tool call's inner request: the agent's `/mcp` answer, which its changes also wait for. */
+  readonly outer?: AfterAnswer;
 }
 
 /** The engine's answer to the request, aborted if the client goes away (undefined then: nobody to answer). */
@@ -139,8 +149,9 @@ async function runEngine(context: AppContext, scope: RequestScope, app: Compiled
     priority: priorityRank(higherPriority(principal.priority, scope.ratePriority)),
     // SPEC §10: a policy with `units: cost` covered the request; its estimate is charged once known.
     ...(scope.rateLimits && context.limits ? { chargeCost: (documents: number) => context.limits!.chargeCost(scope, documents) } : {}),
-    // SPEC §6.5: a mutation's changes are published once its answer left (issue 53 item 7).
-    afterAnswer: afterAnswerOf(res),
+    // SPEC §6.5: a mutation's changes are published once its answer left (issue 53 item 7), and
+    // for an MCP tool call once the agent's own answer left too (SPEC §11.1).
+    afterAnswer: followedBy(afterAnswerOf(res), run.outer),
   };
   let out: GraphqlHttpResponse | undefined;
   try {
@@ -158,37 +169,9 @@ function writeAnswer(scope: RequestScope, out: { status: number; headers: Record
   scope.res.end(out.body);
 }
 
-/** A finished keyed mutation's recorded answer, marked as a replay; its observers are told nothing (no webhook is evaluated against it). */
+/** A finished keyed mutation's recorded answer, marked as a replay (claimMutation told its observers nothing). */
 function answerReplay(scope: RequestScope, replay: Extract<MutationClaim, { kind: 'replay' }>): void {
-  scope.idempotentReplay = true;
   writeAnswer(scope, replay, { [REPLAYED_HEADER]: 'true' });
-}
-
-/**
- * Runs callbacks once the answer was handed to the OS ('finish') or the client left ('close'),
- * in the order they were given; at once when that already happened. One listener pair per
- * response, however many writes a mutation makes.
- */
-function afterAnswerOf(res: ServerResponse): (fn: () => void) => void {
-  let waiting: Array<() => void> | undefined;
-  let answered = false;
-  const run = () => {
-    answered = true;
-    res.off('finish', run);
-    res.off('close', run);
-    const fns = waiting ?? [];
-    waiting = undefined;
-    for (const fn of fns) fn();
-  };
-  return (fn) => {
-    if (answered || res.writableFinished || res.destroyed) return fn();
-    if (!waiting) {
-      waiting = [];
-      res.once('finish', run);
-      res.once('close', run);
-    }
-    waiting.push(fn);
-  };
 }
 
 /**
