@@ -61,10 +61,14 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     onError: (error, ctx) => logger.error({ err: error, requestId: ctx.requestId }, 'unexpected error while resolving a GraphQL query'),
     onInvalidApp: (app, problems) => logger.error({ app: app._id, problems }, 'a stored GraphQL app is not valid and is not served; fix it with PUT or PATCH'),
   });
+  // Whole answers are kept only when GraphQL reads the upstream, whose writes the cache sees (serve/routes.ts).
+  const answersCacheable = new URL(settings.backend.url).origin === new URL(config.upstream.url).origin;
   // Compiled once per app version: a reload recompiles only the apps whose document changed.
   store.onLoaded((docs) => {
     subscriptions.updateApps(docs.values());
     registry.replaceAll(docs.values());
+    // SPEC §12: an app that keeps whole answers starts the response cache (its writes must drop them), without cache.rules.
+    if (context.responseCache && !context.responseCache.armed && answersCacheable && [...docs.values()].some((doc) => doc.descriptor?.cache !== undefined)) context.responseCache.arm();
   });
   let authenticate: Authenticate | undefined;
   const callerOf = createCallers({ context, registry, authenticate: () => authenticate });
