@@ -21,6 +21,7 @@ import { createChangeWatch, type ChangeWatch } from './subscribe/watch.js';
 import { createSseTransport } from './subscribe/sse.js';
 import { createWsTransport, type WsParts } from './subscribe/ws.js';
 import { createClientIpResolver } from '../http/client-ip.js';
+import type { OuterAnswer } from '../http/after-answer.js';
 import { accessFacts, identityFacts } from '../principal/access-facts.js';
 
 export interface GraphqlModule extends FeatureModule {
@@ -31,6 +32,8 @@ export interface GraphqlModule extends FeatureModule {
   observeWrites?(sink: (exchange: WriteExchange) => void): void;
   /** The change feed for MCP's per-URI notifications (SPEC §11.1); absent when this process does not serve. */
   changes?: ChangeWatch;
+  /** Which answer an inner request made for an agent (an MCP tool call) also waits for before its changes are published (SPEC §11.1). */
+  answersFollow?(outer: OuterAnswer): void;
 }
 
 export async function createGraphqlModule(context: AppContext, options: FeatureModuleOptions): Promise<GraphqlModule> {
@@ -71,6 +74,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     if (context.responseCache && !context.responseCache.armed && answersCacheable && [...docs.values()].some((doc) => doc.descriptor?.cache !== undefined)) context.responseCache.arm();
   });
   let authenticate: Authenticate | undefined;
+  let outerAnswer: OuterAnswer | undefined;
   const callerOf = createCallers({ context, registry, authenticate: () => authenticate });
   const serveSse = createSseTransport(subscriptions, config.subscriptions.heartbeatSeconds * 1000);
   const websockets = websocketsOf(context, { subscriptions, registry, callerOf, authenticate: () => authenticate });
@@ -88,7 +92,15 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     store,
     registry,
     setupKinds,
-    routes: [createAppsRoute(context, store), createGraphqlRoute(context, registry, (scope, app, appPath, body) => serveSse(scope.req, scope.res, body, callerOf(scope, app, appPath)))],
+    routes: [
+      createAppsRoute(context, store),
+      createGraphqlRoute(
+        context,
+        registry,
+        (scope, app, appPath, body) => serveSse(scope.req, scope.res, body, callerOf(scope, app, appPath)),
+        () => outerAnswer,
+      ),
+    ],
     observer: subscriptions.observer,
     upgrade: websockets.handleUpgrade,
     useAuthenticator(fn) {
@@ -97,13 +109,10 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     observeWrites(sink) {
       writeExchanges = sink;
     },
-    // Who reads as whom, as for a GraphQL subscriber (subscribe/caller.ts).
-    changes: createChangeWatch(subscriptions, { reader, readPolicy, onError: (error, what) => logger.warn({ err: String(error) }, `error while ${what}`) }, (scope) => ({
-      principal: identityFacts(scope.principal),
-      backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(scope.principal), scope.principal, scope.req.headers),
-      requestId: scope.id,
-      caller: { principal: scope.principal, headers: scope.req.headers, clientIp: scope.clientIp, secure: scope.secure },
-    })),
+    answersFollow(outer) {
+      outerAnswer = outer;
+    },
+    changes: changeWatchOf(context, subscriptions, { reader, readPolicy, serviceAuth }),
     async start() {
       await store.start();
       await subscriptions.start();
@@ -115,6 +124,17 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
       await writer.close();
     },
   };
+}
+
+/** The change feed for MCP's per-URI notifications: who reads as whom, as for a GraphQL subscriber (subscribe/caller.ts). */
+function changeWatchOf(context: AppContext, subscriptions: SubscriptionService, backend: { reader: HttpBackendReader; readPolicy: ReadPolicy | undefined; serviceAuth: boolean }): ChangeWatch {
+  const { reader, readPolicy, serviceAuth } = backend;
+  return createChangeWatch(subscriptions, { reader, readPolicy, onError: (error, what) => context.logger.warn({ err: String(error) }, `error while ${what}`) }, (scope) => ({
+    principal: identityFacts(scope.principal),
+    backendHeaders: serviceAuth ? {} : backendHeadersFor(context.planIdentity(scope.principal), scope.principal, scope.req.headers),
+    requestId: scope.id,
+    caller: { principal: scope.principal, headers: scope.req.headers, clientIp: scope.clientIp, secure: scope.secure },
+  }));
 }
 
 /** A mutation's backend write as the webhooks see it: the REST exchange a client would have made through the proxy. */

@@ -16,6 +16,7 @@ import { request, type Dispatcher } from 'undici';
 import type { RequestScope } from '../http/scope.js';
 import { jsonStringBytes, type AnswerBudget } from './answer-budget.js';
 import type { CatalogueTool } from './catalogue.js';
+import { OUTER_ANSWER_HEADER } from './internal-calls.js';
 
 export interface GraphqlDoor {
   /** `routes.graphql` (default `/graphql`). */
@@ -24,6 +25,8 @@ export interface GraphqlDoor {
   readonly timeoutMs: number;
   /** Kept-alive connections to this server whose own ends (address, port) the request chain knows as this process's (internal-calls.ts). */
   readonly dispatcher: Dispatcher;
+  /** The token naming the `/mcp` answer a call's changes wait for (internal-calls.ts `hold`). */
+  readonly hold?: (res: RequestScope['res']) => string;
 }
 
 /** The origin the MCP request came in on: this server, reachable from itself. */
@@ -81,6 +84,8 @@ export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool
   const headers: Record<string, string> = { ...innerHeaders(scope, 'tool'), 'content-type': 'application/json' };
   // SPEC §14: the tool's `idempotencyKey` as the header the GraphQL door claims it by (a Structured Field string).
   if (idempotencyKey !== undefined) headers['idempotency-key'] = `"${idempotencyKey.replace(/[\\"]/g, '\\$&')}"`;
+  // SPEC §11.1: the call's changes reach listeners once the agent has this answer, not the inner one.
+  if (door.hold) headers[OUTER_ANSWER_HEADER] = door.hold(scope.res);
   let status: number;
   let retryAfter: string | undefined;
   let replayed = false;

@@ -8,6 +8,7 @@ import type { AppContext } from '../app-context.js';
 import type { FeatureModule, FeatureModuleOptions } from '../feature-module.js';
 import type { StoredApp } from '../graphql/document/setup-kind.js';
 import type { ChangeWatch } from '../graphql/subscribe/watch.js';
+import type { OuterAnswer } from '../http/after-answer.js';
 import type { RequestScope } from '../http/scope.js';
 import type { Principal } from '../principal/principal.js';
 import { UriUpdates } from './listen/uri-updates.js';
@@ -38,6 +39,8 @@ function ttlOfCacheRules(rules: AppContext['config']['cache']['rules']): (exchan
 export interface McpGraphqlParts {
   readonly store: DocumentStore<StoredApp>;
   readonly changes?: ChangeWatch | undefined;
+  /** Tells the GraphQL door which `/mcp` answer a tool call's changes also wait for (SPEC §11.1). */
+  answersFollow?(outer: OuterAnswer): void;
 }
 
 /**
@@ -62,6 +65,8 @@ export function createMcpModule(context: AppContext, options: FeatureModuleOptio
   const resourceMetadataUrl = config.mcp.signIn === 'off' ? null : oauthEndpoints(config).resourceMetadata;
   const internal = new InternalCalls();
   const dispatcher = internal.dispatcher();
+  // A tool call's changes are published once the agent has its `/mcp` answer, not when the inner GraphQL answer left.
+  graphql.answersFollow?.((req) => internal.outerAnswer(req));
   const resources: ResourceDoor | null =
     config.mcp.resources.length === 0
       ? null
@@ -77,7 +82,7 @@ export function createMcpModule(context: AppContext, options: FeatureModuleOptio
   const updates = resources && changes ? new UriUpdates(changes, resources, (error, what) => logger.warn({ err: String(error) }, `error while ${what}`)) : null;
   if (resources && changes) changes.alsoWanted(wantedBy(resources));
   let authenticate: ((scope: RequestScope) => Promise<Principal> | Principal) | undefined;
-  const route = createMcpRoute(context, { catalogue, resourceMetadataUrl, dispatcher, resources, updates, authenticate: () => authenticate });
+  const route = createMcpRoute(context, { catalogue, resourceMetadataUrl, dispatcher, hold: (res) => internal.hold(res), resources, updates, authenticate: () => authenticate });
   // Each replica hears app and permission changes through the change bus; its own listeners are told (SPEC §11.1).
   apps.onLoaded(() => route.listChanged());
   context.permissions.onLoaded(() => {

@@ -56,6 +56,8 @@ export interface McpRouteOptions {
   readonly catalogue: ToolCatalogue;
   /** The client tool calls go through, its connections known to the address resolver (internal-calls.ts). */
   readonly dispatcher: GraphqlDoor['dispatcher'];
+  /** Names a `/mcp` answer to the inner calls made for it (internal-calls.ts `hold`): their changes wait for it. */
+  readonly hold?: GraphqlDoor['hold'];
   /** `oauthEndpoints(config).resourceMetadata`, or null when agent sign-in is off. */
   readonly resourceMetadataUrl: string | null;
   /** The resources `mcp.resources` exposes (resources.ts), or null when it names none. */
@@ -71,7 +73,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
   const { config, acl } = context;
   const { catalogue } = options;
   const graphqlPrefix = config.routes.graphql;
-  const door: GraphqlDoor = { graphqlPrefix, timeoutMs: config.graphql.timeoutMs + 5000, dispatcher: options.dispatcher };
+  const door: GraphqlDoor = { graphqlPrefix, timeoutMs: config.graphql.timeoutMs + 5000, dispatcher: options.dispatcher, ...(options.hold ? { hold: options.hold } : {}) };
   const ownOrigin = new URL(config.service.publicUrl).origin;
 
   const writesDecided = config.graphql.backend.auth === 'caller' && config.acl.mode === 'enforce';

@@ -5,14 +5,17 @@
  * 2025-11-25's `resources/subscribe` (refused naming the URI, nothing held open); too many URIs
  * on one stream; two thousand listens from one agent (all but `subscriptions.maxPerPrincipal`
  * refused 429 naming it, the replica's count bounded); a document the listener may not read
- * (watched, but no write of it is ever told).
+ * (watched, but no write of it is ever told); a client's own `X-Outrigger-Outer-Answer` (the token
+ * an MCP tool call's inner request names its `/mcp` answer by) holds nothing back.
  */
+import { randomUUID } from 'node:crypto';
 import type { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { basic } from '../support/outrigger.js';
 import { useStack } from '../support/fixtures.js';
 import { call, shopData } from '../integration/graphql-helpers.js';
-import { mcpClientV2 } from '../integration/mcp-helpers.js';
+import { mcpClientV2, shopAppWithTools } from '../integration/mcp-helpers.js';
+import { until } from '../support/wait.js';
 
 const ROOT = basic('root', 'root-password');
 const ALICE = basic('alice', 'alice-password');
@@ -30,6 +33,7 @@ describe('agents listening: abuse', () => {
       'own-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10, mongo: { readFilter: { owner: '@user.id' } } },
       users: { predicate: 'method(GET) and path-prefix(/shop/users)', roles: ['user'], priority: 1 },
     },
+    apps: { shop: shopAppWithTools({ mutations: true }) },
   });
   const clients: ClientV2[] = [];
   afterAll(async () => {
@@ -117,6 +121,25 @@ describe('agents listening: abuse', () => {
     while (told.length === 0 && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 300));
     expect(told).toEqual([`outrigger://shop/orders/${hex(1)}`]);
+    await sub.close();
+  });
+
+  it("a client's own X-Outrigger-Outer-Answer (a made-up token, garbage) holds nothing: its mutation's change is told once its own answer left", async () => {
+    const client = await connect('auto');
+    const told: string[] = [];
+    client.setNotificationHandler('notifications/resources/updated', (n) => void told.push(n.params.uri));
+    const sub = await client.listen({ resourceSubscriptions: ['outrigger://shop/products'] });
+    for (const [i, token] of [randomUUID(), 'x'.repeat(5000), ''].entries()) {
+      const res = await call(stack.proxy.url, '/graphql/shop', {
+        method: 'POST',
+        auth: ROOT,
+        headers: { 'x-outrigger-outer-answer': token },
+        body: { query: `mutation { addProduct(name: "forged-${i}", price: 1) }` },
+      });
+      expect(res.status, res.text).toBe(200);
+      expect(res.json.errors).toBeUndefined();
+      await until(() => told.length === i + 1, `the mutation with token #${i} told`);
+    }
     await sub.close();
   });
 });

@@ -13,7 +13,6 @@
  * subscribes on the other replica (answered: its claim is written), lets the answer go, and then
  * requires the change. Each row closes what it opened in `finally`.
  */
-import http from 'node:http';
 import net from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +20,7 @@ import { startStandinBackend, type StandinBackend } from '../../examples/standin
 import { redisKeys } from '../../src/store/keys.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { monitor } from '../support/redis-monitor.js';
+import { PADDING, startGate, type Gate } from '../support/backend-gate.js';
 import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
 import { until } from '../support/wait.js';
 import { call, gql } from './graphql-helpers.js';
@@ -30,70 +30,6 @@ const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
 const ROOT = basic('root', 'root-password');
 const CAROL = basic('carol', 'carol-password');
 const SERVICE = 'gql-subs-window';
-const PADDING = 32 * 1024 * 1024;
-
-/** The stand-in behind a gate: requests `held` matches wait while it is closed; answers `padded` matches grow by PADDING spaces. */
-interface Gate {
-  url: string;
-  held: ((method: string, url: string) => boolean) | undefined;
-  padded: ((method: string, url: string) => boolean) | undefined;
-  /** Requests waiting at the gate. */
-  waiting: number;
-  release(): void;
-  close(): Promise<void>;
-}
-
-async function startGate(target: string): Promise<Gate> {
-  let waiters: Array<() => void> = [];
-  const forward = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => {
-    const pad = gate.padded?.(req.method!, req.url!) === true;
-    const up = http.request(target + req.url, { method: req.method, headers: req.headers }, (answer) => {
-      const chunks: Buffer[] = [];
-      answer.on('data', (c: Buffer) => chunks.push(c));
-      answer.on('end', () => {
-        const out = pad ? Buffer.concat([...chunks, Buffer.alloc(PADDING, 0x20)]) : Buffer.concat(chunks);
-        const headers = { ...answer.headers, 'content-length': String(out.length) };
-        delete headers['transfer-encoding'];
-        res.writeHead(answer.statusCode!, headers);
-        res.end(out);
-      });
-    });
-    up.on('error', () => res.destroy());
-    up.end(body);
-  };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const go = () => forward(req, res, Buffer.concat(chunks));
-      if (gate.held?.(req.method!, req.url!) !== true) return go();
-      gate.waiting++;
-      waiters.push(go);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const gate: Gate = {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    held: undefined,
-    padded: undefined,
-    waiting: 0,
-    release() {
-      gate.held = undefined;
-      const go = waiters;
-      waiters = [];
-      gate.waiting = 0;
-      for (const w of go) w();
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        gate.release();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
-  return gate;
-}
-
 /** An app whose Subscription field `unread` follows `shop.unread`: a collection of the REST row's own (the first row's claim on orders lasts 20 s). */
 const unreadApp = {
   _id: 'unread',

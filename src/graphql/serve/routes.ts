@@ -10,9 +10,9 @@
  *   the same "admin roles or an allowing permission" rule, with the 409 on a uri another app serves.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { ServerResponse } from 'node:http';
 import type { AppContext } from '../../app-context.js';
 import { notFound, OutriggerError } from '../../errors.js';
+import { afterAnswerOf, followedBy, type AfterAnswer, type OuterAnswer } from '../../http/after-answer.js';
 import { readBody } from '../../http/body.js';
 import { createDocumentRoutes } from '../../http/document-routes.js';
 import type { OwnRoute } from '../../http/route-table.js';
@@ -41,7 +41,7 @@ import { higherPriority, priorityRank } from '../../principal/priority.js';
 /** Serves a subscription over SSE (subscribe/sse.ts) to its end; the request is authenticated and allowed. */
 export type ServeSse = (scope: RequestScope, app: CompiledApp, appPath: string, body: Buffer | undefined) => Promise<void>;
 
-export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegistry, serveSse?: ServeSse): OwnRoute {
+export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegistry, serveSse?: ServeSse, outerAnswer?: () => OuterAnswer | undefined): OwnRoute {
   const { config, acl } = context;
   const prefix = config.routes.graphql;
   const serviceAuth = config.graphql.backend.auth === 'service';
@@ -99,7 +99,14 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
       const input: GraphqlHttpInput = { method: scope.method, headers: scope.req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined };
       const claim = idempotency && scope.req.headers['idempotency-key'] !== undefined ? await claimMutation(idempotency, scope, found.app, input) : undefined;
       if (claim?.kind === 'replay') return answerReplay(scope, claim);
-      const out = await runEngine(context, scope, found.app, input, { persistedQueries, serviceAuth, ...(answers ? { answers } : {}), ...(claim ? { ticket: claim.ticket } : {}) });
+      const outer = outerAnswer?.()?.(scope.req);
+      const out = await runEngine(context, scope, found.app, input, {
+        persistedQueries,
+        serviceAuth,
+        ...(answers ? { answers } : {}),
+        ...(claim ? { ticket: claim.ticket } : {}),
+        ...(outer ? { outer } : {}),
+      });
       if (out === undefined) return; // the client left; nobody to answer
       writeAnswer(scope, out);
     },
@@ -112,6 +119,8 @@ interface EngineRun {
   readonly answers?: GraphqlAnswers;
   /** A keyed mutation's claim: settled (recorded or released) before the answer is written, so a retry after it finds the record. */
   readonly ticket?: IdempotencyTicket;
+  /** An MCP tool call's inner request: the agent's `/mcp` answer, which its changes also wait for. */
+  readonly outer?: AfterAnswer;
 }
 
 /** The engine's answer to the request, aborted if the client goes away (undefined then: nobody to answer). */
@@ -139,8 +148,9 @@ async function runEngine(context: AppContext, scope: RequestScope, app: Compiled
     priority: priorityRank(higherPriority(principal.priority, scope.ratePriority)),
     // SPEC §10: a policy with `units: cost` covered the request; its estimate is charged once known.
     ...(scope.rateLimits && context.limits ? { chargeCost: (documents: number) => context.limits!.chargeCost(scope, documents) } : {}),
-    // SPEC §6.5: a mutation's changes are published once its answer left (issue 53 item 7).
-    afterAnswer: afterAnswerOf(res),
+    // SPEC §6.5: a mutation's changes are published once its answer left (issue 53 item 7), and
+    // for an MCP tool call once the agent's own answer left too (SPEC §11.1).
+    afterAnswer: followedBy(afterAnswerOf(res), run.outer),
   };
   let out: GraphqlHttpResponse | undefined;
   try {
@@ -162,33 +172,6 @@ function writeAnswer(scope: RequestScope, out: { status: number; headers: Record
 function answerReplay(scope: RequestScope, replay: Extract<MutationClaim, { kind: 'replay' }>): void {
   scope.idempotentReplay = true;
   writeAnswer(scope, replay, { [REPLAYED_HEADER]: 'true' });
-}
-
-/**
- * Runs callbacks once the answer was handed to the OS ('finish') or the client left ('close'),
- * in the order they were given; at once when that already happened. One listener pair per
- * response, however many writes a mutation makes.
- */
-function afterAnswerOf(res: ServerResponse): (fn: () => void) => void {
-  let waiting: Array<() => void> | undefined;
-  let answered = false;
-  const run = () => {
-    answered = true;
-    res.off('finish', run);
-    res.off('close', run);
-    const fns = waiting ?? [];
-    waiting = undefined;
-    for (const fn of fns) fn();
-  };
-  return (fn) => {
-    if (answered || res.writableFinished || res.destroyed) return fn();
-    if (!waiting) {
-      waiting = [];
-      res.once('finish', run);
-      res.once('close', run);
-    }
-    waiting.push(fn);
-  };
 }
 
 /**
