@@ -64,14 +64,11 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     onError: (error, ctx) => logger.error({ err: error, requestId: ctx.requestId }, 'unexpected error while resolving a GraphQL query'),
     onInvalidApp: (app, problems) => logger.error({ app: app._id, problems }, 'a stored GraphQL app is not valid and is not served; fix it with PUT or PATCH'),
   });
-  // Whole answers are kept only when GraphQL reads the upstream, whose writes the cache sees (serve/routes.ts).
-  const answersCacheable = new URL(settings.backend.url).origin === new URL(config.upstream.url).origin;
   // Compiled once per app version: a reload recompiles only the apps whose document changed.
   store.onLoaded((docs) => {
     subscriptions.updateApps(docs.values());
     registry.replaceAll(docs.values());
-    // SPEC §12: an app that keeps whole answers starts the response cache (its writes must drop them), without cache.rules.
-    if (context.responseCache && !context.responseCache.armed && answersCacheable && [...docs.values()].some((doc) => doc.descriptor?.cache !== undefined)) context.responseCache.arm();
+    armForAnswers(context, docs.values());
   });
   let authenticate: Authenticate | undefined;
   let outerAnswer: OuterAnswer | undefined;
@@ -189,6 +186,17 @@ function websocketsOf(
     ownOrigin: new URL(config.service.publicUrl).origin,
     logger,
   });
+}
+
+/**
+ * SPEC §12: an app that keeps whole answers starts the response cache (its writes must drop them),
+ * without cache.rules; only when GraphQL reads the upstream, whose writes the cache sees (serve/routes.ts).
+ */
+function armForAnswers(context: AppContext, apps: Iterable<StoredApp>): void {
+  const running = context.responseCache;
+  if (running === undefined || running.armed) return;
+  if (new URL(context.config.graphql.backend.url).origin !== new URL(context.config.upstream.url).origin) return;
+  for (const app of apps) if (app.descriptor?.cache !== undefined) return running.arm();
 }
 
 /** How the engine reaches the backend: as the service (its own credentials) or as each caller (their ACL decides reads and writes). */
