@@ -64,10 +64,11 @@ export class RequestScope {
   /** The request body, when a feature had to read it whole (bson-request-* predicates); forwarded as is. */
   bufferedBody: Buffer | undefined = undefined;
   /**
-   * The answer is an idempotency record's replay (SPEC §14): the request ran nothing, so the
-   * observers (webhooks, recordings) are not told of it (chain/stages/observe.ts).
+   * The answer is the idempotency record's (SPEC §14): a replay, or the 409, 422 or 503 of a claim
+   * that may not run. The request ran nothing, so the observers (webhooks, recordings) are not
+   * told of it (chain/stages/observe.ts).
    */
-  idempotentReplay = false;
+  idempotencyAnswered = false;
   private parsedQuery: URLSearchParams | undefined;
 
   constructor(

@@ -118,9 +118,22 @@ export async function callThroughGraphql(door: GraphqlDoor, caller: Caller, tool
   } catch {
     return charged(budget, tool, failure(`the GraphQL request answered ${status} with a body that is not JSON`), 0);
   }
+  // SPEC §14: the door's 400 for a mutation without the header (idempotency.required), said in the tool's own terms.
+  if (idempotencyKey === undefined && status === 400 && codeOf(body) === 'IDEMPOTENCY_KEY_REQUIRED') return charged(budget, tool, keyRequired(tool), 0);
   const { result, structuredBytes } = resultOf(status, retryAfter, body, text);
   // A replay answers the first call's result under this call's id; `_meta` says so.
   return charged(budget, tool, replayed ? { ...result, _meta: { idempotentReplayed: true } } : result, structuredBytes);
+}
+
+function codeOf(body: unknown): unknown {
+  return (body as GraphqlAnswer | null)?.errors?.[0]?.extensions?.code;
+}
+
+/** A mutation tool called without `idempotencyKey` where `idempotency.required` asks for one: nothing ran. */
+function keyRequired(tool: CatalogueTool): CallToolResult {
+  return failure(
+    `IDEMPOTENCY_KEY_REQUIRED: ${tool.name} must be called with an idempotencyKey argument here (idempotency.required): a key you choose for this call (1-255 visible ASCII characters, e.g. a new UUID), sent again unchanged if you retry it; nothing ran`,
+  );
 }
 
 /** The result if it fits what is left of the answer's bound; otherwise an error naming the bound. */

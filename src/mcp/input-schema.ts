@@ -102,6 +102,11 @@ export function withIdempotencyKey(schema: JsonSchema & { type: 'object' }): { s
   return { schema: { ...schema, properties: { ...schema.properties, [IDEMPOTENCY_ARGUMENT]: IDEMPOTENCY_KEY_SCHEMA } }, added: true };
 }
 
+/** A mutation tool's schema for a caller `idempotency.required` asks a key of: `idempotencyKey` among the required arguments. */
+export function withIdempotencyKeyRequired(schema: JsonSchema & { type: 'object' }): JsonSchema & { type: 'object' } {
+  return { ...schema, required: [...(schema.required ?? []), IDEMPOTENCY_ARGUMENT] };
+}
+
 function typeSchema(type: GraphQLInputType, description: string | undefined, seen: ReadonlySet<string> = new Set()): JsonSchema {
   const nullable = !isNonNullType(type);
   const inner = isNonNullType(type) ? type.ofType : type;

@@ -38,21 +38,7 @@ export type MayCall = (scope: RequestScope, tool: CatalogueTool) => boolean;
 
 export function createMayCall(o: MayCallOptions): MayCall {
   const { acl } = o;
-  const decide = (scope: RequestScope, method: string, path: string, body?: unknown) => {
-    const { principal } = scope;
-    return acl.decide(
-      principal,
-      exchangeFromParts({
-        method,
-        path,
-        headers: Object.entries(scope.req.headers).flatMap(([k, v]) => (v === undefined ? [] : [v].flat().map((one) => [k, one] as const))),
-        ...(body !== undefined ? { body } : {}),
-        remoteIp: scope.clientIp,
-        secure: scope.secure,
-        ...accessFacts(principal),
-      }),
-    );
-  };
+  const decide = (scope: RequestScope, method: string, path: string, body?: unknown) => acl.decide(scope.principal, innerExchange(scope, method, path, body));
   /** The write policy's answer for this write (allowed, and not under a readFilter), and the read an answered document needs. */
   const writeAllowed = (scope: RequestScope, write: ToolWrite): boolean => {
     const collection = collectionPathOf(o.collectionPath, write.db, write.collection);
@@ -67,4 +53,22 @@ export function createMayCall(o: MayCallOptions): MayCall {
     if (!decide(scope, 'POST', `${o.graphqlPrefix}/${tool.app.uri}`, { query: tool.query, operationName: tool.operationName }).allowed) return false;
     return !o.writesDecided || tool.writes.every((write) => writeAllowed(scope, write));
   };
+}
+
+/**
+ * The condition language's view of a request the agent's call makes (the inner `POST
+ * /graphql/<uri>`, or a backend write it leads to), as listing decides it: this caller, its
+ * headers and address, the given method, path and body.
+ */
+export function innerExchange(scope: RequestScope, method: string, path: string, body?: unknown): Exchange {
+  const { principal } = scope;
+  return exchangeFromParts({
+    method,
+    path,
+    headers: Object.entries(scope.req.headers).flatMap(([k, v]) => (v === undefined ? [] : [v].flat().map((one) => [k, one] as const))),
+    ...(body !== undefined ? { body } : {}),
+    remoteIp: scope.clientIp,
+    secure: scope.secure,
+    ...accessFacts(principal),
+  });
 }

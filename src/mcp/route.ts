@@ -42,8 +42,9 @@ import type { UriUpdates } from './listen/uri-updates.js';
 import type { Principal } from '../principal/principal.js';
 import type { CatalogueTool, ToolCatalogue } from './catalogue.js';
 import { checkArguments } from './check-arguments.js';
-import { IDEMPOTENCY_ARGUMENT } from './input-schema.js';
-import { createMayCall, type MayCall } from './may-call.js';
+import { IDEMPOTENCY_ARGUMENT, withIdempotencyKeyRequired } from './input-schema.js';
+import { createMayCall, innerExchange, type MayCall } from './may-call.js';
+import { keyRequiredWhere } from '../idempotency/required.js';
 import { isJsonObject } from '../util/objects.js';
 
 /** JSON-RPC messages one POST may carry (batches are 2025-03-26's; later revisions send one). */
@@ -78,7 +79,7 @@ export function createMcpRoute(context: AppContext, options: McpRouteOptions): O
 
   const writesDecided = config.graphql.backend.auth === 'caller' && config.acl.mode === 'enforce';
   const mayCall = createMayCall({ acl, graphqlPrefix, collectionPath: config.graphql.backend.collectionPath, writesDecided });
-  const serverFor = serverFactory(catalogue, mayCall, door, options.resources);
+  const serverFor = serverFactory({ catalogue, mayCall, keyRequired: keyRequiredOf(config.idempotency.required, graphqlPrefix) }, door, options.resources);
   const listeners = listenersFor(context, { catalogue, mayCall }, options);
   // 2026-07-28: one handler for the process, its per-request `Server` made by the same factory
   // (the SDK hands the factory the Request it was given; `callers` maps it back to its caller).
@@ -187,12 +188,28 @@ function listenersFor(context: AppContext, tools: { catalogue: ToolCatalogue; ma
   });
 }
 
-function describeTool(tool: CatalogueTool): Tool {
-  return { name: tool.name, title: tool.annotations.title, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'], annotations: tool.annotations };
+/** Whether `idempotency.required` asks this caller's calls of this tool for `idempotencyKey` (the GraphQL door refuses them without it). */
+type KeyRequired = (scope: RequestScope, tool: CatalogueTool) => boolean;
+
+/** SPEC §14: where `idempotency.required` matches the tool's `POST /graphql/<uri>` for this caller, its key is a required argument. */
+function keyRequiredOf(conditions: readonly string[], graphqlPrefix: string): KeyRequired {
+  const required = keyRequiredWhere(conditions);
+  if (required === undefined) return () => false;
+  return (scope, tool) => tool.takesIdempotencyKey && required(innerExchange(scope, 'POST', `${graphqlPrefix}/${tool.app.uri}`));
+}
+
+function describeTool(tool: CatalogueTool, keyRequired: boolean): Tool {
+  const inputSchema = keyRequired ? withIdempotencyKeyRequired(tool.inputSchema) : tool.inputSchema;
+  return { name: tool.name, title: tool.annotations.title, description: tool.description, inputSchema: inputSchema as Tool['inputSchema'], annotations: tool.annotations };
 }
 
 /** A Server per caller: the tools it may list and call, each call within its answer's budget. */
-function serverFactory(catalogue: ToolCatalogue, mayCall: MayCall, door: GraphqlDoor, resources: ResourceDoor | null): (caller: Caller, modern: boolean) => Server {
+function serverFactory(
+  tools: { catalogue: ToolCatalogue; mayCall: MayCall; keyRequired: KeyRequired },
+  door: GraphqlDoor,
+  resources: ResourceDoor | null,
+): (caller: Caller, modern: boolean) => Server {
+  const { catalogue, mayCall, keyRequired } = tools;
   return (caller, modern) => {
     const { scope, signal, budget } = caller;
     // List changes reach 2026-07-28 listeners (subscriptions/listen), and a 2025-era client on its
@@ -203,7 +220,7 @@ function serverFactory(catalogue: ToolCatalogue, mayCall: MayCall, door: Graphql
     });
     if (resources) installResources(server, resources, caller);
     server.setRequestHandler('tools/list', () => {
-      const tools = [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map(describeTool);
+      const tools = [...catalogue.list()].filter((tool) => mayCall(scope, tool)).map((tool) => describeTool(tool, keyRequired(scope, tool)));
       if (!budget.take(Buffer.byteLength(JSON.stringify(tools)), 'tools/list'))
         throw new ProtocolError(
           ProtocolErrorCode.InternalError,

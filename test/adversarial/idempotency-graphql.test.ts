@@ -3,7 +3,11 @@
  * empty, too long, holds control or non-ASCII bytes, comes twice or is a broken quoted string is a
  * GraphQL-shaped 400 naming the header, and nothing runs; the same header on a query is ignored,
  * whatever it holds; an MCP `idempotencyKey` of the wrong type or shape is an invalid argument
- * (nothing runs), and a query tool has no such argument.
+ * (nothing runs), and a query tool has no such argument. Where `idempotency.required` matches
+ * (carol on /graphql/shop), a mutation in any form without the header is 400
+ * IDEMPOTENCY_KEY_REQUIRED, a bad header stays IDEMPOTENCY_KEY_INVALID, and what is not a
+ * mutation (a query picked from a mixed document, a document that does not parse, a GET) gets
+ * the answer it got before, never a 500.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
@@ -14,14 +18,20 @@ import { mcpClient, shopAppWithTools } from '../integration/mcp-helpers.js';
 import { rawClient, readUntilClosed } from './support.js';
 
 const ALICE = as('alice');
+const CAROL = as('carol');
 const ADD = 'mutation AddProduct($name: String!, $price: Int) { addProduct(name: $name, price: $price) }';
 
 describe('Idempotency-Key at the GraphQL and MCP doors under bad input (SPEC §14)', () => {
   const stack = useStack({
     service: 'idem-gql-adv',
     backend: { data: shopData() },
-    users: { root: ['root'], alice: ['user'] },
-    config: { acl: { mode: 'enforce' }, mcp: { server: 'outrigger' }, features: { webhooks: 'disabled' } },
+    users: { root: ['root'], alice: ['user'], carol: ['user'] },
+    config: {
+      acl: { mode: 'enforce' },
+      mcp: { server: 'outrigger' },
+      features: { webhooks: 'disabled' },
+      idempotency: { required: ['path-prefix(/graphql/shop) and equals(%u, carol)'] },
+    },
     permissions: {
       graphql: { predicate: 'path-prefix(/graphql/shop)', roles: ['user'], priority: 1 },
       'read-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10 },
@@ -113,5 +123,60 @@ describe('Idempotency-Key at the GraphQL and MCP doors under bad input (SPEC §1
     const result = await client.callTool({ name: 'list_orders', arguments: { idempotencyKey: 'k' } });
     expect(result.isError).toBe(true);
     expect((result.content as Array<{ text: string }>)[0]!.text).toMatch(/idempotencyKey is not an argument of this tool/);
+  });
+
+  it('idempotency.required: a mutation in any form without the header is 400 IDEMPOTENCY_KEY_REQUIRED; a bad header stays INVALID; nothing runs', async () => {
+    const bare = (body: Record<string, unknown>, headers: Record<string, string> = {}) => call(stack.proxy.url, '/graphql/shop', { method: 'POST', auth: CAROL, headers, body });
+    const mixed = `query Few { orders(limit: 1) { number } } ${ADD}`;
+    const rows: Array<[string, Record<string, unknown>]> = [
+      ['a plain mutation', { query: ADD, variables: { name: 'oar', price: 1 } }],
+      ['the mutation picked from a mixed document', { query: mixed, operationName: 'AddProduct', variables: { name: 'oar' } }],
+      ['an anonymous mutation', { query: 'mutation { addProduct(name: "oar") }' }],
+      ['a mutation with bad variables', { query: ADD, variables: { name: 5 } }],
+    ];
+    for (const [what, body] of rows) {
+      const res = await bare(body);
+      expect(res.status, `${what}: ${res.text}`).toBe(400);
+      expect(Object.keys(res.json), what).toEqual(['errors']);
+      expect(res.json.errors[0].extensions.code, what).toBe('IDEMPOTENCY_KEY_REQUIRED');
+      expect(res.json.errors[0].message, what).toMatch(/Idempotency-Key header \(idempotency\.required\)/);
+    }
+    // A header that is there but bad is named as such, not as missing.
+    const empty = await bare({ query: ADD, variables: { name: 'oar' } }, { 'idempotency-key': '' });
+    expect(empty.json.errors[0].extensions.code).toBe('IDEMPOTENCY_KEY_INVALID');
+    expect(writes()).toBe(0);
+  });
+
+  it('idempotency.required: what is not a mutation gets the answer it got before, never a 500', async () => {
+    const mixed = `query Few { orders(limit: 1) { number } } ${ADD}`;
+    const query = await call(stack.proxy.url, '/graphql/shop', { method: 'POST', auth: CAROL, body: { query: mixed, operationName: 'Few' } });
+    expect(query.status, query.text).toBe(200);
+    expect(query.json.data.orders).toHaveLength(1);
+    const broken = await call(stack.proxy.url, '/graphql/shop', { method: 'POST', auth: CAROL, body: { query: 'mutation { addProduct(' } });
+    expect(broken.json.errors[0].extensions.code, broken.text).toBe('GRAPHQL_PARSE_FAILED');
+    const noOperation = await call(stack.proxy.url, '/graphql/shop', { method: 'POST', auth: CAROL, body: { query: mixed } });
+    expect(noOperation.status, noOperation.text).toBeLessThan(500);
+    expect(noOperation.json.errors[0].extensions.code).not.toMatch(/IDEMPOTENCY/);
+    const viaGet = await call(stack.proxy.url, `/graphql/shop?query=${encodeURIComponent(ADD)}&variables=${encodeURIComponent('{"name":"oar"}')}`, { auth: CAROL });
+    expect(viaGet.status, viaGet.text).toBeGreaterThanOrEqual(400);
+    expect(viaGet.status).toBeLessThan(500);
+    expect(viaGet.text).not.toMatch(/IDEMPOTENCY/);
+    expect(writes()).toBe(0);
+  });
+
+  it('idempotency.required for MCP: an idempotencyKey of the wrong shape is still an invalid argument; without one the call is refused naming it', async () => {
+    const carol = await mcpClient(stack.proxy.url, CAROL);
+    try {
+      for (const key of [null, '', 7]) {
+        const result = await carol.callTool({ name: 'add_product', arguments: { name: 'oar', idempotencyKey: key } });
+        expect(result.isError, JSON.stringify(key)).toBe(true);
+        expect((result.content as Array<{ text: string }>)[0]!.text).toMatch(/invalid arguments for add_product: .*idempotencyKey/);
+      }
+      const without = await carol.callTool({ name: 'add_product', arguments: { name: 'oar' } });
+      expect((without.content as Array<{ text: string }>)[0]!.text).toMatch(/^IDEMPOTENCY_KEY_REQUIRED: add_product must be called with an idempotencyKey argument/);
+      expect(writes()).toBe(0);
+    } finally {
+      await carol.close().catch(() => {});
+    }
   });
 });

@@ -4,15 +4,17 @@
  * (a delay, failing writes). A keyed mutation runs once; its repeat is the recorded answer with
  * `Idempotent-Replayed: true`, reaching no backend, publishing no subscription change and firing
  * no webhook; a repeat while it runs is 409, another request under the key 422, Redis away 503,
- * GraphQL-shaped; a query ignores the header; a failure before execution or a backend 5xx keeps
- * nothing, a partial answer is kept.
+ * GraphQL-shaped, and none of these is evaluated against webhooks (a hook on the path and those
+ * statuses receives only a marker the handler refused); a query ignores the header; a failure
+ * before execution or a backend 5xx keeps nothing, a partial answer is kept; an answer over
+ * `maxBodyBytes` is given whole and its repeat is 409 saying it was too large to keep.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { call } from './graphql-helpers.js';
 import { putSubscriptionPermissions, rawSse, subscribed, subscriptionApp } from './graphql-subscriptions-helpers.js';
-import { untilKnown, waitFor } from './webhooks-helpers.js';
+import { untilKnown, untilSettled, waitFor } from './webhooks-helpers.js';
 import { as, ROOT, useStack } from '../support/fixtures.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { sleep } from '../support/wait.js';
@@ -67,7 +69,12 @@ describe('idempotency keys on GraphQL mutations (SPEC §14)', () => {
     jwtIdentity: true,
     target: true,
     users: { root: ['root'], alice: ['owner'], bob: ['owner'], viewer: ['viewer'] },
-    config: () => ({ acl: { mode: 'enforce' }, graphql: { backend: { url: gate.url } }, webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['300ms'] } }),
+    config: () => ({
+      acl: { mode: 'enforce' },
+      graphql: { backend: { url: gate.url } },
+      webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['300ms'] },
+      idempotency: { maxBodyBytes: 2048 },
+    }),
     outrigger: { worker: true },
   });
   let number = 100;
@@ -248,6 +255,44 @@ describe('idempotency keys on GraphQL mutations (SPEC §14)', () => {
     expect(writes()).toBe(0);
   });
 
+  /** The response statuses of the events a hook delivered (the default payload: `response.statusCode`). */
+  const deliveredStatuses = (name: string) => stack.target.on(`/${name}`).map((r) => (JSON.parse(r.body) as { response: { statusCode: number } }).response.statusCode);
+
+  it("the door's own 409 and 422 are not evaluated against webhooks: a hook on the path and those statuses gets only the marker", async () => {
+    await hook('refusals', "path-prefix('/graphql/subs') and method(POST) and (equals(%s, 400) or equals(%s, 409) or equals(%s, 422) or equals(%s, 503))");
+    const n = ++number;
+    gate.delayMs = 400;
+    let answers;
+    try {
+      answers = await Promise.all(Array.from({ length: 4 }, () => mutate('order-9', { number: n })));
+    } finally {
+      gate.delayMs = 0;
+    }
+    expect(answers.filter((a) => a.status === 409).length, answers.map((a) => a.status).join()).toBeGreaterThan(0);
+    expect((await mutate('order-9', { number: n + 1 })).status).toBe(422);
+    // The marker: a 400 the handler gave (bad variables), observed like any other refused request.
+    expect((await mutate(undefined, { number: 'nine' })).status).toBe(400);
+    await untilSettled(stack.redis.client, [stack.proxy]);
+    expect(deliveredStatuses('refusals')).toEqual([400]);
+  });
+
+  it('an answer over maxBodyBytes is given whole; the repeat is 409 saying it ran and was too large to keep, and writes nothing', async () => {
+    const n = ++number;
+    // 90 long aliases of the order's status (graphql.maxAliases is 100): an answer of about 4 KB, over this stack's 2048 bytes.
+    const wide = `mutation Wide($number: Int!) { createOrder(number: $number) { ${Array.from({ length: 90 }, (_, i) => `status_under_an_alias_long_enough_to_fill_${i}: status`).join(' ')} } }`;
+    stack.backend.clearRequests();
+    const first = await mutate('order-10', { number: n }, ALICE, wide);
+    expect(first.status, first.text.slice(0, 300)).toBe(200);
+    expect(first.text.length).toBeGreaterThan(2048);
+    expect(first.json.data.createOrder.status_under_an_alias_long_enough_to_fill_89).toBe('open');
+    const again = await mutate('order-10', { number: n }, ALICE, wide);
+    expect(again.status).toBe(409);
+    expect(again.headers['content-type']).toBe('application/graphql-response+json; charset=utf-8');
+    expect(again.json.errors[0].extensions.code).toBe('IDEMPOTENCY_ANSWER_NOT_KEPT');
+    expect(again.json.errors[0].message).toMatch(/mutation with Idempotency-Key "order-10" already ran \(status 200\), but its answer was too large to keep/);
+    expect(writes()).toBe(1);
+  });
+
   it("another caller's same key is a record of its own", async () => {
     const n = ++number;
     stack.backend.clearRequests();
@@ -276,5 +321,16 @@ describe('idempotency keys on GraphQL mutations (SPEC §14)', () => {
     } finally {
       await stack.redis.restart();
     }
+    // The 503 was not evaluated against webhooks either (events queued while Redis was away are written once it is back).
+    const before = deliveredStatuses('refusals');
+    expect((await mutate(undefined, { number: 'seven' })).status).toBe(400);
+    await waitFor(
+      async () => deliveredStatuses('refusals').length,
+      (count) => count > before.length,
+      15_000,
+      'the marker delivered after the restart',
+    );
+    await untilSettled(stack.redis.client, [stack.proxy]);
+    expect(deliveredStatuses('refusals')).toEqual([...before, 400]);
   });
 });

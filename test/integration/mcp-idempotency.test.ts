@@ -5,22 +5,33 @@
  * the replay answers the first result under the retry's own JSON-RPC id (the SDK clients match
  * answers by id: a wrong one would never resolve), marked in `_meta`. Driven by the official
  * SDK clients, 2025-era and 2026-07-28, through the real proxy, Redis and the stand-in.
+ * `idempotency.required` (here: carol on /graphql/shop) reaches both doors: carol's mutation
+ * without the header is a 400 naming it and the setting (her queries, and alice's mutations, run
+ * as before), and her tools/list marks `idempotencyKey` required on the mutation tools, a call
+ * without it an error naming `idempotencyKey`, with nothing written.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { as, useStack } from '../support/fixtures.js';
-import { shopData } from './graphql-helpers.js';
+import { call, shopData } from './graphql-helpers.js';
 import { mcpClient, mcpClientV2, shopAppWithTools } from './mcp-helpers.js';
 
 const ALICE = as('alice');
+const CAROL = as('carol');
 const ROOT = as('root');
+const ADD = 'mutation AddProduct($name: String!, $price: Int) { addProduct(name: $name, price: $price) }';
 
 describe('MCP mutation tools take idempotencyKey (SPEC §14)', () => {
   const stack = useStack({
     service: 'mcp-idempotency',
     backend: { data: shopData() },
-    users: { root: ['root'], alice: ['user'] },
-    config: { acl: { mode: 'enforce' }, mcp: { server: 'outrigger' }, features: { webhooks: 'disabled' } },
+    users: { root: ['root'], alice: ['user'], carol: ['user'] },
+    config: {
+      acl: { mode: 'enforce' },
+      mcp: { server: 'outrigger' },
+      features: { webhooks: 'disabled' },
+      idempotency: { required: ['path-prefix(/graphql/shop) and equals(%u, carol)'] },
+    },
     permissions: {
       graphql: { predicate: 'path-prefix(/graphql/shop)', roles: ['user'], priority: 1 },
       'read-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10 },
@@ -93,5 +104,48 @@ describe('MCP mutation tools take idempotencyKey (SPEC §14)', () => {
     expect(results[1]!.structuredContent).toEqual(results[0]!.structuredContent);
     expect(results.map((r) => (r._meta as { idempotentReplayed?: boolean } | undefined)?.idempotentReplayed ?? false)).toEqual([false, true, true]);
     expect(productWrites()).toBe(1);
+  });
+
+  it('idempotency.required at the GraphQL door: a mutation without the header is 400 naming it and the setting; queries and unmatched callers run', async () => {
+    const send = (auth: string, query: string, key?: string) =>
+      call(stack.proxy.url, '/graphql/shop', { method: 'POST', auth, headers: key ? { 'idempotency-key': key } : {}, body: { query, variables: { name: 'cleat', price: 3 } } });
+    const refused = await send(CAROL, ADD);
+    expect(refused.status, refused.text).toBe(400);
+    expect(refused.headers['content-type']).toMatch(/^application\/(graphql-response\+)?json/);
+    expect(refused.json.errors[0].extensions.code).toBe('IDEMPOTENCY_KEY_REQUIRED');
+    expect(refused.json.errors[0].message).toMatch(/must carry an Idempotency-Key header \(idempotency\.required\)/);
+    expect(productWrites()).toBe(0);
+    // A query is not a write: the setting does not ask it for a key.
+    const read = await send(CAROL, '{ orders(limit: 1) { number } }');
+    expect(read.status, read.text).toBe(200);
+    expect(read.json.data.orders).toHaveLength(1);
+    // With the key it runs (once); alice matches no condition and runs without one.
+    expect((await send(CAROL, ADD, 'carol-cleat')).json.errors).toBeUndefined();
+    expect((await send(CAROL, ADD, 'carol-cleat')).headers['idempotent-replayed']).toBe('true');
+    expect((await send(ALICE, ADD)).status).toBe(200);
+    expect(productWrites()).toBe(2);
+  });
+
+  it('idempotency.required for MCP: tools/list marks idempotencyKey required for the caller it matches; a call without it is an error naming idempotencyKey, and writes nothing', async () => {
+    const carol = await connect(CAROL);
+    const { tools } = await carol.listTools();
+    // set_status is not offered to a caller who may not write orders (may-call.ts).
+    expect(tools.find((t) => t.name === 'add_product')!.inputSchema.required).toEqual(['name', 'idempotencyKey']);
+    for (const name of ['list_orders', 'order_by_number']) expect(tools.find((t) => t.name === name)!.inputSchema.required ?? [], name).not.toContain('idempotencyKey');
+    // Per caller: alice's listing keeps the key optional.
+    const alice = await (await connect(ALICE)).listTools();
+    expect(alice.tools.find((t) => t.name === 'add_product')!.inputSchema.required).toEqual(['name']);
+
+    const without = await carol.callTool({ name: 'add_product', arguments: { name: 'fid', price: 2 } });
+    expect(without.isError).toBe(true);
+    const text = (without.content as Array<{ text: string }>)[0]!.text;
+    expect(text).toMatch(/^IDEMPOTENCY_KEY_REQUIRED: add_product must be called with an idempotencyKey argument here \(idempotency\.required\)/);
+    expect(text).toMatch(/nothing ran/);
+    expect(productWrites()).toBe(0);
+    const keyed = await carol.callTool({ name: 'add_product', arguments: { name: 'fid', price: 2, idempotencyKey: 'carol-fid-1' } });
+    expect(keyed.isError, JSON.stringify(keyed)).toBeFalsy();
+    expect(productWrites()).toBe(1);
+    // A query tool needs none.
+    expect((await carol.callTool({ name: 'list_orders', arguments: {} })).isError).toBeFalsy();
   });
 });

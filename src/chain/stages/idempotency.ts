@@ -8,7 +8,6 @@
  * (webhooks, subscription changes). After authenticate, limit, authorize and plan; before the
  * response cache and the forward. Own routes ignore the header. Absent when nothing serves Redis.
  */
-import { parseCondition, type Condition } from '../../condition/index.js';
 import type { OutriggerConfig } from '../../config/types.js';
 import type { Logger } from '../../observability/logger.js';
 import { badRequest, OutriggerError, payloadTooLarge } from '../../errors.js';
@@ -16,6 +15,7 @@ import { readBody } from '../../http/body.js';
 import { bodyPart, fingerprintOf } from '../../idempotency/fingerprint.js';
 import { parseIdempotencyKey } from '../../idempotency/key.js';
 import { claimRefusal, type ClaimWording } from '../../idempotency/refusals.js';
+import { keyRequiredRefusal, keyRequiredWhere, type KeyRequired } from '../../idempotency/required.js';
 import { idempotencyScope } from '../../idempotency/scope.js';
 import type { IdempotencyStore, IdempotencyTicket, RecordedAnswer } from '../../idempotency/store.js';
 import { composeCaptures, type ResponseCapture } from '../../proxy/forward-request.js';
@@ -30,8 +30,8 @@ export interface IdempotencyParts {
   readonly store: IdempotencyStore;
   /** idempotency.maxRequestBytes: a keyed write's body is read whole up to this (413 past it). */
   readonly maxRequestBytes: number;
-  /** idempotency.required, parsed: where a write without the header is refused (400). */
-  readonly required: () => readonly Condition[];
+  /** idempotency.required, parsed: where a write without the header is refused (400); undefined when none is set. */
+  readonly required: KeyRequired | undefined;
   /** A record or release Redis refused (the run's answer is sent regardless). */
   readonly onError: (error: unknown, what: string) => void;
 }
@@ -41,8 +41,7 @@ const KEPT_HEADERS = ['content-type', 'content-encoding', 'content-language', 'c
 
 /** The stage's parts from `idempotency:` (its conditions parsed once). */
 export function idempotencyParts(store: IdempotencyStore, config: OutriggerConfig['idempotency'], logger: Logger): IdempotencyParts {
-  const required = config.required.map((text) => parseCondition(text));
-  return { store, maxRequestBytes: config.maxRequestBytes, required: () => required, onError: (error, what) => logger.warn({ err: (error as Error).message }, what) };
+  return { store, maxRequestBytes: config.maxRequestBytes, required: keyRequiredWhere(config.required), onError: (error, what) => logger.warn({ err: (error as Error).message }, what) };
 }
 
 export function idempotencyStage(parts: IdempotencyParts | undefined): Stage | null {
@@ -98,9 +97,7 @@ export function idempotencyStage(parts: IdempotencyParts | undefined): Stage | n
     run(request): Step {
       const value = request.header('idempotency-key');
       if (value === undefined) {
-        const conditions = required();
-        if (conditions.length > 0 && isRequired(request, conditions))
-          throw badRequest('this write must carry an Idempotency-Key header (idempotency.required), e.g. Idempotency-Key: "<a new UUID>"', 'IDEMPOTENCY_KEY_REQUIRED');
+        if (required !== undefined && required(exchangeForScope(request))) throw keyRequiredRefusal(WRITE_WORDING.runs);
         return;
       }
       const parsed = parseIdempotencyKey(value)!;
@@ -111,12 +108,6 @@ export function idempotencyStage(parts: IdempotencyParts | undefined): Stage | n
     close: (request) => release(request),
     span: { name: 'idempotency' },
   };
-}
-
-function isRequired(request: ChainRequest, conditions: readonly Condition[]): boolean {
-  const exchange = exchangeForScope(request);
-  for (const condition of conditions) if (condition.evaluate(exchange)) return true;
-  return false;
 }
 
 async function readKeyedBody(request: ChainRequest, limit: number): Promise<Buffer> {

@@ -46,8 +46,8 @@ export function observeStage({ observer, metrics, logger }: ObserveParts): Stage
     },
     close(request, completed) {
       if (completed) requestMetrics.record(request.routeKind, request.res.statusCode, request.elapsedSeconds());
-      // A replay of a recorded answer (SPEC §14) ran nothing: no webhook is evaluated against it.
-      const observed = request.idempotentReplay ? null : request.observed;
+      // An answer of the idempotency record (SPEC §14: a replay, a 409/422/503) ran nothing: no webhook is evaluated against it.
+      const observed = request.idempotencyAnswered ? null : request.observed;
       if (observed) {
         const trace = request.trace!;
         const tee = trace.recording ? trace.child('webhook tee', 'internal') : undefined;

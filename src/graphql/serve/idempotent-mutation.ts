@@ -17,11 +17,13 @@
  * deadline, an internal error) and a client that left.
  */
 import { getOperationAST } from 'graphql';
+import { exchangeForScope } from '../../chain/exchange.js';
 import { badRequest } from '../../errors.js';
 import type { RequestScope } from '../../http/scope.js';
 import { canonicalJson, fingerprintOf } from '../../idempotency/fingerprint.js';
 import { parseIdempotencyKey } from '../../idempotency/key.js';
 import { claimRefusal, type ClaimWording } from '../../idempotency/refusals.js';
+import { keyRequiredRefusal, type KeyRequired } from '../../idempotency/required.js';
 import { idempotencyScope } from '../../idempotency/scope.js';
 import type { IdempotencyStore, IdempotencyTicket } from '../../idempotency/store.js';
 import type { CompiledApp } from '../compile/compile-app.js';
@@ -36,10 +38,17 @@ export const REPLAYED_HEADER = 'idempotent-replayed';
 /** A mutation's fingerprint: its document, operationName and variables (SPEC §14). */
 const MUTATION_WORDING: ClaimWording = { runs: 'mutation', covers: 'document, operationName or variables' };
 
-/** What the route needs: the store, and the persisted queries a hash-only request names. */
+/** What the route needs: the store, the persisted queries a hash-only request names, and `idempotency.required`. */
 export interface MutationIdempotency {
   readonly store: IdempotencyStore;
   readonly persistedQueries: PersistedQueries;
+  /** Where a mutation without the header is refused (400); undefined when no condition is set. */
+  readonly required: KeyRequired | undefined;
+}
+
+/** Whether the route must ask `claimMutation`: the request carries the header, or a mutation without it may be refused. */
+export function mayClaim(idempotency: MutationIdempotency, scope: RequestScope): boolean {
+  return scope.method === 'POST' && (scope.req.headers['idempotency-key'] !== undefined || idempotency.required !== undefined);
 }
 
 /** The claim's outcome for the route: nothing to do, a replay to write, or a run to settle. */
@@ -47,22 +56,27 @@ export type MutationClaim =
   { readonly kind: 'replay'; readonly status: number; readonly headers: Record<string, string>; readonly body: Buffer } | { readonly kind: 'run'; readonly ticket: IdempotencyTicket };
 
 /**
- * Claims a keyed mutation; undefined when the request carries no key or is not a mutation (run as
- * usual). Throws the GraphQL-shaped refusals: 400 (the key), 409 (running, or kept too large), 422, 503.
+ * Claims a keyed mutation; undefined when the request carries no key (and none is required) or is
+ * not a mutation (run as usual). Throws the GraphQL-shaped refusals: 400 (the key, or none where
+ * `idempotency.required` matches), 409 (running, or kept too large), 422, 503.
  */
 export async function claimMutation(idempotency: MutationIdempotency, scope: RequestScope, app: CompiledApp, input: GraphqlHttpInput): Promise<MutationClaim | undefined> {
   const header = scope.req.headers['idempotency-key'];
-  if (header === undefined || input.method !== 'POST') return undefined;
+  if (input.method !== 'POST') return undefined;
+  // The conditions first (the head only): a document is parsed here only where a key may be required.
+  if (header === undefined && (idempotency.required === undefined || !idempotency.required(exchangeForScope(scope)))) return undefined;
   const mutation = await mutationOf(input, app, idempotency.persistedQueries);
   if (mutation === undefined) return undefined;
   const parsed = parseIdempotencyKey(Array.isArray(header) ? header.join(', ') : header);
-  if (parsed === undefined) return undefined;
+  if (parsed === undefined) throw keyRequiredRefusal(MUTATION_WORDING.runs);
   if ('problem' in parsed) throw badRequest(parsed.problem, 'IDEMPOTENCY_KEY_INVALID');
   const { key } = parsed;
   const authorization = scope.req.headers.authorization;
   const fingerprint = fingerprintOf(['graphql', scope.path, mutation.documentHash, mutation.params.operationName ?? '', canonicalJson(mutation.params.variables ?? {})]);
   const claim = await idempotency.store.claim(idempotencyScope(scope.principal, authorization, scope.clientIp), key, fingerprint);
   if (claim.kind === 'run') return claim;
+  // A replay and the refusals below ran nothing: no webhook is evaluated against them (chain/stages/observe.ts).
+  scope.idempotencyAnswered = true;
   if (claim.kind === 'replay') return { kind: 'replay', ...claim.answer };
   throw claimRefusal(claim, key, MUTATION_WORDING);
 }

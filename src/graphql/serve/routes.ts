@@ -23,8 +23,9 @@ import { appValidator, toolNameCollision, uriCollision, warningsOf, type StoredA
 import { backendHeadersFor } from '../backend/caller-identity.js';
 import { handleGraphqlHttp, type GraphqlHttpInput, type GraphqlHttpResponse } from './http-handler.js';
 import { GraphqlAnswers } from './answer-cache.js';
-import { claimMutation, REPLAYED_HEADER, settleMutation, type MutationClaim, type MutationIdempotency } from './idempotent-mutation.js';
+import { claimMutation, mayClaim, REPLAYED_HEADER, settleMutation, type MutationClaim, type MutationIdempotency } from './idempotent-mutation.js';
 import type { IdempotencyTicket } from '../../idempotency/store.js';
+import { keyRequiredWhere } from '../../idempotency/required.js';
 import type { PersistedQueries } from './persisted-queries.js';
 import { PersistedQueryStore } from './persisted-query-store.js';
 import { graphqlRefusal } from './refusal.js';
@@ -54,7 +55,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
   const sameOrigin = new URL(config.graphql.backend.url).origin === new URL(config.upstream.url).origin;
   const answers = context.responseCache && sameOrigin ? new GraphqlAnswers(context.responseCache) : undefined;
   // SPEC §14: keyed mutations, claimed in the idempotency store every replica shares.
-  const idempotency: MutationIdempotency | undefined = context.idempotency ? { store: context.idempotency, persistedQueries } : undefined;
+  const idempotency: MutationIdempotency | undefined = context.idempotency ? { store: context.idempotency, persistedQueries, required: keyRequiredWhere(config.idempotency.required) } : undefined;
 
   return {
     kind: 'graphql',
@@ -97,7 +98,7 @@ export function createGraphqlRoute(context: AppContext, registry: GraphqlAppRegi
 
       // 4. The engine, once a keyed mutation is claimed (SPEC §14): a replay is its record, and runs nothing.
       const input: GraphqlHttpInput = { method: scope.method, headers: scope.req.headers, query: scope.query, body: body && body.length > 0 ? body : undefined };
-      const claim = idempotency && scope.req.headers['idempotency-key'] !== undefined ? await claimMutation(idempotency, scope, found.app, input) : undefined;
+      const claim = idempotency && mayClaim(idempotency, scope) ? await claimMutation(idempotency, scope, found.app, input) : undefined;
       if (claim?.kind === 'replay') return answerReplay(scope, claim);
       const outer = outerAnswer?.()?.(scope.req);
       const out = await runEngine(context, scope, found.app, input, {
@@ -168,9 +169,8 @@ function writeAnswer(scope: RequestScope, out: { status: number; headers: Record
   scope.res.end(out.body);
 }
 
-/** A finished keyed mutation's recorded answer, marked as a replay; its observers are told nothing (no webhook is evaluated against it). */
+/** A finished keyed mutation's recorded answer, marked as a replay (claimMutation told its observers nothing). */
 function answerReplay(scope: RequestScope, replay: Extract<MutationClaim, { kind: 'replay' }>): void {
-  scope.idempotentReplay = true;
   writeAnswer(scope, replay, { [REPLAYED_HEADER]: 'true' });
 }
 
