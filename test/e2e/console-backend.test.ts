@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { hashPassword } from '../../src/access/password-hash.js';
-import { launchBrowser } from '../support/browser.js';
+import { launchBrowser, openPage, signInToConsole } from '../support/browser.js';
 import { CLI, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
 import { closedLoop, startControlledBackend, type ControlledBackend } from '../support/controlled-backend.js';
 import { call } from '../support/http-client.js';
@@ -62,9 +62,7 @@ describe('console: the backend page (Chromium, built CLI)', { timeout: 90_000 },
     });
     proxy = await startCli(configFile);
     browser = await launchBrowser();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 720 } })).newPage();
-    page.setDefaultTimeout(15_000);
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
+    page = await openPage(browser, { width: 1280, height: 720, errors: pageErrors, timeoutMs: 15_000 });
   }, 60_000);
 
   afterAll(async () => {
@@ -83,10 +81,7 @@ describe('console: the backend page (Chromium, built CLI)', { timeout: 90_000 },
     expect((await call(proxy.url, '/_admin/backend', { method: 'POST', auth: ROOT })).status).toBe(405);
     expect((await call(proxy.url, '/_admin/backend/nothing', { auth: ROOT })).status).toBe(404);
 
-    await page.goto(`${proxy.url}/_admin/`);
-    await page.getByLabel('Username', { exact: true }).fill('root');
-    await page.getByLabel('Password', { exact: true }).fill('root-password');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInToConsole(page, proxy.url, 'root', 'root-password');
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Backend', exact: true }).click();
     const card = page.getByRole('listitem', { name: new URL(backend.url).origin });
     await card.getByText('Full limit').waitFor();

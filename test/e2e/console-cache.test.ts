@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { hashPassword } from '../../src/access/password-hash.js';
-import { launchBrowser } from '../support/browser.js';
+import { launchBrowser, openPage, signInToConsole } from '../support/browser.js';
 import { CLI, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
 import { call } from '../support/http-client.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
@@ -61,9 +61,7 @@ describe('console: the response cache per rule (Chromium, built CLI)', { timeout
     });
     proxy = await startCli(configFile);
     browser = await launchBrowser();
-    page = await (await browser.newContext({ viewport: { width: 1300, height: 760 } })).newPage();
-    page.setDefaultTimeout(10_000);
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
+    page = await openPage(browser, { width: 1300, height: 760, errors: pageErrors });
   }, 60_000);
 
   afterAll(async () => {
@@ -93,10 +91,7 @@ describe('console: the response cache per rule (Chromium, built CLI)', { timeout
       ['graphql:shop', 2, 1],
     ]);
 
-    await page.goto(`${proxy.url}/_admin/`);
-    await page.getByLabel('Username', { exact: true }).fill('root');
-    await page.getByLabel('Password', { exact: true }).fill('root-password');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInToConsole(page, proxy.url, 'root', 'root-password');
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Cache', exact: true }).click();
     const table = page.getByRole('table', { name: 'Hits, misses, hit ratio and bytes per cache rule' });
     await table.waitFor();

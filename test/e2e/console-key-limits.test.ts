@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { hashPassword } from '../../src/access/password-hash.js';
-import { launchBrowser } from '../support/browser.js';
+import { launchBrowser, openPage, signInToConsole } from '../support/browser.js';
 import { CLI, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
 import { call } from '../support/http-client.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
@@ -65,9 +65,7 @@ describe('console: key usage and limits (Chromium, built CLI)', { timeout: 90_00
     });
     proxy = await startCli(configFile);
     browser = await launchBrowser();
-    page = await (await browser.newContext({ viewport: { width: 1400, height: 800 } })).newPage();
-    page.setDefaultTimeout(10_000);
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
+    page = await openPage(browser, { width: 1400, height: 800, errors: pageErrors });
   }, 60_000);
 
   afterAll(async () => {
@@ -90,10 +88,7 @@ describe('console: key usage and limits (Chromium, built CLI)', { timeout: 90_00
       .poll(async () => (await call(proxy.url, `/_admin/keys/${issued.json._id}/usage`, { auth: ROOT })).json?.at(-1), { timeout: 15_000, interval: 300 })
       .toMatchObject({ requests: 4, refused: 2 });
 
-    await page.goto(`${proxy.url}/_admin/`);
-    await page.getByLabel('Username', { exact: true }).fill('root');
-    await page.getByLabel('Password', { exact: true }).fill('root-password');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInToConsole(page, proxy.url, 'root', 'root-password');
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API keys', exact: true }).click();
 
     const chart = page.getByRole('img', { name: /Use of alice laptop over the last 30 days: 4 requests admitted, 2 refused/ });

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { hashPassword } from '../../src/access/password-hash.js';
-import { launchBrowser } from '../support/browser.js';
+import { launchBrowser, openPage, signInToConsole } from '../support/browser.js';
 import { CLI, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
 import { call } from '../support/http-client.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
@@ -68,9 +68,7 @@ describe("console: a key owner's own keys page (Chromium, built CLI, a user with
     });
     proxy = await startCli(configFile);
     browser = await launchBrowser();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
-    page.setDefaultTimeout(10_000);
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
+    page = await openPage(browser, { width: 1280, height: 800, errors: pageErrors });
   }, 90_000);
 
   afterAll(async () => {
@@ -88,10 +86,7 @@ describe("console: a key owner's own keys page (Chromium, built CLI, a user with
     expect(await works(laptop.json.key)).toBe(200);
     await expect.poll(async () => (await call(proxy.url, `/api-keys/${laptop.json._id}`, { auth: ALICE })).json.lastUsedAt, { timeout: 10_000 }).toBeTruthy();
 
-    await page.goto(`${proxy.url}/_admin/`);
-    await page.getByLabel('Username', { exact: true }).fill('alice');
-    await page.getByLabel('Password', { exact: true }).fill('alice-password');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInToConsole(page, proxy.url, 'alice', 'alice-password');
     await page.getByRole('heading', { name: 'Your API keys', level: 1 }).waitFor();
     // Only their own page: none of the admin pages is offered.
     const nav = page.getByRole('navigation', { name: 'Main' });

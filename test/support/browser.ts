@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 /**
  * Debian's `chromium` package, driven headless by playwright-core (which downloads no browser of
@@ -19,4 +19,23 @@ export async function launchBrowser(): Promise<Browser> {
     // Tests run as root in CI; the sandbox needs user namespaces the CI machine may not give.
     args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
   });
+}
+
+/**
+ * A page in a new context of its own, with the wait every console row uses and the page's
+ * uncaught errors pushed into `errors` (a row ends by asserting it stays empty).
+ */
+export async function openPage(browser: Browser, o: { width: number; height: number; errors: string[]; timeoutMs?: number }): Promise<Page> {
+  const page = await (await browser.newContext({ viewport: { width: o.width, height: o.height } })).newPage();
+  page.setDefaultTimeout(o.timeoutMs ?? 10_000);
+  page.on('pageerror', (error) => o.errors.push(String(error)));
+  return page;
+}
+
+/** The console's sign-in form, as a person fills it. */
+export async function signInToConsole(page: Page, baseUrl: string, user: string, password: string): Promise<void> {
+  await page.goto(`${baseUrl}/_admin/`);
+  await page.getByLabel('Username', { exact: true }).fill(user);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
 }
