@@ -41,7 +41,7 @@ export interface AppContext {
   /** Admin roles or an allowing permission; throws 401/403. */
   authorizeOwnRoute(scope: RequestScope): void;
   planIdentity(principal: Principal): IdentityPlan;
-  /** The response cache (SPEC §12; src/cache/), when `cache.rules` has rules; only in a serving process. GraphQL's reads and writes use it too. */
+  /** The response cache (SPEC §12; src/cache/), in every serving process; it runs (`armed`) with `cache.rules`, `strong`, or an app's `descriptor.cache`. GraphQL's reads and writes use it too. */
   responseCache?: RunningCache;
   /** Idempotency records (SPEC §14; src/idempotency/), shared by every door that honours Idempotency-Key; only in a serving process. */
   idempotency?: RedisIdempotencyStore;

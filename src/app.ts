@@ -179,8 +179,8 @@ export async function startOutrigger(config: OutriggerConfig, options: StartOpti
     reloadables: [
       { path: 'limits.policies', apply: (next) => limiter?.applyPolicies(next.limits.policies) },
       { path: 'cors', apply: (next) => cors.apply(next.cors) },
-      // Started with no rule there is no cache stage: a first rule is logged as needing a restart (docs/caching.md).
-      ...(responseCache ? [{ path: 'cache.rules', apply: (next: OutriggerConfig) => responseCache.cache.applyRules(next.cache.rules) }] : []),
+      // Started with no rule the rules are not reloadable: a first rule is logged as needing a restart (docs/caching.md).
+      ...(responseCache && config.cache.rules.length > 0 ? [{ path: 'cache.rules', apply: (next: OutriggerConfig) => responseCache.cache.applyRules(next.cache.rules) }] : []),
     ],
   };
 }
@@ -351,6 +351,8 @@ function wireRequestChain({ context, modules, basic, policy, readiness, limiter,
   });
   // WebSocket upgrades (GraphQL subscriptions): a module takes its own paths; other WebSocket
   // paths get a 404, other upgrades (h2c) are served as plain requests (http/upgrade.ts).
+  // From here requests are served: a cache armed later tells the other replicas to start over.
+  context.responseCache?.serving();
   for (const module of modules) module.useAuthenticator?.(authenticate);
   if (server) routeUpgrades(server.server, (req, socket, head) => modules.some((m) => m.upgrade?.(req, socket, head)), logger, config.routes.graphql);
   return { handle, forwarder, ownRoutePrefixes: routes.map((r) => r.prefix) };

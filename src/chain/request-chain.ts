@@ -42,7 +42,7 @@ export interface ChainParts extends ObserveParts, RouteOrForwardParts {
   corsSameOrigin?: readonly string[];
   /** Traces (SPEC §9); propagation only when absent. */
   tracing?: Tracing;
-  /** The response cache (SPEC §12); absent without `cache.rules`. */
+  /** The response cache (SPEC §12); its stage only while it runs (`armed`: rules, `strong`, an app's `descriptor.cache`). */
   cache?: ResponseCacheParts;
   /** Idempotency keys (SPEC §14); absent in a process that does not serve. */
   idempotency?: IdempotencyParts;
@@ -68,7 +68,12 @@ export function requestStages(parts: ChainParts): Stage[] {
 
 export function createRequestHandler(parts: ChainParts) {
   const { routes, clientIp } = parts;
-  const chain = new Chain(requestStages(parts), createFailureAnswer(parts.metrics, parts.logger));
+  const answerFailure = createFailureAnswer(parts.metrics, parts.logger);
+  let chain = new Chain(requestStages(parts), answerFailure);
+  // The cache started after the chain was built (an app's descriptor.cache): the list gains its
+  // stage. A request already running keeps its list; its close and failure on the new one find no
+  // cache exchange and do nothing.
+  parts.cache?.onArmed?.(() => (chain = new Chain(requestStages(parts), answerFailure)));
   // Bodies read whole anywhere (own routes, the ACL's body predicates) count where the forwarder's buffering does.
   const bodyReservations = parts.forwarder.buffers;
 

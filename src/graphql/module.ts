@@ -68,6 +68,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
   store.onLoaded((docs) => {
     subscriptions.updateApps(docs.values());
     registry.replaceAll(docs.values());
+    armForAnswers(context, docs.values());
   });
   let authenticate: Authenticate | undefined;
   let outerAnswer: OuterAnswer | undefined;
@@ -185,6 +186,17 @@ function websocketsOf(
     ownOrigin: new URL(config.service.publicUrl).origin,
     logger,
   });
+}
+
+/**
+ * SPEC §12: an app that keeps whole answers starts the response cache (its writes must drop them),
+ * without cache.rules; only when GraphQL reads the upstream, whose writes the cache sees (serve/routes.ts).
+ */
+function armForAnswers(context: AppContext, apps: Iterable<StoredApp>): void {
+  const running = context.responseCache;
+  if (running === undefined || running.armed) return;
+  if (new URL(context.config.graphql.backend.url).origin !== new URL(context.config.upstream.url).origin) return;
+  for (const app of apps) if (app.descriptor?.cache !== undefined) return running.arm();
 }
 
 /** How the engine reaches the backend: as the service (its own credentials) or as each caller (their ACL decides reads and writes). */

@@ -3,7 +3,8 @@
  * fresh entry holds what the backend would answer this caller; a miss is captured as it streams
  * and stored; a write drops the reads of its collection when the upstream's head arrives, before
  * the writer's answer is sent. After authenticate, limit, authorize and plan (every hit is
- * decided and counted as any request), before the forward. Absent without `cache.rules`.
+ * decided and counted as any request), before the forward. Absent while the cache does not run
+ * (start.ts: no rules, not `strong`, no app's `descriptor.cache` yet).
  */
 import { hitStatus, forwardStatus, type Forward } from '../../cache/cache-status.js';
 import { primaryKey, type UpstreamHeader } from '../../cache/cache-key.js';
@@ -21,6 +22,10 @@ export interface ResponseCacheParts {
   readonly cache: ResponseCache;
   /** `cache.consistency: strong`: the generations in Redis. */
   readonly strong: StrongGenerations | null;
+  /** False while the cache does not run (no stage); absent: it runs. */
+  readonly armed?: boolean;
+  /** Told when the cache starts running after the chain was built (request-chain.ts adds the stage then). */
+  onArmed?(listener: () => void): void;
 }
 
 interface Read {
@@ -31,7 +36,7 @@ interface Read {
 }
 
 export function responseCacheStage(parts: ResponseCacheParts | undefined): Stage | null {
-  if (parts === undefined) return null;
+  if (parts === undefined || parts.armed === false) return null;
   const { cache, strong } = parts;
   const count = (rule: CacheRule, result: LookupResult) => cache.countLookup(rule.name, result);
 

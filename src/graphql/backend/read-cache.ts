@@ -49,6 +49,8 @@ export function backendReadCache(running: RunningCache): BackendReadCache {
 
   return {
     async read({ restPath, query, target, headers }, ctx, fetch) {
+      // No rule (a cache started for whole answers only): nothing to judge, nothing built.
+      if (cache.rules.length === 0) return fetch();
       const rule = cache.ruleFor(readExchange(ctx.caller, restPath, query));
       if (rule === undefined) return fetch();
       const scope = cache.scopeOf(restPath);

@@ -38,10 +38,12 @@ export function appValidator(config: OutriggerConfig) {
   };
 }
 
-/** Why `descriptor.cache` would keep nothing on this service (serve/routes.ts wires whole answers only then), or undefined. */
+/**
+ * Why `descriptor.cache` would keep nothing on this service, or undefined. Without `cache.rules`
+ * the app itself starts the cache (graphql/module.ts); only a GraphQL backend that is not the
+ * upstream keeps it idle: the cache would not see the writes that must drop its answers.
+ */
 function idleAnswerCache(config: OutriggerConfig): string | undefined {
-  if (config.cache.rules.length === 0)
-    return 'descriptor.cache has no effect here: this service runs no response cache (cache.rules is empty; a rule no read matches, such as {when: "path-prefix(/nothing)", maxAgeSeconds: 1}, starts it)';
   if (new URL(config.graphql.backend.url).origin !== new URL(config.upstream.url).origin)
     return 'descriptor.cache has no effect here: graphql.backend.url is not the upstream, whose writes the cache sees';
   return undefined;

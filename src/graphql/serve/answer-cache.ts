@@ -46,20 +46,30 @@ type Decided = AnswerEntry['decisions'][number];
 export class GraphqlAnswers {
   constructor(private readonly running: RunningCache) {}
 
-  /** The cached answer for this caller, or a witness to record the execution and store its answer. */
+  /**
+   * The cached answer for this caller, or a witness to record the execution and store its answer.
+   * A miss while an identical query (same key) executes waits for it once and looks again: N
+   * identical concurrent queries make one set of backend reads.
+   */
   async lookup(request: AnswerRequest): Promise<AnswerLookup> {
-    const { cache } = this.running;
+    const { cache, answerFlights } = this.running;
     const rule = `graphql:${request.app.uri}`;
     const key = answerKey(request);
-    const entry = cache.answer(key);
-    const fresh = entry === undefined ? 0 : entry.lifetimeMs - (Date.now() - entry.storedAt);
     const witness = new AnswerWitness(this.running, request, key, rule);
-    if (entry !== undefined && fresh > 0 && (await this.stillSame(entry, request, witness))) {
-      cache.countLookup(rule, 'hit');
-      const age = Math.max(0, Math.floor((Date.now() - entry.storedAt) / 1000));
-      return { kind: 'hit', body: entry.body, headers: { 'cache-status': hitStatus(fresh / 1000), age: String(age) } };
+    for (let joined = false; ; joined = true) {
+      const entry = cache.answer(key);
+      const fresh = entry === undefined ? 0 : entry.lifetimeMs - (Date.now() - entry.storedAt);
+      if (entry !== undefined && fresh > 0 && (await this.stillSame(entry, request, witness))) {
+        cache.countLookup(rule, 'hit');
+        const age = Math.max(0, Math.floor((Date.now() - entry.storedAt) / 1000));
+        return { kind: 'hit', body: entry.body, headers: { 'cache-status': hitStatus(fresh / 1000), age: String(age) } };
+      }
+      const executing = joined || !witness.usable ? undefined : answerFlights.join(key, request.ctx.signal);
+      if (executing === undefined) break;
+      await executing;
     }
     cache.countLookup(rule, 'miss');
+    witness.land = answerFlights.begin(key);
     return { kind: 'miss', witness };
   }
 
@@ -94,6 +104,8 @@ export class GraphqlAnswers {
  */
 export class AnswerWitness implements ReadWitness {
   usable = true;
+  /** Lets the identical queries waiting for this execution look again (answer-flights.ts); called once it stored or will not. */
+  land: () => void = () => undefined;
   private readonly scopes = new Map<string, { scope: CacheScope; generation: number; strong: string }>();
   private readonly decisions = new Map<string, Decided>();
 
@@ -135,8 +147,16 @@ export class AnswerWitness implements ReadWitness {
     this.decisions.set(id, { db: read.db, collection: read.collection, query, ...(aggregation !== undefined ? { aggregation } : {}), fingerprint: print });
   }
 
-  /** Stores the serialized answer; true when it was (Cache-Status then says `stored`). */
-  store(body: string): boolean {
+  /** Stores the serialized answer (undefined: it was not sent, nothing to keep); true when stored (Cache-Status then says `stored`). Lands the flight either way. */
+  store(body: string | undefined): boolean {
+    try {
+      return body !== undefined && this.keep(body);
+    } finally {
+      this.land();
+    }
+  }
+
+  private keep(body: string): boolean {
     if (!this.usable) return false;
     const seen = [...this.scopes.values()];
     const entry: AnswerEntry = {

@@ -54,8 +54,8 @@ export interface GraphqlOutcome {
   readonly documentError?: true;
   /** The whole answer served from the response cache, serialized (SPEC §12 `descriptor.cache`); `body` is then empty. */
   readonly cachedBody?: string;
-  /** An answer that may be kept whole: hands it the serialized body, true when stored. */
-  readonly storeAnswer?: (serialized: string) => boolean;
+  /** An answer that may be kept whole: hands it the serialized body (undefined: not sent), true when stored; always called once when present. */
+  readonly storeAnswer?: (serialized: string | undefined) => boolean;
 }
 
 export interface ExecuteOptions {
@@ -95,9 +95,15 @@ export async function executeGraphql(app: CompiledApp, params: GraphqlParams, ct
   // SPEC §12: a whole answer from memory, decided for this caller after the ACL, the limits and the charge.
   const cached = await cachedAnswerStep(request, opts);
   if (cached !== undefined) return cached;
-  const plan = planStep(request);
-  const result = await executeStep(request, plan);
-  return result === undefined ? { status: 500, body: errorBody('internal error while executing the query', 'INTERNAL_SERVER_ERROR') } : keptAnswer(request, answerStep(request, result));
+  let outcome: GraphqlOutcome | undefined;
+  try {
+    const result = await executeStep(request, planStep(request));
+    outcome = result === undefined ? { status: 500, body: errorBody('internal error while executing the query', 'INTERNAL_SERVER_ERROR') } : keptAnswer(request, answerStep(request, result));
+  } finally {
+    // Identical queries waiting for this one look again once it stored, or at once when it will not (answer-cache.ts).
+    if (outcome?.storeAnswer === undefined) request.witness?.land();
+  }
+  return outcome;
 }
 
 /** What the steps of one request learn, in the order they learn it. */

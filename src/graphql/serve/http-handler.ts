@@ -79,12 +79,19 @@ export async function handleGraphqlHttp(input: GraphqlHttpInput, app: CompiledAp
   // document failed to parse or validate (legacy clients read `errors`, not the status).
   const status = outcome.documentError && mediaType === JSON_TYPE && profile === 'graphql-over-http' ? 200 : outcome.status;
   const maxBytes = app.settings.limits.maxResponseBytes;
-  const serialized = await serializeJson(outcome.body, maxBytes);
+  let serialized: Awaited<ReturnType<typeof serializeJson>>;
+  try {
+    serialized = await serializeJson(outcome.body, maxBytes);
+  } catch (error) {
+    outcome.storeAnswer?.(undefined);
+    throw error;
+  }
+  // Called whatever happens: identical queries wait for it (serve/answer-cache.ts).
+  outcome.storeAnswer?.(serialized.ok ? serialized.body : undefined);
   if (!serialized.ok) {
     const message = `the answer is larger than ${maxBytes} bytes (graphql.maxResponseBytes) and was not sent; ` + 'ask for fewer documents, fewer fields or fewer aliases, or page through the results';
     return respond(mediaType, { ...outcome, status: 400, headers: {}, body: { errors: [{ message, extensions: { code: 'RESPONSE_TOO_LARGE', maxResponseBytes: maxBytes } }] } });
   }
-  outcome.storeAnswer?.(serialized.body);
   return respond(mediaType, { ...outcome, status }, serialized.body);
 }
 
