@@ -16,7 +16,7 @@ import type { BackendReader, ReadPolicy, RequestContext, WriteObserver } from '.
 import type { RequestScope } from '../../http/scope.js';
 import { redisRefusal } from '../../store/redis-errors.js';
 import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared, type Change, type FeedChange } from './change.js';
-import { ChangeFeed, type FeedEntry } from './feed.js';
+import { ChangeFeed, type FeedEntry, type FeedGap } from './feed.js';
 import { comparePositions } from './positions.js';
 import { SubscriptionHub, type ActiveSubscription } from './hub.js';
 import { prepareSubscription, type Prepared, type SubscriptionMapping, type SubscriptionParams } from './prepare.js';
@@ -95,6 +95,8 @@ export class SubscriptionService {
   readonly shutdowns = new Map<ActiveSubscription, (retryAfterMs: number) => void>();
   /** Other readers of each read's changes, after the hub (MCP's per-URI notifications, SPEC §11.1; watch.ts). */
   readonly taps = new Set<(changes: readonly FeedChange[]) => void>();
+  /** Other readers of the feed's gaps (watch.ts): told after the hub, in the feed's order. */
+  readonly gapTaps = new Set<(gap: FeedGap) => void>();
 
   constructor(private readonly o: SubscriptionServiceOptions) {
     this.feed = new ChangeFeed({
@@ -135,7 +137,10 @@ export class SubscriptionService {
         void this.hub.dispatch(changes);
         for (const tap of this.taps) tap(changes);
       },
-      gap: (gap) => this.hub.tell(gap),
+      gap: (gap) => {
+        this.hub.tell(gap);
+        for (const tap of this.gapTaps) tap(gap);
+      },
     });
   }
 
