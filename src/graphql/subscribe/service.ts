@@ -16,7 +16,8 @@ import type { BackendReader, ReadPolicy, RequestContext, WriteObserver } from '.
 import type { RequestScope } from '../../http/scope.js';
 import { redisRefusal } from '../../store/redis-errors.js';
 import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared, type Change, type FeedChange } from './change.js';
-import { ChangeFeed, type FeedEntry } from './feed.js';
+import { ChangeFeed } from './feed.js';
+import type { FeedEntry } from './publisher.js';
 import { comparePositions } from './positions.js';
 import { SubscriptionHub, type ActiveSubscription } from './hub.js';
 import { prepareSubscription, type Prepared, type SubscriptionMapping, type SubscriptionParams } from './prepare.js';
@@ -121,7 +122,7 @@ export class SubscriptionService {
     this.observer = restWritesObserver(
       this.match,
       (db, c) => this.feed.wants(db, c),
-      (changes) => this.feed.publish(changes),
+      this.feed,
       () => this.feed.anyWanted,
       writerContext ? (scope, changes) => (this.worthCapturing(changes) ? captureStates(o.reader, writerContext(scope), changes, o.onError) : Promise.resolve(changes)) : undefined,
     );
@@ -182,12 +183,17 @@ export class SubscriptionService {
       bulk: Array.isArray(body),
       responseText: () => w.response?.body,
     });
-    // Published once the writer's answer left (ctx.afterAnswer), never before: a subscription
-    // acknowledged on any replica before the answer has its claim in Redis by then (issue 53 item 7).
-    const publish = (out: Change[]) => (ctx.afterAnswer ? ctx.afterAnswer(() => this.feed.publish(out)) : this.feed.publish(out));
+    // Published ahead of the mutation's answer (which waits: the feed's order is the order writers
+    // were answered), and what was not appended again once the answer left (ctx.afterAnswer): a
+    // subscription acknowledged on any replica before the answer is claimed by then (issue 53 item 7).
+    const publish = async (out: Change[]): Promise<void> => {
+      const after = await this.feed.publishAround(out);
+      if (ctx.afterAnswer) ctx.afterAnswer(after);
+      else after();
+    };
     if (w.method !== 'DELETE') {
       if (changes.length === 0) return;
-      if (!this.worthCapturing(changes)) return void publish(changes);
+      if (!this.worthCapturing(changes)) return publish(changes);
       return captureStates(this.o.reader, ctx, changes, this.o.onError).then(publish);
     }
     // A GraphQL delete read its document first (SPEC §6.4): the change carries it unprojected
@@ -195,7 +201,7 @@ export class SubscriptionService {
     // projectResponse decide on it (seen.ts).
     const before = w.before;
     const shared = readsShared(ctx) ? { shared: true as const } : {};
-    publish(before !== undefined && carriable(before) ? changes.map((c) => ({ ...c, document: before, ...shared })) : changes);
+    return publish(before !== undefined && carriable(before) ? changes.map((c) => ({ ...c, document: before, ...shared })) : changes);
   };
 
   /**
