@@ -25,6 +25,7 @@ import { cacheSection } from './lib/cache-section.mjs';
 import { measureDeliveryLatency, measureDrain, until } from './lib/drain.mjs';
 import { GRAPHQL_APP, GRAPHQL_PERMISSIONS, GRAPHQL_SHAPES, KEYS_PERMISSION, PASS_PATH, matchingWebhook, passThroughScenarios } from './lib/scenarios.mjs';
 import { protectionSection } from './lib/protection-section.mjs';
+import { idempotencySection } from './lib/idempotency-section.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(ROOT);
@@ -173,6 +174,8 @@ async function main() {
     noteLoad('subscriptions done');
     if (wanted('cache')) results.cache = await cacheSection({ ...ctx, say, settings });
     noteLoad('cache done');
+    if (wanted('idempotency')) results.idempotency = await idempotencySection({ ...ctx, say, settings });
+    noteLoad('idempotency done');
     // SPEC §13 (issue 49): its own report, RESULTS-protection.md.
     if (wanted('protection')) results.protection = await protectionSection({ ...ctx, say, reportFile: settings.only || settings.configs || quick ? undefined : 'bench/RESULTS-protection.md' });
     noteLoad('protection done');

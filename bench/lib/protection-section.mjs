@@ -9,7 +9,9 @@
  * against both the healthy one (SPEC §13's wording) and the slowed backend's own p99, measured one
  * request at a time straight to it (what Outrigger adds; docs/protection.md gives the model). Then
  * a second Outrigger with the limit pinned (every place held by a request the backend keeps)
- * refuses 3,000 requests, and its CPU time over them gives the cost of one. Bounded: ~40 s.
+ * refuses 3,000 requests, and its CPU time over them gives the cost of one. The slow step's limit,
+ * in flight, line and minimum latency are traced every 250 ms from Outrigger's /_metrics (how fast
+ * the limit falls, and where it settles). Bounded: ~40 s.
  * Its own report: RESULTS-protection.md beside RESULTS.md (or in the run's work directory).
  */
 import { writeFileSync } from 'node:fs';
@@ -126,6 +128,26 @@ async function probeHealth(pool, until) {
   return probes;
 }
 
+/** Outrigger's limit, in flight and line (its /_metrics) every `everyMs` while `until` is pending. */
+async function traceLimit(pool, until, everyMs = 250) {
+  let done = false;
+  until.finally(() => (done = true));
+  const value = (text, name) => Number(text.match(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm'))?.[1] ?? NaN);
+  const trace = [];
+  while (!done) {
+    const res = await pool.request({ path: '/_metrics', method: 'GET' }).catch(() => null);
+    const text = res ? await res.body.text() : '';
+    trace.push({
+      limit: value(text, 'outrigger_upstream_concurrency_limit'),
+      inFlight: value(text, 'outrigger_upstream_in_flight'),
+      queued: value(text, 'outrigger_upstream_queue_length'),
+      minMs: 1000 * value(text, 'outrigger_upstream_min_latency_seconds'),
+    });
+    await sleep(everyMs);
+  }
+  return trace;
+}
+
 function summary(answers) {
   const ok = answers
     .filter((a) => a.status >= 200 && a.status < 300)
@@ -169,6 +191,7 @@ export async function protectionSection({ work, redis, say = (line) => process.s
     const ownSlowP99 = await ownLatencyP99(direct, 20);
     const slowRun = openLoop(pool, '/data', STEP_SECONDS.slow);
     const slowProbes = probeHealth(probePool, slowRun);
+    const slowTrace = traceLimit(probePool, slowRun);
     const slowAnswers = await slowRun;
     const slow = summary(slowAnswers.filter((a) => a.second >= 2)); // past the limit's first descent
     const slowPeak = (await backend.ask('peak')).peak;
@@ -183,6 +206,7 @@ export async function protectionSection({ work, redis, say = (line) => process.s
       slow,
       backendOwnP99: { healthy: ownHealthyP99, slow: ownSlowP99 },
       slowBackendPeakInFlight: slowPeak,
+      slowTrace: await slowTrace,
       critical: { healthy: await healthyProbes, slow: await slowProbes },
       recovery: { okPerSecond: perSecond, healthyOkPerSecond: healthy.ok / STEP_SECONDS.healthy },
       targets: {
@@ -235,6 +259,9 @@ function render(r) {
     `| health probe failures while slow | ${t.criticalFailures} of ${r.critical.slow.sent} (slowest ${f(r.critical.slow.worstMs)} ms) | 0 |`,
     `| 2xx per second in the 5 s after recovery | ${r.recovery.okPerSecond.join(', ')} (healthy ${f(r.recovery.healthyOkPerSecond)}/s) | ≥ 90 % from the second second: ${f(100 * t.recoveryRatioWithin5s)} % |`,
     `| most requests inside the backend while slow | ${r.slowBackendPeakInFlight} | (16 served, the rest queued inside it) |`,
+    '',
+    `While slow, every 250 ms (Outrigger's /_metrics): limit / in flight / waiting in its line / minimum latency ms:`,
+    r.slowTrace.map((p) => `${p.limit}/${p.inFlight}/${p.queued}/${f(p.minMs)}`).join(' '),
     '',
   ].join('\n');
 }

@@ -6,6 +6,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { renderCache } from './cache-report.mjs';
+import { renderIdempotency } from './idempotency-section.mjs';
 import { median, spread } from './load.mjs';
 
 export const ANALYSIS_MARKER = '<!-- hand-written analysis below: kept when the bench rewrites this file -->';
@@ -398,6 +399,13 @@ export function renderResults(results) {
     sections.push(cache.markdown);
     consoleParts.push(cache.console);
     targets.push(...cache.targets);
+  }
+
+  if (results.idempotency) {
+    const idem = renderIdempotency(results.idempotency);
+    sections.push(idem.markdown);
+    consoleParts.push(idem.console);
+    targets.push(...idem.targets);
   }
 
   if (targets.length) {

@@ -20,6 +20,7 @@ export interface LinkedSetNode<T> {
 
 export class LinkedSet<T> implements Iterable<T> {
   private head: LinkedSetNode<T> | null = null;
+  private tail: LinkedSetNode<T> | null = null;
   private count = 0;
 
   get size(): number {
@@ -29,21 +30,34 @@ export class LinkedSet<T> implements Iterable<T> {
   add(value: T): LinkedSetNode<T> {
     const node: LinkedSetNode<T> = { value, prev: null, next: this.head, linked: true };
     if (this.head !== null) this.head.prev = node;
+    else this.tail = node;
     this.head = node;
     this.count++;
     return node;
   }
 
-  /** Unlinks the node; a second call for the same node does nothing. */
-  remove(node: LinkedSetNode<T>): void {
-    if (!node.linked) return;
+  /** The member added last, or null when empty. */
+  get newest(): LinkedSetNode<T> | null {
+    return this.head;
+  }
+
+  /** The member added first, or null when empty (a line served in order takes it). */
+  get oldest(): LinkedSetNode<T> | null {
+    return this.tail;
+  }
+
+  /** Unlinks the node, answering whether it was a member; a second call for the same node does nothing. */
+  remove(node: LinkedSetNode<T>): boolean {
+    if (!node.linked) return false;
     node.linked = false;
     if (node.prev !== null) node.prev.next = node.next;
     else this.head = node.next;
     if (node.next !== null) node.next.prev = node.prev;
+    else this.tail = node.prev;
     node.prev = null;
     node.next = null;
     this.count--;
+    return true;
   }
 
   /** Members from the newest; removing the current member while iterating is allowed. */

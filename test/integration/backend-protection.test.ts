@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../support/http-client.js';
 import { as, useStack } from '../support/fixtures.js';
-import { closedLoop, metricValue, startControlledBackend, type ControlledBackend } from '../support/controlled-backend.js';
+import { closedLoop, floodUntilLimited, metricValue, startControlledBackend, type ControlledBackend } from '../support/controlled-backend.js';
 
 const ALICE = as('alice');
 const HEALTHY_MS = 40;
@@ -44,13 +44,14 @@ describe('adaptive concurrency (SPEC §13)', () => {
     expect(await limit()).toBeGreaterThanOrEqual(16);
 
     backend.delayMs = 10 * HEALTHY_MS;
-    const slow = closedLoop(stack.proxy.url, '/slow', { workers: 16, ms: 5000, headers: { authorization: ALICE } });
+    const {
+      floods: [slow],
+    } = await floodUntilLimited([stack.proxy.url], '/slow', { workers: 16, ms: 5000, headers: { authorization: ALICE }, atMost: 6 });
     // Once the limit has come down (and what it admitted before has been answered), the backend
     // never again sees the 16 clients at once.
-    for (let i = 0; i < 40 && (await limit())! > 6; i++) await new Promise((resolve) => setTimeout(resolve, 100));
     await new Promise((resolve) => setTimeout(resolve, 12 * HEALTHY_MS));
     backend.resetPeak();
-    const result = await slow;
+    const result = await slow!;
     expect(await limit()).toBeLessThanOrEqual(6);
     expect(backend.peak).toBeLessThanOrEqual(8);
     expect(result.statuses.get(200)).toBeGreaterThan(0);

@@ -5,11 +5,16 @@
  * write on replica A tells a listener on B of the document URI and of the collection URI; a
  * reader whose readFilter excludes the document is not told; a document leaving a reader's
  * readFilter tells it once; a listener that lost its permission is told nothing; a 2025 client's
- * stream also carries its list changes; the capability announces `subscribe`.
+ * stream also carries its list changes; the capability announces `subscribe`; changes the feed
+ * lost (a claim gone from Redis: GraphQL subscribers' CHANGES_LOST) tell the listener of every URI
+ * it watches of that collection, so it reads them again.
  */
+import { Redis } from 'ioredis';
 import type { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { afterAll, describe, expect, it } from 'vitest';
+import { redisKeys } from '../../src/store/keys.js';
 import { basic, BUS_ONLY_POLL_MS } from '../support/outrigger.js';
+import { until } from '../support/wait.js';
 import { useStack, type Running } from '../support/fixtures.js';
 import { call, pollUntil, shopData } from './graphql-helpers.js';
 import { mcpClientV2 } from './mcp-helpers.js';
@@ -146,6 +151,33 @@ describe('Outrigger MCP server: resource change notifications (two replicas)', (
     await patch(13, { total: 132 });
     await new Promise((r) => setTimeout(r, 500));
     expect(alice.told).toHaveLength(1);
+  });
+
+  it('changes the feed lost (the claim on orders gone from Redis) tell a listener of every orders URI it watches, not its products ones; later writes are told as before', async () => {
+    const b = await replicaB();
+    const alice = await connect(b.url, ALICE, 'auto');
+    const product = 'outrigger://shop/products/p4';
+    const sub = await alice.client.listen({ resourceSubscriptions: [ORDERS, orderUri(16), product] });
+    const redis = new Redis(stack.redis.url);
+    try {
+      // As a Redis restarted without its data would: the replica's claim on shop.orders is gone, and a write meanwhile is appended for nobody.
+      expect(await redis.zrem(redisKeys('outrigger', 'mcp-updates').subscribedCollections, JSON.stringify(['shop', 'orders']))).toBe(1);
+      await patch(16, { total: 161 });
+      // B's renewal (every 5 s) finds its claim lapsed: what it watches of orders may have changed unseen.
+      await until(() => alice.told.length >= 2, 'the listener told of the lost changes', 15_000);
+      // A products write after that is told next: the lost orders changes told nothing of products.
+      const res = await call(stack.proxy.url, '/shop/products/p4', { method: 'PATCH', auth: ROOT, body: { $set: { price: 21 } } });
+      expect(res.status, res.text).toBeLessThan(300);
+      await until(() => alice.told.some((t) => t.uri === product), 'the products write told');
+      expect(alice.told.map((t) => t.uri)).toEqual([ORDERS, orderUri(16), product]);
+      // The claim is back: the next orders write is told as any write is.
+      await patch(16, { total: 162 });
+      await until(() => alice.told.length === 5, 'the next orders write told', 15_000);
+      expect(alice.told.slice(3).map((t) => t.uri)).toEqual([ORDERS, orderUri(16)]);
+    } finally {
+      redis.disconnect();
+      await sub.close();
+    }
   });
 
   it('a listener that lost its permission to read the collection is told nothing of it', async () => {

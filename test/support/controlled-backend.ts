@@ -91,13 +91,16 @@ export interface LoadResult {
 
 /**
  * `workers` clients in a closed loop (each sends its next request when the last is answered)
- * for `ms`, or until `stop()` resolves; bounded by both. Counts answers by status.
+ * for `ms`, or until `stop` settles, whichever comes first. Counts answers by status.
  */
-export async function closedLoop(base: string, path: string, o: { workers: number; ms: number; headers?: Record<string, string>; backoffMs?: number }): Promise<LoadResult> {
+export async function closedLoop(base: string, path: string, o: { workers: number; ms: number; headers?: Record<string, string>; backoffMs?: number; stop?: Promise<unknown> }): Promise<LoadResult> {
   const result: LoadResult = { statuses: new Map(), latencies: new Map(), refusal: null };
   const end = performance.now() + o.ms;
+  let stopped = false;
+  const stop = () => void (stopped = true);
+  o.stop?.then(stop, stop);
   const worker = async () => {
-    while (performance.now() < end) {
+    while (!stopped && performance.now() < end) {
       const started = performance.now();
       const res = await request(`${base}${path}`, { headers: o.headers });
       const body = await res.body.text();
@@ -120,4 +123,30 @@ export async function metricValue(base: string, name: string): Promise<number | 
   const text = await (await request(`${base}/_metrics`)).body.text();
   const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
   return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+/** Outrigger's adaptive limit for the backend, from its /_metrics. */
+export async function concurrencyLimit(base: string): Promise<number> {
+  return (await metricValue(base, 'outrigger_upstream_concurrency_limit')) ?? Number.NaN;
+}
+
+/**
+ * `workers` closed-loop clients on each of `bases` (replicas in front of one backend) for `ms`,
+ * and the wait until every replica's adaptive limit has come down to `atMost`: polled, and bounded
+ * by the flood's own length (a busy host lowers the limit late, not never). Answers the floods,
+ * still running, and each replica's limit when the wait ended, for the row to judge.
+ */
+export async function floodUntilLimited(
+  bases: string[],
+  path: string,
+  o: { workers: number; ms: number; headers?: Record<string, string>; atMost: number },
+): Promise<{ floods: Array<Promise<LoadResult>>; limits: number[] }> {
+  const end = performance.now() + o.ms;
+  const floods = bases.map((base) => closedLoop(base, path, o));
+  let limits = await Promise.all(bases.map(concurrencyLimit));
+  while (limits.some((l) => !(l <= o.atMost)) && performance.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    limits = await Promise.all(bases.map(concurrencyLimit));
+  }
+  return { floods, limits };
 }

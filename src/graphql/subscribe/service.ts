@@ -17,7 +17,7 @@ import type { RequestScope } from '../../http/scope.js';
 import { redisRefusal } from '../../store/redis-errors.js';
 import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared, type Change, type FeedChange } from './change.js';
 import { ChangeFeed } from './feed.js';
-import type { FeedEntry } from './publisher.js';
+import type { FeedEntry, FeedGap } from './publisher.js';
 import { comparePositions } from './positions.js';
 import { SubscriptionHub, type ActiveSubscription } from './hub.js';
 import { prepareSubscription, type Prepared, type SubscriptionMapping, type SubscriptionParams } from './prepare.js';
@@ -96,6 +96,8 @@ export class SubscriptionService {
   readonly shutdowns = new Map<ActiveSubscription, (retryAfterMs: number) => void>();
   /** Other readers of each read's changes, after the hub (MCP's per-URI notifications, SPEC §11.1; watch.ts). */
   readonly taps = new Set<(changes: readonly FeedChange[]) => void>();
+  /** Other readers of the feed's gaps (watch.ts): told after the hub, in the feed's order. */
+  readonly gapTaps = new Set<(gap: FeedGap) => void>();
 
   constructor(private readonly o: SubscriptionServiceOptions) {
     this.feed = new ChangeFeed({
@@ -136,7 +138,10 @@ export class SubscriptionService {
         void this.hub.dispatch(changes);
         for (const tap of this.taps) tap(changes);
       },
-      gap: (gap) => this.hub.tell(gap),
+      gap: (gap) => {
+        this.hub.tell(gap);
+        for (const tap of this.gapTaps) tap(gap);
+      },
     });
   }
 

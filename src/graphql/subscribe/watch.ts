@@ -10,10 +10,12 @@
 import type { RequestScope } from '../../http/scope.js';
 import type { RequestContext } from '../types.js';
 import { readsShared, type Change, type FeedChange } from './change.js';
+import type { FeedGap } from './publisher.js';
 import { DELETE_SEEN, seeAll, type SeenOptions } from './seen.js';
 import type { SubscriptionService } from './service.js';
 
 export { DELETE_SEEN };
+export type { FeedGap };
 
 export interface ChangeWatch {
   /** Claims the collection's changes (resolves once Redis holds the claim; throws when it cannot). */
@@ -21,6 +23,12 @@ export interface ChangeWatch {
   release(db: string, collection: string): void;
   /** Each read's changes, in feed order; returns the unsubscribe. */
   onChanges(sink: (changes: readonly FeedChange[]) => void): () => void;
+  /**
+   * Changes this replica's readers will never get (a writer's gap entry, a lapsed claim, the feed
+   * trimmed past the reader after a Redis fault: GraphQL subscribers' CHANGES_LOST), in feed order
+   * with the changes; `db`/`collection` null: any collection. Returns the unsubscribe.
+   */
+  onGap(sink: (gap: FeedGap) => void): () => void;
   /** Which other collections' writes may be claimed (sent to Redis, which appends them only when claimed). */
   alsoWanted(wanted: (db: string, collection: string) => boolean): void;
   /** Per change of one collection, in order: what this identity may see of it (a document, `DELETE_SEEN`), or null. */
@@ -36,6 +44,10 @@ export function createChangeWatch(service: SubscriptionService, seen: SeenOption
     onChanges(sink) {
       service.taps.add(sink);
       return () => void service.taps.delete(sink);
+    },
+    onGap(sink) {
+      service.gapTaps.add(sink);
+      return () => void service.gapTaps.delete(sink);
     },
     alsoWanted(wanted) {
       service.feed.alsoWanted = wanted;

@@ -19,7 +19,7 @@
  */
 import type { RequestScope } from '../../http/scope.js';
 import type { Change, FeedChange } from '../../graphql/subscribe/change.js';
-import type { ChangeWatch } from '../../graphql/subscribe/watch.js';
+import type { ChangeWatch, FeedGap } from '../../graphql/subscribe/watch.js';
 import { canonicalKey } from '../../graphql/values/ejson.js';
 import { idFromSegment } from '../../graphql/writes/answers.js';
 import { exposed, mayRead, type ResourceDoor } from '../resources.js';
@@ -47,7 +47,7 @@ interface Watcher {
   readonly identity: string;
   readonly uris: readonly WatchedUri[];
   readonly send: (uri: string) => void;
-  /** Per document (`canonicalKey` of its `_id`), whether this listener could read it at its last change. */
+  /** Per document (`knownKey`: its collection and the `canonicalKey` of its `_id`), whether this listener could read it at its last change. */
   readonly known: Map<string, boolean>;
   open: boolean;
 }
@@ -63,6 +63,7 @@ export class UriUpdates {
     private readonly onError: (error: unknown, what: string) => void,
   ) {
     watch.onChanges((changes) => this.changed(changes));
+    watch.onGap((gap) => this.lost(gap));
   }
 
   /** A URI a listener names, or why it is refused (naming it): not a resource URI, a query, not exposed, or a collection the caller may not `GET`. */
@@ -137,16 +138,48 @@ export class UriUpdates {
     });
   }
 
-  /** Whether each watched document is readable by the listener now (its "before" at its first change). */
-  private async seed(w: Watcher): Promise<void> {
-    const docs = w.uris.filter((u) => u.idKey !== null);
+  /** Whether each watched document (of `only`'s collections, else all) is readable by the listener now (its "before" at its next change). */
+  private async seed(w: Watcher, only?: (u: WatchedUri) => boolean): Promise<void> {
+    const docs = w.uris.filter((u) => u.idKey !== null && (only?.(u) ?? true));
     for (const u of docs) {
       try {
         const [seen] = await this.watch.see([{ db: u.db, collection: u.collection, op: 'update', _id: u.id }], this.watch.contextOf(w.scope));
-        remember(w.known, u.idKey!, seen !== null && seen !== undefined);
+        remember(w.known, knownKey(u.db, u.collection, u.idKey!), seen !== null && seen !== undefined);
       } catch (error) {
         this.onError(error, `deciding whether a listener may read ${u.uri}`);
       }
+    }
+  }
+
+  /**
+   * Changes the feed lost (GraphQL subscribers get CHANGES_LOST): every listener watching an
+   * affected collection (`null`: any) is told `updated` for each URI of it it watches and may still
+   * read, so the agent reads them again, the one thing a notification can ask (MCP has no error
+   * notification on a listen stream, and ending the stream would lose the listen). What it
+   * remembered of those documents is forgotten and its document URIs decided again. Queued behind
+   * the changes before the gap, so the order is the feed's.
+   */
+  private lost(gap: FeedGap): void {
+    const hit = (u: { db: string; collection: string }) => (gap.db === null || u.db === gap.db) && (gap.collection === null || u.collection === gap.collection);
+    const byIdentity = new Map<string, Set<Watcher>>();
+    for (const set of this.byCollection.values()) {
+      for (const w of set) {
+        if (!w.uris.some(hit)) continue;
+        const list = byIdentity.get(w.identity);
+        if (list) list.add(w);
+        else byIdentity.set(w.identity, new Set([w]));
+      }
+    }
+    for (const [identity, watchers] of byIdentity) {
+      this.queue(identity, async () => {
+        for (const w of watchers) {
+          if (!w.open) continue;
+          const told = w.uris.filter((u) => hit(u) && exposed(this.door, w.scope, u.path) && mayRead(this.door, w.scope, u.path));
+          for (const key of [...w.known.keys()]) if (told.some((u) => key.startsWith(knownKey(u.db, u.collection, '')))) w.known.delete(key);
+          for (const uri of new Set(told.map((u) => u.uri))) w.send(uri);
+          await this.seed(w, (u) => told.includes(u));
+        }
+      });
     }
   }
 
@@ -198,8 +231,9 @@ export class UriUpdates {
       for (const i of at) {
         const idKey = canonicalKey(changes[i]!._id);
         const after = afterOf.get(i) === true;
-        const before = w.known.get(idKey) ?? false;
-        remember(w.known, idKey, after);
+        const key = knownKey(db, collection, idKey);
+        const before = w.known.get(key) ?? false;
+        remember(w.known, key, after);
         if (!(before || after) || !w.open) continue;
         if (whole) w.send(whole.uri);
         for (const u of docs) if (u.idKey === idKey) w.send(u.uri);
@@ -218,6 +252,11 @@ function remember(known: Map<string, boolean>, key: string, value: boolean): voi
   known.delete(key);
   known.set(key, value);
   if (known.size > MAX_KNOWN) known.delete(known.keys().next().value!);
+}
+
+/** What a listener remembers a document by: its collection and its `_id` (two collections may hold the same `_id`). */
+function knownKey(db: string, collection: string, idKey: string): string {
+  return `${collectionKey(db, collection)}\u0000${idKey}`;
 }
 
 function collectionKey(db: string, collection: string): string {

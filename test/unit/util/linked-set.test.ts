@@ -18,6 +18,23 @@ describe('LinkedSet', () => {
     expect(set.size).toBe(0);
   });
 
+  it('answers its newest and oldest members through removals at either end', () => {
+    const set = new LinkedSet<string>();
+    expect(set.newest).toBeNull();
+    expect(set.oldest).toBeNull();
+    const a = set.add('a');
+    set.add('b');
+    const c = set.add('c');
+    expect([set.newest!.value, set.oldest!.value]).toEqual(['c', 'a']);
+    expect(set.remove(a)).toBe(true);
+    expect(set.remove(a)).toBe(false);
+    expect(set.remove(c)).toBe(true);
+    expect([set.newest!.value, set.oldest!.value]).toEqual(['b', 'b']);
+    set.remove(set.oldest!);
+    expect(set.newest).toBeNull();
+    expect(set.oldest).toBeNull();
+  });
+
   it('ignores a second removal of the same node', () => {
     const set = new LinkedSet<number>();
     const one = set.add(1);
