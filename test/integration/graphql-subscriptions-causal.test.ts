@@ -9,7 +9,7 @@
  * change still arrives, once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AHEAD_WAIT_MS } from '../../src/graphql/subscribe/publisher.js';
+import { AHEAD_WAIT_MS } from '../../src/graphql/subscribe/feed/publisher.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { startTcpRelay, type TcpRelay } from '../support/tcp-relay.js';
 import { rawSse } from './graphql-subscriptions-helpers.js';

@@ -20,9 +20,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { publishSubscribedChanges } from '../../store/scripts/subscriptions/publish-subscribed-changes.js';
-import type { Change } from './change.js';
-import type { EndReason } from './subscription.js';
+import { publishSubscribedChanges } from '../../../store/scripts/subscriptions/publish-subscribed-changes.js';
+import type { Change } from '../change.js';
+import type { EndReason } from '../subscription.js';
 
 export interface PublisherOptions {
   readonly redis: Redis;

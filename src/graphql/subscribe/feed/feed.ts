@@ -22,12 +22,12 @@
  * a writer had to drop (its gap entries).
  */
 import type { Redis } from 'ioredis';
-import type { ChangeBus } from '../../store/change-bus.js';
-import { renewSubscriptionClaims } from '../../store/scripts/subscriptions/renew-subscription-claims.js';
-import type { Change, FeedChange } from './change.js';
+import type { ChangeBus } from '../../../store/change-bus.js';
+import { renewSubscriptionClaims } from '../../../store/scripts/subscriptions/renew-subscription-claims.js';
+import type { Change, FeedChange } from '../change.js';
 import { comparePositions, isPosition, positionTime } from './positions.js';
 import { decode, FeedPublisher, publishAround, type FeedEntry, type FeedGap } from './publisher.js';
-import type { EndReason } from './subscription.js';
+import type { EndReason } from '../subscription.js';
 
 export interface FeedOptions {
   readonly redis: Redis;
