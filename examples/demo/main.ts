@@ -135,6 +135,9 @@ Try:
   curl -s -o /dev/null -D - -u alice:alice-password ${u}/restheart/orders | grep -i '^cache-status'
                                                                      # the response cache: run it twice; the first says fwd=miss;stored,
                                                                      # the second hit (answered from memory until a write to the orders)
+  curl -s -o /dev/null -D - -u alice:alice-password ${u}/graphql/shop -H 'content-type: application/json' -d ${query} | grep -i '^cache-status'
+                                                                     # a whole GraphQL answer (the app's descriptor.cache): the same,
+                                                                     # fwd=miss;stored then hit, until the mutation above writes an order
   curl -s -u admin:admin-password ${u}/_admin/acl                    # the permissions applied from examples/demo/setup.yaml
   curl -s ${u}/_health/ready ; curl -s ${u}/_metrics | head
 

@@ -7,6 +7,14 @@
  * own resources, Outrigger's `/_admin`), a fourth segment, a query parameter other than the four,
  * or a malformed `filter`/`sort` is refused with a sentence naming the URI. What the path then
  * shows is decided by the REST door (the ACL, `readFilter`), never here.
+ *
+ * A document's `_id` that is not a string (or an ObjectId, 24 hex digits) is named as RESTHeart's
+ * REST path names it: `outrigger://shop/orders/1?id_type=NUMBER` is the number 1,
+ * `outrigger://shop/orders/1` the string "1" (`STRING_OID`: 24 hex digits are an ObjectId, anything
+ * else a string; `STRING` for a string of 24 hex digits, `OID` for an ObjectId alone). The REST
+ * path carries the same `id_type`, so a read, a listen and a notification agree on one document;
+ * a number must be written as JSON writes it (`1`, not `01`, `1.0` or `1e0`), so one number has
+ * one URI.
  */
 import { collectionPathOf } from '../graphql/backend/collection-path.js';
 import { parseBoundedJson } from '../input-limits/json-depth.js';
@@ -18,6 +26,10 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const MAX_URI_CHARS = 4096;
 const MAX_ID_CHARS = 1024;
 const QUERY_KEYS = ['filter', 'sort', 'pagesize', 'page'];
+/** RESTHeart's `id_type` values the URIs take (the stand-in's; `STRING_OID` is the default). */
+const ID_TYPES = ['STRING_OID', 'OID', 'STRING', 'NUMBER'] as const;
+export type IdType = (typeof ID_TYPES)[number];
+const HEX24 = /^[0-9a-fA-F]{24}$/;
 /** RESTHeart's own bound on `pagesize`. */
 const MAX_PAGESIZE = 1000;
 
@@ -26,7 +38,9 @@ export interface ResourceTarget {
   readonly db: string;
   readonly collection: string;
   readonly id: string | null;
-  /** The REST path of the same read, with its query (`/shop/orders?filter=…`). */
+  /** The id's `id_type` when the URI names one (`?id_type=NUMBER`), else null (`STRING_OID`). */
+  readonly idType: IdType | null;
+  /** The REST path of the same read, with its query (`/shop/orders?filter=…`, `/shop/orders/1?id_type=NUMBER`). */
   readonly restPath: string;
   /** The path alone, as conditions and the ACL see it. */
   readonly pathOnly: string;
@@ -38,8 +52,13 @@ export function collectionUri(db: string, collection: string): string {
   return `${SCHEME}${db}/${collection}`;
 }
 
-export function documentUri(db: string, collection: string, id: string): string {
-  return `${SCHEME}${db}/${collection}/${encodeURIComponent(id)}`;
+/** The URI of the document whose `_id` is `id` (a string, `{$oid}` or a number), as parseResourceUri reads it back. */
+export function documentUri(db: string, collection: string, id: unknown): string {
+  const base = `${SCHEME}${db}/${collection}/`;
+  if (typeof id === 'number') return `${base}${JSON.stringify(id)}?id_type=NUMBER`;
+  if (id !== null && typeof id === 'object' && typeof (id as { $oid?: unknown }).$oid === 'string') return base + (id as { $oid: string }).$oid;
+  const text = String(id);
+  return `${base}${encodeURIComponent(text)}${HEX24.test(text) ? '?id_type=STRING' : ''}`;
 }
 
 /** The REST target of a resource URI, or why it is refused. */
@@ -75,13 +94,40 @@ export function parseResourceUri(uri: string, collectionPath: string): ParsedUri
   }
   const pathOnly = collectionPathOf(collectionPath, db, collection) + (id === null ? '' : `/${encodeURIComponent(id)}`);
   let restQuery = '';
-  if (query !== null && query !== '') {
-    if (id !== null) return no('names a document and carries a query; a query reads a collection');
+  let idType: IdType | null = null;
+  if (query !== null && query !== '' && id !== null) {
+    const typed = idTypeOf(query, id);
+    if (typeof typed !== 'string' || typed.startsWith('!'))
+      return no(typed === null ? 'names a document and carries a query; a query reads a collection (a document URI takes id_type alone)' : typed.slice(1));
+    idType = typed as IdType;
+    restQuery = `?id_type=${idType}`;
+  } else if (query !== null && query !== '') {
     const built = restQueryOf(query);
     if (typeof built !== 'string' || built.startsWith('!')) return no(typeof built === 'string' ? built.slice(1) : 'has a query that cannot be read');
     restQuery = built;
   }
-  return { ok: true, target: { uri, db, collection, id, restPath: pathOnly + restQuery, pathOnly } };
+  return { ok: true, target: { uri, db, collection, id, idType, restPath: pathOnly + restQuery, pathOnly } };
+}
+
+/**
+ * A document URI's query: `id_type=<type>` alone, and the id written as that type reads it (a
+ * number as JSON writes it, an ObjectId as 24 hex digits). The type, `!` and why it is refused,
+ * or null when the query is not `id_type` (a query on a document).
+ */
+function idTypeOf(query: string, id: string): string | null {
+  const pairs = query.split('&').filter((p) => p !== '');
+  if (!pairs.every((p) => p.startsWith('id_type='))) return null;
+  if (pairs.length > 1) return '!gives id_type twice';
+  const value = decodeSegment(pairs[0]!.slice('id_type='.length));
+  const type = ID_TYPES.find((t) => t === value);
+  if (type === undefined) return `!has id_type=${JSON.stringify((value ?? '').slice(0, 20))}; it is one of ${ID_TYPES.join(', ')} (RESTHeart's), and is left out for STRING_OID`;
+  if (type === 'NUMBER' && !(Number.isFinite(Number(id)) && JSON.stringify(Number(id)) === id)) {
+    const n = id.trim() === '' ? NaN : Number(id);
+    const form = Number.isFinite(n) ? `this one is ${JSON.stringify(n)}` : 'as 42 or -1.5';
+    return `!has the id ${JSON.stringify(id.slice(0, 40))} with id_type=NUMBER: a number is written as JSON writes it (${form}), so each number has one URI`;
+  }
+  if (type === 'OID' && !HEX24.test(id)) return `!has the id ${JSON.stringify(id.slice(0, 40))} with id_type=OID: an ObjectId is 24 hex digits`;
+  return type;
 }
 
 function decodeSegment(segment: string): string | null {

@@ -89,7 +89,7 @@ export function installResources(server: Server, door: ResourceDoor, caller: Cal
   server.setRequestHandler('resources/templates/list', () => {
     const collections = listed(door, scope);
     const templates: ResourceTemplateType[] = collections.flatMap(({ db, collection }) => [
-      { uriTemplate: `${collectionUri(db, collection)}/{id}`, name: `${db}/${collection} document`, description: `One document of ${db}/${collection}, by its _id`, mimeType: MIME },
+      { uriTemplate: `${collectionUri(db, collection)}/{id}`, name: `${db}/${collection} document`, description: `One document of ${db}/${collection}, by its _id (${ID_HINT})`, mimeType: MIME },
       {
         uriTemplate: `${collectionUri(db, collection)}${QUERY_TEMPLATE}`,
         name: `${db}/${collection} query`,
@@ -100,7 +100,7 @@ export function installResources(server: Server, door: ResourceDoor, caller: Cal
     // Conditions that are not a literal collection expose what the general templates address.
     if (door.conditions.some(({ text }) => literalCollection(text, door.collectionPath) === null)) {
       templates.push(
-        { uriTemplate: `${SCHEME}{db}/{collection}/{id}`, name: 'document', description: 'One document, by its _id, of a collection this service exposes', mimeType: MIME },
+        { uriTemplate: `${SCHEME}{db}/{collection}/{id}`, name: 'document', description: `One document, by its _id, of a collection this service exposes (${ID_HINT})`, mimeType: MIME },
         { uriTemplate: `${SCHEME}{db}/{collection}${QUERY_TEMPLATE}`, name: 'query', description: 'Documents of a collection this service exposes', mimeType: MIME },
       );
     }
@@ -115,6 +115,9 @@ export function installResources(server: Server, door: ResourceDoor, caller: Cal
     return caller.budget.serial(() => readThroughRest(door, caller, target));
   });
 }
+
+/** How an `_id` that is not a string is named (resource-uris.ts). */
+const ID_HINT = 'a number _id as {id}?id_type=NUMBER, e.g. 42?id_type=NUMBER; a string of 24 hex digits with ?id_type=STRING';
 
 function cacheHint(ttlMs: number): { ttlMs: number; cacheScope: 'private' } {
   return { ttlMs, cacheScope: 'private' };

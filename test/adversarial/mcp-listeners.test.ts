@@ -45,6 +45,22 @@ describe('agents listening: abuse', () => {
     return client;
   };
 
+  /** Ids named ambiguously or in a form that is not the one URI of the document (SPEC §11.1; resource-uris.ts). */
+  const ID_FORMS: Array<[string, RegExp]> = [
+    ['outrigger://shop/products/01?id_type=NUMBER', /"01" with id_type=NUMBER: a number is written as JSON writes it \(this one is 1\)/],
+    ['outrigger://shop/products/1e3?id_type=NUMBER', /this one is 1000\)/],
+    ['outrigger://shop/products/1.0?id_type=NUMBER', /this one is 1\)/],
+    ['outrigger://shop/products/%201?id_type=NUMBER', /" 1" with id_type=NUMBER/],
+    ['outrigger://shop/products/abc?id_type=NUMBER', /"abc" with id_type=NUMBER.*as 42 or -1\.5/],
+    ['outrigger://shop/products/Infinity?id_type=NUMBER', /"Infinity" with id_type=NUMBER/],
+    ['outrigger://shop/products/1?id_type=DATE', /id_type="DATE"; it is one of STRING_OID, OID, STRING, NUMBER/],
+    ['outrigger://shop/products/1?id_type=number', /id_type="number"/],
+    ['outrigger://shop/products/1?id_type=NUMBER&id_type=STRING', /gives id_type twice/],
+    ['outrigger://shop/products/1?id_type=NUMBER&filter=%7B%7D', /a document URI takes id_type alone/],
+    ['outrigger://shop/products/xyz?id_type=OID', /"xyz" with id_type=OID: an ObjectId is 24 hex digits/],
+    ['outrigger://shop/products?id_type=NUMBER', /the query parameter "id_type"; the template takes filter, sort, pagesize, page/],
+  ];
+
   const HOSTILE: Array<[string, RegExp]> = [
     ['outrigger://shop/../_admin', /outrigger:\/\/shop\/\.\.\/_admin.*(collection|name)/],
     ['outrigger://shop/orders/..', /"\.\."/],
@@ -56,6 +72,7 @@ describe('agents listening: abuse', () => {
     ['outrigger://other-db/orders', /mcp\.resources does not expose/],
     ['outrigger://shop/users', /mcp\.resources does not expose \/shop\/users/],
     ['outrigger://shop/orders?filter=%7B%7D', /is a query; subscribe to its collection/],
+    ...ID_FORMS,
   ];
 
   it('hostile URIs in resourceSubscriptions are refused naming the URI; nothing is held open', async () => {
@@ -76,6 +93,13 @@ describe('agents listening: abuse', () => {
   it('hostile URIs in 2025-11-25 resources/subscribe are refused naming the URI', async () => {
     const client = await connect('legacy');
     for (const [uri, why] of HOSTILE) await expect(client.subscribeResource({ uri }), uri).rejects.toThrow(why);
+  });
+
+  it('ids in a form that is not their one URI are refused by resources/read too, naming the form; nothing is read', async () => {
+    const client = await connect('auto');
+    stack.backend.clearRequests();
+    for (const [uri, why] of ID_FORMS) await expect(client.readResource({ uri }), uri).rejects.toThrow(why);
+    expect(stack.backend.requests).toHaveLength(0);
   });
 
   it('two thousand listens from one agent: all but subscriptions.maxPerPrincipal are refused 429 naming it', async () => {

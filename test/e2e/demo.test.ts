@@ -107,12 +107,32 @@ describe('npm run demo (built)', () => {
     expect(delivered).toBe('webhook "new orders" delivered: POST /restheart/orders (via GraphQL app shop, operation anonymous)');
   }, 90_000);
 
-  it('the cache curl it prints (the README shows the same) says fwd=miss;stored, then hit', async () => {
+  it('the cache curls it prints (the README shows the same) say fwd=miss;stored, then hit: a REST read and a whole GraphQL answer', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'outrigger-demo-'));
     const env = { OUTRIGGER_DEMO_PORT: String(await freePort()), OUTRIGGER_DEMO_BACKEND_PORT: String(await freePort()) };
     const statuses: string[] = [];
+    const answers: string[] = [];
     const result = await runDemo(env, cwd, [], async (stdout) => {
-      const line = stdout.split('\n').find((l) => l.includes('curl') && l.includes("'^cache-status'"));
+      // The whole GraphQL answer (the app's descriptor.cache), twice, then once more after the printed mutation.
+      const gqlLine = stdout.split('\n').find((l) => l.includes('/graphql/shop') && l.includes("'^cache-status'"));
+      const gqlMatch = /-u (\w+):(\S+) (http:\/\/\S+\/graphql\/shop) .*-d '([^']+)'/.exec(gqlLine ?? '');
+      expect(gqlMatch, `no GraphQL cache curl in:\n${stdout}`).not.toBeNull();
+      const mutationLine = stdout.split('\n').find((l) => l.includes('/graphql/shop') && l.includes('createOrder'));
+      const mutation = /-d '([^']+)'/.exec(mutationLine ?? '')?.[1];
+      expect(mutation, `no mutation curl in:\n${stdout}`).toBeDefined();
+      expect(README).toContain(`-d '${gqlMatch![4]!}' | grep -i '^cache-status'`);
+      const [, gqlUser, gqlPassword, gqlUrl, body] = gqlMatch!;
+      const gqlAuth = `Basic ${Buffer.from(`${gqlUser}:${gqlPassword}`).toString('base64')}`;
+      const ask = async () => {
+        const res = await call(gqlUrl!, '', { method: 'POST', auth: gqlAuth, body: body! });
+        expect(res.status).toBe(200);
+        answers.push(String(res.headers['cache-status']));
+      };
+      await ask();
+      await ask();
+      expect((await call(gqlUrl!, '', { method: 'POST', auth: gqlAuth, body: mutation! })).json.errors).toBeUndefined();
+      await ask();
+      const line = stdout.split('\n').find((l) => l.includes('curl') && l.includes("/restheart/orders | grep -i '^cache-status'"));
       const match = /-u (\w+):(\S+) (http:\/\/\S+\/restheart\/orders)/.exec(line ?? '');
       expect(match, `no cache curl in:\n${stdout}`).not.toBeNull();
       expect(README).toContain("/restheart/orders | grep -i '^cache-status'");
@@ -126,6 +146,10 @@ describe('npm run demo (built)', () => {
     expect(result.code).toBe(0);
     expect(statuses[0]).toBe('Outrigger;fwd=miss;stored');
     expect(statuses[1]).toMatch(/^Outrigger;hit;ttl=\d+$/);
+    expect(answers[0]).toBe('Outrigger;fwd=miss;stored');
+    expect(answers[1]).toMatch(/^Outrigger;hit;ttl=\d+$/);
+    // The mutation wrote an order: the answer was dropped.
+    expect(answers[2]).toBe('Outrigger;fwd=miss;stored');
   }, 90_000);
 
   it('the subscription curl it prints (curl -N, SSE) receives the order the mutation curl creates', async () => {

@@ -180,6 +180,36 @@ describe('Outrigger MCP server: resource change notifications (two replicas)', (
     }
   });
 
+  it('a number _id and the string of its digits are two documents, each with one URI that reads, listens (both revisions) and notifications agree on', async () => {
+    const b = await replicaB();
+    const NUM = 'outrigger://shop/products/7?id_type=NUMBER';
+    const STR = 'outrigger://shop/products/7';
+    for (const _id of [7, '7']) {
+      const res = await call(stack.proxy.url, '/shop/products', { method: 'POST', auth: ROOT, body: { _id, name: `seven-${typeof _id}`, price: 7 } });
+      expect(res.status, res.text).toBe(201);
+    }
+    const alice = await connect(b.url, ALICE, 'auto');
+    const num = await alice.client.readResource({ uri: NUM });
+    expect(num.contents[0]).toMatchObject({ uri: NUM, mimeType: 'application/json' });
+    expect(JSON.parse((num.contents[0] as { text: string }).text)).toMatchObject({ _id: 7, name: 'seven-number' });
+    const str = await alice.client.readResource({ uri: STR });
+    expect(JSON.parse((str.contents[0] as { text: string }).text)).toMatchObject({ _id: '7', name: 'seven-string' });
+    const sub = await alice.client.listen({ resourceSubscriptions: [NUM, STR] });
+    const legacy = await connect(b.url, ALICE, 'legacy');
+    await legacy.client.subscribeResource({ uri: NUM });
+    const patch7 = async (path: string, price: number) => {
+      const res = await call(stack.proxy.url, path, { method: 'PATCH', auth: ROOT, body: { $set: { price } } });
+      expect(res.status, res.text).toBeLessThan(300);
+    };
+    await patch7('/shop/products/7', 71);
+    await until(() => alice.told.length === 1, 'the string document\u2019s write told');
+    await patch7('/shop/products/7?id_type=NUMBER', 72);
+    await until(() => alice.told.length === 2 && legacy.told.length === 1, 'the number document\u2019s write told');
+    expect(alice.told.map((t) => t.uri)).toEqual([STR, NUM]);
+    expect(legacy.told.map((t) => t.uri)).toEqual([NUM]);
+    await sub.close();
+  });
+
   it('a listener that lost its permission to read the collection is told nothing of it', async () => {
     const b = await replicaB();
     const alice = await connect(b.url, ALICE, 'auto');

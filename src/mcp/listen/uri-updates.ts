@@ -72,13 +72,14 @@ export class UriUpdates {
     const parsed = parseResourceUri(uri, this.door.collectionPath);
     if (!parsed.ok) return { ok: false, problem: parsed.problem };
     const { target } = parsed;
-    if (target.restPath !== target.pathOnly)
+    if (target.id === null && target.restPath !== target.pathOnly)
       return { ok: false, problem: `the resource ${JSON.stringify(uri)} is a query; subscribe to its collection (${collectionUri(target.db, target.collection)}) or to a document` };
     const path = parseResourceUri(collectionUri(target.db, target.collection), this.door.collectionPath);
     const collectionPath = path.ok ? path.target.pathOnly : target.pathOnly;
     if (!exposed(this.door, scope, target.pathOnly)) return { ok: false, problem: `${target.uri} is not a resource of this service (mcp.resources does not expose ${target.pathOnly})` };
     if (!mayRead(this.door, scope, collectionPath)) return { ok: false, problem: `${target.uri} may not be read by you (GET ${collectionPath} is not allowed)` };
-    const id = target.id === null ? null : idFromSegment(target.id);
+    // `?id_type=NUMBER` names the number (resource-uris.ts): the _id changes carry, as the REST path's.
+    const id = target.id === null ? null : idFromSegment(target.id, target.idType);
     return { ok: true, watched: { uri: target.uri, db: target.db, collection: target.collection, path: collectionPath, id, idKey: id === null ? null : canonicalKey(id) } };
   }
 
