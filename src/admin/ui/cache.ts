@@ -72,7 +72,7 @@ export function CachePage() {
     <${PageTitle}>Response cache<//>
     <p class="muted">This replica's numbers since it started (each replica keeps its own; the metrics <code>outrigger_cache_*</code> add them up). The hit ratio counts hits over the lookups that could hit.</p>
     <${ErrorBox} error=${missing ? null : (state.error ?? error)} />
-    ${missing && html`<${Empty} title="No response cache"><p>This service caches nothing: <code>cache.rules</code> is empty.</p><//>`}
+    ${missing && html`<${Empty} title="No response cache"><p>This service caches nothing: <code>cache.rules</code> is empty and no GraphQL app sets <code>descriptor.cache</code>.</p><//>`}
     ${
       data &&
       html`<div class="row small" aria-label="Cache totals">
