@@ -21,8 +21,8 @@ export interface SubscriptionFleet {
   close(): Promise<void>;
 }
 
-/** Two replicas of `serviceId` on the topology `redis` names, both serving the `subs` app. */
-export async function startSubscriptionFleet(serviceId: string, redis: Record<string, unknown>): Promise<SubscriptionFleet> {
+/** Two replicas of `serviceId` on the topology `redis` names (replica a on `redisOfA` when given: a relay, say), both serving the `subs` app. */
+export async function startSubscriptionFleet(serviceId: string, redis: Record<string, unknown>, redisOfA = redis): Promise<SubscriptionFleet> {
   const backend = await startStandinBackend({ data: { shop: { orders: [] } } });
   const raw = {
     service: { id: serviceId },
@@ -32,7 +32,7 @@ export async function startSubscriptionFleet(serviceId: string, redis: Record<st
     acl: { mode: 'enforce' as const },
     features: { webhooks: 'disabled' },
   };
-  const a = await startTestOutrigger(raw);
+  const a = await startTestOutrigger({ ...raw, redis: redisOfA });
   const b = await startTestOutrigger(raw);
   await putSubscriptionPermissions(a.url, ROOT);
   expect((await call(a.url, '/gql-apps/subs', { method: 'PUT', auth: ROOT, body: subscriptionApp() })).status).toBe(201);

@@ -1,9 +1,10 @@
 /**
- * SPEC §11.1 with issue 53 item 7: an MCP tool call's change is published once the agent has its
- * `/mcp` answer, not when the tool's inner `POST /graphql/<uri>` answer left (the inner answer
- * leaves first; the outer one is written after every call of the request ran). So a listener
- * registered, on any replica, before the agent has its answer receives the change, and no
- * listener is told of it before the agent has its answer.
+ * SPEC §11.1 with issue 53 item 7: an MCP tool call's change goes to the feed ahead of the tool's
+ * inner `POST /graphql/<uri>` answer (so a write answered after it is told after it), and what was
+ * not appended then (its collection unclaimed) goes again once the agent has its `/mcp` answer
+ * (the inner answer leaves first; the outer one is written after every call of the request ran).
+ * So a listener registered, on any replica, before the agent has its answer receives the change,
+ * and never twice (publisher.ts `publishAround`).
  *
  * Each row holds the window open with a JSON-RPC batch of two tool calls on replica A: the first,
  * `add_product`, inserts and is answered; the second, `list_orders`, waits at a gate in front of the
@@ -131,8 +132,8 @@ describe('SPEC §11.1: a tool call\u2019s change follows the agent\u2019s /mcp a
     }
   });
 
-  it('a listener on B is not told of the tool\u2019s insert before the agent has its answer: a later REST write is told first', async () => {
-    // The collection and the REST write's document: that write tells both, in this order, on the one stream.
+  it('a listener on B is told of the tool\u2019s insert before a REST write answered after it, and once', async () => {
+    // The collection and the REST write's document: each write tells the collection, the REST one its document too.
     const later = `${PRODUCTS}/later-2`;
     const listening = await listener([PRODUCTS, later]);
     try {
@@ -140,17 +141,22 @@ describe('SPEC §11.1: a tool call\u2019s change follows the agent\u2019s /mcp a
       const answer = batch('windowed-2');
       await until(() => gate.waiting > 0, 'list_orders reading the orders');
       expect(backend.collection('shop', 'products').some((d) => d.name === 'windowed-2')).toBe(true);
-      // A write answered after the tool's insert: its notification is the first the listener gets
-      // (the code before the fix had published the insert as its inner answer left, so it came first).
+      // The insert's change went to the feed before its inner answer left (publisher.ts `publishAround`):
+      // a write answered after it is told after it, while the agent still waits for its /mcp answer.
+      await until(() => listening.told.length > 0, 'the tool\u2019s insert told');
       const rest = await call(a.url, '/shop/products', { method: 'POST', auth: ROOT, body: { _id: 'later-2', name: 'later', price: 2 } });
       expect(rest.status, rest.text).toBe(201);
       await until(() => listening.told.includes(later), 'the REST write told');
       expect(gate.waiting).toBeGreaterThan(0);
-      expect(listening.told).toEqual([PRODUCTS, later]);
+      expect(listening.told.slice(0, 1)).toEqual([PRODUCTS]);
+      expect(listening.told.slice(1).sort()).toEqual([PRODUCTS, later].sort());
       gate.release();
       expectAnswered(await answer);
-      await until(() => listening.told.length === 3, 'the tool\u2019s insert told once the agent had its answer', 15_000);
-      expect(listening.told).toEqual([PRODUCTS, later, PRODUCTS]);
+      // Nothing again once the agent has its answer: the insert was appended ahead, so it is not published twice.
+      const marker = await call(a.url, '/shop/products', { method: 'POST', auth: ROOT, body: { _id: 'marker-2', name: 'marker', price: 3 } });
+      expect(marker.status, marker.text).toBe(201);
+      await until(() => listening.told.length === 4, 'the marker write told');
+      expect(listening.told.filter((u) => u === PRODUCTS)).toHaveLength(3);
     } finally {
       gate.release();
       await listening.close();

@@ -21,7 +21,8 @@
 import type { ExecutionResult } from 'graphql';
 import type { BackendReader, ReadPolicy } from '../types.js';
 import type { Change, FeedChange } from './change.js';
-import type { ChangeFeed, FeedGap } from './feed.js';
+import type { ChangeFeed } from './feed/feed.js';
+import type { FeedGap } from './feed/publisher.js';
 import { SubscriberGroup, type ActiveSubscription, type ChangeValue, type PendingChange } from './group.js';
 import { DELETE_SEEN, seeAll } from './seen.js';
 import type { EndReason, Transport } from './subscription.js';

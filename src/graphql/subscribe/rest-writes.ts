@@ -3,11 +3,12 @@
  * `begin` is the whole cost on the pass-through for a collection nobody subscribes to: a method
  * check, a match of the path against `graphql.backend.collectionPath` for writes, and one Set
  * lookup. Only for a subscribed collection does it keep the response head (status, `Location`)
- * and, for a bulk insert, the answer's links. An insert's or update's answer waits while its
- * documents are read back (`capture`, SPEC §6.5: each change carries its own state) before the
- * writer is answered, so the writer's next write cannot be read in its place. Every change goes
- * to the feed once the answer left (`finish`), never before: a subscription acknowledged before
- * the answer is then already claimed in Redis (issue 53 item 7).
+ * and hold a 2xx answer: an insert's or update's documents are read back (`capture`, SPEC §6.5:
+ * each change carries its own state), so the writer's next write cannot be read in its place, and
+ * the changes go to the feed before the writer is answered (publisher.ts `publishAround`: the
+ * feed's order is the order clients saw their writes answered, whichever replica each went
+ * through); what Redis took while its collection was unclaimed goes again once the answer left
+ * (`finish`): a subscription acknowledged before the answer is then claimed (issue 53 item 7).
  */
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { ObservedRequest, RequestObserver } from '../../chain/observer.js';
@@ -17,10 +18,17 @@ import { changesOf, isWriteMethod, type Change, type CollectionTarget } from './
 /** Bulk insert answers kept up to this size for their links; a larger one publishes nothing. */
 const BULK_ANSWER_BYTES = 1024 * 1024;
 
+/** The feed as a write sees it (feed.ts). */
+export interface ChangeSink {
+  publish(changes: Change[]): void;
+  /** Ahead of the answer (resolves when the answer may go), with what to run once it left. */
+  publishAround(changes: Change[]): Promise<() => void>;
+}
+
 export function restWritesObserver(
   match: (path: string) => CollectionTarget | undefined,
   wants: (db: string, collection: string) => boolean,
-  publish: (changes: Change[]) => void,
+  feed: ChangeSink,
   /** Does any replica subscribe to anything? When not, a write costs a method check and this. */
   anyWanted: () => boolean = () => true,
   /** The changes with their documents read back as the writer's backend identity (change.ts `captureStates`); never rejects. */
@@ -31,7 +39,7 @@ export function restWritesObserver(
       if (!isWriteMethod(scope.method) || scope.routeKind !== 'proxy' || !anyWanted()) return null;
       const target = match(scope.path);
       if (!target || !wants(target.db, target.collection)) return null;
-      return new ObservedWrite(scope, target, publish, scope.method === 'DELETE' ? undefined : capture);
+      return new ObservedWrite(scope, target, feed, scope.method === 'DELETE' ? undefined : capture);
     },
   };
 }
@@ -42,19 +50,18 @@ class ObservedWrite implements ObservedRequest {
   private bulk: boolean | undefined;
   private readonly answer: Buffer[] = [];
   private answerBytes = 0;
-  /** The changes read back before the answer (`beforeAnswer`): `finish` publishes them once the answer left. */
-  private held: Promise<Change[]> | undefined;
+  /** Set before the answer (`beforeAnswer`): what `finish` runs once the answer left. */
+  private held: Promise<() => void> | undefined;
 
   constructor(
     private readonly scope: RequestScope,
     private readonly target: CollectionTarget,
-    private readonly publish: (changes: Change[]) => void,
+    private readonly feed: ChangeSink,
     private readonly capture: ((scope: RequestScope, changes: Change[]) => Promise<Change[]>) | undefined,
   ) {}
 
   beforeAnswer(statusCode: number, headers: Record<string, string | string[] | undefined>): ((body: Buffer) => Promise<void>) | undefined {
-    const capture = this.capture;
-    if (!capture || statusCode < 200 || statusCode > 299) return undefined;
+    if (statusCode < 200 || statusCode > 299) return undefined;
     const location = typeof headers.location === 'string' ? headers.location : undefined;
     return async (body) => {
       let changes: Change[];
@@ -64,7 +71,8 @@ class ObservedWrite implements ObservedRequest {
       } catch {
         return; // observing never breaks serving; `finish` publishes what it can
       }
-      const held = changes.length === 0 ? Promise.resolve(changes) : capture(scope, changes).catch(() => changes);
+      const capture = this.capture;
+      const held = (changes.length === 0 || !capture ? Promise.resolve(changes) : capture(scope, changes).catch(() => changes)).then((out) => this.feed.publishAround(out));
       this.held = held;
       await held;
     };
@@ -104,20 +112,19 @@ class ObservedWrite implements ObservedRequest {
   }
 
   /**
-   * The answer left (or the client did). A change is published only now, never before its answer:
-   * a subscription acknowledged on any replica before the writer was answered has its claim in
-   * Redis before the change reaches the script that checks claims (issue 53 item 7). Changes read
-   * back before the answer are published even when the client left: the backend wrote them.
+   * The answer left (or the client did): what was published ahead and not appended goes again
+   * (`publishAround`). Changes held for the answer go even when the client left: the backend wrote
+   * them. Without a hold (no 2xx head was seen before the answer), published only now.
    */
   finish(scope: RequestScope, completed: boolean): void {
     if (this.held) {
-      void this.held.then((changes) => changes.length > 0 && this.publish(changes));
+      void this.held.then((after) => after());
       return;
     }
     if (!completed) return;
     try {
       const changes = this.changes(scope, this.status || scope.res.statusCode, this.location, () => (this.answerBytes > BULK_ANSWER_BYTES ? undefined : Buffer.concat(this.answer).toString('utf8')));
-      this.publish(changes);
+      this.feed.publish(changes);
     } catch {
       // Observing never breaks serving.
     }

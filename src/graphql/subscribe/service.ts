@@ -16,11 +16,12 @@ import type { BackendReader, ReadPolicy, RequestContext, WriteObserver } from '.
 import type { RequestScope } from '../../http/scope.js';
 import { redisRefusal } from '../../store/redis-errors.js';
 import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared, type Change, type FeedChange } from './change.js';
-import { ChangeFeed, type FeedEntry, type FeedGap } from './feed.js';
-import { comparePositions } from './positions.js';
+import { ChangeFeed } from './feed/feed.js';
+import type { FeedGap } from './feed/publisher.js';
 import { SubscriptionHub, type ActiveSubscription } from './hub.js';
 import { prepareSubscription, type Prepared, type SubscriptionMapping, type SubscriptionParams } from './prepare.js';
 import { restWritesObserver } from './rest-writes.js';
+import { resume } from './resume.js';
 import { SubscriptionStream, type EndReason, type Transport } from './subscription.js';
 
 export interface SubscriptionServiceOptions {
@@ -76,13 +77,6 @@ export type Opened =
   | { ok: true; stream: SubscriptionStream; prepared: Extract<Prepared, { ok: true }>['sub'] }
   | { ok: false; status: number; errors: Array<{ message: string; extensions?: Record<string, unknown> }>; retryAfterSeconds?: number };
 
-/** Missed changes handed to a resuming subscriber at once (at most half its `maxBufferedEvents`). */
-const RESUME_PAGE = 100;
-/** A resuming subscriber must read each page within this; else it is ended as slow. */
-const RESUME_STALL_MS = 30_000;
-/** Bytes its transport may hold unsent before the next page. */
-const RESUME_UNSENT_BYTES = 256 * 1024;
-
 /** How often a subscription's backend identity (headers, a minted JWT) is built again: well within the shortest JWT lifetime (`upstream.identity.jwt.ttlSeconds` ≥ 10). */
 const CTX_RENEW_MS = 4000;
 
@@ -123,7 +117,7 @@ export class SubscriptionService {
     this.observer = restWritesObserver(
       this.match,
       (db, c) => this.feed.wants(db, c),
-      (changes) => this.feed.publish(changes),
+      this.feed,
       () => this.feed.anyWanted,
       writerContext ? (scope, changes) => (this.worthCapturing(changes) ? captureStates(o.reader, writerContext(scope), changes, o.onError) : Promise.resolve(changes)) : undefined,
     );
@@ -187,12 +181,17 @@ export class SubscriptionService {
       bulk: Array.isArray(body),
       responseText: () => w.response?.body,
     });
-    // Published once the writer's answer left (ctx.afterAnswer), never before: a subscription
-    // acknowledged on any replica before the answer has its claim in Redis by then (issue 53 item 7).
-    const publish = (out: Change[]) => (ctx.afterAnswer ? ctx.afterAnswer(() => this.feed.publish(out)) : this.feed.publish(out));
+    // Published ahead of the mutation's answer (which waits: the feed's order is the order writers
+    // were answered), and what was not appended again once the answer left (ctx.afterAnswer): a
+    // subscription acknowledged on any replica before the answer is claimed by then (issue 53 item 7).
+    const publish = async (out: Change[]): Promise<void> => {
+      const after = await this.feed.publishAround(out);
+      if (ctx.afterAnswer) ctx.afterAnswer(after);
+      else after();
+    };
     if (w.method !== 'DELETE') {
       if (changes.length === 0) return;
-      if (!this.worthCapturing(changes)) return void publish(changes);
+      if (!this.worthCapturing(changes)) return publish(changes);
       return captureStates(this.o.reader, ctx, changes, this.o.onError).then(publish);
     }
     // A GraphQL delete read its document first (SPEC §6.4): the change carries it unprojected
@@ -200,7 +199,7 @@ export class SubscriptionService {
     // projectResponse decide on it (seen.ts).
     const before = w.before;
     const shared = readsShared(ctx) ? { shared: true as const } : {};
-    publish(before !== undefined && carriable(before) ? changes.map((c) => ({ ...c, document: before, ...shared })) : changes);
+    return publish(before !== undefined && carriable(before) ? changes.map((c) => ({ ...c, document: before, ...shared })) : changes);
   };
 
   /**
@@ -290,67 +289,12 @@ export class SubscriptionService {
     this.shutdowns.set(active, req.shutdown);
     if (req.resumeAfter !== undefined) {
       // Paced, after the answer: the missed changes a page at a time as the subscriber reads them.
-      void this.resume(active, req.resumeAfter, req.unsent).catch((error: unknown) => {
+      void resume({ feed: this.feed, hub: this.hub, maxBufferedEvents: this.o.settings.maxBufferedEvents }, active, req.resumeAfter, req.unsent).catch((error: unknown) => {
         this.o.onError(error, 'reading missed changes');
         stream.end({ message: 'the missed changes could not be read (Redis failed); reconnect with the Last-Event-ID of the last event received to go on from there', code: 'RESUME_FAILED' });
       });
     }
     return { ok: true, stream, prepared: sub };
-  }
-
-  /**
-   * A resume (`Last-Event-ID`, issue 53 item 11): the missed changes a page at a time, each page
-   * once the previous one was handed out and sent (never more than a page waits, whatever the
-   * backlog within retention), then the live changes held meanwhile. Pages go on up to the
-   * feed's position when the last one was read, so the live changes the subscription's bound
-   * dropped from what it held are covered. A subscriber that does not read a page within
-   * RESUME_STALL_MS is ended as slow.
-   */
-  private async resume(sub: ActiveSubscription, since: string, unsent: (() => number) | undefined): Promise<void> {
-    const stream = sub.stream;
-    const start = await this.feed.resumeStart(since);
-    if (!start.ok) {
-      stream.notice({ message: start.message, code: start.code });
-      stream.release();
-      return;
-    }
-    const size = Math.max(1, Math.min(RESUME_PAGE, Math.floor(this.o.settings.maxBufferedEvents / 2)));
-    let after = since;
-    for (;;) {
-      if (!stream.open) return;
-      const upTo = this.feed.current;
-      if (comparePositions(after, upTo) >= 0) break;
-      const page = await this.feed.page(after, upTo, size);
-      if ('trimmed' in page) {
-        stream.notice({ message: page.message, code: 'BEYOND_RETENTION' });
-        break;
-      }
-      await this.deliverMissed(page.entries, sub);
-      // A short page reached `upTo`; a full one goes on after its last entry.
-      after = page.next ?? upTo;
-      if (!(await readOn(stream, unsent))) {
-        stream.end({
-          message: `this subscriber did not read the changes it missed within ${RESUME_STALL_MS / 1000} s; reconnect with the Last-Event-ID of the last event received`,
-          code: 'SLOW_SUBSCRIBER',
-        });
-        return;
-      }
-    }
-    stream.release();
-  }
-
-  /** A page's changes to the resuming subscriber, in order; a writer's gap in it is told in its place. */
-  private async deliverMissed(entries: readonly FeedEntry[], sub: ActiveSubscription): Promise<void> {
-    let run: Array<{ position: string; change: NonNullable<FeedEntry['change']> }> = [];
-    for (const e of entries) {
-      if (e.change) run.push({ position: e.position, change: e.change });
-      else {
-        if (run.length > 0) await this.hub.dispatch(run, sub);
-        run = [];
-        this.hub.tell(e.gap, sub);
-      }
-    }
-    if (run.length > 0) await this.hub.dispatch(run, sub);
   }
 
   /** Shutdown (SPEC §2, §6.5): every open subscription gets its reconnect hint and ends. */
@@ -378,19 +322,4 @@ function subscribedCollectionsOf(app: GraphqlApp, defaultDb: string): Array<[str
     }
   }
   return out;
-}
-
-/** Waits until the stream handed out every result and the transport sent most of it; false when the subscriber took too long. */
-async function readOn(stream: SubscriptionStream, unsent: (() => number) | undefined): Promise<boolean> {
-  const deadline = Date.now() + RESUME_STALL_MS;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), RESUME_STALL_MS)));
-  const read = await Promise.race([stream.whenEmpty().then(() => true as const), late]);
-  clearTimeout(timer);
-  if (!read) return !stream.open;
-  while (stream.open && unsent && unsent() > RESUME_UNSENT_BYTES) {
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return true;
 }

@@ -14,7 +14,7 @@
  * which covers them).
  */
 import { GraphQLError, type ExecutionResult } from 'graphql';
-import { comparePositions } from './positions.js';
+import { comparePositions } from './feed/positions.js';
 
 export type Transport = 'sse' | 'ws';
 

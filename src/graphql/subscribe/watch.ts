@@ -10,7 +10,7 @@
 import type { RequestScope } from '../../http/scope.js';
 import type { RequestContext } from '../types.js';
 import { readsShared, type Change, type FeedChange } from './change.js';
-import type { FeedGap } from './feed.js';
+import type { FeedGap } from './feed/publisher.js';
 import { DELETE_SEEN, seeAll, type SeenOptions } from './seen.js';
 import type { SubscriptionService } from './service.js';
 

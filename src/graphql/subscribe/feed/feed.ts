@@ -22,12 +22,12 @@
  * a writer had to drop (its gap entries).
  */
 import type { Redis } from 'ioredis';
-import type { ChangeBus } from '../../store/change-bus.js';
-import { renewSubscriptionClaims } from '../../store/scripts/subscriptions/renew-subscription-claims.js';
-import type { Change, FeedChange } from './change.js';
+import type { ChangeBus } from '../../../store/change-bus.js';
+import { renewSubscriptionClaims } from '../../../store/scripts/subscriptions/renew-subscription-claims.js';
+import type { Change, FeedChange } from '../change.js';
 import { comparePositions, isPosition, positionTime } from './positions.js';
-import { FeedPublisher, type GapEntry } from './publisher.js';
-import type { EndReason } from './subscription.js';
+import { decode, FeedPublisher, publishAround, type FeedEntry, type FeedGap } from './publisher.js';
+import type { EndReason } from '../subscription.js';
 
 export interface FeedOptions {
   readonly redis: Redis;
@@ -42,21 +42,11 @@ export interface FeedOptions {
   readonly onError: (error: unknown, what: string) => void;
 }
 
-/** Changes of a collection its subscribers will not get: they are told why, to re-read. `collection` null: every collection. */
-export interface FeedGap {
-  readonly db: string | null;
-  readonly collection: string | null;
-  readonly reason: EndReason;
-}
-
 export interface FeedListener {
   /** The changes one read of the stream returned, in stream order. */
   changes(changes: FeedChange[]): void;
   gap(gap: FeedGap): void;
 }
-
-/** One entry of a resume's page: a change, or a writer's gap. */
-export type FeedEntry = { readonly position: string; readonly change: Change; readonly gap?: undefined } | { readonly position: string; readonly gap: FeedGap; readonly change?: undefined };
 
 const BLOCK_MS = 1000;
 const READ_COUNT = 500;
@@ -176,6 +166,11 @@ export class ChangeFeed {
   /** Queues changes for the stream (publisher.ts: off the request path, kept through Redis faults). */
   publish(changes: readonly Change[]): void {
     this.publisher.publish(changes, claimMember);
+  }
+
+  /** A write's changes ahead of its answer, and again after it for what was not appended (publisher.ts `publishAround`). */
+  publishAround(changes: readonly Change[]): Promise<() => void> {
+    return publishAround({ ahead: (c) => this.publisher.track(c, claimMember), now: (c) => this.publish(c) }, changes);
   }
 
   /**
@@ -375,23 +370,4 @@ function beyondRetention(retention: FeedOptions['retention']): string {
 
 function claimMember(db: string, collection: string): string {
   return JSON.stringify([db, collection]);
-}
-
-function decode(position: string, fields: string[]): FeedEntry | undefined {
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    try {
-      if (fields[i] === 'c') {
-        const c = JSON.parse(fields[i + 1]!) as Change;
-        if (typeof c.db === 'string' && typeof c.collection === 'string' && typeof c.op === 'string') return { position, change: c };
-      } else if (fields[i] === 'g') {
-        const g = JSON.parse(fields[i + 1]!) as GapEntry;
-        if (typeof g.db !== 'string' || typeof g.collection !== 'string') return undefined;
-        const message = `${Number(g.lost) || 'some'} change(s) to ${g.db}.${g.collection} could not be published while Redis was unavailable; re-read what this subscription follows`;
-        return { position, gap: { db: g.db, collection: g.collection, reason: { code: 'CHANGES_LOST', message } } };
-      }
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
 }
