@@ -103,11 +103,18 @@ async function main() {
   const latencies = [];
   let received = 0;
   let early = 0;
+  /** Documents with a measured write sent and not yet answered. */
+  const pending = new Set();
+  // A change is published ahead of its write's answer (src/graphql/subscribe/feed/publisher.ts
+  // `publishAround`), so a notification can come before the writer has its answer: latency 0.
   const onUri = (uri) => {
     received++;
     const t = answered.get(uri);
-    if (t === undefined) early++;
-    else latencies.push(performance.now() - t);
+    if (t !== undefined) latencies.push(performance.now() - t);
+    else if (pending.has(uri)) {
+      early++;
+      latencies.push(0);
+    }
   };
   const closers = [];
   for (let i = 0; i < LISTENERS; i += 50)
@@ -122,10 +129,14 @@ async function main() {
   const write = (seq) => {
     const doc = `d${((seq % DOCS) + DOCS) % DOCS}`;
     const uri = `outrigger://restheart/orders/${doc}`;
-    if (measuring) answered.delete(uri);
+    if (measuring) {
+      answered.delete(uri);
+      pending.add(uri);
+    }
     return pools[((seq % 2) + 2) % 2]
       .request({ method: 'PATCH', path: `/restheart/orders/${doc}`, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ $set: { seq } }) })
       .then(async (res) => {
+        pending.delete(uri);
         await res.body.dump();
         if (res.statusCode >= 300) {
           failed++;
@@ -133,6 +144,7 @@ async function main() {
         } else if (measuring) answered.set(uri, performance.now());
       })
       .catch((error) => {
+        pending.delete(uri);
         failed++;
         statuses[error.code ?? 'error'] = (statuses[error.code ?? 'error'] ?? 0) + 1;
       });
