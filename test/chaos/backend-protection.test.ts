@@ -6,10 +6,10 @@
  * error format; nothing admitted is lost (every request that reached the backend was answered to
  * its client); each row is bounded in time and ends by itself.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call } from '../support/http-client.js';
 import { as, useStack } from '../support/fixtures.js';
-import { closedLoop, concurrencyLimit, floodUntilLimited, metricValue, startControlledBackend, type ControlledBackend, type LoadResult } from '../support/controlled-backend.js';
+import { closedLoop, concurrencyLimit, floodUntilLimited, metricValue, useControlledBackend, type ControlledBackend, type LoadResult } from '../support/controlled-backend.js';
 import { waitFor } from '../support/wait.js';
 
 const ALICE = as('alice');
@@ -31,11 +31,7 @@ function expectRefusalsDocumented(loads: LoadResult[], message: RegExp): void {
 }
 
 describe('backend faults and the breaker', () => {
-  let backend: ControlledBackend;
-  beforeAll(async () => {
-    backend = await startControlledBackend();
-    return () => backend.close();
-  });
+  const backend = useControlledBackend();
   const stack = useStack({
     service: 'protect-faults',
     users: { alice: ['user'] },
@@ -102,12 +98,7 @@ describe('backend faults and the breaker', () => {
 });
 
 describe('latency that doubles slowly', () => {
-  let backend: ControlledBackend;
-  beforeAll(async () => {
-    backend = await startControlledBackend();
-    backend.delayMs = 30;
-    return () => backend.close();
-  });
+  const backend = useControlledBackend(30);
   const stack = useStack({
     service: 'protect-drift',
     users: { alice: ['user'] },
@@ -150,12 +141,7 @@ describe('latency that doubles slowly', () => {
 });
 
 describe('Redis away while the backend slows: nothing of the protection needs it', () => {
-  let backend: ControlledBackend;
-  beforeAll(async () => {
-    backend = await startControlledBackend();
-    backend.delayMs = 40;
-    return () => backend.close();
-  });
+  const backend = useControlledBackend(40);
   const stack = useStack({
     service: 'protect-redis-away',
     users: { alice: ['user'], root: ['root'] },
@@ -210,12 +196,7 @@ describe('Redis away while the backend slows: nothing of the protection needs it
 });
 
 describe('two replicas in front of one slow backend', () => {
-  let backend: ControlledBackend;
-  beforeAll(async () => {
-    backend = await startControlledBackend();
-    backend.delayMs = 40;
-    return () => backend.close();
-  });
+  const backend = useControlledBackend(40);
   const stack = useStack({
     service: 'protect-replicas',
     users: { alice: ['user'] },

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../support/http-client.js';
 import { as, useStack } from '../support/fixtures.js';
-import { closedLoop, floodUntilLimited, metricValue, startControlledBackend, type ControlledBackend } from '../support/controlled-backend.js';
+import { closedLoop, floodUntilLimited, metricValue, useControlledBackend } from '../support/controlled-backend.js';
 
 const ALICE = as('alice');
 const HEALTHY_MS = 40;
@@ -20,12 +20,7 @@ function median(values: number[]): number {
 }
 
 describe('adaptive concurrency (SPEC §13)', () => {
-  let backend: ControlledBackend;
-  beforeAll(async () => {
-    backend = await startControlledBackend();
-    backend.delayMs = HEALTHY_MS;
-    return () => backend.close();
-  });
+  const backend = useControlledBackend(HEALTHY_MS);
   const stack = useStack({
     service: 'adaptive',
     users: { alice: ['user'] },
@@ -159,12 +154,7 @@ describe('retry budget (SPEC §13)', () => {
 });
 
 describe('priority when shedding (SPEC §13)', () => {
-  let backend: ControlledBackend;
-  beforeAll(async () => {
-    backend = await startControlledBackend();
-    backend.delayMs = HEALTHY_MS;
-    return () => backend.close();
-  });
+  const backend = useControlledBackend(HEALTHY_MS);
   const stack = useStack({
     service: 'priorities',
     users: { root: ['root'], alice: ['user'] },

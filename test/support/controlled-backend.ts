@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request } from 'undici';
+import { beforeAll } from 'vitest';
 import { startHttpServer, type TestServer } from './http-servers.js';
 
 export type BackendMode = 'answer' | '5xx' | 'reset' | 'hang';
@@ -79,6 +80,28 @@ export async function startControlledBackend(): Promise<ControlledBackend> {
       },
     }),
   ) as ControlledBackend;
+}
+
+/**
+ * A controlled backend for one describe block: started (answering in `delayMs`) before its rows
+ * and closed after them. Every read goes to the started one, so a stack's config thunk and the rows
+ * may use it; reading it while the file is collected throws.
+ */
+export function useControlledBackend(delayMs = 0): ControlledBackend {
+  let started: ControlledBackend | undefined;
+  beforeAll(async () => {
+    started = await startControlledBackend();
+    started.delayMs = delayMs;
+    return () => started!.close();
+  });
+  const live = (): ControlledBackend => {
+    if (started === undefined) throw new Error('the controlled backend is read before its beforeAll ran');
+    return started;
+  };
+  return new Proxy({} as ControlledBackend, {
+    get: (_, key) => Reflect.get(live(), key),
+    set: (_, key, value) => Reflect.set(live(), key, value),
+  });
 }
 
 export interface LoadResult {
