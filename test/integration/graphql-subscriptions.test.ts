@@ -91,33 +91,40 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
 
   it('GraphQL mutations are changes too; an update and a delete reach the subscribers allowed to see them', async () => {
     await until(async () => (await openSubscriptions(proxy.url)) === 0, 'earlier subscriptions closed');
+    const opened: Array<{ close(): void }> = [];
     const alice = sseSubscribe(proxy.url, 'subs', `subscription { myOrders { ${CHANGE} } }`, { auth: ALICE });
     const bob = wsSubscribe(proxy.url, 'subs', `subscription { myOrders { ${CHANGE} } }`, { auth: BOB });
-    await subscribed(proxy.url, 2);
-    const created = await gql(proxy.url, 'subs', 'mutation { createOrder(number: 7001) { _id } }', { auth: BOB });
-    expect(created.status).toBe(200);
-    const id = created.json.data.createOrder._id.$oid as string;
-    // One subscriber on the document by id (carol: no readFilter), over WebSocket: sees the update and the delete.
-    const byId = wsSubscribe(proxy.url, 'subs', 'subscription($id: ObjectId!) { orderById(id: $id) { op id document { status } } }', { auth: CAROL, variables: { id } });
-    const aliceById = sseSubscribe(proxy.url, 'subs', 'subscription($id: ObjectId!) { orderById(id: $id) { op id } }', { auth: ALICE, variables: { id } });
-    await subscribed(proxy.url, 4);
-    expect((await gql(proxy.url, 'subs', `mutation { setStatus(id: "${id}", status: "paid") { status } }`, { auth: BOB })).status).toBe(200);
-    expect((await call(proxy.url, `/shop/orders/${id}`, { method: 'DELETE', auth: BOB })).status).toBe(204);
-    const marker = await insert(ALICE, { owner: 'alice', status: 'open' });
-    expect((await received(bob, 2)).map((v) => v.data!.myOrders)).toEqual([
-      { op: 'insert', id, document: { number: 7001, owner: 'bob', status: 'open', secret: null } },
-      { op: 'update', id, document: { number: 7001, owner: 'bob', status: 'paid', secret: null } },
-    ]);
-    const byIdValues = await received(byId, 2);
-    expect(byIdValues.map((v) => v.data!.orderById)).toEqual([
-      { op: 'update', id, document: { status: 'paid' } },
-      { op: 'delete', id, document: null },
-    ]);
-    // alice: her own order (the marker) only; bob's insert and update, and the delete (her permission has a readFilter), never.
-    const aliceValues = await received(alice, 1);
-    expect(aliceValues.map((v) => (v.data!.myOrders as { document: { number: number } }).document.number)).toEqual([marker.n]);
-    expect(aliceById.values).toEqual([]);
-    for (const s of [alice, bob, byId, aliceById]) s.close();
+    opened.push(alice, bob);
+    try {
+      await subscribed(proxy.url, 2);
+      const created = await gql(proxy.url, 'subs', 'mutation { createOrder(number: 7001) { _id } }', { auth: BOB });
+      expect(created.status).toBe(200);
+      const id = created.json.data.createOrder._id.$oid as string;
+      // One subscriber on the document by id (carol: no readFilter), over WebSocket: sees the update and the delete.
+      const byId = wsSubscribe(proxy.url, 'subs', 'subscription($id: ObjectId!) { orderById(id: $id) { op id document { status } } }', { auth: CAROL, variables: { id } });
+      const aliceById = sseSubscribe(proxy.url, 'subs', 'subscription($id: ObjectId!) { orderById(id: $id) { op id } }', { auth: ALICE, variables: { id } });
+      opened.push(byId, aliceById);
+      await subscribed(proxy.url, 4);
+      expect((await gql(proxy.url, 'subs', `mutation { setStatus(id: "${id}", status: "paid") { status } }`, { auth: BOB })).status).toBe(200);
+      expect((await call(proxy.url, `/shop/orders/${id}`, { method: 'DELETE', auth: BOB })).status).toBe(204);
+      const marker = await insert(ALICE, { owner: 'alice', status: 'open' });
+      expect((await received(bob, 2)).map((v) => v.data!.myOrders)).toEqual([
+        { op: 'insert', id, document: { number: 7001, owner: 'bob', status: 'open', secret: null } },
+        { op: 'update', id, document: { number: 7001, owner: 'bob', status: 'paid', secret: null } },
+      ]);
+      const byIdValues = await received(byId, 2);
+      expect(byIdValues.map((v) => v.data!.orderById)).toEqual([
+        { op: 'update', id, document: { status: 'paid' } },
+        { op: 'delete', id, document: null },
+      ]);
+      // alice: her own order (the marker) only; bob's insert and update, and the delete (her permission has a readFilter), never.
+      const aliceValues = await received(alice, 1);
+      expect(aliceValues.map((v) => (v.data!.myOrders as { document: { number: number } }).document.number)).toEqual([marker.n]);
+      expect(aliceById.values).toEqual([]);
+    } finally {
+      // Closed however the row ends: the next rows wait for no open subscription.
+      for (const s of opened) s.close();
+    }
   });
 
   it('a subscription over a plain JSON POST is a 400 naming the two transports', async () => {
