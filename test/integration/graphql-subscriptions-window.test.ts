@@ -9,7 +9,7 @@
  * Each row drives the window with a backend gate in front of the stand-in: the mutation's read-back
  * is held (the answer cannot leave), or a REST insert's answer is padded to 32 MiB for a writer that
  * does not read (its 'finish' cannot come). Meanwhile the row waits until Redis has run the
- * replica's publish script if it is going to (the code before the fix did, at once; MONITOR sees it),
+ * replica's publish script if it is going to (MONITOR sees it: the ahead publication runs at once, and finds no claim),
  * subscribes on the other replica (answered: its claim is written), lets the answer go, and then
  * requires the change. Each row closes what it opened in `finally`.
  */
@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { redisKeys } from '../../src/store/keys.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { monitor } from '../support/redis-monitor.js';
+import { monitor, publishScriptWithin, type SeenCommand } from '../support/redis-monitor.js';
 import { PADDING, startGate, type Gate } from '../support/backend-gate.js';
 import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
 import { until } from '../support/wait.js';
@@ -47,13 +47,7 @@ describe('issue 53 item 7: a subscriber answered before a write is answered gets
   let b: Awaited<ReturnType<typeof startTestOutrigger>>;
   const keys = redisKeys('outrigger', SERVICE);
   /** Has Redis run replica a's publish script (its EVALSHA, or EVAL, names the feed and the claims) since `seen` was started? */
-  const published = (seen: Awaited<ReturnType<typeof monitor>>['seen']) =>
-    seen.some((c) => c.source !== 'lua' && c.args.includes(keys.subscriptionFeed) && c.args.includes(keys.subscribedCollections));
-  /** Waits until Redis ran a publish script, for at most `ms`: the code before the fix sent it at once; with the fix nothing is sent yet. */
-  const publishedWithin = async (seen: Awaited<ReturnType<typeof monitor>>['seen'], ms: number) => {
-    const deadline = Date.now() + ms;
-    while (!published(seen) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  };
+  const publishedWithin = (seen: SeenCommand[], ms: number) => publishScriptWithin(seen, keys, ms);
 
   beforeAll(async () => {
     redis = await startTestRedis();

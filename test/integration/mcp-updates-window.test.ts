@@ -18,7 +18,7 @@ import { startStandinBackend, type StandinBackend } from '../../examples/standin
 import { redisKeys } from '../../src/store/keys.js';
 import { startGate, type Gate } from '../support/backend-gate.js';
 import { call } from '../support/http-client.js';
-import { monitor } from '../support/redis-monitor.js';
+import { monitor, publishScriptWithin, type SeenCommand } from '../support/redis-monitor.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, BUS_ONLY_POLL_MS, startTestOutrigger, staticUsers } from '../support/outrigger.js';
 import { until } from '../support/wait.js';
@@ -38,13 +38,7 @@ describe('SPEC §11.1: a tool call\u2019s change follows the agent\u2019s /mcp a
   let a: Awaited<ReturnType<typeof startTestOutrigger>>;
   let b: Awaited<ReturnType<typeof startTestOutrigger>>;
   const keys = redisKeys('outrigger', SERVICE);
-  const published = (seen: Awaited<ReturnType<typeof monitor>>['seen']) =>
-    seen.some((c) => c.source !== 'lua' && c.args.includes(keys.subscriptionFeed) && c.args.includes(keys.subscribedCollections));
-  /** Waits until Redis ran a publish script, for at most `ms`: the code before the fix sent it as the inner answer left. */
-  const publishedWithin = async (seen: Awaited<ReturnType<typeof monitor>>['seen'], ms: number) => {
-    const deadline = Date.now() + ms;
-    while (!published(seen) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  };
+  const publishedWithin = (seen: SeenCommand[], ms: number) => publishScriptWithin(seen, keys, ms);
 
   beforeAll(async () => {
     redis = await startTestRedis();

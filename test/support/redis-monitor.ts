@@ -134,3 +134,14 @@ export function keyRefreshesBeyondPeriod(commands: SeenCommand[], windowMs: numb
   for (const [key, n] of perKey) if (n > allowed) return `${key}: ${n} lookups in ${windowMs.toFixed(0)} ms, more than the ${allowed} periodic re-reads of ${replicas} replica(s)`;
   return null;
 }
+
+/** Has a client run the subscription publish script (its EVALSHA, or EVAL, names the feed and the claims) among `seen`? */
+export function publishScriptRan(seen: readonly SeenCommand[], keys: { subscriptionFeed: string; subscribedCollections: string }): boolean {
+  return seen.some((c) => c.source !== 'lua' && c.args.includes(keys.subscriptionFeed) && c.args.includes(keys.subscribedCollections));
+}
+
+/** Waits until the publish script ran, for at most `ms` (the rows that hold a window open give the old code its chance to publish early). */
+export async function publishScriptWithin(seen: readonly SeenCommand[], keys: { subscriptionFeed: string; subscribedCollections: string }, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!publishScriptRan(seen, keys) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}

@@ -12,11 +12,23 @@ export type SlowReads = TestServer & { slowMs: number };
 
 export async function startSlowReads(target: string): Promise<SlowReads> {
   const relay = { slowMs: 0 } as SlowReads;
-  const server = await startHttpServer((req: IncomingMessage, res: ServerResponse) => {
+  const server = await startReadRelay(target, async (req) => {
+    if (req.method === 'GET' && relay.slowMs > 0) await sleep(relay.slowMs);
+  });
+  return Object.assign(relay, server);
+}
+
+/**
+ * A relay to `target` that runs `beforeForward` once a request's body has arrived and before it
+ * goes on: the hold each kind of relay adds (slow reads here, gated reads). Answers are passed
+ * whole, with their length.
+ */
+export async function startReadRelay(target: string, beforeForward: (req: IncomingMessage) => Promise<void>): Promise<TestServer> {
+  return startHttpServer((req: IncomingMessage, res: ServerResponse) => {
     void (async () => {
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
-      if (req.method === 'GET' && relay.slowMs > 0) await sleep(relay.slowMs);
+      await beforeForward(req);
       const headers = { ...req.headers };
       for (const h of ['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive']) delete headers[h];
       const up = await request(`${target}${req.url}`, { method: req.method as 'GET', headers, body: chunks.length > 0 ? Buffer.concat(chunks) : null });
@@ -28,5 +40,4 @@ export async function startSlowReads(target: string): Promise<SlowReads> {
       res.end(body);
     })().catch(() => res.destroy());
   });
-  return Object.assign(relay, server);
 }
