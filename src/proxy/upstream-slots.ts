@@ -1,5 +1,4 @@
 import { OutriggerError, tooManyRequests } from '../errors.js';
-import { LinkedSet, type LinkedSetNode } from '../util/linked-set.js';
 
 export interface UpstreamSlotOptions {
   /** Requests in flight to the upstream at once (the undici Pool's connections). */
@@ -37,17 +36,13 @@ interface Waiter extends Waiting {
   client: ClientSlots;
   request: SlotRequest;
   timer: NodeJS.Timeout;
-  /** Its place in its client's line; null in the critical line. */
-  node: LinkedSetNode<Waiter> | null;
-  /** When it started waiting (performance.now()). */
-  since: number;
 }
 
 interface ClientSlots {
   ip: string;
   active: number;
   /** Created when the client first has to wait (most never do). */
-  waiting: LinkedSet<Waiter> | null;
+  waiting: Set<Waiter> | null;
 }
 
 /**
@@ -67,15 +62,6 @@ const IDLE_CLIENTS_KEPT = 1024;
  * deadline answers 503. Waiting clients are served in turn (round robin by client IP), and one
  * IP never holds more than `perClient` slots, so a few slow or hostile clients cannot starve
  * the others. A request that finds a free slot costs one Map lookup and two counters.
- *
- * Each client's line is served oldest first, except while the adaptive limit binds and its oldest
- * has waited over half of `queueTimeoutMs`: then newest first (adaptive LIFO, as concurrency-limits'
- * LifoBlockingLimiter and Facebook's servers do). Under sustained overload a line served in order
- * only ever admits requests that already waited nearly all of `queueTimeoutMs`, which then pay the
- * backend's whole time on top (measured: ~100 ms of a 200 ms backend's admitted p99,
- * bench/lib/protection-section.mjs); newest first admits fresh ones and leaves the stale to the
- * deadline. Below half the wait the line is not standing, and order is fairer: always newest first
- * refused the oldest of a short line a few clients kept full while the limit grew back.
  */
 export class UpstreamSlots {
   private active = 0;
@@ -138,7 +124,7 @@ export class UpstreamSlots {
       return null;
     }
     client ??= { ip, active: 0, waiting: null };
-    const waiting = (client.waiting ??= new LinkedSet());
+    const waiting = (client.waiting ??= new Set());
     if (waiting.size >= this.o.maxWaitingPerClient && priority !== CRITICAL) {
       request.refuse(
         tooManyRequests(
@@ -166,15 +152,13 @@ export class UpstreamSlots {
         );
       }, this.o.queueTimeoutMs),
       cancel: () => this.remove(waiter),
-      node: null,
-      since: performance.now(),
     };
     this.waiting++;
     if (priority === CRITICAL) {
       this.criticalLine.add(waiter);
       return waiter;
     }
-    waiter.node = waiting.add(waiter);
+    waiting.add(waiter);
     if (client.active < this.o.perClient) this.ready.add(client);
     return waiter;
   }
@@ -216,11 +200,8 @@ export class UpstreamSlots {
       const client = this.ready.values().next().value!;
       this.ready.delete(client);
       const waiting = client.waiting!;
-      // Newest first once the line stands while the adaptive limit binds (see the class comment).
-      const oldest = waiting.oldest!;
-      const node = this.limit < this.o.total && performance.now() - oldest.value.since > this.o.queueTimeoutMs / 2 ? waiting.newest! : oldest;
-      const waiter = node.value;
-      waiting.remove(node);
+      const waiter = waiting.values().next().value!;
+      waiting.delete(waiter);
       this.waiting--;
       clearTimeout(waiter.timer);
       client.active++;
@@ -247,7 +228,7 @@ export class UpstreamSlots {
       clearTimeout(waiter.timer);
       return;
     }
-    if (waiter.node === null || !client.waiting?.remove(waiter.node)) return;
+    if (!client.waiting?.delete(waiter)) return;
     this.waiting--;
     clearTimeout(waiter.timer);
     if (client.waiting.size === 0) this.ready.delete(client);

@@ -17,12 +17,7 @@ const MIN_SAMPLES = 3;
 /** How far the limit may move in one window: halve at worst, double at best (Envoy's clamp). */
 const GRADIENT_MIN = 0.5;
 const GRADIENT_MAX = 2;
-/**
- * The first window of a decrease is smoothed so a single noisy window (a GC pause) does not halve
- * the limit; a second in a row is a trend and applies whole. (Smoothing every window took 7
- * windows, 1.75 s, to bring 128 down to 20 after a backend became 10 × slower, while the backend
- * queued up to 64 requests inside itself: bench/lib/protection-section.mjs.)
- */
+/** A decrease is smoothed so a single noisy window (a GC pause) does not halve the limit. */
 const DECREASE_SMOOTHING = 0.5;
 /**
  * Past this share of a window spent busy, Outrigger's own event loop is the bottleneck and the
@@ -57,8 +52,6 @@ export class AdaptiveLimit {
   minRtt = Infinity;
   /** The last window's median (ms), for metrics. */
   lastSample = 0;
-  /** The last judged window lowered the limit (or wanted to, at the floor). */
-  private falling = false;
 
   constructor(
     private readonly o: AdaptiveConcurrencyConfig,
@@ -111,9 +104,8 @@ export class AdaptiveLimit {
     next += Math.sqrt(next);
     if (next < this.limit) {
       if (this.busy() > OWN_LOOP_BUSY) return;
-      if (!this.falling) next = this.limit + (next - this.limit) * DECREASE_SMOOTHING;
-      this.falling = true;
-    } else this.falling = false;
+      next = this.limit + (next - this.limit) * DECREASE_SMOOTHING;
+    }
     const limit = Math.max(this.o.minLimit, Math.min(this.maxLimit, Math.floor(next)));
     if (limit === this.limit) return;
     this.limit = limit;

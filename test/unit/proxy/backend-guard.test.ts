@@ -39,19 +39,17 @@ describe('AdaptiveLimit (the gradient against the minimum latency)', () => {
     expect(limit.limit).toBe(64);
   });
 
-  it('smooths the first window of a fall, but not a fall that lasts: 64 to under 20 in three windows', () => {
+  it('smooths every window of a fall: one slow window costs a quarter of the limit, a lasting fall less than half a window', () => {
     const changes: number[] = [];
     const limit = new AdaptiveLimit(adaptive, 64, (l) => changes.push(l), idle);
     let t = feed(limit, 0, 10, 5);
-    // One slow window (a GC pause) costs a quarter of the limit, not half...
     t = feed(limit, t, 100, 1);
     expect(changes).toEqual([50]);
     t = feed(limit, t, 10, 3);
     expect(limit.limit).toBe(64);
     changes.length = 0;
-    // ...and a backend that stays slow loses half of it in each window after the first.
     feed(limit, t, 100, 3);
-    expect(changes).toEqual([50, 30, 18]);
+    expect(changes).toEqual([50, 40, 32]);
   });
 
   it('re-measures the minimum each period: a backend slower for good becomes the new baseline', () => {
@@ -232,41 +230,6 @@ describe('UpstreamSlots under an adaptive limit (priorities)', () => {
       ask('c9', CRITICAL);
       vi.advanceTimersByTime(1000);
       expect(refused.map(([n]) => n)).toEqual(['d3', 'c9']);
-    } finally {
-      vi.useRealTimers();
-    }
-  });
-
-  it("serves a client's line in order, but newest first once it stands (its oldest waited half the deadline) while the limit binds", async () => {
-    vi.useFakeTimers();
-    try {
-      const { slots, started, refused, ask } = harness();
-      slots.setLimit(1);
-      ask('first', DEFAULT, 'one');
-      ask('w1', DEFAULT, 'one');
-      await vi.advanceTimersByTimeAsync(200);
-      ask('w2', DEFAULT, 'one');
-      await vi.advanceTimersByTimeAsync(100);
-      // The oldest waited 300 ms of its 1,000: in order.
-      slots.release('one');
-      await vi.advanceTimersByTimeAsync(0);
-      expect(started).toEqual(['first', 'w1']);
-      ask('w3', DEFAULT, 'one');
-      await vi.advanceTimersByTimeAsync(600);
-      // The oldest (w2) waited 700 ms: the freshest starts, and w2 meets its deadline.
-      slots.release('one');
-      await vi.advanceTimersByTimeAsync(0);
-      expect(started).toEqual(['first', 'w1', 'w3']);
-      await vi.advanceTimersByTimeAsync(400);
-      expect(refused.map(([n]) => n)).toEqual(['w2']);
-      // The limit back at upstream.connections (8 in flight, all held): in order, however long they waited.
-      slots.setLimit(8);
-      for (let i = 0; i < 7; i++) ask(`h${i}`, DEFAULT, 'one');
-      for (const n of ['o1', 'o2']) ask(n, DEFAULT, 'one');
-      await vi.advanceTimersByTimeAsync(900);
-      slots.release('one');
-      await vi.advanceTimersByTimeAsync(0);
-      expect(started.at(-1)).toBe('o1');
     } finally {
       vi.useRealTimers();
     }
