@@ -64,16 +64,33 @@ export async function startEmbeddedRedis(options: { dir: string; port?: number; 
   }
   mkdirSync(options.dir, { recursive: true });
   await stopLeftover(options.dir, options.onLeftover);
-  const port = options.port ?? (await freePort());
+  // A port found free can be taken by another process before redis-server binds it (tests start
+  // many at once; two Outriggers may start together): a new one is picked, three tries at most.
+  for (let attempt = 1; ; attempt++) {
+    const port = options.port ?? (await freePort());
+    const { child, output } = launch(binary, port, options.dir);
+    const url = `redis://127.0.0.1:${port}`;
+    try {
+      await waitUntilPingable(url, child, output);
+    } catch (error) {
+      if (options.port === undefined && attempt < 3 && child.exitCode !== null && /address already in use/i.test(output())) continue;
+      throw error;
+    }
+    return { url, port, dir: options.dir, stop: () => stopChild(child) };
+  }
+}
+
+/** redis-server under its watchdog; `output` is the tail of what it printed (its log goes to stdout). */
+function launch(binary: string, port: number, dir: string): { child: ChildProcess; output: () => string } {
   const args = [
     '--port',
     String(port),
     '--bind',
     '127.0.0.1',
     '--dir',
-    options.dir,
+    dir,
     '--pidfile',
-    join(realpathSync(options.dir), PIDFILE),
+    join(realpathSync(dir), PIDFILE),
     '--appendonly',
     'yes',
     '--appendfsync',
@@ -88,19 +105,13 @@ export async function startEmbeddedRedis(options: { dir: string; port?: number; 
     'warning',
   ];
   // The pipe on stdin is the watchdog's tie to this process: never written, never closed by us.
-  const child = spawn(process.execPath, ['-e', WATCHDOG, WATCHDOG_MARK, JSON.stringify([binary, ...args])], { stdio: ['pipe', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['-e', WATCHDOG, WATCHDOG_MARK, JSON.stringify([binary, ...args])], { stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin?.on('error', () => {});
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()).slice(-2000));
-
-  const url = `redis://127.0.0.1:${port}`;
-  await waitUntilPingable(url, child, () => stderr);
-  return {
-    url,
-    port,
-    dir: options.dir,
-    stop: () => stopChild(child),
-  };
+  let tail = '';
+  const keep = (chunk: Buffer) => void (tail = (tail + chunk.toString()).slice(-2000));
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  return { child, output: () => tail };
 }
 
 /**
@@ -189,7 +200,8 @@ async function waitUntilPingable(url: string, child: ChildProcess, stderr: () =>
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode}: ${stderr().trim()}`);
-    const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    // Bounded: the port may be held by something that accepts and never answers a PING.
+    const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
     probe.on('error', () => {});
     try {
       await probe.connect();
