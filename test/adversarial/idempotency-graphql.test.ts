@@ -13,32 +13,14 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { as, useStack } from '../support/fixtures.js';
 import { call } from '../support/http-client.js';
-import { shopData } from '../integration/graphql-helpers.js';
-import { mcpClient, shopAppWithTools } from '../integration/mcp-helpers.js';
+import { ADD_PRODUCT as ADD, idempotentShopStack, mcpClient } from '../integration/mcp-helpers.js';
 import { rawClient, readUntilClosed } from './support.js';
 
 const ALICE = as('alice');
 const CAROL = as('carol');
-const ADD = 'mutation AddProduct($name: String!, $price: Int) { addProduct(name: $name, price: $price) }';
 
 describe('Idempotency-Key at the GraphQL and MCP doors under bad input (SPEC §14)', () => {
-  const stack = useStack({
-    service: 'idem-gql-adv',
-    backend: { data: shopData() },
-    users: { root: ['root'], alice: ['user'], carol: ['user'] },
-    config: {
-      acl: { mode: 'enforce' },
-      mcp: { server: 'outrigger' },
-      features: { webhooks: 'disabled' },
-      idempotency: { required: ['path-prefix(/graphql/shop) and equals(%u, carol)'] },
-    },
-    permissions: {
-      graphql: { predicate: 'path-prefix(/graphql/shop)', roles: ['user'], priority: 1 },
-      'read-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10 },
-      'write-products': { predicate: 'method(POST) and path-prefix(/shop/products)', roles: ['user'], priority: 1 },
-    },
-    apps: { shop: shopAppWithTools({ mutations: true }) },
-  });
+  const stack = useStack(idempotentShopStack('idem-gql-adv'));
   let client: Client | undefined;
   beforeEach(() => stack.backend.clearRequests());
   afterAll(async () => void (await client?.close().catch(() => {})));

@@ -2,7 +2,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as StreamableHTTPClientTransportV2 } from '@modelcontextprotocol/client';
-import { shopApp } from './graphql-helpers.js';
+import { shopApp, shopData } from './graphql-helpers.js';
 
 /** The shop app with tools: two queries, an input object, an enum, a mutation (hidden until allowed). */
 export function shopAppWithTools(mcp: Record<string, unknown> = {}): Record<string, unknown> {
@@ -48,4 +48,31 @@ export async function mcpClientV2(url: string, authorization: string, mode: 'aut
   const client = new ClientV2({ name: 'outrigger-mcp-test-v2', version: '1.0.0' }, { versionNegotiation: { mode } });
   await client.connect(new StreamableHTTPClientTransportV2(new URL(`${url}/mcp`), { requestInit: { headers: { authorization } } }));
   return client;
+}
+
+/** The shop app's mutation tool, as an operation (the idempotency rows send it at both doors). */
+export const ADD_PRODUCT = 'mutation AddProduct($name: String!, $price: Int) { addProduct(name: $name, price: $price) }';
+
+/**
+ * The stack the idempotency rows at the GraphQL and MCP doors share (SPEC §14): the shop app with
+ * mutation tools, alice and carol as users, and `idempotency.required` for carol's GraphQL calls.
+ */
+export function idempotentShopStack(service: string) {
+  return {
+    service,
+    backend: { data: shopData() },
+    users: { root: ['root'], alice: ['user'], carol: ['user'] },
+    config: {
+      acl: { mode: 'enforce' as const },
+      mcp: { server: 'outrigger' as const },
+      features: { webhooks: 'disabled' as const },
+      idempotency: { required: ['path-prefix(/graphql/shop) and equals(%u, carol)'] },
+    },
+    permissions: {
+      graphql: { predicate: 'path-prefix(/graphql/shop)', roles: ['user'], priority: 1 },
+      'read-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10 },
+      'write-products': { predicate: 'method(POST) and path-prefix(/shop/products)', roles: ['user'], priority: 1 },
+    },
+    apps: { shop: shopAppWithTools({ mutations: true }) },
+  };
 }

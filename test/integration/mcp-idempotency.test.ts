@@ -13,32 +13,15 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { as, useStack } from '../support/fixtures.js';
-import { call, shopData } from './graphql-helpers.js';
-import { mcpClient, mcpClientV2, shopAppWithTools } from './mcp-helpers.js';
+import { call } from './graphql-helpers.js';
+import { ADD_PRODUCT as ADD, idempotentShopStack, mcpClient, mcpClientV2 } from './mcp-helpers.js';
 
 const ALICE = as('alice');
 const CAROL = as('carol');
 const ROOT = as('root');
-const ADD = 'mutation AddProduct($name: String!, $price: Int) { addProduct(name: $name, price: $price) }';
 
 describe('MCP mutation tools take idempotencyKey (SPEC §14)', () => {
-  const stack = useStack({
-    service: 'mcp-idempotency',
-    backend: { data: shopData() },
-    users: { root: ['root'], alice: ['user'], carol: ['user'] },
-    config: {
-      acl: { mode: 'enforce' },
-      mcp: { server: 'outrigger' },
-      features: { webhooks: 'disabled' },
-      idempotency: { required: ['path-prefix(/graphql/shop) and equals(%u, carol)'] },
-    },
-    permissions: {
-      graphql: { predicate: 'path-prefix(/graphql/shop)', roles: ['user'], priority: 1 },
-      'read-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10 },
-      'write-products': { predicate: 'method(POST) and path-prefix(/shop/products)', roles: ['user'], priority: 1 },
-    },
-    apps: { shop: shopAppWithTools({ mutations: true }) },
-  });
+  const stack = useStack(idempotentShopStack('mcp-idempotency'));
   const clients: Array<{ close(): Promise<void> }> = [];
   const connect = async (auth = ALICE): Promise<Client> => {
     const client = await mcpClient(stack.proxy.url, auth);
