@@ -246,6 +246,7 @@ function subscriptionsOf(context: AppContext, backend: { reader: HttpBackendRead
     batchKey: keys.subscriptionFeedBatch,
     defaultDb: settings.defaultDb,
     settings: config.subscriptions,
+    waitForReplicas: config.redis.waitForReplicas,
     collectionPath: settings.backend.collectionPath,
     reader,
     readPolicy,

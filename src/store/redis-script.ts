@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
 
 /** What a script needs of a connection: ioredis's Redis and Cluster both fit. */
 export interface ScriptRunner {
@@ -39,6 +40,32 @@ export class RedisScript {
       if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
       return redis.eval(this.source, ...keysAndArgs);
     }
+  }
+
+  /**
+   * `runWith` and then WAIT for `replicas` replicas (at most `timeoutMs`), pipelined: one round
+   * trip, and on a cluster the WAIT reaches the master that ran the script (the pipeline follows
+   * the script's key). The script's failure throws; the WAIT's outcome is returned beside its reply
+   * (how many replicas acknowledged, or why the WAIT failed: the script may have run all the same).
+   */
+  async runWithThenWait(redis: Redis, keysAndArgs: Array<string | Buffer | number>, replicas: number, timeoutMs: number): Promise<{ reply: unknown; acked: number | Error }> {
+    const args = keysAndArgs as [number, ...Array<string | Buffer | number>];
+    let replies = await redis
+      .pipeline()
+      .evalsha(this.sha, ...args)
+      .wait(replicas, timeoutMs)
+      .exec();
+    if (String((replies?.[0]?.[0] as Error | null)?.message).startsWith('NOSCRIPT')) {
+      replies = await redis
+        .pipeline()
+        .eval(this.source, ...args)
+        .wait(replicas, timeoutMs)
+        .exec();
+    }
+    const [scriptError, reply] = replies?.[0] ?? [new Error('the script was not answered'), null];
+    if (scriptError) throw scriptError;
+    const [waitError, acked] = replies?.[1] ?? [new Error('the replica wait was not answered'), 0];
+    return { reply, acked: waitError ?? Number(acked) };
   }
 
   /** `run`, with the answer's bulk strings as Buffers (a recorded body may be any bytes). */

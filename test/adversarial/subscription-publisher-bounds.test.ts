@@ -67,7 +67,7 @@ describe('the change feed publisher under a Redis outage (issue 53 item 11)', ()
 
   it('the same batch sent twice (a resend after a reconnect) is appended once; a change of an unclaimed collection not at all', async () => {
     const before = await redis.client.xlen(keys.subscriptionFeed);
-    const args = [3, keys.subscriptionFeed, keys.subscribedCollections, keys.subscriptionFeedBatch('same-token'), 100_000, 60_000];
+    const args = [3, keys.subscriptionFeed, keys.subscribedCollections, keys.subscriptionFeedBatch('same-token'), 100_000, 60_000, 'same-token'];
     const change = (collection: string) => [member('shop', collection), 0, 'c', JSON.stringify({ db: 'shop', collection, op: 'insert', _id: 'x' })];
     const first = (await publishSubscribedChanges.runWith(redis.client, [...args, ...change('orders'), ...change('nobody')])) as unknown[];
     const again = (await publishSubscribedChanges.runWith(redis.client, [...args, ...change('orders'), ...change('nobody')])) as unknown[];

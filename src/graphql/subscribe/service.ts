@@ -35,6 +35,8 @@ export interface SubscriptionServiceOptions {
   /** `graphql.defaultDb`: the db of a Subscription mapping without one. */
   readonly defaultDb: string;
   readonly settings: SubscriptionsConfig;
+  /** redis.waitForReplicas: replicas that must hold a batch of changes before the writer lets it go. */
+  readonly waitForReplicas?: number;
   readonly collectionPath: string;
   readonly reader: BackendReader;
   readonly readPolicy: ReadPolicy | undefined;
@@ -101,6 +103,7 @@ export class SubscriptionService {
       claimsKey: o.claimsKey,
       batchKey: o.batchKey,
       retention: o.settings.retention,
+      ...(o.waitForReplicas ? { waitForReplicas: o.waitForReplicas } : {}),
       onError: o.onError,
     });
     this.hub = new SubscriptionHub({
@@ -135,6 +138,7 @@ export class SubscriptionService {
         this.hub.tell(gap);
         for (const tap of this.gapTaps) tap(gap);
       },
+      wentBack: () => this.hub.rebase(),
     });
   }
 

@@ -14,6 +14,16 @@
  * dropped silently: a gap entry naming the collection and how many changes were lost goes to the
  * feed first once Redis answers, and every subscriber of that collection is told to re-read.
  *
+ * Failover (issue 53 item 11): Redis replicates asynchronously, so a batch a master took may die
+ * with it. With `waitForReplicas` (redis.waitForReplicas: 1 by default behind Sentinel and on a
+ * cluster) the script is pipelined with a WAIT, and a batch leaves the publisher only once a
+ * replica acknowledged it; a batch whose master was lost before that is sent again, with the same
+ * token, to the promoted replica (appended once: the token came along if the batch did; a reader
+ * that had read the lost copy skips the new one by its `k`, feed.ts). A replica that does not
+ * acknowledge within REPLICA_WAIT_MS (slow, or gone for good) does not stall writers: the batch is
+ * let go, logged once, and later batches wait only REPLICA_WAIT_DEGRADED_MS until one is
+ * acknowledged again.
+ *
  * A write's changes are published ahead of its answer and again, for what was not appended, once
  * the answer left (`publishAround`): see there for why both. Both halves of the stream's entry
  * format live here: what `send` writes and what `decode` reads back (feed.ts).
@@ -31,6 +41,8 @@ export interface PublisherOptions {
   readonly batchKey: (token: string) => string;
   readonly retention: { readonly changes: number; readonly minutes: number };
   readonly onError: (error: unknown, what: string) => void;
+  /** Replicas that must acknowledge a batch before it leaves (WAIT); 0 or absent: none (a single node). */
+  readonly waitForReplicas?: number;
   /** Told, per batch written, which of its members were claimed and which were not. */
   readonly onClaims?: (claimed: readonly string[], unclaimed: readonly string[]) => void;
 }
@@ -48,6 +60,8 @@ interface Entry {
   readonly change?: Change;
   /** One attempt to send it has ended (taken or failed). */
   tried?: boolean;
+  /** Its tracker was told what became of it (once, however often the batch is sent). */
+  settled?: boolean;
   readonly member: string;
   readonly db: string;
   readonly collection: string;
@@ -62,6 +76,8 @@ interface Batch {
   readonly token: string;
   readonly entries: Entry[];
   readonly since: number;
+  /** A master took it (its reply was handled); it waits for a replica to acknowledge it. */
+  appended?: boolean;
 }
 
 /** What became of one write's changes, published ahead of its answer. */
@@ -124,6 +140,13 @@ export async function publishAround(publisher: { ahead(changes: readonly Change[
   return () => void publication.unclaimed.then((left) => left.length > 0 && publisher.now(left));
 }
 
+/** What became of a tracked entry, told its tracker once. */
+function settle(e: Entry, claimed: boolean | null): void {
+  if (!e.tracker || e.settled) return;
+  e.settled = true;
+  e.tracker.ended(e.change!, claimed);
+}
+
 /** One attempt to send a tracked entry ended: counted once. */
 function tried(e: Entry): void {
   if (!e.tracker || e.tried) return;
@@ -138,6 +161,10 @@ const MAX_WAITING = 10_000;
 const MAX_WAITING_BYTES = 32 * 1024 * 1024;
 const RETRY_MIN_MS = 200;
 const RETRY_MAX_MS = 2000;
+/** How long a batch waits for a replica's acknowledgement before it is let go unreplicated (within AHEAD_WAIT_MS, the answer's wait). */
+const REPLICA_WAIT_MS = 1000;
+/** The same while replicas are short (the last wait timed out): a replica gone for good costs a batch this much. */
+const REPLICA_WAIT_DEGRADED_MS = 20;
 
 export class FeedPublisher {
   private queue: Entry[] = [];
@@ -147,6 +174,8 @@ export class FeedPublisher {
   private readonly lost = new Map<string, GapEntry>();
   private flushing: Promise<void> | null = null;
   private stopping = false;
+  /** The last replica wait timed out: the next ones are short, and the shortfall was logged. */
+  private replicasShort = false;
   /** How long a batch is tried before it is given up (and announced as a gap). */
   private readonly giveUpMs: number;
 
@@ -214,15 +243,20 @@ export class FeedPublisher {
         }
         const batch = this.batch;
         try {
-          const reply = (await this.send(batch)) as unknown[];
+          const { reply, acked } = await this.send(batch);
+          // A batch sent again because its acknowledgement failed: its trackers and claims were told the first time.
+          if (!batch.appended) this.taken(batch, reply as unknown[]);
+          batch.appended = true;
+          if (acked instanceof Error) throw acked;
+          this.replicated(acked);
           this.batch = null;
-          this.taken(batch, reply);
           failures = 0;
         } catch (error) {
           for (const e of batch.entries) tried(e);
           if (failures++ === 0) this.o.onError(error, 'publishing subscription changes (kept, and sent again until Redis takes them)');
           if (this.stopping || Date.now() - batch.since > this.giveUpMs) {
             this.batch = null;
+            // Never taken, or taken by a master no replica acknowledged it from: told as lost (at worst a needless re-read).
             this.drop(batch.entries);
             if (this.stopping) return;
           }
@@ -247,24 +281,39 @@ export class FeedPublisher {
       if (!e.tracker) continue;
       tried(e);
       // A batch already appended (a resend after a stall): its claims are not known again; take them as appended rather than risk twice.
-      e.tracker.ended(e.change!, known ? claimed.includes(e.member) : true);
+      settle(e, known ? claimed.includes(e.member) : true);
     }
   }
 
-  private send(batch: Batch): Promise<unknown> {
+  /** The script, and with replicas wanted its WAIT in the same round trip (`acked` undefined: none wanted). */
+  private async send(batch: Batch): Promise<{ reply: unknown; acked?: number | Error }> {
     const now = Date.now();
-    const args: Array<string | number> = [3, this.o.feedKey, this.o.claimsKey, this.o.batchKey(batch.token), this.o.retention.changes, this.giveUpMs + 60_000];
+    const args: Array<string | number> = [3, this.o.feedKey, this.o.claimsKey, this.o.batchKey(batch.token), this.o.retention.changes, this.giveUpMs + 60_000, batch.token];
     for (const e of batch.entries) args.push(e.member, Math.max(0, now - e.at), e.field, e.payload);
-    return publishSubscribedChanges.runWith(this.o.redis, args);
+    const wanted = this.o.waitForReplicas ?? 0;
+    if (wanted <= 0) return { reply: await publishSubscribedChanges.runWith(this.o.redis, args) };
+    return publishSubscribedChanges.runWithThenWait(this.o.redis, args, wanted, this.replicasShort ? REPLICA_WAIT_DEGRADED_MS : REPLICA_WAIT_MS);
+  }
+
+  /** Replicas acknowledged `acked` of the wanted: too few is let go (never stalls writers), logged once per shortfall. */
+  private replicated(acked: number | undefined): void {
+    const wanted = this.o.waitForReplicas ?? 0;
+    if (acked === undefined || acked >= wanted) {
+      this.replicasShort = false;
+      return;
+    }
+    if (!this.replicasShort) {
+      const error = new Error(`${acked} of ${wanted} replica(s) acknowledged a batch within ${REPLICA_WAIT_MS} ms (redis.waitForReplicas)`);
+      this.o.onError(error, 'replicating subscription changes (let go unreplicated: a failover now could lose them; later batches wait 20 ms until a replica acknowledges)');
+    }
+    this.replicasShort = true;
   }
 
   /** Changes that will not reach the feed: counted per collection for the next gap entry. */
   private drop(entries: readonly Entry[]): void {
     for (const e of entries) {
-      if (e.tracker) {
-        tried(e);
-        e.tracker.ended(e.change!, null);
-      }
+      tried(e);
+      settle(e, null);
       const prior = this.lost.get(e.member);
       this.lost.set(e.member, { db: e.db, collection: e.collection, lost: (prior?.lost ?? 0) + (e.field === 'g' ? (e.lost ?? 0) : 1) });
     }
@@ -278,25 +327,34 @@ export interface FeedGap {
   readonly reason: EndReason;
 }
 
-/** One entry of a resume's page: a change, or a writer's gap. */
-export type FeedEntry = { readonly position: string; readonly change: Change; readonly gap?: undefined } | { readonly position: string; readonly gap: FeedGap; readonly change?: undefined };
+/**
+ * One entry of the feed: a change, or a writer's gap. `key`: its batch token and place (`k`),
+ * the same for a copy of it appended again after a failover.
+ */
+export type FeedEntry =
+  | { readonly position: string; readonly change: Change; readonly gap?: undefined; readonly key?: string }
+  | { readonly position: string; readonly gap: FeedGap; readonly change?: undefined; readonly key?: string };
 
-/** An entry of the stream as `send` wrote it: a change (`c`) or a gap notice (`g`); undefined for anything else. */
+/** An entry of the stream as `send` wrote it: a change (`c`) or a gap notice (`g`), with its `k`; undefined for anything else. */
 export function decode(position: string, fields: string[]): FeedEntry | undefined {
+  let entry: FeedEntry | undefined;
+  let key: string | undefined;
   for (let i = 0; i + 1 < fields.length; i += 2) {
     try {
-      if (fields[i] === 'c') {
+      if (fields[i] === 'k') key = fields[i + 1];
+      else if (entry === undefined && fields[i] === 'c') {
         const c = JSON.parse(fields[i + 1]!) as Change;
-        if (typeof c.db === 'string' && typeof c.collection === 'string' && typeof c.op === 'string') return { position, change: c };
-      } else if (fields[i] === 'g') {
+        if (typeof c.db !== 'string' || typeof c.collection !== 'string' || typeof c.op !== 'string') return undefined;
+        entry = { position, change: c };
+      } else if (entry === undefined && fields[i] === 'g') {
         const g = JSON.parse(fields[i + 1]!) as GapEntry;
         if (typeof g.db !== 'string' || typeof g.collection !== 'string') return undefined;
         const message = `${Number(g.lost) || 'some'} change(s) to ${g.db}.${g.collection} could not be published while Redis was unavailable; re-read what this subscription follows`;
-        return { position, gap: { db: g.db, collection: g.collection, reason: { code: 'CHANGES_LOST', message } } };
+        entry = { position, gap: { db: g.db, collection: g.collection, reason: { code: 'CHANGES_LOST', message } } };
       }
     } catch {
       return undefined;
     }
   }
-  return undefined;
+  return entry && key !== undefined ? { ...entry, key } : entry;
 }
