@@ -10,6 +10,8 @@
  * - Writes made while Redis is frozen reach a live subscriber once each, and a resume after the
  *   thaw finds each once; a claim gone from Redis (a restart without its data) is told to the
  *   subscribers with CHANGES_LOST.
+ * - A feed that went back under its readers (a failover to a replica that lacked the last
+ *   entries, its clock behind the old master's) is read from its new end: a later write arrives.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -256,6 +258,27 @@ describe('GraphQL subscriptions under Redis faults (issue 53 items 7 and 11)', (
       await until(() => numbers(sub).includes(after), 'a later write delivered', 15_000);
     } finally {
       await Promise.all(opened.map((s) => s.close()));
+    }
+  });
+
+  it('item 11: a feed that went back under its reader (a failover to a replica behind, with a slower clock) is read from its new end; a later write arrives', { timeout: 60_000 }, async () => {
+    const feedKey = redisKeys('outrigger', SERVICE).subscriptionFeed;
+    const sub = await subscribe(b.url, 'behind');
+    try {
+      // The old master's clock ran 10 minutes ahead: b's reader reaches ids from then.
+      await client.xadd(feedKey, `${Date.now() + 600_000}-0`, 'c', JSON.stringify({ db: 'shop', collection: 'elsewhere', op: 'insert', _id: 'x' }));
+      const ahead = await insert(a.url, 'behind');
+      await until(() => numbers(sub).includes(ahead), 'a write appended after the future id');
+      // The promoted replica had none of it (the stream gone), and the reader's connection moves there.
+      await client.del(feedKey);
+      const list = String(await client.client('LIST'));
+      for (const line of list.split('\n').filter((l) => l.includes('name=outrigger:subs-redis-faults:subscription-feed'))) await client.client('KILL', 'ID', /id=(\d+)/.exec(line)![1]!);
+      // Its id is now, before the reader's position: without reading from the feed's new end it would be skipped for 10 minutes.
+      const later = await insert(a.url, 'behind');
+      await until(() => numbers(sub).includes(later), 'the write after the feed went back', 15_000);
+      expect(numbers(sub)).toEqual([ahead, later]);
+    } finally {
+      await sub.close();
     }
   });
 });

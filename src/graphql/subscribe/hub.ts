@@ -140,6 +140,11 @@ export class SubscriptionHub {
     return true;
   }
 
+  /** The feed went back under its reader (a failover lost its last entries): later positions may be before those handed out. */
+  rebase(): void {
+    for (const sub of this.all) sub.stream.rebase();
+  }
+
   /**
    * Changes of a collection (`null`: of every collection) that its subscribers here will not get
    * (a Redis fault): each is told with an error event, to re-read, and goes on (issue 53 item 11).

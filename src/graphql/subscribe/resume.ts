@@ -44,7 +44,7 @@ export async function resume(parts: ResumeParts, sub: ActiveSubscription, since:
     if (!stream.open) return;
     const upTo = parts.feed.current;
     if (comparePositions(after, upTo) >= 0) break;
-    const page = await parts.feed.page(after, upTo, size);
+    const page = await parts.feed.page(after, upTo, size, since);
     if ('trimmed' in page) {
       stream.notice({ message: page.message, code: 'BEYOND_RETENTION' });
       break;

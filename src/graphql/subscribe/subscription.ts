@@ -40,6 +40,8 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
   private readonly pending: Pending[] = [];
   private held: Pending[] | null = null;
   private lastPushed: string | null = null;
+  /** The feed went back under its reader (read-keys.ts): positions no longer only grow, so they are not compared. */
+  private rebased = false;
   private wake: (() => void) | null = null;
   private ended: EndReason | null = null;
   private endSaid = false;
@@ -128,9 +130,15 @@ export class SubscriptionStream implements AsyncIterableIterator<ExecutionResult
     for (const p of held) if (this.advance(p.position)) this.enqueue(this.pending, p);
   }
 
+  /** The feed now hands out positions before those it handed out (a failover lost entries; each copy was skipped by key). */
+  rebase(): void {
+    this.rebased = true;
+    this.lastPushed = null;
+  }
+
   /** Records a position as queued; false when it (or a later one) already was. */
   private advance(position: string | null): boolean {
-    if (position === null) return true;
+    if (position === null || this.rebased) return true;
     if (this.lastPushed !== null && comparePositions(position, this.lastPushed) <= 0) return false;
     this.lastPushed = position;
     return true;

@@ -19,7 +19,8 @@
  * Redis faults (issue 53 item 11): a claim that lapsed before its renewal (Redis away longer than
  * the claim's life, or restarted empty) and changes trimmed before the reader came back are told
  * to the collection's subscribers as a gap (an error event saying to re-read), as are the changes
- * a writer had to drop (its gap entries).
+ * a writer had to drop (its gap entries). Across a failover that lost entries the writers resend
+ * them (publisher.ts) and a reader skips the copies of what it had read (read-keys.ts).
  */
 import type { Redis } from 'ioredis';
 import type { ChangeBus } from '../../../store/change-bus.js';
@@ -27,6 +28,7 @@ import { renewSubscriptionClaims } from '../../../store/scripts/subscriptions/re
 import type { Change, FeedChange } from '../change.js';
 import { comparePositions, isPosition, positionTime } from './positions.js';
 import { decode, FeedPublisher, publishAround, type FeedEntry, type FeedGap } from './publisher.js';
+import { keyOf, readFrom, ReadKeys, WENT_BACK } from './read-keys.js';
 import type { EndReason } from '../subscription.js';
 
 export interface FeedOptions {
@@ -39,6 +41,8 @@ export interface FeedOptions {
   readonly claimsKey: string;
   readonly batchKey: (token: string) => string;
   readonly retention: { readonly changes: number; readonly minutes: number };
+  /** Replicas that must acknowledge a batch of changes (redis.waitForReplicas; publisher.ts). */
+  readonly waitForReplicas?: number;
   readonly onError: (error: unknown, what: string) => void;
 }
 
@@ -46,6 +50,8 @@ export interface FeedListener {
   /** The changes one read of the stream returned, in stream order. */
   changes(changes: FeedChange[]): void;
   gap(gap: FeedGap): void;
+  /** The feed went back: positions after this may be before those already handed out (read-keys.ts). */
+  wentBack?(): void;
 }
 
 const BLOCK_MS = 1000;
@@ -71,6 +77,10 @@ export class ChangeFeed {
   private readingStarted: Promise<void> = Promise.resolve();
   private renewTimer: NodeJS.Timeout | undefined;
   private listener: FeedListener | undefined;
+  /** The keys of entries read, to skip copies a writer appended again after a failover. */
+  private readonly readKeys = new ReadKeys();
+  /** The blocking connection (re)connected: the stream it now reads may end before this position. */
+  private reconnected = false;
 
   /** Claims heard of (the bus, the last batch written, a read at start), with when they lapse: a hint only, Redis decides publication. */
   private readonly heardClaimed = new Map<string, number>();
@@ -84,6 +94,7 @@ export class ChangeFeed {
         for (const m of unclaimed) this.heardClaimed.delete(m);
       },
     });
+    o.blocking.on('ready', () => (this.reconnected = true));
   }
 
   /**
@@ -234,7 +245,11 @@ export class ChangeFeed {
       try {
         const last = (await this.o.redis.xrevrange(this.o.feedKey, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
         const newest = last[0]?.[0];
-        if (newest !== undefined && comparePositions(newest, this.position) > 0) this.position = newest;
+        if (newest !== undefined && comparePositions(newest, this.position) > 0) {
+          this.position = newest;
+          // Counted as read: a failover that loses what follows is read on from here (read-keys.ts).
+          this.readKeys.repeated(keyOf(last[0]![1]), newest);
+        }
       } catch (error) {
         this.reading = false;
         throw error;
@@ -249,6 +264,7 @@ export class ChangeFeed {
     let failed = false;
     while (this.running && this.wantReading) {
       try {
+        if (this.reconnected) await this.followNewest();
         const reply = (await this.o.blocking.xread('COUNT', READ_COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', this.o.feedKey, this.position)) as Array<[string, Array<[string, string[]]>]> | null;
         if (failed) {
           failed = false;
@@ -261,6 +277,7 @@ export class ChangeFeed {
           for (const [id, fields] of entries) {
             this.position = id;
             const entry = decode(id, fields);
+            if (this.readKeys.repeated(entry?.key, id)) continue;
             if (entry?.change) changes.push({ position: id, change: entry.change });
             else if (entry?.gap) {
               // In order: the changes before the gap go first.
@@ -281,6 +298,15 @@ export class ChangeFeed {
     this.reading = false; // in the same turn as the check above: a claim meanwhile starts a new loop
   }
 
+  /** After a reconnect: a stream that ends before this position (a failover lost its last entries) is read on from where this reader was in it, so nothing appended there is skipped. */
+  private async followNewest(): Promise<void> {
+    const from = await readFrom(this.o.redis, this.o.feedKey, this.position, this.readKeys);
+    this.reconnected = false;
+    if (from.position !== this.position) this.listener?.wentBack?.();
+    this.position = from.position;
+    if (from.lost) this.listener?.gap({ db: null, collection: null, reason: WENT_BACK });
+  }
+
   /** Can a resume from `since` be served (retained, not from the future)? It reads up to `upTo`, then pages on. */
   async resumeStart(since: string): Promise<ResumeStart> {
     if (!isPosition(since)) return { ok: false, code: 'INVALID_LAST_EVENT_ID', message: 'Last-Event-ID is not an event id this server gave; live changes follow' };
@@ -296,13 +322,14 @@ export class ChangeFeed {
    * A page of a resume: at most `count` entries after `after` up to `upTo`, or `trimmed`
    * when entries after `after` were trimmed away meanwhile (a subscriber that read slowly).
    */
-  async page(after: string, upTo: string, count: number): Promise<{ entries: FeedEntry[]; next: string | null } | { trimmed: true; message: string }> {
+  async page(after: string, upTo: string, count: number, since = after): Promise<{ entries: FeedEntry[]; next: string | null } | { trimmed: true; message: string }> {
     if (await this.trimmedSince(after)) return { trimmed: true, message: beyondRetention(this.o.retention) };
     const raw = (await this.o.redis.xrange(this.o.feedKey, `(${after}`, upTo, 'COUNT', count)) as Array<[string, string[]]>;
     const entries: FeedEntry[] = [];
     for (const [id, fields] of raw) {
       const entry = decode(id, fields);
-      if (entry) entries.push(entry);
+      // A copy appended again after a failover, of an entry the client had (read here at or before its id), is not sent again.
+      if (entry && !this.readKeys.hadBefore(entry.key, id, since)) entries.push(entry);
     }
     // `next`: where the following page starts, when this one was full (else `upTo` was reached).
     return { entries, next: raw.length >= count ? (raw.at(-1)?.[0] ?? null) : null };
