@@ -35,9 +35,9 @@ export interface RedisConfig {
   tls: boolean;
   keyPrefix: string;
   /**
-   * Replicas that must acknowledge a batch of webhook events before the producer lets it go
-   * (WAIT); 1 by default on cluster and sentinel, so a master killed right after a write loses
-   * nothing; 0 skips the wait.
+   * Replicas that must acknowledge a batch of webhook events, or of subscription changes, before
+   * its writer lets it go (WAIT); 1 by default on cluster and sentinel, so a master killed right
+   * after a write loses nothing; 0 skips the wait.
    */
   waitForReplicas: number;
   /**

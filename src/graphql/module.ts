@@ -247,6 +247,7 @@ function subscriptionsOf(context: AppContext, backend: { reader: HttpBackendRead
     defaultDb: settings.defaultDb,
     settings: config.subscriptions,
     waitForReplicas: config.redis.waitForReplicas,
+    ...(config.redis.waitForReplicas > 0 ? { publishing: context.connections.writer('subscription-publisher') } : {}),
     collectionPath: settings.backend.collectionPath,
     reader,
     readPolicy,

@@ -20,6 +20,8 @@ export interface RedisConnections {
   topology: RedisTopology;
   /** A new connection for a blocking reader whose commands block up to `blockMs`; closed by `close()`. */
   blocking(name: string, blockMs: number): Redis;
+  /** A new connection that behaves as `commands`, for a writer whose WAIT must not hold up the commands queued behind it; closed by `close()`. */
+  writer(name: string): Redis;
   close(): Promise<void>;
 }
 
@@ -240,7 +242,8 @@ export function createRedisConnections(target: RedisTarget, name: string): Redis
   // lose data (the webhook queue) keep it themselves and retry. Commands already sent when Redis
   // froze fail at their deadline (redis.commandTimeoutMs) rather than wait out the freeze, even
   // when the stall watchdog's reconnect resends them.
-  const commands = open('commands', { offlineQueue: false, maxRetriesPerRequest: 1, stalls: { stallMs: STALL_MS }, commandTimeoutMs: target.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS });
+  const commandsRole: RoleOptions = { offlineQueue: false, maxRetriesPerRequest: 1, stalls: { stallMs: STALL_MS }, commandTimeoutMs: target.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS };
+  const commands = open('commands', commandsRole);
   // The subscriber sends nothing once subscribed: it PINGs so that a frozen master is noticed
   // and the change bus follows the promoted replica (else revocations would wait for the caches' bound).
   const subscriber = open('subscriber', { offlineQueue: true, maxRetriesPerRequest: null, subscriber: true, stalls: { stallMs: STALL_MS, probeEveryMs: 2000 } });
@@ -249,6 +252,7 @@ export function createRedisConnections(target: RedisTarget, name: string): Redis
     subscriber,
     topology: topologyOf(target),
     blocking: (role, blockMs) => open(role, { offlineQueue: true, maxRetriesPerRequest: null, stalls: { stallMs: blockMs + STALL_MS } }),
+    writer: (role) => open(role, commandsRole),
     async close() {
       await Promise.allSettled(opened.map(closeRedis));
     },

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 
 /** What a script needs of a connection: ioredis's Redis and Cluster both fit. */
 export interface ScriptRunner {
@@ -43,29 +43,19 @@ export class RedisScript {
   }
 
   /**
-   * `runWith` and then WAIT for `replicas` replicas (at most `timeoutMs`), pipelined: one round
-   * trip, and on a cluster the WAIT reaches the master that ran the script (the pipeline follows
-   * the script's key). The script's failure throws; the WAIT's outcome is returned beside its reply
-   * (how many replicas acknowledged, or why the WAIT failed: the script may have run all the same).
+   * `runWith` and then one more command (`then`: a WAIT, say) pipelined behind it: one round trip,
+   * and on a cluster that command reaches the master that ran the script (the pipeline follows
+   * the script's key). The script's failure throws; the other command's outcome is returned beside
+   * the script's reply (its reply, or its error: the script may have run all the same).
    */
-  async runWithThenWait(redis: Redis, keysAndArgs: Array<string | Buffer | number>, replicas: number, timeoutMs: number): Promise<{ reply: unknown; acked: number | Error }> {
+  async runWithThen(redis: Redis, keysAndArgs: Array<string | Buffer | number>, then: (pipeline: ChainableCommander) => ChainableCommander): Promise<{ reply: unknown; then: unknown }> {
     const args = keysAndArgs as [number, ...Array<string | Buffer | number>];
-    let replies = await redis
-      .pipeline()
-      .evalsha(this.sha, ...args)
-      .wait(replicas, timeoutMs)
-      .exec();
-    if (String((replies?.[0]?.[0] as Error | null)?.message).startsWith('NOSCRIPT')) {
-      replies = await redis
-        .pipeline()
-        .eval(this.source, ...args)
-        .wait(replicas, timeoutMs)
-        .exec();
-    }
+    let replies = await then(redis.pipeline().evalsha(this.sha, ...args)).exec();
+    if (String((replies?.[0]?.[0] as Error | null)?.message).startsWith('NOSCRIPT')) replies = await then(redis.pipeline().eval(this.source, ...args)).exec();
     const [scriptError, reply] = replies?.[0] ?? [new Error('the script was not answered'), null];
     if (scriptError) throw scriptError;
-    const [waitError, acked] = replies?.[1] ?? [new Error('the replica wait was not answered'), 0];
-    return { reply, acked: waitError ?? Number(acked) };
+    const [thenError, thenReply] = replies?.[1] ?? [new Error('the command after the script was not answered'), null];
+    return { reply, then: thenError ?? thenReply };
   }
 
   /** `run`, with the answer's bulk strings as Buffers (a recorded body may be any bytes). */

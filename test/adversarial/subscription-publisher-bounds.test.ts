@@ -2,7 +2,9 @@
  * Issue 53 item 11, the writer's side of the change feed against a real redis-server that stops:
  * changes written while Redis is away wait (bounded) and are appended once it is back, in order;
  * what the bound drops is never dropped silently: a gap entry naming the collection and the count
- * goes to the feed first. A batch sent twice (the same token) is appended once.
+ * goes to the feed first. A batch sent twice (the same token) is appended once. With replicas
+ * wanted (redis.waitForReplicas) a replica that stops acknowledging costs one batch 1 s, the next
+ * ones nothing, and once it is back batches wait for it again.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -74,5 +76,48 @@ describe('the change feed publisher under a Redis outage (issue 53 item 11)', ()
     expect(first).toEqual([1, member('shop', 'orders')]);
     expect(again).toEqual([-1]);
     expect(await redis.client.xlen(keys.subscriptionFeed)).toBe(before + 1);
+  });
+
+  it('a replica that stops acknowledging costs one batch the 1 s wait and later ones nothing; once it is back, batches wait for it again', { timeout: 60_000 }, async () => {
+    const replica = await startTestRedis();
+    const pid = Number(/process_id:(\d+)/.exec(await replica.client.info('server'))?.[1]);
+    const shortfalls: string[] = [];
+    const publisher = new FeedPublisher({
+      redis: conn,
+      feedKey: keys.subscriptionFeed,
+      claimsKey: keys.subscribedCollections,
+      batchKey: keys.subscriptionFeedBatch,
+      retention: { changes: 100_000, minutes: 10 },
+      waitForReplicas: 1,
+      onError: (error) => shortfalls.push(String(error)),
+    });
+    const timed = async (i: number) => {
+      const started = performance.now();
+      await publisher.track([{ db: 'shop', collection: 'orders', op: 'insert' as const, _id: `r${i}` }], member).attempted;
+      return performance.now() - started;
+    };
+    try {
+      await replica.client.replicaof('127.0.0.1', redis.port);
+      await until(async () => /master_link_status:up/.test(await replica.client.info('replication')), 'the replica in sync');
+      expect(await timed(0)).toBeLessThan(500);
+      process.kill(pid, 'SIGSTOP');
+      expect(await timed(1)).toBeGreaterThanOrEqual(950);
+      expect(shortfalls).toHaveLength(1);
+      expect(shortfalls[0]).toMatch(/0 of 1 replica/);
+      for (let i = 2; i < 12; i++) expect(await timed(i)).toBeLessThan(200);
+      process.kill(pid, 'SIGCONT');
+      // Back: a ROLE once a second finds it caught up; then a batch waits again, so a second freeze costs one batch 1 s again.
+      for (let i = 12; i < 52; i++) {
+        await timed(i);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      process.kill(pid, 'SIGSTOP');
+      expect(await timed(52)).toBeGreaterThanOrEqual(950);
+      expect(shortfalls).toHaveLength(2);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+      await publisher.stop();
+      await replica.close();
+    }
   });
 });

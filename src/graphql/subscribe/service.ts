@@ -37,6 +37,8 @@ export interface SubscriptionServiceOptions {
   readonly settings: SubscriptionsConfig;
   /** redis.waitForReplicas: replicas that must hold a batch of changes before the writer lets it go. */
   readonly waitForReplicas?: number;
+  /** With waitForReplicas: the publisher's own connection (its WAITs hold up what follows them). */
+  readonly publishing?: Redis;
   readonly collectionPath: string;
   readonly reader: BackendReader;
   readonly readPolicy: ReadPolicy | undefined;
@@ -103,7 +105,7 @@ export class SubscriptionService {
       claimsKey: o.claimsKey,
       batchKey: o.batchKey,
       retention: o.settings.retention,
-      ...(o.waitForReplicas ? { waitForReplicas: o.waitForReplicas } : {}),
+      ...(o.waitForReplicas ? { waitForReplicas: o.waitForReplicas, publishing: o.publishing ?? o.redis } : {}),
       onError: o.onError,
     });
     this.hub = new SubscriptionHub({

@@ -28,11 +28,13 @@ import { renewSubscriptionClaims } from '../../../store/scripts/subscriptions/re
 import type { Change, FeedChange } from '../change.js';
 import { comparePositions, isPosition, positionTime } from './positions.js';
 import { decode, FeedPublisher, publishAround, type FeedEntry, type FeedGap } from './publisher.js';
-import { keyOf, readFrom, ReadKeys, WENT_BACK } from './read-keys.js';
+import { keyOf, readFrom, ReadKeys, trimmedAfter, WENT_BACK } from './read-keys.js';
 import type { EndReason } from '../subscription.js';
 
 export interface FeedOptions {
   readonly redis: Redis;
+  /** The publisher's connection, when its WAITs need one of their own (else `redis`). */
+  readonly publishing?: Redis;
   /** A connection of its own for XREAD BLOCK. */
   readonly blocking: Redis;
   /** Claims are announced here too: a hint for which writes to read back, never for publication. */
@@ -89,6 +91,7 @@ export class ChangeFeed {
   constructor(private readonly o: FeedOptions) {
     this.publisher = new FeedPublisher({
       ...o,
+      redis: o.publishing ?? o.redis,
       onClaims: (claimed, unclaimed) => {
         for (const m of claimed) this.heardClaimed.set(m, Date.now() + CLAIM_TTL_MS);
         for (const m of unclaimed) this.heardClaimed.delete(m);
@@ -342,14 +345,9 @@ export class ChangeFeed {
     return firstId === undefined || comparePositions(firstId, since) > 0 ? this.trimmedAfter(since) : false;
   }
 
-  /** Were entries after `since` trimmed? Redis 7 keeps the largest deleted id (XINFO STREAM). */
-  private async trimmedAfter(since: string): Promise<boolean> {
-    const info = (await this.o.redis.call('XINFO', 'STREAM', this.o.feedKey).catch(() => null)) as unknown[] | null;
-    if (!info) return true;
-    const at = info.indexOf('max-deleted-entry-id');
-    const maxDeleted = at >= 0 ? String(info[at + 1]) : undefined;
-    if (maxDeleted === undefined || !isPosition(maxDeleted)) return true;
-    return comparePositions(maxDeleted, since) > 0;
+  /** Were entries after `since` trimmed (read-keys.ts)? */
+  private trimmedAfter(since: string): Promise<boolean> {
+    return trimmedAfter(this.o.redis, this.o.feedKey, since);
   }
 
   /** While local subscribers exist: their claims renewed (lapsed ones told), others' lapsed ones swept, the feed trimmed. */

@@ -20,9 +20,7 @@
  * replica acknowledged it; a batch whose master was lost before that is sent again, with the same
  * token, to the promoted replica (appended once: the token came along if the batch did; a reader
  * that had read the lost copy skips the new one by its `k`, feed.ts). A replica that does not
- * acknowledge within REPLICA_WAIT_MS (slow, or gone for good) does not stall writers: the batch is
- * let go, logged once, and later batches wait only REPLICA_WAIT_DEGRADED_MS until one is
- * acknowledged again.
+ * acknowledge within a second (slow, or gone for good) does not stall writers: replica-wait.ts.
  *
  * A write's changes are published ahead of its answer and again, for what was not appended, once
  * the answer left (`publishAround`): see there for why both. Both halves of the stream's entry
@@ -33,6 +31,7 @@ import type { Redis } from 'ioredis';
 import { publishSubscribedChanges } from '../../../store/scripts/subscriptions/publish-subscribed-changes.js';
 import type { Change } from '../change.js';
 import type { EndReason } from '../subscription.js';
+import { ReplicaWait } from './replica-wait.js';
 
 export interface PublisherOptions {
   readonly redis: Redis;
@@ -161,10 +160,6 @@ const MAX_WAITING = 10_000;
 const MAX_WAITING_BYTES = 32 * 1024 * 1024;
 const RETRY_MIN_MS = 200;
 const RETRY_MAX_MS = 2000;
-/** How long a batch waits for a replica's acknowledgement before it is let go unreplicated (within AHEAD_WAIT_MS, the answer's wait). */
-const REPLICA_WAIT_MS = 1000;
-/** The same while replicas are short (the last wait timed out): a replica gone for good costs a batch this much. */
-const REPLICA_WAIT_DEGRADED_MS = 20;
 
 export class FeedPublisher {
   private queue: Entry[] = [];
@@ -174,13 +169,18 @@ export class FeedPublisher {
   private readonly lost = new Map<string, GapEntry>();
   private flushing: Promise<void> | null = null;
   private stopping = false;
-  /** The last replica wait timed out: the next ones are short, and the shortfall was logged. */
-  private replicasShort = false;
+  /** With replicas wanted: what follows each batch's script (replica-wait.ts). */
+  private readonly replicas: ReplicaWait | undefined;
   /** How long a batch is tried before it is given up (and announced as a gap). */
   private readonly giveUpMs: number;
 
   constructor(private readonly o: PublisherOptions) {
     this.giveUpMs = o.retention.minutes * 60_000;
+    const wanted = o.waitForReplicas ?? 0;
+    if (wanted > 0)
+      this.replicas = new ReplicaWait(wanted, (error) =>
+        o.onError(error, 'replicating subscription changes (let go unreplicated: a failover now could lose them; batches wait again once a replica catches up)'),
+      );
   }
 
   /** Changes waiting for Redis (tests, metrics). */
@@ -243,12 +243,11 @@ export class FeedPublisher {
         }
         const batch = this.batch;
         try {
-          const { reply, acked } = await this.send(batch);
+          const sent = await this.send(batch);
           // A batch sent again because its acknowledgement failed: its trackers and claims were told the first time.
-          if (!batch.appended) this.taken(batch, reply as unknown[]);
+          if (!batch.appended) this.taken(batch, sent.reply as unknown[]);
           batch.appended = true;
-          if (acked instanceof Error) throw acked;
-          this.replicated(acked);
+          if ('then' in sent) this.replicas?.answered(sent.then);
           this.batch = null;
           failures = 0;
         } catch (error) {
@@ -285,28 +284,14 @@ export class FeedPublisher {
     }
   }
 
-  /** The script, and with replicas wanted its WAIT in the same round trip (`acked` undefined: none wanted). */
-  private async send(batch: Batch): Promise<{ reply: unknown; acked?: number | Error }> {
+  /** The script, and with replicas wanted what follows it in the same round trip (replica-wait.ts). */
+  private async send(batch: Batch): Promise<{ reply: unknown; then?: unknown }> {
     const now = Date.now();
     const args: Array<string | number> = [3, this.o.feedKey, this.o.claimsKey, this.o.batchKey(batch.token), this.o.retention.changes, this.giveUpMs + 60_000, batch.token];
     for (const e of batch.entries) args.push(e.member, Math.max(0, now - e.at), e.field, e.payload);
-    const wanted = this.o.waitForReplicas ?? 0;
-    if (wanted <= 0) return { reply: await publishSubscribedChanges.runWith(this.o.redis, args) };
-    return publishSubscribedChanges.runWithThenWait(this.o.redis, args, wanted, this.replicasShort ? REPLICA_WAIT_DEGRADED_MS : REPLICA_WAIT_MS);
-  }
-
-  /** Replicas acknowledged `acked` of the wanted: too few is let go (never stalls writers), logged once per shortfall. */
-  private replicated(acked: number | undefined): void {
-    const wanted = this.o.waitForReplicas ?? 0;
-    if (acked === undefined || acked >= wanted) {
-      this.replicasShort = false;
-      return;
-    }
-    if (!this.replicasShort) {
-      const error = new Error(`${acked} of ${wanted} replica(s) acknowledged a batch within ${REPLICA_WAIT_MS} ms (redis.waitForReplicas)`);
-      this.o.onError(error, 'replicating subscription changes (let go unreplicated: a failover now could lose them; later batches wait 20 ms until a replica acknowledges)');
-    }
-    this.replicasShort = true;
+    const then = this.replicas?.next();
+    if (!then) return { reply: await publishSubscribedChanges.runWith(this.o.redis, args) };
+    return publishSubscribedChanges.runWithThen(this.o.redis, args, then);
   }
 
   /** Changes that will not reach the feed: counted per collection for the next gap entry. */

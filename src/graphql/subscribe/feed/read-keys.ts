@@ -17,7 +17,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { EndReason } from '../subscription.js';
-import { comparePositions } from './positions.js';
+import { comparePositions, isPosition } from './positions.js';
 
 /** A feed that went back further than a reader can follow (`readFrom`'s `lost`). */
 export const WENT_BACK: EndReason = {
@@ -92,4 +92,14 @@ export async function newestId(redis: Redis, key: string): Promise<string> {
   }
   const at = info.indexOf('last-generated-id');
   return at >= 0 ? String(info[at + 1]) : '0-0';
+}
+
+/** Were entries after `since` trimmed? Redis 7 keeps the largest deleted id (XINFO STREAM); unknown counts as trimmed. */
+export async function trimmedAfter(redis: Redis, key: string, since: string): Promise<boolean> {
+  const info = (await redis.call('XINFO', 'STREAM', key).catch(() => null)) as unknown[] | null;
+  if (!info) return true;
+  const at = info.indexOf('max-deleted-entry-id');
+  const maxDeleted = at >= 0 ? String(info[at + 1]) : undefined;
+  if (maxDeleted === undefined || !isPosition(maxDeleted)) return true;
+  return comparePositions(maxDeleted, since) > 0;
 }
