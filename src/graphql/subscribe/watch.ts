@@ -11,7 +11,7 @@ import type { RequestScope } from '../../http/scope.js';
 import type { RequestContext } from '../types.js';
 import { readsShared, type Change, type FeedChange } from './change.js';
 import type { FeedGap } from './feed/publisher.js';
-import { DELETE_SEEN, seeAll, type SeenOptions } from './seen.js';
+import { DELETE_SEEN, seeAll, seenBefore, type SeenOptions } from './seen.js';
 import type { SubscriptionService } from './service.js';
 
 export { DELETE_SEEN };
@@ -33,6 +33,8 @@ export interface ChangeWatch {
   alsoWanted(wanted: (db: string, collection: string) => boolean): void;
   /** Per change of one collection, in order: what this identity may see of it (a document, `DELETE_SEEN`), or null. */
   see(changes: readonly Change[], ctx: RequestContext): Promise<unknown[]>;
+  /** Per change of one collection, in order: whether this identity could read the state an update carries from before it (`before`). */
+  seeBefore(changes: readonly Change[], ctx: RequestContext): Promise<boolean[]>;
   /** The backend identity a caller's reads carry, as a GraphQL subscriber's. */
   contextOf(scope: RequestScope): RequestContext;
 }
@@ -56,6 +58,7 @@ export function createChangeWatch(service: SubscriptionService, seen: SeenOption
       const views = await seeAll(seen, changes, [{ key: 'one', ctx }], readsShared(ctx));
       return views.get('one') ?? changes.map(() => null);
     },
+    seeBefore: (changes, ctx) => seenBefore(seen, changes, ctx, readsShared(ctx)),
     contextOf,
   };
 }

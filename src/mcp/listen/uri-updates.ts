@@ -228,13 +228,25 @@ export class UriUpdates {
       this.watch.contextOf(first.scope),
     );
     const afterOf = new Map(order.map((i, k) => [i, seen[k] !== null && seen[k] !== undefined]));
+    // An update that carries its state before (SPEC §11.1): could this identity read that state? Decided only where after says no.
+    const beforeAt = order.filter((i) => !afterOf.get(i) && changes[i]!.before !== undefined);
+    const couldBefore =
+      beforeAt.length === 0
+        ? []
+        : await this.watch.seeBefore(
+            beforeAt.map((i) => changes[i]!),
+            this.watch.contextOf(first.scope),
+          );
+    const beforeOf = new Map(beforeAt.map((i, k) => [i, couldBefore[k] === true]));
     for (const [w, { whole, docs, at }] of wanted) {
       for (const i of at) {
         const idKey = canonicalKey(changes[i]!._id);
         const after = afterOf.get(i) === true;
         const key = knownKey(db, collection, idKey);
-        const before = w.known.get(key) ?? false;
-        remember(w.known, key, after);
+        // Told when it could read the state before this write (carried), or at its own last change of the document.
+        const before = beforeOf.get(i) === true || (w.known.get(key) ?? false);
+        // A deleted document is readable by nobody from now on (an insert of its `_id` later is another document's first state).
+        remember(w.known, key, after && changes[i]!.op !== 'delete');
         if (!(before || after) || !w.open) continue;
         if (whole) w.send(whole.uri);
         for (const u of docs) if (u.idKey === idKey) w.send(u.uri);
