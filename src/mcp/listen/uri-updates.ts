@@ -10,10 +10,11 @@
  * acknowledgement reaches it), and "may read it after" is the subscriber's own decision (seen.ts:
  * the listener's readFilter on the change's unprojected state, its own re-read where the backend
  * may decide otherwise), made again for each change under the listener's current permissions.
- * "Could read it before" is what that decision said at the listener's previous change of the same
- * document (a document URI is decided once when it is watched); a document a collection listener
- * has not seen change since it started counts as not readable before, so a first write that takes
- * it out of the listener's readFilter is not told (docs/agents.md). A permission change forgets
+ * "Could read it before": the listener's readFilter on the state the change carries from before
+ * its write (`before`, or a delete's document: read before the write was sent, issue 51), or what
+ * the decision said at the listener's previous change of the same document (a document URI is
+ * decided once when it is watched); without either (the read failed), a document a collection
+ * listener has not seen change counts as not readable before (docs/agents.md). A permission change forgets
  * what was known and decides document URIs again; a listener that may no longer `GET` the
  * collection (or whose `mcp.resources` no longer exposes it) is told nothing of it.
  */
