@@ -3,8 +3,8 @@
  * official v2 SDK client (issue 51): a collection listener whose readFilter is `{owner: "@user.id"}`
  * is told when a document it could read, untouched since it started listening, leaves its
  * readFilter or is deleted, through REST or a GraphQL mutation on the other replica: the change
- * carries the document's state before the write (read before the write was forwarded). A
- * listener whose readFilter matches neither state is not told.
+ * carries the document's state before the write (read before the write was forwarded, and only
+ * when a collection listener wants it). A listener whose readFilter matches neither state is not told.
  */
 import type { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -62,6 +62,24 @@ describe('Outrigger MCP server: a write that takes a document out of a listener\
     expect(res.status, res.text).toBe(200);
     expect(res.json.errors, res.text).toBeUndefined();
   }
+
+  it('the state before is read only when a collection listener wants it: a document URI alone makes no read before a PATCH, a collection URI one GET by _id', async () => {
+    const b = await replicaB();
+    const alice = await connect(b.url, ALICE);
+    /** The backend requests a PATCH of order n through A made, in order: `GET` for a read naming its _id. */
+    const seenFor = async (n: number): Promise<string[]> => {
+      stack.backend.clearRequests();
+      await rest('PATCH', n, { $inc: { total: 1 } });
+      return stack.backend.requests.filter((r) => r.method === 'PATCH' || (r.method === 'GET' && r.url.includes(hex(n)))).map((r) => r.method);
+    };
+    const docSub = await alice.client.listen({ resourceSubscriptions: [`${ORDERS}/${hex(9)}`] });
+    // Order 9 is bob's: the PATCH, then its state read back for the change (SPEC §6.5), nothing before.
+    expect(await seenFor(9)).toEqual(['PATCH', 'GET']);
+    const collectionSub = await alice.client.listen({ resourceSubscriptions: [ORDERS] });
+    expect(await seenFor(9)).toEqual(['GET', 'PATCH', 'GET']);
+    await docSub.close();
+    await collectionSub.close();
+  });
 
   it('REST: alice\u2019s collection listener is told when her untouched order is PATCHed to bob and when one is DELETEd; bob only of what he can read after', async () => {
     const b = await replicaB();

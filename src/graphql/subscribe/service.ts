@@ -131,11 +131,12 @@ export class SubscriptionService {
   /**
    * The state before a single-document write (SPEC §11.1: who could read it before is told), read
    * as the writer's backend identity, the identity its state after is read with; only when some
-   * replica is known to claim the collection (as `worthCapturing`). Undefined: nothing read.
+   * replica is known to want it (feed.ts `StateBefore`: an MCP collection listener, or for a
+   * delete a GraphQL subscriber to deletes). Undefined: nothing read.
    */
   private stateBefore(target: CollectionTarget, method: string, query: string, ctxOf: () => RequestContext): Promise<{ doc: unknown; shared: boolean } | undefined> | undefined {
     const doc = documentWritten(target, method, query);
-    if (!doc || !this.feed.likelyClaimed(doc.db, doc.collection)) return undefined;
+    if (!doc || !(this.feed.likelyClaimed(doc.db, doc.collection, 'before') || (method === 'DELETE' && this.feed.likelyClaimed(doc.db, doc.collection, 'deletes')))) return undefined;
     const ctx = ctxOf();
     return readBefore(this.o.reader, ctx, doc, this.o.onError).then((found) => (found === undefined ? undefined : { doc: found, shared: readsShared(ctx) }));
   }

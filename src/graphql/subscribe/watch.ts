@@ -10,6 +10,7 @@
 import type { RequestScope } from '../../http/scope.js';
 import type { RequestContext } from '../types.js';
 import { readsShared, type Change, type FeedChange } from './change.js';
+import type { StateBefore } from './feed/feed.js';
 import type { FeedGap } from './feed/publisher.js';
 import { DELETE_SEEN, seeAll, seenBefore, type SeenOptions } from './seen.js';
 import type { SubscriptionService } from './service.js';
@@ -18,9 +19,9 @@ export { DELETE_SEEN };
 export type { FeedGap };
 
 export interface ChangeWatch {
-  /** Claims the collection's changes (resolves once Redis holds the claim; throws when it cannot). */
-  claim(db: string, collection: string): Promise<void>;
-  release(db: string, collection: string): void;
+  /** Claims the collection's changes (resolves once Redis holds the claim; throws when it cannot); `also`: its writes' states before them too. */
+  claim(db: string, collection: string, also?: StateBefore): Promise<void>;
+  release(db: string, collection: string, also?: StateBefore): void;
   /** Each read's changes, in feed order; returns the unsubscribe. */
   onChanges(sink: (changes: readonly FeedChange[]) => void): () => void;
   /**
@@ -41,8 +42,8 @@ export interface ChangeWatch {
 
 export function createChangeWatch(service: SubscriptionService, seen: SeenOptions, contextOf: (scope: RequestScope) => RequestContext): ChangeWatch {
   return {
-    claim: (db, collection) => service.feed.claim(db, collection),
-    release: (db, collection) => service.feed.release(db, collection),
+    claim: (db, collection, also) => service.feed.claim(db, collection, also),
+    release: (db, collection, also) => service.feed.release(db, collection, also),
     onChanges(sink) {
       service.taps.add(sink);
       return () => void service.taps.delete(sink);

@@ -92,14 +92,16 @@ export class UriUpdates {
   async add(scope: RequestScope, uris: readonly WatchedUri[], send: (uri: string) => void): Promise<() => void> {
     const watcher: Watcher = { scope, identity: identityOf(scope), uris, send, known: new Map(), open: true };
     const collections = [...new Map(uris.map((u) => [collectionKey(u.db, u.collection), u])).entries()];
+    // A collection URI wants each write's state before it (issue 51); a document URI was decided when watched.
+    const also = (u: WatchedUri) => (uris.some((w) => w.idKey === null && w.db === u.db && w.collection === u.collection) ? ('before' as const) : undefined);
     const claimed: WatchedUri[] = [];
     try {
       for (const [, u] of collections) {
-        await this.watch.claim(u.db, u.collection);
+        await this.watch.claim(u.db, u.collection, also(u));
         claimed.push(u);
       }
     } catch (error) {
-      for (const u of claimed) this.watch.release(u.db, u.collection);
+      for (const u of claimed) this.watch.release(u.db, u.collection, also(u));
       throw error;
     }
     for (const [key] of collections) {
@@ -115,7 +117,7 @@ export class UriUpdates {
         const set = this.byCollection.get(key);
         set?.delete(watcher);
         if (set?.size === 0) this.byCollection.delete(key);
-        this.watch.release(u.db, u.collection);
+        this.watch.release(u.db, u.collection, also(u));
       }
     };
   }
