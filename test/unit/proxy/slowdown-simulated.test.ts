@@ -52,7 +52,7 @@ async function simulate(seconds: number, serviceMs: (second: number) => number):
           const sent = performance.now();
           const done = () => {
             const now = performance.now();
-            limit.sample(now - sent, now);
+            limit.sample(now - sent, now, slots.activeCount);
             slots.release('bench');
             second.admitted.push(now - arrived);
           };
@@ -93,5 +93,20 @@ describe('the bench slowdown on virtual time', () => {
     expect(slow.length).toBeGreaterThan(6 * 70);
     expect(p99(slow), `admitted p99 while slow`).toBeLessThanOrEqual(2 * 200);
     for (const s of seconds.slice(14)) expect(s.admitted.length).toBeGreaterThanOrEqual(0.9 * RATE);
+  });
+
+  it('a slowdown that outlasts the re-measures settles near the slowed backend instead of swinging or creeping up', async () => {
+    vi.useFakeTimers();
+    // 40 s at 200 ms: the minimum is re-measured four times while the backend is slow.
+    const seconds = await simulate(50, (s) => (s >= 5 && s < 45 ? 200 : 20));
+    // Re-measured at the floor (20 in flight, 4 of them queued inside the backend), the minimum is ~250 ms:
+    // the limit grows once against it, by headroom only, and holds; later periods, above the floor, keep it.
+    const settled = seconds.slice(23, 45);
+    const limits = settled.map((s) => s.limit);
+    expect(Math.max(...limits), `limits ${limits.join(' ')}`).toBeLessThanOrEqual(40);
+    expect(Math.min(...limits)).toBeGreaterThanOrEqual(ADAPTIVE_DEFAULTS.minLimit);
+    expect(p99(settled.flatMap((s) => s.admitted)), 'admitted p99 once settled').toBeLessThanOrEqual(2 * 200);
+    expect(p99(seconds.slice(7, 45).flatMap((s) => s.admitted)), 'admitted p99 over the whole slowdown').toBeLessThanOrEqual(2.25 * 200);
+    for (const s of seconds.slice(46)) expect(s.admitted.length).toBeGreaterThanOrEqual(0.9 * RATE);
   });
 });
