@@ -2,9 +2,7 @@
  * The response cache's section of the report (bench/lib/cache-section.mjs measures it): one table
  * and three targets (SPEC §12, issue 47).
  */
-const f = (v, d = 0) => (v === null || v === undefined || Number.isNaN(v) ? '–' : Number(v).toFixed(d));
-const sp = (s, d = 0) => (s.median === null ? '–' : s.n > 1 ? `${f(s.median, d)} (${f(s.min, d)}–${f(s.max, d)})` : f(s.median, d));
-const table = (head, rows) => [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+import { f, sp, table } from './format.mjs';
 
 /** @returns {{markdown: string, console: string, targets: object[]}} */
 export function renderCache(cache) {
