@@ -20,7 +20,7 @@ import { startMinimalWorker } from './lib/minimal-worker.mjs';
 import { forkServer, machineBusyMicros, ownTreeCpuMicros, sleep, stopAll, stopAllOnExit } from './lib/processes.mjs';
 import { gitDescribe } from './lib/git.mjs';
 import { commandCounters, commandDelta, startRedis, streamEvents } from './lib/redis.mjs';
-import { renderResults } from './lib/report.mjs';
+import { renderResults } from './lib/report/report.mjs';
 import { cacheSection } from './lib/cache-section.mjs';
 import { measureDeliveryLatency, measureDrain, until } from './lib/drain.mjs';
 import { GRAPHQL_APP, GRAPHQL_PERMISSIONS, GRAPHQL_SHAPES, KEYS_PERMISSION, PASS_PATH, matchingWebhook, passThroughScenarios } from './lib/scenarios.mjs';

@@ -53,17 +53,26 @@ export function scopeClassifier(collectionPath: string): (path: string) => Cache
 }
 
 export const SLOTS = 4096;
+/**
+ * Documents get more slots than collections and dbs: a write to a document drops every document
+ * read sharing its slot, and a service's documents are many. With 4,096 slots, 1,000 documents
+ * read and written at random (bench, 90 % reads / 10 % writes) cost 13 % more backend reads than
+ * a cache that drops only the written document must make (2,326 against at least 2,059): a write
+ * dropped 0.15 other documents on average. With 65,536 (512 KiB of counters per process) none of
+ * those 1,000 share a slot, and of 10,000 documents a write drops 0.13 others (2.4 with 4,096).
+ */
+export const DOCUMENT_SLOTS = 65_536;
 
-/** FNV-1a: a fast, well-spread hash of a short name into a slot. */
-export function slotOf(name: string): number {
+/** FNV-1a: a fast, well-spread hash of a short name into `slots` slots. */
+export function slotOf(name: string, slots = SLOTS): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
-  return (h >>> 0) % SLOTS;
+  return (h >>> 0) % slots;
 }
 
 /** The slot of a document's own counter (`db/coll/id`). */
 export function documentSlot(scope: { readonly db: string; readonly collection: string; readonly document?: string }): number {
-  return slotOf(`${scope.db}/${scope.collection}/${scope.document ?? ''}`);
+  return slotOf(`${scope.db}/${scope.collection}/${scope.document ?? ''}`, DOCUMENT_SLOTS);
 }
 
 /**
@@ -76,7 +85,7 @@ export function documentSlot(scope: { readonly db: string; readonly collection: 
 export class Generations {
   private readonly collections = new Float64Array(SLOTS);
   private readonly queries = new Float64Array(SLOTS);
-  private readonly documents = new Float64Array(SLOTS);
+  private readonly documents = new Float64Array(DOCUMENT_SLOTS);
   private readonly dbs = new Float64Array(SLOTS);
   private readonly dbReads = new Float64Array(SLOTS);
   private all = 0;

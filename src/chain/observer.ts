@@ -15,6 +15,12 @@ export interface ObservedRequest {
   onRequestData(chunk: Buffer): void;
   onResponseHead(statusCode: number, headers: OutgoingHttpHeaders): void;
   onResponseData(chunk: Buffer): void;
+  /**
+   * Proxied requests only: something to read before the request goes upstream (subscriptions:
+   * the written document's state before the write). The request waits for the promise; undefined
+   * (the usual answer) costs nothing.
+   */
+  beforeForward?(): Promise<void> | undefined;
   /** Proxied responses only: see `ResponseObserver.beforeAnswer` (the answer waits for it). */
   beforeAnswer?(statusCode: number, headers: Record<string, string | string[] | undefined>): ((body: Buffer) => Promise<void>) | undefined;
   /** Once, when the response finished or the connection closed. */
@@ -90,6 +96,10 @@ export function combineObservers(observers: readonly RequestObserver[]): Request
         onRequestData: (chunk) => all.forEach((o) => o.onRequestData(chunk)),
         onResponseHead: (status, headers) => all.forEach((o) => o.onResponseHead(status, headers)),
         onResponseData: (chunk) => all.forEach((o) => o.onResponseData(chunk)),
+        beforeForward: () => {
+          const waits = all.map((o) => o.beforeForward?.()).filter((w) => w !== undefined);
+          return waits.length === 0 ? undefined : Promise.all(waits).then(() => undefined);
+        },
         beforeAnswer: (status, headers) => {
           const waits = all.map((o) => o.beforeAnswer?.(status, headers)).filter((w) => w !== undefined);
           if (waits.length === 0) return undefined;

@@ -17,7 +17,7 @@ export interface AdaptiveConcurrencyConfig {
   /** Latency up to this multiple of the minimum counts as no queueing (Gradient2's rttTolerance; Envoy's buffer is 1.25). */
   tolerance: number;
   /**
-   * And up to this many milliseconds more: a backend answering in 0.2 ms shows Outrigger's own
+   * Or up to this many milliseconds more, whichever is larger: a backend answering in 0.2 ms shows Outrigger's own
    * scheduling as a tenfold latency, which is no sign of a backend in trouble.
    */
   toleranceMs: number;

@@ -49,8 +49,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
   const subscriptions = subscriptionsOf(context, { reader, readPolicy, serviceAuth });
   const onWrite: WriteObserver = (w, ctx) => {
     const held = subscriptions.observeWrite(w, ctx);
-    if (!writeExchanges) return held;
-    writeExchanges(writeExchangeOf(w, ctx));
+    writeExchanges?.(writeExchangeOf(w, ctx));
     return held;
   };
   const registry = new GraphqlAppRegistry({
@@ -59,6 +58,7 @@ export async function createGraphqlModule(context: AppContext, options: FeatureM
     reader,
     writer,
     onWrite,
+    beforeWrite: subscriptions.readBefore,
     ...(writePolicy ? { writePolicy } : {}),
     ...(readPolicy ? { readPolicy } : {}),
     onError: (error, ctx) => logger.error({ err: error, requestId: ctx.requestId }, 'unexpected error while resolving a GraphQL query'),

@@ -187,6 +187,13 @@ export type WriteDecision = { readonly allow: true } | { readonly allow: false; 
 export type WritePolicy = (target: { readonly method: string; readonly path: string; readonly query: string; readonly body: unknown }, ctx: RequestContext) => WriteDecision;
 
 /** Told of every backend write a mutation made, with what the backend answered (webhooks, recording). */
+/**
+ * Reads the document a single-document update or delete addresses before it is sent, when its
+ * state matters to someone (subscriptions: a listener's readFilter the write takes it out of).
+ * Undefined when nothing is read; the promise never rejects and gives undefined when not found.
+ */
+export type BeforeWrite = (write: { readonly method: string; readonly path: string; readonly query: string }, ctx: RequestContext) => Promise<unknown> | undefined;
+
 export type WriteObserver = (
   write: {
     readonly method: string;
@@ -197,7 +204,10 @@ export type WriteObserver = (
     readonly operationName: string | null;
     /** The app's uri. */
     readonly app: string;
-    /** A single-document delete's document as read before it (the caller's readFilter applied, not its projectResponse), when the field returns it. */
+    /**
+     * A single-document write's document as read before it was sent, unprojected: a delete's
+     * whose field returns it (the caller's readFilter applied), else what `BeforeWrite` read.
+     */
     readonly before?: unknown;
   },
   ctx: RequestContext,

@@ -125,7 +125,7 @@ export abstract class UpstreamExchange implements Dispatcher.DispatchHandler, Sl
     guard.breaker.answered(status);
     if (guard.limit !== null) {
       const now = performance.now();
-      guard.limit.sample(now - this.sentAt, now);
+      guard.limit.sample(now - this.sentAt, now, guard.slots.activeCount);
     }
   }
 
@@ -141,7 +141,7 @@ export abstract class UpstreamExchange implements Dispatcher.DispatchHandler, Sl
     if (status === 504) {
       guard.breaker.failed('timeout');
       const now = performance.now();
-      guard.limit?.sample(now - this.sentAt, now);
+      guard.limit?.sample(now - this.sentAt, now, guard.slots.activeCount);
       return false;
     }
     guard.breaker.failed('unreachable');

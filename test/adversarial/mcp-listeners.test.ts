@@ -6,7 +6,9 @@
  * on one stream; two thousand listens from one agent (all but `subscriptions.maxPerPrincipal`
  * refused 429 naming it, the replica's count bounded); a document the listener may not read
  * (watched, but no write of it is ever told); a client's own `X-Outrigger-Outer-Answer` (the token
- * an MCP tool call's inner request names its `/mcp` answer by) holds nothing back.
+ * an MCP tool call's inner request names its `/mcp` answer by) holds nothing back; the state before
+ * a write (issue 51) tells a collection listener only of documents its own readFilter showed before
+ * (nothing of documents hidden before and after, also when the listener itself writes them).
  */
 import { randomUUID } from 'node:crypto';
 import type { Client as ClientV2 } from '@modelcontextprotocol/client';
@@ -19,6 +21,8 @@ import { until } from '../support/wait.js';
 
 const ROOT = basic('root', 'root-password');
 const ALICE = basic('alice', 'alice-password');
+const MALLORY = basic('mallory', 'mallory-password');
+const ORDERS = 'outrigger://shop/orders';
 const PER_PRINCIPAL = 4;
 const hex = (n: number) => n.toString(16).padStart(24, '0');
 
@@ -26,12 +30,15 @@ describe('agents listening: abuse', () => {
   const stack = useStack({
     service: 'mcp-listeners-abuse',
     backend: { data: shopData() },
-    users: { root: ['root'], alice: ['user'] },
+    users: { root: ['root'], alice: ['user'], mallory: ['writer'] },
     config: { acl: { mode: 'enforce' }, subscriptions: { maxPerPrincipal: PER_PRINCIPAL }, mcp: { server: 'outrigger', resources: ['path-prefix(/shop/orders)', 'path-prefix(/shop/products)'] } },
     permissions: {
       products: { predicate: 'method(GET) and path-prefix(/shop/products)', roles: ['user'], priority: 1 },
       'own-orders': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['user'], priority: 10, mongo: { readFilter: { owner: '@user.id' } } },
       users: { predicate: 'method(GET) and path-prefix(/shop/users)', roles: ['user'], priority: 1 },
+      // mallory may rewrite and delete any order, and read only her own.
+      'writer-reads': { predicate: 'method(GET) and path-prefix(/shop/orders)', roles: ['writer'], priority: 10, mongo: { readFilter: { owner: '@user.id' } } },
+      'writer-writes': { predicate: '(method(PATCH) or method(DELETE)) and path-prefix(/shop/orders)', roles: ['writer'], priority: 5 },
     },
     apps: { shop: shopAppWithTools({ mutations: true }) },
   });
@@ -39,8 +46,8 @@ describe('agents listening: abuse', () => {
   afterAll(async () => {
     for (const c of clients) await c.close().catch(() => {});
   });
-  const connect = async (mode: 'auto' | 'legacy') => {
-    const client = await mcpClientV2(stack.proxy.url, ALICE, mode);
+  const connect = async (mode: 'auto' | 'legacy', auth = ALICE) => {
+    const client = await mcpClientV2(stack.proxy.url, auth, mode);
     clients.push(client);
     return client;
   };
@@ -145,6 +152,47 @@ describe('agents listening: abuse', () => {
     while (told.length === 0 && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 300));
     expect(told).toEqual([`outrigger://shop/orders/${hex(1)}`]);
+    await sub.close();
+  });
+
+  /** A write through the proxy (the state before it is read first, as the writer: issue 51). */
+  const write = async (auth: string, method: 'PATCH' | 'DELETE', n: number, set?: Record<string, unknown>) => {
+    const res = await call(stack.proxy.url, `/shop/orders/${hex(n)}`, { method, auth, ...(set ? { body: { $set: set } } : {}) });
+    expect(res.status, res.text).toBeLessThan(300);
+  };
+  /** Told of `uri` (the last write of a row is one the listener must be told of): by then, feed order, every earlier one was decided. */
+  const toldOnce = async (told: string[], uri: string) => {
+    await until(() => told.length > 0, 'the listener told of the last write');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(told).toEqual([uri]);
+  };
+
+  it('the state before a write never tells a collection listener of a document its readFilter hid before and after; its own order given away is told', async () => {
+    const client = await connect('auto');
+    const told: string[] = [];
+    client.setNotificationHandler('notifications/resources/updated', (n) => void told.push(n.params.uri));
+    const sub = await client.listen({ resourceSubscriptions: [ORDERS] });
+    // Orders 26 and 29 are bob's, 27 carol's: given away, rewritten, deleted, alice never could read them.
+    await write(ROOT, 'PATCH', 26, { owner: 'carol' });
+    await write(ROOT, 'PATCH', 27, { total: 1 });
+    await write(ROOT, 'DELETE', 29);
+    // Order 31 is alice's, untouched since she listens: given to bob, she is told (she could read it before).
+    await write(ROOT, 'PATCH', 31, { owner: 'bob' });
+    await toldOnce(told, ORDERS);
+    await sub.close();
+  });
+
+  it('a listener that writes learns nothing through the state its own writes read first: alice’s orders it rewrites or deletes are not told, its own given away is', async () => {
+    await write(ROOT, 'PATCH', 32, { owner: 'mallory' });
+    const client = await connect('auto', MALLORY);
+    const told: string[] = [];
+    client.setNotificationHandler('notifications/resources/updated', (n) => void told.push(n.params.uri));
+    const sub = await client.listen({ resourceSubscriptions: [ORDERS] });
+    // Orders 34 and 37 are alice's: the state before each is read as mallory writes it, and her readFilter still decides.
+    await write(MALLORY, 'PATCH', 34, { owner: 'alice', total: 0 });
+    await write(MALLORY, 'DELETE', 37);
+    await write(MALLORY, 'PATCH', 32, { owner: 'alice' });
+    await toldOnce(told, ORDERS);
     await sub.close();
   });
 

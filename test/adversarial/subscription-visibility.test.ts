@@ -10,6 +10,8 @@
  *   writing one document after another would have its first write re-read after its second: an
  *   insert of "new" is still delivered as "new", and an order inserted as "shipped" and updated
  *   away at once is still delivered to `orderChanged(status: "shipped")`.
+ * - A REST DELETE carries the document as read before it was forwarded (issue 51): decided as a
+ *   GraphQL delete's, so a confidential order deleted through REST reaches no negative readFilter.
  * - A document too large to carry (over 16 KiB of JSON) is not written into the feed: its change
  *   is re-read by each subscriber, and still reaches only who may read it.
  * One replica, no upstream identity: every state is decided in process (seen.ts).
@@ -144,6 +146,29 @@ describe('subscriptions: who sees a change, and in which state (issue 53, items 
         } finally {
           await resumed.close();
         }
+      }
+    } finally {
+      for (const sub of subs) await sub.close();
+    }
+  });
+
+  it('a REST DELETE carries the state read before it (issue 51): a plain order deleted reaches every reader with its document, a confidential one no negative readFilter', async () => {
+    const query = `subscription { orderChanged(status: "gone") { ${CHANGE} } }`;
+    const subs = await Promise.all(Object.values(READERS).map((auth) => rawSse(proxy.url, 'vis', query, { auth })));
+    try {
+      await subscribed(proxy.url, 4);
+      const secret = await insert(CLERK, { status: 'gone', confidential: true, level: 'top', embargo: '2031', flag: 'y' });
+      const plain = await insert(CLERK, { status: 'gone' });
+      for (const id of [secret.id, plain.id]) expect((await call(proxy.url, `/shop/orders/${id}`, { method: 'DELETE', auth: CLERK })).status).toBe(204);
+      for (const sub of subs) {
+        await sub.waitForNexts(2);
+        await sleep(200); // anything delivered before the plain order's delete has arrived by now (feed order)
+        const got = sub.nexts().map((x) => x.payload.data?.orderChanged as { op: string; document: { number: number } | null });
+        // The insert and the delete of the plain order, the delete decided on the document as it was: never the confidential one.
+        expect(got.map((c) => [c.op, c.document?.number])).toEqual([
+          ['insert', plain.n],
+          ['delete', plain.n],
+        ]);
       }
     } finally {
       for (const sub of subs) await sub.close();

@@ -100,7 +100,8 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
       const created = await gql(proxy.url, 'subs', 'mutation { createOrder(number: 7001) { _id } }', { auth: BOB });
       expect(created.status).toBe(200);
       const id = created.json.data.createOrder._id.$oid as string;
-      // One subscriber on the document by id (carol: no readFilter), over WebSocket: sees the update and the delete.
+      // One subscriber on the document by id (carol: no readFilter), over WebSocket: sees the update and the delete, whose
+      // document (read before the REST DELETE was forwarded, as a GraphQL delete reads it: issue 51) is decided as an update's.
       const byId = wsSubscribe(proxy.url, 'subs', 'subscription($id: ObjectId!) { orderById(id: $id) { op id document { status } } }', { auth: CAROL, variables: { id } });
       const aliceById = sseSubscribe(proxy.url, 'subs', 'subscription($id: ObjectId!) { orderById(id: $id) { op id } }', { auth: ALICE, variables: { id } });
       opened.push(byId, aliceById);
@@ -115,7 +116,7 @@ describe('GraphQL subscriptions (SPEC §6.5)', () => {
       const byIdValues = await received(byId, 2);
       expect(byIdValues.map((v) => v.data!.orderById)).toEqual([
         { op: 'update', id, document: { status: 'paid' } },
-        { op: 'delete', id, document: null },
+        { op: 'delete', id, document: { status: 'paid' } },
       ]);
       // alice: her own order (the marker) only; bob's insert and update, and the delete (her permission has a readFilter), never.
       const aliceValues = await received(alice, 1);

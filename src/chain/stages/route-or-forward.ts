@@ -83,7 +83,13 @@ export function routeOrForwardStage({ forwarder, sendTimeoutMs }: RouteOrForward
 
   return {
     name: 'own route or forward',
-    run: (request) => (request.route ? ownRoute(request, request.route) : forward(request)),
+    run(request) {
+      if (request.route) return ownRoute(request, request.route);
+      // An observer may read something first (the written document's state, for listeners); otherwise forwarded at once.
+      const first = request.observed?.beforeForward?.();
+      if (first) return first.then(() => forward(request));
+      forward(request);
+    },
     failed(request, error) {
       const span = request.upstreamSpan;
       if (span === undefined) return;

@@ -22,7 +22,7 @@ import { compileTrustedDocuments, type TrustedDocuments } from '../document/trus
 import type { EngineSettings } from '../reads/backend-reads.js';
 import { depthLimitRule } from '../limits/depth-limit.js';
 import { DocumentCache, type PreparedDocument } from '../limits/document-cache.js';
-import { limitsOf, type BackendReader, type BackendWriter, type GraphqlLimits, type ReadPolicy, type RequestContext, type WriteObserver, type WritePolicy } from '../types.js';
+import { limitsOf, type BackendReader, type BackendWriter, type BeforeWrite, type GraphqlLimits, type ReadPolicy, type RequestContext, type WriteObserver, type WritePolicy } from '../types.js';
 import { compileWrites } from '../writes/compile.js';
 import { checkMutationPlan } from '../writes/plan.js';
 import { estimateCost, type CostEstimate, type CostLimits } from './cost/estimate.js';
@@ -54,6 +54,8 @@ export interface CompileOptions extends Partial<GraphqlLimits> {
   readonly writePolicy?: WritePolicy;
   /** Told of every backend write (the webhooks' exchanges). */
   readonly onWrite?: WriteObserver;
+  /** Reads a single-document write's state before it is sent (subscriptions' listeners). */
+  readonly beforeWrite?: BeforeWrite;
   /** Called with errors that are masked from the client (bugs, unexpected exceptions), for logging. */
   readonly onError?: (error: unknown, ctx: RequestContext) => void;
   /**
@@ -154,6 +156,7 @@ export function compileApp(app: GraphqlApp, opts: CompileOptions): CompiledApp {
       writer: opts.writer,
       writePolicy: opts.writePolicy,
       onWrite: opts.onWrite,
+      beforeWrite: opts.beforeWrite,
       appUri: normalized.descriptor.uri,
     },
     onError: opts.onError,

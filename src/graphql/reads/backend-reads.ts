@@ -4,7 +4,7 @@
  * implements it. They used to take `RequestState` itself, which constructs the batcher and holds
  * the prefetcher: a circle of four files (issue 26, circle 3).
  */
-import type { BackendRead, BackendReader, BackendWriter, GraphqlLimits, ReadPolicy, WriteObserver, WritePolicy } from '../types.js';
+import type { BackendRead, BackendReader, BackendWriter, BeforeWrite, GraphqlLimits, ReadPolicy, WriteObserver, WritePolicy } from '../types.js';
 
 export interface EngineSettings {
   readonly limits: GraphqlLimits;
@@ -19,6 +19,8 @@ export interface EngineSettings {
   readonly writePolicy?: WritePolicy | undefined;
   /** Told of each backend write (webhooks and recording see GraphQL writes). */
   readonly onWrite?: WriteObserver | undefined;
+  /** Reads a single-document write's state before it is sent, when someone listens (subscriptions). */
+  readonly beforeWrite?: BeforeWrite | undefined;
   /** The app's uri (for the exchanges its writes are). */
   readonly appUri?: string;
 }

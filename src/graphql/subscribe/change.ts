@@ -24,7 +24,14 @@ export interface Change {
    */
   readonly document?: unknown;
   /**
-   * The document was read without backend identity headers (`graphql.backend.auth: service`, or
+   * An update's document as the backend held it just before the write, read before the write was
+   * sent (`readBefore`), unprojected and bounded as `document` (SPEC §11.1: a change that takes a
+   * document out of a reader's readFilter tells those who could read it). A delete carries its
+   * state before as `document`. Absent when nobody was listening, or the read failed or found nothing.
+   */
+  readonly before?: unknown;
+  /**
+   * The document (and `before`) was read without backend identity headers (`graphql.backend.auth: service`, or
    * no identity the backend could tell apart), so the backend shows it alike to every subscriber
    * reading without them. Absent: read with the writer's identity, which the backend may show
    * more or less than another identity; such subscribers' own re-read then decides (seen.ts).
@@ -38,6 +45,8 @@ export const CARRIED_DOCUMENT_BYTES = 16 * 1024;
 const CAPTURE_BATCH = 100;
 /** A capture read that takes longer than this is given up (the change is published without its state). */
 const CAPTURE_TIMEOUT_MS = 5000;
+/** The read of a document's state before a write holds the write back: given up sooner (the change then goes without `before`). */
+export const BEFORE_TIMEOUT_MS = 1000;
 
 /** A change as the feed hands it out: its position in the stream (the SSE `id:`). */
 export interface FeedChange {
@@ -187,5 +196,40 @@ export async function captureStates(reader: BackendReader, ctx: RequestContext, 
     if (c.op === 'delete' || c.document !== undefined) return c;
     const doc = byId.get(canonicalKey(c._id));
     return doc === undefined ? c : { ...c, document: doc, ...(shared ? { shared: true as const } : {}) };
+  });
+}
+
+/** The document one write addresses (`PUT`, `PATCH` or `DELETE` of `/db/coll/<id>`), whose state before it is worth reading; undefined for any other write. */
+export function documentWritten(target: CollectionTarget, method: string, query: string): { db: string; collection: string; _id: unknown } | undefined {
+  const { segment } = target;
+  if (segment === undefined || segment === '*' || (method !== 'PUT' && method !== 'PATCH' && method !== 'DELETE')) return undefined;
+  const idType = query === '' ? null : new URLSearchParams(query).get('id_type');
+  return { db: target.db, collection: target.collection, _id: idFromSegment(segment, idType) };
+}
+
+/**
+ * The document as the backend holds it before a write of it is sent: read by `_id` with the
+ * writer's backend identity (as `captureStates` reads its state after), no readFilter or
+ * projection, within BEFORE_TIMEOUT_MS. Undefined when not found, over `CARRIED_DOCUMENT_BYTES`, or
+ * when the read failed (the change then goes without it, as before this existed). Never rejects.
+ */
+export async function readBefore(reader: BackendReader, ctx: RequestContext, doc: { db: string; collection: string; _id: unknown }, onError: (error: unknown, what: string) => void): Promise<unknown> {
+  try {
+    const signal = AbortSignal.timeout(BEFORE_TIMEOUT_MS);
+    const [found] = await reader.find({ db: doc.db, collection: doc.collection, filter: { _id: doc._id }, page: 1, pagesize: 1 }, { ...ctx, signal });
+    return found !== null && typeof found === 'object' && carriable(found) ? found : undefined;
+  } catch (error) {
+    onError(error, 'reading the state of a document before its write, for listeners');
+    return undefined;
+  }
+}
+
+/** The changes with the state read before their write: a delete's as its `document` (unless it has one), an update's as `before`. */
+export function withBefore(changes: readonly Change[], before: unknown, shared: boolean): Change[] {
+  if (before === undefined || before === null) return [...changes];
+  const flag = shared ? { shared: true as const } : {};
+  return changes.map((c) => {
+    if (c.op === 'delete') return c.document === undefined ? { ...c, document: before, ...flag } : c;
+    return c.op === 'update' ? { ...c, before, ...flag } : c;
   });
 }

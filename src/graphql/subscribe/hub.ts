@@ -106,7 +106,8 @@ export class SubscriptionHub {
     this.groupOf.set(sub, group);
     this.starting.add(sub);
     try {
-      await this.o.feed.claim(sub.db, sub.collection);
+      // A subscriber to deletes wants a delete's document, read before it (issue 51).
+      await this.o.feed.claim(sub.db, sub.collection, sub.on.has('delete') ? 'deletes' : undefined);
     } catch (error) {
       this.forget(sub);
       throw error;
@@ -118,7 +119,7 @@ export class SubscriptionHub {
 
   remove(sub: ActiveSubscription, reason: EndReason | null): void {
     if (!this.forget(sub)) return;
-    this.o.feed.release(sub.db, sub.collection);
+    this.o.feed.release(sub.db, sub.collection, sub.on.has('delete') ? 'deletes' : undefined);
     if (reason?.code === 'SLOW_SUBSCRIBER') this.o.counted('dropped');
   }
 

@@ -3,8 +3,10 @@
  * `begin` is the whole cost on the pass-through for a collection nobody subscribes to: a method
  * check, a match of the path against `graphql.backend.collectionPath` for writes, and one Set
  * lookup. Only for a subscribed collection does it keep the response head (status, `Location`)
- * and hold a 2xx answer: an insert's or update's documents are read back (`capture`, SPEC §6.5:
- * each change carries its own state), so the writer's next write cannot be read in its place, and
+ * and, for a single-document `PUT`/`PATCH`/`DELETE`, hold the request while the document's state
+ * before it is read (`beforeForward`, SPEC §11.1), and hold a 2xx answer: an insert's or update's
+ * documents are read back (`capture`, SPEC §6.5: each change carries its own state), so the
+ * writer's next write cannot be read in its place, and
  * the changes go to the feed before the writer is answered (publisher.ts `publishAround`: the
  * feed's order is the order clients saw their writes answered, whichever replica each went
  * through); what Redis took while its collection was unclaimed goes again once the answer left
@@ -13,7 +15,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { ObservedRequest, RequestObserver } from '../../chain/observer.js';
 import type { RequestScope } from '../../http/scope.js';
-import { changesOf, isWriteMethod, type Change, type CollectionTarget } from './change.js';
+import { changesOf, isWriteMethod, withBefore, type Change, type CollectionTarget } from './change.js';
 
 /** Bulk insert answers kept up to this size for their links; a larger one publishes nothing. */
 const BULK_ANSWER_BYTES = 1024 * 1024;
@@ -25,21 +27,33 @@ export interface ChangeSink {
   publishAround(changes: Change[]): Promise<() => void>;
 }
 
+/** What a watched write may do besides publishing: read states back, before and after. */
+export interface RestWriteReads {
+  /** Does any replica subscribe to anything? When not, a write costs a method check and this. */
+  readonly anyWanted?: () => boolean;
+  /** The changes with their documents read back as the writer's backend identity (change.ts `captureStates`); never rejects. */
+  readonly capture?: (scope: RequestScope, changes: Change[]) => Promise<Change[]>;
+  /**
+   * The state of the one document a `PUT`, `PATCH` or `DELETE` addresses, read before it is
+   * forwarded (change.ts `readBefore`), and whether it was read without identity headers; undefined
+   * when it is not worth reading (nobody listens) or was not found. Never rejects.
+   */
+  readonly readBefore?: (scope: RequestScope, target: CollectionTarget) => Promise<{ doc: unknown; shared: boolean } | undefined> | undefined;
+}
+
 export function restWritesObserver(
   match: (path: string) => CollectionTarget | undefined,
   wants: (db: string, collection: string) => boolean,
   feed: ChangeSink,
-  /** Does any replica subscribe to anything? When not, a write costs a method check and this. */
-  anyWanted: () => boolean = () => true,
-  /** The changes with their documents read back as the writer's backend identity (change.ts `captureStates`); never rejects. */
-  capture?: (scope: RequestScope, changes: Change[]) => Promise<Change[]>,
+  reads: RestWriteReads = {},
 ): RequestObserver {
+  const anyWanted = reads.anyWanted ?? (() => true);
   return {
     begin(scope: RequestScope): ObservedRequest | null {
       if (!isWriteMethod(scope.method) || scope.routeKind !== 'proxy' || !anyWanted()) return null;
       const target = match(scope.path);
       if (!target || !wants(target.db, target.collection)) return null;
-      return new ObservedWrite(scope, target, feed, scope.method === 'DELETE' ? undefined : capture);
+      return new ObservedWrite(scope, target, feed, reads);
     },
   };
 }
@@ -52,13 +66,23 @@ class ObservedWrite implements ObservedRequest {
   private answerBytes = 0;
   /** Set before the answer (`beforeAnswer`): what `finish` runs once the answer left. */
   private held: Promise<() => void> | undefined;
+  /** The document's state before the write (`beforeForward`), once read. */
+  private before: Promise<{ doc: unknown; shared: boolean } | undefined> | undefined;
 
   constructor(
     private readonly scope: RequestScope,
     private readonly target: CollectionTarget,
     private readonly feed: ChangeSink,
-    private readonly capture: ((scope: RequestScope, changes: Change[]) => Promise<Change[]>) | undefined,
+    private readonly reads: RestWriteReads,
   ) {}
+
+  /** The write waits while the document's state before it is read (only when someone listens to its collection). */
+  beforeForward(): Promise<void> | undefined {
+    const before = this.reads.readBefore?.(this.scope, this.target);
+    if (!before) return undefined;
+    this.before = before;
+    return before.then(() => undefined);
+  }
 
   beforeAnswer(statusCode: number, headers: Record<string, string | string[] | undefined>): ((body: Buffer) => Promise<void>) | undefined {
     if (statusCode < 200 || statusCode > 299) return undefined;
@@ -71,7 +95,9 @@ class ObservedWrite implements ObservedRequest {
       } catch {
         return; // observing never breaks serving; `finish` publishes what it can
       }
-      const capture = this.capture;
+      const capture = scope.method === 'DELETE' ? undefined : this.reads.capture;
+      const before = await this.before;
+      if (before) changes = withBefore(changes, before.doc, before.shared);
       const held = (changes.length === 0 || !capture ? Promise.resolve(changes) : capture(scope, changes).catch(() => changes)).then((out) => this.feed.publishAround(out));
       this.held = held;
       await held;

@@ -93,7 +93,7 @@ export async function seeAll(o: SeenOptions, changes: readonly Change[], viewers
         work.push(
           guard(
             o,
-            view.carriedDelete(change.document, exact).then((doc) => void (rows[v]![i] = doc)),
+            view.carried(change.document, exact).then((doc) => void (rows[v]![i] = doc)),
             'deciding who may see a change',
           ),
         ),
@@ -127,6 +127,31 @@ interface SeenBatch {
   readonly changes: readonly Change[];
   readonly rows: unknown[][];
   readonly sharedReads: boolean;
+}
+
+/**
+ * Per change, whether this identity could read the state its update carries from before the write
+ * (`before`, SPEC §11.1): its readFilter matched on that state, as a delete's document is
+ * (`carried`); false for a change without one. No backend read: the state is gone from the backend.
+ * Never rejects.
+ */
+export async function seenBefore(o: SeenOptions, changes: readonly Change[], ctx: RequestContext, sharedReads: boolean): Promise<boolean[]> {
+  const first = changes[0];
+  if (!first) return [];
+  const view = new IdentityView(o, first.db, first.collection, ctx);
+  return Promise.all(
+    changes.map((c) =>
+      c.before === undefined
+        ? false
+        : view.carried(c.before, c.shared === true && sharedReads).then(
+            (doc) => doc !== null && doc !== undefined,
+            (error: unknown) => {
+              o.onError(error, 'deciding who could read a document before its change');
+              return false;
+            },
+          ),
+    ),
+  );
 }
 
 /** One chunk's inserts and updates for every view: decided on their carried state where it can be, re-read where not. */
@@ -286,13 +311,13 @@ class IdentityView {
   }
 
   /**
-   * A GraphQL delete's document (read before deleting it, unprojected): the readFilter matched here,
-   * projectResponse applied; there is nothing left to re-read. Unless `exact` (read without
-   * identity, by viewers without one), the document may lack fields the backend hid from the
-   * writer, so a readFilter naming a field it lacks is not guessed at (a negative filter would
-   * match the absence).
+   * A state from before a write (a delete's document, an update's `before`; unprojected): the
+   * readFilter matched here, projectResponse applied; there is nothing left to re-read. Unless
+   * `exact` (read without identity, by viewers without one), the document may lack fields the
+   * backend hid from the writer, so a readFilter naming a field it lacks is not guessed at (a
+   * negative filter would match the absence).
    */
-  async carriedDelete(doc: unknown, exact: boolean): Promise<unknown> {
+  async carried(doc: unknown, exact: boolean): Promise<unknown> {
     const decision = await this.decision();
     if (!decision.allow) return null;
     if (decision.filter && Object.keys(decision.filter).length > 0) {

@@ -12,10 +12,10 @@ import { clientAddressBucket } from '../../net/client-address.js';
 import { type GraphqlApp } from '../app-document.js';
 import { isPlainObject } from '../../util/objects.js';
 import { appVersion, type CompiledApp } from '../compile/compile-app.js';
-import type { BackendReader, ReadPolicy, RequestContext, WriteObserver } from '../types.js';
+import type { BackendReader, BeforeWrite, ReadPolicy, RequestContext, WriteObserver } from '../types.js';
 import type { RequestScope } from '../../http/scope.js';
 import { redisRefusal } from '../../store/redis-errors.js';
-import { captureStates, carriable, changesOf, collectionPathMatcher, readsShared, type Change, type FeedChange } from './change.js';
+import { captureStates, carriable, changesOf, collectionPathMatcher, documentWritten, readBefore, readsShared, withBefore, type Change, type CollectionTarget, type FeedChange } from './change.js';
 import { ChangeFeed } from './feed/feed.js';
 import type { FeedGap } from './feed/publisher.js';
 import { SubscriptionHub, type ActiveSubscription } from './hub.js';
@@ -123,10 +123,36 @@ export class SubscriptionService {
       this.match,
       (db, c) => this.feed.wants(db, c),
       this.feed,
-      () => this.feed.anyWanted,
-      writerContext ? (scope, changes) => (this.worthCapturing(changes) ? captureStates(o.reader, writerContext(scope), changes, o.onError) : Promise.resolve(changes)) : undefined,
+      writerContext
+        ? {
+            anyWanted: () => this.feed.anyWanted,
+            capture: (scope, changes) => (this.worthCapturing(changes) ? captureStates(o.reader, writerContext(scope), changes, o.onError) : Promise.resolve(changes)),
+            readBefore: (scope, target) => this.stateBefore(target, scope.method, scope.rawQuery, () => writerContext(scope)),
+          }
+        : { anyWanted: () => this.feed.anyWanted },
     );
   }
+
+  /**
+   * The state before a single-document write (SPEC §11.1: who could read it before is told), read
+   * as the writer's backend identity, the identity its state after is read with; only when some
+   * replica is known to want it (feed.ts `StateBefore`: an MCP collection listener, or for a
+   * delete a GraphQL subscriber to deletes). Undefined: nothing read.
+   */
+  private stateBefore(target: CollectionTarget, method: string, query: string, ctxOf: () => RequestContext): Promise<{ doc: unknown; shared: boolean } | undefined> | undefined {
+    const doc = documentWritten(target, method, query);
+    if (!doc || !(this.feed.likelyClaimed(doc.db, doc.collection, 'before') || (method === 'DELETE' && this.feed.likelyClaimed(doc.db, doc.collection, 'deletes')))) return undefined;
+    const ctx = ctxOf();
+    return readBefore(this.o.reader, ctx, doc, this.o.onError).then((found) => (found === undefined ? undefined : { doc: found, shared: readsShared(ctx) }));
+  }
+
+  /** A mutation's single-document update or delete: its state before, read as `stateBefore` reads a REST write's. */
+  readonly readBefore: BeforeWrite = (w, ctx) => {
+    if (!this.feed.anyWanted) return undefined;
+    const target = this.match(w.path);
+    if (!target || !this.feed.wants(target.db, target.collection)) return undefined;
+    return this.stateBefore(target, w.method, w.query, () => ctx)?.then((found) => found?.doc);
+  };
 
   async start(): Promise<void> {
     await this.feed.start({
@@ -195,17 +221,14 @@ export class SubscriptionService {
       if (ctx.afterAnswer) ctx.afterAnswer(after);
       else after();
     };
-    if (w.method !== 'DELETE') {
-      if (changes.length === 0) return;
-      if (!this.worthCapturing(changes)) return publish(changes);
-      return captureStates(this.o.reader, ctx, changes, this.o.onError).then(publish);
-    }
-    // A GraphQL delete read its document first (SPEC §6.4): the change carries it unprojected
-    // (the writer's projectResponse not applied); each subscriber's own readFilter and
-    // projectResponse decide on it (seen.ts).
-    const before = w.before;
-    const shared = readsShared(ctx) ? { shared: true as const } : {};
-    return publish(before !== undefined && carriable(before) ? changes.map((c) => ({ ...c, document: before, ...shared })) : changes);
+    if (changes.length === 0) return;
+    // A GraphQL delete read its document first (SPEC §6.4), or `readBefore` did: the change
+    // carries it unprojected (the writer's projectResponse not applied), an update's as `before`;
+    // each subscriber's own readFilter and projectResponse decide on it (seen.ts).
+    const before = w.before !== undefined && carriable(w.before) ? w.before : undefined;
+    const stated = withBefore(changes, before, readsShared(ctx));
+    if (w.method === 'DELETE' || !this.worthCapturing(stated)) return publish(stated);
+    return captureStates(this.o.reader, ctx, stated, this.o.onError).then(publish);
   };
 
   /**

@@ -10,17 +10,18 @@
 import type { RequestScope } from '../../http/scope.js';
 import type { RequestContext } from '../types.js';
 import { readsShared, type Change, type FeedChange } from './change.js';
+import type { StateBefore } from './feed/feed.js';
 import type { FeedGap } from './feed/publisher.js';
-import { DELETE_SEEN, seeAll, type SeenOptions } from './seen.js';
+import { DELETE_SEEN, seeAll, seenBefore, type SeenOptions } from './seen.js';
 import type { SubscriptionService } from './service.js';
 
 export { DELETE_SEEN };
 export type { FeedGap };
 
 export interface ChangeWatch {
-  /** Claims the collection's changes (resolves once Redis holds the claim; throws when it cannot). */
-  claim(db: string, collection: string): Promise<void>;
-  release(db: string, collection: string): void;
+  /** Claims the collection's changes (resolves once Redis holds the claim; throws when it cannot); `also`: its writes' states before them too. */
+  claim(db: string, collection: string, also?: StateBefore): Promise<void>;
+  release(db: string, collection: string, also?: StateBefore): void;
   /** Each read's changes, in feed order; returns the unsubscribe. */
   onChanges(sink: (changes: readonly FeedChange[]) => void): () => void;
   /**
@@ -33,14 +34,16 @@ export interface ChangeWatch {
   alsoWanted(wanted: (db: string, collection: string) => boolean): void;
   /** Per change of one collection, in order: what this identity may see of it (a document, `DELETE_SEEN`), or null. */
   see(changes: readonly Change[], ctx: RequestContext): Promise<unknown[]>;
+  /** Per change of one collection, in order: whether this identity could read the state an update carries from before it (`before`). */
+  seeBefore(changes: readonly Change[], ctx: RequestContext): Promise<boolean[]>;
   /** The backend identity a caller's reads carry, as a GraphQL subscriber's. */
   contextOf(scope: RequestScope): RequestContext;
 }
 
 export function createChangeWatch(service: SubscriptionService, seen: SeenOptions, contextOf: (scope: RequestScope) => RequestContext): ChangeWatch {
   return {
-    claim: (db, collection) => service.feed.claim(db, collection),
-    release: (db, collection) => service.feed.release(db, collection),
+    claim: (db, collection, also) => service.feed.claim(db, collection, also),
+    release: (db, collection, also) => service.feed.release(db, collection, also),
     onChanges(sink) {
       service.taps.add(sink);
       return () => void service.taps.delete(sink);
@@ -56,6 +59,7 @@ export function createChangeWatch(service: SubscriptionService, seen: SeenOption
       const views = await seeAll(seen, changes, [{ key: 'one', ctx }], readsShared(ctx));
       return views.get('one') ?? changes.map(() => null);
     },
+    seeBefore: (changes, ctx) => seenBefore(seen, changes, ctx, readsShared(ctx)),
     contextOf,
   };
 }

@@ -219,8 +219,9 @@ async function readFirst(state: RequestState, w: CompiledWrite, id: unknown, fil
 
 /**
  * One backend write: counted, decided by the write policy, sent, and observed. `before`: a
- * delete's document as read first, unprojected (its subscription change's state, SPEC §6.5). The
- * observer may make the answer wait (subscriptions read the written document back first).
+ * delete's document as read first, unprojected (its subscription change's state, SPEC §6.5);
+ * otherwise `beforeWrite` may read a single document's state first (SPEC §11.1). The observer
+ * may make the answer wait (subscriptions read the written document back first).
  */
 async function send(state: RequestState, write: BackendWrite, before?: unknown): Promise<BackendWriteResponse> {
   const { writer, writePolicy, onWrite, limits } = state.settings;
@@ -234,6 +235,8 @@ async function send(state: RequestState, write: BackendWrite, before?: unknown):
     throw new GraphQLError(`this mutation needs more than ${limits.maxBackendWrites} backend writes (graphql.maxBackendWrites)`, { extensions: { code: 'TOO_MANY_BACKEND_WRITES' } });
   }
   state.writes++;
+  // A single document's state before the write, when a delete did not read it already and someone listens to its collection.
+  const prior = before ?? (write.id !== undefined && write.id !== '*' ? await state.settings.beforeWrite?.({ method: write.method, path, query }, state.ctx) : undefined) ?? undefined;
   let response: BackendWriteResponse | undefined;
   let failure: unknown;
   try {
@@ -250,7 +253,7 @@ async function send(state: RequestState, write: BackendWrite, before?: unknown):
       response,
       operationName: state.operationName,
       app: state.settings.appUri ?? '',
-      ...(before !== undefined && before !== null ? { before } : {}),
+      ...(prior !== undefined && prior !== null ? { before: prior } : {}),
     },
     state.ctx,
   );

@@ -10,10 +10,11 @@
  * acknowledgement reaches it), and "may read it after" is the subscriber's own decision (seen.ts:
  * the listener's readFilter on the change's unprojected state, its own re-read where the backend
  * may decide otherwise), made again for each change under the listener's current permissions.
- * "Could read it before" is what that decision said at the listener's previous change of the same
- * document (a document URI is decided once when it is watched); a document a collection listener
- * has not seen change since it started counts as not readable before, so a first write that takes
- * it out of the listener's readFilter is not told (docs/agents.md). A permission change forgets
+ * "Could read it before": the listener's readFilter on the state the change carries from before
+ * its write (`before`, or a delete's document: read before the write was sent, issue 51), or what
+ * the decision said at the listener's previous change of the same document (a document URI is
+ * decided once when it is watched); without either (the read failed), a document a collection
+ * listener has not seen change counts as not readable before (docs/agents.md). A permission change forgets
  * what was known and decides document URIs again; a listener that may no longer `GET` the
  * collection (or whose `mcp.resources` no longer exposes it) is told nothing of it.
  */
@@ -91,14 +92,16 @@ export class UriUpdates {
   async add(scope: RequestScope, uris: readonly WatchedUri[], send: (uri: string) => void): Promise<() => void> {
     const watcher: Watcher = { scope, identity: identityOf(scope), uris, send, known: new Map(), open: true };
     const collections = [...new Map(uris.map((u) => [collectionKey(u.db, u.collection), u])).entries()];
+    // A collection URI wants each write's state before it (issue 51); a document URI was decided when watched.
+    const also = (u: WatchedUri) => (uris.some((w) => w.idKey === null && w.db === u.db && w.collection === u.collection) ? ('before' as const) : undefined);
     const claimed: WatchedUri[] = [];
     try {
       for (const [, u] of collections) {
-        await this.watch.claim(u.db, u.collection);
+        await this.watch.claim(u.db, u.collection, also(u));
         claimed.push(u);
       }
     } catch (error) {
-      for (const u of claimed) this.watch.release(u.db, u.collection);
+      for (const u of claimed) this.watch.release(u.db, u.collection, also(u));
       throw error;
     }
     for (const [key] of collections) {
@@ -114,7 +117,7 @@ export class UriUpdates {
         const set = this.byCollection.get(key);
         set?.delete(watcher);
         if (set?.size === 0) this.byCollection.delete(key);
-        this.watch.release(u.db, u.collection);
+        this.watch.release(u.db, u.collection, also(u));
       }
     };
   }
@@ -228,13 +231,25 @@ export class UriUpdates {
       this.watch.contextOf(first.scope),
     );
     const afterOf = new Map(order.map((i, k) => [i, seen[k] !== null && seen[k] !== undefined]));
+    // An update that carries its state before (SPEC §11.1): could this identity read that state? Decided only where after says no.
+    const beforeAt = order.filter((i) => !afterOf.get(i) && changes[i]!.before !== undefined);
+    const couldBefore =
+      beforeAt.length === 0
+        ? []
+        : await this.watch.seeBefore(
+            beforeAt.map((i) => changes[i]!),
+            this.watch.contextOf(first.scope),
+          );
+    const beforeOf = new Map(beforeAt.map((i, k) => [i, couldBefore[k] === true]));
     for (const [w, { whole, docs, at }] of wanted) {
       for (const i of at) {
         const idKey = canonicalKey(changes[i]!._id);
         const after = afterOf.get(i) === true;
         const key = knownKey(db, collection, idKey);
-        const before = w.known.get(key) ?? false;
-        remember(w.known, key, after);
+        // Told when it could read the state before this write (carried), or at its own last change of the document.
+        const before = beforeOf.get(i) === true || (w.known.get(key) ?? false);
+        // A deleted document is readable by nobody from now on (an insert of its `_id` later is another document's first state).
+        remember(w.known, key, after && changes[i]!.op !== 'delete');
         if (!(before || after) || !w.open) continue;
         if (whole) w.send(whole.uri);
         for (const u of docs) if (u.idKey === idKey) w.send(u.uri);

@@ -14,9 +14,16 @@ import type { AdaptiveConcurrencyConfig } from '../../config/upstream-protection
 const SAMPLES_KEPT = 256;
 /** A window with fewer samples than this is extended rather than judged (a median of 1 is noise). */
 const MIN_SAMPLES = 3;
-/** How far the limit may move in one window: halve at worst, double at best (Envoy's clamp). */
+/** How far the gradient may move the limit in one window: halve it at worst... */
 const GRADIENT_MIN = 0.5;
-const GRADIENT_MAX = 2;
+/**
+ * Growth comes from the headroom alone, as in concurrency-limits' Gradient2 (its gradient is
+ * clamped to [0.5, 1]). Envoy's clamp of 2 doubled the limit in one window while the answers that
+ * show its effect take a round trip (≥ the backend's latency): once the minimum was re-measured
+ * against a slowed backend, the limit swung between its floor and ~120 (the virtual-time slowdown,
+ * test/unit/proxy/slowdown-simulated.test.ts).
+ */
+const GRADIENT_MAX = 1;
 /** A decrease is smoothed so a single noisy window (a GC pause) does not halve the limit. */
 const DECREASE_SMOOTHING = 0.5;
 /**
@@ -45,6 +52,8 @@ export class AdaptiveLimit {
   private count = 0;
   private seen = 0;
   private windowEnds = 0;
+  /** The most requests in flight any answer of this window saw. */
+  private windowPeak = 0;
   /** The least window median of the current period; becomes `minRtt` when the period ends. */
   private periodMin = Infinity;
   private periodEnds = 0;
@@ -65,7 +74,8 @@ export class AdaptiveLimit {
   }
 
   /** One answer's latency (dispatch to response head) in ms, with the time it came back. */
-  sample(ms: number, now: number): void {
+  sample(ms: number, now: number, inFlight = 0): void {
+    if (inFlight > this.windowPeak) this.windowPeak = inFlight;
     const seen = this.seen++;
     if (this.count < SAMPLES_KEPT) this.samples[this.count++] = ms;
     else if ((seen & 1) === 0) this.samples[seen % SAMPLES_KEPT] = ms;
@@ -81,16 +91,22 @@ export class AdaptiveLimit {
     }
     if (this.count < MIN_SAMPLES) return;
     const median = medianOf(this.samples, this.count);
+    // Only a window with no more in flight than the floor may raise the baseline: above it, what the
+    // limit let queue inside the backend is in every latency, and taking that as the baseline let the
+    // next period tolerate a longer queue, and so on (a slowdown that outlasted two periods crept up).
+    const unqueued = this.windowPeak <= this.o.minLimit;
     this.count = 0;
     this.seen = 0;
+    this.windowPeak = 0;
     this.windowEnds = now + this.o.sampleWindowMs;
     this.lastSample = median;
-    if (median < this.periodMin) this.periodMin = median;
+    if (unqueued && median < this.periodMin) this.periodMin = median;
     if (median < this.minRtt) this.minRtt = median;
     if (now >= this.periodEnds) {
-      // Re-measured: the least the last period saw, so a backend that became slower for good (or
-      // faster) is the new baseline within one period, and the limit can grow back against it.
-      this.minRtt = this.periodMin;
+      // Re-measured: the least the last period saw at low concurrency, so a backend that became
+      // slower for good is the new baseline within one period, and the limit can grow back against
+      // it. A period with no such window keeps the baseline (see `unqueued`).
+      if (this.periodMin !== Infinity) this.minRtt = this.periodMin;
       this.periodMin = Infinity;
       this.periodEnds = now + this.o.minRttPeriodSeconds * 1000;
     }
@@ -98,7 +114,10 @@ export class AdaptiveLimit {
   }
 
   private update(sample: number): void {
-    const gradient = Math.min(GRADIENT_MAX, Math.max(GRADIENT_MIN, (this.minRtt * this.o.tolerance + this.o.toleranceMs) / sample));
+    // The larger of the two allowances, not their sum: toleranceMs is for fast backends' scheduling
+    // noise, and added to a slow backend's 1.5 × it let the queue reach ~2 × its latency.
+    const allowed = Math.max(this.minRtt * this.o.tolerance, this.minRtt + this.o.toleranceMs);
+    const gradient = Math.min(GRADIENT_MAX, Math.max(GRADIENT_MIN, allowed / sample));
     let next = gradient * this.limit;
     // Headroom as Envoy adds it: room for the queue a growing limit needs to be seen at all.
     next += Math.sqrt(next);

@@ -30,7 +30,7 @@ export async function guardedCall<T extends { statusCode: number }>(guard: Backe
     const response = await send();
     guard.breaker.answered(response.statusCode);
     const now = performance.now();
-    guard.limit?.sample(now - sentAt, now);
+    guard.limit?.sample(now - sentAt, now, guard.slots.activeCount);
     return response;
   } catch (error) {
     if (!o.signal?.aborted) {
@@ -39,7 +39,7 @@ export async function guardedCall<T extends { statusCode: number }>(guard: Backe
       guard.breaker.failed(timeout ? 'timeout' : 'unreachable');
       if (timeout) {
         const now = performance.now();
-        guard.limit?.sample(now - sentAt, now);
+        guard.limit?.sample(now - sentAt, now, guard.slots.activeCount);
       }
     }
     throw error;

@@ -235,6 +235,54 @@ describe('UpstreamSlots under an adaptive limit (priorities)', () => {
     }
   });
 
+  it("serves a client's line in order until it refuses at its deadline, then newest first for a second while the limit binds", async () => {
+    vi.useFakeTimers();
+    try {
+      const { slots, started, refused, ask } = harness();
+      slots.setLimit(1);
+      ask('first', DEFAULT, 'one');
+      ask('w1', DEFAULT, 'one');
+      await vi.advanceTimersByTimeAsync(500);
+      ask('w2', DEFAULT, 'one');
+      await vi.advanceTimersByTimeAsync(300);
+      // A line that stood 800 ms but refused nobody: in order (a healthy backend's dip).
+      slots.release('one');
+      await vi.advanceTimersByTimeAsync(0);
+      expect(started).toEqual(['first', 'w1']);
+      ask('w3', DEFAULT, 'one');
+      await vi.advanceTimersByTimeAsync(700);
+      // w2 met its deadline: the line is refusing, so the freshest starts and the stale wait out theirs.
+      expect(refused.map(([n]) => n)).toEqual(['w2']);
+      ask('w4', DEFAULT, 'one');
+      await vi.advanceTimersByTimeAsync(100);
+      slots.release('one');
+      await vi.advanceTimersByTimeAsync(0);
+      expect(started.at(-1)).toBe('w4');
+      await vi.advanceTimersByTimeAsync(200);
+      expect(refused.map(([n]) => n)).toEqual(['w2', 'w3']);
+      // A second with no refusal: in order again.
+      await vi.advanceTimersByTimeAsync(1100);
+      ask('o1', DEFAULT, 'one');
+      ask('o2', DEFAULT, 'one');
+      slots.release('one');
+      await vi.advanceTimersByTimeAsync(0);
+      expect(started.at(-1)).toBe('o1');
+      // The limit back at upstream.connections: in order, even right after a refusal.
+      slots.setLimit(8);
+      await vi.advanceTimersByTimeAsync(0);
+      for (let i = 0; i < 6; i++) ask(`h${i}`, DEFAULT, 'one');
+      ask('p1', DEFAULT, 'one');
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(refused.map(([n]) => n)).toContain('p1');
+      for (const n of ['q1', 'q2']) ask(n, DEFAULT, 'one');
+      slots.release('one');
+      await vi.advanceTimersByTimeAsync(0);
+      expect(started.at(-1)).toBe('q1');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('a limit that grows starts the waiting requests', async () => {
     const { slots, started, ask } = harness();
     slots.setLimit(1);

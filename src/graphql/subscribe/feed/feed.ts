@@ -105,8 +105,8 @@ export class ChangeFeed {
    * the claims its last batch found)? Decides only whether a write's state is read back for the
    * change; a change without it is re-read at delivery.
    */
-  likelyClaimed(db: string, collection: string): boolean {
-    const member = claimMember(db, collection);
+  likelyClaimed(db: string, collection: string, wants?: StateBefore): boolean {
+    const member = wants ? claimMember(db, collection, wants) : claimMember(db, collection);
     return this.localCounts.has(member) || (this.heardClaimed.get(member) ?? 0) >= Date.now();
   }
 
@@ -192,42 +192,53 @@ export class ChangeFeed {
    * was not running, and the collection claimed in Redis, before the subscription is answered.
    * Throws when Redis cannot do it; nothing is left counted then.
    */
-  async claim(db: string, collection: string): Promise<void> {
-    const member = claimMember(db, collection);
-    this.localCounts.set(member, (this.localCounts.get(member) ?? 0) + 1);
+  async claim(db: string, collection: string, also?: StateBefore): Promise<void> {
+    const members = membersOf(db, collection, also);
+    for (const member of members) this.localCounts.set(member, (this.localCounts.get(member) ?? 0) + 1);
     try {
       if (!this.renewTimer) {
         this.renewTimer = setInterval(() => void this.renew(), CLAIM_RENEW_MS);
         this.renewTimer.unref();
       }
       await this.startReading();
-      let claimed = this.claiming.get(member);
-      if (!claimed) {
-        const c = { written: renewSubscriptionClaims.run(this.o.redis, [this.o.claimsKey], [CLAIM_TTL_MS, member]).then(() => void (c.done = true)), done: false };
-        this.claiming.set(member, (claimed = c));
-        // Kept while it holds: a later subscriber waits for the same write; a failed one is tried again by the next.
-        c.written.catch(() => this.claiming.get(member) === c && this.claiming.delete(member));
-      }
-      await claimed.written;
-      // Announced after it is written: writers then read the state of its writes back (a hint; Redis decides publication).
-      void this.o.bus?.publish({ kind: 'subscribed-collections', id: member });
+      for (const [i, member] of members.entries()) await this.hold(member, i > 0);
     } catch (error) {
-      this.release(db, collection);
+      this.release(db, collection, also);
       throw error;
     }
+  }
+
+  /**
+   * One member written into the claims (once while it holds), then announced; a `StateBefore`
+   * hint's announcement awaited (`settled`): Redis has pushed it to the other replicas before the
+   * caller is answered, so a write the caller sends next finds it heard.
+   */
+  private async hold(member: string, settled: boolean): Promise<void> {
+    let claimed = this.claiming.get(member);
+    if (!claimed) {
+      const c = { written: renewSubscriptionClaims.run(this.o.redis, [this.o.claimsKey], [CLAIM_TTL_MS, member]).then(() => void (c.done = true)), done: false };
+      this.claiming.set(member, (claimed = c));
+      // Kept while it holds: a later subscriber waits for the same write; a failed one is tried again by the next.
+      c.written.catch(() => this.claiming.get(member) === c && this.claiming.delete(member));
+    }
+    await claimed.written;
+    // Announced after it is written: writers then read the state of its writes back (a hint; Redis decides publication).
+    const announced = this.o.bus?.publish({ kind: 'subscribed-collections', id: member });
+    if (settled) await announced;
   }
 
   /**
    * The subscriber left. The claim lapses by itself when no local subscriber renews it; after the
    * last local subscriber the reader and the renewals stop.
    */
-  release(db: string, collection: string): void {
-    const member = claimMember(db, collection);
-    const count = (this.localCounts.get(member) ?? 1) - 1;
-    if (count <= 0) {
-      this.localCounts.delete(member);
-      this.claiming.delete(member);
-    } else this.localCounts.set(member, count);
+  release(db: string, collection: string, also?: StateBefore): void {
+    for (const member of membersOf(db, collection, also)) {
+      const count = (this.localCounts.get(member) ?? 1) - 1;
+      if (count <= 0) {
+        this.localCounts.delete(member);
+        this.claiming.delete(member);
+      } else this.localCounts.set(member, count);
+    }
     if (this.localCounts.size === 0) {
       this.wantReading = false;
       this.stopRenewing();
@@ -366,7 +377,8 @@ export class ChangeFeed {
         // Only a claim held since before this renewal lapsed; one made meanwhile is new.
         const held = claims.get(member);
         if (held === undefined || this.claiming.get(member) !== held) continue;
-        const [db, collection] = JSON.parse(member) as [string, string];
+        const [db, collection, wants] = JSON.parse(member) as [string, string, StateBefore?];
+        if (wants !== undefined) continue; // a hint beside the collection's own claim, which tells the gap
         this.listener?.gap({
           db,
           collection,
@@ -393,6 +405,18 @@ function beyondRetention(retention: FeedOptions['retention']): string {
   return `the changes after Last-Event-ID are no longer retained (subscriptions.retention: ${retention.changes} changes or ${retention.minutes} minutes); re-read what this subscription follows, live changes follow`;
 }
 
-function claimMember(db: string, collection: string): string {
-  return JSON.stringify([db, collection]);
+/**
+ * Who wants a single-document write's state before it (SPEC §11.1, issue 51): `before`, every such
+ * write's (an MCP collection listener); `deletes`, a delete's (a GraphQL subscriber to deletes). A
+ * claim of its own beside the collection's, a hint for writers like the collection's (the
+ * publish script never sees it), so writes to a collection only others follow read nothing first.
+ */
+export type StateBefore = 'before' | 'deletes';
+
+function claimMember(db: string, collection: string, wants?: StateBefore): string {
+  return JSON.stringify(wants ? [db, collection, wants] : [db, collection]);
+}
+
+function membersOf(db: string, collection: string, also: StateBefore | undefined): string[] {
+  return also ? [claimMember(db, collection), claimMember(db, collection, also)] : [claimMember(db, collection)];
 }
