@@ -26,9 +26,10 @@ import type { Redis } from 'ioredis';
 import type { ChangeBus } from '../../../store/change-bus.js';
 import { renewSubscriptionClaims } from '../../../store/scripts/subscriptions/renew-subscription-claims.js';
 import type { Change, FeedChange } from '../change.js';
-import { comparePositions, isPosition, positionTime } from './positions.js';
-import { decode, FeedPublisher, publishAround, type FeedEntry, type FeedGap } from './publisher.js';
+import { comparePositions } from './positions.js';
+import { decode, FeedPublisher, publishAround, type FeedGap } from './publisher.js';
 import { keyOf, readFrom, ReadKeys, trimmedAfter, WENT_BACK } from './read-keys.js';
+import { page, resumeStart, type Page, type ResumeStart, type Retained } from './retained.js';
 import type { EndReason } from '../subscription.js';
 
 export interface FeedOptions {
@@ -61,8 +62,7 @@ const READ_COUNT = 500;
 const CLAIM_RENEW_MS = 5000;
 const CLAIM_TTL_MS = 20_000;
 
-/** Where a resume starts, or why it cannot (garbage, from the future, trimmed away). */
-export type ResumeStart = { ok: true; upTo: string } | { ok: false; code: 'INVALID_LAST_EVENT_ID' | 'LAST_EVENT_ID_AHEAD' | 'BEYOND_RETENTION'; message: string };
+export type { ResumeStart } from './retained.js';
 
 export class ChangeFeed {
   private readonly publisher: FeedPublisher;
@@ -81,6 +81,8 @@ export class ChangeFeed {
   private listener: FeedListener | undefined;
   /** The keys of entries read, to skip copies a writer appended again after a failover. */
   private readonly readKeys = new ReadKeys();
+  /** What a resume reads (retained.ts). */
+  private readonly retained: Retained;
   /** The blocking connection (re)connected: the stream it now reads may end before this position. */
   private reconnected = false;
 
@@ -97,6 +99,7 @@ export class ChangeFeed {
         for (const m of unclaimed) this.heardClaimed.delete(m);
       },
     });
+    this.retained = { redis: o.redis, feedKey: o.feedKey, retention: o.retention, readKeys: this.readKeys };
     o.blocking.on('ready', () => (this.reconnected = true));
   }
 
@@ -321,39 +324,14 @@ export class ChangeFeed {
     if (from.lost) this.listener?.gap({ db: null, collection: null, reason: WENT_BACK });
   }
 
-  /** Can a resume from `since` be served (retained, not from the future)? It reads up to `upTo`, then pages on. */
-  async resumeStart(since: string): Promise<ResumeStart> {
-    if (!isPosition(since)) return { ok: false, code: 'INVALID_LAST_EVENT_ID', message: 'Last-Event-ID is not an event id this server gave; live changes follow' };
-    const upTo = this.position;
-    if (comparePositions(since, upTo) > 0) return { ok: false, code: 'LAST_EVENT_ID_AHEAD', message: 'Last-Event-ID is later than any change this server has; live changes follow' };
-    if (comparePositions(since, upTo) === 0) return { ok: true, upTo };
-    const cutoff = Date.now() - this.o.retention.minutes * 60_000;
-    if (positionTime(since) < cutoff || (await this.trimmedSince(since))) return { ok: false, code: 'BEYOND_RETENTION', message: beyondRetention(this.o.retention) };
-    return { ok: true, upTo };
+  /** Can a resume from `since` be served (retained, not from the future)? It reads up to the current position, then pages on (retained.ts). */
+  resumeStart(since: string): Promise<ResumeStart> {
+    return resumeStart(this.retained, since, this.position);
   }
 
-  /**
-   * A page of a resume: at most `count` entries after `after` up to `upTo`, or `trimmed`
-   * when entries after `after` were trimmed away meanwhile (a subscriber that read slowly).
-   */
-  async page(after: string, upTo: string, count: number, since = after): Promise<{ entries: FeedEntry[]; next: string | null } | { trimmed: true; message: string }> {
-    if (await this.trimmedSince(after)) return { trimmed: true, message: beyondRetention(this.o.retention) };
-    const raw = (await this.o.redis.xrange(this.o.feedKey, `(${after}`, upTo, 'COUNT', count)) as Array<[string, string[]]>;
-    const entries: FeedEntry[] = [];
-    for (const [id, fields] of raw) {
-      const entry = decode(id, fields);
-      // A copy appended again after a failover, of an entry the client had (read here at or before its id), is not sent again.
-      if (entry && !this.readKeys.hadBefore(entry.key, id, since)) entries.push(entry);
-    }
-    // `next`: where the following page starts, when this one was full (else `upTo` was reached).
-    return { entries, next: raw.length >= count ? (raw.at(-1)?.[0] ?? null) : null };
-  }
-
-  /** Were entries after `since` trimmed (the first entry kept is after it, and Redis deleted one after it)? */
-  private async trimmedSince(since: string): Promise<boolean> {
-    const first = (await this.o.redis.xrange(this.o.feedKey, '-', '+', 'COUNT', 1)) as Array<[string, string[]]>;
-    const firstId = first[0]?.[0];
-    return firstId === undefined || comparePositions(firstId, since) > 0 ? this.trimmedAfter(since) : false;
+  /** A page of a resume (retained.ts). */
+  page(after: string, upTo: string, count: number, since = after): Promise<Page> {
+    return page(this.retained, { after, upTo, count, since });
   }
 
   /** Were entries after `since` trimmed (read-keys.ts)? */
@@ -400,10 +378,6 @@ const TRIMMED: EndReason = {
   code: 'CHANGES_LOST',
   message: 'changes were trimmed from the feed (subscriptions.retention) before this replica could read them again after a Redis fault; re-read what this subscription follows',
 };
-
-function beyondRetention(retention: FeedOptions['retention']): string {
-  return `the changes after Last-Event-ID are no longer retained (subscriptions.retention: ${retention.changes} changes or ${retention.minutes} minutes); re-read what this subscription follows, live changes follow`;
-}
 
 /**
  * Who wants a single-document write's state before it (SPEC §11.1, issue 51): `before`, every such
