@@ -43,15 +43,16 @@ export class RedisScript {
   }
 
   /**
-   * `runWith` and then one more command (`then`: a WAIT, say) pipelined behind it: one round trip,
-   * and on a cluster that command reaches the master that ran the script (the pipeline follows
-   * the script's key). The script's failure throws; the other command's outcome is returned beside
-   * the script's reply (its reply, or its error: the script may have run all the same).
+   * The script and then one more command (`then`: a WAIT, say) pipelined behind it: one round
+   * trip, and on a cluster that command reaches the master that ran the script (the pipeline
+   * follows the script's key). EVAL with the source, never EVALSHA: a NOSCRIPT would come back
+   * only after a WAIT behind it had waited out its timeout, and the script would run that much
+   * later. The script's failure throws; the other command's outcome is returned beside the
+   * script's reply (its reply, or its error: the script may have run all the same).
    */
-  async runWithThen(redis: Redis, keysAndArgs: Array<string | Buffer | number>, then: (pipeline: ChainableCommander) => ChainableCommander): Promise<{ reply: unknown; then: unknown }> {
+  async evalThen(redis: Redis, keysAndArgs: Array<string | Buffer | number>, then: (pipeline: ChainableCommander) => ChainableCommander): Promise<{ reply: unknown; then: unknown }> {
     const args = keysAndArgs as [number, ...Array<string | Buffer | number>];
-    let replies = await then(redis.pipeline().evalsha(this.sha, ...args)).exec();
-    if (String((replies?.[0]?.[0] as Error | null)?.message).startsWith('NOSCRIPT')) replies = await then(redis.pipeline().eval(this.source, ...args)).exec();
+    const replies = await then(redis.pipeline().eval(this.source, ...args)).exec();
     const [scriptError, reply] = replies?.[0] ?? [new Error('the script was not answered'), null];
     if (scriptError) throw scriptError;
     const [thenError, thenReply] = replies?.[1] ?? [new Error('the command after the script was not answered'), null];

@@ -291,7 +291,7 @@ export class FeedPublisher {
     for (const e of batch.entries) args.push(e.member, Math.max(0, now - e.at), e.field, e.payload);
     const then = this.replicas?.next();
     if (!then) return { reply: await publishSubscribedChanges.runWith(this.o.redis, args) };
-    return publishSubscribedChanges.runWithThen(this.o.redis, args, then);
+    return publishSubscribedChanges.evalThen(this.o.redis, args, then);
   }
 
   /** Changes that will not reach the feed: counted per collection for the next gap entry. */
