@@ -35,10 +35,10 @@ FILES=(
   test/chaos/smtp-faults.test.ts
   test/chaos/backend-faults.test.ts
   test/chaos/trickling-uploads.test.ts
-  test/integration/access.test.ts
-  test/integration/graphql-apps.test.ts
-  test/integration/proxy-core.test.ts
-  test/integration/tracing-deliveries.test.ts
+  test/integration/access/access.test.ts
+  test/integration/graphql/graphql-apps.test.ts
+  test/integration/operations/proxy-core.test.ts
+  test/integration/operations/tracing-deliveries.test.ts
   test/unit/standin-backend/request-log.test.ts
   test/unit/observability/process-metrics.test.ts
   test/unit/graphql/output-limits.test.ts

@@ -11,8 +11,8 @@ import { call } from '../support/http-client.js';
 import { startHttpServer, type TestServer } from '../support/http-servers.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { sleep, until } from '../support/wait.js';
-import { configText, reloadLines } from '../integration/config-reload-helpers.js';
-import { rateLimitHeaders } from '../integration/rate-limit-helpers.js';
+import { configText, reloadLines } from '../integration/operations/config-reload-helpers.js';
+import { rateLimitHeaders } from '../integration/limits/rate-limit-helpers.js';
 
 const SERVICE = 'reload-storm';
 const ORIGINS = ['https://a.example', 'https://b.example', 'https://c.example'];

@@ -15,8 +15,8 @@ import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
 import { call } from '../support/http-client.js';
 import { until } from '../support/wait.js';
-import { openSubscriptions, rawSse, sseSubscribe, subscribed, wsSubscribe } from '../integration/graphql-subscriptions-helpers.js';
-import { costData, usersApp } from '../integration/rate-limits-cost-helpers.js';
+import { openSubscriptions, rawSse, sseSubscribe, subscribed, wsSubscribe } from '../integration/subscriptions/graphql-subscriptions-helpers.js';
+import { costData, usersApp } from '../integration/limits/rate-limits-cost-helpers.js';
 
 const ROOT = basic('root', 'root-password');
 const ALICE = basic('alice', 'alice-password');

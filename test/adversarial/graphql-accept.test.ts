@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { streamChoice } from '../../src/graphql/serve/transport.js';
 import { as, useStack } from '../support/fixtures.js';
-import { putSubscriptionPermissions, subscriptionApp } from '../integration/graphql-subscriptions-helpers.js';
+import { putSubscriptionPermissions, subscriptionApp } from '../integration/subscriptions/graphql-subscriptions-helpers.js';
 
 const CAROL = as('carol');
 const MIXED = 'application/json, text/event-stream';

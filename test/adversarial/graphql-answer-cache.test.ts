@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { as, ROOT, useStack } from '../support/fixtures.js';
 import { call } from '../support/http-client.js';
-import { gql, shopApp, shopData } from '../integration/graphql-helpers.js';
+import { gql, shopApp, shopData } from '../integration/graphql/graphql-helpers.js';
 
 const ALICE = as('alice');
 const MAX_BYTES = 48 * 1024;

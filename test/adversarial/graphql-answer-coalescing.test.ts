@@ -11,7 +11,7 @@ import { as, ROOT, useStack, type Running } from '../support/fixtures.js';
 import { startGatedReads, type GatedReads } from '../support/gated-reads.js';
 import { call } from '../support/http-client.js';
 import { until } from '../support/wait.js';
-import { collectionReads, gql, shopApp, shopData } from '../integration/graphql-helpers.js';
+import { collectionReads, gql, shopApp, shopData } from '../integration/graphql/graphql-helpers.js';
 
 const ALICE = as('alice');
 const QUERY = 'query Orders($limit: Int) { orders(limit: $limit) { number owner total } }';

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { call } from '../support/http-client.js';
 import { as, useStack } from '../support/fixtures.js';
-import { putSubscriptionPermissions, rawSse, subscriptionApp } from '../integration/graphql-subscriptions-helpers.js';
+import { putSubscriptionPermissions, rawSse, subscriptionApp } from '../integration/subscriptions/graphql-subscriptions-helpers.js';
 
 const ALICE = as('alice');
 const CAROL = as('carol');

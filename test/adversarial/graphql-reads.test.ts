@@ -15,7 +15,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { basic } from '../support/outrigger.js';
-import { call, collectionReads, gql } from '../integration/graphql-helpers.js';
+import { call, collectionReads, gql } from '../integration/graphql/graphql-helpers.js';
 import { ROOT, useStack } from '../support/fixtures.js';
 
 const ALICE = basic('alice', 'alice-password'); // projectResponse hides orders.secret

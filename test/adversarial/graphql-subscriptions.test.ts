@@ -16,7 +16,7 @@ import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
 import { until } from '../support/wait.js';
 import { call } from '../support/http-client.js';
-import { openSubscriptions, putSubscriptionPermissions, rawSse, subscribed, subscriptionApp } from '../integration/graphql-subscriptions-helpers.js';
+import { openSubscriptions, putSubscriptionPermissions, rawSse, subscribed, subscriptionApp } from '../integration/subscriptions/graphql-subscriptions-helpers.js';
 
 const ROOT = basic('root', 'root-password');
 const CAROL = basic('carol', 'carol-password');

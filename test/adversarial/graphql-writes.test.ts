@@ -12,8 +12,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
-import { call, gql } from '../integration/graphql-helpers.js';
-import { hex, mutationApp, mutationData, putMutationPermissions } from '../integration/graphql-mutations-helpers.js';
+import { call, gql } from '../integration/graphql/graphql-helpers.js';
+import { hex, mutationApp, mutationData, putMutationPermissions } from '../integration/graphql/graphql-mutations-helpers.js';
 
 const JWT_SECRET = 'a-test-secret-that-is-at-least-32-characters-long';
 const ROOT = basic('root', 'root-password');

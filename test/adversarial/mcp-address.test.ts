@@ -21,8 +21,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { as, useStack } from '../support/fixtures.js';
-import { shopData } from '../integration/graphql-helpers.js';
-import { shopAppWithTools } from '../integration/mcp-helpers.js';
+import { shopData } from '../integration/graphql/graphql-helpers.js';
+import { shopAppWithTools } from '../integration/mcp/mcp-helpers.js';
 
 const ALICE = as('alice');
 

@@ -11,8 +11,8 @@ import type { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { call } from '../support/http-client.js';
 import { basic } from '../support/outrigger.js';
 import { useStack } from '../support/fixtures.js';
-import { shopData } from '../integration/graphql-helpers.js';
-import { mcpClientV2, shopAppWithTools } from '../integration/mcp-helpers.js';
+import { shopData } from '../integration/graphql/graphql-helpers.js';
+import { mcpClientV2, shopAppWithTools } from '../integration/mcp/mcp-helpers.js';
 
 const ROOT = basic('root', 'root-password');
 const ALICE = basic('alice', 'alice-password');

@@ -15,8 +15,8 @@ import type { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { basic } from '../support/outrigger.js';
 import { useStack } from '../support/fixtures.js';
-import { call, shopData } from '../integration/graphql-helpers.js';
-import { mcpClientV2, shopAppWithTools } from '../integration/mcp-helpers.js';
+import { call, shopData } from '../integration/graphql/graphql-helpers.js';
+import { mcpClientV2, shopAppWithTools } from '../integration/mcp/mcp-helpers.js';
 import { until } from '../support/wait.js';
 
 const ROOT = basic('root', 'root-password');

@@ -8,8 +8,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { as, useStack } from '../support/fixtures.js';
-import { shopData } from '../integration/graphql-helpers.js';
-import { mcpClient, shopAppWithTools } from '../integration/mcp-helpers.js';
+import { shopData } from '../integration/graphql/graphql-helpers.js';
+import { mcpClient, shopAppWithTools } from '../integration/mcp/mcp-helpers.js';
 
 /** The shop's tools with mutations on, plus an update that answers the product (so it reads it first). */
 function app(): Record<string, unknown> {

@@ -11,7 +11,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { redisKeys } from '../../src/store/keys.js';
 import { META_FIELD } from '../../src/webhooks/stream-record.js';
-import { call, untilKnown, waitFor } from '../integration/webhooks-helpers.js';
+import { call, untilKnown, waitFor } from '../integration/webhooks/webhooks-helpers.js';
 import { ROOT, useStack } from '../support/fixtures.js';
 
 const DELIVERY_DEADLINE_MS = 5000;

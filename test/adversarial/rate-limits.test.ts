@@ -14,7 +14,7 @@ import { CLI, startCli, writeTempFile } from '../support/cli.js';
 import { call } from '../support/http-client.js';
 import { as, ROOT, useStack } from '../support/fixtures.js';
 import { staticUsers } from '../support/outrigger.js';
-import { rateLimitHeaders } from '../integration/rate-limit-helpers.js';
+import { rateLimitHeaders } from '../integration/limits/rate-limit-helpers.js';
 import { existsSync } from 'node:fs';
 
 const ALICE = as('alice');

@@ -23,8 +23,8 @@ import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js'
 import { startSlowReads, type SlowReads } from '../support/slow-reads.js';
 import { sleep, until } from '../support/wait.js';
 import { call } from '../support/http-client.js';
-import { gql } from '../integration/graphql-helpers.js';
-import { openSubscriptions, rawSse, subscribed } from '../integration/graphql-subscriptions-helpers.js';
+import { gql } from '../integration/graphql/graphql-helpers.js';
+import { openSubscriptions, rawSse, subscribed } from '../integration/subscriptions/graphql-subscriptions-helpers.js';
 
 const ROOT = basic('root', 'root-password');
 const CLERK = basic('clerk', 'clerk-password');

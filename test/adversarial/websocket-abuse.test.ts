@@ -25,7 +25,7 @@ import { call } from '../support/http-client.js';
 import { basic, merge, staticUsers, testConfig, type RawConfig } from '../support/outrigger.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { until } from '../support/wait.js';
-import { openSubscriptions, putSubscriptionPermissions, subscribed, subscriptionApp } from '../integration/graphql-subscriptions-helpers.js';
+import { openSubscriptions, putSubscriptionPermissions, subscribed, subscriptionApp } from '../integration/subscriptions/graphql-subscriptions-helpers.js';
 
 const ROOT = basic('root', 'root-password');
 const CAROL = basic('carol', 'carol-password');

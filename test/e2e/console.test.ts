@@ -24,7 +24,7 @@ import { launchBrowser } from '../support/browser.js';
 import { CLI, startCli, writeTempFile, type RunningCli } from '../support/cli.js';
 import { call } from '../support/http-client.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { startTarget, waitFor, type Target } from '../integration/webhooks-helpers.js';
+import { startTarget, waitFor, type Target } from '../integration/webhooks/webhooks-helpers.js';
 
 const basic = (id: string, pw: string) => `Basic ${Buffer.from(`${id}:${pw}`).toString('base64')}`;
 const ROOT = basic('root', 'root-password');

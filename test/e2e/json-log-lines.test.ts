@@ -13,7 +13,7 @@ import { call } from '../support/http-client.js';
 import { basic, staticUsers } from '../support/outrigger.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { until, waitFor } from '../support/wait.js';
-import { putSubscriptionPermissions, subscriptionApp } from '../integration/graphql-subscriptions-helpers.js';
+import { putSubscriptionPermissions, subscriptionApp } from '../integration/subscriptions/graphql-subscriptions-helpers.js';
 
 const ROOT = basic('root', 'root-password');
 
