@@ -203,7 +203,7 @@ describe('GraphQL reads as the caller, or as the service', () => {
       expect(mustFailures.map((r) => `${r.id} ${r.name}: ${'reason' in r ? r.reason : ''}`)).toEqual([]);
       const musts = results.filter((r) => r.name.startsWith('MUST'));
       expect(musts.length).toBeGreaterThan(10);
-      // Every SHOULD too, with the default httpProfile (see test/unit/graphql/audit.test.ts).
+      // Every SHOULD too, with the default httpProfile (see test/unit/graphql/serving/audit.test.ts).
       expect(failures.filter((r) => r.name.startsWith('SHOULD')).map((r) => r.id)).toEqual([]);
       expect(results.filter((r) => r.status === 'ok')).toHaveLength(61);
       console.log(`graphql-http audit through Outrigger: ${results.length - failures.length}/${results.length} ok, ${musts.length} MUST items all ok`);

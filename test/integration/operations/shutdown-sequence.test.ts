@@ -1,6 +1,6 @@
 /**
  * The shutdown sequence in this process (src/shutdown.ts; the built CLI and its signals are
- * test/e2e/shutdown-signals.test.ts): readiness fails at once, answers carry Connection: close
+ * test/e2e/running/shutdown-signals.test.ts): readiness fails at once, answers carry Connection: close
  * during the drain, the stop-accepting callbacks (where subscriptions end) run once the server
  * no longer accepts and before in-flight requests are awaited.
  */
