@@ -8,9 +8,9 @@ import { defineConfig } from 'vitest/config';
 // test/adversarial/rate-limits (a row runs the built CLI, which no mutant reaches); `npm test`
 // runs both. MUTATE_GROUPS=a,b narrows the list to some module groups (scripts/mutate.mjs).
 const groups: Record<string, string[]> = {
-  access: ['test/unit/access/**/*.test.ts', 'test/unit/graphql/read-rules.test.ts', 'test/integration/access.test.ts', 'test/adversarial/bearer-flood.test.ts'],
-  limits: ['test/unit/limits/**/*.test.ts', 'test/integration/rate-limits.test.ts', 'test/integration/rate-limits-keys.test.ts'],
-  keys: ['test/unit/keys/**/*.test.ts', 'test/integration/api-keys.test.ts', 'test/integration/api-keys-cache.test.ts'],
+  access: ['test/unit/access/**/*.test.ts', 'test/unit/graphql/serving/read-rules.test.ts', 'test/integration/access/access.test.ts', 'test/adversarial/access/bearer-flood.test.ts'],
+  limits: ['test/unit/limits/**/*.test.ts', 'test/integration/limits/rate-limits.test.ts', 'test/integration/limits/rate-limits-keys.test.ts'],
+  keys: ['test/unit/keys/**/*.test.ts', 'test/integration/access/api-keys.test.ts', 'test/integration/access/api-keys-cache.test.ts'],
   // The guard's own rows connect real sockets at send time; webhooks-security (the same checks
   // through a whole webhook) adds minutes per mutant on a shared 2-core machine.
   ssrf: ['test/unit/webhooks/ssrf-guard.test.ts', 'test/unit/webhooks/webhook-document.test.ts', 'test/unit/net/ssrf-*.test.ts'],

@@ -23,25 +23,25 @@ LOG_DIR=${LOG_DIR:-$(mktemp -d -t outrigger-stress.XXXXXX)}
 mkdir -p "$LOG_DIR"
 
 # The files whose tests assert on elapsed time, latency or event-loop delay (docs/reliability.md,
-# "Testing under load"). The Redis cluster/Sentinel files and test/e2e/keys-cli.test.ts have such
+# "Testing under load"). The Redis cluster/Sentinel files and test/e2e/cli/keys-cli.test.ts have such
 # assertions too but take minutes each (and e2e needs `npm run build`): name them to run them here.
 FILES=(
-  test/adversarial/graphql-budgets.test.ts
-  test/adversarial/slow-clients.test.ts
-  test/adversarial/doors.test.ts
-  test/adversarial/disconnect-storm.test.ts
-  test/adversarial/bearer-flood.test.ts
+  test/adversarial/graphql/graphql-budgets.test.ts
+  test/adversarial/doors/slow-clients.test.ts
+  test/adversarial/doors/doors.test.ts
+  test/adversarial/doors/disconnect-storm.test.ts
+  test/adversarial/access/bearer-flood.test.ts
   test/chaos/redis-slow.test.ts
   test/chaos/smtp-faults.test.ts
   test/chaos/backend-faults.test.ts
   test/chaos/trickling-uploads.test.ts
-  test/integration/access.test.ts
-  test/integration/graphql-apps.test.ts
-  test/integration/proxy-core.test.ts
-  test/integration/tracing-deliveries.test.ts
+  test/integration/access/access.test.ts
+  test/integration/graphql/graphql-apps.test.ts
+  test/integration/operations/proxy-core.test.ts
+  test/integration/operations/tracing-deliveries.test.ts
   test/unit/standin-backend/request-log.test.ts
   test/unit/observability/process-metrics.test.ts
-  test/unit/graphql/output-limits.test.ts
+  test/unit/graphql/serving/output-limits.test.ts
   test/unit/webhooks/event-producer.test.ts
 )
 if [ "$#" -gt 0 ]; then FILES=("$@"); fi

@@ -1,13 +1,13 @@
 /**
  * Issue 28 item 2: every Redis refusal reaches a client as 503 with Retry-After and a message
- * saying what Redis refused, never as 500, at every door (test/adversarial/doors.ts). Redis is
+ * saying what Redis refused, never as 500, at every door (test/adversarial/doors/doors.ts). Redis is
  * made full (maxmemory below what it holds, noeviction: writes answer OOM) and then read-only
  * (REPLICAOF another server: writes answer READONLY); one representative request per door each
  * time. The operator sees each refusal in the log and in outrigger_redis_refusals_total.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DOORS, type Door } from '../adversarial/doors.js';
-import { closePools, send, startInputSystem, type Answer, type InputSystem } from '../adversarial/input-system.js';
+import { DOORS, type Door } from '../adversarial/doors/doors.js';
+import { closePools, send, startInputSystem, type Answer, type InputSystem } from '../adversarial/doors/input-system.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { eventually } from '../adversarial/support.js';
 

@@ -12,7 +12,6 @@
  * through); what Redis took while its collection was unclaimed goes again once the answer left
  * (`finish`): a subscription acknowledged before the answer is then claimed (issue 53 item 7).
  */
-import type { OutgoingHttpHeaders } from 'node:http';
 import type { ObservedRequest, RequestObserver } from '../../chain/observer.js';
 import type { RequestScope } from '../../http/scope.js';
 import { changesOf, isWriteMethod, withBefore, type Change, type CollectionTarget } from './change.js';
@@ -22,7 +21,6 @@ const BULK_ANSWER_BYTES = 1024 * 1024;
 
 /** The feed as a write sees it (feed.ts). */
 export interface ChangeSink {
-  publish(changes: Change[]): void;
   /** Ahead of the answer (resolves when the answer may go), with what to run once it left. */
   publishAround(changes: Change[]): Promise<() => void>;
 }
@@ -59,11 +57,7 @@ export function restWritesObserver(
 }
 
 class ObservedWrite implements ObservedRequest {
-  private status = 0;
-  private location: string | undefined;
   private bulk: boolean | undefined;
-  private readonly answer: Buffer[] = [];
-  private answerBytes = 0;
   /** Set before the answer (`beforeAnswer`): what `finish` runs once the answer left. */
   private held: Promise<() => void> | undefined;
   /** The document's state before the write (`beforeForward`), once read. */
@@ -125,34 +119,17 @@ class ObservedWrite implements ObservedRequest {
     }
   }
 
-  onResponseHead(statusCode: number, headers: OutgoingHttpHeaders): void {
-    this.status = statusCode;
-    const location = headers.location;
-    this.location = typeof location === 'string' ? location : undefined;
-  }
+  /** The head and body reach `beforeAnswer` whole (every 2xx answer of an observed write is held): nothing to keep here. */
+  onResponseHead(): void {}
 
-  onResponseData(chunk: Buffer): void {
-    if (!this.bulk || this.target.segment !== undefined || this.answerBytes > BULK_ANSWER_BYTES) return;
-    this.answer.push(chunk);
-    this.answerBytes += chunk.length;
-  }
+  onResponseData(): void {}
 
   /**
    * The answer left (or the client did): what was published ahead and not appended goes again
    * (`publishAround`). Changes held for the answer go even when the client left: the backend wrote
-   * them. Without a hold (no 2xx head was seen before the answer), published only now.
+   * them. A write with no hold was not a 2xx (or its changes could not be read from it): nothing.
    */
-  finish(scope: RequestScope, completed: boolean): void {
-    if (this.held) {
-      void this.held.then((after) => after());
-      return;
-    }
-    if (!completed) return;
-    try {
-      const changes = this.changes(scope, this.status || scope.res.statusCode, this.location, () => (this.answerBytes > BULK_ANSWER_BYTES ? undefined : Buffer.concat(this.answer).toString('utf8')));
-      this.feed.publish(changes);
-    } catch {
-      // Observing never breaks serving.
-    }
+  finish(): void {
+    if (this.held) void this.held.then((after) => after());
   }
 }

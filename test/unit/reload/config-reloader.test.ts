@@ -3,7 +3,7 @@
  * reloadable paths are applied and written into the running config, every other changed key is
  * named once as needing a restart, an invalid or missing file applies nothing, a part that fails
  * leaves the others applied, and signals in one turn are one reload. The built CLI's signals
- * are test/integration/config-reload.test.ts.
+ * are test/integration/operations/config-reload.test.ts.
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
