@@ -7,9 +7,9 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../support/http-client.js';
+import { call } from '../support/clients/http-client.js';
 import { startTestOutrigger } from '../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { startTestRedis, type TestRedis } from '../support/redis/redis.js';
 import { eventually, upstreamSlots } from '../adversarial/support.js';
 
 const TIMEOUT_MS = 1000;

@@ -7,9 +7,9 @@
  * its client); each row is bounded in time and ends by itself.
  */
 import { describe, expect, it } from 'vitest';
-import { call } from '../support/http-client.js';
+import { call } from '../support/clients/http-client.js';
 import { as, useStack } from '../support/fixtures.js';
-import { closedLoop, concurrencyLimit, floodUntilLimited, metricValue, useControlledBackend, type ControlledBackend, type LoadResult } from '../support/controlled-backend.js';
+import { closedLoop, concurrencyLimit, floodUntilLimited, metricValue, useControlledBackend, type ControlledBackend, type LoadResult } from '../support/peers/controlled-backend.js';
 import { waitFor } from '../support/wait.js';
 
 const ALICE = as('alice');

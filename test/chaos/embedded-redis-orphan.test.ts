@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI } from '../support/cli.js';
-import { startHttpServer, type TestServer } from '../support/http-servers.js';
+import { CLI } from '../support/clients/cli.js';
+import { startHttpServer, type TestServer } from '../support/peers/http-servers.js';
 import { eventually } from '../adversarial/support.js';
 
 const SERVICE = 'chaos-orphan';

@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/util/free-port.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { startTcpRelay, type TcpRelay } from '../support/tcp-relay.js';
+import { startTestRedis, type TestRedis } from '../support/redis/redis.js';
+import { startTcpRelay, type TcpRelay } from '../support/peers/tcp-relay.js';
 import { until } from '../support/wait.js';
 import { startChaosStack, type ChaosStack } from './support.js';
 

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOORS, type Door } from '../adversarial/doors/doors.js';
 import { closePools, send, startInputSystem, type Answer, type InputSystem } from '../adversarial/doors/input-system.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { startTestRedis, type TestRedis } from '../support/redis/redis.js';
 import { eventually } from '../adversarial/support.js';
 
 function representative(door: Door, targetUrl: string): { path: string; body?: string } {

@@ -5,11 +5,11 @@
  * tee queues in process), and every teed event is delivered once Redis is fast again.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../support/http-client.js';
-import { startTcpRelay, type TcpRelay } from '../support/tcp-relay.js';
+import { call } from '../support/clients/http-client.js';
+import { startTcpRelay, type TcpRelay } from '../support/peers/tcp-relay.js';
 import { atOnceBound, baselineMs } from '../support/timing.js';
 import { until } from '../support/wait.js';
-import { startTarget, type Target } from '../support/webhook-target.js';
+import { startTarget, type Target } from '../support/peers/webhook-target.js';
 import { ALICE, startChaosStack, type ChaosStack } from './support.js';
 
 /**

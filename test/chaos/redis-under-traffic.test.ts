@@ -7,9 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/util/free-port.js';
-import { call, type CallResult } from '../support/http-client.js';
+import { call, type CallResult } from '../support/clients/http-client.js';
 import { sleep, until } from '../support/wait.js';
-import { startTarget, type Target } from '../support/webhook-target.js';
+import { startTarget, type Target } from '../support/peers/webhook-target.js';
 import { startChaosStack, type ChaosStack } from './support.js';
 
 describe('chaos: Redis read-only, then restarted, under traffic', () => {

@@ -7,10 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
 import { freePort } from '../../src/util/free-port.js';
-import { call } from '../support/http-client.js';
+import { call } from '../support/clients/http-client.js';
 import { basic, startTestOutrigger, staticUsers } from '../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { startSmtpCapture, type SmtpCapture } from '../support/smtp.js';
+import { startTestRedis, type TestRedis } from '../support/redis/redis.js';
+import { startSmtpCapture, type SmtpCapture } from '../support/peers/smtp.js';
 import { atOnceBound, baselineMs } from '../support/timing.js';
 import { until } from '../support/wait.js';
 

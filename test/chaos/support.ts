@@ -6,9 +6,9 @@
  */
 import { expect } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../examples/standin-backend/index.js';
-import { call } from '../support/http-client.js';
+import { call } from '../support/clients/http-client.js';
 import { basic, startTestOutrigger, staticUsers, type RawConfig } from '../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { startTestRedis, type TestRedis } from '../support/redis/redis.js';
 
 export const ALICE = basic('alice', 'alice-password');
 export const ROOT = basic('root', 'root-password');

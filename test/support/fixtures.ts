@@ -15,12 +15,12 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { startStandinBackend, type StandinBackend, type StandinOptions } from '../../examples/standin-backend/index.js';
 import { startOutrigger } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { call } from './http-client.js';
-import { startHttpServer, type TestServer } from './http-servers.js';
+import { call } from './clients/http-client.js';
+import { startHttpServer, type TestServer } from './peers/http-servers.js';
 import { basic, merge, startTestOutrigger, staticUsers, testConfig, type RawConfig, type TestStartOptions } from './outrigger.js';
-import { startTestRedis, type TestRedis } from './redis.js';
-import { startSmtpCapture, type SmtpCapture } from './smtp.js';
-import { startTarget, type Target } from './webhook-target.js';
+import { startTestRedis, type TestRedis } from './redis/redis.js';
+import { startSmtpCapture, type SmtpCapture } from './peers/smtp.js';
+import { startTarget, type Target } from './peers/webhook-target.js';
 
 export type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
 

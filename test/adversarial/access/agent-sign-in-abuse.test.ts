@@ -4,10 +4,10 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOutrigger } from '../../../src/app.js';
 import { createLogger } from '../../../src/observability/logger.js';
-import { codeThroughForms, freePort, pkcePair, redeem, registerClient } from '../../support/agent-sign-in.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { codeThroughForms, freePort, pkcePair, redeem, registerClient } from '../../support/clients/agent-sign-in.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 import { basic, merge, staticUsers, testConfig, type RawConfig } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 /**
  * Issue 25 item 8: the abuses of agent sign-in found in review, one row each. Every row failed

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../../src/keys/key-format.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { basic, startTestOutrigger } from '../../support/outrigger.js';
 import { useStack } from '../../support/fixtures.js';
 

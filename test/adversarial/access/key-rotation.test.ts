@@ -5,7 +5,7 @@
  * expiry and no new key appears.
  */
 import { describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, useStack } from '../../support/fixtures.js';
 
 describe('key rotation refuses bad input with a 4xx naming the problem', () => {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { codeThroughForms, freePort, hiddenFieldsOf, pkcePair, redeem, registerClient } from '../../support/agent-sign-in.js';
+import { codeThroughForms, freePort, hiddenFieldsOf, pkcePair, redeem, registerClient } from '../../support/clients/agent-sign-in.js';
 import { ClientMetadataFetcher } from '../../../src/oauth/clients/client-metadata-document.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 import { basic, startTestOutrigger, staticUsers, type RawConfig } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
 

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { as, ROOT, useStack } from '../../support/fixtures.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { gql, shopApp, shopData } from '../../integration/graphql/graphql-helpers.js';
 
 const ALICE = as('alice');

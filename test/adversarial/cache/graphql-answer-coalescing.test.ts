@@ -8,8 +8,8 @@
 import { request } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { as, ROOT, useStack, type Running } from '../../support/fixtures.js';
-import { startGatedReads, type GatedReads } from '../../support/gated-reads.js';
-import { call } from '../../support/http-client.js';
+import { startGatedReads, type GatedReads } from '../../support/peers/gated-reads.js';
+import { call } from '../../support/clients/http-client.js';
 import { until } from '../../support/wait.js';
 import { collectionReads, gql, shopApp, shopData } from '../../integration/graphql/graphql-helpers.js';
 

@@ -12,7 +12,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { as, useStack } from '../../support/fixtures.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { ADD_PRODUCT as ADD, idempotentShopStack, mcpClient } from '../../integration/mcp/mcp-helpers.js';
 import { rawClient, readUntilClosed } from '../support.js';
 

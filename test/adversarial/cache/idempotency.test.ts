@@ -6,7 +6,7 @@
 import { connect } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, useStack } from '../../support/fixtures.js';
 
 let writes = 0;

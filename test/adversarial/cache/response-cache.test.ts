@@ -5,7 +5,7 @@
  * bad input gets a clear 4xx or is ignored; nothing is served to a caller who may not read it.
  */
 import { describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, ROOT, useStack } from '../../support/fixtures.js';
 
 const ALICE = as('alice');

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawRequest, startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { rawRequest, startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 import { rawClient, readUntilClosed } from '../support.js';
 import { basic, startTestOutrigger, staticUsers, type RawConfig } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 /**
  * Issue 25 item 1, "two layers, two paths": every decision (route table, backend-token guard,

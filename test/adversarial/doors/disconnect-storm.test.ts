@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { basic } from '../../support/outrigger.js';
 import { eventually, loopbackClientIp, rawClient, readUntilClosed, sleep, upstreamSlots } from '../support.js';
 import { useStack } from '../../support/fixtures.js';

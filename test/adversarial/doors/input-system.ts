@@ -7,10 +7,10 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Pool } from 'undici';
-import { startCli, writeTempFile, type RunningCli } from '../../support/cli.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 import { basic, staticUsers } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 export const ROOT = basic('root', 'root-password');
 export const ALICE = basic('alice', 'alice-password');

@@ -9,7 +9,7 @@
  */
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { ROOT, useStack } from '../../support/fixtures.js';
 import { eventually, rawClient, readUntilClosed, sleep } from '../support.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawRequest, startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { rawRequest, startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 import { startTestOutrigger } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 /**
  * Dot segments in every disguise: a servlet backend drops `;parameters` and decodes once (or

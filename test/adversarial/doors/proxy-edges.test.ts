@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, useStack } from '../../support/fixtures.js';
-import { startOtlpReceiver, type OtlpReceiver } from '../../support/otlp-receiver.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../../support/peers/otlp-receiver.js';
 import { waitFor } from '../../support/wait.js';
 
 /**

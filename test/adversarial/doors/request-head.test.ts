@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 import { basic, startTestOutrigger, staticUsers } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { rawClient, readUntilClosed } from '../support.js';
 
 /**

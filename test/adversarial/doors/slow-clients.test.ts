@@ -1,9 +1,9 @@
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { call } from '../../support/clients/http-client.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 import { startTestOutrigger } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { atOnceBound, baselineMs, timedMs } from '../../support/timing.js';
 import { eventually, rawClient, readUntilClosed, sleep, upstreamSlots } from '../support.js';
 

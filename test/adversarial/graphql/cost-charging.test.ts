@@ -11,9 +11,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../../support/outrigger.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { until } from '../../support/wait.js';
 import { openSubscriptions, rawSse, sseSubscribe, subscribed, wsSubscribe } from '../../integration/subscriptions/graphql-subscriptions-helpers.js';
 import { costData, usersApp } from '../../integration/limits/rate-limits-cost-helpers.js';

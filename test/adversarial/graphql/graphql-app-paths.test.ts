@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, useStack } from '../../support/fixtures.js';
 import { putSubscriptionPermissions, rawSse, subscriptionApp } from '../../integration/subscriptions/graphql-subscriptions-helpers.js';
 

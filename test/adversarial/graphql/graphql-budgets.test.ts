@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { basic } from '../../support/outrigger.js';
 import { useStack } from '../../support/fixtures.js';
 import { watchLoopStalls } from '../../support/loop-stalls.js';

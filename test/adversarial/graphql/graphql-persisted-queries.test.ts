@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { PERSISTED_QUERY_BOUNDS, PersistedQueryStore } from '../../../src/graphql/serve/persisted-query-store.js';
 import { redisKeys } from '../../../src/store/keys.js';
 import { as, useStack } from '../../support/fixtures.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 const ACCEPT = 'application/graphql-response+json,application/json;q=0.9';

@@ -8,7 +8,7 @@
 import { createClient, NetworkError } from 'graphql-sse';
 import { describe, expect, it } from 'vitest';
 import { as, useStack } from '../../support/fixtures.js';
-import { call, type CallResult } from '../../support/http-client.js';
+import { call, type CallResult } from '../../support/clients/http-client.js';
 import { shopApp, shopData } from '../../integration/graphql/graphql-helpers.js';
 import { rawClient, readUntilClosed } from '../support.js';
 

@@ -7,7 +7,7 @@
  * the number of backend writes it let through: zero. Each failed on the code before the fix.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { basic } from '../../support/outrigger.js';
 import { useStack } from '../../support/fixtures.js';
 

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../../support/outrigger.js';
 import { call, gql } from '../../integration/graphql/graphql-helpers.js';
 import { hex, mutationApp, mutationData, putMutationPermissions } from '../../integration/graphql/graphql-mutations-helpers.js';

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Client as ClientV2 } from '@modelcontextprotocol/client';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { basic } from '../../support/outrigger.js';
 import { useStack } from '../../support/fixtures.js';
 import { shopData } from '../../integration/graphql/graphql-helpers.js';

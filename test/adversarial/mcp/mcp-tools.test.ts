@@ -8,7 +8,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { Agent, request } from 'undici';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { call, type CallResult } from '../../support/http-client.js';
+import { call, type CallResult } from '../../support/clients/http-client.js';
 import { basic } from '../../support/outrigger.js';
 import { useStack } from '../../support/fixtures.js';
 import { shopData } from '../../integration/graphql/graphql-helpers.js';

@@ -6,10 +6,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requireBuiltCli, startCli, writeTempFile, type RunningCli } from '../../support/cli.js';
-import { call } from '../../support/http-client.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { requireBuiltCli, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { call } from '../../support/clients/http-client.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { sleep, until } from '../../support/wait.js';
 import { configText, reloadLines } from '../../integration/operations/config-reload-helpers.js';
 import { rateLimitHeaders } from '../../integration/limits/rate-limit-helpers.js';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { call, type CallResult } from '../../support/http-client.js';
+import { call, type CallResult } from '../../support/clients/http-client.js';
 import { as, ROOT, useStack } from '../../support/fixtures.js';
 
 const ALICE = as('alice');

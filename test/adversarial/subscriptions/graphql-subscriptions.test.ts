@@ -12,10 +12,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../../support/outrigger.js';
 import { until } from '../../support/wait.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { openSubscriptions, putSubscriptionPermissions, rawSse, subscribed, subscriptionApp } from '../../integration/subscriptions/graphql-subscriptions-helpers.js';
 
 const ROOT = basic('root', 'root-password');

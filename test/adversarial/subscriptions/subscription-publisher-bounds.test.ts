@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisKeys } from '../../../src/store/keys.js';
 import { publishSubscribedChanges } from '../../../src/store/scripts/subscriptions/publish-subscribed-changes.js';
 import { FeedPublisher } from '../../../src/graphql/subscribe/feed/publisher.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { until } from '../../support/wait.js';
 
 const keys = redisKeys('outrigger', 'publisher-bounds');

@@ -18,11 +18,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../../support/outrigger.js';
-import { startSlowReads, type SlowReads } from '../../support/slow-reads.js';
+import { startSlowReads, type SlowReads } from '../../support/peers/slow-reads.js';
 import { sleep, until } from '../../support/wait.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { gql } from '../../integration/graphql/graphql-helpers.js';
 import { openSubscriptions, rawSse, subscribed } from '../../integration/subscriptions/graphql-subscriptions-helpers.js';
 

@@ -17,10 +17,10 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
 import { redisKeys } from '../../../src/store/keys.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../../support/outrigger.js';
 import { sleep, until } from '../../support/wait.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { openSubscriptions, putSubscriptionPermissions, rawSse, subscriptionApp } from '../../integration/subscriptions/graphql-subscriptions-helpers.js';
 
 const ROOT = basic('root', 'root-password');

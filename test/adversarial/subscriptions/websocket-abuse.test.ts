@@ -21,9 +21,9 @@ import { startStandinBackend, type StandinBackend } from '../../../examples/stan
 import { startOutrigger } from '../../../src/app.js';
 import { createLogger } from '../../../src/observability/logger.js';
 import { SocketBounds } from '../../../src/graphql/subscribe/ws/socket-bounds.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { basic, merge, staticUsers, testConfig, type RawConfig } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { until } from '../../support/wait.js';
 import { openSubscriptions, putSubscriptionPermissions, subscribed, subscriptionApp } from '../../integration/subscriptions/graphql-subscriptions-helpers.js';
 

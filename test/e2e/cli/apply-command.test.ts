@@ -2,10 +2,10 @@ import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { runCli, writeTempFile } from '../../support/cli.js';
-import { call } from '../../support/http-client.js';
+import { runCli, writeTempFile } from '../../support/clients/cli.js';
+import { call } from '../../support/clients/http-client.js';
 import { basic, startTestOutrigger, staticUsers } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 const app = (description: string) => ({
   _id: 'shop',

@@ -1,6 +1,6 @@
 /** `outrigger check` on the limits: block (SPEC §10): every mistake named by its path, exit 1; a good block passes. */
 import { describe, expect, it } from 'vitest';
-import { runCli, writeTempFile } from '../../support/cli.js';
+import { runCli, writeTempFile } from '../../support/clients/cli.js';
 
 const base = { service: { id: 'check-limits' }, upstream: { url: 'http://127.0.0.1:9' } };
 

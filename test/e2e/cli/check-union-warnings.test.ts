@@ -5,7 +5,7 @@
  * and the type that wins it; exit 0.
  */
 import { describe, expect, it } from 'vitest';
-import { runCli, writeTempFile } from '../../support/cli.js';
+import { runCli, writeTempFile } from '../../support/clients/cli.js';
 
 describe('outrigger check and $typeResolver overlaps', () => {
   it('prints the overlap as a warning and exits 0', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePasswordHash, verifyPassword } from '../../../src/access/password-hash.js';
-import { runCli, writeTempFile } from '../../support/cli.js';
+import { runCli, writeTempFile } from '../../support/clients/cli.js';
 
 describe('outrigger check', () => {
   it('reports every mistake of a config at once as path: problem, exit 1', async () => {

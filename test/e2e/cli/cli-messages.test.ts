@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, writeTempFile } from '../../support/cli.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { runCli, writeTempFile } from '../../support/clients/cli.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 /** The messages a new user meets first, from the built CLI. */
 // Generous timeouts: each case starts Node processes, slow on a loaded CI machine.

@@ -3,9 +3,9 @@ import { execFileSync } from 'node:child_process';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { answerBodyDigest, startHttpServer, type TestServer } from '../../support/http-servers.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
-import { rssOf, startCli, writeTempFile } from '../../support/cli.js';
+import { answerBodyDigest, startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
+import { rssOf, startCli, writeTempFile } from '../../support/clients/cli.js';
 import { waitFor } from '../../support/wait.js';
 
 const MB = 1024 * 1024;

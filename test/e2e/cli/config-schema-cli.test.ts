@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { requireBuiltCli, runCli, writeTempFile } from '../../support/cli.js';
+import { requireBuiltCli, runCli, writeTempFile } from '../../support/clients/cli.js';
 
 const root = resolve(import.meta.dirname, '../../..');
 const demoConfig = resolve(root, 'examples/demo/outrigger.yaml');

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { loadConfigText } from '../../../src/config/load.js';
-import { runCli } from '../../support/cli.js';
+import { runCli } from '../../support/clients/cli.js';
 
 const examples = resolve(import.meta.dirname, '../../../examples');
 /** The `${VAR}` names a text uses without a default (`${VAR:-x}` has one; `$${` is literal). */

@@ -8,10 +8,10 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { requireBuiltCli, startCli, writeTempFile, type RunningCli } from '../../support/cli.js';
-import { call } from '../../support/http-client.js';
+import { requireBuiltCli, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { call } from '../../support/clients/http-client.js';
 import { basic, staticUsers } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { until, waitFor } from '../../support/wait.js';
 import { putSubscriptionPermissions, subscriptionApp } from '../../integration/subscriptions/graphql-subscriptions-helpers.js';
 

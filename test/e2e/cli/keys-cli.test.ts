@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../../src/access/password-hash.js';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
-import { runCli, startCli, writeTempFile, type RunningCli } from '../../support/cli.js';
-import { call } from '../../support/http-client.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
+import { runCli, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { call } from '../../support/clients/http-client.js';
 import { changeGoalBound, timedMs } from '../../support/timing.js';
 
 const basic = (id: string, pw: string) => `Basic ${Buffer.from(`${id}:${pw}`).toString('base64')}`;

@@ -14,10 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
 import { hashPassword } from '../../../src/access/password-hash.js';
-import { launchBrowser, openPage, signInToConsole } from '../../support/browser.js';
-import { CLI, startCli, writeTempFile, type RunningCli } from '../../support/cli.js';
-import { call } from '../../support/http-client.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { launchBrowser, openPage, signInToConsole } from '../../support/clients/browser.js';
+import { CLI, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { call } from '../../support/clients/http-client.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 const ROOT = `Basic ${Buffer.from('root:root-password').toString('base64')}`;
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');

@@ -15,10 +15,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
 import { hashPassword } from '../../../src/access/password-hash.js';
-import { launchBrowser, openPage, signInToConsole } from '../../support/browser.js';
-import { CLI, startCli, writeTempFile, type RunningCli } from '../../support/cli.js';
-import { call } from '../../support/http-client.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { launchBrowser, openPage, signInToConsole } from '../../support/clients/browser.js';
+import { CLI, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { call } from '../../support/clients/http-client.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 const basic = (id: string, pw: string) => `Basic ${Buffer.from(`${id}:${pw}`).toString('base64')}`;
 const ALICE = basic('alice', 'alice-password');

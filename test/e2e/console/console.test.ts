@@ -20,10 +20,10 @@ import { createLogger } from '../../../src/observability/logger.js';
 import type { ChangeBus } from '../../../src/store/change-bus.js';
 import { redisKeys } from '../../../src/store/keys.js';
 import { STRICT_CSP } from '../../../src/http/static-assets.js';
-import { launchBrowser } from '../../support/browser.js';
-import { CLI, startCli, writeTempFile, type RunningCli } from '../../support/cli.js';
-import { call } from '../../support/http-client.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { launchBrowser } from '../../support/clients/browser.js';
+import { CLI, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { call } from '../../support/clients/http-client.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { startTarget, waitFor, type Target } from '../../integration/webhooks/webhooks-helpers.js';
 
 const basic = (id: string, pw: string) => `Basic ${Buffer.from(`${id}:${pw}`).toString('base64')}`;

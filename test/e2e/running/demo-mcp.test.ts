@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../../../src/util/free-port.js';
 import { basic } from '../../support/outrigger.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 
 const DEMO = resolve(import.meta.dirname, '../../../dist/examples/demo/main.js');
 const README = readFileSync(resolve(import.meta.dirname, '../../../README.md'), 'utf8');

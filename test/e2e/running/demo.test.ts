@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../src/util/free-port.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 
 const DEMO = resolve(import.meta.dirname, '../../../dist/examples/demo/main.js');
 const README = readFileSync(resolve(import.meta.dirname, '../../../README.md'), 'utf8');

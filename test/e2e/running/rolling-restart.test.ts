@@ -1,17 +1,17 @@
 /**
  * The measure of the drain (SPEC §2, issue 36): steady client load through a round-robin
- * balancer that drops a replica when its readiness fails (test/support/balancer.ts, as a
+ * balancer that drops a replica when its readiness fails (test/support/peers/balancer.ts, as a
  * Service would) while each of two replicas of the built CLI in turn gets SIGTERM, exits and is
  * started again (a rolling update). Zero failed client requests, zero lost webhook events.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
-import { startBalancer, type Balancer } from '../../support/balancer.js';
-import { startCli, writeTempFile, type RunningCli } from '../../support/cli.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startBalancer, type Balancer } from '../../support/peers/balancer.js';
+import { startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { sleep, until, waitFor } from '../../support/wait.js';
-import { startTarget, type Target } from '../../support/webhook-target.js';
+import { startTarget, type Target } from '../../support/peers/webhook-target.js';
 
 const SERVICE = 'e2e-rolling';
 const CLIENTS = 4;

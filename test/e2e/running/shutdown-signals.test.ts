@@ -12,11 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisKeys } from '../../../src/store/keys.js';
 import { freePort } from '../../../src/util/free-port.js';
 import { decodeStreamEntry } from '../../../src/webhooks/stream-record.js';
-import { CLI, runCli, startCli, writeTempFile, type RunningCli } from '../../support/cli.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { CLI, runCli, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { sleep, until, waitFor } from '../../support/wait.js';
-import { startTarget, type Answer, type Target } from '../../support/webhook-target.js';
+import { startTarget, type Answer, type Target } from '../../support/peers/webhook-target.js';
 
 interface Answered {
   status: number;

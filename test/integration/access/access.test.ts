@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { jwtVerify } from 'jose';
 import { basic, BUS_ONLY_POLL_MS, startTestOutrigger } from '../../support/outrigger.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, JWT_SECRET, ROOT, type Running, useStack } from '../../support/fixtures.js';
 
 describe('access: permissions, Basic sign-in, identity propagation', () => {

@@ -1,6 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser } from '../../support/browser.js';
+import { launchBrowser } from '../../support/clients/browser.js';
 import {
   approveInBrowser,
   codeThroughForms,
@@ -14,10 +14,10 @@ import {
   startMcpUpstream,
   TestOAuthProvider,
   toolJson,
-} from '../../support/agent-sign-in.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
+} from '../../support/clients/agent-sign-in.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 import { basic, startTestOutrigger, staticUsers, type RawConfig } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;
 

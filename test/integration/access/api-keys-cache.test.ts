@@ -6,7 +6,7 @@ import { hashApiKey } from '../../../src/keys/key-format.js';
 import { ApiKeyIssuer } from '../../../src/keys/issuer.js';
 import { ApiKeyStore } from '../../../src/keys/key-store.js';
 import { KeyVerificationCache, type CacheResult, type Verification } from '../../../src/keys/verification-cache.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { waitFor } from '../../support/wait.js';
 
 /**

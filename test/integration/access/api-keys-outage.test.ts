@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checksumOf } from '../../../src/keys/key-format.js';
 import { basic } from '../../support/outrigger.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { useStack } from '../../support/fixtures.js';
 
 /** SPEC §5.4 with Redis gone: what was verified keeps working (within the staleness bound), the rest is 503, and Redis coming back heals it. */

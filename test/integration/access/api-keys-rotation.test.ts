@@ -5,7 +5,7 @@
  * counted toward the key limit, per-key limit overrides carried over. Two replicas on one Redis.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, ROOT, type Running, useStack } from '../../support/fixtures.js';
 import { rateLimitHeaders } from '../limits/rate-limit-helpers.js';
 

@@ -8,8 +8,8 @@ import { checksumOf } from '../../../src/keys/key-format.js';
 import { startTestOutrigger } from '../../support/outrigger.js';
 import { waitFor } from '../../support/wait.js';
 import { changeGoalBound } from '../../support/timing.js';
-import { commandsDuring, isKeyRefresh, isPollerRead, isUsageWrite, keyRefreshesBeyondPeriod, monitor, usageWritesBeyondFlushes } from '../../support/redis-monitor.js';
-import { call } from '../../support/http-client.js';
+import { commandsDuring, isKeyRefresh, isPollerRead, isUsageWrite, keyRefreshesBeyondPeriod, monitor, usageWritesBeyondFlushes } from '../../support/redis/redis-monitor.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, type Running, useStack } from '../../support/fixtures.js';
 
 const DAY = 86_400_000;

@@ -6,10 +6,10 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser } from '../../support/browser.js';
+import { launchBrowser } from '../../support/clients/browser.js';
 import { as, useStack } from '../../support/fixtures.js';
-import { call } from '../../support/http-client.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { call } from '../../support/clients/http-client.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 import { shopApp, shopData } from '../graphql/graphql-helpers.js';
 
 describe('CORS in Chromium', () => {

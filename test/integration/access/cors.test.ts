@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { as, ROOT, useStack } from '../../support/fixtures.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { untilKnown } from '../webhooks/webhooks-helpers.js';
 import { sleep, waitFor } from '../../support/wait.js';
 

@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { as, ROOT, useStack } from '../../support/fixtures.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { waitFor } from '../../support/wait.js';
 import { collectionReads, gql, shopApp, shopData } from '../graphql/graphql-helpers.js';
 import { mutationApp } from '../graphql/graphql-mutations-helpers.js';

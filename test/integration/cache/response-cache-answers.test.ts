@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseList } from 'structured-headers';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { useStack } from '../../support/fixtures.js';
 import { cacheUpstream } from './response-cache-upstream.js';
 

@@ -4,7 +4,7 @@
  * the RESTHeart stand-in and a real redis-server; a bulk write drops them all.
  */
 import { describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { ROOT, useStack } from '../../support/fixtures.js';
 
 describe('response cache: document writes', () => {

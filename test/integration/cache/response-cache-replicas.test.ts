@@ -5,9 +5,9 @@
  * stays exact for its own writes and stores nothing until Redis is back.
  */
 import { describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { useStack, type Running } from '../../support/fixtures.js';
-import { requireBuiltCli, runCli, writeTempFile } from '../../support/cli.js';
+import { requireBuiltCli, runCli, writeTempFile } from '../../support/clients/cli.js';
 import { waitFor } from '../../support/wait.js';
 import { cacheUpstream } from './response-cache-upstream.js';
 

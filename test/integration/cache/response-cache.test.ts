@@ -5,7 +5,7 @@
  * readFilters differ never share an answer, projections are applied per answer, a purge drops.
  */
 import { describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, ROOT, useStack } from '../../support/fixtures.js';
 
 const orders = () => [

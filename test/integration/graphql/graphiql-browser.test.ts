@@ -9,7 +9,7 @@
 import { mkdirSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser } from '../../support/browser.js';
+import { launchBrowser } from '../../support/clients/browser.js';
 import { basic } from '../../support/outrigger.js';
 import { call, shopApp, shopData } from './graphql-helpers.js';
 import { useStack } from '../../support/fixtures.js';

@@ -5,7 +5,7 @@
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser } from '../../support/browser.js';
+import { launchBrowser } from '../../support/clients/browser.js';
 import { ROOT, useStack } from '../../support/fixtures.js';
 import { mutationApp, mutationData, putMutationPermissions } from './graphql-mutations-helpers.js';
 import { call } from './graphql-helpers.js';

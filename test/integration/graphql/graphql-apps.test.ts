@@ -5,7 +5,7 @@
  * (the built CLI) served by another replica within 1 s, and `outrigger apply` / `check` / `acl.bootstrap` accepting apps.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startCli, writeTempFile, type RunningCli } from '../../support/cli.js';
+import { runCli, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
 import { basic, BUS_ONLY_POLL_MS, startTestOutrigger } from '../../support/outrigger.js';
 import { call, gql, pollUntil, shopData } from './graphql-helpers.js';
 import { ROOT, useStack } from '../../support/fixtures.js';

@@ -3,7 +3,7 @@
  * the RESTHeart stand-in serves, and an app document using every mapping form.
  */
 import type { ReceivedRequest, StandinBackend } from '../../../examples/standin-backend/index.js';
-import { call, type CallResult } from '../../support/http-client.js';
+import { call, type CallResult } from '../../support/clients/http-client.js';
 export { call, type CallResult };
 
 /** `POST /graphql/<uri>` with a JSON body, accepting RESTHeart's media type (and so its status codes). */

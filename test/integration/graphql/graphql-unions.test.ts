@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
 import { graphqlAppSetupKind } from '../../../src/graphql/document/setup-kind.js';
 import { applySetup } from '../../../src/setup/apply-setup.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { basic, startTestOutrigger, staticUsers, testConfig } from '../../support/outrigger.js';
 import { call, gql } from './graphql-helpers.js';
 

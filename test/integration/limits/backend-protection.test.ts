@@ -7,9 +7,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, useStack } from '../../support/fixtures.js';
-import { closedLoop, floodUntilLimited, metricValue, useControlledBackend } from '../../support/controlled-backend.js';
+import { closedLoop, floodUntilLimited, metricValue, useControlledBackend } from '../../support/peers/controlled-backend.js';
 
 const ALICE = as('alice');
 const HEALTHY_MS = 40;

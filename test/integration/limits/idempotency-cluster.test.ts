@@ -13,7 +13,7 @@ import { startStandinBackend, type StandinBackend } from '../../../examples/stan
 import { recordDigest } from '../../../src/idempotency/store.js';
 import { redisKeys } from '../../../src/store/keys.js';
 import { startTestOutrigger, staticUsers } from '../../support/outrigger.js';
-import { startTestCluster, type TestCluster } from '../../support/redis-topology.js';
+import { startTestCluster, type TestCluster } from '../../support/redis/redis-topology.js';
 import { until } from '../../support/wait.js';
 import { call, type CallResult } from '../graphql/graphql-helpers.js';
 import { putSubscriptionPermissions, subscriptionApp } from '../subscriptions/graphql-subscriptions-helpers.js';

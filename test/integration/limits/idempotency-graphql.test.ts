@@ -16,7 +16,7 @@ import { call } from '../graphql/graphql-helpers.js';
 import { putSubscriptionPermissions, rawSse, subscribed, subscriptionApp } from '../subscriptions/graphql-subscriptions-helpers.js';
 import { untilKnown, untilSettled, waitFor } from '../webhooks/webhooks-helpers.js';
 import { as, ROOT, useStack } from '../../support/fixtures.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 import { sleep } from '../../support/wait.js';
 
 const ALICE = as('alice');

@@ -10,11 +10,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { call, type CallResult } from '../../support/http-client.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { call, type CallResult } from '../../support/clients/http-client.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 import { basic, startTestOutrigger, staticUsers, type RawConfig } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
-import { requireBuiltCli, startCli, writeTempFile, type RunningCli } from '../../support/cli.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
+import { requireBuiltCli, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
 import { startTarget, untilKnown, untilSettled, waitFor, type Target } from '../webhooks/webhooks-helpers.js';
 
 type Running = Awaited<ReturnType<typeof startTestOutrigger>>;

@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, useStack } from '../../support/fixtures.js';
 
 interface Write {

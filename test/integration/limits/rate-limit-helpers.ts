@@ -1,6 +1,6 @@
 /** Shared by the rate-limit tests (SPEC §10): the IETF headers parsed as RFC 9651 Structured Fields. */
 import { parseList } from 'structured-headers';
-import type { CallResult } from '../../support/http-client.js';
+import type { CallResult } from '../../support/clients/http-client.js';
 
 /** `RateLimit-Policy` and `RateLimit` parsed (Lists of Strings with parameters), with a real SF parser. */
 export function rateLimitHeaders(res: Pick<CallResult, 'headers'>) {

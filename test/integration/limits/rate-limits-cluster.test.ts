@@ -4,9 +4,9 @@
  * pipeline lands in one slot (no CROSSSLOT, no MOVED left unfollowed).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { basic } from '../../support/outrigger.js';
-import { startTestCluster, type TestCluster } from '../../support/redis-topology.js';
+import { startTestCluster, type TestCluster } from '../../support/redis/redis-topology.js';
 import { spendAcrossReplicas, startLimitedFleet, type LimitedFleet } from './rate-limits-fleet.js';
 
 describe('rate limits on Redis Cluster', { timeout: 90_000 }, () => {

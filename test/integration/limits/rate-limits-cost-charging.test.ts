@@ -7,7 +7,7 @@
  * `limits.policies` (issue 48) applies to a subscription already running.
  */
 import { describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, ROOT, useStack } from '../../support/fixtures.js';
 import { until } from '../../support/wait.js';
 import { rateLimitHeaders } from './rate-limit-helpers.js';

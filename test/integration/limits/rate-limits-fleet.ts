@@ -4,7 +4,7 @@
  */
 import { expect } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { basic, staticUsers, startTestOutrigger } from '../../support/outrigger.js';
 
 export interface LimitedFleet {

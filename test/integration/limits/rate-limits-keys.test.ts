@@ -4,7 +4,7 @@
  * estimated cost under `units: cost`, refused before any backend read.
  */
 import { describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, ROOT, useStack } from '../../support/fixtures.js';
 import { rateLimitHeaders } from './rate-limit-helpers.js';
 

@@ -4,9 +4,9 @@
  * replica promoted they share it again through the new master, answering no 5xx on the way.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { basic } from '../../support/outrigger.js';
-import { startTestSentinel, type TestSentinel } from '../../support/redis-topology.js';
+import { startTestSentinel, type TestSentinel } from '../../support/redis/redis-topology.js';
 import { spendAcrossReplicas, startLimitedFleet, type LimitedFleet } from './rate-limits-fleet.js';
 
 describe('rate limits on a Redis Sentinel group', { timeout: 120_000 }, () => {

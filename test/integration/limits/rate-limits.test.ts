@@ -7,10 +7,10 @@
  * starts within seconds of midnight UTC could see one end (said here rather than hidden).
  */
 import { describe, expect, it } from 'vitest';
-import { call, type CallResult } from '../../support/http-client.js';
+import { call, type CallResult } from '../../support/clients/http-client.js';
 import { as, useStack } from '../../support/fixtures.js';
 import { rateLimitHeaders } from './rate-limit-helpers.js';
-import { commandsDuring, isPollerRead, isUsageWrite, usageWritesBeyondFlushes } from '../../support/redis-monitor.js';
+import { commandsDuring, isPollerRead, isUsageWrite, usageWritesBeyondFlushes } from '../../support/redis/redis-monitor.js';
 
 const ALICE = as('alice');
 const BOB = as('bob');

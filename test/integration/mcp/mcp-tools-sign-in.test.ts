@@ -5,8 +5,8 @@
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser } from '../../support/browser.js';
-import { approveInBrowser, connectMcp, finishAuth, freePort, startCallback, TestOAuthProvider } from '../../support/agent-sign-in.js';
+import { launchBrowser } from '../../support/clients/browser.js';
+import { approveInBrowser, connectMcp, finishAuth, freePort, startCallback, TestOAuthProvider } from '../../support/clients/agent-sign-in.js';
 import { useStack } from '../../support/fixtures.js';
 import { collectionReads, shopData } from '../graphql/graphql-helpers.js';
 import { shopAppWithTools } from './mcp-helpers.js';

@@ -1,7 +1,7 @@
 /** Shared by the reload tests (SPEC §15; src/reload.ts): a config file to rewrite, and the reload lines a built CLI logged. */
-import type { RunningCli } from '../../support/cli.js';
-import type { TestServer } from '../../support/http-servers.js';
-import type { TestRedis } from '../../support/redis.js';
+import type { RunningCli } from '../../support/clients/cli.js';
+import type { TestServer } from '../../support/peers/http-servers.js';
+import type { TestRedis } from '../../support/redis/redis.js';
 import { waitFor } from '../../support/wait.js';
 
 export interface Version {

@@ -10,10 +10,10 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, requireBuiltCli, startCli, writeTempFile, type RunningCli } from '../../support/cli.js';
-import { call, type CallResult } from '../../support/http-client.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { CLI, requireBuiltCli, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { call, type CallResult } from '../../support/clients/http-client.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { sleep, until } from '../../support/wait.js';
 import { configText, reloaded, reloadLines, type Version } from './config-reload-helpers.js';
 import { rateLimitHeaders } from '../limits/rate-limit-helpers.js';

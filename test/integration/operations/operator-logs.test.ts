@@ -2,10 +2,10 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { startOutrigger } from '../../../src/app.js';
 import { createLogger } from '../../../src/observability/logger.js';
-import { call } from '../../support/http-client.js';
-import { startHttpServer } from '../../support/http-servers.js';
+import { call } from '../../support/clients/http-client.js';
+import { startHttpServer } from '../../support/peers/http-servers.js';
 import { testConfig } from '../../support/outrigger.js';
-import { startTestRedis } from '../../support/redis.js';
+import { startTestRedis } from '../../support/redis/redis.js';
 import { ROOT, useStack } from '../../support/fixtures.js';
 
 /** What an operator sees at the default level (info): SPEC's operations section, issue 13 item 5. */

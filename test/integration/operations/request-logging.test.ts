@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { basic } from '../../support/outrigger.js';
 import { waitFor } from '../../support/wait.js';
 import { useStack } from '../../support/fixtures.js';

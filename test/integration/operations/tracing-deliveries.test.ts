@@ -5,9 +5,9 @@
  * hangs changing no answer and no latency (drops counted, one warning).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, ROOT, useStack } from '../../support/fixtures.js';
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver.js';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../../support/peers/otlp-receiver.js';
 import { waitFor } from '../../support/wait.js';
 
 for (const name of Object.keys(process.env)) if (name.startsWith('OTEL_')) delete process.env[name];

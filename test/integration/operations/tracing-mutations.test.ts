@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, untilKnown } from '../webhooks/webhooks-helpers.js';
 import { as, ROOT, useStack } from '../../support/fixtures.js';
 import { mutationApp, mutationData, putMutationPermissions } from '../graphql/graphql-mutations-helpers.js';
-import { startOtlpReceiver, type OtlpReceiver } from '../../support/otlp-receiver.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../../support/peers/otlp-receiver.js';
 import { waitFor } from '../../support/wait.js';
 
 for (const name of Object.keys(process.env)) if (name.startsWith('OTEL_')) delete process.env[name];

@@ -5,9 +5,9 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { beforeAll, afterAll, describe, expect, it } from 'vitest';
-import { call } from '../../support/http-client.js';
+import { call } from '../../support/clients/http-client.js';
 import { as, useStack } from '../../support/fixtures.js';
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver.js';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../../support/peers/otlp-receiver.js';
 import { waitFor } from '../../support/wait.js';
 
 /** The first value `read` gives that is not undefined. */

@@ -10,7 +10,7 @@ import { ChangeBus } from '../../../src/store/change-bus.js';
 import { createRedisConnections, waitForRedis, type RedisConnections } from '../../../src/store/connections.js';
 import { DocumentStore, type StoredDocument } from '../../../src/store/document-store.js';
 import { BUS_ONLY_POLL_MS } from '../../support/outrigger.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 /** SPEC's goal, plus what a loaded 2-core machine may add to a pub/sub round trip (issue 40). */
 const GOAL_MS = 1000;

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRedisConnections, waitForRedis, type RedisConnections } from '../../../src/store/connections.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { until } from '../../support/wait.js';
 
 const settles = (closing: Promise<void>) => Promise.race([closing.then(() => 'closed'), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 20_000))]);

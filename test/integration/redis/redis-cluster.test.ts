@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { redisKeys } from '../../../src/store/keys.js';
-import { requireBuiltCli, runCli, writeTempFile } from '../../support/cli.js';
-import { call } from '../../support/http-client.js';
-import { startTestCluster, type RedisNodeProcess, type TestCluster } from '../../support/redis-topology.js';
+import { requireBuiltCli, runCli, writeTempFile } from '../../support/clients/cli.js';
+import { call } from '../../support/clients/http-client.js';
+import { startTestCluster, type RedisNodeProcess, type TestCluster } from '../../support/redis/redis-topology.js';
 import { ALICE, bearer, expectNoRoutingErrors, failoverUnderTraffic, serviceBackChecks, useFleet } from './scale-helpers.js';
 import { waitFor } from '../webhooks/webhooks-helpers.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { startTestSentinel } from '../../support/redis-topology.js';
+import { startTestSentinel } from '../../support/redis/redis-topology.js';
 import { failoverUnderTraffic, serviceBackChecks, useFleet } from './scale-helpers.js';
 
 /** The failover test's time bound. */

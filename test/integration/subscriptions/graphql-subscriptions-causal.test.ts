@@ -10,8 +10,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AHEAD_WAIT_MS } from '../../../src/graphql/subscribe/feed/publisher.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
-import { startTcpRelay, type TcpRelay } from '../../support/tcp-relay.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
+import { startTcpRelay, type TcpRelay } from '../../support/peers/tcp-relay.js';
 import { rawSse } from './graphql-subscriptions-helpers.js';
 import { CAROL, insertOrder, numbersOf, startSubscriptionFleet, type SubscriptionFleet } from './graphql-subscriptions-topology.js';
 

@@ -8,7 +8,7 @@
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisKeys } from '../../../src/store/keys.js';
-import { startTestCluster, type TestCluster } from '../../support/redis-topology.js';
+import { startTestCluster, type TestCluster } from '../../support/redis/redis-topology.js';
 import { gql } from '../graphql/graphql-helpers.js';
 import { rawSse } from './graphql-subscriptions-helpers.js';
 import { CAROL, insertOrder, numbersOf, startSubscriptionFleet, type SubscriptionFleet } from './graphql-subscriptions-topology.js';

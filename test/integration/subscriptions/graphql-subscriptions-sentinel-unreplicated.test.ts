@@ -12,7 +12,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisKeys } from '../../../src/store/keys.js';
-import { startTestSentinel, type TestSentinel } from '../../support/redis-topology.js';
+import { startTestSentinel, type TestSentinel } from '../../support/redis/redis-topology.js';
 import { until } from '../../support/wait.js';
 import { rawSse } from './graphql-subscriptions-helpers.js';
 import { CAROL, errorCodesOf, insertOrder, numbersOf, startSubscriptionFleet, type SubscriptionFleet } from './graphql-subscriptions-topology.js';

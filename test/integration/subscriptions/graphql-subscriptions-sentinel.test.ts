@@ -7,7 +7,7 @@
  * by a resume on the new master. Bounded: the topology and the replicas stop in afterAll.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSentinel, type TestSentinel } from '../../support/redis-topology.js';
+import { startTestSentinel, type TestSentinel } from '../../support/redis/redis-topology.js';
 import { until } from '../../support/wait.js';
 import { rawSse } from './graphql-subscriptions-helpers.js';
 import { CAROL, errorCodesOf, insertOrder, numbersOf, startSubscriptionFleet, type SubscriptionFleet } from './graphql-subscriptions-topology.js';

@@ -14,9 +14,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../../support/outrigger.js';
-import { startSlowReads, type SlowReads } from '../../support/slow-reads.js';
+import { startSlowReads, type SlowReads } from '../../support/peers/slow-reads.js';
 import { sleep, until } from '../../support/wait.js';
 import { call, gql } from '../graphql/graphql-helpers.js';
 import { openSubscriptions, rawSse, subscribed } from './graphql-subscriptions-helpers.js';

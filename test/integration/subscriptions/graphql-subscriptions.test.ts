@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { basic, startTestOutrigger, staticUsers } from '../../support/outrigger.js';
 import { call, gql } from '../graphql/graphql-helpers.js';
 import { openSubscriptions, putSubscriptionPermissions, rawSse, received, sseSubscribe, subscribed, subscriptionApp, wsSubscribe } from './graphql-subscriptions-helpers.js';

@@ -6,7 +6,7 @@ import { ValidationError } from '../../../src/errors.js';
 import { applySetup, applySetupFile, readSetupFile } from '../../../src/setup/apply-setup.js';
 import { offlineSetupKinds } from '../../../src/offline-setup-kinds.js';
 import { startTestOutrigger, testConfig } from '../../support/outrigger.js';
-import { writeTempFile } from '../../support/cli.js';
+import { writeTempFile } from '../../support/clients/cli.js';
 import { call, sleep, untilKnown, waitFor, webhooksOf } from './webhooks-helpers.js';
 import { as, HOOK_EDITORS, ROOT, useStack } from '../../support/fixtures.js';
 

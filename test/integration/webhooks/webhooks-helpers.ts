@@ -9,10 +9,10 @@ import { decodeStreamEntry, type StreamRecord } from '../../../src/webhooks/stre
 import type { RunningOutrigger } from '../../../src/app.js';
 import type { WebhooksModule } from '../../../src/webhooks/module.js';
 import { type Running, useStack } from '../../support/fixtures.js';
-import { call, type CallResult } from '../../support/http-client.js';
+import { call, type CallResult } from '../../support/clients/http-client.js';
 import { sleep, waitFor } from '../../support/wait.js';
 export { sleep, waitFor };
-export { startTarget, type Answer, type Received, type Target } from '../../support/webhook-target.js';
+export { startTarget, type Answer, type Received, type Target } from '../../support/peers/webhook-target.js';
 export { call, type CallResult };
 
 /** The events a stream holds, in order (an entry of version 4 holds several). */

@@ -7,7 +7,7 @@ import { webhookValidator } from '../../../src/webhooks/documents/index.js';
 import type { HostLookup } from '../../../src/net/ssrf-guard/index.js';
 import type { WebhookDocument } from '../../../src/webhooks/webhook.js';
 import { decodeStreamRecord } from '../../../src/webhooks/stream-record.js';
-import { type TestRedis } from '../../support/redis.js';
+import { type TestRedis } from '../../support/redis/redis.js';
 import { basic, startTestOutrigger, testConfig } from '../../support/outrigger.js';
 import { call, untilKnown, waitFor, webhooksOf } from './webhooks-helpers.js';
 import { ROOT, type Running, useStack } from '../../support/fixtures.js';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { type TestRedis } from '../../support/redis.js';
+import { type TestRedis } from '../../support/redis/redis.js';
 import { eventsInEntry } from '../../../src/webhooks/stream-record.js';
 import { call, sleep, streamEvents, untilKnown, waitFor, webhooksOf } from './webhooks-helpers.js';
 import { useStack } from '../../support/fixtures.js';
-import { monitor } from '../../support/redis-monitor.js';
+import { monitor } from '../../support/redis/redis-monitor.js';
 
 /** Counted by Redis itself: total_commands_processed, which includes the commands MULTI and scripts run. */
 async function commandsProcessed(redis: TestRedis): Promise<number> {

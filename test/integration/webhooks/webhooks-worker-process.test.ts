@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, requireBuiltCli, writeTempFile } from '../../support/cli.js';
+import { CLI, requireBuiltCli, writeTempFile } from '../../support/clients/cli.js';
 import { startTestOutrigger, type RawConfig } from '../../support/outrigger.js';
 import { call, sleep, untilKnown, waitFor, webhooksOf } from './webhooks-helpers.js';
 import type { WebhooksModule } from '../../../src/webhooks/module.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { FailureCounters } from '../../../src/access/failure-counters.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { until } from '../../support/wait.js';
 
 // FailureCounters' writes: one in flight per key with the rest following, what a refusal tells,

@@ -4,7 +4,7 @@ import { BruteForceGuard, MAX_CONSECUTIVE_FAILURES, MAX_DAILY_FAILURES_PER_IP, M
 import { KeyFailureGuard } from '../../../src/access/key-failure-guard.js';
 import { OutriggerError } from '../../../src/errors.js';
 import { redisKeys, utcDay } from '../../../src/store/keys.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { until } from '../../support/wait.js';
 
 // The two sign-in guards over a real Redis, without HTTP: which counters an attempt counts on,

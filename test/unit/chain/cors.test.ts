@@ -8,7 +8,7 @@ import { ChainRequest } from '../../../src/chain/request.js';
 import { Chain } from '../../../src/chain/run.js';
 import { ANSWERED, type Stage } from '../../../src/chain/stage.js';
 import { corsResponseFilter, corsStage } from '../../../src/chain/stages/cors.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 
 /**
  * The cors stage on a real HTTP server: a chain of the stage and a last stage that answers 200

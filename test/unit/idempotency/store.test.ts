@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createIdempotencyStore, recordDigest, type IdempotencyTicket } from '../../../src/idempotency/store.js';
 import { redisKeys } from '../../../src/store/keys.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 let redis: TestRedis;
 let client: Redis;

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { readUsage, UsageCounter } from '../../../src/limits/usage.js';
 import { describeAmount, scriptWindow, windowAt, windowSeconds, windowTag } from '../../../src/limits/windows.js';
 import { redisKeys, utcDay } from '../../../src/store/keys.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 // Per-key usage (a lost count is lost data) over a real Redis, and the window arithmetic used
 // while Redis is away: written so that `npm run mutate` kills their mutants (issue 54).

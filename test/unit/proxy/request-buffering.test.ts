@@ -8,7 +8,7 @@ import { createServer, request, type IncomingMessage, type Server } from 'node:h
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Forwarder } from '../../../src/proxy/forwarder.js';
-import { startHttpServer, type TestServer } from '../../support/http-servers.js';
+import { startHttpServer, type TestServer } from '../../support/peers/http-servers.js';
 import { ADAPTIVE_DEFAULTS, BREAKER_DEFAULTS } from '../../../src/config/upstream-protection.js';
 
 const BOUND = 64 * 1024;

@@ -12,7 +12,7 @@ import { loadConfigText } from '../../../src/config/load.js';
 import type { OutriggerConfig } from '../../../src/config/types.js';
 import { createLogger } from '../../../src/observability/logger.js';
 import { ConfigReloader, type Reloadable } from '../../../src/reload.js';
-import { writeTempFile } from '../../support/cli.js';
+import { writeTempFile } from '../../support/clients/cli.js';
 
 function yaml(o: { limit?: number; headers?: boolean; port?: number; origins?: string; level?: string } = {}): string {
   return [

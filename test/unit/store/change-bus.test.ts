@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { ChangeBus, type ChangeMessage } from '../../../src/store/change-bus.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { until } from '../../support/wait.js';
 
 // The change bus on its own, over a real Redis (issue 54): what one replica publishes reaches the

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { sendError } from '../../../src/http/respond.js';
 import { isRedisUnavailable, redisRefusal } from '../../../src/store/redis-errors.js';
-import { fakeResponse } from '../../support/fake-response.js';
+import { fakeResponse } from '../../support/peers/fake-response.js';
 
 describe('every Redis refusal (failing over, full, read-only, loading, slow) is a 503 saying what Redis refused, not a 500', () => {
   it.each([

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { EventProducer, type EventProducerOptions } from '../../../src/webhooks/capture/event-producer.js';
 import { decodeStreamRecord } from '../../../src/webhooks/stream-record.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 import { waitFor } from '../../support/wait.js';
 import type { Metrics } from '../../../src/observability/metrics.js';
 import type { Logger } from '../../../src/observability/logger.js';

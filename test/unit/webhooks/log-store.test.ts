@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { WebhookLogStore } from '../../../src/webhooks/logs/log-store.js';
 import type { WebhookLogEntry } from '../../../src/webhooks/log-entry.js';
 import { redisKeys } from '../../../src/store/keys.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
 
 describe('webhook log store: index housekeeping', () => {
   let redis: TestRedis;

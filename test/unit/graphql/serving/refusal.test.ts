@@ -4,7 +4,7 @@ import { validateConfig } from '../../../../src/config/validate.js';
 import { OutriggerError, forbidden, notFound, payloadTooLarge, serviceUnavailable, tooManyRequests, unauthorized } from '../../../../src/errors.js';
 import { sendError, type ErrorFormat } from '../../../../src/http/respond.js';
 import { graphqlRefusal, refusalBody, refusalMediaType } from '../../../../src/graphql/serve/refusal.js';
-import { fakeResponse } from '../../../support/fake-response.js';
+import { fakeResponse } from '../../../support/peers/fake-response.js';
 
 const GQL = 'application/graphql-response+json';
 const JSON_TYPE = 'application/json';

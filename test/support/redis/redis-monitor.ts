@@ -4,8 +4,8 @@
  */
 import { connect } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { FLUSH_EVERY_MS } from '../../src/limits/usage.js';
-import { DEFAULT_CACHE_OPTIONS } from '../../src/keys/verification-cache.js';
+import { FLUSH_EVERY_MS } from '../../../src/limits/usage.js';
+import { DEFAULT_CACHE_OPTIONS } from '../../../src/keys/verification-cache.js';
 import type { TestRedis } from './redis.js';
 
 export interface SeenCommand {

@@ -8,7 +8,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Browser } from 'playwright-core';
-import { startHttpServer, type TestServer } from './http-servers.js';
+import { startHttpServer, type TestServer } from '../peers/http-servers.js';
 
 /** A free loopback port (Outrigger's publicUrl must name its port before it listens). */
 export async function freePort(): Promise<number> {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/store/embedded-redis.js';
+import { startEmbeddedRedis, type EmbeddedRedis } from '../../../src/store/embedded-redis.js';
 
 /** A real redis-server for one test file, on a free port, that tests may stop and restart in place. */
 export interface TestRedis {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 
-export const CLI = resolve(import.meta.dirname, '../../dist/src/cli/index.js');
+export const CLI = resolve(import.meta.dirname, '../../../dist/src/cli/index.js');
 
 /**
  * Fails the test loudly when the CLI is not built: a test of the built CLI must never skip

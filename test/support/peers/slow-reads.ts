@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request } from 'undici';
 import { startHttpServer, type TestServer } from './http-servers.js';
-import { sleep } from './wait.js';
+import { sleep } from '../wait.js';
 
 export type SlowReads = TestServer & { slowMs: number };
 
