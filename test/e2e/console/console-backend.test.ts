@@ -7,70 +7,47 @@
  * `OUTRIGGER_SCREENSHOTS=/work/shots npx vitest run test/e2e/console/console-backend.test.ts` also writes
  * protection-console.png there.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { hashPassword } from '../../../src/access/password-hash.js';
-import { launchBrowser, openPage, signInToConsole } from '../../support/clients/browser.js';
-import { CLI, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import type { Page } from 'playwright-core';
+import { signInToConsole } from '../../support/clients/browser.js';
+import { type RunningCli } from '../../support/clients/cli.js';
 import { closedLoop, startControlledBackend, type ControlledBackend } from '../../support/peers/controlled-backend.js';
 import { call } from '../../support/clients/http-client.js';
-import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
-
-const basic = (id: string, pw: string) => `Basic ${Buffer.from(`${id}:${pw}`).toString('base64')}`;
-const ROOT = basic('root', 'root-password');
-const ALICE = basic('alice', 'alice-password');
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const shots = process.env.OUTRIGGER_SCREENSHOTS ? resolve(process.env.OUTRIGGER_SCREENSHOTS) : null;
+import { ALICE, axeSource, type ConsoleStack, ROOT, screenshot, shots, startConsoleStack } from './console-stack.js';
 
 describe('console: the backend page (Chromium, built CLI)', { timeout: 90_000 }, () => {
-  let redis: TestRedis;
   let backend: ControlledBackend;
   let proxy: RunningCli;
-  let browser: Browser;
   let page: Page;
+  let stack: ConsoleStack;
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CLI) || !existsSync(resolve(CLI, '../../../assets/console/main.js'))) throw new Error('run `npm run build` first: this test starts the built CLI and its console assets');
-    redis = await startTestRedis();
     backend = await startControlledBackend();
     backend.delayMs = 40;
-    const configFile = writeTempFile('outrigger.yaml', {
-      service: { id: 'e2e-backend-page' },
-      listen: { host: '127.0.0.1', port: 0 },
-      // A long wait so the line is seen on the page; a breaker that opens after a few resets.
-      upstream: {
-        url: backend.url,
-        connections: 32,
-        queueTimeoutMs: 3000,
-        adaptiveConcurrency: { minLimit: 2, sampleWindowMs: 50, minRttPeriodSeconds: 60 },
-        breaker: { failures: 4, coolOffSeconds: 30 },
+    stack = await startConsoleStack(
+      'e2e-backend-page',
+      {
+        // A long wait so the line is seen on the page; a breaker that opens after a few resets.
+        upstream: {
+          url: backend.url,
+          connections: 32,
+          queueTimeoutMs: 3000,
+          adaptiveConcurrency: { minLimit: 2, sampleWindowMs: 50, minRttPeriodSeconds: 60 },
+          breaker: { failures: 4, coolOffSeconds: 30 },
+        },
+        acl: { mode: 'own-routes' },
       },
-      redis: { url: redis.url },
-      users: {
-        source: 'static',
-        static: [
-          { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
-          { id: 'alice', password: await hashPassword('alice-password'), roles: ['user'] },
-        ],
-      },
-      acl: { mode: 'own-routes' },
-      log: { level: 'info' },
-    });
-    proxy = await startCli(configFile);
-    browser = await launchBrowser();
-    page = await openPage(browser, { width: 1280, height: 720, errors: pageErrors, timeoutMs: 15_000 });
+      { width: 1280, height: 720, timeoutMs: 15_000 },
+      pageErrors,
+    );
+    ({ proxy, page } = stack);
   }, 60_000);
 
   afterAll(async () => {
-    await browser?.close();
-    proxy?.child.kill('SIGTERM');
-    await proxy?.exited;
+    await stack?.stop();
     await backend?.close();
-    await redis?.close();
   });
 
   it('shows the limit coming down with requests in flight and queued, then the breaker open', async () => {
@@ -105,10 +82,7 @@ describe('console: the backend page (Chromium, built CLI)', { timeout: 90_000 },
       return result.violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical').map((v: any) => v.id);
     });
     expect(violations).toEqual([]);
-    if (shots) {
-      mkdirSync(shots, { recursive: true });
-      await page.screenshot({ path: join(shots, 'protection-console.png'), fullPage: true });
-    }
+    await screenshot(page, 'protection-console');
     await flood;
 
     // Every connection reset: the GETs fail (each retried once) until the breaker opens.

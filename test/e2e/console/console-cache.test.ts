@@ -7,21 +7,13 @@
  * `OUTRIGGER_SCREENSHOTS=/work/shots npx vitest run test/e2e/console/console-cache.test.ts` also writes
  * cache-console.png there.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { hashPassword } from '../../../src/access/password-hash.js';
-import { launchBrowser, openPage, signInToConsole } from '../../support/clients/browser.js';
-import { CLI, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { signInToConsole } from '../../support/clients/browser.js';
+import { writeTempFile, type RunningCli } from '../../support/clients/cli.js';
 import { call } from '../../support/clients/http-client.js';
-import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
-
-const ROOT = `Basic ${Buffer.from('root:root-password').toString('base64')}`;
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const shots = process.env.OUTRIGGER_SCREENSHOTS ? resolve(process.env.OUTRIGGER_SCREENSHOTS) : null;
+import { axeSource, type ConsoleStack, ROOT, screenshot, startConsoleStack } from './console-stack.js';
 
 const APP = {
   _id: 'shop',
@@ -31,45 +23,37 @@ const APP = {
 };
 
 describe('console: the response cache per rule (Chromium, built CLI)', { timeout: 90_000 }, () => {
-  let redis: TestRedis;
   let backend: StandinBackend;
   let proxy: RunningCli;
-  let browser: Browser;
   let page: Page;
+  let stack: ConsoleStack;
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CLI) || !existsSync(resolve(CLI, '../../../assets/console/main.js'))) throw new Error('run `npm run build` first: this test starts the built CLI and its console assets');
-    redis = await startTestRedis();
     backend = await startStandinBackend({ data: { shop: { items: [{ _id: 'i1', name: 'oar' }], users: [{ _id: 'u1', name: 'ann' }] } } });
     const setup = writeTempFile('setup.yaml', { apps: [APP] });
-    const configFile = writeTempFile('outrigger.yaml', {
-      service: { id: 'e2e-cache-console' },
-      listen: { host: '127.0.0.1', port: 0 },
-      upstream: { url: backend.url },
-      redis: { url: redis.url },
-      users: { source: 'static', static: [{ id: 'root', password: await hashPassword('root-password'), roles: ['root'] }] },
-      acl: { mode: 'own-routes', bootstrap: setup },
-      graphql: { backend: { url: backend.url } },
-      cache: {
-        rules: [
-          { name: 'items', when: 'path-prefix(/shop/items)', maxAgeSeconds: 60 },
-          { name: 'users', when: 'path-prefix(/shop/users)', maxAgeSeconds: 30 },
-        ],
+    stack = await startConsoleStack(
+      'e2e-cache-console',
+      {
+        upstream: { url: backend.url },
+        acl: { mode: 'own-routes', bootstrap: setup },
+        graphql: { backend: { url: backend.url } },
+        cache: {
+          rules: [
+            { name: 'items', when: 'path-prefix(/shop/items)', maxAgeSeconds: 60 },
+            { name: 'users', when: 'path-prefix(/shop/users)', maxAgeSeconds: 30 },
+          ],
+        },
       },
-      log: { level: 'info' },
-    });
-    proxy = await startCli(configFile);
-    browser = await launchBrowser();
-    page = await openPage(browser, { width: 1300, height: 760, errors: pageErrors });
+      { width: 1300, height: 760 },
+      pageErrors,
+    );
+    ({ proxy, page } = stack);
   }, 60_000);
 
   afterAll(async () => {
-    await browser?.close();
-    proxy?.child.kill('SIGTERM');
-    await proxy?.exited;
+    await stack?.stop();
     await backend?.close();
-    await redis?.close();
   });
 
   it('shows hits, misses, the hit ratio and bytes of each rule, whole GraphQL answers included', async () => {
@@ -111,10 +95,7 @@ describe('console: the response cache per rule (Chromium, built CLI)', { timeout
       return result.violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical').map((v: any) => v.id);
     });
     expect(violations).toEqual([]);
-    if (shots) {
-      mkdirSync(shots, { recursive: true });
-      await page.screenshot({ path: join(shots, 'cache-console.png'), fullPage: true });
-    }
+    await screenshot(page, 'cache-console');
 
     // Purge from the page: every entry dropped, the counts kept.
     await page.getByRole('button', { name: 'Purge all' }).click();

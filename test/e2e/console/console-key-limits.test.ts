@@ -6,35 +6,22 @@
  * `OUTRIGGER_SCREENSHOTS=docs/console npx vitest run test/e2e/console/console-key-limits.test.ts` also
  * writes docs/console/keys-limits.png.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { hashPassword } from '../../../src/access/password-hash.js';
-import { launchBrowser, openPage, signInToConsole } from '../../support/clients/browser.js';
-import { CLI, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { signInToConsole } from '../../support/clients/browser.js';
+import { writeTempFile, type RunningCli } from '../../support/clients/cli.js';
 import { call } from '../../support/clients/http-client.js';
-import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
-
-const basic = (id: string, pw: string) => `Basic ${Buffer.from(`${id}:${pw}`).toString('base64')}`;
-const ROOT = basic('root', 'root-password');
-const ALICE = basic('alice', 'alice-password');
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const shots = process.env.OUTRIGGER_SCREENSHOTS ? resolve(process.env.OUTRIGGER_SCREENSHOTS) : null;
+import { ALICE, axeSource, type ConsoleStack, ROOT, screenshot, startConsoleStack } from './console-stack.js';
 
 describe('console: key usage and limits (Chromium, built CLI)', { timeout: 90_000 }, () => {
-  let redis: TestRedis;
   let backend: StandinBackend;
   let proxy: RunningCli;
-  let browser: Browser;
   let page: Page;
+  let stack: ConsoleStack;
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CLI) || !existsSync(resolve(CLI, '../../../assets/console/main.js'))) throw new Error('run `npm run build` first: this test starts the built CLI and its console assets');
-    redis = await startTestRedis();
     backend = await startStandinBackend({ data: { shop: { items: [{ _id: 'i1', name: 'oar' }] } } });
     const setup = writeTempFile('setup.yaml', {
       permissions: [
@@ -42,38 +29,27 @@ describe('console: key usage and limits (Chromium, built CLI)', { timeout: 90_00
         { _id: 'readers-read-shop', predicate: 'method(GET) and path-prefix(/shop)', roles: ['reader'], priority: 5 },
       ],
     });
-    const configFile = writeTempFile('outrigger.yaml', {
-      service: { id: 'e2e-key-limits' },
-      listen: { host: '127.0.0.1', port: 0 },
-      upstream: { url: backend.url },
-      redis: { url: redis.url },
-      users: {
-        source: 'static',
-        static: [
-          { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
-          { id: 'alice', password: await hashPassword('alice-password'), roles: ['user'] },
-        ],
+    stack = await startConsoleStack(
+      'e2e-key-limits',
+      {
+        upstream: { url: backend.url },
+        acl: { mode: 'own-routes', bootstrap: setup },
+        limits: {
+          policies: [
+            { name: 'per-key', by: 'key', limit: 4, window: '1d' },
+            { name: 'monthly', by: 'key', quota: { limit: 10000, period: 'month' } },
+          ],
+        },
       },
-      acl: { mode: 'own-routes', bootstrap: setup },
-      limits: {
-        policies: [
-          { name: 'per-key', by: 'key', limit: 4, window: '1d' },
-          { name: 'monthly', by: 'key', quota: { limit: 10000, period: 'month' } },
-        ],
-      },
-      log: { level: 'info' },
-    });
-    proxy = await startCli(configFile);
-    browser = await launchBrowser();
-    page = await openPage(browser, { width: 1400, height: 800, errors: pageErrors });
+      { width: 1400, height: 800 },
+      pageErrors,
+    );
+    ({ proxy, page } = stack);
   }, 60_000);
 
   afterAll(async () => {
-    await browser?.close();
-    proxy?.child.kill('SIGTERM');
-    await proxy?.exited;
+    await stack?.stop();
     await backend?.close();
-    await redis?.close();
   });
 
   it("shows 30 days of each key's use as a chart, and edits a key's own limit which the proxy then applies", async () => {
@@ -119,10 +95,7 @@ describe('console: key usage and limits (Chromium, built CLI)', { timeout: 90_00
       return result.violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical').map((v: any) => v.id);
     });
     expect(violations).toEqual([]);
-    if (shots) {
-      mkdirSync(shots, { recursive: true });
-      await page.screenshot({ path: join(shots, 'keys-limits.png'), fullPage: true });
-    }
+    await screenshot(page, 'keys-limits');
 
     const stored = await call(proxy.url, `/_admin/keys/${issued.json._id}`, { auth: ROOT });
     expect(stored.json.limits).toEqual({ 'per-key': { limit: 7, window: '1d' } });

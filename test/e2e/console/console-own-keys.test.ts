@@ -8,41 +8,28 @@
  *
  * Screenshots go to $OUTRIGGER_SCREENSHOTS (keys-*.png) when it is set.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { hashPassword } from '../../../src/access/password-hash.js';
-import { launchBrowser, openPage, signInToConsole } from '../../support/clients/browser.js';
-import { CLI, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { signInToConsole } from '../../support/clients/browser.js';
+import { writeTempFile, type RunningCli } from '../../support/clients/cli.js';
 import { call } from '../../support/clients/http-client.js';
-import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
+import { ALICE, axeSource, type ConsoleStack, screenshot, startConsoleStack } from './console-stack.js';
 
-const basic = (id: string, pw: string) => `Basic ${Buffer.from(`${id}:${pw}`).toString('base64')}`;
-const ALICE = basic('alice', 'alice-password');
 const HOUR = 3_600_000;
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const shots = process.env.OUTRIGGER_SCREENSHOTS ? resolve(process.env.OUTRIGGER_SCREENSHOTS) : null;
 
 describe("console: a key owner's own keys page (Chromium, built CLI, a user without admin roles)", { timeout: 120_000 }, () => {
-  let redis: TestRedis;
   let backend: StandinBackend;
   let proxy: RunningCli;
-  let browser: Browser;
   let page: Page;
+  let stack: ConsoleStack;
   const pageErrors: string[] = [];
   const works = async (key: string) => (await call(proxy.url, '/shop/items', { auth: `Bearer ${key}` })).status;
   const shoot = async (name: string) => {
-    if (!shots) return;
-    mkdirSync(shots, { recursive: true });
-    await page.screenshot({ path: join(shots, `keys-${name}.png`), fullPage: true });
+    await screenshot(page, `keys-${name}`);
   };
 
   beforeAll(async () => {
-    if (!existsSync(CLI) || !existsSync(resolve(CLI, '../../../assets/console/main.js'))) throw new Error('run `npm run build` first: this test starts the built CLI and its console assets');
-    redis = await startTestRedis();
     backend = await startStandinBackend({ data: { shop: { items: [{ _id: 'i1', name: 'oar' }] } } });
     const setup = writeTempFile('setup.yaml', {
       permissions: [
@@ -50,33 +37,22 @@ describe("console: a key owner's own keys page (Chromium, built CLI, a user with
         { _id: 'readers-read-shop', predicate: 'method(GET) and path-prefix(/shop)', roles: ['reader'], priority: 5 },
       ],
     });
-    const configFile = writeTempFile('outrigger.yaml', {
-      service: { id: 'e2e-own-keys' },
-      listen: { host: '127.0.0.1', port: 0 },
-      upstream: { url: backend.url },
-      redis: { url: redis.url },
-      routes: { keys: '/api-keys' },
-      users: {
-        source: 'static',
-        static: [
-          { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
-          { id: 'alice', password: await hashPassword('alice-password'), roles: ['user'] },
-        ],
+    stack = await startConsoleStack(
+      'e2e-own-keys',
+      {
+        upstream: { url: backend.url },
+        routes: { keys: '/api-keys' },
+        acl: { mode: 'own-routes', bootstrap: setup },
       },
-      acl: { mode: 'own-routes', bootstrap: setup },
-      log: { level: 'info' },
-    });
-    proxy = await startCli(configFile);
-    browser = await launchBrowser();
-    page = await openPage(browser, { width: 1280, height: 800, errors: pageErrors });
+      { width: 1280, height: 800 },
+      pageErrors,
+    );
+    ({ proxy, page } = stack);
   }, 90_000);
 
   afterAll(async () => {
-    await browser?.close();
-    proxy?.child.kill('SIGTERM');
-    await proxy?.exited;
+    await stack?.stop();
     await backend?.close();
-    await redis?.close();
   });
 
   it('lists, issues (secret once), rotates with a chosen grace, and revokes; every step as the API sees it', async () => {

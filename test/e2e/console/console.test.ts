@@ -7,39 +7,30 @@
  * `OUTRIGGER_SCREENSHOTS=docs/console npx vitest run test/e2e/console/console.test.ts` also writes the
  * screenshots shown in the README.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startStandinBackend, type StandinBackend } from '../../../examples/standin-backend/index.js';
-import { hashPassword } from '../../../src/access/password-hash.js';
 import { ApiKeyIssuer } from '../../../src/keys/issuer.js';
 import { ApiKeyStore } from '../../../src/keys/key-store.js';
 import { createLogger } from '../../../src/observability/logger.js';
 import type { ChangeBus } from '../../../src/store/change-bus.js';
 import { redisKeys } from '../../../src/store/keys.js';
 import { STRICT_CSP } from '../../../src/http/static-assets.js';
-import { launchBrowser } from '../../support/clients/browser.js';
-import { CLI, startCli, writeTempFile, type RunningCli } from '../../support/clients/cli.js';
+import { writeTempFile, type RunningCli } from '../../support/clients/cli.js';
 import { call } from '../../support/clients/http-client.js';
-import { startTestRedis, type TestRedis } from '../../support/redis/redis.js';
+import { type TestRedis } from '../../support/redis/redis.js';
 import { startTarget, waitFor, type Target } from '../../integration/webhooks/webhooks-helpers.js';
+import { ALICE, axeSource, type ConsoleStack, ROOT, screenshot, startConsoleStack } from './console-stack.js';
 
-const basic = (id: string, pw: string) => `Basic ${Buffer.from(`${id}:${pw}`).toString('base64')}`;
-const ROOT = basic('root', 'root-password');
-const ALICE = basic('alice', 'alice-password');
 const SERVICE = 'e2e-console';
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const shots = process.env.OUTRIGGER_SCREENSHOTS ? resolve(process.env.OUTRIGGER_SCREENSHOTS) : null;
 
 describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
   let redis: TestRedis;
   let backend: StandinBackend;
   let target: Target;
   let proxy: RunningCli;
-  let browser: Browser;
   let page: Page;
+  let stack: ConsoleStack;
   let base: string;
   const foreignRequests: string[] = [];
   const pageErrors: string[] = [];
@@ -55,12 +46,6 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     });
     const serious = violations.filter((v: { impact: string }) => v.impact === 'serious' || v.impact === 'critical');
     expect(serious, `${what}: ${JSON.stringify(serious)}`).toEqual([]);
-  }
-
-  async function screenshot(name: string) {
-    if (!shots) return;
-    mkdirSync(shots, { recursive: true });
-    await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
   }
 
   async function go(hash: string) {
@@ -84,8 +69,6 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
   const webhookId = async (name: string) => ((await api('/_admin/webhooks')).json as Array<{ _id: string; name: string }>).find((w) => w.name === name)?._id;
 
   beforeAll(async () => {
-    if (!existsSync(CLI) || !existsSync(resolve(CLI, '../../../assets/console/main.js'))) throw new Error('run `npm run build` first: this test starts the built CLI and its console assets');
-    redis = await startTestRedis();
     backend = await startStandinBackend({ data: { shop: { orders: [], items: [{ _id: 'i1', name: 'oar' }] } } });
     target = await startTarget(() => ({ status: targetStatus, body: targetStatus === 200 ? 'hello from the target' : 'the target is unhappy' }));
     const setup = writeTempFile('setup.yaml', {
@@ -94,44 +77,30 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
         { _id: 'readers-read-shop', predicate: 'method(GET) and path-prefix(/shop)', roles: ['reader'], priority: 5 },
       ],
     });
-    const configFile = writeTempFile('outrigger.yaml', {
-      service: { id: SERVICE },
-      listen: { host: '127.0.0.1', port: 0 },
-      // Nothing balances in front of it: stop at once on SIGTERM (the drain is tested in shutdown-signals).
-      shutdown: { drainSeconds: 0 },
-      upstream: { url: backend.url },
-      redis: { url: redis.url },
-      users: {
-        source: 'static',
-        static: [
-          { id: 'root', password: await hashPassword('root-password'), roles: ['root'] },
-          { id: 'alice', password: await hashPassword('alice-password'), roles: ['user'] },
-        ],
+    stack = await startConsoleStack(
+      SERVICE,
+      {
+        // Nothing balances in front of it: stop at once on SIGTERM (the drain is tested in shutdown-signals).
+        shutdown: { drainSeconds: 0 },
+        upstream: { url: backend.url },
+        acl: { mode: 'own-routes', bootstrap: setup },
+        webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['1h'] },
       },
-      acl: { mode: 'own-routes', bootstrap: setup },
-      webhooks: { allowPrivateTargets: ['127.0.0.0/8'], retrySchedule: ['1h'] },
-      log: { level: 'info' },
-    });
-    proxy = await startCli(configFile);
+      { width: 1280, height: 800 },
+      pageErrors,
+    );
+    ({ redis, proxy, page } = stack);
     base = `${proxy.url}/_admin/`;
-    browser = await launchBrowser();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    page = await context.newPage();
-    page.setDefaultTimeout(10_000);
     const origin = new URL(proxy.url).origin;
     page.on('request', (req) => {
       if (!req.url().startsWith(`${origin}/`)) foreignRequests.push(req.url());
     });
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
   }, 60_000);
 
   afterAll(async () => {
-    await browser?.close();
-    proxy?.child.kill('SIGTERM');
-    await proxy?.exited;
+    await stack?.stop();
     await target?.close();
     await backend?.close();
-    await redis?.close();
     console.log(`console browser suite: ${((Date.now() - suiteStarted) / 1000).toFixed(1)} s`);
   });
 
@@ -164,7 +133,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     expect(await page.getByRole('navigation', { name: 'Main' }).count()).toBe(0);
     expect(await page.getByRole('heading', { name: 'Webhooks' }).count()).toBe(0);
     await expectAccessible('sign-in page');
-    await screenshot('sign-in');
+    await screenshot(page, 'sign-in');
     // Nothing of the credentials was stored by the page.
     expect(await page.evaluate(() => [localStorage.length, sessionStorage.length, document.cookie])).toEqual([0, 0, '']);
   });
@@ -206,7 +175,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     expect(JSON.parse(target.on('/hook')[0]!.body)).toEqual({ text: 'POST /sample/orders', status: 201 });
     expect((await api('/_admin/webhooks')).json).toEqual([]); // nothing saved by a test send
     await expectAccessible('webhook form with a test result');
-    await screenshot('webhook-form');
+    await screenshot(page, 'webhook-form');
 
     await page.getByRole('button', { name: 'Save webhook' }).click();
     await page.getByText('Webhook "Order created" created').waitFor();
@@ -248,7 +217,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     expect(text).toContain('hello from the target'); // the target's response
     expect(text).toContain('No error.');
     await expectAccessible('logs with an expanded entry');
-    await screenshot('webhook-logs');
+    await screenshot(page, 'webhook-logs');
 
     const entries = page.getByRole('list', { name: 'Log entries' }).locator('li');
     await page.getByLabel('Status', { exact: true }).selectOption('skipped');
@@ -352,7 +321,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     expect(await recorded.first().textContent()).toContain('GET /shop/items');
     expect(await recorded.first().textContent()).toContain('Order created: no match');
     await expectAccessible('recording with a request');
-    await screenshot('recording');
+    await screenshot(page, 'recording');
     await page.getByRole('button', { name: 'Stop' }).click();
     await page.getByRole('button', { name: 'Start Recording' }).waitFor();
     expect(await recorded.count()).toBe(1); // what was captured stays
@@ -389,7 +358,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     const toggle = page.getByRole('switch', { name: 'Enabled: Order created' });
     expect(await toggle.isChecked()).toBe(true);
     await expectAccessible('webhook list');
-    await screenshot('webhooks');
+    await screenshot(page, 'webhooks');
     await toggle.click();
     await poll(() => toggle.isChecked()).toBe(false);
     expect(await page.locator('li', { hasText: 'Order created' }).first().locator('.badge.disabled').textContent()).toBe('Disabled');
@@ -465,7 +434,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     await page.getByLabel('Retry schedule (optional)').waitFor();
     expect(await page.getByText('Saved.').count()).toBe(0);
     expect(await page.getByLabel('Retry schedule (optional)').inputValue()).toBe('10s, 1m, 90');
-    await screenshot('webhook-form-delivery');
+    await screenshot(page, 'webhook-form-delivery');
 
     // "none" turns retries off; emptied fields go back to no limit and the service's schedule.
     await page.getByLabel('Retry schedule (optional)').fill('none');
@@ -532,7 +501,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     expect(await rows.filter({ hasText: 'alice laptop' }).textContent()).toContain(`${laptop.json.key.slice(0, 12)}…`); // its start (SPEC §15)
     expect(await rows.filter({ hasText: 'alice ci' }).textContent()).toContain('never');
     await expectAccessible('keys page');
-    await screenshot('keys');
+    await screenshot(page, 'keys');
 
     await page.getByLabel('Client', { exact: true }).fill('claude-desktop');
     await page.getByRole('button', { name: 'Filter' }).click();
@@ -567,7 +536,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
       if (title === 'API keys') {
         await poll(async () => (await call(proxy.url, '/shop/items', { auth: `Bearer ${keptKey}` })).status).toBe(401);
         await expectAccessible('features page');
-        await screenshot('features');
+        await screenshot(page, 'features');
       }
       await card.getByRole('button', { name: `Enable ${title}` }).click();
       await poll(() => badge.textContent()).toBe('Enabled');
@@ -598,7 +567,7 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     expect(await cards.first().locator('pre').textContent()).toContain('"apiKeys"');
     expect(await page.getByRole('button', { name: /save|delete|edit/i }).count()).toBe(0);
     await expectAccessible('permissions page');
-    await screenshot('permissions');
+    await screenshot(page, 'permissions');
 
     await nav('GraphQL apps').click();
     await page.getByText('No GraphQL apps yet.').waitFor();
@@ -635,11 +604,11 @@ describe('admin console (Chromium, built CLI)', { timeout: 90_000 }, () => {
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
     expect(overflow).toBeLessThanOrEqual(390);
     await expectAccessible('webhook list on a phone');
-    await screenshot('webhooks-phone');
+    await screenshot(page, 'webhooks-phone');
     await go(`#/webhooks/${await webhookId('Order created')}`);
     await page.getByLabel('Condition', { exact: true }).waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-    await screenshot('webhook-form-phone');
+    await screenshot(page, 'webhook-form-phone');
     await page.setViewportSize({ width: 1280, height: 800 });
 
     // Keyboard: Tab reaches the main navigation, and focus is visible (an outline is drawn).
