@@ -186,7 +186,6 @@ export type WriteDecision = { readonly allow: true } | { readonly allow: false; 
 /** Asked once per backend write, before it is sent, with the REST request it is. */
 export type WritePolicy = (target: { readonly method: string; readonly path: string; readonly query: string; readonly body: unknown }, ctx: RequestContext) => WriteDecision;
 
-/** Told of every backend write a mutation made, with what the backend answered (webhooks, recording). */
 /**
  * Reads the document a single-document update or delete addresses before it is sent, when its
  * state matters to someone (subscriptions: a listener's readFilter the write takes it out of).
@@ -194,6 +193,7 @@ export type WritePolicy = (target: { readonly method: string; readonly path: str
  */
 export type BeforeWrite = (write: { readonly method: string; readonly path: string; readonly query: string }, ctx: RequestContext) => Promise<unknown> | undefined;
 
+/** Told of every backend write a mutation made, with what the backend answered (webhooks, recording). */
 export type WriteObserver = (
   write: {
     readonly method: string;

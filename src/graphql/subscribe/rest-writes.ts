@@ -2,11 +2,10 @@
  * Proxied REST writes as changes (SPEC §6.5): a `RequestObserver` beside the webhooks' one. Its
  * `begin` is the whole cost on the pass-through for a collection nobody subscribes to: a method
  * check, a match of the path against `graphql.backend.collectionPath` for writes, and one Set
- * lookup. Only for a subscribed collection does it keep the response head (status, `Location`)
- * and, for a single-document `PUT`/`PATCH`/`DELETE`, hold the request while the document's state
- * before it is read (`beforeForward`, SPEC §11.1), and hold a 2xx answer: an insert's or update's
- * documents are read back (`capture`, SPEC §6.5: each change carries its own state), so the
- * writer's next write cannot be read in its place, and
+ * lookup. Only for a subscribed collection does it hold a single-document `PUT`/`PATCH`/`DELETE`
+ * while the document's state before it is read (`beforeForward`, SPEC §11.1), and hold a 2xx
+ * answer: an insert's or update's documents are read back (`capture`, SPEC §6.5: each change
+ * carries its own state), so the writer's next write cannot be read in its place, and
  * the changes go to the feed before the writer is answered (publisher.ts `publishAround`: the
  * feed's order is the order clients saw their writes answered, whichever replica each went
  * through); what Redis took while its collection was unclaimed goes again once the answer left
@@ -87,7 +86,7 @@ class ObservedWrite implements ObservedRequest {
       try {
         changes = this.changes(scope, statusCode, location, () => (body.length > BULK_ANSWER_BYTES ? undefined : body.toString('utf8')));
       } catch {
-        return; // observing never breaks serving; `finish` publishes what it can
+        return; // observing never breaks serving: a write whose changes cannot be read publishes nothing
       }
       const capture = scope.method === 'DELETE' ? undefined : this.reads.capture;
       const before = await this.before;

@@ -236,7 +236,7 @@ async function send(state: RequestState, write: BackendWrite, before?: unknown):
   }
   state.writes++;
   // A single document's state before the write, when a delete did not read it already and someone listens to its collection.
-  const prior = before ?? (write.id !== undefined && write.id !== '*' ? await state.settings.beforeWrite?.({ method: write.method, path, query }, state.ctx) : undefined) ?? undefined;
+  const prior = before ?? (write.id !== undefined && write.id !== '*' ? await state.settings.beforeWrite?.({ method: write.method, path, query }, state.ctx) : undefined);
   let response: BackendWriteResponse | undefined;
   let failure: unknown;
   try {

@@ -27,8 +27,8 @@ import type { ChangeBus } from '../../../store/change-bus.js';
 import { renewSubscriptionClaims } from '../../../store/scripts/subscriptions/renew-subscription-claims.js';
 import type { Change, FeedChange } from '../change.js';
 import { comparePositions } from './positions.js';
-import { decode, FeedPublisher, publishAround, type FeedGap } from './publisher.js';
-import { keyOf, readFrom, ReadKeys, trimmedAfter, WENT_BACK } from './read-keys.js';
+import { decode, FeedPublisher, keyOf, publishAround, type FeedGap } from './publisher.js';
+import { readFrom, ReadKeys, trimmedAfter, WENT_BACK } from './read-keys.js';
 import { page, resumeStart, type Page, type ResumeStart, type Retained } from './retained.js';
 import type { EndReason } from '../subscription.js';
 

@@ -320,14 +320,18 @@ export type FeedEntry =
   | { readonly position: string; readonly change: Change; readonly gap?: undefined; readonly key?: string }
   | { readonly position: string; readonly gap: FeedGap; readonly change?: undefined; readonly key?: string };
 
+/** An entry's `k` (`send`): its batch token and place. */
+export function keyOf(fields: readonly string[]): string | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === 'k') return fields[i + 1];
+  return undefined;
+}
+
 /** An entry of the stream as `send` wrote it: a change (`c`) or a gap notice (`g`), with its `k`; undefined for anything else. */
 export function decode(position: string, fields: string[]): FeedEntry | undefined {
   let entry: FeedEntry | undefined;
-  let key: string | undefined;
   for (let i = 0; i + 1 < fields.length; i += 2) {
     try {
-      if (fields[i] === 'k') key = fields[i + 1];
-      else if (entry === undefined && fields[i] === 'c') {
+      if (entry === undefined && fields[i] === 'c') {
         const c = JSON.parse(fields[i + 1]!) as Change;
         if (typeof c.db !== 'string' || typeof c.collection !== 'string' || typeof c.op !== 'string') return undefined;
         entry = { position, change: c };
@@ -341,5 +345,6 @@ export function decode(position: string, fields: string[]): FeedEntry | undefine
       return undefined;
     }
   }
+  const key = entry && keyOf(fields);
   return entry && key !== undefined ? { ...entry, key } : entry;
 }

@@ -18,6 +18,7 @@
 import type { Redis } from 'ioredis';
 import type { EndReason } from '../subscription.js';
 import { comparePositions, isPosition } from './positions.js';
+import { keyOf } from './publisher.js';
 
 /** A feed that went back further than a reader can follow (`readFrom`'s `lost`). */
 export const WENT_BACK: EndReason = {
@@ -73,12 +74,6 @@ export async function readFrom(redis: Redis, key: string, position: string, keys
     end = `(${oldest}`;
   }
   return { position: oldest, lost: true };
-}
-
-/** An entry's `k` (publisher.ts `send`). */
-export function keyOf(fields: readonly string[]): string | undefined {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === 'k') return fields[i + 1];
-  return undefined;
 }
 
 /** The last id the stream generated (XINFO STREAM), `0-0` when there is no stream. */
